@@ -1,0 +1,206 @@
+"""Reading: labelled corpora and documents to classify.
+
+A training corpus is a folder with one subfolder per class; the subfolder's name is the
+label and every regular file below it, recursively, is one document. Documents are decoded
+as UTF-8 and bytes that are not UTF-8 are replaced by U+FFFD, never an error.
+
+Skipped everywhere, by rule: names starting with ``.`` (hidden files and folders, editor
+swap files, ``.git``) and names ending in ``~`` (editor backups), and anything that is not
+a regular file (FIFOs, sockets, devices). Symbolic links to files are followed; symbolic
+links to folders are not, so a link loop cannot hang the walk.
+
+This stage knows nothing about tokens: it yields ``(source, text)`` pairs.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from .errors import CorpusError, NbclassError, NbclassWarning
+
+ENCODING = "utf-8"
+ERRORS = "replace"
+STDIN = "-"
+
+
+def decode(data: bytes) -> str:
+    """Decode bytes as UTF-8, replacing what is not UTF-8 by U+FFFD."""
+    return data.decode(ENCODING, ERRORS)
+
+
+def is_skipped_name(name: str) -> bool:
+    """True for hidden names (``.x``) and editor backups (``x~``), which are never documents."""
+    return name.startswith(".") or name.endswith("~")
+
+
+def _is_regular_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def walk_files(folder: str) -> list[str]:
+    """Every regular file below ``folder``, recursively, in a stable (sorted) order.
+
+    Skips hidden names, editor backups and non-regular files; does not follow symbolic
+    links to folders.
+    """
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if not is_skipped_name(d))
+        for name in sorted(filenames):
+            if is_skipped_name(name):
+                continue
+            path = os.path.join(dirpath, name)
+            if _is_regular_file(path):
+                found.append(path)
+    return found
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A labelled corpus: file paths and the index of each one's class.
+
+    Attributes
+    ----------
+    classes : list of str, length C
+        Class names (folder names), sorted.
+    paths : list of str, length N
+        One path per document, grouped by class, sorted within a class.
+    labels : list of int, length N
+        ``labels[i]`` is the index into ``classes`` of document ``paths[i]``.
+    """
+
+    classes: list[str]
+    paths: list[str]
+    labels: list[int]
+
+
+def list_corpus(root: str) -> Corpus:
+    """List a training corpus laid out as one subfolder per class.
+
+    Raises
+    ------
+    CorpusError
+        When ``root`` is missing or not a folder, has fewer than two class folders, or a
+        class folder holds no documents.
+    """
+    if not os.path.exists(root):
+        raise CorpusError(f"corpus folder {root!r} does not exist")
+    if not os.path.isdir(root):
+        raise CorpusError(
+            f"{root!r} is a file, not a corpus folder: give a folder with one subfolder per class"
+        )
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError as exc:
+        raise CorpusError(f"cannot read corpus folder {root!r}: {exc.strerror}") from None
+    class_dirs = []
+    loose_files = 0
+    for name in entries:
+        if is_skipped_name(name):
+            continue
+        path = os.path.join(root, name)
+        if os.path.isdir(path):
+            class_dirs.append((name, path))
+        elif _is_regular_file(path):
+            loose_files += 1
+    if not class_dirs:
+        raise CorpusError(
+            f"no class folders in {root!r}: put each class's documents in a subfolder "
+            "named after the class"
+        )
+    if loose_files:
+        warnings.warn(
+            f"ignoring {loose_files} file(s) at the top of {root!r}: documents belong in "
+            "class folders",
+            NbclassWarning,
+            stacklevel=2,
+        )
+    classes, paths, labels = [], [], []
+    for name, path in class_dirs:
+        files = walk_files(path)
+        if not files:
+            raise CorpusError(
+                f"class folder {path!r} has no documents: add files to it or remove it"
+            )
+        index = len(classes)
+        classes.append(name)
+        paths.extend(files)
+        labels.extend([index] * len(files))
+    if len(classes) < 2:
+        raise CorpusError(
+            f"{root!r} has only one class folder ({classes[0]!r}): a classifier needs at "
+            "least two classes"
+        )
+    return Corpus(classes=classes, paths=paths, labels=labels)
+
+
+def read_file(path: str) -> str:
+    """Read one document; an unreadable file is an :class:`NbclassError` naming it."""
+    try:
+        with open(path, "rb") as handle:
+            return decode(handle.read())
+    except OSError as exc:
+        raise NbclassError(f"cannot read {path!r}: {exc.strerror}") from None
+
+
+def expand_paths(paths: Iterable[str]) -> Iterator[str]:
+    """Paths to classify: files as given, folders walked recursively, ``-`` for stdin."""
+    for path in paths:
+        if path == STDIN:
+            yield path
+        elif os.path.isdir(path):
+            yield from walk_files(path)
+        elif os.path.exists(path):
+            yield path
+        else:
+            raise NbclassError(f"{path!r} does not exist")
+
+
+def _stdin_bytes():
+    return sys.stdin.buffer
+
+
+def iter_documents(paths: Iterable[str], lines: bool = False) -> Iterator[tuple[str, str]]:
+    """Yield ``(source, text)`` for every document named by ``paths``.
+
+    Parameters
+    ----------
+    paths : iterable of str
+        Files, folders (walked recursively) or ``-`` for standard input.
+    lines : bool
+        If true, every line of every input is a document and its source is
+        ``path:lineno`` (1-based); a trailing ``\\r`` is dropped from each line.
+    """
+    for path in expand_paths(paths):
+        if not lines:
+            if path == STDIN:
+                yield STDIN, decode(_stdin_bytes().read())
+            else:
+                yield path, read_file(path)
+            continue
+        if path == STDIN:
+            yield from _iter_lines(STDIN, _stdin_bytes())
+        else:
+            try:
+                handle = open(path, "rb")
+            except OSError as exc:
+                raise NbclassError(f"cannot read {path!r}: {exc.strerror}") from None
+            with handle:
+                yield from _iter_lines(path, handle)
+
+
+def _iter_lines(source: str, handle) -> Iterator[tuple[str, str]]:
+    for lineno, raw in enumerate(handle, start=1):
+        if raw.endswith(b"\n"):
+            raw = raw[:-1]
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        yield f"{source}:{lineno}", decode(raw)

@@ -1,0 +1,229 @@
+"""Counts: the sufficient statistics of naive Bayes, exact integers from one pass.
+
+Notation (``MATH.md``):
+
+=========  ==========================  ===============================================
+symbol     code name                   meaning
+=========  ==========================  ===============================================
+N_c        ``class_count``, (C,)       training **documents** of class c
+N          ``n_docs``                  sum of N_c
+D_jc       ``doc_count``, (V, C)       **documents** of class c containing word j
+T_jc       ``token_count``, (V, C)     **tokens** (occurrences) of word j in class c
+T_c        ``class_tokens``, (C,)      sum over j of T_jc: **tokens** in class c
+=========  ==========================  ===============================================
+
+One set of counts serves both event models: the Bernoulli model reads N_c and D_jc, the
+multinomial model N_c and T_jc. Counts are additive: the counts of corpus A and corpus B
+together are ``merge(counts(A), counts(B))``. Classes and vocabulary are kept sorted, so
+equal corpora give equal counts whatever the order their documents were read in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .vectorizer import GrowingVocabulary, binarize
+
+
+@dataclass(frozen=True, eq=False)
+class Counts:
+    """Exact per-class counts over a vocabulary.
+
+    Attributes
+    ----------
+    classes : tuple of str, length C
+        Class names, sorted.
+    vocabulary : tuple of str, length V
+        Words, sorted; row j of the count matrices is ``vocabulary[j]``.
+    class_count : ndarray of shape (C,), int64
+        N_c, number of training documents of class c.
+    doc_count : ndarray of shape (V, C), int64
+        D_jc, number of documents of class c that contain word j at least once.
+    token_count : ndarray of shape (V, C), int64
+        T_jc, number of occurrences of word j in the documents of class c.
+    """
+
+    classes: tuple[str, ...]
+    vocabulary: tuple[str, ...]
+    class_count: np.ndarray
+    doc_count: np.ndarray
+    token_count: np.ndarray
+
+    @property
+    def n_docs(self) -> int:
+        """N, the number of training documents."""
+        return int(self.class_count.sum())
+
+    @property
+    def class_tokens(self) -> np.ndarray:
+        """T_c, ndarray of shape (C,): tokens in the documents of class c."""
+        return self.token_count.sum(axis=0)
+
+    def equals(self, other: Counts) -> bool:
+        """True when both hold the same classes, words and integer counts."""
+        return (
+            self.classes == other.classes
+            and self.vocabulary == other.vocabulary
+            and np.array_equal(self.class_count, other.class_count)
+            and np.array_equal(self.doc_count, other.doc_count)
+            and np.array_equal(self.token_count, other.token_count)
+        )
+
+    def restrict(self, rows: np.ndarray) -> Counts:
+        """The counts of the words at ``rows`` (sorted indices), N_c unchanged."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return Counts(
+            classes=self.classes,
+            vocabulary=tuple(self.vocabulary[j] for j in rows),
+            class_count=self.class_count,
+            doc_count=self.doc_count[rows],
+            token_count=self.token_count[rows],
+        )
+
+    def problems(self) -> list[str]:
+        """What makes these counts impossible (empty when they are consistent)."""
+        found = []
+        C, V = len(self.classes), len(self.vocabulary)
+        if self.class_count.shape != (C,):
+            found.append(f"class counts have shape {self.class_count.shape}, expected ({C},)")
+        for name, array in (("document", self.doc_count), ("token", self.token_count)):
+            if array.shape != (V, C):
+                found.append(f"{name} counts have shape {array.shape}, expected ({V}, {C})")
+        if found:
+            return found
+        if (self.class_count < 0).any() or (self.doc_count < 0).any():
+            found.append("negative counts")
+        if (self.doc_count > self.class_count).any():
+            found.append("a word is in more documents of a class than the class has")
+        if (self.doc_count > self.token_count).any():
+            found.append("a word is in more documents than it has tokens")
+        if ((self.doc_count == 0) & (self.token_count != 0)).any():
+            found.append("a word has tokens in a class but no documents")
+        if list(self.classes) != sorted(set(self.classes)):
+            found.append("class names are not sorted and unique")
+        if list(self.vocabulary) != sorted(set(self.vocabulary)):
+            found.append("vocabulary is not sorted and unique")
+        return found
+
+
+def count_documents(
+    X: sp.csr_matrix, labels: np.ndarray, n_classes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """N_c, D_jc and T_jc of one batch of documents.
+
+    Parameters
+    ----------
+    X : csr_matrix of shape (n, V)
+        Token counts per document.
+    labels : ndarray of shape (n,), int
+        Class index of each document.
+    n_classes : int
+        C.
+
+    Returns
+    -------
+    class_count : ndarray of shape (C,), int64 (documents)
+    doc_count : ndarray of shape (V, C), int64 (documents containing the word)
+    token_count : ndarray of shape (V, C), int64 (tokens)
+
+    Notes
+    -----
+    With Y the (n, C) one-hot label matrix: ``T = X.T @ Y`` and ``D = 1[X > 0].T @ Y``.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    n = labels.shape[0]
+    Y = sp.csr_matrix(
+        (np.ones(n, dtype=np.int64), labels, np.arange(n + 1, dtype=np.int64)),
+        shape=(n, n_classes),
+    )
+    token_count = (X.T @ Y).toarray().astype(np.int64, copy=False)
+    doc_count = (binarize(X).T @ Y).toarray().astype(np.int64, copy=False)
+    class_count = np.bincount(labels, minlength=n_classes).astype(np.int64)
+    return class_count, doc_count, token_count
+
+
+class CountAccumulator:
+    """Adds up the counts of batches of documents over a vocabulary that grows.
+
+    Memory is proportional to the vocabulary, not to the number of documents: each batch
+    is counted and dropped.
+
+    Examples
+    --------
+    >>> from nbclass.vectorizer import count_matrix
+    >>> acc = CountAccumulator(["ham", "spam"])
+    >>> acc.add(count_matrix([["win", "cash"], ["hi"]], acc.vocabulary), [1, 0])
+    >>> counts = acc.result()
+    >>> counts.vocabulary, counts.token_count.tolist()
+    (('cash', 'hi', 'win'), [[0, 1], [1, 0], [0, 1]])
+    """
+
+    def __init__(self, classes: Sequence[str]):
+        self.classes = tuple(classes)
+        self.vocabulary = GrowingVocabulary()
+        C = len(self.classes)
+        self._class_count = np.zeros(C, dtype=np.int64)
+        self._doc_count = np.zeros((1024, C), dtype=np.int64)
+        self._token_count = np.zeros((1024, C), dtype=np.int64)
+
+    def _reserve(self, V: int) -> None:
+        capacity = self._doc_count.shape[0]
+        if V <= capacity:
+            return
+        while capacity < V:
+            capacity *= 2
+        for name in ("_doc_count", "_token_count"):
+            old = getattr(self, name)
+            new = np.zeros((capacity, old.shape[1]), dtype=np.int64)
+            new[: old.shape[0]] = old
+            setattr(self, name, new)
+
+    def add(self, X: sp.csr_matrix, labels: Sequence[int]) -> None:
+        """Add a batch: ``X`` (n, V_now) counted over ``self.vocabulary``, and its labels."""
+        class_count, doc_count, token_count = count_documents(
+            X, np.asarray(labels), len(self.classes)
+        )
+        V = X.shape[1]
+        self._reserve(V)
+        self._class_count += class_count
+        self._doc_count[:V] += doc_count
+        self._token_count[:V] += token_count
+
+    def result(self) -> Counts:
+        """The counts so far, with the vocabulary sorted."""
+        words = list(self.vocabulary)
+        order = np.array(sorted(range(len(words)), key=words.__getitem__), dtype=np.int64)
+        return Counts(
+            classes=self.classes,
+            vocabulary=tuple(words[j] for j in order),
+            class_count=self._class_count.copy(),
+            doc_count=self._doc_count[order],
+            token_count=self._token_count[order],
+        )
+
+
+def merge(*parts: Counts) -> Counts:
+    """The counts of the union of the corpora that gave ``parts``: a sum, word by word.
+
+    Classes and words missing from a part count zero there.
+    """
+    classes = tuple(sorted(set().union(*(p.classes for p in parts))))
+    vocabulary = tuple(sorted(set().union(*(p.vocabulary for p in parts))))
+    class_at = {c: i for i, c in enumerate(classes)}
+    word_at = {w: j for j, w in enumerate(vocabulary)}
+    C, V = len(classes), len(vocabulary)
+    class_count = np.zeros(C, dtype=np.int64)
+    doc_count = np.zeros((V, C), dtype=np.int64)
+    token_count = np.zeros((V, C), dtype=np.int64)
+    for part in parts:
+        cols = np.array([class_at[c] for c in part.classes], dtype=np.int64)
+        rows = np.array([word_at[w] for w in part.vocabulary], dtype=np.int64)
+        class_count[cols] += part.class_count
+        index = np.ix_(rows, cols)
+        doc_count[index] += part.doc_count
+        token_count[index] += part.token_count
+    return Counts(classes, vocabulary, class_count, doc_count, token_count)

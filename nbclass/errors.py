@@ -1,0 +1,46 @@
+"""Exit codes and the exceptions that carry them.
+
+Every error a user can cause is an :class:`NbclassError`: the command-line layer prints
+its message as one ``Error: ...`` line on stderr and exits with its ``exit_code``.
+Nothing else in the package knows about the command line.
+
+Exit codes (documented in the README):
+
+====  ==========================================================================
+code  meaning
+====  ==========================================================================
+0     success
+1     runtime error: unreadable or invalid corpus, model file or input
+2     usage error: a bad option value or combination (click's own code too)
+130   interrupted (Ctrl-C)
+====  ==========================================================================
+"""
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class NbclassError(Exception):
+    """A problem the user can fix; ``str(error)`` says what is wrong and how to fix it."""
+
+    exit_code = EXIT_ERROR
+
+
+class UsageError(NbclassError):
+    """An option value or combination of options that cannot work."""
+
+    exit_code = EXIT_USAGE
+
+
+class CorpusError(NbclassError):
+    """A training corpus that cannot be read as one folder per class."""
+
+
+class ModelFileError(NbclassError):
+    """A model file that is missing, not a model, truncated, corrupted or of another version."""
+
+
+class NbclassWarning(UserWarning):
+    """Something the user should know that does not stop the command."""

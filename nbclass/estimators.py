@@ -1,0 +1,230 @@
+"""Estimators: class priors π and word probabilities θ from counts, in log space.
+
+Notation (``MATH.md``; counts are defined in :mod:`nbclass.counts`):
+
+================  ==========================  ==========================================
+symbol            code name                   meaning
+================  ==========================  ==========================================
+π_c               ``log_pi`` (log)            probability of class c
+θ_jc              ``log_theta`` (log)         Bernoulli: p(word j present | c);
+                                              multinomial: p(a token is word j | c)
+α_c = α           ``alpha``                   Dirichlet pseudo-count on class proportions
+β_1, β_0          ``beta = (β_1, β_0)``       Beta pseudo-counts for "present"/"absent"
+β                 ``beta = (β, β)``           symmetric Dirichlet on a class's words
+================  ==========================  ==========================================
+
+=================  ==========================  ===========================  =======================
+estimator          π_c                         θ_jc Bernoulli               θ_jc multinomial
+=================  ==========================  ===========================  =======================
+mle                N_c / N                     D_jc / N_c                   T_jc / T_c
+map                (N_c+α−1) / (N+Cα−C)        (D_jc+β1−1) / (N_c+β1+β0−2)  (T_jc+β−1) / (T_c+V(β−1))
+posterior-mean     (N_c+α) / (N+Cα)            (D_jc+β1) / (N_c+β1+β0)      (T_jc+β) / (T_c+Vβ)
+=================  ==========================  ===========================  =======================
+
+Every estimate is a fraction ``numerator / denominator`` of counts plus pseudo-counts; the
+``*_fractions`` functions return those two parts and the ``log_*`` functions take the
+difference of their logarithms (never the log of a rounded ratio). A zero numerator gives
+log 0 = −inf, a legitimate answer under ``mle`` (the seeds' "black swan"). A zero
+denominator (a class with no tokens under ``mle``) means the class gives no word any
+probability: its θ are 0.
+
+References: seed 000 (Bayesian naive Bayes, MAP, posterior predictive), seed 004
+(Laplace smoothing), ``MATH.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .errors import UsageError
+
+MODELS = ("multinomial", "bernoulli")
+ESTIMATORS = ("posterior-mean", "map", "mle")
+
+
+@dataclass(frozen=True)
+class EstimatorSettings:
+    """Event model, estimator and prior pseudo-counts.
+
+    Attributes
+    ----------
+    model : {"multinomial", "bernoulli"}
+    estimator : {"posterior-mean", "map", "mle"}
+    alpha : float
+        α, the Dirichlet pseudo-count of every class (α_0 = Cα).
+    beta : tuple of float (β_1, β_0)
+        Bernoulli: Beta(β_1, β_0) pseudo-counts for "present" and "absent".
+        Multinomial: the symmetric Dirichlet's β, given as (β, β).
+    """
+
+    model: str = "multinomial"
+    estimator: str = "posterior-mean"
+    alpha: float = 1.0
+    beta: tuple[float, float] = (1.0, 1.0)
+
+    def with_overrides(self, **overrides) -> EstimatorSettings:
+        """A copy with the given fields replaced; ``None`` values keep the current field."""
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+    def validate(self) -> EstimatorSettings:
+        """Return self if usable, else raise :class:`UsageError` saying how to fix it."""
+        if self.model not in MODELS:
+            raise UsageError(f"unknown model {self.model!r}: use one of {', '.join(MODELS)}")
+        if self.estimator not in ESTIMATORS:
+            raise UsageError(
+                f"unknown estimator {self.estimator!r}: use one of {', '.join(ESTIMATORS)}"
+            )
+        values = (self.alpha, *self.beta)
+        if not all(math.isfinite(v) for v in values):
+            raise UsageError("--alpha and --beta must be finite numbers")
+        if self.model == "multinomial" and self.beta[0] != self.beta[1]:
+            raise UsageError(
+                "the multinomial model takes one --beta (a symmetric Dirichlet); "
+                "B1,B0 is for --model bernoulli"
+            )
+        if self.estimator == "map" and min(values) < 1:
+            raise UsageError(
+                "--estimator map needs --alpha >= 1 and --beta >= 1 (the mode of a Beta or "
+                "Dirichlet with a pseudo-count below 1 is not interior); use "
+                "--estimator posterior-mean for smaller pseudo-counts"
+            )
+        if self.estimator == "posterior-mean" and min(values) <= 0:
+            raise UsageError(
+                "--estimator posterior-mean needs --alpha > 0 and --beta > 0; "
+                "use --estimator mle for unsmoothed estimates"
+            )
+        return self
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model,
+            "estimator": self.estimator,
+            "alpha": self.alpha,
+            "beta": list(self.beta),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> EstimatorSettings:
+        return cls(
+            model=str(data["model"]),
+            estimator=str(data["estimator"]),
+            alpha=float(data["alpha"]),
+            beta=(float(data["beta"][0]), float(data["beta"][1])),
+        )
+
+
+def parse_beta(text: str) -> tuple[float, float]:
+    """Parse ``--beta B`` (β_1 = β_0 = B) or ``--beta B1,B0``."""
+    parts = text.split(",")
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) == 1:
+        return values[0], values[0]
+    if len(values) == 2:
+        return values[0], values[1]
+    raise UsageError(f"--beta {text!r} is not B or B1,B0 (for example 1 or 1,1)")
+
+
+def log_fraction(numerator, denominator) -> np.ndarray:
+    """log(numerator / denominator) as a difference of logs; −inf where either is 0.
+
+    Examples
+    --------
+    >>> log_fraction([1.0, 0.0], [4.0, 4.0]).tolist() == [np.log(1) - np.log(4), -np.inf]
+    True
+    """
+    numerator, denominator = np.broadcast_arrays(
+        np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
+    )
+    out = np.full(numerator.shape, -np.inf)
+    ok = (numerator > 0) & (denominator > 0)
+    out[ok] = np.log(numerator[ok]) - np.log(denominator[ok])
+    return out
+
+
+def class_prior_fractions(class_count: np.ndarray, estimator: str, alpha: float):
+    """Numerator (C,) and denominator (scalar) of π_c.
+
+    Parameters
+    ----------
+    class_count : ndarray of shape (C,)
+        N_c (documents).
+    """
+    N_c = np.asarray(class_count, dtype=np.float64)
+    N, C = N_c.sum(), N_c.shape[0]
+    if estimator == "mle":
+        return N_c, N
+    if estimator == "map":
+        return N_c + alpha - 1, N + C * alpha - C
+    return N_c + alpha, N + C * alpha
+
+
+def log_class_prior(class_count: np.ndarray, estimator: str, alpha: float) -> np.ndarray:
+    """log π_c, ndarray of shape (C,).
+
+    Examples
+    --------
+    >>> log_pi = log_class_prior(np.array([3, 1]), "posterior-mean", 1.0)
+    >>> np.allclose(np.exp(log_pi), [(3 + 1) / (4 + 2), (1 + 1) / (4 + 2)])
+    True
+    """
+    return log_fraction(*class_prior_fractions(class_count, estimator, alpha))
+
+
+def bernoulli_fractions(
+    doc_count: np.ndarray, class_count: np.ndarray, estimator: str, beta: tuple[float, float]
+):
+    """Numerators of θ_jc and of 1 − θ_jc, each (V, C), and their denominator (C,).
+
+    Parameters
+    ----------
+    doc_count : ndarray of shape (V, C)
+        D_jc (documents containing word j).
+    class_count : ndarray of shape (C,)
+        N_c (documents).
+    """
+    beta1, beta0 = beta
+    D = np.asarray(doc_count, dtype=np.float64)
+    N_c = np.asarray(class_count, dtype=np.float64)
+    if estimator == "mle":
+        return D, N_c - D, N_c
+    if estimator == "map":
+        return D + beta1 - 1, N_c - D + beta0 - 1, N_c + beta1 + beta0 - 2
+    return D + beta1, N_c - D + beta0, N_c + beta1 + beta0
+
+
+def bernoulli_log_theta(
+    doc_count: np.ndarray, class_count: np.ndarray, estimator: str, beta: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """log θ_jc and log(1 − θ_jc), each ndarray of shape (V, C).
+
+    A class whose denominator is 0 gives its words θ = 0: log θ = −inf, log(1 − θ) = 0.
+    """
+    present, absent, denominator = bernoulli_fractions(doc_count, class_count, estimator, beta)
+    log_theta = log_fraction(present, denominator)
+    log_not_theta = log_fraction(absent, denominator)
+    log_not_theta[:, np.asarray(denominator) <= 0] = 0.0
+    return log_theta, log_not_theta
+
+
+def multinomial_log_theta(token_count: np.ndarray, estimator: str, beta: float) -> np.ndarray:
+    """log θ_jc, ndarray of shape (V, C), with V = ``token_count.shape[0]``.
+
+    Parameters
+    ----------
+    token_count : ndarray of shape (V, C)
+        T_jc (tokens).
+    """
+    T = np.asarray(token_count, dtype=np.float64)
+    V = T.shape[0]
+    T_c = T.sum(axis=0)
+    if estimator == "mle":
+        return log_fraction(T, T_c)
+    if estimator == "map":
+        return log_fraction(T + beta - 1, T_c + V * (beta - 1))
+    return log_fraction(T + beta, T_c + V * beta)

@@ -1,0 +1,261 @@
+"""The model: counts plus everything needed to use them, and the fit and predict steps.
+
+A :class:`Model` holds the exact counts of its training documents, the tokenizer settings
+that produced them, the vocabulary filter (``min_df``, ``max_features``) and the default
+estimator settings. Probabilities are never stored: a :class:`Classifier` derives them from
+the counts for whatever estimator and priors are asked for.
+
+The vocabulary filter is applied when the model is *used*, not when it is fitted: the
+file keeps the counts of every word, so counts stay additive (two fits can be summed and
+give exactly the fit of both corpora) and the filter can be read back from ``info``.
+``select-features`` is the way to make a model smaller: it keeps only the chosen words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import numpy as np
+
+from .corpus import Corpus, read_file
+from .counts import CountAccumulator, Counts
+from .errors import NbclassError, UsageError
+from .estimators import EstimatorSettings
+from .posterior import log_posterior, make_scorer
+from .selection import mutual_information, rank_features
+from .tokenizer import TokenizerSettings, make_tokenizer
+from .vectorizer import count_matrix
+
+BATCH_SIZE = 1000
+
+
+@dataclass(frozen=True)
+class VocabularyFilter:
+    """Which counted words a model uses.
+
+    Attributes
+    ----------
+    min_df : int
+        Keep words in at least this many training documents (Σ_c D_jc >= min_df).
+    max_features : int or None
+        Then keep at most this many, the most frequent by tokens (Σ_c T_jc); ties go to
+        the alphabetically first word.
+    """
+
+    min_df: int = 1
+    max_features: int | None = None
+
+    def validate(self) -> VocabularyFilter:
+        if self.min_df < 1:
+            raise UsageError(f"--min-df {self.min_df} must be at least 1")
+        if self.max_features is not None and self.max_features < 1:
+            raise UsageError(f"--max-features {self.max_features} must be at least 1")
+        return self
+
+    def rows(self, counts: Counts) -> np.ndarray:
+        """Sorted indices of the words of ``counts`` that pass the filter."""
+        keep = np.flatnonzero(counts.doc_count.sum(axis=1) >= self.min_df)
+        if self.max_features is not None and keep.size > self.max_features:
+            frequency = counts.token_count[keep].sum(axis=1)
+            best = np.argsort(-frequency, kind="stable")[: self.max_features]
+            keep = np.sort(keep[best])
+        return keep
+
+    def to_dict(self) -> dict:
+        return {"min_df": self.min_df, "max_features": self.max_features}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> VocabularyFilter:
+        max_features = data["max_features"]
+        return cls(
+            min_df=int(data["min_df"]),
+            max_features=None if max_features is None else int(max_features),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """A fitted naive Bayes text model.
+
+    Attributes
+    ----------
+    counts : Counts
+        N_c, D_jc and T_jc over every word counted.
+    tokenizer : TokenizerSettings
+        How text becomes tokens, for fit and predict alike.
+    vocabulary_filter : VocabularyFilter
+        Which counted words are used.
+    defaults : EstimatorSettings
+        Event model, estimator and priors used unless a command overrides them.
+    selection : dict or None
+        How ``select-features`` chose the vocabulary, if it did.
+    """
+
+    counts: Counts
+    tokenizer: TokenizerSettings
+    vocabulary_filter: VocabularyFilter = field(default_factory=VocabularyFilter)
+    defaults: EstimatorSettings = field(default_factory=EstimatorSettings)
+    selection: dict | None = None
+
+    @cached_property
+    def active_counts(self) -> Counts:
+        """The counts restricted to the words the vocabulary filter keeps."""
+        rows = self.vocabulary_filter.rows(self.counts)
+        if rows.size == len(self.counts.vocabulary):
+            return self.counts
+        return self.counts.restrict(rows)
+
+
+def count_corpus(
+    paths: Sequence[str],
+    labels: Sequence[int],
+    classes: Sequence[str],
+    tokenizer: TokenizerSettings,
+    batch_size: int = BATCH_SIZE,
+) -> Counts:
+    """Read, tokenize and count documents in batches, in memory bounded by the vocabulary."""
+    tokenize = make_tokenizer(tokenizer)
+    accumulator = CountAccumulator(classes)
+    for start in range(0, len(paths), batch_size):
+        batch = paths[start : start + batch_size]
+        X = count_matrix((tokenize(read_file(p)) for p in batch), accumulator.vocabulary)
+        accumulator.add(X, labels[start : start + batch_size])
+    return accumulator.result()
+
+
+def fit(
+    corpus: Corpus,
+    tokenizer: TokenizerSettings | None = None,
+    vocabulary_filter: VocabularyFilter | None = None,
+    defaults: EstimatorSettings | None = None,
+) -> Model:
+    """Fit a model on a labelled corpus.
+
+    Raises
+    ------
+    NbclassError
+        When no token is found, or the vocabulary filter keeps no word.
+    """
+    tokenizer = tokenizer or TokenizerSettings()
+    make_tokenizer(tokenizer)  # validate before reading anything
+    vocabulary_filter = (vocabulary_filter or VocabularyFilter()).validate()
+    defaults = (defaults or EstimatorSettings()).validate()
+    counts = count_corpus(corpus.paths, corpus.labels, corpus.classes, tokenizer)
+    model = Model(counts, tokenizer, vocabulary_filter, defaults)
+    if not counts.vocabulary:
+        raise NbclassError(
+            "no tokens found in the corpus: check that the documents hold text and that "
+            "--token-pattern and --stop-words leave some words"
+        )
+    if not model.active_counts.vocabulary:
+        raise NbclassError(
+            f"empty vocabulary after pruning: no word is in --min-df {vocabulary_filter.min_df} "
+            "documents; lower --min-df"
+        )
+    return model
+
+
+def select_features(model: Model, k: int, settings: EstimatorSettings | None = None) -> Model:
+    """A model that keeps only the ``k`` words with the highest mutual information.
+
+    Counts are kept as they were, N_c included; the vocabulary filter is replaced by the
+    selection, which is recorded in :attr:`Model.selection`.
+    """
+    if k < 1:
+        raise UsageError(f"-k {k} must be at least 1")
+    settings = (settings or model.defaults).validate()
+    counts = model.active_counts
+    I = mutual_information(counts, settings)
+    rows = np.sort(rank_features(I, k))
+    selection = {
+        "criterion": "mutual-information",
+        "k": int(k),
+        "estimator": settings.estimator,
+        "alpha": settings.alpha,
+        "beta": list(settings.beta),
+        "from_vocabulary": len(counts.vocabulary),
+    }
+    return replace(
+        model,
+        counts=counts.restrict(rows),
+        vocabulary_filter=VocabularyFilter(),
+        selection=selection,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Predictions:
+    """Posterior class probabilities of a batch of documents.
+
+    Attributes
+    ----------
+    sources : list of str, length n
+        Where each document came from.
+    classes : tuple of str, length C
+    log_proba : ndarray of shape (n, C)
+        log p(y = c | x); a row of −inf means every class is impossible.
+    """
+
+    sources: list[str]
+    classes: tuple[str, ...]
+    log_proba: np.ndarray
+
+    @property
+    def best(self) -> np.ndarray:
+        """Index of the most probable class per document, shape (n,); −1 if none is possible."""
+        best = self.log_proba.argmax(axis=1)
+        best[np.isneginf(self.log_proba.max(axis=1))] = -1
+        return best
+
+
+class Classifier:
+    """Scores text with a model under given estimator settings.
+
+    Examples
+    --------
+    >>> from nbclass.counts import CountAccumulator
+    >>> acc = CountAccumulator(["ham", "spam"])
+    >>> acc.add(count_matrix([["hi", "mum"], ["win", "cash"]], acc.vocabulary), [0, 1])
+    >>> clf = Classifier(Model(acc.result(), TokenizerSettings()))
+    >>> clf.classes[clf.predict(["Win cash now"]).best[0]]
+    'spam'
+    """
+
+    def __init__(self, model: Model, settings: EstimatorSettings | None = None):
+        self.settings = (settings or model.defaults).validate()
+        counts = model.active_counts
+        self.classes = counts.classes
+        self.vocabulary = {word: j for j, word in enumerate(counts.vocabulary)}
+        self.tokenize = make_tokenizer(model.tokenizer)
+        self.scorer = make_scorer(counts, self.settings)
+
+    def joint_log_likelihood(self, texts: Iterable[str]) -> np.ndarray:
+        """b_c = log π_c + log p(x | c) per text, ndarray of shape (n, C)."""
+        X = count_matrix((self.tokenize(t) for t in texts), self.vocabulary)
+        return self.scorer.joint_log_likelihood(X)
+
+    def predict(self, texts: Sequence[str], sources: Sequence[str] | None = None) -> Predictions:
+        """Posterior probabilities of a batch of texts."""
+        jll = self.joint_log_likelihood(texts)
+        if sources is None:
+            sources = [str(i) for i in range(len(texts))]
+        return Predictions(list(sources), self.classes, log_posterior(jll))
+
+    def predict_documents(
+        self, documents: Iterable[tuple[str, str]], batch_size: int = BATCH_SIZE
+    ) -> Iterator[Predictions]:
+        """Predict a stream of ``(source, text)`` pairs, one batch at a time."""
+        batch: list[tuple[str, str]] = []
+        for document in documents:
+            batch.append(document)
+            if len(batch) == batch_size:
+                yield self._predict_batch(batch)
+                batch = []
+        if batch:
+            yield self._predict_batch(batch)
+
+    def _predict_batch(self, batch: list[tuple[str, str]]) -> Predictions:
+        sources = [source for source, _ in batch]
+        return self.predict([text for _, text in batch], sources)

@@ -1,0 +1,119 @@
+"""Posterior predictive in log space: scores = X @ W + b, then a log-softmax.
+
+For both event models the joint log-likelihood b_c = log π_c + log p(x | y = c) is linear in
+the document (seed 004: "NB is a generalized linear model"):
+
+- multinomial: log p(x | c) = Σ_j x_j log θ_jc, so W = log θ and b = log π
+  (the multinomial coefficient does not depend on c and cancels);
+- Bernoulli: log p(x | c) = Σ_{j: x_j=1} [log θ_jc − log(1 − θ_jc)] + Σ_j log(1 − θ_jc),
+  so W = log θ − log(1 − θ) and b = log π + Σ_j log(1 − θ_jc), the absent-word sum computed
+  once per class; scoring touches only the words a document contains.
+
+Then p(y = c | x) = exp(b_c − logsumexp_c' b_c') (seed 000, "log-sum-exp trick").
+
+Infinities are answers, never NaN. Under ``mle`` a word with θ_jc = 0 makes class c
+impossible for any document containing it (weight −inf). A Bernoulli word with θ_jc = 1
+makes c impossible for any document *lacking* it; its (+inf) weight is kept out of W and b
+and checked by counting such words instead. When every class is impossible for a document,
+its log posterior is −inf everywhere and it has no label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import log_softmax, logsumexp
+
+from .counts import Counts
+from .estimators import (
+    EstimatorSettings,
+    bernoulli_log_theta,
+    log_class_prior,
+    multinomial_log_theta,
+)
+from .vectorizer import binarize
+
+
+@dataclass(frozen=True, eq=False)
+class LinearScorer:
+    """Joint log-likelihood of documents as a linear function of their counts.
+
+    Attributes
+    ----------
+    weights : ndarray of shape (V, C)
+        W; may hold −inf (a word that makes a class impossible), never +inf or NaN.
+    bias : ndarray of shape (C,)
+        b = log π (+ the Bernoulli absent-word sum).
+    binary : bool
+        Score ``1[X > 0]`` (Bernoulli) instead of ``X`` (multinomial).
+    required : csr_matrix of shape (V, C), or None
+        Bernoulli words with θ_jc = 1: a document lacking one is impossible for class c.
+    """
+
+    weights: np.ndarray
+    bias: np.ndarray
+    binary: bool
+    required: sp.csr_matrix | None = None
+
+    def joint_log_likelihood(self, X: sp.csr_matrix) -> np.ndarray:
+        """b_c for each document, ndarray of shape (n, C).
+
+        Parameters
+        ----------
+        X : csr_matrix of shape (n, V)
+            Token counts over the scorer's vocabulary.
+        """
+        if self.binary:
+            X = binarize(X)
+        jll = np.asarray(X @ self.weights) + self.bias
+        if self.required is not None:
+            n_required = np.asarray(self.required.sum(axis=0)).ravel()
+            present = np.asarray((X @ self.required).todense())
+            jll[present < n_required] = -np.inf
+        return jll
+
+
+def make_scorer(counts: Counts, settings: EstimatorSettings) -> LinearScorer:
+    """The linear scorer of ``counts`` under ``settings`` (model, estimator, priors)."""
+    log_pi = log_class_prior(counts.class_count, settings.estimator, settings.alpha)
+    if settings.model == "multinomial":
+        log_theta = multinomial_log_theta(counts.token_count, settings.estimator, settings.beta[0])
+        return LinearScorer(weights=log_theta, bias=log_pi, binary=False)
+    log_theta, log_not_theta = bernoulli_log_theta(
+        counts.doc_count, counts.class_count, settings.estimator, settings.beta
+    )
+    certain = np.isneginf(log_not_theta)  # θ_jc = 1
+    weights = np.where(certain, 0.0, log_theta - np.where(certain, 0.0, log_not_theta))
+    bias = log_pi + np.where(certain, 0.0, log_not_theta).sum(axis=0)
+    required = sp.csr_matrix(certain.astype(np.int64)) if certain.any() else None
+    return LinearScorer(weights=weights, bias=bias, binary=True, required=required)
+
+
+def log_posterior(jll: np.ndarray) -> np.ndarray:
+    """log p(y = c | x) from joint log-likelihoods, ndarray of shape (n, C).
+
+    Rows where every class is impossible (all −inf) stay all −inf instead of NaN.
+
+    Examples
+    --------
+    >>> log_posterior(np.array([[1000.0, 1000.0], [-np.inf, -np.inf]])).tolist()
+    [[-0.6931471805599453, -0.6931471805599453], [-inf, -inf]]
+    """
+    out = np.full(jll.shape, -np.inf)
+    possible = np.isfinite(jll.max(axis=1))
+    out[possible] = log_softmax(jll[possible], axis=1)
+    return out
+
+
+def log_evidence(jll: np.ndarray) -> np.ndarray:
+    """log p(x) = logsumexp_c b_c, ndarray of shape (n,); −inf for an impossible document.
+
+    For the multinomial model this leaves out the multinomial coefficient of the document,
+    which is the same for every class.
+    """
+    out = np.full(jll.shape[0], -np.inf)
+    possible = np.isfinite(jll.max(axis=1))
+    out[possible] = logsumexp(jll[possible], axis=1)
+    return out

@@ -1,0 +1,148 @@
+"""Rendering: results to the lines a user or a script reads.
+
+Machine-readable output prints every number with ``repr(float)``, the shortest text that
+reads back as the same float, so a script gets exactly what nbclass computed. TSV fields
+escape backslash, tab, newline and carriage return as ``\\\\``, ``\\t``, ``\\n`` and ``\\r``,
+so every record stays on one line whatever a file name holds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import numpy as np
+
+from .model import Model, Predictions
+from .selection import RankedFeature
+
+_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def number(x: float) -> str:
+    """The shortest decimal text that reads back as the same float.
+
+    >>> number(0.1), number(1e-300), number(1.0)
+    ('0.1', '1e-300', '1.0')
+    """
+    return repr(float(x))
+
+
+def field(text: str) -> str:
+    """A TSV field: backslash, tab, newline and carriage return escaped.
+
+    >>> field("a\\tb\\nc")
+    'a\\\\tb\\\\nc'
+    """
+    return text.translate(_ESCAPES)
+
+
+def _ranked(predictions: Predictions, top_k: int | None) -> Iterator[tuple[str, str, list]]:
+    """(source, label, [(class, probability), ...] best first) per document."""
+    proba = np.exp(predictions.log_proba)
+    best = predictions.best
+    classes = predictions.classes
+    for i, source in enumerate(predictions.sources):
+        order = np.argsort(-proba[i], kind="stable")[:top_k]
+        pairs = [(classes[c], float(proba[i, c])) for c in order.tolist()]
+        label = classes[best[i]] if best[i] >= 0 else ""
+        yield source, label, pairs
+
+
+def prediction_lines(predictions: Predictions, fmt: str, top_k: int | None) -> Iterator[str]:
+    """One line per document.
+
+    TSV: ``source<TAB>label<TAB>probability``, then one more ``label<TAB>probability``
+    pair per extra class when ``top_k`` > 1. JSONL: an object with ``source``, ``label``,
+    ``probability`` and ``probabilities`` (the ``top_k`` most probable classes, all of
+    them by default, best first). A document for which every class is impossible has the
+    label ``""`` and probability 0.
+    """
+    if fmt == "jsonl":
+        for source, label, pairs in _ranked(predictions, top_k):
+            record = {
+                "source": source,
+                "label": label,
+                "probability": pairs[0][1] if label else 0.0,
+                "probabilities": dict(pairs),
+            }
+            yield json.dumps(record, ensure_ascii=False)
+        return
+    for source, label, pairs in _ranked(predictions, top_k or 1):
+        cells = [field(source), field(label), number(pairs[0][1] if label else 0.0)]
+        for name, p in pairs[1:]:
+            cells += [field(name), number(p)]
+        yield "\t".join(cells)
+
+
+def feature_lines(features: list[RankedFeature], fmt: str) -> Iterator[str]:
+    """``word<TAB>mi<TAB>class`` per feature, or JSONL ``{"word", "mi", "class"}``."""
+    for f in features:
+        if fmt == "jsonl":
+            yield json.dumps({"word": f.word, "mi": f.mi, "class": f.label}, ensure_ascii=False)
+        else:
+            yield f"{field(f.word)}\t{number(f.mi)}\t{field(f.label)}"
+
+
+def model_info(model: Model, path: str, header: dict | None = None) -> dict:
+    """What ``nbclass info`` reports, as plain data."""
+    counts = model.counts
+    return {
+        "model": path,
+        "format": header,
+        "documents": counts.n_docs,
+        "classes": {c: int(n) for c, n in zip(counts.classes, counts.class_count.tolist())},
+        "tokens": int(counts.token_count.sum()),
+        "vocabulary": len(model.active_counts.vocabulary),
+        "vocabulary_counted": len(counts.vocabulary),
+        "vocabulary_filter": model.vocabulary_filter.to_dict(),
+        "selection": model.selection,
+        "tokenizer": {
+            **model.tokenizer.to_dict(),
+            "stop_words": len(model.tokenizer.stop_words),
+        },
+        "defaults": model.defaults.to_dict(),
+    }
+
+
+def info_lines(info: dict, fmt: str) -> Iterator[str]:
+    """``nbclass info`` as JSON (one object) or as aligned text."""
+    if fmt == "json":
+        yield json.dumps(info, ensure_ascii=False, indent=2)
+        return
+    fmt_info = info["format"] or {}
+    yield f"model        {info['model']}"
+    yield (
+        f"format       {fmt_info.get('format')} version {fmt_info.get('version')} "
+        f"(written by nbclass {fmt_info.get('nbclass_version')})"
+    )
+    yield f"documents    {info['documents']}"
+    yield f"tokens       {info['tokens']}"
+    yield f"classes      {len(info['classes'])}"
+    width = max(len(c) for c in info["classes"])
+    for name, n in info["classes"].items():
+        yield f"  {name:<{width}}  {n}"
+    vf = info["vocabulary_filter"]
+    max_features = "none" if vf["max_features"] is None else vf["max_features"]
+    yield (
+        f"vocabulary   {info['vocabulary']} words used of {info['vocabulary_counted']} "
+        f"counted (min_df {vf['min_df']}, max_features {max_features})"
+    )
+    if info["selection"]:
+        s = info["selection"]
+        yield (
+            f"selection    top {s['k']} of {s['from_vocabulary']} words by {s['criterion']} "
+            f"({s['estimator']})"
+        )
+    t = info["tokenizer"]
+    yield (
+        f"tokenizer    lowercase {str(t['lowercase']).lower()}, token_pattern "
+        f"{t['token_pattern']}, ngram_range {t['ngram_range'][0]},{t['ngram_range'][1]}, "
+        f"stop_words {t['stop_words_source']} ({t['stop_words']} words)"
+    )
+    d = info["defaults"]
+    beta = d["beta"][0] if d["beta"][0] == d["beta"][1] else f"{d['beta'][0]},{d['beta'][1]}"
+    yield (
+        f"defaults     model {d['model']}, estimator {d['estimator']}, alpha {d['alpha']}, "
+        f"beta {beta}"
+    )

@@ -1,0 +1,79 @@
+"""Feature selection by mutual information between word presence and the class.
+
+For binary features with θ_jc = p(x_j = 1 | y = c), π_c = p(y = c) and
+θ_j = p(x_j = 1) = Σ_c π_c θ_jc (seed 000, last slides; ``MATH.md``)::
+
+    I_j = Σ_c [ θ_jc π_c log(θ_jc / θ_j) + (1 − θ_jc) π_c log((1 − θ_jc) / (1 − θ_j)) ]
+
+with 0 · log 0 = 0, in nats. θ and π come from the Bernoulli estimates of the chosen
+estimator; with ``mle`` I_j is the empirical mutual information between "word j present"
+and the label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import rel_entr
+
+from .counts import Counts
+from .estimators import EstimatorSettings, bernoulli_fractions, class_prior_fractions
+
+
+def mutual_information(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
+    """I_j for every word, ndarray of shape (V,), in nats.
+
+    Only ``settings.estimator``, ``alpha`` and ``beta`` matter; θ is always the Bernoulli
+    (presence) probability, whatever the event model. Rounding can leave a word that is
+    independent of the class a hair below 0; such values are returned as 0.
+    """
+    present, absent, denominator = bernoulli_fractions(
+        counts.doc_count, counts.class_count, settings.estimator, settings.beta
+    )
+    pi_numerator, pi_denominator = class_prior_fractions(
+        counts.class_count, settings.estimator, settings.alpha
+    )
+    pi = pi_numerator / pi_denominator  # (C,)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        theta = np.where(denominator > 0, present / denominator, 0.0)  # (V, C)
+        not_theta = np.where(denominator > 0, absent / denominator, 1.0)  # (V, C)
+    theta_j = theta @ pi  # (V,)
+    not_theta_j = not_theta @ pi  # (V,)
+    I = (rel_entr(theta, theta_j[:, None]) + rel_entr(not_theta, not_theta_j[:, None])) @ pi
+    return np.maximum(I, 0.0)
+
+
+@dataclass(frozen=True)
+class RankedFeature:
+    """One word of a mutual-information ranking."""
+
+    word: str
+    mi: float
+    label: str
+
+
+def top_features(counts: Counts, settings: EstimatorSettings, k: int) -> list[RankedFeature]:
+    """The ``k`` words with the highest I_j, best first (ties: alphabetical).
+
+    Each comes with the class it points to most: the class with the highest θ_jc, i.e. the
+    class whose posterior rises most when the word is present (θ_jc / θ_j is the lift).
+    """
+    I = mutual_information(counts, settings)
+    rows = rank_features(I, k)
+    present, _, denominator = bernoulli_fractions(
+        counts.doc_count[rows], counts.class_count, settings.estimator, settings.beta
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        theta = np.where(denominator > 0, present / denominator, 0.0)
+    best = theta.argmax(axis=1)
+    return [
+        RankedFeature(counts.vocabulary[j], float(I[j]), counts.classes[c])
+        for j, c in zip(rows.tolist(), best.tolist())
+    ]
+
+
+def rank_features(I: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest values of ``I``, largest first; ties keep index order."""
+    order = np.argsort(-I, kind="stable")
+    return order[:k]

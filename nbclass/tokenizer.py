@@ -1,0 +1,157 @@
+"""Tokenizer: text to a list of tokens, as the model's stored settings say.
+
+Steps, in order: NUL characters become spaces (NUL separates words in the model file, so no
+token may hold one); the text is lower-cased (unless ``lowercase`` is off); the token
+pattern finds the tokens (``re.findall``; a pattern with one capturing group yields that
+group); stop words are removed; word n-grams of every length in ``ngram_range`` are formed
+from the remaining tokens and joined by single spaces.
+
+The default pattern, ``(?u)\\b\\w\\w+\\b``, takes runs of two or more Unicode word characters
+(letters, digits, underscore) in any script: single characters ("a", "I", the "s" of "it's")
+are mostly noise for topic classification, and punctuation is never a word. It is also
+scikit-learn's default, which makes results easy to compare.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from .errors import UsageError
+
+DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+
+
+@dataclass(frozen=True)
+class TokenizerSettings:
+    """How a model turns text into tokens; stored in the model and reused by predict.
+
+    Attributes
+    ----------
+    lowercase : bool
+        Lower-case the text before matching.
+    token_pattern : str
+        Regular expression for one token.
+    ngram_range : tuple of int (min_n, max_n)
+        Word n-gram lengths to emit, inclusive.
+    stop_words : tuple of str
+        Tokens to drop before n-grams are formed (sorted; stored in the model).
+    stop_words_source : str
+        Where the stop words came from: ``"none"``, ``"english"`` or a file name.
+    """
+
+    lowercase: bool = True
+    token_pattern: str = DEFAULT_TOKEN_PATTERN
+    ngram_range: tuple[int, int] = (1, 1)
+    stop_words: tuple[str, ...] = field(default=())
+    stop_words_source: str = "none"
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["ngram_range"] = list(self.ngram_range)
+        data["stop_words"] = list(self.stop_words)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TokenizerSettings:
+        return cls(
+            lowercase=bool(data["lowercase"]),
+            token_pattern=str(data["token_pattern"]),
+            ngram_range=(int(data["ngram_range"][0]), int(data["ngram_range"][1])),
+            stop_words=tuple(str(w) for w in data["stop_words"]),
+            stop_words_source=str(data["stop_words_source"]),
+        )
+
+
+def load_stop_words(spec: str, lowercase: bool = True) -> tuple[tuple[str, ...], str]:
+    """Resolve ``--stop-words english|FILE|none`` to ``(sorted words, source)``.
+
+    A FILE holds one stop word per line (blank lines and lines starting with ``#`` are
+    ignored). Words are lower-cased when the tokenizer lower-cases.
+    """
+    if spec == "none":
+        return (), "none"
+    if spec == "english":
+        from .stop_words import ENGLISH
+
+        return tuple(sorted(ENGLISH)), "english"
+    try:
+        with open(spec, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read stop-word file {spec!r} ({exc.strerror}): give 'english', 'none' "
+            "or a file with one word per line"
+        ) from None
+    words = {ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")}
+    if lowercase:
+        words = {w.lower() for w in words}
+    return tuple(sorted(words)), os.path.basename(spec)
+
+
+def compile_pattern(pattern: str) -> re.Pattern:
+    """Compile a token pattern, refusing ones that cannot tokenize."""
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"--token-pattern {pattern!r} is not a valid regular expression: {exc}")
+    if regex.groups > 1:
+        raise UsageError(
+            f"--token-pattern {pattern!r} has {regex.groups} capturing groups; use at most one "
+            "(write (?:...) for a group that does not capture)"
+        )
+    if regex.match("") is not None:
+        # A pattern that matches the empty string makes empty tokens everywhere.
+        raise UsageError(
+            f"--token-pattern {pattern!r} matches the empty string; make it match one or "
+            "more characters"
+        )
+    return regex
+
+
+def validate_ngram_range(ngram_range: tuple[int, int]) -> None:
+    low, high = ngram_range
+    if low < 1 or high < low:
+        raise UsageError(
+            f"--ngram-range {low},{high} is not valid: give MIN,MAX with 1 <= MIN <= MAX"
+        )
+
+
+def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
+    """Build the function ``text -> list of tokens`` for ``settings``.
+
+    Examples
+    --------
+    >>> tokenize = make_tokenizer(TokenizerSettings(ngram_range=(1, 2)))
+    >>> tokenize("The server is DOWN again")
+    ['the', 'server', 'is', 'down', 'again', 'the server', 'server is', 'is down', 'down again']
+    """
+    validate_ngram_range(settings.ngram_range)
+    findall = compile_pattern(settings.token_pattern).findall
+    lowercase = settings.lowercase
+    stop = frozenset(settings.stop_words)
+    min_n, max_n = settings.ngram_range
+
+    def words(text: str) -> list[str]:
+        if "\x00" in text:
+            text = text.replace("\x00", " ")
+        if lowercase:
+            text = text.lower()
+        tokens = findall(text)
+        if stop:
+            tokens = [t for t in tokens if t not in stop]
+        return tokens
+
+    if (min_n, max_n) == (1, 1):
+        return words
+
+    def ngrams(text: str) -> list[str]:
+        tokens = words(text)
+        out = tokens[:] if min_n == 1 else []
+        for n in range(max(min_n, 2), max_n + 1):
+            out.extend(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+        return out
+
+    return ngrams
