@@ -303,8 +303,9 @@ def predict(model_path, paths, lines, fmt, top_k, event_model, estimator, alpha,
         for i in (predictions.best < 0).nonzero()[0].tolist():
             warnings.warn(
                 f"every class has probability 0 for {predictions.sources[i]!r} under "
-                f"--estimator {settings.estimator} (it holds a word unseen in every class); "
-                "its label is empty. Use --estimator posterior-mean to smooth.",
+                f"--estimator {settings.estimator}: each class rules it out (it holds a word "
+                "the class never saw, or lacks a word every document of the class had); its "
+                "label is empty. Use --estimator posterior-mean to smooth.",
                 NbclassWarning,
                 stacklevel=1,
             )

@@ -1,0 +1,37 @@
+# Every target works from a fresh clone: it creates .venv and installs what it needs.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DEMO_MODEL ?= $(or $(TMPDIR),/tmp)/nbclass-demo.nbc
+
+.DEFAULT_GOAL := help
+.PHONY: help install demo test lint clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install nbclass with its test dependencies
+
+demo: $(STAMP) ## Fit the demo corpus, classify a piped document, show top features
+	$(BIN)/nbclass fit corpora/demo -o $(DEMO_MODEL)
+	echo "My card was charged twice for the same invoice, please refund one payment" \
+	  | $(BIN)/nbclass predict -m $(DEMO_MODEL) --format jsonl
+	$(BIN)/nbclass predict -m $(DEMO_MODEL) corpora/demo-docs
+	$(BIN)/nbclass top-features -m $(DEMO_MODEL) -k 10
+
+test: $(STAMP) ## Run the whole test suite
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP) ## Check style with ruff
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check ruff
+	$(BIN)/python -m ruff check nbclass tests
+
+clean: ## Remove the virtual environment and caches
+	rm -rf $(VENV) .pytest_cache build *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

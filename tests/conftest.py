@@ -1,0 +1,85 @@
+"""Shared fixtures: small corpora written to disk, a sample of a real corpus, the CLI."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_CORPORA = Path(
+    os.environ.get("NBCLASS_SHARED_CORPORA", REPO.parent / "shared" / "corpora")
+)
+DEMO_CORPUS = REPO / "corpora" / "demo"
+DEMO_DOCS = REPO / "corpora" / "demo-docs"
+
+
+def write_corpus(root: Path, documents: dict[str, list[str]]) -> Path:
+    """Write ``{class: [text, ...]}`` as root/class/NNN.txt; returns root."""
+    for label, texts in documents.items():
+        folder = root / label
+        folder.mkdir(parents=True, exist_ok=True)
+        for i, text in enumerate(texts):
+            (folder / f"{i:03d}.txt").write_text(text, encoding="utf-8")
+    return root
+
+
+# The "Chinese Beijing" example of Manning, Raghavan & Schütze, Introduction to
+# Information Retrieval (2008), ch. 13, table 13.1: four training documents, two classes.
+CHINESE = {
+    "china": ["Chinese Beijing Chinese", "Chinese Chinese Shanghai", "Chinese Macao"],
+    "japan": ["Tokyo Japan Chinese"],
+}
+CHINESE_TEST = "Chinese Chinese Chinese Tokyo Japan"
+
+
+@pytest.fixture
+def chinese_corpus(tmp_path) -> Path:
+    """The textbook corpus on disk (vocabulary of 6 words, classes china 3 docs, japan 1)."""
+    return write_corpus(tmp_path / "chinese", CHINESE)
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def sample_20news(dest: Path, groups: list[str], per_group: int, split: str = "train") -> Path:
+    """Extract the first ``per_group`` documents of each group of a 20news split."""
+    archive = SHARED_CORPORA / "20news-bydate.tar.gz"
+    if not archive.exists():
+        pytest.skip(f"{archive} is absent (the shared corpora live beside the repository)")
+    taken = {g: 0 for g in groups}
+    with tarfile.open(archive, "r:gz") as tar:
+        for member in tar:
+            parts = member.name.split("/")
+            if len(parts) != 4 or parts[1] != split or parts[2] not in taken:
+                continue
+            if not member.isfile() or taken[parts[2]] >= per_group:
+                continue
+            taken[parts[2]] += 1
+            target = dest / parts[2] / parts[3]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(tar.extractfile(member).read())
+            if all(n >= per_group for n in taken.values()):
+                break
+    return dest
+
+
+@pytest.fixture(scope="session")
+def news_sample(tmp_path_factory) -> tuple[Path, Path]:
+    """(train, test) folders: 4 newsgroups, 60 training and 30 test documents each."""
+    groups = ["alt.atheism", "comp.graphics", "sci.space", "talk.religion.misc"]
+    root = tmp_path_factory.mktemp("20news")
+    train = sample_20news(root / "train", groups, 60, "train")
+    test = sample_20news(root / "test", groups, 30, "test")
+    return train, test
+
+
+def nbclass_command() -> list[str]:
+    """The real console entry point, run as a subprocess with this interpreter."""
+    return [sys.executable, "-m", "nbclass"]
