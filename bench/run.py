@@ -1,0 +1,244 @@
+"""``make bench``: nbclass against scikit-learn and against the floors, in one run.
+
+Every measurement is a whole process, as a user would run it, timed from start to exit,
+with the peak resident memory of its whole process tree (sampled from /proc every 5 ms,
+and at least the kernel's own peak for the main process). The corpus is
+``../shared/corpora/20news-bydate.tar.gz``, unpacked once into ``~/.cache/nbclass-corpora``
+(``NBCLASS_CACHE`` overrides), never into the repository.
+
+Usage: python bench/run.py [--repeat N] [--single N] [--scale SIZES]
+Writes bench/results/<UTC time>.md and .json, and bench/results/latest.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+ARCHIVE = Path(
+    os.environ.get("NBCLASS_SHARED_CORPORA", REPO.parent / "shared" / "corpora")
+) / "20news-bydate.tar.gz"
+CACHE = Path(os.environ.get("NBCLASS_CACHE", Path.home() / ".cache" / "nbclass-corpora"))
+BIN = Path(sys.executable).parent
+NBCLASS = str(BIN / "nbclass")
+
+
+def corpus() -> Path:
+    """The unpacked 20news folder (train/ and test/), unpacking it on first use."""
+    root = CACHE / "20news"
+    if not (root / "train").is_dir() or not (root / "test").is_dir():
+        if not ARCHIVE.exists():
+            sys.exit(f"bench: {ARCHIVE} not found (the shared corpora live beside the repo)")
+        CACHE.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(ARCHIVE) as tar:
+            tar.extractall(CACHE, filter="data")
+    return root
+
+
+def _tree_rss_kb(root_pid: int) -> int:
+    """Resident memory (kB) of a process and all its descendants."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                stat = handle.read()
+            with open(f"/proc/{entry}/statm") as handle:
+                pages = int(handle.read().split()[1])
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+        rss[int(entry)] = pages * os.sysconf("SC_PAGE_SIZE") // 1024
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def measure(cmd: list[str], stdin: bytes | None = None, env: dict | None = None) -> dict:
+    """Run ``cmd`` once: wall seconds, peak tree RSS (MB), stdout, exit code."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        cmd,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    if stdin is not None:
+        process.stdin.write(stdin)
+        process.stdin.close()
+    peak = 0
+    out_chunks = []
+    import threading
+
+    reader = threading.Thread(target=lambda: out_chunks.append(process.stdout.read()))
+    reader.start()
+    while process.poll() is None:
+        peak = max(peak, _tree_rss_kb(process.pid))
+        time.sleep(0.005)
+    seconds = time.perf_counter() - start
+    reader.join()
+    err = process.stderr.read()
+    if process.returncode != 0:
+        raise SystemExit(f"bench: {' '.join(cmd)} failed:\n{err.decode(errors='replace')}")
+    return {"seconds": seconds, "peak_mb": peak / 1024, "stdout": b"".join(out_chunks)}
+
+
+def best_of(repeat: int, cmd: list[str], **kw) -> dict:
+    """Median time over ``repeat`` runs (and the largest peak memory seen)."""
+    runs = [measure(cmd, **kw) for _ in range(repeat)]
+    return {
+        "seconds": statistics.median(r["seconds"] for r in runs),
+        "peak_mb": max(r["peak_mb"] for r in runs),
+        "stdout": runs[-1]["stdout"],
+    }
+
+
+def folder_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
+
+
+def tsv_accuracy(output: bytes) -> float:
+    lines = output.decode().splitlines()
+    right = sum(line.split("\t")[0].split("/")[-2] == line.split("\t")[1] for line in lines)
+    return right / len(lines)
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    import numpy
+    import scipy
+    import sklearn
+
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {memory:.0f} GiB; {platform.platform()}; "
+        f"Python {platform.python_version()}, numpy {numpy.__version__}, "
+        f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per bulk measurement")
+    parser.add_argument("--single", type=int, default=21, help="runs of the one-document case")
+    args = parser.parse_args()
+
+    root = corpus()
+    train, test = root / "train", root / "test"
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / "nbclass-bench"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    model, sk_model = str(work / "model.nbc"), str(work / "sklearn.joblib")
+    train_mb, test_mb = folder_mb(train), folder_mb(test)
+    py = sys.executable
+    rows = []
+
+    def row(name, result, mb, accuracy=None, note=""):
+        rows.append(
+            {
+                "name": name,
+                "seconds": result["seconds"],
+                "mb_per_s": mb / result["seconds"] if mb else None,
+                "peak_mb": result["peak_mb"],
+                "accuracy": accuracy,
+                "note": note,
+            }
+        )
+        print(f"  {name}: {result['seconds']:.3f} s, {result['peak_mb']:.0f} MB", flush=True)
+
+    print(f"bench: 20news train {train_mb:.1f} MB, test {test_mb:.1f} MB", flush=True)
+    measure(
+        [py, str(HERE / "floor_read.py"), str(train)]
+    )  # warm the page cache once for everybody
+    row("floor: read train files", best_of(args.repeat, [py, str(HERE / "floor_read.py"), str(train)]), train_mb)
+    row(
+        "floor: read + regex tokenize train (1 core)",
+        best_of(args.repeat, [py, str(HERE / "floor_regex.py"), str(train)]),
+        train_mb,
+    )
+    sk_fit = best_of(args.repeat, [py, str(HERE / "sklearn_pipeline.py"), "fit", str(train), sk_model])
+    row("scikit-learn fit (CountVectorizer + MultinomialNB)", sk_fit, train_mb)
+    sk_pred = best_of(args.repeat, [py, str(HERE / "sklearn_pipeline.py"), "predict", sk_model, str(test)])
+    row("scikit-learn predict test", sk_pred, test_mb, float(sk_pred["stdout"]))
+    nb_fit = best_of(args.repeat, [NBCLASS, "fit", str(train), "-o", model, "-q"])
+    row("nbclass fit", nb_fit, train_mb)
+    nb_fit1 = best_of(args.repeat, [NBCLASS, "fit", str(train), "-o", model, "-q"], env={"NBCLASS_JOBS": "1"})
+    row("nbclass fit, 1 job", nb_fit1, train_mb)
+    nb_pred = best_of(args.repeat, [NBCLASS, "predict", "-m", model, str(test)])
+    row("nbclass predict test", nb_pred, test_mb, tsv_accuracy(nb_pred["stdout"]))
+    document = next(p for p in sorted((test / "sci.space").iterdir())).read_bytes()
+    single = [measure([NBCLASS, "predict", "-m", model], stdin=document) for _ in range(args.single)]
+    single_row = {
+        "seconds": statistics.median(r["seconds"] for r in single),
+        "peak_mb": max(r["peak_mb"] for r in single),
+    }
+    row(f"nbclass predict one document via stdin (median of {args.single})", single_row, 0)
+
+    floor = rows[1]["seconds"]
+    ratios = {
+        "fit / scikit-learn fit": nb_fit["seconds"] / sk_fit["seconds"],
+        "fit / read+regex floor": nb_fit["seconds"] / floor,
+        "predict / scikit-learn predict": nb_pred["seconds"] / sk_pred["seconds"],
+        "fit peak memory / scikit-learn's": nb_fit["peak_mb"] / sk_fit["peak_mb"],
+        "one-document predict (ms)": single_row["seconds"] * 1000,
+    }
+    report(rows, ratios, machine())
+
+
+def report(rows: list[dict], ratios: dict, description: str) -> None:
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
+    lines = [
+        f"Machine: {description}",
+        "",
+        "| measurement | seconds | MB/s | peak MB | accuracy |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        mbps = f"{r['mb_per_s']:.1f}" if r["mb_per_s"] else ""
+        acc = f"{r['accuracy']:.4f}" if r["accuracy"] is not None else ""
+        lines.append(
+            f"| {r['name']} | {r['seconds']:.3f} | {mbps} | {r['peak_mb']:.0f} | {acc} |"
+        )
+    lines += ["", "| ratio | value |", "|---|---:|"]
+    lines += [f"| {k} | {v:.2f} |" for k, v in ratios.items()]
+    text = "\n".join(lines) + "\n"
+    print()
+    print(text)
+    out = HERE / "results"
+    out.mkdir(exist_ok=True)
+    (out / f"{stamp}.md").write_text(text)
+    (out / "latest.md").write_text(text)
+    (out / f"{stamp}.json").write_text(
+        json.dumps({"machine": description, "rows": rows, "ratios": ratios}, indent=2)
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""Laws the maths guarantees, checked on random inputs with hypothesis.
+
+- counts are additive: merge(counts(A), counts(B)) == counts(A ∪ B);
+- counts do not depend on document order or on how documents are batched;
+- T_jc and D_jc are what their definitions say (a Counter over the documents);
+- posterior probabilities are never NaN and sum to one, or the document is impossible for
+  every class (all −inf, best == −1);
+- log_posterior is invariant under adding a constant to a row, and handles the edges exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nbclass.counts import CountAccumulator, Counts, merge
+from nbclass.estimators import ESTIMATORS, EstimatorSettings
+from nbclass.model import Classifier, Model
+from nbclass.posterior import log_evidence, log_posterior
+from nbclass.tokenizer import TokenizerSettings
+from nbclass.vectorizer import count_matrix
+
+FAST = settings(max_examples=60, deadline=None, database=None)
+
+WORD = st.sampled_from(["ant", "bee", "cat", "dog", "eel", "fox", "gnu"])
+LABEL = st.sampled_from(["ham", "spam", "eggs"])
+DOCUMENT = st.lists(WORD, max_size=6)
+LABELLED = st.tuples(DOCUMENT, LABEL)
+CORPUS = st.lists(LABELLED, min_size=1, max_size=8)
+
+
+def counts_of(documents: list[tuple[list[str], str]], batch_size: int | None = None) -> Counts:
+    """Counts of labelled token lists through CountAccumulator + count_matrix."""
+    classes = sorted({label for _, label in documents})
+    at = {c: i for i, c in enumerate(classes)}
+    accumulator = CountAccumulator(classes)
+    size = batch_size or len(documents)
+    for start in range(0, len(documents), size):
+        batch = documents[start : start + size]
+        X = count_matrix([tokens for tokens, _ in batch], accumulator.vocabulary)
+        accumulator.add(X, [at[label] for _, label in batch])
+    return accumulator.result()
+
+
+@FAST
+@given(CORPUS, CORPUS)
+def test_counts_are_additive(a, b):
+    merged = merge(counts_of(a), counts_of(b))
+    whole = counts_of(a + b)
+    assert merged.equals(whole)
+    assert merged.problems() == []
+
+
+@FAST
+@given(
+    st.lists(LABELLED, min_size=1, max_size=8).flatmap(
+        lambda docs: st.tuples(st.just(docs), st.permutations(docs))
+    )
+)
+def test_counts_do_not_depend_on_document_order(pair):
+    documents, shuffled = pair
+    assert counts_of(documents).equals(counts_of(shuffled))
+
+
+@FAST
+@given(CORPUS, st.integers(min_value=1, max_value=3))
+def test_counts_do_not_depend_on_batching(documents, batch_size):
+    assert counts_of(documents, batch_size).equals(counts_of(documents))
+
+
+@FAST
+@given(CORPUS)
+def test_counts_match_their_definitions(documents):
+    counts = counts_of(documents)
+    assert counts.vocabulary == tuple(sorted({w for tokens, _ in documents for w in tokens}))
+    for c, label in enumerate(counts.classes):
+        in_class = [tokens for tokens, y in documents if y == label]
+        assert counts.class_count[c] == len(in_class)
+        tokens_c = Counter(w for tokens in in_class for w in tokens)
+        docs_c = Counter(w for tokens in in_class for w in set(tokens))
+        for j, word in enumerate(counts.vocabulary):
+            assert counts.token_count[j, c] == tokens_c[word]  # T_jc: tokens
+            assert counts.doc_count[j, c] == docs_c[word]  # D_jc: documents
+    assert counts.n_docs == len(documents)
+    assert counts.problems() == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Probabilities for random consistent counts, every estimator and event model
+
+VOCAB = ("ant", "bee", "cat", "dog", "eel")
+
+
+@st.composite
+def random_counts(draw) -> Counts:
+    C = draw(st.integers(min_value=2, max_value=3))
+    V = draw(st.integers(min_value=1, max_value=len(VOCAB)))
+    class_count = np.array(draw(st.lists(st.integers(0, 4), min_size=C, max_size=C)))
+    doc_count = np.zeros((V, C), dtype=np.int64)
+    token_count = np.zeros((V, C), dtype=np.int64)
+    for c in range(C):
+        for j in range(V):
+            d = draw(st.integers(0, int(class_count[c])))
+            doc_count[j, c] = d
+            token_count[j, c] = d + (draw(st.integers(0, 3)) if d else 0)
+    counts = Counts(
+        classes=tuple(f"class{c}" for c in range(C)),
+        vocabulary=VOCAB[:V],
+        class_count=class_count.astype(np.int64),
+        doc_count=doc_count,
+        token_count=token_count,
+    )
+    assert counts.problems() == []
+    return counts
+
+
+def pseudo_counts(estimator: str):
+    if estimator == "map":
+        return st.sampled_from([1.0, 1.5, 2.0])
+    # mle ignores them; posterior-mean takes any positive value
+    return st.sampled_from([0.01, 0.5, 1.0, 2.0])
+
+
+TEXTS = st.lists(
+    st.lists(st.sampled_from([*VOCAB, "unseen"]), max_size=6).map(" ".join),
+    min_size=1,
+    max_size=5,
+)
+
+
+@pytest.mark.parametrize("estimator_name", ESTIMATORS)
+@pytest.mark.parametrize("model_name", ["multinomial", "bernoulli"])
+@settings(max_examples=30, deadline=None, database=None)
+@given(data=st.data())
+def test_probabilities_sum_to_one_or_document_is_impossible(model_name, estimator_name, data):
+    counts = data.draw(random_counts())
+    texts = data.draw(TEXTS)
+    alpha = data.draw(pseudo_counts(estimator_name))
+    beta1 = data.draw(pseudo_counts(estimator_name))
+    beta0 = beta1 if model_name == "multinomial" else data.draw(pseudo_counts(estimator_name))
+    estimator = EstimatorSettings(model_name, estimator_name, alpha, (beta1, beta0)).validate()
+    predictions = Classifier(Model(counts, TokenizerSettings()), estimator).predict(texts)
+    log_proba = predictions.log_proba
+    assert log_proba.shape == (len(texts), len(counts.classes))
+    assert not np.isnan(log_proba).any()
+    assert not np.isposinf(log_proba).any()
+    best = predictions.best
+    for i in range(len(texts)):
+        row = log_proba[i]
+        if np.isneginf(row).all():
+            assert best[i] == -1
+        else:
+            assert abs(np.exp(row).sum() - 1.0) <= 1e-12
+            assert 0 <= best[i] < len(counts.classes)
+            assert row[best[i]] == row.max()
+    if estimator.estimator == "posterior-mean":
+        # Smoothing with positive pseudo-counts leaves every class possible.
+        assert np.isfinite(log_proba).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# log_posterior
+
+JLL_ENTRY = st.one_of(
+    st.floats(min_value=-50.0, max_value=50.0, allow_nan=False),
+    st.just(-math.inf),
+)
+JLL = st.integers(min_value=1, max_value=4).flatmap(
+    lambda C: st.lists(st.lists(JLL_ENTRY, min_size=C, max_size=C), min_size=1, max_size=4)
+)
+
+
+@FAST
+@given(JLL)
+def test_log_posterior_is_translation_invariant(rows):
+    jll = np.array(rows)
+    shifted = log_posterior(jll + 100.0)
+    plain = log_posterior(jll)
+    np.testing.assert_array_equal(np.isneginf(shifted), np.isneginf(plain))
+    np.testing.assert_allclose(shifted, plain, rtol=0, atol=1e-12)
+
+
+@FAST
+@given(JLL)
+def test_log_posterior_normalises_or_keeps_minus_infinity(rows):
+    jll = np.array(rows)
+    out = log_posterior(jll)
+    assert not np.isnan(out).any()
+    for i, row in enumerate(jll):
+        if np.isneginf(row).all():
+            assert np.isneginf(out[i]).all()
+        else:
+            assert abs(np.exp(out[i]).sum() - 1.0) <= 1e-12
+            # −inf in, −inf out: an impossible class stays exactly impossible.
+            np.testing.assert_array_equal(np.isneginf(out[i]), np.isneginf(row))
+
+
+def test_log_posterior_of_large_equal_scores_is_exactly_one_half():
+    out = log_posterior(np.array([[1000.0, 1000.0]]))
+    assert out.tolist() == [[math.log(0.5), math.log(0.5)]]
+    assert log_evidence(np.array([[1000.0, 1000.0]])).tolist() == [1000.0 + math.log(2.0)]
+
+
+def test_log_posterior_of_an_impossible_document_is_minus_infinity_not_nan():
+    jll = np.array([[-math.inf, -math.inf, -math.inf], [0.0, -math.inf, -math.inf]])
+    out = log_posterior(jll)
+    assert out.tolist() == [[-math.inf] * 3, [0.0, -math.inf, -math.inf]]
+    assert log_evidence(jll).tolist() == [-math.inf, 0.0]
