@@ -46,7 +46,7 @@ def _is_regular_file(path: str) -> bool:
 
 
 def walk_files(folder: str) -> list[str]:
-    """Every regular file below ``folder``, recursively, in a stable (sorted) order.
+    """Every regular file below ``folder``, recursively, sorted by path.
 
     Skips hidden names, editor backups and non-regular files; does not follow symbolic
     links to folders.
@@ -60,7 +60,7 @@ def walk_files(folder: str) -> list[str]:
             path = os.path.join(dirpath, name)
             if _is_regular_file(path):
                 found.append(path)
-    return found
+    return sorted(found)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,9 @@ equal corpora give equal counts whatever the order their documents were read in.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,7 +97,11 @@ class Counts:
                 found.append(f"{name} counts have shape {array.shape}, expected ({V}, {C})")
         if found:
             return found
-        if (self.class_count < 0).any() or (self.doc_count < 0).any():
+        if (
+            (self.class_count < 0).any()
+            or (self.doc_count < 0).any()
+            or (self.token_count < 0).any()
+        ):
             found.append("negative counts")
         if (self.doc_count > self.class_count).any():
             found.append("a word is in more documents of a class than the class has")
@@ -107,6 +113,8 @@ class Counts:
             found.append("class names are not sorted and unique")
         if list(self.vocabulary) != sorted(set(self.vocabulary)):
             found.append("vocabulary is not sorted and unique")
+        if any("\x00" in word for word in self.vocabulary):
+            found.append("a word holds a NUL character")
         return found
 
 
@@ -187,11 +195,68 @@ class CountAccumulator:
         class_count, doc_count, token_count = count_documents(
             X, np.asarray(labels), len(self.classes)
         )
-        V = X.shape[1]
-        self._reserve(V)
+        self._add_rows(slice(0, X.shape[1]), class_count, doc_count, token_count)
+
+    def add_tokens(self, token_lists: Iterable[list[str]], labels: Sequence[int]) -> None:
+        """Add a batch of documents given as token lists, without building a matrix.
+
+        The same counts as ``add(count_matrix(token_lists, self.vocabulary), labels)``,
+        computed with one ``Counter`` per document and one look-up per distinct word.
+
+        Notes
+        -----
+        With one entry per distinct (document, word) pair, its word j, the class c of its
+        document and its number of occurrences n: D_jc = #{entries of (j, c)} and
+        T_jc = Σ n over the entries of (j, c), two ``bincount`` calls on the same keys.
+        """
+        lookup = self.vocabulary.__getitem__
+        word_ids, occurrences, n_distinct = array("q"), array("q"), array("q")
+        for tokens in token_lists:
+            counter = Counter(tokens)
+            word_ids.extend(map(lookup, counter))
+            occurrences.extend(counter.values())
+            n_distinct.append(len(counter))
+        labels = np.asarray(labels, dtype=np.int64)
+        C, V = len(self.classes), len(self.vocabulary)
+        classes = np.repeat(labels, np.frombuffer(n_distinct, dtype=np.int64))
+        keys = np.frombuffer(word_ids, dtype=np.int64) * C + classes
+        doc_count = np.bincount(keys, minlength=V * C).reshape(V, C)
+        # float64 weights are exact for integer sums below 2**53
+        tokens = np.bincount(keys, np.frombuffer(occurrences, dtype=np.int64), V * C)
+        self._add_rows(
+            slice(0, V),
+            np.bincount(labels, minlength=C),
+            doc_count,
+            tokens.astype(np.int64).reshape(V, C),
+        )
+
+    def partial(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """``(words, N_c, D_jc, T_jc)`` so far, rows in the order of ``words``: for :meth:`absorb`."""
+        V = len(self.vocabulary)
+        return (
+            list(self.vocabulary),
+            self._class_count.copy(),
+            self._doc_count[:V].copy(),
+            self._token_count[:V].copy(),
+        )
+
+    def absorb(
+        self,
+        words: Sequence[str],
+        class_count: np.ndarray,
+        doc_count: np.ndarray,
+        token_count: np.ndarray,
+    ) -> None:
+        """Add counts made by another accumulator over the same classes (see :meth:`partial`)."""
+        lookup = self.vocabulary.__getitem__
+        rows = np.fromiter(map(lookup, words), dtype=np.int64, count=len(words))
+        self._add_rows(rows, class_count, doc_count, token_count)
+
+    def _add_rows(self, rows, class_count, doc_count, token_count) -> None:
+        self._reserve(len(self.vocabulary))
         self._class_count += class_count
-        self._doc_count[:V] += doc_count
-        self._token_count[:V] += token_count
+        self._doc_count[rows] += doc_count
+        self._token_count[rows] += token_count
 
     def result(self) -> Counts:
         """The counts so far, with the vocabulary sorted."""

@@ -32,8 +32,9 @@ The counts are stored sparse (a word is usually seen in few classes) with the sm
 integer type that holds them, so a file is small and its arrays load with
 ``numpy.frombuffer`` without parsing. The header's JSON carries no code and the sections
 only integers: no pickle is involved anywhere. Every byte is covered by a check: the
-magic, the version, the declared size (truncation), a CRC-32 per section and one for the
-header (corruption), and the counts must be consistent (for example D_jc <= N_c).
+magic, the version, the declared size (truncation), the reserved field and all padding
+must be zero, a CRC-32 per section and one for the header (corruption), the settings must
+be valid, and the counts must be consistent (for example D_jc <= N_c).
 
 Writing is atomic: the file is written to a temporary name in the same folder, flushed to
 disk, then renamed over the target, so a crash or a concurrent reader never sees half a
@@ -52,10 +53,10 @@ import numpy as np
 
 from . import __version__
 from .counts import Counts
-from .errors import ModelFileError
+from .errors import ModelFileError, NbclassError
 from .estimators import EstimatorSettings
 from .model import Model, VocabularyFilter
-from .tokenizer import TokenizerSettings
+from .tokenizer import TokenizerSettings, make_tokenizer
 
 MAGIC = b"\x89NBC\r\n\x1a\n"
 FORMAT_NAME = "nbclass-model"
@@ -96,7 +97,10 @@ def _sections(counts: Counts) -> dict[str, np.ndarray]:
 
 
 def dumps(model: Model) -> bytes:
-    """The bytes of the model file for ``model``."""
+    """The bytes of the model file for ``model``; impossible counts raise ``ValueError``."""
+    problems = model.counts.problems()
+    if problems:
+        raise ValueError("cannot write impossible counts: " + "; ".join(problems))
     arrays = _sections(model.counts)
     table = []
     # The header's length depends on the offsets it lists; lay out sections relative to
@@ -209,7 +213,7 @@ def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[Model, dict]:
         raise _refuse(path, "is not an nbclass model file (no nbclass magic number)")
     if len(data) < PREFIX.size:
         raise _refuse(path, f"is truncated ({len(data)} bytes): fit the model again")
-    _magic, version, header_length, header_crc, size, _reserved = PREFIX.unpack_from(view)
+    _magic, version, header_length, header_crc, size, reserved = PREFIX.unpack_from(view)
     if version != FORMAT_VERSION:
         raise _refuse(
             path,
@@ -220,18 +224,35 @@ def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[Model, dict]:
         raise _refuse(path, f"is truncated ({len(data)} of {size} bytes): fit the model again")
     if len(data) > size:
         raise _refuse(path, f"is corrupted ({len(data) - size} bytes after its end)")
+    if reserved != 0:
+        raise _refuse(path, "is corrupted (reserved bytes are not zero): fit the model again")
     header_bytes = view[PREFIX.size : PREFIX.size + header_length]
-    if len(header_bytes) != header_length or zlib.crc32(header_bytes) != header_crc:
+    if (
+        len(header_bytes) != header_length
+        or zlib.crc32(header_bytes) != header_crc
+    ):
         raise _refuse(path, "is corrupted (header checksum mismatch): fit the model again")
     try:
         header = json.loads(bytes(header_bytes))
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
         if header.get("format") != FORMAT_NAME or header.get("version") != FORMAT_VERSION:
             raise ValueError("format name")
         arrays = _read_sections(view, header, path)
         return _build(header, arrays), header
     except ModelFileError:
         raise
-    except (KeyError, TypeError, ValueError, IndexError, UnicodeDecodeError) as exc:
+    except RecursionError:
+        raise _refuse(path, "is not a valid nbclass model (the header nests too deeply)") from None
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        IndexError,
+        AttributeError,
+        UnicodeDecodeError,
+        NbclassError,
+    ) as exc:
         raise _refuse(path, f"is not a valid nbclass model ({exc})") from None
 
 
@@ -256,7 +277,22 @@ def _read_sections(view: memoryview, header: dict, path: str) -> dict[str, np.nd
     missing = [name for name in SECTIONS if name not in arrays]
     if missing:
         raise ValueError(f"missing sections {', '.join(missing)}")
+    _check_padding(view, start, header["sections"], path)
     return arrays
+
+
+def _check_padding(view: memoryview, start: int, sections: list, path: str) -> None:
+    """Every byte between and after the sections must be a zero, so no byte goes unchecked."""
+    position = start
+    for entry in sorted(sections, key=lambda e: int(e["offset"])):
+        offset = start + int(entry["offset"])
+        if offset < position:
+            raise ValueError("sections overlap")
+        if bytes(view[position:offset]).strip(b"\x00"):
+            raise _refuse(path, "is corrupted (non-zero padding between sections)")
+        position = offset + int(entry["length"])
+    if bytes(view[position:]).strip(b"\x00"):
+        raise _refuse(path, "is corrupted (non-zero padding after the sections)")
 
 
 def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
@@ -297,12 +333,17 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
     problems = counts.problems()
     if problems:
         raise ValueError("; ".join(problems))
+    tokenizer = TokenizerSettings.from_dict(header["tokenizer"])
+    make_tokenizer(tokenizer)  # raises UsageError for a pattern or range that cannot work
+    selection = header["selection"]
+    if selection is not None and not isinstance(selection, dict):
+        raise ValueError("the selection record is not an object")
     return Model(
         counts=counts,
-        tokenizer=TokenizerSettings.from_dict(header["tokenizer"]),
-        vocabulary_filter=VocabularyFilter.from_dict(header["vocabulary_filter"]),
-        defaults=EstimatorSettings.from_dict(header["defaults"]),
-        selection=header["selection"],
+        tokenizer=tokenizer,
+        vocabulary_filter=VocabularyFilter.from_dict(header["vocabulary_filter"]).validate(),
+        defaults=EstimatorSettings.from_dict(header["defaults"]).validate(),
+        selection=selection,
     )
 
 

@@ -1,0 +1,214 @@
+"""The real ``nbclass`` entry point in real processes, through real pipes and signals.
+
+``nbclass_command()`` runs ``python -m nbclass``, the same ``nbclass.cli:main`` as the
+console script: exit codes, the warning printer, SIGPIPE and SIGINT handling are those a
+shell user sees.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import threading
+
+import pytest
+from conftest import (
+    CHINESE,
+    CHINESE_TEST,
+    DEMO_CORPUS,
+    DEMO_DOCS,
+    REPO,
+    nbclass_command,
+    write_corpus,
+)
+
+TIMEOUT = 60
+EXIT_BROKEN_PIPE = 141  # documented in nbclass/cli.py
+EXIT_INTERRUPTED = 130
+
+
+def run(*args, input: bytes | None = None, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*nbclass_command(), *map(str, args)],
+        input=input,
+        capture_output=True,
+        cwd=REPO,
+        timeout=TIMEOUT,
+        **kwargs,
+    )
+
+
+def bash(script: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", script], capture_output=True, cwd=REPO, timeout=TIMEOUT)
+
+
+def _default_sigint():  # pragma: no cover - runs in the child
+    # A test runner started in the background may ignore SIGINT, and ignored signals are
+    # inherited; Python only turns SIGINT into KeyboardInterrupt when it is not ignored.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture(scope="module")
+def demo_model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("demo") / "demo.nbc"
+    result = run("fit", DEMO_CORPUS, "-o", path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == b""
+    summary = result.stderr.decode()
+    assert summary.startswith("fit: 42 documents, 3 classes, ")
+    assert summary.endswith(f" -> {path}\n") and summary.count("\n") == 1
+    return path
+
+
+def test_fit_then_predict_from_a_shell_pipe(demo_model):
+    text = "My card was charged twice for the same invoice, please refund one payment"
+    cmd = shlex.join([*nbclass_command(), "predict", "-m", str(demo_model)])
+    result = bash(f"echo {shlex.quote(text)} | {cmd}")
+    assert result.returncode == 0
+    assert result.stderr == b""
+    source, label, p = result.stdout.decode().removesuffix("\n").split("\t")
+    assert (source, label) == ("-", "billing")
+    assert p == repr(float(p)) and 1 / 3 < float(p) <= 1.0
+
+
+def test_predict_stdin_bytes_equal_the_same_document_as_a_file(demo_model, tmp_path):
+    text = (DEMO_DOCS / "ticket-2.txt").read_bytes()
+    piped = run("predict", "-m", demo_model, input=text)
+    doc = tmp_path / "doc.txt"
+    doc.write_bytes(text)
+    from_file = run("predict", "-m", demo_model, doc)
+    assert piped.returncode == from_file.returncode == 0
+    assert piped.stdout.split(b"\t")[1:] == from_file.stdout.split(b"\t")[1:]
+    assert piped.stdout.startswith(b"-\toutage\t")
+
+
+def test_predict_the_demo_documents(demo_model):
+    result = run("predict", "-m", demo_model, DEMO_DOCS)
+    assert result.returncode == 0
+    assert result.stderr == b""
+    rows = [line.split("\t") for line in result.stdout.decode().splitlines()]
+    assert [(r[0], r[1]) for r in rows] == [
+        (str(DEMO_DOCS / "ticket-1.txt"), "billing"),
+        (str(DEMO_DOCS / "ticket-2.txt"), "outage"),
+        (str(DEMO_DOCS / "ticket-3.txt"), "account"),
+    ]
+    assert all(len(r) == 3 and r[2] == repr(float(r[2])) for r in rows)
+
+
+def test_predict_cut_off_by_head_ends_quietly_with_141(demo_model, tmp_path):
+    big = tmp_path / "big.log"
+    line = "the api returns 503 errors and my invoice is wrong, request {}\n"
+    big.write_text("".join(line.format(i) for i in range(200_000)), encoding="utf-8")
+    err, status = tmp_path / "stderr.txt", tmp_path / "status.txt"
+    cmd = shlex.join([*nbclass_command(), "predict", "-m", str(demo_model), "--lines", str(big)])
+    script = (
+        f"set -o pipefail; {cmd} 2>{shlex.quote(str(err))} | head -n 1; "
+        f'echo "$? ${{PIPESTATUS[*]}}" >{shlex.quote(str(status))}'
+    )
+    result = bash(script)
+    # The output (200,000 lines) is far larger than a pipe buffer: nbclass was cut off.
+    out = result.stdout.decode()
+    assert out.count("\n") == 1 and out.startswith(f"{big}:1\t")
+    assert result.stderr == b""
+    stderr = err.read_text()
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
+    assert stderr == ""
+    # pipefail status of the pipeline, then nbclass's own status and head's
+    assert status.read_text().split() == [str(EXIT_BROKEN_PIPE), str(EXIT_BROKEN_PIPE), "0"]
+
+
+def test_predict_with_a_terminal_on_stdin_prints_a_usage_hint(demo_model):
+    try:
+        master, slave = os.openpty()
+    except (AttributeError, OSError) as exc:  # pragma: no cover - no pty on this system
+        pytest.skip(f"no pseudo-terminal available: {exc}")
+    try:
+        result = run("predict", "-m", demo_model, stdin=slave)
+        with_path = run("predict", "-m", demo_model, DEMO_DOCS / "ticket-1.txt", stdin=slave)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert result.returncode == 2
+    assert result.stdout == b""
+    stderr = result.stderr.decode()
+    assert "Traceback" not in stderr
+    assert stderr.startswith("Usage: nbclass predict [OPTIONS] [PATH]...\n")
+    assert stderr.endswith(
+        "Error: no input: give files or folders to classify, or pipe a document into "
+        "standard input, e.g.  echo 'some text' | nbclass predict -m MODEL\n"
+    )
+    # given a PATH, a terminal on stdin does not matter
+    assert with_path.returncode == 0
+    assert with_path.stdout.decode().split("\t")[1] == "billing"
+
+
+def test_ctrl_c_during_a_long_predict_exits_130(demo_model):
+    proc = subprocess.Popen(
+        [*nbclass_command(), "predict", "-m", str(demo_model), "--lines"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        preexec_fn=_default_sigint,
+    )
+    watchdog = threading.Timer(TIMEOUT, proc.kill)
+    watchdog.start()
+    try:
+        # One full batch (1000 documents) is classified and flushed; then nbclass waits
+        # for more input on a pipe that stays open, like `tail -f app.log | nbclass ...`.
+        proc.stdin.write(b"the dashboard times out\n" * 1000)
+        proc.stdin.flush()
+        batch = [proc.stdout.readline() for _ in range(1000)]
+        assert batch[0].startswith(b"-:1\toutage\t"), batch[0]
+        assert batch[-1].startswith(b"-:1000\toutage\t"), batch[-1]
+        proc.send_signal(signal.SIGINT)
+        returncode = proc.wait(timeout=TIMEOUT)
+        rest = proc.stdout.read()
+        stderr = proc.stderr.read().decode()
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:  # pragma: no cover - only when the test failed
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                stream.close()
+            except BrokenPipeError:
+                pass
+    assert returncode == EXIT_INTERRUPTED
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    assert stderr == "\nInterrupted\n"
+    assert rest == b""  # nothing more was read, so nothing more is written
+
+
+def test_mle_warning_from_the_console_entry_point(tmp_path):
+    corpus = write_corpus(tmp_path / "chinese", CHINESE)
+    model = tmp_path / "chinese.nbc"
+    assert run("fit", corpus, "-o", model, "-q").returncode == 0
+    result = run("predict", "-m", model, "--estimator", "mle", input=b"Beijing Tokyo")
+    assert result.returncode == 0
+    assert result.stdout == b"-\t\t0.0\n"
+    stderr = result.stderr.decode()
+    assert stderr.count("\n") == 1
+    assert stderr.startswith(
+        "Warning: every class has probability 0 for '-' under --estimator mle"
+    )
+    assert stderr.endswith("Use --estimator posterior-mean to smooth.\n")
+    ok = run("predict", "-m", model, input=CHINESE_TEST.encode())
+    assert ok.returncode == 0 and ok.stderr == b"" and ok.stdout.startswith(b"-\tchina\t")
+
+
+def test_errors_are_one_line_and_an_exit_code(tmp_path):
+    missing = tmp_path / "missing.nbc"
+    result = run("predict", "-m", missing, DEMO_DOCS)
+    assert result.returncode == 1
+    assert result.stdout == b""
+    assert result.stderr.decode() == (
+        f"Error: model file {str(missing)!r} does not exist: create one with 'nbclass fit'\n"
+    )
+    usage = run("fit", DEMO_CORPUS, "-o", tmp_path / "m.nbc", "--ngram-range", "2,1")
+    assert usage.returncode == 2
+    assert usage.stderr.decode().startswith("Error: --ngram-range 2,1 is not valid")
+    assert usage.stderr.count(b"\n") == 1
