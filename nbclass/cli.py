@@ -121,6 +121,34 @@ def _model_option(command):
     )(command)
 
 
+class _progress:
+    """A progress bar over ``paths`` on a terminal's stderr; called with (start, end)."""
+
+    def __init__(self, verb: str, paths: list[str], quiet: bool):
+        from .render import ProgressBar
+
+        enabled = not quiet and sys.stderr.isatty()
+        self.sizes = [_size(p) for p in paths] if enabled else []
+        self.bar = ProgressBar(verb, len(paths), sum(self.sizes), enabled)
+
+    def __enter__(self):
+        self.bar.__enter__()
+        return self if self.bar.enabled else None
+
+    def __exit__(self, *exc):
+        self.bar.__exit__(*exc)
+
+    def __call__(self, start: int, end: int) -> None:
+        self.bar.advance(end - start, sum(self.sizes[start:end]))
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 def _echo_lines(lines) -> None:
     write = sys.stdout.write
     for line in lines:
@@ -188,7 +216,15 @@ def cli():
 @estimator_options(
     "Stored as the model's default.  [defaults: multinomial, posterior-mean, α=1, β=1]"
 )
-@click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes that read and count. The model is the same for any number.  "
+    "[default: $NBCLASS_JOBS, else every core]",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print no summary and no progress bar.")
 def fit(
     corpus_dir,
     output,
@@ -202,6 +238,7 @@ def fit(
     estimator,
     alpha,
     beta,
+    jobs,
     quiet,
 ):
     """Learn a model from CORPUS_DIR, a folder with one subfolder per class.
@@ -218,6 +255,7 @@ def fit(
       nbclass fit corpus/ -o model.nbc --ngram-range 1,2 --min-df 2
     """
     from .corpus import list_corpus
+    from .counts import default_jobs
     from .estimators import EstimatorSettings
     from .model import VocabularyFilter
     from .model import fit as fit_model
@@ -236,7 +274,15 @@ def fit(
     )
     vocabulary_filter = VocabularyFilter(min_df=min_df, max_features=max_features)
     corpus = list_corpus(corpus_dir)
-    model = fit_model(corpus, tokenizer, vocabulary_filter, defaults)
+    with _progress("fit", corpus.paths, quiet) as bar:
+        model = fit_model(
+            corpus,
+            tokenizer,
+            vocabulary_filter,
+            defaults,
+            jobs=jobs or default_jobs(),
+            on_progress=bar,
+        )
     save(model, output)
     if not quiet:
         seconds = time.perf_counter() - start

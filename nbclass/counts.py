@@ -20,15 +20,26 @@ equal corpora give equal counts whatever the order their documents were read in.
 
 from __future__ import annotations
 
-from array import array
+import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-import scipy.sparse as sp
+from typing import TYPE_CHECKING
 
+import numpy as np
+
+if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
+    import scipy.sparse as sp
+
+from .corpus import read_file
+from .errors import UsageError
+from .tokenizer import TokenizerSettings, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
+
+BATCH_SIZE = 2000  # documents tokenized before their counts are added up
+PART_SIZE = 1000  # documents per unit of parallel work
+PARALLEL_BACKEND = "loky"
 
 
 @dataclass(frozen=True, eq=False)
@@ -142,6 +153,8 @@ def count_documents(
     -----
     With Y the (n, C) one-hot label matrix: ``T = X.T @ Y`` and ``D = 1[X > 0].T @ Y``.
     """
+    import scipy.sparse as sp
+
     labels = np.asarray(labels, dtype=np.int64)
     n = labels.shape[0]
     Y = sp.csr_matrix(
@@ -210,7 +223,9 @@ class CountAccumulator:
         T_jc = Σ n over the entries of (j, c), two ``bincount`` calls on the same keys.
         """
         lookup = self.vocabulary.__getitem__
-        word_ids, occurrences, n_distinct = array("q"), array("q"), array("q")
+        word_ids: list[int] = []
+        occurrences: list[int] = []
+        n_distinct: list[int] = []
         for tokens in token_lists:
             counter = Counter(tokens)
             word_ids.extend(map(lookup, counter))
@@ -218,11 +233,11 @@ class CountAccumulator:
             n_distinct.append(len(counter))
         labels = np.asarray(labels, dtype=np.int64)
         C, V = len(self.classes), len(self.vocabulary)
-        classes = np.repeat(labels, np.frombuffer(n_distinct, dtype=np.int64))
-        keys = np.frombuffer(word_ids, dtype=np.int64) * C + classes
+        classes = np.repeat(labels, np.array(n_distinct, dtype=np.int64))
+        keys = np.array(word_ids, dtype=np.int64) * C + classes
         doc_count = np.bincount(keys, minlength=V * C).reshape(V, C)
         # float64 weights are exact for integer sums below 2**53
-        tokens = np.bincount(keys, np.frombuffer(occurrences, dtype=np.int64), V * C)
+        tokens = np.bincount(keys, np.array(occurrences, dtype=np.float64), V * C)
         self._add_rows(
             slice(0, V),
             np.bincount(labels, minlength=C),
@@ -230,27 +245,35 @@ class CountAccumulator:
             tokens.astype(np.int64).reshape(V, C),
         )
 
-    def partial(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """``(words, N_c, D_jc, T_jc)`` so far, rows in the order of ``words``: for :meth:`absorb`."""
+    def partial(self) -> tuple:
+        """The counts so far in a compact form for :meth:`absorb` in another process.
+
+        Returns ``(words, N_c, rows, cols, D, T)``: the words in row order and the
+        non-zero entries only (a word is usually seen in few classes), so little crosses
+        the process boundary.
+        """
         V = len(self.vocabulary)
+        rows, cols = np.nonzero(self._doc_count[:V])
         return (
             list(self.vocabulary),
             self._class_count.copy(),
-            self._doc_count[:V].copy(),
-            self._token_count[:V].copy(),
+            rows,
+            cols,
+            self._doc_count[rows, cols],
+            self._token_count[rows, cols],
         )
 
-    def absorb(
-        self,
-        words: Sequence[str],
-        class_count: np.ndarray,
-        doc_count: np.ndarray,
-        token_count: np.ndarray,
-    ) -> None:
+    def absorb(self, words, class_count, rows, cols, doc_count, token_count) -> None:
         """Add counts made by another accumulator over the same classes (see :meth:`partial`)."""
-        lookup = self.vocabulary.__getitem__
-        rows = np.fromiter(map(lookup, words), dtype=np.int64, count=len(words))
-        self._add_rows(rows, class_count, doc_count, token_count)
+        vocabulary = self.vocabulary
+        new = set(words).difference(vocabulary)
+        vocabulary.update(zip(sorted(new), range(len(vocabulary), len(vocabulary) + len(new))))
+        ours = np.fromiter(map(vocabulary.__getitem__, words), dtype=np.int64, count=len(words))
+        self._reserve(len(vocabulary))
+        self._class_count += class_count
+        flat = ours[rows] * len(self.classes) + cols  # distinct (word, class) cells
+        self._doc_count.reshape(-1)[flat] += doc_count
+        self._token_count.reshape(-1)[flat] += token_count
 
     def _add_rows(self, rows, class_count, doc_count, token_count) -> None:
         self._reserve(len(self.vocabulary))
@@ -260,11 +283,13 @@ class CountAccumulator:
 
     def result(self) -> Counts:
         """The counts so far, with the vocabulary sorted."""
-        words = list(self.vocabulary)
-        order = np.array(sorted(range(len(words)), key=words.__getitem__), dtype=np.int64)
+        words = sorted(self.vocabulary)
+        order = np.fromiter(
+            map(self.vocabulary.__getitem__, words), dtype=np.int64, count=len(words)
+        )
         return Counts(
             classes=self.classes,
-            vocabulary=tuple(words[j] for j in order),
+            vocabulary=tuple(words),
             class_count=self._class_count.copy(),
             doc_count=self._doc_count[order],
             token_count=self._token_count[order],
@@ -292,3 +317,75 @@ def merge(*parts: Counts) -> Counts:
         doc_count[index] += part.doc_count
         token_count[index] += part.token_count
     return Counts(classes, vocabulary, class_count, doc_count, token_count)
+
+
+def default_jobs() -> int:
+    """Worker processes for fitting: ``NBCLASS_JOBS`` if set, else every usable core."""
+    value = os.environ.get("NBCLASS_JOBS")
+    if value:
+        try:
+            jobs = int(value)
+        except ValueError:
+            jobs = 0
+        if jobs < 1:
+            raise UsageError(f"NBCLASS_JOBS={value!r} must be a whole number of at least 1")
+        return jobs
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _count_into(accumulator, paths, labels, tokenize, batch_size=BATCH_SIZE) -> None:
+    for start in range(0, len(paths), batch_size):
+        batch = paths[start : start + batch_size]
+        accumulator.add_tokens(
+            (tokenize(read_file(p)) for p in batch), labels[start : start + batch_size]
+        )
+
+
+def _count_part(paths, labels, classes, tokenizer, start):
+    accumulator = CountAccumulator(classes)
+    _count_into(accumulator, paths, labels, make_tokenizer(tokenizer))
+    return start, start + len(paths), accumulator.partial()
+
+
+def count_corpus(
+    paths: Sequence[str],
+    labels: Sequence[int],
+    classes: Sequence[str],
+    tokenizer: TokenizerSettings,
+    jobs: int = 1,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Counts:
+    """Read, tokenize and count documents, on ``jobs`` processes.
+
+    The corpus is cut into parts of at most ``PART_SIZE`` documents; each part is counted
+    alone and the parts are summed. Counts are integers, so the result is the same, bit
+    for bit, for any number of jobs. Memory is bounded by the vocabulary, not by the
+    number of documents. ``on_progress(start, end)`` is called when the documents
+    ``paths[start:end]`` are counted.
+    """
+    accumulator = CountAccumulator(classes)
+    n = len(paths)
+    size = max(1, min(PART_SIZE, -(-n // (max(1, jobs) * 4))))
+    if jobs <= 1 or n <= size:
+        tokenize = make_tokenizer(tokenizer)
+        for start in range(0, n, PART_SIZE):
+            end = min(n, start + PART_SIZE)
+            _count_into(accumulator, paths[start:end], labels[start:end], tokenize)
+            if on_progress:
+                on_progress(start, end)
+        return accumulator.result()
+    from joblib import Parallel, delayed
+
+    parts = (
+        delayed(_count_part)(paths[a : a + size], labels[a : a + size], classes, tokenizer, a)
+        for a in range(0, n, size)
+    )
+    with Parallel(n_jobs=jobs, backend=PARALLEL_BACKEND, return_as="generator_unordered") as run:
+        for start, end, part in run(parts):
+            accumulator.absorb(*part)
+            if on_progress:
+                on_progress(start, end)
+    return accumulator.result()

@@ -13,7 +13,6 @@ give exactly the fit of both corpora) and the filter can be read back from ``inf
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -21,7 +20,7 @@ from functools import cached_property
 import numpy as np
 
 from .corpus import Corpus, read_file
-from .counts import CountAccumulator, Counts
+from .counts import Counts, count_corpus
 from .errors import NbclassError, UsageError
 from .estimators import EstimatorSettings
 from .posterior import log_posterior, make_scorer
@@ -30,8 +29,6 @@ from .tokenizer import TokenizerSettings, make_tokenizer
 from .vectorizer import count_matrix
 
 BATCH_SIZE = 1000
-PART_SIZE = 500
-PARALLEL_BACKEND = "loky"
 
 
 @dataclass(frozen=True)
@@ -111,84 +108,13 @@ class Model:
         return self.counts.restrict(rows)
 
 
-def default_jobs() -> int:
-    """Worker processes for fitting: ``NBCLASS_JOBS`` if set, else every usable core."""
-    value = os.environ.get("NBCLASS_JOBS")
-    if value:
-        try:
-            jobs = int(value)
-        except ValueError:
-            jobs = 0
-        if jobs < 1:
-            raise UsageError(f"NBCLASS_JOBS={value!r} must be a whole number of at least 1")
-        return jobs
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-def _count_into(accumulator, paths, labels, tokenize, batch_size=BATCH_SIZE) -> None:
-    for start in range(0, len(paths), batch_size):
-        batch = paths[start : start + batch_size]
-        accumulator.add_tokens(
-            (tokenize(read_file(p)) for p in batch), labels[start : start + batch_size]
-        )
-
-
-def _count_part(paths, labels, classes, tokenizer):
-    accumulator = CountAccumulator(classes)
-    _count_into(accumulator, paths, labels, make_tokenizer(tokenizer))
-    return len(paths), accumulator.partial()
-
-
-def count_corpus(
-    paths: Sequence[str],
-    labels: Sequence[int],
-    classes: Sequence[str],
-    tokenizer: TokenizerSettings,
-    jobs: int = 1,
-    on_progress: Callable[[int], None] | None = None,
-) -> Counts:
-    """Read, tokenize and count documents, on ``jobs`` processes.
-
-    The corpus is cut into parts of at most ``PART_SIZE`` documents; each part is counted
-    alone and the parts are summed. Counts are integers, so the result is the same, bit
-    for bit, for any number of jobs. Memory is bounded by the vocabulary, not by the
-    number of documents. ``on_progress(n)`` is called as each ``n`` documents are done.
-    """
-    tokenize = make_tokenizer(tokenizer)
-    accumulator = CountAccumulator(classes)
-    n = len(paths)
-    if jobs <= 1 or n <= PART_SIZE:
-        for start in range(0, n, PART_SIZE):
-            end = min(n, start + PART_SIZE)
-            _count_into(accumulator, paths[start:end], labels[start:end], tokenize)
-            if on_progress:
-                on_progress(end - start)
-        return accumulator.result()
-    from joblib import Parallel, delayed
-
-    size = max(1, min(PART_SIZE, -(-n // (jobs * 4))))
-    parts = (
-        delayed(_count_part)(paths[a : a + size], labels[a : a + size], classes, tokenizer)
-        for a in range(0, n, size)
-    )
-    with Parallel(n_jobs=jobs, backend=PARALLEL_BACKEND, return_as="generator_unordered") as run:
-        for done, part in run(parts):
-            accumulator.absorb(*part)
-            if on_progress:
-                on_progress(done)
-    return accumulator.result()
-
-
 def fit(
     corpus: Corpus,
     tokenizer: TokenizerSettings | None = None,
     vocabulary_filter: VocabularyFilter | None = None,
     defaults: EstimatorSettings | None = None,
     jobs: int = 1,
-    on_progress: Callable[[int], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Model:
     """Fit a model on a labelled corpus, counting on ``jobs`` processes.
 

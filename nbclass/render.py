@@ -146,3 +146,55 @@ def info_lines(info: dict, fmt: str) -> Iterator[str]:
         f"defaults     model {d['model']}, estimator {d['estimator']}, alpha {d['alpha']}, "
         f"beta {beta}"
     )
+
+
+class ProgressBar:
+    """A progress bar on stderr: files done, MB done of the total, MB/s and time left.
+
+    Drawn with rich, and only when ``enabled`` (the CLI enables it when stderr is a
+    terminal and ``--quiet`` is not given). Use as a context manager and call
+    :meth:`advance` with the files and bytes just finished.
+    """
+
+    def __init__(self, verb: str, files: int, total_bytes: int, enabled: bool):
+        self.enabled = enabled
+        self.verb, self.files, self.done = verb, files, 0
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self._task = self._progress.add_task(self._describe(), total=total_bytes)
+
+    def _describe(self) -> str:
+        return f"{self.verb} {self.done}/{self.files} files"
+
+    def __enter__(self) -> ProgressBar:
+        if self.enabled:
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            self._progress.stop()
+
+    def advance(self, files: int, nbytes: int) -> None:
+        if self.enabled:
+            self.done += files
+            self._progress.update(self._task, advance=nbytes, description=self._describe())

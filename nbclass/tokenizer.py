@@ -22,6 +22,11 @@ from dataclasses import asdict, dataclass, field
 from .errors import UsageError
 
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+# With findall, "\w\w+" finds exactly the same tokens as the default pattern: a match can
+# only start where a run of word characters starts (scanning resumes after a whole run or
+# after a one-character run) and greedily ends where the run ends, so the \b assertions
+# never reject anything. Without them the regex engine runs about a third faster.
+_EQUIVALENT_PATTERNS = {DEFAULT_TOKEN_PATTERN: r"\w\w+"}
 
 
 @dataclass(frozen=True)
@@ -129,7 +134,9 @@ def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
     ['the', 'server', 'is', 'down', 'again', 'the server', 'server is', 'is down', 'down again']
     """
     validate_ngram_range(settings.ngram_range)
-    findall = compile_pattern(settings.token_pattern).findall
+    compile_pattern(settings.token_pattern)
+    pattern = _EQUIVALENT_PATTERNS.get(settings.token_pattern, settings.token_pattern)
+    findall = re.compile(pattern).findall
     lowercase = settings.lowercase
     stop = frozenset(settings.stop_words)
     min_n, max_n = settings.ngram_range

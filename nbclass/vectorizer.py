@@ -13,8 +13,12 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
+    import scipy.sparse as sp
 
 
 class GrowingVocabulary(dict):
@@ -56,6 +60,8 @@ def count_matrix(
     >>> X.toarray().tolist()
     [[1, 2], [0, 0]]
     """
+    import scipy.sparse as sp
+
     indptr = array("q", [0])
     indices = array("q")
     data = array("q")

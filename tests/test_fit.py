@@ -1,0 +1,100 @@
+"""Fitting: the same model for any number of jobs, and the fast counting path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nbclass.cli import cli
+from nbclass.corpus import list_corpus
+from nbclass.counts import CountAccumulator, count_corpus
+from nbclass.modelfile import dumps
+from nbclass.model import fit
+from nbclass.tokenizer import TokenizerSettings
+from nbclass.vectorizer import count_matrix
+
+
+def test_any_number_of_jobs_gives_the_same_model_bit_for_bit(news_sample):
+    corpus = list_corpus(str(news_sample[0]))
+    serial = dumps(fit(corpus, jobs=1))
+    assert dumps(fit(corpus, jobs=2)) == serial
+    assert dumps(fit(corpus, jobs=3)) == serial
+
+
+def test_progress_reports_every_document_once(news_sample):
+    corpus = list_corpus(str(news_sample[0]))
+    for jobs in (1, 2):
+        seen = np.zeros(len(corpus.paths), dtype=int)
+
+        def on_progress(start, end):
+            seen[start:end] += 1  # noqa: B023
+
+        count_corpus(
+            corpus.paths, corpus.labels, corpus.classes, TokenizerSettings(), jobs, on_progress
+        )
+        assert seen.tolist() == [1] * len(corpus.paths)
+
+
+words = st.sampled_from(["ant", "bee", "cat", "dog", "eel", "fox"])
+documents = st.lists(st.tuples(st.lists(words, max_size=12), st.integers(0, 2)), max_size=30)
+
+
+@settings(max_examples=80, deadline=None, database=None)
+@given(documents)
+def test_token_list_counting_equals_matrix_counting(docs):
+    by_matrix = CountAccumulator(["a", "b", "c"])
+    by_tokens = CountAccumulator(["a", "b", "c"])
+    token_lists = [tokens for tokens, _ in docs]
+    labels = [label for _, label in docs]
+    by_matrix.add(count_matrix(token_lists, by_matrix.vocabulary), labels)
+    by_tokens.add_tokens(token_lists, labels)
+    assert by_tokens.result().equals(by_matrix.result())
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(documents, st.integers(1, 5))
+def test_absorbing_parts_equals_counting_everything(docs, n_parts):
+    whole = CountAccumulator(["a", "b", "c"])
+    whole.add_tokens([t for t, _ in docs], [c for _, c in docs])
+    merged = CountAccumulator(["a", "b", "c"])
+    for k in range(n_parts):
+        part = CountAccumulator(["a", "b", "c"])
+        share = docs[k::n_parts]
+        part.add_tokens([t for t, _ in share], [c for _, c in share])
+        merged.absorb(*part.partial())
+    assert merged.result().equals(whole.result())
+
+
+def test_the_fast_default_pattern_finds_the_same_tokens_as_the_documented_one():
+    import re
+
+    from nbclass.tokenizer import DEFAULT_TOKEN_PATTERN, make_tokenizer
+
+    text = "a bb c_d x1 é ñandú 中文 it's e-mail 3.14 _ __ a\u0301b don't\tnaïve, ÉCOLE"
+    documented = re.compile(DEFAULT_TOKEN_PATTERN).findall(text.lower())
+    assert make_tokenizer(TokenizerSettings())(text) == documented
+    assert documented == [
+        "bb", "c_d", "x1", "ñandú", "中文", "it", "mail", "14", "__", "don", "naïve", "école",
+    ]  # fmt: skip
+
+
+def test_jobs_option_and_environment(runner, chinese_corpus, tmp_path):
+    one, two = tmp_path / "one.nbc", tmp_path / "two.nbc"
+    assert runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(one), "-j", "1"]).exit_code == 0
+    result = runner.invoke(
+        cli, ["fit", str(chinese_corpus), "-o", str(two)], env={"NBCLASS_JOBS": "2"}
+    )
+    assert result.exit_code == 0
+    assert one.read_bytes() == two.read_bytes()
+    bad = runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(two)], env={"NBCLASS_JOBS": "x"})
+    assert bad.exit_code == 2
+    assert bad.stderr == "Error: NBCLASS_JOBS='x' must be a whole number of at least 1\n"
+
+
+@pytest.mark.parametrize("jobs", ["0", "-1"])
+def test_jobs_below_one_is_a_usage_error(runner, chinese_corpus, tmp_path, jobs):
+    result = runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(tmp_path / "m"), "-j", jobs])
+    assert result.exit_code == 2
+    assert "--jobs" in result.stderr
