@@ -129,6 +129,32 @@ class Counts:
         return found
 
 
+def doc_count_histograms(doc_count: np.ndarray) -> list[list[tuple[int, int]]]:
+    """For each class, the pairs (d, n): n words have D_jc = d (d = 0 included if any).
+
+    Parameters
+    ----------
+    doc_count : ndarray of shape (V, C)
+        D_jc (documents).
+
+    Returns
+    -------
+    list of C lists of (d, n), d ascending, n > 0; Σ n = V for every class.
+    """
+    histograms = []
+    V = doc_count.shape[0]
+    for c in range(doc_count.shape[1]):
+        column = doc_count[:, c]
+        if V and column.max() <= 4 * V:  # small values: tally them directly
+            tally = np.bincount(column)
+            values = np.flatnonzero(tally)
+            n = tally[values]
+        else:
+            values, n = np.unique(column, return_counts=True)
+        histograms.append(list(zip(values.tolist(), n.tolist())))
+    return histograms
+
+
 def count_documents(
     X: sp.csr_matrix, labels: np.ndarray, n_classes: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -21,9 +21,11 @@ map                (N_c+α−1) / (N+Cα−C)        (D_jc+β1−1) / (N_c+β1+�
 posterior-mean     (N_c+α) / (N+Cα)            (D_jc+β1) / (N_c+β1+β0)      (T_jc+β) / (T_c+Vβ)
 =================  ==========================  ===========================  =======================
 
-Every estimate is a fraction ``numerator / denominator`` of counts plus pseudo-counts; the
-``*_fractions`` functions return those two parts and the ``log_*`` functions take the
-difference of their logarithms (never the log of a rounded ratio). A zero numerator gives
+Every estimate is a fraction ``numerator / denominator`` of counts plus pseudo-counts,
+written once in the ``*_fraction`` functions, which take plain numbers or numpy arrays
+alike: the one-document path (:mod:`nbclass.quick`) and the batch path share them. The
+``log_*`` functions take the difference of the logarithms (never the log of a rounded
+ratio). numpy is imported only inside the functions that need it. A zero numerator gives
 log 0 = −inf, a legitimate answer under ``mle`` (the seeds' "black swan"). A zero
 denominator (a class with no tokens under ``mle``) means the class gives no word any
 probability: its θ are 0.
@@ -36,8 +38,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-
-import numpy as np
 
 from .errors import UsageError
 
@@ -130,14 +130,94 @@ def parse_beta(text: str) -> tuple[float, float]:
     raise UsageError(f"--beta {text!r} is not B or B1,B0 (for example 1 or 1,1)")
 
 
-def log_fraction(numerator, denominator) -> np.ndarray:
-    """log(numerator / denominator) as a difference of logs; −inf where either is 0.
+def class_prior_fraction(N_c, N, C: int, estimator: str, alpha: float):
+    """Numerator and denominator of π_c; ``N_c`` may be a number or an array of shape (C,).
+
+    N_c and N count documents.
+    """
+    if estimator == "mle":
+        return N_c, N
+    if estimator == "map":
+        return N_c + alpha - 1, N + C * alpha - C
+    return N_c + alpha, N + C * alpha
+
+
+def bernoulli_fraction(D_jc, N_c, estimator: str, beta: tuple[float, float]):
+    """Numerators of θ_jc and of 1 − θ_jc, and their denominator (numbers or arrays).
+
+    D_jc counts documents of class c containing word j; N_c documents of class c.
+    """
+    beta1, beta0 = beta
+    if estimator == "mle":
+        return D_jc, N_c - D_jc, N_c
+    if estimator == "map":
+        return D_jc + beta1 - 1, N_c - D_jc + beta0 - 1, N_c + beta1 + beta0 - 2
+    return D_jc + beta1, N_c - D_jc + beta0, N_c + beta1 + beta0
+
+
+def multinomial_fraction(T_jc, T_c, V: int, estimator: str, beta: float):
+    """Numerator and denominator of θ_jc (numbers or arrays); T counts tokens."""
+    if estimator == "mle":
+        return T_jc, T_c
+    if estimator == "map":
+        return T_jc + beta - 1, T_c + V * (beta - 1)
+    return T_jc + beta, T_c + V * beta
+
+
+def log_ratio(numerator: float, denominator: float) -> float:
+    """log(numerator / denominator) as a difference of logs; −inf where either is <= 0."""
+    if numerator <= 0 or denominator <= 0:
+        return -math.inf
+    return math.log(numerator) - math.log(denominator)
+
+
+def bernoulli_absent_total(
+    histogram, N_c: int, estimator: str, beta: tuple[float, float]
+) -> tuple[float, int]:
+    """Σ_j log(1 − θ_jc) over a class's words, and how many words have θ_jc = 1.
+
+    Parameters
+    ----------
+    histogram : iterable of (d, n)
+        n words have D_jc = d (documents), words absent from the class included as d = 0.
+
+    Returns
+    -------
+    total : float
+        Σ over the words with θ_jc < 1 of log(1 − θ_jc), summed exactly with
+        ``math.fsum`` of the per-value terms n · log(1 − θ(d)).
+    certain : int
+        Words with θ_jc = 1, for which 1 − θ_jc = 0: a document lacking one of them is
+        impossible for the class; they are left out of ``total``.
+
+    Notes
+    -----
+    log(1 − θ_jc) depends on word j only through D_jc, so the sum over V words is a sum
+    over the distinct values of D_jc; this makes the Bernoulli model's per-class constant
+    cheap to compute from stored counts, for any estimator and prior.
+    """
+    terms, certain = [], 0
+    for d, n in histogram:
+        _, absent, denominator = bernoulli_fraction(d, N_c, estimator, beta)
+        if denominator <= 0:  # no estimate for this class: its words are never present
+            continue
+        if absent <= 0:
+            certain += n
+        else:
+            terms.append(n * log_ratio(absent, denominator))
+    return math.fsum(terms), certain
+
+
+def log_fraction(numerator, denominator):
+    """log(numerator / denominator) elementwise, a difference of logs; −inf where either is 0.
 
     Examples
     --------
-    >>> log_fraction([1.0, 0.0], [4.0, 4.0]).tolist() == [np.log(1) - np.log(4), -np.inf]
+    >>> log_fraction([1.0, 0.0], [4.0, 4.0]).tolist() == [math.log(1) - math.log(4), -math.inf]
     True
     """
+    import numpy as np
+
     numerator, denominator = np.broadcast_arrays(
         np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
     )
@@ -147,28 +227,20 @@ def log_fraction(numerator, denominator) -> np.ndarray:
     return out
 
 
-def class_prior_fractions(class_count: np.ndarray, estimator: str, alpha: float):
-    """Numerator (C,) and denominator (scalar) of π_c.
+def class_prior_fractions(class_count, estimator: str, alpha: float):
+    """Numerator (C,) and denominator (scalar) of π_c from N_c, ndarray of shape (C,)."""
+    import numpy as np
 
-    Parameters
-    ----------
-    class_count : ndarray of shape (C,)
-        N_c (documents).
-    """
     N_c = np.asarray(class_count, dtype=np.float64)
-    N, C = N_c.sum(), N_c.shape[0]
-    if estimator == "mle":
-        return N_c, N
-    if estimator == "map":
-        return N_c + alpha - 1, N + C * alpha - C
-    return N_c + alpha, N + C * alpha
+    return class_prior_fraction(N_c, N_c.sum(), N_c.shape[0], estimator, alpha)
 
 
-def log_class_prior(class_count: np.ndarray, estimator: str, alpha: float) -> np.ndarray:
+def log_class_prior(class_count, estimator: str, alpha: float):
     """log π_c, ndarray of shape (C,).
 
     Examples
     --------
+    >>> import numpy as np
     >>> log_pi = log_class_prior(np.array([3, 1]), "posterior-mean", 1.0)
     >>> np.allclose(np.exp(log_pi), [(3 + 1) / (4 + 2), (1 + 1) / (4 + 2)])
     True
@@ -176,10 +248,8 @@ def log_class_prior(class_count: np.ndarray, estimator: str, alpha: float) -> np
     return log_fraction(*class_prior_fractions(class_count, estimator, alpha))
 
 
-def bernoulli_fractions(
-    doc_count: np.ndarray, class_count: np.ndarray, estimator: str, beta: tuple[float, float]
-):
-    """Numerators of θ_jc and of 1 − θ_jc, each (V, C), and their denominator (C,).
+def bernoulli_fractions(doc_count, class_count, estimator: str, beta: tuple[float, float]):
+    """Numerators of θ_jc and 1 − θ_jc, each (V, C), and their denominator (C,).
 
     Parameters
     ----------
@@ -188,23 +258,20 @@ def bernoulli_fractions(
     class_count : ndarray of shape (C,)
         N_c (documents).
     """
-    beta1, beta0 = beta
+    import numpy as np
+
     D = np.asarray(doc_count, dtype=np.float64)
     N_c = np.asarray(class_count, dtype=np.float64)
-    if estimator == "mle":
-        return D, N_c - D, N_c
-    if estimator == "map":
-        return D + beta1 - 1, N_c - D + beta0 - 1, N_c + beta1 + beta0 - 2
-    return D + beta1, N_c - D + beta0, N_c + beta1 + beta0
+    return bernoulli_fraction(D, N_c, estimator, beta)
 
 
-def bernoulli_log_theta(
-    doc_count: np.ndarray, class_count: np.ndarray, estimator: str, beta: tuple[float, float]
-) -> tuple[np.ndarray, np.ndarray]:
+def bernoulli_log_theta(doc_count, class_count, estimator: str, beta: tuple[float, float]):
     """log θ_jc and log(1 − θ_jc), each ndarray of shape (V, C).
 
     A class whose denominator is 0 gives its words θ = 0: log θ = −inf, log(1 − θ) = 0.
     """
+    import numpy as np
+
     present, absent, denominator = bernoulli_fractions(doc_count, class_count, estimator, beta)
     log_theta = log_fraction(present, denominator)
     log_not_theta = log_fraction(absent, denominator)
@@ -212,7 +279,7 @@ def bernoulli_log_theta(
     return log_theta, log_not_theta
 
 
-def multinomial_log_theta(token_count: np.ndarray, estimator: str, beta: float) -> np.ndarray:
+def multinomial_log_theta(token_count, estimator: str, beta: float):
     """log θ_jc, ndarray of shape (V, C), with V = ``token_count.shape[0]``.
 
     Parameters
@@ -220,11 +287,7 @@ def multinomial_log_theta(token_count: np.ndarray, estimator: str, beta: float) 
     token_count : ndarray of shape (V, C)
         T_jc (tokens).
     """
+    import numpy as np
+
     T = np.asarray(token_count, dtype=np.float64)
-    V = T.shape[0]
-    T_c = T.sum(axis=0)
-    if estimator == "mle":
-        return log_fraction(T, T_c)
-    if estimator == "map":
-        return log_fraction(T + beta - 1, T_c + V * (beta - 1))
-    return log_fraction(T + beta, T_c + V * beta)
+    return log_fraction(*multinomial_fraction(T, T.sum(axis=0), T.shape[0], estimator, beta))

@@ -1,40 +1,30 @@
-"""The model file: one self-describing binary file that loading can never execute.
+"""The model file: what a model stores, written and read through :mod:`nbclass.fileformat`.
 
-Layout (all integers little-endian)::
+The container (magic, version, JSON header, checksummed sections, all checks) is
+described in :mod:`nbclass.fileformat`. A model stores these sections, each a flat array
+of the smallest unsigned integer type that holds it:
 
-    offset  size  field
-    0       8     magic  b"\\x89NBC\\r\\n\\x1a\\n"
-    8       4     format version (uint32), currently 1
-    12      4     header length H (uint32)
-    16      4     CRC-32 of the header (uint32)
-    20      8     total file size in bytes (uint64)
-    28      4     reserved, zero
-    32      H     header: a UTF-8 JSON object (settings, classes, section table)
-    ...           sections, each starting at a multiple of 64 bytes
+===============  ==========  =============================================================
+section          length      content
+===============  ==========  =============================================================
+class_count      C           N_c, documents per class
+vocabulary       bytes       the V counted words, UTF-8, sorted, separated by NUL bytes
+word_ptr         V + 1       entries of word j are ``word_ptr[j]:word_ptr[j+1]`` below
+class_index      nnz         class c of each non-zero (word, class) entry
+doc_count        nnz         D_jc, documents of class c containing word j
+token_count      nnz         T_jc, tokens of word j in class c
+used             ⌈V / 8⌉     bit j (little-endian within a byte): word j passes the filter
+class_tokens     C           T_c over the used words
+histogram_ptr    C + 1       entries of class c are ``histogram_ptr[c]:histogram_ptr[c+1]``
+histogram_value  ...         a value d of D_jc among the used words (0 included)
+histogram_count  ...         how many used words have that value in class c
+===============  ==========  =============================================================
 
-The magic number starts with a non-ASCII byte and holds CR LF, SUB and LF, so a file that
-went through a text-mode or 7-bit transfer is recognised as damaged (the PNG trick). Each
-section is a flat array of a fixed-width little-endian unsigned integer type, described
-in the header by name, dtype, shape, offset, length and CRC-32:
-
-=============  ==========  ===============================================================
-section        shape       content
-=============  ==========  ===============================================================
-class_count    (C,)        N_c, documents per class
-vocabulary     (bytes,)    the V words, UTF-8, sorted, separated by NUL bytes
-word_ptr       (V + 1,)    entries of word j are ``word_ptr[j]:word_ptr[j+1]`` below
-class_index    (nnz,)      class c of each non-zero (word, class) entry
-doc_count      (nnz,)      D_jc, documents of class c containing word j
-token_count    (nnz,)      T_jc, tokens of word j in class c
-=============  ==========  ===============================================================
-
-The counts are stored sparse (a word is usually seen in few classes) with the smallest
-integer type that holds them, so a file is small and its arrays load with
-``numpy.frombuffer`` without parsing. The header's JSON carries no code and the sections
-only integers: no pickle is involved anywhere. Every byte is covered by a check: the
-magic, the version, the declared size (truncation), the reserved field and all padding
-must be zero, a CRC-32 per section and one for the header (corruption), the settings must
-be valid, and the counts must be consistent (for example D_jc <= N_c).
+The last five are derived from the counts and the vocabulary filter, so that one
+document can be scored without reading every count (:mod:`nbclass.quick`); loading
+recomputes them and refuses a file where they disagree. Counts are stored sparse (a word
+is usually seen in few classes). The header's JSON holds the classes and the settings,
+with no code; the sections only integers; no pickle is involved anywhere.
 
 Writing is atomic: the file is written to a temporary name in the same folder, flushed to
 disk, then renamed over the target, so a crash or a concurrent reader never sees half a
@@ -43,57 +33,75 @@ file.
 
 from __future__ import annotations
 
-import json
 import os
-import struct
 import tempfile
-import zlib
 
 import numpy as np
 
 from . import __version__
-from .counts import Counts
+from .counts import Counts, doc_count_histograms
 from .errors import ModelFileError, NbclassError
 from .estimators import EstimatorSettings
+from .fileformat import TYPECODES, pack, parse, read, refuse
 from .model import Model, VocabularyFilter
 from .tokenizer import TokenizerSettings, make_tokenizer
 
-MAGIC = b"\x89NBC\r\n\x1a\n"
-FORMAT_NAME = "nbclass-model"
-FORMAT_VERSION = 1
-PREFIX = struct.Struct("<8sIIIQI")  # magic, version, header length, header crc, size, 0
-ALIGN = 64
-DTYPES = ("|u1", "<u2", "<u4", "<u8")
-SECTIONS = ("class_count", "vocabulary", "word_ptr", "class_index", "doc_count", "token_count")
+SECTIONS = (
+    "class_count",
+    "vocabulary",
+    "word_ptr",
+    "class_index",
+    "doc_count",
+    "token_count",
+    "used",
+    "class_tokens",
+    "histogram_ptr",
+    "histogram_value",
+    "histogram_count",
+)
 
 
 def _smallest_uint(values: np.ndarray) -> np.dtype:
     top = int(values.max()) if values.size else 0
-    for name in DTYPES:
+    for name in TYPECODES:
         if top <= np.iinfo(np.dtype(name)).max:
             return np.dtype(name)
     raise ValueError("count too large for 64 bits")  # pragma: no cover
 
 
-def _pad(n: int) -> int:
-    return (-n) % ALIGN
+def derived_sections(model: Model) -> dict[str, np.ndarray]:
+    """The sections computed from the counts and the filter (see the table above)."""
+    counts = model.counts
+    rows = model.vocabulary_filter.rows(counts)
+    used = np.zeros(len(counts.vocabulary), dtype=bool)
+    used[rows] = True
+    histograms = doc_count_histograms(counts.doc_count[rows])
+    pairs = [pair for histogram in histograms for pair in histogram]
+    return {
+        "used": np.packbits(used, bitorder="little"),
+        "class_tokens": counts.token_count[rows].sum(axis=0),
+        "histogram_ptr": np.cumsum([0] + [len(h) for h in histograms]),
+        "histogram_value": np.array([d for d, _ in pairs], dtype=np.int64),
+        "histogram_count": np.array([n for _, n in pairs], dtype=np.int64),
+    }
 
 
-def _sections(counts: Counts) -> dict[str, np.ndarray]:
+def _arrays(model: Model) -> dict[str, np.ndarray]:
+    counts = model.counts
     present = counts.doc_count > 0  # D_jc > 0 exactly when T_jc > 0
     rows, cols = np.nonzero(present)  # row-major: grouped by word, classes ascending
     word_ptr = np.zeros(len(counts.vocabulary) + 1, dtype=np.int64)
     np.cumsum(present.sum(axis=1), out=word_ptr[1:])
     vocabulary = "\x00".join(counts.vocabulary).encode("utf-8")
-    arrays = {
+    return {
         "class_count": counts.class_count,
         "vocabulary": np.frombuffer(vocabulary, dtype=np.uint8),
         "word_ptr": word_ptr,
         "class_index": cols,
         "doc_count": counts.doc_count[rows, cols],
         "token_count": counts.token_count[rows, cols],
+        **derived_sections(model),
     }
-    return {name: a.astype(_smallest_uint(a)) for name, a in arrays.items()}
 
 
 def dumps(model: Model) -> bytes:
@@ -101,56 +109,21 @@ def dumps(model: Model) -> bytes:
     problems = model.counts.problems()
     if problems:
         raise ValueError("cannot write impossible counts: " + "; ".join(problems))
-    arrays = _sections(model.counts)
-    table = []
-    # The header's length depends on the offsets it lists; lay out sections relative to
-    # the end of the header, then fix the header size by padding it to a multiple of 64.
-    relative = 0
-    for name in SECTIONS:
-        a = arrays[name]
-        table.append(
-            {
-                "name": name,
-                "dtype": a.dtype.str,
-                "shape": list(a.shape),
-                "offset": relative,
-                "length": a.nbytes,
-                "crc32": zlib.crc32(a.tobytes()),
-            }
-        )
-        relative += a.nbytes + _pad(a.nbytes)
+    sections = []
+    for name, values in _arrays(model).items():
+        values = values.astype(_smallest_uint(values))
+        sections.append((name, values.dtype.str, values.size, values.tobytes()))
     header = {
-        "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
         "nbclass_version": __version__,
         "classes": list(model.counts.classes),
         "n_features": len(model.counts.vocabulary),
+        "n_used": int(model.vocabulary_filter.rows(model.counts).size),
         "tokenizer": model.tokenizer.to_dict(),
         "vocabulary_filter": model.vocabulary_filter.to_dict(),
         "defaults": model.defaults.to_dict(),
         "selection": model.selection,
-        "sections_start": 0,
-        "sections": table,
     }
-    for _ in range(2):  # the start depends on the header's own length: converge
-        text = json.dumps(header, ensure_ascii=True, sort_keys=True).encode("ascii")
-        start = PREFIX.size + len(text)
-        start += _pad(start)
-        header["sections_start"] = start
-    text = json.dumps(header, ensure_ascii=True, sort_keys=True).encode("ascii")
-    assert PREFIX.size + len(text) <= start
-    body = bytearray()
-    for name in SECTIONS:
-        a = arrays[name]
-        body += a.tobytes()
-        body += b"\x00" * _pad(a.nbytes)
-    head_pad = start - PREFIX.size - len(text)
-    size = start + len(body)
-    header_bytes = text + b" " * head_pad
-    prefix = PREFIX.pack(
-        MAGIC, FORMAT_VERSION, len(header_bytes), zlib.crc32(header_bytes), size, 0
-    )
-    return prefix + header_bytes + bytes(body)
+    return pack(header, sections)
 
 
 def save(model: Model, path: str) -> int:
@@ -191,10 +164,6 @@ def save(model: Model, path: str) -> int:
     return len(data)
 
 
-def _refuse(path: str, problem: str) -> ModelFileError:
-    return ModelFileError(f"{path!r} {problem}")
-
-
 def loads(data: bytes, path: str = "<bytes>") -> Model:
     """Parse model-file bytes; raise :class:`ModelFileError` naming any problem."""
     return loads_with_header(data, path)[0]
@@ -202,97 +171,13 @@ def loads(data: bytes, path: str = "<bytes>") -> Model:
 
 def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[Model, dict]:
     """Parse model-file bytes into the model and the file's JSON header."""
-    view = memoryview(data)
-    if not data.startswith(MAGIC):
-        if data and MAGIC.startswith(data):
-            raise _refuse(path, f"is truncated ({len(data)} bytes): fit the model again")
-        if data[:1] == b"\x80":
-            raise _refuse(
-                path, "is a Python pickle, not an nbclass model; nbclass never loads pickles"
-            )
-        raise _refuse(path, "is not an nbclass model file (no nbclass magic number)")
-    if len(data) < PREFIX.size:
-        raise _refuse(path, f"is truncated ({len(data)} bytes): fit the model again")
-    _magic, version, header_length, header_crc, size, reserved = PREFIX.unpack_from(view)
-    if version != FORMAT_VERSION:
-        raise _refuse(
-            path,
-            f"has model format version {version}; this nbclass {__version__} reads version "
-            f"{FORMAT_VERSION}: fit the model again with this version",
-        )
-    if len(data) < size:
-        raise _refuse(path, f"is truncated ({len(data)} of {size} bytes): fit the model again")
-    if len(data) > size:
-        raise _refuse(path, f"is corrupted ({len(data) - size} bytes after its end)")
-    if reserved != 0:
-        raise _refuse(path, "is corrupted (reserved bytes are not zero): fit the model again")
-    header_bytes = view[PREFIX.size : PREFIX.size + header_length]
-    if (
-        len(header_bytes) != header_length
-        or zlib.crc32(header_bytes) != header_crc
-    ):
-        raise _refuse(path, "is corrupted (header checksum mismatch): fit the model again")
+    header, sections = parse(data, path, SECTIONS)
     try:
-        header = json.loads(bytes(header_bytes))
-        if not isinstance(header, dict):
-            raise ValueError("the header is not a JSON object")
-        if header.get("format") != FORMAT_NAME or header.get("version") != FORMAT_VERSION:
-            raise ValueError("format name")
-        arrays = _read_sections(view, header, path)
+        arrays = {name: np.frombuffer(view, dtype=view.format) for name, view in sections.items()}
         return _build(header, arrays), header
-    except ModelFileError:
-        raise
-    except RecursionError:
-        raise _refuse(path, "is not a valid nbclass model (the header nests too deeply)") from None
-    except (
-        KeyError,
-        TypeError,
-        ValueError,
-        IndexError,
-        AttributeError,
-        UnicodeDecodeError,
-        NbclassError,
-    ) as exc:
-        raise _refuse(path, f"is not a valid nbclass model ({exc})") from None
-
-
-def _read_sections(view: memoryview, header: dict, path: str) -> dict[str, np.ndarray]:
-    start = int(header["sections_start"])
-    arrays = {}
-    for entry in header["sections"]:
-        name = entry["name"]
-        dtype = entry["dtype"]
-        if name not in SECTIONS or dtype not in DTYPES:
-            raise ValueError(f"unknown section {name!r} of type {dtype!r}")
-        offset, length = start + int(entry["offset"]), int(entry["length"])
-        shape = tuple(int(n) for n in entry["shape"])
-        if offset < start or offset + length > len(view) or length != np.dtype(
-            dtype
-        ).itemsize * int(np.prod(shape, dtype=np.int64)):
-            raise ValueError(f"section {name!r} does not fit the file")
-        chunk = view[offset : offset + length]
-        if zlib.crc32(chunk) != int(entry["crc32"]):
-            raise _refuse(path, f"is corrupted (section {name!r} checksum mismatch)")
-        arrays[name] = np.frombuffer(chunk, dtype=dtype).reshape(shape)
-    missing = [name for name in SECTIONS if name not in arrays]
-    if missing:
-        raise ValueError(f"missing sections {', '.join(missing)}")
-    _check_padding(view, start, header["sections"], path)
-    return arrays
-
-
-def _check_padding(view: memoryview, start: int, sections: list, path: str) -> None:
-    """Every byte between and after the sections must be a zero, so no byte goes unchecked."""
-    position = start
-    for entry in sorted(sections, key=lambda e: int(e["offset"])):
-        offset = start + int(entry["offset"])
-        if offset < position:
-            raise ValueError("sections overlap")
-        if bytes(view[position:offset]).strip(b"\x00"):
-            raise _refuse(path, "is corrupted (non-zero padding between sections)")
-        position = offset + int(entry["length"])
-    if bytes(view[position:]).strip(b"\x00"):
-        raise _refuse(path, "is corrupted (non-zero padding after the sections)")
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError,
+            NbclassError) as exc:  # fmt: skip
+        raise refuse(path, f"is not a valid nbclass model ({exc})") from None
 
 
 def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
@@ -315,14 +200,16 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         or arrays["class_count"].shape != (C,)
     ):
         raise ValueError("inconsistent section sizes")
+    for name in ("doc_count", "token_count", "class_count"):
+        if arrays[name].dtype == np.uint64 and (arrays[name] > np.iinfo(np.int64).max).any():
+            raise ValueError("count too large")
     rows = np.repeat(np.arange(V, dtype=np.int64), np.diff(word_ptr))
+    if (np.diff(rows * C + class_index) <= 0).any():
+        raise ValueError("entries are not in order")
     doc_count = np.zeros((V, C), dtype=np.int64)
     token_count = np.zeros((V, C), dtype=np.int64)
     doc_count[rows, class_index] = arrays["doc_count"]
     token_count[rows, class_index] = arrays["token_count"]
-    for name in ("doc_count", "token_count", "class_count"):
-        if arrays[name].dtype == np.uint64 and (arrays[name] > np.iinfo(np.int64).max).any():
-            raise ValueError("count too large")
     counts = Counts(
         classes=classes,
         vocabulary=vocabulary,
@@ -338,13 +225,19 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
     selection = header["selection"]
     if selection is not None and not isinstance(selection, dict):
         raise ValueError("the selection record is not an object")
-    return Model(
+    model = Model(
         counts=counts,
         tokenizer=tokenizer,
         vocabulary_filter=VocabularyFilter.from_dict(header["vocabulary_filter"]).validate(),
         defaults=EstimatorSettings.from_dict(header["defaults"]).validate(),
         selection=selection,
     )
+    expected = derived_sections(model)
+    if int(header["n_used"]) != len(model.active_counts.vocabulary) or not all(
+        np.array_equal(arrays[name], values) for name, values in expected.items()
+    ):
+        raise ValueError("the derived sections disagree with the counts")
+    return model
 
 
 def load(path: str) -> Model:
@@ -354,15 +247,4 @@ def load(path: str) -> Model:
 
 def load_with_header(path: str) -> tuple[Model, dict]:
     """Read a model file into the model and the file's JSON header."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        raise ModelFileError(
-            f"model file {path!r} does not exist: create one with 'nbclass fit'"
-        ) from None
-    except IsADirectoryError:
-        raise ModelFileError(f"{path!r} is a folder, not a model file") from None
-    except OSError as exc:
-        raise ModelFileError(f"cannot read model file {path!r}: {exc.strerror}") from None
-    return loads_with_header(data, path)
+    return loads_with_header(read(path), path)

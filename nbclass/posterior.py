@@ -7,7 +7,9 @@ the document (seed 004: "NB is a generalized linear model"):
   (the multinomial coefficient does not depend on c and cancels);
 - Bernoulli: log p(x | c) = Σ_{j: x_j=1} [log θ_jc − log(1 − θ_jc)] + Σ_j log(1 − θ_jc),
   so W = log θ − log(1 − θ) and b = log π + Σ_j log(1 − θ_jc), the absent-word sum computed
-  once per class; scoring touches only the words a document contains.
+  once per class (exactly, from the histogram of D_jc, see
+  :func:`nbclass.estimators.bernoulli_absent_total`); scoring touches only the words a
+  document contains.
 
 Then p(y = c | x) = exp(b_c − logsumexp_c' b_c') (seed 000, "log-sum-exp trick").
 
@@ -26,9 +28,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import log_softmax, logsumexp
 
-from .counts import Counts
+from .counts import Counts, doc_count_histograms
 from .estimators import (
     EstimatorSettings,
+    bernoulli_absent_total,
     bernoulli_log_theta,
     log_class_prior,
     multinomial_log_theta,
@@ -86,7 +89,13 @@ def make_scorer(counts: Counts, settings: EstimatorSettings) -> LinearScorer:
     )
     certain = np.isneginf(log_not_theta)  # θ_jc = 1
     weights = np.where(certain, 0.0, log_theta - np.where(certain, 0.0, log_not_theta))
-    bias = log_pi + np.where(certain, 0.0, log_not_theta).sum(axis=0)
+    absent = [
+        bernoulli_absent_total(histogram, N_c, settings.estimator, settings.beta)[0]
+        for histogram, N_c in zip(
+            doc_count_histograms(counts.doc_count), counts.class_count.tolist()
+        )
+    ]
+    bias = log_pi + np.array(absent)
     required = sp.csr_matrix(certain.astype(np.int64)) if certain.any() else None
     return LinearScorer(weights=weights, bias=bias, binary=True, required=required)
 

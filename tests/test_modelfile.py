@@ -25,10 +25,8 @@ from nbclass.counts import Counts
 from nbclass.errors import ModelFileError
 from nbclass.estimators import EstimatorSettings
 from nbclass.model import Model, VocabularyFilter
+from nbclass.fileformat import FORMAT_VERSION, MAGIC, PREFIX
 from nbclass.modelfile import (
-    FORMAT_VERSION,
-    MAGIC,
-    PREFIX,
     dumps,
     load,
     load_with_header,
@@ -148,12 +146,19 @@ def with_header(data: bytes, edit) -> bytes:
     _magic, version, header_length, _crc, _size, _reserved = PREFIX.unpack_from(data)
     header = json.loads(data[PREFIX.size : PREFIX.size + header_length])
     start = header["sections_start"]
+    body = data[start:]
     edited = edit(header)
-    text = json.dumps(header if edited is None else edited).encode()
-    if not isinstance(text, bytes) or PREFIX.size + len(text) > start:
+    edited = header if edited is None else edited
+    text = json.dumps(edited).encode()
+    if PREFIX.size + len(text) > start and isinstance(edited, dict):
+        # Make room: sections are placed relative to sections_start, so moving it is safe.
+        start += 64 * (1 + (PREFIX.size + len(text) - start) // 64 + 1)
+        if "sections_start" in edited:
+            edited["sections_start"] = start
+        text = json.dumps(edited).encode()
+    if PREFIX.size + len(text) > start:
         raise AssertionError("edited header does not fit")
     header_bytes = text.ljust(start - PREFIX.size, b" ")
-    body = data[start:]
     prefix = PREFIX.pack(
         MAGIC, version, len(header_bytes), zlib.crc32(header_bytes), start + len(body), 0
     )
@@ -201,6 +206,11 @@ def test_file_layout(tiny):
         "class_index",
         "doc_count",
         "token_count",
+        "used",
+        "class_tokens",
+        "histogram_ptr",
+        "histogram_value",
+        "histogram_count",
     ]
     assert all(s["dtype"] == "|u1" for s in header["sections"])  # the smallest type
     assert all((header["sections_start"] + s["offset"]) % 64 == 0 for s in header["sections"])
@@ -319,10 +329,13 @@ def test_load_errors_name_the_path(tmp_path):
     with pytest.raises(ModelFileError, match="is a folder, not a model file"):
         load(str(tmp_path))
     cut = tmp_path / "cut.nbc"
-    cut.write_bytes(dumps(tiny_model())[:500])
+    whole = dumps(tiny_model())
+    cut.write_bytes(whole[:500])
     with pytest.raises(ModelFileError) as info:
         load(str(cut))
-    assert str(info.value) == f"{str(cut)!r} is truncated (500 of 1536 bytes): fit the model again"
+    assert str(info.value) == (
+        f"{str(cut)!r} is truncated (500 of {len(whole)} bytes): fit the model again"
+    )
 
 
 # --- pickles are never loaded --------------------------------------------------------------
@@ -434,7 +447,7 @@ def test_the_package_source_never_unpickles():
 
 
 def test_every_truncation_is_named(tiny):
-    assert len(tiny) == 1536
+    assert len(tiny) % 64 == 0
     for n in range(1, len(tiny)):
         with pytest.raises(ModelFileError) as info:
             loads(tiny[:n])

@@ -1,0 +1,210 @@
+"""The model file's container, at the level of bytes: layout, writing and every check.
+
+This module needs nothing beyond the standard library, so a command that scores one
+document can read a model without importing numpy (see :mod:`nbclass.quick`).
+
+Layout (all integers little-endian)::
+
+    offset  size  field
+    0       8     magic  b"\\x89NBC\\r\\n\\x1a\\n"
+    8       4     format version (uint32), currently 1
+    12      4     header length H (uint32), padded with spaces to end on a 64-byte boundary
+    16      4     CRC-32 of the header (uint32)
+    20      8     total file size in bytes (uint64)
+    28      4     reserved, zero
+    32      H     header: a UTF-8 JSON object (settings, classes, section table)
+    ...           sections, each starting at a multiple of 64 bytes, zero padding between
+
+The magic number starts with a non-ASCII byte and holds CR LF, SUB and LF, so a file that
+went through a text-mode or 7-bit transfer is recognised as damaged (the PNG trick). Each
+section is a flat array of a fixed-width little-endian unsigned integer type, listed in
+the header with its name, dtype, shape, offset (from the first section), length and
+CRC-32. Every byte is checked on reading: the magic, the version, the declared size
+(truncation), the reserved field and all padding (zero), the header's CRC-32 and each
+section's (corruption), and that the sections fit the file without overlapping.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import zlib
+
+from . import __version__
+from .errors import ModelFileError
+
+MAGIC = b"\x89NBC\r\n\x1a\n"
+FORMAT_NAME = "nbclass-model"
+FORMAT_VERSION = 1
+PREFIX = struct.Struct("<8sIIIQI")  # magic, version, header length, header crc, size, 0
+ALIGN = 64
+TYPECODES = {"|u1": "B", "<u2": "H", "<u4": "I", "<u8": "Q"}  # dtype -> memoryview format
+ITEMSIZE = {"|u1": 1, "<u2": 2, "<u4": 4, "<u8": 8}
+
+
+def _pad(n: int) -> int:
+    return (-n) % ALIGN
+
+
+def refuse(path: str, problem: str) -> ModelFileError:
+    return ModelFileError(f"{path!r} {problem}")
+
+
+def pack(header: dict, sections: list[tuple[str, str, int, bytes]]) -> bytes:
+    """Lay out a model file.
+
+    Parameters
+    ----------
+    header : dict
+        JSON-serialisable fields; ``format``, ``version``, ``sections_start`` and
+        ``sections`` are filled in here.
+    sections : list of (name, dtype, length, data)
+        ``dtype`` is a key of ``TYPECODES``, ``length`` the number of integers and
+        ``data`` their little-endian bytes.
+    """
+    table, relative = [], 0
+    for name, dtype, length, data in sections:
+        table.append(
+            {
+                "name": name,
+                "dtype": dtype,
+                "shape": [length],
+                "offset": relative,
+                "length": len(data),
+                "crc32": zlib.crc32(data),
+            }
+        )
+        relative += len(data) + _pad(len(data))
+    header = {**header, "format": FORMAT_NAME, "version": FORMAT_VERSION, "sections": table}
+    header["sections_start"] = 0
+    for _ in range(3):  # the start depends on the header's own length: converge
+        text = json.dumps(header, ensure_ascii=True, sort_keys=True).encode("ascii")
+        start = PREFIX.size + len(text)
+        start += _pad(start)
+        header["sections_start"] = start
+    text = json.dumps(header, ensure_ascii=True, sort_keys=True).encode("ascii")
+    if PREFIX.size + len(text) > start:  # pragma: no cover - the loop above converges
+        raise AssertionError("model header did not converge")
+    header_bytes = text + b" " * (start - PREFIX.size - len(text))
+    body = bytearray()
+    for _name, _dtype, _shape, data in sections:
+        body += data
+        body += b"\x00" * _pad(len(data))
+    size = start + len(body)
+    prefix = PREFIX.pack(
+        MAGIC, FORMAT_VERSION, len(header_bytes), zlib.crc32(header_bytes), size, 0
+    )
+    return prefix + header_bytes + bytes(body)
+
+
+def read(path: str) -> bytes:
+    """The bytes of a model file; a missing or unreadable file is a :class:`ModelFileError`."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise ModelFileError(
+            f"model file {path!r} does not exist: create one with 'nbclass fit'"
+        ) from None
+    except IsADirectoryError:
+        raise ModelFileError(f"{path!r} is a folder, not a model file") from None
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path!r}: {exc.strerror}") from None
+
+
+def parse(data: bytes, path: str, required: tuple[str, ...]) -> tuple[dict, dict]:
+    """Check every byte of a model file and return ``(header, sections)``.
+
+    ``sections`` maps each section name to a memoryview of its integers (format from
+    ``TYPECODES``), with the shape in the header. Damage is a :class:`ModelFileError`
+    saying what is wrong; so is a header that is not a model header (``ValueError`` from
+    the checks below is turned into "is not a valid nbclass model").
+    """
+    view = memoryview(data)
+    if not data.startswith(MAGIC):
+        if data and MAGIC.startswith(data):
+            raise refuse(path, f"is truncated ({len(data)} bytes): fit the model again")
+        if data[:1] == b"\x80":
+            raise refuse(
+                path, "is a Python pickle, not an nbclass model; nbclass never loads pickles"
+            )
+        raise refuse(path, "is not an nbclass model file (no nbclass magic number)")
+    if len(data) < PREFIX.size:
+        raise refuse(path, f"is truncated ({len(data)} bytes): fit the model again")
+    _magic, version, header_length, header_crc, size, reserved = PREFIX.unpack_from(view)
+    if version != FORMAT_VERSION:
+        raise refuse(
+            path,
+            f"has model format version {version}; this nbclass {__version__} reads version "
+            f"{FORMAT_VERSION}: fit the model again with this version",
+        )
+    if len(data) < size:
+        raise refuse(path, f"is truncated ({len(data)} of {size} bytes): fit the model again")
+    if len(data) > size:
+        raise refuse(path, f"is corrupted ({len(data) - size} bytes after its end)")
+    if reserved != 0:
+        raise refuse(path, "is corrupted (reserved bytes are not zero): fit the model again")
+    header_bytes = view[PREFIX.size : PREFIX.size + header_length]
+    if len(header_bytes) != header_length or zlib.crc32(header_bytes) != header_crc:
+        raise refuse(path, "is corrupted (header checksum mismatch): fit the model again")
+    try:
+        header = json.loads(bytes(header_bytes))
+        if not isinstance(header, dict):
+            raise ValueError("the header is not a JSON object")
+        if header.get("format") != FORMAT_NAME or header.get("version") != FORMAT_VERSION:
+            raise ValueError("format name")
+        sections = _sections(view, header, path, required)
+    except RecursionError:
+        raise refuse(path, "is not a valid nbclass model (the header nests too deeply)") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError) as exc:
+        raise refuse(path, f"is not a valid nbclass model ({exc})") from None
+    return header, sections
+
+
+def _sections(view: memoryview, header: dict, path: str, required: tuple[str, ...]) -> dict:
+    start = int(header["sections_start"])
+    if start < PREFIX.size + 2 or start % ALIGN:
+        raise ValueError("sections start at a wrong offset")
+    sections, spans = {}, []
+    for entry in header["sections"]:
+        name, dtype = entry["name"], entry["dtype"]
+        if name not in required or dtype not in TYPECODES or name in sections:
+            raise ValueError(f"unexpected section {name!r} of type {dtype!r}")
+        offset, length = start + int(entry["offset"]), int(entry["length"])
+        shape = [int(n) for n in entry["shape"]]
+        if len(shape) != 1 or shape[0] < 0:
+            raise ValueError(f"section {name!r} is not a flat array")
+        items = shape[0]
+        if offset < start or offset + length > len(view) or length != ITEMSIZE[dtype] * items:
+            raise ValueError(f"section {name!r} does not fit the file")
+        chunk = view[offset : offset + length]
+        if zlib.crc32(chunk) != int(entry["crc32"]):
+            raise refuse(path, f"is corrupted (section {name!r} checksum mismatch)")
+        sections[name] = _integers(chunk, dtype)
+        spans.append((offset, offset + length))
+    missing = [name for name in required if name not in sections]
+    if missing:
+        raise ValueError(f"missing sections {', '.join(missing)}")
+    position = start
+    for begin, end in sorted(spans):
+        if begin < position:
+            raise ValueError("sections overlap")
+        if bytes(view[position:begin]).strip(b"\x00"):
+            raise refuse(path, "is corrupted (non-zero padding between sections)")
+        position = end
+    if bytes(view[position:]).strip(b"\x00"):
+        raise refuse(path, "is corrupted (non-zero padding after the sections)")
+    return sections
+
+
+def _integers(chunk: memoryview, dtype: str):
+    """The section's unsigned integers, in the machine's byte order."""
+    code = TYPECODES[dtype]
+    if sys.byteorder == "little" or code == "B":
+        return chunk.cast(code)
+    from array import array  # pragma: no cover - big-endian machines
+
+    values = array(code, chunk)  # pragma: no cover
+    values.byteswap()  # pragma: no cover
+    return memoryview(values)  # pragma: no cover
