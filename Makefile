@@ -13,7 +13,7 @@ help: ## List the targets
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install nbclass with its test dependencies

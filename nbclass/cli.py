@@ -337,18 +337,37 @@ def predict(model_path, paths, lines, fmt, top_k, event_model, estimator, alpha,
             "standard input, e.g.  echo 'some text' | nbclass predict -m MODEL"
         )
     from .corpus import iter_documents
+
+    documents = iter_documents(paths or ["-"], lines)
+    if not lines and (not paths or paths == ("-",) or (len(paths) == 1 and os.path.isfile(paths[0]))):
+        # One document: score it without numpy, which would take most of the time to import.
+        from .quick import QuickModel, log_posterior
+
+        model = QuickModel(model_path)
+        settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+        source, text = next(documents)
+        rows = [log_posterior(model.joint_log_likelihood(text, settings))]
+        _print_predictions([source], model.classes, rows, fmt, top_k, settings)
+        return
     from .model import Classifier
     from .modelfile import load
-    from .render import prediction_lines
 
     model = load(model_path)
     settings = _settings(model.defaults, event_model, estimator, alpha, beta)
     classifier = Classifier(model, settings)
-    for predictions in classifier.predict_documents(iter_documents(paths or ["-"], lines)):
-        _echo_lines(prediction_lines(predictions, fmt, top_k))
-        for i in (predictions.best < 0).nonzero()[0].tolist():
+    for predictions in classifier.predict_documents(documents):
+        rows = predictions.log_proba.tolist()
+        _print_predictions(predictions.sources, predictions.classes, rows, fmt, top_k, settings)
+
+
+def _print_predictions(sources, classes, rows, fmt, top_k, settings) -> None:
+    from .render import prediction_lines
+
+    _echo_lines(prediction_lines(sources, classes, rows, fmt, top_k))
+    for source, row in zip(sources, rows):
+        if max(row) == float("-inf"):
             warnings.warn(
-                f"every class has probability 0 for {predictions.sources[i]!r} under "
+                f"every class has probability 0 for {source!r} under "
                 f"--estimator {settings.estimator}: each class rules it out (it holds a word "
                 "the class never saw, or lacks a word every document of the class had); its "
                 "label is empty. Use --estimator posterior-mean to smooth.",

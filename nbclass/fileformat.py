@@ -41,6 +41,21 @@ PREFIX = struct.Struct("<8sIIIQI")  # magic, version, header length, header crc,
 ALIGN = 64
 TYPECODES = {"|u1": "B", "<u2": "H", "<u4": "I", "<u8": "Q"}  # dtype -> memoryview format
 ITEMSIZE = {"|u1": 1, "<u2": 2, "<u4": 4, "<u8": 8}
+# The sections of a model file, in order (their content: nbclass.modelfile).
+MODEL_SECTIONS = (
+    "class_count",
+    "vocabulary",
+    "vocabulary_offsets",
+    "word_ptr",
+    "class_index",
+    "doc_count",
+    "token_count",
+    "used",
+    "class_tokens",
+    "histogram_ptr",
+    "histogram_value",
+    "histogram_count",
+)
 
 
 def _pad(n: int) -> int:

@@ -9,6 +9,7 @@ section          length      content
 ===============  ==========  =============================================================
 class_count      C           N_c, documents per class
 vocabulary       bytes       the V counted words, UTF-8, sorted, separated by NUL bytes
+vocabulary_offsets  V + 1    word j is ``vocabulary[offsets[j]:offsets[j+1] - 1]``
 word_ptr         V + 1       entries of word j are ``word_ptr[j]:word_ptr[j+1]`` below
 class_index      nnz         class c of each non-zero (word, class) entry
 doc_count        nnz         D_jc, documents of class c containing word j
@@ -42,24 +43,9 @@ from . import __version__
 from .counts import Counts, doc_count_histograms
 from .errors import ModelFileError, NbclassError
 from .estimators import EstimatorSettings
-from .fileformat import TYPECODES, pack, parse, read, refuse
+from .fileformat import MODEL_SECTIONS, TYPECODES, pack, parse, read, refuse
 from .model import Model, VocabularyFilter
 from .tokenizer import TokenizerSettings, make_tokenizer
-
-SECTIONS = (
-    "class_count",
-    "vocabulary",
-    "word_ptr",
-    "class_index",
-    "doc_count",
-    "token_count",
-    "used",
-    "class_tokens",
-    "histogram_ptr",
-    "histogram_value",
-    "histogram_count",
-)
-
 
 def _smallest_uint(values: np.ndarray) -> np.dtype:
     top = int(values.max()) if values.size else 0
@@ -92,10 +78,13 @@ def _arrays(model: Model) -> dict[str, np.ndarray]:
     rows, cols = np.nonzero(present)  # row-major: grouped by word, classes ascending
     word_ptr = np.zeros(len(counts.vocabulary) + 1, dtype=np.int64)
     np.cumsum(present.sum(axis=1), out=word_ptr[1:])
-    vocabulary = "\x00".join(counts.vocabulary).encode("utf-8")
+    encoded = [word.encode("utf-8") for word in counts.vocabulary]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(word) + 1 for word in encoded], out=offsets[1:])
     return {
         "class_count": counts.class_count,
-        "vocabulary": np.frombuffer(vocabulary, dtype=np.uint8),
+        "vocabulary": np.frombuffer(b"\x00".join(encoded), dtype=np.uint8),
+        "vocabulary_offsets": offsets,
         "word_ptr": word_ptr,
         "class_index": cols,
         "doc_count": counts.doc_count[rows, cols],
@@ -171,7 +160,7 @@ def loads(data: bytes, path: str = "<bytes>") -> Model:
 
 def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[Model, dict]:
     """Parse model-file bytes into the model and the file's JSON header."""
-    header, sections = parse(data, path, SECTIONS)
+    header, sections = parse(data, path, MODEL_SECTIONS)
     try:
         arrays = {name: np.frombuffer(view, dtype=view.format) for name, view in sections.items()}
         return _build(header, arrays), header
@@ -183,8 +172,12 @@ def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[Model, dict]:
 def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
     classes = tuple(str(c) for c in header["classes"])
     C, V = len(classes), int(header["n_features"])
-    text = arrays["vocabulary"].tobytes().decode("utf-8")
-    vocabulary = tuple(text.split("\x00")) if V else ()
+    blob = arrays["vocabulary"].tobytes()
+    vocabulary = tuple(blob.decode("utf-8").split("\x00")) if V else ()
+    expected_offsets = np.zeros(V + 1, dtype=np.int64)
+    np.cumsum([len(w.encode("utf-8")) + 1 for w in vocabulary], out=expected_offsets[1:])
+    if not np.array_equal(arrays["vocabulary_offsets"], expected_offsets):
+        raise ValueError("vocabulary offsets disagree with the vocabulary")
     word_ptr = arrays["word_ptr"].astype(np.int64)
     class_index = arrays["class_index"].astype(np.int64)
     nnz = class_index.shape[0]

@@ -9,12 +9,13 @@ so every record stays on one line whatever a file name holds.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from .model import Model, Predictions
-from .selection import RankedFeature
+if TYPE_CHECKING:  # rendering imports nothing heavy: one-document predict stays fast
+    from .model import Model
+    from .selection import RankedFeature
 
 _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
@@ -37,20 +38,26 @@ def field(text: str) -> str:
     return text.translate(_ESCAPES)
 
 
-def _ranked(predictions: Predictions, top_k: int | None) -> Iterator[tuple[str, str, list]]:
-    """(source, label, [(class, probability), ...] best first) per document."""
-    proba = np.exp(predictions.log_proba)
-    best = predictions.best
-    classes = predictions.classes
-    for i, source in enumerate(predictions.sources):
-        order = np.argsort(-proba[i], kind="stable")[:top_k]
-        pairs = [(classes[c], float(proba[i, c])) for c in order.tolist()]
-        label = classes[best[i]] if best[i] >= 0 else ""
-        yield source, label, pairs
+def _ranked(
+    sources: list[str], classes, log_proba_rows, top_k: int | None
+) -> Iterator[tuple[str, str, list]]:
+    """(source, label, [(class, probability), ...] best first) per document.
+
+    The label is the most probable class (the first in class order on a tie), or ``""``
+    when every class has probability 0.
+    """
+    order_all = range(len(classes))
+    for source, row in zip(sources, log_proba_rows):
+        proba = [math.exp(v) for v in row]
+        order = sorted(order_all, key=lambda c: -proba[c])[:top_k]  # stable: ties keep order
+        label = classes[order[0]] if max(row) > -math.inf else ""
+        yield source, label, [(classes[c], proba[c]) for c in order]
 
 
-def prediction_lines(predictions: Predictions, fmt: str, top_k: int | None) -> Iterator[str]:
-    """One line per document.
+def prediction_lines(
+    sources: list[str], classes, log_proba_rows, fmt: str, top_k: int | None
+) -> Iterator[str]:
+    """One line per document from its log posterior (a sequence of C floats).
 
     TSV: ``source<TAB>label<TAB>probability``, then one more ``label<TAB>probability``
     pair per extra class when ``top_k`` > 1. JSONL: an object with ``source``, ``label``,
@@ -59,7 +66,7 @@ def prediction_lines(predictions: Predictions, fmt: str, top_k: int | None) -> I
     label ``""`` and probability 0.
     """
     if fmt == "jsonl":
-        for source, label, pairs in _ranked(predictions, top_k):
+        for source, label, pairs in _ranked(sources, classes, log_proba_rows, top_k):
             record = {
                 "source": source,
                 "label": label,
@@ -68,7 +75,7 @@ def prediction_lines(predictions: Predictions, fmt: str, top_k: int | None) -> I
             }
             yield json.dumps(record, ensure_ascii=False)
         return
-    for source, label, pairs in _ranked(predictions, top_k or 1):
+    for source, label, pairs in _ranked(sources, classes, log_proba_rows, top_k or 1):
         cells = [field(source), field(label), number(pairs[0][1] if label else 0.0)]
         for name, p in pairs[1:]:
             cells += [field(name), number(p)]

@@ -202,6 +202,7 @@ def test_file_layout(tiny):
     assert [s["name"] for s in header["sections"]] == [
         "class_count",
         "vocabulary",
+        "vocabulary_offsets",
         "word_ptr",
         "class_index",
         "doc_count",

@@ -1,0 +1,170 @@
+"""One document without numpy: its posterior read straight from the model file.
+
+``nbclass predict`` with a single document (a cron job piping one ticket in) spends most
+of its time starting up: importing numpy and scipy takes far longer than scoring a few
+hundred words. This module scores one document with the standard library alone. It reads
+the model file through :mod:`nbclass.fileformat` (every checksum and size checked), finds
+the document's words by binary search in the sorted vocabulary, reads only their rows of
+counts, and takes the per-class totals it needs from the file's derived sections (T_c
+and the histograms of D_jc over the used words).
+
+The formulas are the shared ones of :mod:`nbclass.estimators`, evaluated in the same
+order as the batch path (:mod:`nbclass.posterior`): a word's weight is
+log θ_jc (multinomial) or log θ_jc − log(1 − θ_jc) (Bernoulli), summed over the
+document's words in vocabulary order and added to the same per-class constant. The
+results agree with the batch path to the last few bits (numpy's and the C library's
+logarithms may round differently); the tests compare them.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections import Counter
+
+from .errors import ModelFileError
+from .estimators import (
+    EstimatorSettings,
+    bernoulli_absent_total,
+    bernoulli_fraction,
+    class_prior_fraction,
+    log_ratio,
+    multinomial_fraction,
+)
+from .fileformat import MODEL_SECTIONS, parse, read, refuse
+from .tokenizer import TokenizerSettings, make_tokenizer
+
+
+class QuickModel:
+    """A model file opened for scoring single documents.
+
+    Attributes
+    ----------
+    classes : list of str
+    defaults : EstimatorSettings
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        header, sections = parse(read(path), path, MODEL_SECTIONS)
+        try:
+            self.classes = [str(c) for c in header["classes"]]
+            self.tokenizer = TokenizerSettings.from_dict(header["tokenizer"])
+            self.tokenize = make_tokenizer(self.tokenizer)
+            self.defaults = EstimatorSettings.from_dict(header["defaults"]).validate()
+            self.n_used = int(header["n_used"])
+            V, C = int(header["n_features"]), len(self.classes)
+            s = sections
+            self.blob, self.offsets = s["vocabulary"].tobytes(), s["vocabulary_offsets"]
+            self.class_count = s["class_count"].tolist()
+            self.class_tokens = s["class_tokens"].tolist()
+            self.word_ptr, self.class_index = s["word_ptr"], s["class_index"]
+            self.doc_count, self.token_count = s["doc_count"], s["token_count"]
+            self.used = s["used"]
+            hist_ptr = s["histogram_ptr"].tolist()
+            values, counts = s["histogram_value"], s["histogram_count"]
+            self.histograms = [
+                list(zip(values[hist_ptr[c] : hist_ptr[c + 1]], counts[hist_ptr[c] : hist_ptr[c + 1]]))
+                for c in range(C)
+            ]
+            if (
+                len(self.offsets) != V + 1
+                or len(self.word_ptr) != V + 1
+                or len(self.class_count) != C
+                or len(self.class_tokens) != C
+                or len(hist_ptr) != C + 1
+                or len(self.used) != (V + 7) // 8
+            ):
+                raise ValueError("inconsistent section sizes")
+        except ModelFileError:
+            raise
+        except Exception as exc:  # any malformed field: the same answer as the full loader
+            raise refuse(path, f"is not a valid nbclass model ({exc})") from None
+
+    def _word(self, j: int) -> bytes:
+        return self.blob[self.offsets[j] : self.offsets[j + 1] - 1]
+
+    def _rows(self, text: str) -> list[tuple[int, int]]:
+        """(j, x_j) for the used vocabulary words of ``text``, j ascending.
+
+        The vocabulary is sorted by code point, which is the order of its UTF-8 bytes, so a
+        binary search over the encoded words finds each token without decoding them all.
+        """
+        used, rows, V, word_at = self.used, [], len(self.offsets) - 1, self._word
+        for token, n in Counter(self.tokenize(text)).items():
+            key = token.encode("utf-8")
+            j = bisect_left(range(V), key, key=word_at)
+            if j < V and word_at(j) == key and used[j >> 3] >> (j & 7) & 1:
+                rows.append((j, n))
+        rows.sort()
+        return rows
+
+    def _entries(self, j: int) -> dict[int, tuple[int, int]]:
+        """{c: (D_jc, T_jc)} for the classes where word j occurs."""
+        start, end = self.word_ptr[j], self.word_ptr[j + 1]
+        return {
+            self.class_index[k]: (self.doc_count[k], self.token_count[k]) for k in range(start, end)
+        }
+
+    def joint_log_likelihood(self, text: str, settings: EstimatorSettings) -> list[float]:
+        """b_c = log π_c + log p(x | c) for each class."""
+        try:
+            return self._joint_log_likelihood(text, settings)
+        except (IndexError, ValueError, KeyError) as exc:
+            raise refuse(self.path, f"is not a valid nbclass model ({exc})") from None
+
+    def _joint_log_likelihood(self, text: str, s: EstimatorSettings) -> list[float]:
+        C, N_c = len(self.classes), self.class_count
+        N = sum(N_c)
+        log_pi = [log_ratio(*class_prior_fraction(n, N, C, s.estimator, s.alpha)) for n in N_c]
+        rows = self._rows(text)
+        scores = [0.0] * C
+        if s.model == "multinomial":
+            V, T_c = self.n_used, self.class_tokens
+            for j, x in rows:
+                entries = self._entries(j)
+                for c in range(C):
+                    T_jc = entries.get(c, (0, 0))[1]
+                    scores[c] += x * log_ratio(
+                        *multinomial_fraction(T_jc, T_c[c], V, s.estimator, s.beta[0])
+                    )
+            return [score + log_pi[c] for c, score in enumerate(scores)]
+        bias, required = [], []
+        for c in range(C):
+            total, certain = bernoulli_absent_total(
+                self.histograms[c], N_c[c], s.estimator, s.beta
+            )
+            bias.append(log_pi[c] + total)
+            required.append(certain)
+        present_certain = [0] * C
+        for j, _ in rows:
+            entries = self._entries(j)
+            for c in range(C):
+                D_jc = entries.get(c, (0, 0))[0]
+                present, absent, denominator = bernoulli_fraction(D_jc, N_c[c], s.estimator, s.beta)
+                if denominator <= 0:
+                    weight = -math.inf
+                elif absent <= 0:  # θ_jc = 1: present contributes log 1 = 0
+                    weight = 0.0
+                    present_certain[c] += 1
+                else:
+                    weight = log_ratio(present, denominator) - log_ratio(absent, denominator)
+                scores[c] += weight
+        return [
+            -math.inf if present_certain[c] < required[c] else scores[c] + bias[c]
+            for c in range(C)
+        ]
+
+
+def log_posterior(jll: list[float]) -> list[float]:
+    """log p(y = c | x) from joint log-likelihoods; all −inf when every class is impossible.
+
+    >>> log_posterior([1000.0, 1000.0])
+    [-0.6931471805599453, -0.6931471805599453]
+    """
+    top = max(jll)
+    if top == -math.inf:
+        return [-math.inf] * len(jll)
+    shifted = [b - top for b in jll]
+    log_total = math.log(sum(math.exp(t) for t in shifted))
+    return [t - log_total for t in shifted]
