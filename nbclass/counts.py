@@ -120,13 +120,17 @@ class Counts:
             found.append("a word is in more documents than it has tokens")
         if ((self.doc_count == 0) & (self.token_count != 0)).any():
             found.append("a word has tokens in a class but no documents")
-        if list(self.classes) != sorted(set(self.classes)):
+        if not _strictly_increasing(self.classes):
             found.append("class names are not sorted and unique")
-        if list(self.vocabulary) != sorted(set(self.vocabulary)):
+        if not _strictly_increasing(self.vocabulary):
             found.append("vocabulary is not sorted and unique")
         if any("\x00" in word for word in self.vocabulary):
             found.append("a word holds a NUL character")
         return found
+
+
+def _strictly_increasing(items: Sequence[str]) -> bool:
+    return all(map(str.__lt__, items[:-1], items[1:]))
 
 
 def doc_count_histograms(doc_count: np.ndarray) -> list[list[tuple[int, int]]]:
@@ -222,7 +226,7 @@ class CountAccumulator:
         if V <= capacity:
             return
         while capacity < V:
-            capacity *= 2
+            capacity += capacity // 2
         for name in ("_doc_count", "_token_count"):
             old = getattr(self, name)
             new = np.zeros((capacity, old.shape[1]), dtype=np.int64)
@@ -246,7 +250,7 @@ class CountAccumulator:
         -----
         With one entry per distinct (document, word) pair, its word j, the class c of its
         document and its number of occurrences n: D_jc = #{entries of (j, c)} and
-        T_jc = Σ n over the entries of (j, c), two ``bincount`` calls on the same keys.
+        T_jc = Σ n over the entries of (j, c), after sorting the entries by (j, c).
         """
         lookup = self.vocabulary.__getitem__
         word_ids: list[int] = []
@@ -258,18 +262,22 @@ class CountAccumulator:
             occurrences.extend(counter.values())
             n_distinct.append(len(counter))
         labels = np.asarray(labels, dtype=np.int64)
-        C, V = len(self.classes), len(self.vocabulary)
-        classes = np.repeat(labels, np.array(n_distinct, dtype=np.int64))
-        keys = np.array(word_ids, dtype=np.int64) * C + classes
-        doc_count = np.bincount(keys, minlength=V * C).reshape(V, C)
-        # float64 weights are exact for integer sums below 2**53
-        tokens = np.bincount(keys, np.array(occurrences, dtype=np.float64), V * C)
-        self._add_rows(
-            slice(0, V),
-            np.bincount(labels, minlength=C),
-            doc_count,
-            tokens.astype(np.int64).reshape(V, C),
+        C = len(self.classes)
+        keys = np.array(word_ids, dtype=np.int64) * C + np.repeat(
+            labels, np.array(n_distinct, dtype=np.int64)
         )
+        # Group equal (word, class) keys: memory stays proportional to the batch, not V × C.
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else keys
+        self._reserve(len(self.vocabulary))
+        self._class_count += np.bincount(labels, minlength=C)
+        if keys.size:
+            cells = keys[starts]
+            self._doc_count.reshape(-1)[cells] += np.diff(np.r_[starts, keys.size])
+            self._token_count.reshape(-1)[cells] += np.add.reduceat(
+                np.array(occurrences, dtype=np.int64)[order], starts
+            )
 
     def partial(self) -> tuple:
         """The counts so far in a compact form for :meth:`absorb` in another process.

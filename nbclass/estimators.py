@@ -218,12 +218,14 @@ def log_fraction(numerator, denominator):
     """
     import numpy as np
 
-    numerator, denominator = np.broadcast_arrays(
-        np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
-    )
-    out = np.full(numerator.shape, -np.inf)
-    ok = (numerator > 0) & (denominator > 0)
-    out[ok] = np.log(numerator[ok]) - np.log(denominator[ok])
+    numerator = np.asarray(numerator, dtype=np.float64)
+    denominator = np.asarray(denominator, dtype=np.float64)
+    log_numerator = np.log(numerator, out=np.full(numerator.shape, -np.inf), where=numerator > 0)
+    ok = denominator > 0
+    log_denominator = np.log(denominator, out=np.zeros(denominator.shape), where=ok)
+    out = log_numerator - log_denominator
+    if not ok.all():
+        out[..., ~ok] = -np.inf  # no estimate: the event has no mass
     return out
 
 

@@ -172,11 +172,10 @@ def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[Model, dict]:
 def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
     classes = tuple(str(c) for c in header["classes"])
     C, V = len(classes), int(header["n_features"])
-    blob = arrays["vocabulary"].tobytes()
-    vocabulary = tuple(blob.decode("utf-8").split("\x00")) if V else ()
-    expected_offsets = np.zeros(V + 1, dtype=np.int64)
-    np.cumsum([len(w.encode("utf-8")) + 1 for w in vocabulary], out=expected_offsets[1:])
-    if not np.array_equal(arrays["vocabulary_offsets"], expected_offsets):
+    blob = arrays["vocabulary"]
+    vocabulary = tuple(blob.tobytes().decode("utf-8").split("\x00")) if V else ()
+    ends = np.append(np.flatnonzero(blob == 0), blob.size) + 1 if V else np.zeros(0)
+    if not np.array_equal(arrays["vocabulary_offsets"], np.append(0, ends)):
         raise ValueError("vocabulary offsets disagree with the vocabulary")
     word_ptr = arrays["word_ptr"].astype(np.int64)
     class_index = arrays["class_index"].astype(np.int64)

@@ -49,7 +49,10 @@ def _ranked(
     order_all = range(len(classes))
     for source, row in zip(sources, log_proba_rows):
         proba = [math.exp(v) for v in row]
-        order = sorted(order_all, key=lambda c: -proba[c])[:top_k]  # stable: ties keep order
+        if top_k == 1:  # max keeps the first of equals, as the stable sort below does
+            order = [max(order_all, key=proba.__getitem__)]
+        else:
+            order = sorted(order_all, key=lambda c: -proba[c])[:top_k]
         label = classes[order[0]] if max(row) > -math.inf else ""
         yield source, label, [(classes[c], proba[c]) for c in order]
 

@@ -9,9 +9,9 @@ made dense.
 
 from __future__ import annotations
 
-from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from itertools import repeat
 
 from typing import TYPE_CHECKING
 
@@ -62,9 +62,9 @@ def count_matrix(
     """
     import scipy.sparse as sp
 
-    indptr = array("q", [0])
-    indices = array("q")
-    data = array("q")
+    indptr = [0]
+    indices: list[int] = []
+    data: list[int] = []
     if isinstance(vocabulary, GrowingVocabulary):
         lookup = vocabulary.__getitem__
         for tokens in token_lists:
@@ -73,22 +73,21 @@ def count_matrix(
             data.extend(counts.values())
             indptr.append(len(indices))
     else:
-        get = vocabulary.get
+        get, unknown = vocabulary.get, repeat(-1)
         for tokens in token_lists:
-            for word, n in Counter(tokens).items():
-                j = get(word)
-                if j is not None:
-                    indices.append(j)
-                    data.append(n)
+            counts = Counter(tokens)
+            indices.extend(map(get, counts, unknown))  # -1 for a word outside the vocabulary
+            data.extend(counts.values())
             indptr.append(len(indices))
-    n_docs = len(indptr) - 1
+    columns = np.array(indices, dtype=np.int64)
+    values = np.array(data, dtype=np.int64)
+    row_ends = np.array(indptr, dtype=np.int64)
+    known = columns >= 0
+    if not known.all():
+        kept = np.concatenate(([0], np.cumsum(known)))
+        columns, values, row_ends = columns[known], values[known], kept[row_ends]
     X = sp.csr_matrix(
-        (
-            np.array(data, dtype=np.int64),
-            np.array(indices, dtype=np.int64),
-            np.array(indptr, dtype=np.int64),
-        ),
-        shape=(n_docs, len(vocabulary)),
+        (values, columns, row_ends), shape=(len(indptr) - 1, len(vocabulary))
     )
     X.sort_indices()
     return X
