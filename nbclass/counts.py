@@ -32,14 +32,17 @@ import numpy as np
 if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
     import scipy.sparse as sp
 
-from .corpus import read_file
 from .errors import UsageError
+from .tally import Tally, tally_part, tally_paths
 from .tokenizer import TokenizerSettings, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
 
-BATCH_SIZE = 2000  # documents tokenized before their counts are added up
 PART_SIZE = 1000  # documents per unit of parallel work
 PARALLEL_BACKEND = "loky"
+# Starting worker processes (joblib's loky executor: a new interpreter each, importing
+# this package) costs about half a second on a small machine; below this much text a
+# single process finishes first. The result is the same either way.
+PARALLEL_MIN_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True, eq=False)
@@ -240,74 +243,24 @@ class CountAccumulator:
         )
         self._add_rows(slice(0, X.shape[1]), class_count, doc_count, token_count)
 
-    def add_tokens(self, token_lists: Iterable[list[str]], labels: Sequence[int]) -> None:
-        """Add a batch of documents given as token lists, without building a matrix.
-
-        The same counts as ``add(count_matrix(token_lists, self.vocabulary), labels)``,
-        computed with one ``Counter`` per document and one look-up per distinct word.
-
-        Notes
-        -----
-        With one entry per distinct (document, word) pair, its word j, the class c of its
-        document and its number of occurrences n: D_jc = #{entries of (j, c)} and
-        T_jc = Σ n over the entries of (j, c), after sorting the entries by (j, c).
-        """
-        lookup = self.vocabulary.__getitem__
-        word_ids: list[int] = []
-        occurrences: list[int] = []
-        n_distinct: list[int] = []
-        for tokens in token_lists:
-            counter = Counter(tokens)
-            word_ids.extend(map(lookup, counter))
-            occurrences.extend(counter.values())
-            n_distinct.append(len(counter))
-        labels = np.asarray(labels, dtype=np.int64)
-        C = len(self.classes)
-        keys = np.array(word_ids, dtype=np.int64) * C + np.repeat(
-            labels, np.array(n_distinct, dtype=np.int64)
-        )
-        # Group equal (word, class) keys: memory stays proportional to the batch, not V × C.
-        order = np.argsort(keys, kind="stable")
-        keys = keys[order]
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else keys
-        self._reserve(len(self.vocabulary))
-        self._class_count += np.bincount(labels, minlength=C)
-        if keys.size:
-            cells = keys[starts]
-            self._doc_count.reshape(-1)[cells] += np.diff(np.r_[starts, keys.size])
-            self._token_count.reshape(-1)[cells] += np.add.reduceat(
-                np.array(occurrences, dtype=np.int64)[order], starts
-            )
-
-    def partial(self) -> tuple:
-        """The counts so far in a compact form for :meth:`absorb` in another process.
-
-        Returns ``(words, N_c, rows, cols, D, T)``: the words in row order and the
-        non-zero entries only (a word is usually seen in few classes), so little crosses
-        the process boundary.
-        """
-        V = len(self.vocabulary)
-        rows, cols = np.nonzero(self._doc_count[:V])
-        return (
-            list(self.vocabulary),
-            self._class_count.copy(),
-            rows,
-            cols,
-            self._doc_count[rows, cols],
-            self._token_count[rows, cols],
-        )
-
-    def absorb(self, words, class_count, rows, cols, doc_count, token_count) -> None:
-        """Add counts made by another accumulator over the same classes (see :meth:`partial`)."""
-        vocabulary = self.vocabulary
-        new = set(words).difference(vocabulary)
+    def add_tally(self, tally: Tally) -> None:
+        """Add the per-class counts of a batch made by :func:`tally` (maybe elsewhere)."""
+        class_count, docs, tokens = tally
+        vocabulary, C = self.vocabulary, len(self.classes)
+        new = set().union(*docs).difference(vocabulary)
         vocabulary.update(zip(sorted(new), range(len(vocabulary), len(vocabulary) + len(new))))
-        ours = np.fromiter(map(vocabulary.__getitem__, words), dtype=np.int64, count=len(words))
         self._reserve(len(vocabulary))
-        self._class_count += class_count
-        flat = ours[rows] * len(self.classes) + cols  # distinct (word, class) cells
-        self._doc_count.reshape(-1)[flat] += doc_count
-        self._token_count.reshape(-1)[flat] += token_count
+        self._class_count += np.asarray(class_count, dtype=np.int64)
+        lookup = vocabulary.__getitem__
+        for c in range(C):
+            words = list(docs[c])
+            cells = np.fromiter(map(lookup, words), dtype=np.int64, count=len(words)) * C + c
+            self._doc_count.reshape(-1)[cells] += np.fromiter(
+                docs[c].values(), dtype=np.int64, count=len(words)
+            )
+            self._token_count.reshape(-1)[cells] += np.fromiter(
+                map(tokens[c].__getitem__, words), dtype=np.int64, count=len(words)
+            )
 
     def _add_rows(self, rows, class_count, doc_count, token_count) -> None:
         self._reserve(len(self.vocabulary))
@@ -370,18 +323,16 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _count_into(accumulator, paths, labels, tokenize, batch_size=BATCH_SIZE) -> None:
-    for start in range(0, len(paths), batch_size):
-        batch = paths[start : start + batch_size]
-        accumulator.add_tokens(
-            (tokenize(read_file(p)) for p in batch), labels[start : start + batch_size]
-        )
-
-
-def _count_part(paths, labels, classes, tokenizer, start):
-    accumulator = CountAccumulator(classes)
-    _count_into(accumulator, paths, labels, make_tokenizer(tokenizer))
-    return start, start + len(paths), accumulator.partial()
+def _total_bytes(paths: Sequence[str]) -> int:
+    total = 0
+    for path in paths:
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            pass
+        if total >= PARALLEL_MIN_BYTES:
+            break
+    return total
 
 
 def count_corpus(
@@ -394,32 +345,33 @@ def count_corpus(
 ) -> Counts:
     """Read, tokenize and count documents, on ``jobs`` processes.
 
-    The corpus is cut into parts of at most ``PART_SIZE`` documents; each part is counted
-    alone and the parts are summed. Counts are integers, so the result is the same, bit
-    for bit, for any number of jobs. Memory is bounded by the vocabulary, not by the
-    number of documents. ``on_progress(start, end)`` is called when the documents
-    ``paths[start:end]`` are counted.
+    The corpus is cut into parts of at most ``PART_SIZE`` documents; each part is tallied
+    alone (in a worker process when ``jobs`` > 1 and the corpus holds at least
+    ``PARALLEL_MIN_BYTES``) and the tallies are summed. Counts are
+    integers, so the result is the same, bit for bit, for any number of jobs. Memory is
+    bounded by the vocabulary, not by the number of documents. ``on_progress(start, end)``
+    is called when the documents ``paths[start:end]`` are counted.
     """
     accumulator = CountAccumulator(classes)
-    n = len(paths)
+    n, C = len(paths), len(classes)
     size = max(1, min(PART_SIZE, -(-n // (max(1, jobs) * 4))))
-    if jobs <= 1 or n <= size:
+    if jobs <= 1 or n <= size or _total_bytes(paths) < PARALLEL_MIN_BYTES:
         tokenize = make_tokenizer(tokenizer)
         for start in range(0, n, PART_SIZE):
             end = min(n, start + PART_SIZE)
-            _count_into(accumulator, paths[start:end], labels[start:end], tokenize)
+            accumulator.add_tally(tally_paths(paths[start:end], labels[start:end], C, tokenize))
             if on_progress:
                 on_progress(start, end)
         return accumulator.result()
     from joblib import Parallel, delayed
 
     parts = (
-        delayed(_count_part)(paths[a : a + size], labels[a : a + size], classes, tokenizer, a)
+        delayed(tally_part)(paths[a : a + size], labels[a : a + size], C, tokenizer, a)
         for a in range(0, n, size)
     )
     with Parallel(n_jobs=jobs, backend=PARALLEL_BACKEND, return_as="generator_unordered") as run:
         for start, end, part in run(parts):
-            accumulator.absorb(*part)
+            accumulator.add_tally(part)
             if on_progress:
                 on_progress(start, end)
     return accumulator.result()

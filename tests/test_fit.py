@@ -11,19 +11,28 @@ from nbclass.cli import cli
 from nbclass.corpus import list_corpus
 from nbclass.counts import CountAccumulator, count_corpus
 from nbclass.modelfile import dumps
+from nbclass.tally import tally
 from nbclass.model import fit
 from nbclass.tokenizer import TokenizerSettings
 from nbclass.vectorizer import count_matrix
 
 
-def test_any_number_of_jobs_gives_the_same_model_bit_for_bit(news_sample):
+@pytest.fixture
+def parallel_always(monkeypatch):
+    """Use worker processes even for the small test corpora."""
+    import nbclass.counts
+
+    monkeypatch.setattr(nbclass.counts, "PARALLEL_MIN_BYTES", 0)
+
+
+def test_any_number_of_jobs_gives_the_same_model_bit_for_bit(news_sample, parallel_always):
     corpus = list_corpus(str(news_sample[0]))
     serial = dumps(fit(corpus, jobs=1))
     assert dumps(fit(corpus, jobs=2)) == serial
     assert dumps(fit(corpus, jobs=3)) == serial
 
 
-def test_progress_reports_every_document_once(news_sample):
+def test_progress_reports_every_document_once(news_sample, parallel_always):
     corpus = list_corpus(str(news_sample[0]))
     for jobs in (1, 2):
         seen = np.zeros(len(corpus.paths), dtype=int)
@@ -43,27 +52,25 @@ documents = st.lists(st.tuples(st.lists(words, max_size=12), st.integers(0, 2)),
 
 @settings(max_examples=80, deadline=None, database=None)
 @given(documents)
-def test_token_list_counting_equals_matrix_counting(docs):
+def test_tally_counting_equals_matrix_counting(docs):
     by_matrix = CountAccumulator(["a", "b", "c"])
-    by_tokens = CountAccumulator(["a", "b", "c"])
+    by_tally = CountAccumulator(["a", "b", "c"])
     token_lists = [tokens for tokens, _ in docs]
     labels = [label for _, label in docs]
     by_matrix.add(count_matrix(token_lists, by_matrix.vocabulary), labels)
-    by_tokens.add_tokens(token_lists, labels)
-    assert by_tokens.result().equals(by_matrix.result())
+    by_tally.add_tally(tally(token_lists, labels, 3))
+    assert by_tally.result().equals(by_matrix.result())
 
 
 @settings(max_examples=60, deadline=None, database=None)
 @given(documents, st.integers(1, 5))
-def test_absorbing_parts_equals_counting_everything(docs, n_parts):
+def test_adding_tallies_of_parts_equals_one_tally(docs, n_parts):
     whole = CountAccumulator(["a", "b", "c"])
-    whole.add_tokens([t for t, _ in docs], [c for _, c in docs])
+    whole.add_tally(tally([t for t, _ in docs], [c for _, c in docs], 3))
     merged = CountAccumulator(["a", "b", "c"])
     for k in range(n_parts):
-        part = CountAccumulator(["a", "b", "c"])
         share = docs[k::n_parts]
-        part.add_tokens([t for t, _ in share], [c for _, c in share])
-        merged.absorb(*part.partial())
+        merged.add_tally(tally([t for t, _ in share], [c for _, c in share], 3))
     assert merged.result().equals(whole.result())
 
 
@@ -80,7 +87,7 @@ def test_the_fast_default_pattern_finds_the_same_tokens_as_the_documented_one():
     ]  # fmt: skip
 
 
-def test_jobs_option_and_environment(runner, chinese_corpus, tmp_path):
+def test_jobs_option_and_environment(runner, chinese_corpus, tmp_path, parallel_always):
     one, two = tmp_path / "one.nbc", tmp_path / "two.nbc"
     assert runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(one), "-j", "1"]).exit_code == 0
     result = runner.invoke(
