@@ -151,6 +151,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per bulk measurement")
     parser.add_argument("--single", type=int, default=21, help="runs of the one-document case")
+    parser.add_argument(
+        "--scale",
+        default="10,100,1000",
+        help="sizes in MB of generated corpora to fit (comma-separated; empty for none)",
+    )
     args = parser.parse_args()
 
     root = corpus()
@@ -203,6 +208,17 @@ def main() -> None:
         "peak_mb": max(r["peak_mb"] for r in single),
     }
     row(f"nbclass predict one document via stdin (median of {args.single})", single_row, 0)
+
+    for megabytes in [float(x) for x in args.scale.split(",") if x]:
+        folder = CACHE / f"generated-{megabytes:g}MB"
+        if not folder.is_dir():
+            print(f"bench: generating {megabytes:g} MB into {folder}", flush=True)
+            subprocess.run(
+                [py, str(HERE / "generate.py"), model, str(folder), str(megabytes)], check=True
+            )
+        size = folder_mb(folder)
+        result = measure([NBCLASS, "fit", str(folder), "-o", str(work / "gen.nbc"), "-q"])
+        row(f"nbclass fit, generated corpus of {size:.0f} MB", result, size)
 
     floor = rows[1]["seconds"]
     ratios = {

@@ -110,6 +110,18 @@ def _settings(base, event_model, estimator, alpha, beta):
     ).validate()
 
 
+def _format_option(*choices: str):
+    """--format, the first choice being the default."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(list(choices)),
+        default=choices[0],
+        show_default=True,
+        help="Output format.",
+    )
+
+
 def _model_option(command):
     return click.option(
         "-m",
@@ -297,14 +309,7 @@ def fit(
 @_model_option
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
 @click.option("--lines", is_flag=True, help="Every line of the input is one document.")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["tsv", "jsonl"]),
-    default="tsv",
-    show_default=True,
-    help="Output format.",
-)
+@_format_option("tsv", "jsonl")
 @click.option(
     "--top-k",
     type=click.IntRange(min=1),
@@ -381,14 +386,7 @@ def _print_predictions(sources, classes, rows, fmt, top_k, settings) -> None:
 @click.option(
     "-k", "k", type=click.IntRange(min=1), default=20, show_default=True, help="How many words."
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["tsv", "jsonl"]),
-    default="tsv",
-    show_default=True,
-    help="Output format.",
-)
+@_format_option("tsv", "jsonl")
 @estimator_options("Only --estimator, --alpha and --beta matter here.")
 def top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
     """Rank words by mutual information with the class.
@@ -447,14 +445,7 @@ def select_features(model_path, k, output, event_model, estimator, alpha, beta, 
 
 @cli.command(context_settings=CONTEXT)
 @_model_option
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
+@_format_option("text", "json")
 def info(model_path, fmt):
     """Describe a model: classes with their document counts, vocabulary, settings."""
     from .modelfile import load_with_header
