@@ -30,7 +30,7 @@ test: $(STAMP) ## Run the whole test suite
 
 lint: $(STAMP) ## Check style with ruff
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check ruff
-	$(BIN)/python -m ruff check nbclass tests
+	$(BIN)/python -m ruff check nbclass tests bench
 
 bench: $(STAMP) ## Benchmark against scikit-learn on 20 Newsgroups (minutes; 1 GB generated)
 	$(BIN)/python bench/run.py

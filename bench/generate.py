@@ -30,7 +30,9 @@ def main() -> None:
     counts = load(args.model).counts
     rng = np.random.default_rng(args.seed)
     pi = np.exp(log_class_prior(counts.class_count, "posterior-mean", 1.0))
-    cumulative = np.cumsum(np.exp(multinomial_log_theta(counts.token_count, "posterior-mean", 1.0)), axis=0)
+    cumulative = np.cumsum(
+        np.exp(multinomial_log_theta(counts.token_count, "posterior-mean", 1.0)), axis=0
+    )
     mean_length = counts.class_tokens / counts.class_count
     words = np.array(counts.vocabulary, dtype=object)
     target = int(args.megabytes * 1e6)

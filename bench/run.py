@@ -27,9 +27,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-ARCHIVE = Path(
-    os.environ.get("NBCLASS_SHARED_CORPORA", REPO.parent / "shared" / "corpora")
-) / "20news-bydate.tar.gz"
+ARCHIVE = (
+    Path(os.environ.get("NBCLASS_SHARED_CORPORA", REPO.parent / "shared" / "corpora"))
+    / "20news-bydate.tar.gz"
+)
 CACHE = Path(os.environ.get("NBCLASS_CACHE", Path.home() / ".cache" / "nbclass-corpora"))
 BIN = Path(sys.executable).parent
 NBCLASS = str(BIN / "nbclass")
@@ -185,24 +186,36 @@ def main() -> None:
     measure(
         [py, str(HERE / "floor_read.py"), str(train)]
     )  # warm the page cache once for everybody
-    row("floor: read train files", best_of(args.repeat, [py, str(HERE / "floor_read.py"), str(train)]), train_mb)
+    row(
+        "floor: read train files",
+        best_of(args.repeat, [py, str(HERE / "floor_read.py"), str(train)]),
+        train_mb,
+    )
     row(
         "floor: read + regex tokenize train (1 core)",
         best_of(args.repeat, [py, str(HERE / "floor_regex.py"), str(train)]),
         train_mb,
     )
-    sk_fit = best_of(args.repeat, [py, str(HERE / "sklearn_pipeline.py"), "fit", str(train), sk_model])
+    sk_fit = best_of(
+        args.repeat, [py, str(HERE / "sklearn_pipeline.py"), "fit", str(train), sk_model]
+    )
     row("scikit-learn fit (CountVectorizer + MultinomialNB)", sk_fit, train_mb)
-    sk_pred = best_of(args.repeat, [py, str(HERE / "sklearn_pipeline.py"), "predict", sk_model, str(test)])
+    sk_pred = best_of(
+        args.repeat, [py, str(HERE / "sklearn_pipeline.py"), "predict", sk_model, str(test)]
+    )
     row("scikit-learn predict test", sk_pred, test_mb, float(sk_pred["stdout"]))
     nb_fit = best_of(args.repeat, [NBCLASS, "fit", str(train), "-o", model, "-q"])
     row("nbclass fit", nb_fit, train_mb)
-    nb_fit1 = best_of(args.repeat, [NBCLASS, "fit", str(train), "-o", model, "-q"], env={"NBCLASS_JOBS": "1"})
+    nb_fit1 = best_of(
+        args.repeat, [NBCLASS, "fit", str(train), "-o", model, "-q"], env={"NBCLASS_JOBS": "1"}
+    )
     row("nbclass fit, 1 job", nb_fit1, train_mb)
     nb_pred = best_of(args.repeat, [NBCLASS, "predict", "-m", model, str(test)])
     row("nbclass predict test", nb_pred, test_mb, tsv_accuracy(nb_pred["stdout"]))
     document = next(p for p in sorted((test / "sci.space").iterdir())).read_bytes()
-    single = [measure([NBCLASS, "predict", "-m", model], stdin=document) for _ in range(args.single)]
+    single = [
+        measure([NBCLASS, "predict", "-m", model], stdin=document) for _ in range(args.single)
+    ]
     single_row = {
         "seconds": statistics.median(r["seconds"] for r in single),
         "peak_mb": max(r["peak_mb"] for r in single),
@@ -242,9 +255,7 @@ def report(rows: list[dict], ratios: dict, description: str) -> None:
     for r in rows:
         mbps = f"{r['mb_per_s']:.1f}" if r["mb_per_s"] else ""
         acc = f"{r['accuracy']:.4f}" if r["accuracy"] is not None else ""
-        lines.append(
-            f"| {r['name']} | {r['seconds']:.3f} | {mbps} | {r['peak_mb']:.0f} | {acc} |"
-        )
+        lines.append(f"| {r['name']} | {r['seconds']:.3f} | {mbps} | {r['peak_mb']:.0f} | {acc} |")
     lines += ["", "| ratio | value |", "|---|---:|"]
     lines += [f"| {k} | {v:.2f} |" for k, v in ratios.items()]
     text = "\n".join(lines) + "\n"

@@ -344,7 +344,9 @@ def predict(model_path, paths, lines, fmt, top_k, event_model, estimator, alpha,
     from .corpus import iter_documents
 
     documents = iter_documents(paths or ["-"], lines)
-    if not lines and (not paths or paths == ("-",) or (len(paths) == 1 and os.path.isfile(paths[0]))):
+    if not lines and (
+        not paths or paths == ("-",) or (len(paths) == 1 and os.path.isfile(paths[0]))
+    ):
         # One document: score it without numpy, which would take most of the time to import.
         from .quick import QuickModel, log_posterior
 
@@ -412,9 +414,7 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
 
 @cli.command("select-features", context_settings=CONTEXT)
 @_model_option
-@click.option(
-    "-k", "k", type=click.IntRange(min=1), required=True, help="How many words to keep."
-)
+@click.option("-k", "k", type=click.IntRange(min=1), required=True, help="How many words to keep.")
 @click.option("-o", "--output", required=True, metavar="PRUNED", help="Model file to write.")
 @estimator_options("Only --estimator, --alpha and --beta matter here.")
 @click.option("-q", "--quiet", is_flag=True, help="Print no summary.")

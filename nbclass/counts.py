@@ -21,10 +21,8 @@ equal corpora give equal counts whatever the order their documents were read in.
 from __future__ import annotations
 
 import os
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 import numpy as np

@@ -13,13 +13,13 @@ symbol            code name                   meaning
 β                 ``beta = (β, β)``           symmetric Dirichlet on a class's words
 ================  ==========================  ==========================================
 
-=================  ==========================  ===========================  =======================
-estimator          π_c                         θ_jc Bernoulli               θ_jc multinomial
-=================  ==========================  ===========================  =======================
-mle                N_c / N                     D_jc / N_c                   T_jc / T_c
-map                (N_c+α−1) / (N+Cα−C)        (D_jc+β1−1) / (N_c+β1+β0−2)  (T_jc+β−1) / (T_c+V(β−1))
-posterior-mean     (N_c+α) / (N+Cα)            (D_jc+β1) / (N_c+β1+β0)      (T_jc+β) / (T_c+Vβ)
-=================  ==========================  ===========================  =======================
+==============  ====================  ===========================  =========================
+estimator       π_c                   θ_jc Bernoulli               θ_jc multinomial
+==============  ====================  ===========================  =========================
+mle             N_c / N               D_jc / N_c                   T_jc / T_c
+map             (N_c+α−1) / (N+Cα−C)  (D_jc+β1−1) / (N_c+β1+β0−2)  (T_jc+β−1) / (T_c+V(β−1))
+posterior-mean  (N_c+α) / (N+Cα)      (D_jc+β1) / (N_c+β1+β0)      (T_jc+β) / (T_c+Vβ)
+==============  ====================  ===========================  =========================
 
 Every estimate is a fraction ``numerator / denominator`` of counts plus pseudo-counts,
 written once in the ``*_fraction`` functions, which take plain numbers or numpy arrays

@@ -172,7 +172,14 @@ def parse(data: bytes, path: str, required: tuple[str, ...]) -> tuple[dict, dict
         sections = _sections(view, header, path, required)
     except RecursionError:
         raise refuse(path, "is not a valid nbclass model (the header nests too deeply)") from None
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError) as exc:
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        IndexError,
+        AttributeError,
+        UnicodeDecodeError,
+    ) as exc:
         raise refuse(path, f"is not a valid nbclass model ({exc})") from None
     return header, sections
 

@@ -19,7 +19,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .corpus import Corpus, read_file
+from .corpus import Corpus
 from .counts import Counts, count_corpus
 from .errors import NbclassError, UsageError
 from .estimators import EstimatorSettings

@@ -47,6 +47,7 @@ from .fileformat import MODEL_SECTIONS, TYPECODES, pack, parse, read, refuse
 from .model import Model, VocabularyFilter
 from .tokenizer import TokenizerSettings, make_tokenizer
 
+
 def _smallest_uint(values: np.ndarray) -> np.dtype:
     top = int(values.max()) if values.size else 0
     for name in TYPECODES:

@@ -64,7 +64,12 @@ class QuickModel:
             hist_ptr = s["histogram_ptr"].tolist()
             values, counts = s["histogram_value"], s["histogram_count"]
             self.histograms = [
-                list(zip(values[hist_ptr[c] : hist_ptr[c + 1]], counts[hist_ptr[c] : hist_ptr[c + 1]]))
+                list(
+                    zip(
+                        values[hist_ptr[c] : hist_ptr[c + 1]],
+                        counts[hist_ptr[c] : hist_ptr[c + 1]],
+                    )
+                )
                 for c in range(C)
             ]
             if (
@@ -103,7 +108,8 @@ class QuickModel:
         """{c: (D_jc, T_jc)} for the classes where word j occurs."""
         start, end = self.word_ptr[j], self.word_ptr[j + 1]
         return {
-            self.class_index[k]: (self.doc_count[k], self.token_count[k]) for k in range(start, end)
+            self.class_index[k]: (self.doc_count[k], self.token_count[k])
+            for k in range(start, end)
         }
 
     def joint_log_likelihood(self, text: str, settings: EstimatorSettings) -> list[float]:
@@ -141,7 +147,9 @@ class QuickModel:
             entries = self._entries(j)
             for c in range(C):
                 D_jc = entries.get(c, (0, 0))[0]
-                present, absent, denominator = bernoulli_fraction(D_jc, N_c[c], s.estimator, s.beta)
+                present, absent, denominator = bernoulli_fraction(
+                    D_jc, N_c[c], s.estimator, s.beta
+                )
                 if denominator <= 0:
                     weight = -math.inf
                 elif absent <= 0:  # θ_jc = 1: present contributes log 1 = 0

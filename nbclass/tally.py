@@ -40,7 +40,6 @@ def tally(token_lists: Iterable[list[str]], labels: Iterable[int], n_classes: in
     return class_count, docs, tokens
 
 
-
 def tally_paths(paths, labels, n_classes: int, tokenize) -> Tally:
     """Read, tokenize and :func:`tally` the documents at ``paths``."""
     return tally((tokenize(read_file(p)) for p in paths), labels, n_classes)

@@ -101,7 +101,9 @@ def compile_pattern(pattern: str) -> re.Pattern:
     try:
         regex = re.compile(pattern)
     except re.error as exc:
-        raise UsageError(f"--token-pattern {pattern!r} is not a valid regular expression: {exc}")
+        raise UsageError(
+            f"--token-pattern {pattern!r} is not a valid regular expression: {exc}"
+        ) from None
     if regex.groups > 1:
         raise UsageError(
             f"--token-pattern {pattern!r} has {regex.groups} capturing groups; use at most one "

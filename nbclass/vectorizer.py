@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from itertools import repeat
-
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,9 +35,7 @@ class GrowingVocabulary(dict):
         return index
 
 
-def count_matrix(
-    token_lists: Iterable[list[str]], vocabulary: Mapping[str, int]
-) -> sp.csr_matrix:
+def count_matrix(token_lists: Iterable[list[str]], vocabulary: Mapping[str, int]) -> sp.csr_matrix:
     """Count tokens per document.
 
     Parameters
@@ -86,9 +83,7 @@ def count_matrix(
     if not known.all():
         kept = np.concatenate(([0], np.cumsum(known)))
         columns, values, row_ends = columns[known], values[known], kept[row_ends]
-    X = sp.csr_matrix(
-        (values, columns, row_ends), shape=(len(indptr) - 1, len(vocabulary))
-    )
+    X = sp.csr_matrix((values, columns, row_ends), shape=(len(indptr) - 1, len(vocabulary)))
     X.sort_indices()
     return X
 

@@ -11,9 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED_CORPORA = Path(
-    os.environ.get("NBCLASS_SHARED_CORPORA", REPO.parent / "shared" / "corpora")
-)
+SHARED_CORPORA = Path(os.environ.get("NBCLASS_SHARED_CORPORA", REPO.parent / "shared" / "corpora"))
 DEMO_CORPUS = REPO / "corpora" / "demo"
 DEMO_DOCS = REPO / "corpora" / "demo-docs"
 

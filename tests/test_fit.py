@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from nbclass.cli import cli
 from nbclass.corpus import list_corpus
 from nbclass.counts import CountAccumulator, count_corpus
+from nbclass.model import fit
 from nbclass.modelfile import dumps
 from nbclass.tally import tally
-from nbclass.model import fit
 from nbclass.tokenizer import TokenizerSettings
 from nbclass.vectorizer import count_matrix
 
@@ -89,19 +89,25 @@ def test_the_fast_default_pattern_finds_the_same_tokens_as_the_documented_one():
 
 def test_jobs_option_and_environment(runner, chinese_corpus, tmp_path, parallel_always):
     one, two = tmp_path / "one.nbc", tmp_path / "two.nbc"
-    assert runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(one), "-j", "1"]).exit_code == 0
+    assert (
+        runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(one), "-j", "1"]).exit_code == 0
+    )
     result = runner.invoke(
         cli, ["fit", str(chinese_corpus), "-o", str(two)], env={"NBCLASS_JOBS": "2"}
     )
     assert result.exit_code == 0
     assert one.read_bytes() == two.read_bytes()
-    bad = runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(two)], env={"NBCLASS_JOBS": "x"})
+    bad = runner.invoke(
+        cli, ["fit", str(chinese_corpus), "-o", str(two)], env={"NBCLASS_JOBS": "x"}
+    )
     assert bad.exit_code == 2
     assert bad.stderr == "Error: NBCLASS_JOBS='x' must be a whole number of at least 1\n"
 
 
 @pytest.mark.parametrize("jobs", ["0", "-1"])
 def test_jobs_below_one_is_a_usage_error(runner, chinese_corpus, tmp_path, jobs):
-    result = runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(tmp_path / "m"), "-j", jobs])
+    result = runner.invoke(
+        cli, ["fit", str(chinese_corpus), "-o", str(tmp_path / "m"), "-j", jobs]
+    )
     assert result.exit_code == 2
     assert "--jobs" in result.stderr

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from nbclass.counts import Counts
 from nbclass.errors import ModelFileError
 from nbclass.estimators import EstimatorSettings
-from nbclass.model import Model, VocabularyFilter
 from nbclass.fileformat import FORMAT_VERSION, MAGIC, PREFIX
+from nbclass.model import Model, VocabularyFilter
 from nbclass.modelfile import (
     dumps,
     load,

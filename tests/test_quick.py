@@ -54,22 +54,39 @@ def both_paths(model, path, texts, settings):
 @pytest.mark.parametrize("settings", SETTINGS, ids=lambda s: f"{s.model}-{s.estimator}-{s.alpha}")
 def test_chinese_corpus(chinese_corpus, tmp_path, settings):
     model = fit(list_corpus(str(chinese_corpus)))
-    texts = [CHINESE_TEST, "", "unseen words only", "Chinese Macao", "Tokyo Japan Chinese", "Beijing"]
+    texts = [
+        CHINESE_TEST,
+        "",
+        "unseen words only",
+        "Chinese Macao",
+        "Tokyo Japan Chinese",
+        "Beijing",
+    ]
     both_paths(model, str(tmp_path / "m.nbc"), texts, settings)
 
 
 @pytest.mark.parametrize("settings", SETTINGS[:3] + SETTINGS[5:8], ids=str)
 def test_news_sample_with_a_vocabulary_filter(news_sample, tmp_path, settings):
     train, test = news_sample
-    model = fit(list_corpus(str(train)), vocabulary_filter=VocabularyFilter(min_df=2, max_features=3000))
-    texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(test.rglob("*"))[:40] if p.is_file()]
+    model = fit(
+        list_corpus(str(train)), vocabulary_filter=VocabularyFilter(min_df=2, max_features=3000)
+    )
+    texts = [
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in sorted(test.rglob("*"))[:40]
+        if p.is_file()
+    ]
     both_paths(model, str(tmp_path / "m.nbc"), texts, settings)
 
 
 def test_selected_model(news_sample, tmp_path):
     train, test = news_sample
     model = select_features(fit(list_corpus(str(train))), 200)
-    texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(test.rglob("*"))[:20] if p.is_file()]
+    texts = [
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in sorted(test.rglob("*"))[:20]
+        if p.is_file()
+    ]
     both_paths(model, str(tmp_path / "m.nbc"), texts, EstimatorSettings())
     both_paths(model, str(tmp_path / "m.nbc"), texts, EstimatorSettings(model="bernoulli"))
 
@@ -89,6 +106,8 @@ def test_quick_path_does_not_import_numpy(tmp_path, chinese_corpus):
         "    pass\n"
         "print(sorted(m for m in ('numpy', 'scipy', 'joblib', 'rich') if m in sys.modules))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.splitlines()[-1] == "[]"
     assert result.stdout.splitlines()[0].startswith("-\tchina\t")
