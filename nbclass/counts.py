@@ -267,17 +267,25 @@ class CountAccumulator:
         self._token_count[rows] += token_count
 
     def result(self) -> Counts:
-        """The counts so far, with the vocabulary sorted."""
+        """The counts, with the vocabulary sorted; the accumulator is spent afterwards.
+
+        Its arrays are released as soon as their sorted copies exist, so the peak memory
+        of a fit holds one spare array, not two.
+        """
         words = sorted(self.vocabulary)
         order = np.fromiter(
             map(self.vocabulary.__getitem__, words), dtype=np.int64, count=len(words)
         )
+        doc_count = self._doc_count[order]
+        self._doc_count = None
+        token_count = self._token_count[order]
+        self._token_count = None
         return Counts(
             classes=self.classes,
             vocabulary=tuple(words),
             class_count=self._class_count.copy(),
-            doc_count=self._doc_count[order],
-            token_count=self._token_count[order],
+            doc_count=doc_count,
+            token_count=token_count,
         )
 
 

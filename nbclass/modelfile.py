@@ -58,15 +58,14 @@ def _smallest_uint(values: np.ndarray) -> np.dtype:
 
 def derived_sections(model: Model) -> dict[str, np.ndarray]:
     """The sections computed from the counts and the filter (see the table above)."""
-    counts = model.counts
-    rows = model.vocabulary_filter.rows(counts)
+    counts, active = model.counts, model.active_counts
     used = np.zeros(len(counts.vocabulary), dtype=bool)
-    used[rows] = True
-    histograms = doc_count_histograms(counts.doc_count[rows])
+    used[model.vocabulary_filter.rows(counts)] = True
+    histograms = doc_count_histograms(active.doc_count)
     pairs = [pair for histogram in histograms for pair in histogram]
     return {
         "used": np.packbits(used, bitorder="little"),
-        "class_tokens": counts.token_count[rows].sum(axis=0),
+        "class_tokens": active.token_count.sum(axis=0),
         "histogram_ptr": np.cumsum([0] + [len(h) for h in histograms]),
         "histogram_value": np.array([d for d, _ in pairs], dtype=np.int64),
         "histogram_count": np.array([n for _, n in pairs], dtype=np.int64),

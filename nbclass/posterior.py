@@ -24,9 +24,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
-from scipy.special import log_softmax, logsumexp
+
+if TYPE_CHECKING:  # scipy is imported where it is used, so fitting never loads it
+    import scipy.sparse as sp
 
 from .counts import Counts, doc_count_histograms
 from .estimators import (
@@ -96,6 +99,8 @@ def make_scorer(counts: Counts, settings: EstimatorSettings) -> LinearScorer:
         )
     ]
     bias = log_pi + np.array(absent)
+    import scipy.sparse as sp
+
     required = sp.csr_matrix(certain.astype(np.int64)) if certain.any() else None
     return LinearScorer(weights=weights, bias=bias, binary=True, required=required)
 
@@ -110,6 +115,8 @@ def log_posterior(jll: np.ndarray) -> np.ndarray:
     >>> log_posterior(np.array([[1000.0, 1000.0], [-np.inf, -np.inf]])).tolist()
     [[-0.6931471805599453, -0.6931471805599453], [-inf, -inf]]
     """
+    from scipy.special import log_softmax
+
     out = np.full(jll.shape, -np.inf)
     possible = np.isfinite(jll.max(axis=1))
     out[possible] = log_softmax(jll[possible], axis=1)
@@ -122,6 +129,8 @@ def log_evidence(jll: np.ndarray) -> np.ndarray:
     For the multinomial model this leaves out the multinomial coefficient of the document,
     which is the same for every class.
     """
+    from scipy.special import logsumexp
+
     out = np.full(jll.shape[0], -np.inf)
     possible = np.isfinite(jll.max(axis=1))
     out[possible] = logsumexp(jll[possible], axis=1)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import rel_entr
 
 from .counts import Counts
 from .estimators import EstimatorSettings, bernoulli_fractions, class_prior_fractions
@@ -28,6 +27,8 @@ def mutual_information(counts: Counts, settings: EstimatorSettings) -> np.ndarra
     (presence) probability, whatever the event model. Rounding can leave a word that is
     independent of the class a hair below 0; such values are returned as 0.
     """
+    from scipy.special import rel_entr
+
     present, absent, denominator = bernoulli_fractions(
         counts.doc_count, counts.class_count, settings.estimator, settings.beta
     )
