@@ -23,7 +23,6 @@ its log posterior is −inf everywhere and it has no label.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 import numpy as np
