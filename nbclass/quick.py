@@ -62,16 +62,7 @@ class QuickModel:
             self.doc_count, self.token_count = s["doc_count"], s["token_count"]
             self.used = s["used"]
             hist_ptr = s["histogram_ptr"].tolist()
-            values, counts = s["histogram_value"], s["histogram_count"]
-            self.histograms = [
-                list(
-                    zip(
-                        values[hist_ptr[c] : hist_ptr[c + 1]],
-                        counts[hist_ptr[c] : hist_ptr[c + 1]],
-                    )
-                )
-                for c in range(C)
-            ]
+            self._histogram_sections = (hist_ptr, s["histogram_value"], s["histogram_count"])
             if (
                 len(self.offsets) != V + 1
                 or len(self.word_ptr) != V + 1
@@ -85,6 +76,11 @@ class QuickModel:
             raise
         except Exception as exc:  # any malformed field: the same answer as the full loader
             raise refuse(path, f"is not a valid nbclass model ({exc})") from None
+
+    def histogram(self, c: int) -> list[tuple[int, int]]:
+        """Class c's pairs (d, n): n used words have D_jc = d (Bernoulli scoring needs them)."""
+        ptr, values, counts = self._histogram_sections
+        return list(zip(values[ptr[c] : ptr[c + 1]], counts[ptr[c] : ptr[c + 1]]))
 
     def _word(self, j: int) -> bytes:
         return self.blob[self.offsets[j] : self.offsets[j + 1] - 1]
@@ -137,9 +133,7 @@ class QuickModel:
             return [score + log_pi[c] for c, score in enumerate(scores)]
         bias, required = [], []
         for c in range(C):
-            total, certain = bernoulli_absent_total(
-                self.histograms[c], N_c[c], s.estimator, s.beta
-            )
+            total, certain = bernoulli_absent_total(self.histogram(c), N_c[c], s.estimator, s.beta)
             bias.append(log_pi[c] + total)
             required.append(certain)
         present_certain = [0] * C
