@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from pathlib import Path
 
@@ -83,8 +84,6 @@ def measure(cmd: list[str], stdin: bytes | None = None, env: dict | None = None)
         process.stdin.close()
     peak = 0
     out_chunks = []
-    import threading
-
     reader = threading.Thread(target=lambda: out_chunks.append(process.stdout.read()))
     reader.start()
     while True:

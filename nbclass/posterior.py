@@ -55,12 +55,15 @@ class LinearScorer:
         Score ``1[X > 0]`` (Bernoulli) instead of ``X`` (multinomial).
     required : csr_matrix of shape (V, C), or None
         Bernoulli words with θ_jc = 1: a document lacking one is impossible for class c.
+    n_required : ndarray of shape (C,), or None
+        How many such words each class has (the column sums of ``required``).
     """
 
     weights: np.ndarray
     bias: np.ndarray
     binary: bool
     required: sp.csr_matrix | None = None
+    n_required: np.ndarray | None = None
 
     def joint_log_likelihood(self, X: sp.csr_matrix) -> np.ndarray:
         """b_c for each document, ndarray of shape (n, C).
@@ -74,9 +77,8 @@ class LinearScorer:
             X = binarize(X)
         jll = np.asarray(X @ self.weights) + self.bias
         if self.required is not None:
-            n_required = np.asarray(self.required.sum(axis=0)).ravel()
             present = np.asarray((X @ self.required).todense())
-            jll[present < n_required] = -np.inf
+            jll[present < self.n_required] = -np.inf
         return jll
 
 
@@ -100,8 +102,15 @@ def make_scorer(counts: Counts, settings: EstimatorSettings) -> LinearScorer:
     bias = log_pi + np.array(absent)
     import scipy.sparse as sp
 
-    required = sp.csr_matrix(certain.astype(np.int64)) if certain.any() else None
-    return LinearScorer(weights=weights, bias=bias, binary=True, required=required)
+    if not certain.any():
+        return LinearScorer(weights=weights, bias=bias, binary=True)
+    return LinearScorer(
+        weights=weights,
+        bias=bias,
+        binary=True,
+        required=sp.csr_matrix(certain.astype(np.int64)),
+        n_required=certain.sum(axis=0),
+    )
 
 
 def log_posterior(jll: np.ndarray) -> np.ndarray:
