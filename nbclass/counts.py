@@ -98,6 +98,24 @@ class Counts:
             token_count=self.token_count[rows],
         )
 
+    def pruned(self) -> Counts:
+        """These counts without the words and classes that have no count at all.
+
+        A fit only ever sees words and classes that occur, so this is the form that
+        compares bit for bit with a fit of the same documents.
+        """
+        rows = np.flatnonzero(self.token_count.any(axis=1))
+        cols = np.flatnonzero(self.class_count)
+        if rows.size == len(self.vocabulary) and cols.size == len(self.classes):
+            return self
+        return Counts(
+            classes=tuple(self.classes[c] for c in cols),
+            vocabulary=tuple(self.vocabulary[j] for j in rows),
+            class_count=self.class_count[cols],
+            doc_count=self.doc_count[np.ix_(rows, cols)],
+            token_count=self.token_count[np.ix_(rows, cols)],
+        )
+
     def problems(self) -> list[str]:
         """What makes these counts impossible (empty when they are consistent)."""
         found = []
@@ -310,6 +328,46 @@ def merge(*parts: Counts) -> Counts:
         doc_count[index] += part.doc_count
         token_count[index] += part.token_count
     return Counts(classes, vocabulary, class_count, doc_count, token_count)
+
+
+def subtract(total: Counts, part: Counts) -> Counts:
+    """The counts of the corpus ``total`` was fitted on, without the documents of ``part``.
+
+    The inverse of :func:`merge`: ``subtract(merge(a, b), b)`` equals ``a``. Words and
+    classes left with no count are dropped, as a fit of the remaining documents would
+    never have seen them.
+
+    Raises
+    ------
+    ValueError
+        Naming the first problem when ``part`` cannot have been learned by ``total``: a
+        class or word ``total`` never saw, or a count that would become negative or
+        impossible (a word in more documents of a class than the class has).
+    """
+    class_at = {c: i for i, c in enumerate(total.classes)}
+    word_at = {w: j for j, w in enumerate(total.vocabulary)}
+    unknown = [c for c in part.classes if c not in class_at]
+    if unknown:
+        raise ValueError(f"class {unknown[0]!r} is not in the model")
+    unknown = [w for w in part.vocabulary if w not in word_at]
+    if unknown:
+        raise ValueError(f"the word {unknown[0]!r} is not in the model")
+    cols = np.array([class_at[c] for c in part.classes], dtype=np.int64)
+    rows = np.array([word_at[w] for w in part.vocabulary], dtype=np.int64)
+    class_count = total.class_count.copy()
+    doc_count = total.doc_count.copy()
+    token_count = total.token_count.copy()
+    class_count[cols] -= part.class_count
+    index = np.ix_(rows, cols)
+    doc_count[index] -= part.doc_count
+    token_count[index] -= part.token_count
+    rest = Counts(total.classes, total.vocabulary, class_count, doc_count, token_count)
+    problems = rest.problems()
+    if problems:
+        raise ValueError(
+            f"the model never learned these documents: the remainder would have {problems[0]}"
+        )
+    return rest.pruned()
 
 
 def default_jobs() -> int:

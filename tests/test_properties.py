@@ -1,6 +1,6 @@
 """Laws the maths guarantees, checked on random inputs with hypothesis.
 
-- counts are additive: merge(counts(A), counts(B)) == counts(A ∪ B);
+- counts are additive: merge(counts(A), counts(B)) == counts(A ∪ B), and subtract undoes it;
 - counts do not depend on document order or on how documents are batched;
 - T_jc and D_jc are what their definitions say (a Counter over the documents);
 - posterior probabilities are never NaN and sum to one, or the document is impossible for
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbclass.counts import CountAccumulator, Counts, merge
+from nbclass.counts import CountAccumulator, Counts, merge, subtract
 from nbclass.estimators import ESTIMATORS, EstimatorSettings
 from nbclass.model import Classifier, Model
 from nbclass.posterior import log_evidence, log_posterior
@@ -211,3 +211,22 @@ def test_log_posterior_of_an_impossible_document_is_minus_infinity_not_nan():
     out = log_posterior(jll)
     assert out.tolist() == [[-math.inf] * 3, [0.0, -math.inf, -math.inf]]
     assert log_evidence(jll).tolist() == [-math.inf, 0.0]
+
+
+
+@FAST
+@given(CORPUS, CORPUS)
+def test_subtract_undoes_merge(a, b):
+    """subtract(merge(A, B), B) is the fit of A alone: words only B had are dropped."""
+    rest = subtract(merge(counts_of(a), counts_of(b)), counts_of(b))
+    assert rest.equals(counts_of(a))
+
+
+def test_subtract_refuses_what_was_never_learned():
+    total = counts_of([(["hi", "mum"], "ham"), (["win", "cash"], "spam")])
+    with pytest.raises(ValueError, match="never learned"):
+        subtract(total, counts_of([(["hi", "hi"], "spam")]))
+    with pytest.raises(ValueError, match="class 'eggs' is not in the model"):
+        subtract(total, counts_of([(["hi"], "eggs")]))
+    with pytest.raises(ValueError, match="word 'bye' is not in the model"):
+        subtract(total, counts_of([(["bye"], "ham")]))
