@@ -128,8 +128,13 @@ def read(path: str) -> bytes:
         raise ModelFileError(f"cannot read model file {path!r}: {exc.strerror}") from None
 
 
-def parse(data: bytes, path: str, required: tuple[str, ...]) -> tuple[dict, dict]:
+def parse(
+    data: bytes, path: str, required: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> tuple[dict, dict]:
     """Check every byte of a model file and return ``(header, sections)``.
+
+    Every name in ``required`` must be present; those in ``optional`` may be; any other
+    section is refused.
 
     ``sections`` maps each section name to a memoryview of its integers (format from
     ``TYPECODES``), with the shape in the header. Damage is a :class:`ModelFileError`
@@ -169,7 +174,7 @@ def parse(data: bytes, path: str, required: tuple[str, ...]) -> tuple[dict, dict
             raise ValueError("the header is not a JSON object")
         if header.get("format") != FORMAT_NAME or header.get("version") != FORMAT_VERSION:
             raise ValueError("format name")
-        sections = _sections(view, header, path, required)
+        sections = _sections(view, header, path, required, optional)
     except RecursionError:
         raise refuse(path, "is not a valid nbclass model (the header nests too deeply)") from None
     except (
@@ -184,14 +189,17 @@ def parse(data: bytes, path: str, required: tuple[str, ...]) -> tuple[dict, dict
     return header, sections
 
 
-def _sections(view: memoryview, header: dict, path: str, required: tuple[str, ...]) -> dict:
+def _sections(
+    view: memoryview, header: dict, path: str, required: tuple[str, ...], optional: tuple[str, ...]
+) -> dict:
     start = int(header["sections_start"])
     if start < PREFIX.size + 2 or start % ALIGN:
         raise ValueError("sections start at a wrong offset")
     sections, spans = {}, []
     for entry in header["sections"]:
         name, dtype = entry["name"], entry["dtype"]
-        if name not in required or dtype not in TYPECODES or name in sections:
+        known = name in required or name in optional
+        if not known or dtype not in TYPECODES or name in sections:
             raise ValueError(f"unexpected section {name!r} of type {dtype!r}")
         offset, length = start + int(entry["offset"]), int(entry["length"])
         shape = [int(n) for n in entry["shape"]]
