@@ -186,73 +186,169 @@ def cli():
     """
 
 
+TOKENIZER_PARAMS = ("lowercase", "token_pattern", "ngram_range", "stop_words")
+
+
+def fit_options(command):
+    """The tokenizer, vocabulary filter, estimator and jobs options of fit and sync."""
+    options = [
+        click.option(
+            "--lowercase/--no-lowercase",
+            default=True,
+            show_default=True,
+            help="Lower-case text first.",
+        ),
+        click.option(
+            "--token-pattern",
+            default=None,
+            metavar="REGEX",
+            help=r"Regular expression for one token.  [default: (?u)\b\w\w+\b]",
+        ),
+        click.option(
+            "--ngram-range",
+            callback=_ngram_range,
+            metavar="MIN,MAX",
+            help="Word n-gram lengths, e.g. 1,2 for words and word pairs.  [default: 1,1]",
+        ),
+        click.option(
+            "--stop-words",
+            default="none",
+            show_default=True,
+            metavar="english|FILE|none",
+            help="Words to drop: the built-in English list, a file with one word per line, "
+            "or none.",
+        ),
+        click.option(
+            "--min-df",
+            type=int,
+            default=1,
+            show_default=True,
+            help="Use only words found in at least this many documents.",
+        ),
+        click.option(
+            "--max-features",
+            type=int,
+            default=None,
+            metavar="K",
+            help="Use only the K most frequent words (after --min-df).",
+        ),
+        estimator_options(
+            "Stored as the model's default.  [defaults: multinomial, posterior-mean, α=1, β=1]"
+        ),
+        click.option(
+            "-j",
+            "--jobs",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Processes that read and count. The model is the same for any number.  "
+            "[default: $NBCLASS_JOBS, else every core]",
+        ),
+        click.option("-q", "--quiet", is_flag=True, help="Print no summary and no progress bar."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def _given(ctx, name: str) -> bool:
+    """True when the user gave option ``name`` (not its default)."""
+    from click.core import ParameterSource
+
+    return ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
+
+
+def _fit_settings(ctx, p: dict, base=None):
+    """(tokenizer, vocabulary filter, defaults) from fit's options, over ``base``'s if given.
+
+    With a ``base`` model (``--update``, ``sync``), options the user did not give keep the
+    model's settings, and tokenizer options that differ from the model's are refused.
+    """
+    from dataclasses import replace
+
+    from .estimators import EstimatorSettings
+    from .model import VocabularyFilter
+    from .tokenizer import (
+        DEFAULT_TOKEN_PATTERN,
+        TokenizerSettings,
+        load_stop_words,
+        make_tokenizer,
+    )
+
+    words, source = load_stop_words(p["stop_words"], p["lowercase"])
+    tokenizer = TokenizerSettings(
+        lowercase=p["lowercase"],
+        token_pattern=DEFAULT_TOKEN_PATTERN if p["token_pattern"] is None else p["token_pattern"],
+        ngram_range=p["ngram_range"] or (1, 1),
+        stop_words=words,
+        stop_words_source=source,
+    )
+    make_tokenizer(tokenizer)  # refuse a pattern that cannot work before reading anything
+    vocabulary_filter = VocabularyFilter(
+        min_df=p["min_df"], max_features=p["max_features"]
+    ).validate()
+    if base is None:
+        defaults = _settings(
+            EstimatorSettings(), p["event_model"], p["estimator"], p["alpha"], p["beta"]
+        )
+        return tokenizer, vocabulary_filter, defaults
+    from .learning import check_same_tokenizer
+
+    if any(_given(ctx, name) for name in TOKENIZER_PARAMS):
+        check_same_tokenizer(base, tokenizer, "the model")
+    if not any(_given(ctx, name) for name in ("min_df", "max_features")):
+        vocabulary_filter = base.vocabulary_filter
+    else:
+        vocabulary_filter = replace(
+            base.vocabulary_filter,
+            **{k: p[k] for k in ("min_df", "max_features") if _given(ctx, k)},
+        )
+    defaults = _settings(base.defaults, p["event_model"], p["estimator"], p["alpha"], p["beta"])
+    return base.tokenizer, vocabulary_filter.validate(), defaults
+
+
+def _summary(verb: str, model, path: str, start: float, extra: str = "") -> None:
+    seconds = time.perf_counter() - start
+    counts = model.counts
+    click.echo(
+        f"{verb}: {extra}{counts.n_docs} documents, {len(counts.classes)} classes, "
+        f"{len(model.active_counts.vocabulary)} words, {seconds:.2f} s -> {path}",
+        err=True,
+    )
+
+
+def _line_documents(lines_path: str):
+    """``(source, text)`` per line of ``lines_path`` (``-`` for standard input)."""
+    from .corpus import iter_documents
+
+    return iter_documents([lines_path], lines=True)
+
+
 @cli.command(context_settings=CONTEXT)
-@click.argument("corpus_dir", metavar="CORPUS_DIR")
-@click.option("-o", "--output", required=True, metavar="MODEL", help="Model file to write.")
+@click.argument("corpus_dir", metavar="[CORPUS_DIR]", required=False)
+@click.option("-o", "--output", metavar="MODEL", help="Model file to write.")
 @click.option(
-    "--lowercase/--no-lowercase", default=True, show_default=True, help="Lower-case text first."
-)
-@click.option(
-    "--token-pattern",
-    default=None,
-    metavar="REGEX",
-    help=r"Regular expression for one token.  [default: (?u)\b\w\w+\b]",
+    "--lines",
+    "lines_path",
+    metavar="FILE|-",
+    help="Learn one document per line of FILE (- for standard input): LABEL<TAB>TEXT or "
+    "fastText's __label__LABEL TEXT.",
 )
 @click.option(
-    "--ngram-range",
-    callback=_ngram_range,
-    metavar="MIN,MAX",
-    help="Word n-gram lengths, e.g. 1,2 for words and word pairs.  [default: 1,1]",
+    "--update",
+    "update_path",
+    metavar="MODEL",
+    help="Add the documents to this existing model (written back to it unless -o is given). "
+    "Same result as fitting everything at once.",
 )
 @click.option(
-    "--stop-words",
-    default="none",
-    show_default=True,
-    metavar="english|FILE|none",
-    help="Words to drop: the built-in English list, a file with one word per line, or none.",
+    "--ledger",
+    is_flag=True,
+    help="Keep a ledger of every document (its SHA-256, class and word counts), so that "
+    "sync and unlearn know exactly what was learned. Grows with the corpus.",
 )
-@click.option(
-    "--min-df",
-    type=int,
-    default=1,
-    show_default=True,
-    help="Use only words found in at least this many documents.",
-)
-@click.option(
-    "--max-features",
-    type=int,
-    default=None,
-    metavar="K",
-    help="Use only the K most frequent words (after --min-df).",
-)
-@estimator_options(
-    "Stored as the model's default.  [defaults: multinomial, posterior-mean, α=1, β=1]"
-)
-@click.option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Processes that read and count. The model is the same for any number.  "
-    "[default: $NBCLASS_JOBS, else every core]",
-)
-@click.option("-q", "--quiet", is_flag=True, help="Print no summary and no progress bar.")
-def fit(
-    corpus_dir,
-    output,
-    lowercase,
-    token_pattern,
-    ngram_range,
-    stop_words,
-    min_df,
-    max_features,
-    event_model,
-    estimator,
-    alpha,
-    beta,
-    jobs,
-    quiet,
-):
+@fit_options
+@click.pass_context
+def fit(ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, **options):
     """Learn a model from CORPUS_DIR, a folder with one subfolder per class.
 
     Every regular file below a class folder, recursively, is one document of that class
@@ -260,49 +356,78 @@ def fit(
     (*~) are skipped. The tokenizer settings and the estimator settings are stored in the
     model: predict tokenizes exactly as fit did.
 
+    With --lines, documents come one per line instead of from a folder. With --update,
+    they are added to an existing model, whose tokenizer settings are used (giving
+    different ones is an error); the model is locked meanwhile, so overlapping runs queue.
+
     \b
     Examples:
       nbclass fit corpus/ -o model.nbc
       nbclass fit corpus/ -o model.nbc --model bernoulli --stop-words english
       nbclass fit corpus/ -o model.nbc --ngram-range 1,2 --min-df 2
+      nbclass fit new-tickets/ --update model.nbc
+      cut -f2,3 labelled.tsv | nbclass fit --lines - -o model.nbc
     """
-    from .corpus import list_corpus
     from .counts import default_jobs
-    from .estimators import EstimatorSettings
-    from .model import VocabularyFilter
-    from .model import fit as fit_model
-    from .modelfile import save
-    from .tokenizer import DEFAULT_TOKEN_PATTERN, TokenizerSettings, load_stop_words
+    from .modelfile import locked, save
 
     start = time.perf_counter()
-    defaults = _settings(EstimatorSettings(), event_model, estimator, alpha, beta)
-    words, source = load_stop_words(stop_words, lowercase)
-    tokenizer = TokenizerSettings(
-        lowercase=lowercase,
-        token_pattern=DEFAULT_TOKEN_PATTERN if token_pattern is None else token_pattern,
-        ngram_range=ngram_range or (1, 1),
-        stop_words=words,
-        stop_words_source=source,
-    )
-    vocabulary_filter = VocabularyFilter(min_df=min_df, max_features=max_features)
-    corpus = list_corpus(corpus_dir)
-    with _progress("fit", corpus.paths, quiet) as bar:
-        model = fit_model(
-            corpus,
-            tokenizer,
-            vocabulary_filter,
-            defaults,
-            jobs=jobs or default_jobs(),
-            on_progress=bar,
-        )
-    save(model, output)
+    if (corpus_dir is None) == (lines_path is None):
+        raise click.UsageError("give either CORPUS_DIR or --lines FILE (one of them)")
+    output = output or update_path
+    if output is None:
+        raise click.UsageError("give -o MODEL (or --update MODEL)")
+    jobs = jobs or default_jobs()
+    with locked(output):
+        base = None
+        if update_path is not None:
+            from .modelfile import load
+
+            base = load(update_path)
+            if ledger and base.ledger is None:
+                raise click.UsageError(
+                    f"{update_path!r} keeps no ledger; --ledger needs one from its first fit"
+                )
+        tokenizer, vocabulary_filter, defaults = _fit_settings(ctx, options, base)
+        keep_ledger = ledger if base is None else base.ledger is not None
+        documents = _count(corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base)
+        if base is None:
+            from .model import Model, check_usable
+
+            if len(documents.counts.classes) < 2:
+                raise NbclassError(
+                    f"the input has only one class ({documents.counts.classes[0]!r}): a "
+                    "classifier needs at least two classes"
+                )
+            model = Model(
+                documents.counts, tokenizer, vocabulary_filter, defaults, ledger=documents.ledger
+            )
+            check_usable(model)
+        else:
+            from dataclasses import replace
+
+            from .learning import update
+
+            model = update(
+                replace(base, vocabulary_filter=vocabulary_filter, defaults=defaults), documents
+            )
+        save(model, output)
     if not quiet:
-        seconds = time.perf_counter() - start
-        click.echo(
-            f"fit: {model.counts.n_docs} documents, {len(model.counts.classes)} classes, "
-            f"{len(model.active_counts.vocabulary)} words, {seconds:.2f} s -> {output}",
-            err=True,
-        )
+        extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "
+        _summary("update" if base is not None else "fit", model, output, start, extra)
+
+
+def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base):
+    """Count the documents of a corpus folder or of labelled lines."""
+    from .learning import count_documents, count_lines
+
+    if lines_path is not None:
+        return count_lines(_line_documents(lines_path), tokenizer, ledger)
+    from .corpus import list_corpus
+
+    corpus = list_corpus(corpus_dir, min_classes=1 if base is not None else 2)
+    with _progress("fit", corpus.paths, quiet) as bar:
+        return count_documents(corpus, tokenizer, ledger, jobs, bar)
 
 
 @cli.command(context_settings=CONTEXT)

@@ -82,14 +82,17 @@ class Corpus:
     labels: list[int]
 
 
-def list_corpus(root: str) -> Corpus:
+def list_corpus(root: str, min_classes: int = 2) -> Corpus:
     """List a training corpus laid out as one subfolder per class.
+
+    ``min_classes`` is 2 for a new model; documents added to (or removed from) an existing
+    model may all belong to one class.
 
     Raises
     ------
     CorpusError
-        When ``root`` is missing or not a folder, has fewer than two class folders, or a
-        class folder holds no documents.
+        When ``root`` is missing or not a folder, has fewer than ``min_classes`` class
+        folders, or a class folder holds no documents.
     """
     if not os.path.exists(root):
         raise CorpusError(f"corpus folder {root!r} does not exist")
@@ -134,7 +137,7 @@ def list_corpus(root: str) -> Corpus:
         classes.append(name)
         paths.extend(files)
         labels.extend([index] * len(files))
-    if len(classes) < 2:
+    if len(classes) < min_classes:
         raise CorpusError(
             f"{root!r} has only one class folder ({classes[0]!r}): a classifier needs at "
             "least two classes"
@@ -142,13 +145,18 @@ def list_corpus(root: str) -> Corpus:
     return Corpus(classes=classes, paths=paths, labels=labels)
 
 
-def read_file(path: str) -> str:
-    """Read one document; an unreadable file is an :class:`NbclassError` naming it."""
+def read_bytes(path: str) -> bytes:
+    """The bytes of one document; an unreadable file is an :class:`NbclassError` naming it."""
     try:
         with open(path, "rb") as handle:
-            return decode(handle.read())
+            return handle.read()
     except OSError as exc:
         raise NbclassError(f"cannot read {path!r}: {exc.strerror}") from None
+
+
+def read_file(path: str) -> str:
+    """Read one document as text (see :func:`decode`)."""
+    return decode(read_bytes(path))
 
 
 def expand_paths(paths: Iterable[str]) -> Iterator[str]:

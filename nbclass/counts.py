@@ -259,9 +259,14 @@ class CountAccumulator:
         )
         self._add_rows(slice(0, X.shape[1]), class_count, doc_count, token_count)
 
-    def add_tally(self, tally: Tally) -> None:
-        """Add the per-class counts of a batch made by :func:`tally` (maybe elsewhere)."""
-        class_count, docs, tokens = tally
+    def add_tally(self, tally: Tally, entries: list | None = None) -> None:
+        """Add the per-class counts of a batch made by :func:`tally` (maybe elsewhere).
+
+        A tally with ledger entries (a fourth item) appends them to ``entries``.
+        """
+        class_count, docs, tokens = tally[:3]
+        if entries is not None:
+            entries.extend(tally[3])
         vocabulary, C = self.vocabulary, len(self.classes)
         new = set().union(*docs).difference(vocabulary)
         vocabulary.update(zip(sorted(new), range(len(vocabulary), len(vocabulary) + len(new))))
@@ -406,8 +411,12 @@ def count_corpus(
     tokenizer: TokenizerSettings,
     jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
+    entries: list | None = None,
 ) -> Counts:
     """Read, tokenize and count documents, on ``jobs`` processes.
+
+    When ``entries`` is a list, each document's ledger entry ``(digest, class index,
+    Counter)`` is appended to it (:mod:`nbclass.ledger`), in no particular order.
 
     The corpus is cut into parts of at most ``PART_SIZE`` documents; each part is tallied
     alone (in a worker process when ``jobs`` > 1 and the corpus holds at least
@@ -418,24 +427,26 @@ def count_corpus(
     """
     accumulator = CountAccumulator(classes)
     n, C = len(paths), len(classes)
+    ledger = entries is not None
     size = max(1, min(PART_SIZE, -(-n // (max(1, jobs) * 4))))
     if jobs <= 1 or n <= size or _total_bytes(paths) < PARALLEL_MIN_BYTES:
         tokenize = make_tokenizer(tokenizer)
         for start in range(0, n, PART_SIZE):
             end = min(n, start + PART_SIZE)
-            accumulator.add_tally(tally_paths(paths[start:end], labels[start:end], C, tokenize))
+            part = tally_paths(paths[start:end], labels[start:end], C, tokenize, ledger)
+            accumulator.add_tally(part, entries)
             if on_progress:
                 on_progress(start, end)
         return accumulator.result()
     from joblib import Parallel, delayed
 
     parts = (
-        delayed(tally_part)(paths[a : a + size], labels[a : a + size], C, tokenizer, a)
+        delayed(tally_part)(paths[a : a + size], labels[a : a + size], C, tokenizer, a, ledger)
         for a in range(0, n, size)
     )
     with Parallel(n_jobs=jobs, backend=PARALLEL_BACKEND, return_as="generator_unordered") as run:
         for start, end, part in run(parts):
-            accumulator.add_tally(part)
+            accumulator.add_tally(part, entries)
             if on_progress:
                 on_progress(start, end)
     return accumulator.result()

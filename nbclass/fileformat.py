@@ -56,6 +56,9 @@ MODEL_SECTIONS = (
     "histogram_value",
     "histogram_count",
 )
+# Present only in a model that keeps a ledger of its documents (nbclass.ledger).
+LEDGER_SECTIONS = ("ledger_digest", "ledger_label", "ledger_ptr", "ledger_word", "ledger_count")
+OPTIONAL_SECTIONS = LEDGER_SECTIONS
 
 
 def _pad(n: int) -> int:

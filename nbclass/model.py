@@ -23,6 +23,7 @@ from .corpus import Corpus
 from .counts import Counts, count_corpus
 from .errors import NbclassError, UsageError
 from .estimators import EstimatorSettings
+from .ledger import Ledger, canonical, from_entries
 from .posterior import log_posterior, make_scorer
 from .selection import mutual_information, rank_features
 from .tokenizer import TokenizerSettings, make_tokenizer
@@ -91,6 +92,9 @@ class Model:
         Event model, estimator and priors used unless a command overrides them.
     selection : dict or None
         How ``select-features`` chose the vocabulary, if it did.
+    ledger : Ledger or None
+        Every training document's digest, class and bag of words, if the model keeps
+        them (:mod:`nbclass.ledger`); then ``counts`` is exactly the ledger's sum.
     """
 
     counts: Counts
@@ -98,6 +102,7 @@ class Model:
     vocabulary_filter: VocabularyFilter = field(default_factory=VocabularyFilter)
     defaults: EstimatorSettings = field(default_factory=EstimatorSettings)
     selection: dict | None = None
+    ledger: Ledger | None = None
 
     @cached_property
     def active_counts(self) -> Counts:
@@ -115,8 +120,11 @@ def fit(
     defaults: EstimatorSettings | None = None,
     jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
+    ledger: bool = False,
 ) -> Model:
     """Fit a model on a labelled corpus, counting on ``jobs`` processes.
+
+    With ``ledger``, the model also keeps every document's ledger entry.
 
     Raises
     ------
@@ -127,10 +135,23 @@ def fit(
     make_tokenizer(tokenizer)  # validate before reading anything
     vocabulary_filter = (vocabulary_filter or VocabularyFilter()).validate()
     defaults = (defaults or EstimatorSettings()).validate()
+    entries = [] if ledger else None
     counts = count_corpus(
-        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress
+        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries
     )
-    model = Model(counts, tokenizer, vocabulary_filter, defaults)
+    book = None
+    if entries is not None:
+        book, counts = canonical(
+            from_entries(entries, counts.vocabulary), counts.classes, counts.vocabulary
+        )
+    model = Model(counts, tokenizer, vocabulary_filter, defaults, ledger=book)
+    check_usable(model)
+    return model
+
+
+def check_usable(model: Model) -> None:
+    """Refuse a model with no words at all, or none left by its vocabulary filter."""
+    counts, vocabulary_filter = model.counts, model.vocabulary_filter
     if not counts.vocabulary:
         raise NbclassError(
             "no tokens found in the corpus: check that the documents hold text and that "
@@ -141,7 +162,6 @@ def fit(
             f"empty vocabulary after pruning: no word is in --min-df {vocabulary_filter.min_df} "
             "documents; lower --min-df"
         )
-    return model
 
 
 def select_features(model: Model, k: int, settings: EstimatorSettings | None = None) -> Model:
@@ -169,6 +189,7 @@ def select_features(model: Model, k: int, settings: EstimatorSettings | None = N
         counts=counts.restrict(rows),
         vocabulary_filter=VocabularyFilter(),
         selection=selection,
+        ledger=None,  # a pruned model's counts are no longer the sum of its documents
     )
 
 

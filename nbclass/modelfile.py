@@ -21,7 +21,20 @@ histogram_value  ...         a value d of D_jc among the used words (0 included)
 histogram_count  ...         how many used words have that value in class c
 ===============  ==========  =============================================================
 
-The last five are derived from the counts and the vocabulary filter, so that one
+A model with a ledger (:mod:`nbclass.ledger`) has five more sections:
+
+===============  ==========  =============================================================
+ledger_digest    32 n        SHA-256 of each of the n training documents, in ledger order
+ledger_label     n           its class
+ledger_ptr       n + 1       its words are ``ledger_ptr[i]:ledger_ptr[i+1]`` below
+ledger_word      nnz         word index, ascending within a document
+ledger_count     nnz         tokens of that word in the document
+===============  ==========  =============================================================
+
+and loading checks that the counts are exactly the ledger's sum.
+
+The derived sections (``used`` to ``histogram_count``) come from the counts and the
+vocabulary filter, so that one
 document can be scored without reading every count (:mod:`nbclass.quick`); loading
 recomputes them and refuses a file where they disagree. Counts are stored sparse (a word
 is usually seen in few classes). The header's JSON holds the classes and the settings,
@@ -36,6 +49,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -43,7 +58,17 @@ from . import __version__
 from .counts import Counts, doc_count_histograms
 from .errors import ModelFileError, NbclassError
 from .estimators import EstimatorSettings
-from .fileformat import MODEL_SECTIONS, TYPECODES, pack, parse, read, refuse
+from .fileformat import (
+    LEDGER_SECTIONS,
+    MODEL_SECTIONS,
+    OPTIONAL_SECTIONS,
+    TYPECODES,
+    pack,
+    parse,
+    read,
+    refuse,
+)
+from .ledger import Ledger
 from .model import Model, VocabularyFilter
 from .tokenizer import TokenizerSettings, make_tokenizer
 
@@ -90,6 +115,19 @@ def _arrays(model: Model) -> dict[str, np.ndarray]:
         "doc_count": counts.doc_count[rows, cols],
         "token_count": counts.token_count[rows, cols],
         **derived_sections(model),
+        **_ledger_arrays(model.ledger),
+    }
+
+
+def _ledger_arrays(ledger: Ledger | None) -> dict[str, np.ndarray]:
+    if ledger is None:
+        return {}
+    return {
+        "ledger_digest": ledger.digests.reshape(-1),
+        "ledger_label": ledger.labels,
+        "ledger_ptr": ledger.ptr,
+        "ledger_word": ledger.words,
+        "ledger_count": ledger.counts,
     }
 
 
@@ -111,8 +149,42 @@ def dumps(model: Model) -> bytes:
         "vocabulary_filter": model.vocabulary_filter.to_dict(),
         "defaults": model.defaults.to_dict(),
         "selection": model.selection,
+        "ledger": None if model.ledger is None else model.ledger.n_documents,
     }
     return pack(header, sections)
+
+
+def lock_path(path: str) -> str:
+    """The lock file of the model at ``path``: ``.NAME.lock`` in the same folder."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f".{name}.lock")
+
+
+@contextmanager
+def locked(path: str) -> Iterator[None]:
+    """Hold the exclusive write lock of the model at ``path`` (waiting for it if needed).
+
+    Every command that reads a model, changes it and writes it back (``fit --update``,
+    ``unlearn``, ``sync``, and any write) does so under this lock, so two overlapping cron
+    runs queue up instead of losing an update. Readers take no lock: writes are atomic
+    renames, so a reader sees the old file or the new one. The lock is ``flock(2)`` on a
+    separate file (the model itself is replaced by each write), released by the kernel
+    when the process ends, however it ends; the lock file is left in place.
+    """
+    import fcntl
+
+    try:
+        fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise ModelFileError(
+            f"cannot write model {path!r}: {exc.strerror} (creating its lock file "
+            f"{os.path.basename(lock_path(path))})"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def save(model: Model, path: str) -> int:
@@ -160,7 +232,7 @@ def loads(data: bytes, path: str = "<bytes>") -> Model:
 
 def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[Model, dict]:
     """Parse model-file bytes into the model and the file's JSON header."""
-    header, sections = parse(data, path, MODEL_SECTIONS)
+    header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
     try:
         arrays = {name: np.frombuffer(view, dtype=view.format) for name, view in sections.items()}
         return _build(header, arrays), header
@@ -223,6 +295,7 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         vocabulary_filter=VocabularyFilter.from_dict(header["vocabulary_filter"]).validate(),
         defaults=EstimatorSettings.from_dict(header["defaults"]).validate(),
         selection=selection,
+        ledger=_build_ledger(header, arrays, counts),
     )
     expected = derived_sections(model)
     if int(header["n_used"]) != len(model.active_counts.vocabulary) or not all(
@@ -230,6 +303,30 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
     ):
         raise ValueError("the derived sections disagree with the counts")
     return model
+
+
+def _build_ledger(header: dict, arrays: dict[str, np.ndarray], counts: Counts) -> Ledger | None:
+    present = [name for name in LEDGER_SECTIONS if name in arrays]
+    n = header.get("ledger")
+    if not present and n is None:
+        return None
+    if len(present) != len(LEDGER_SECTIONS) or not isinstance(n, int):
+        raise ValueError("the ledger is incomplete")
+    if arrays["ledger_digest"].dtype != np.uint8:
+        raise ValueError("ledger digests are not bytes")
+    ledger = Ledger(
+        digests=arrays["ledger_digest"].astype(np.uint8).reshape(-1, 32),
+        labels=arrays["ledger_label"].astype(np.int64),
+        ptr=arrays["ledger_ptr"].astype(np.int64),
+        words=arrays["ledger_word"].astype(np.int64),
+        counts=arrays["ledger_count"].astype(np.int64),
+    )
+    problems = ledger.problems(len(counts.classes), len(counts.vocabulary))
+    if problems or ledger.n_documents != n:
+        raise ValueError("; ".join(problems) or "the ledger's length disagrees with the header")
+    if not ledger.sum_counts(counts.classes, counts.vocabulary).equals(counts):
+        raise ValueError("the counts are not the sum of the ledger")
+    return ledger
 
 
 def load(path: str) -> Model:

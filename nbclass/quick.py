@@ -31,7 +31,7 @@ from .estimators import (
     log_ratio,
     multinomial_fraction,
 )
-from .fileformat import MODEL_SECTIONS, parse, read, refuse
+from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, read, refuse
 from .tokenizer import TokenizerSettings, make_tokenizer
 
 
@@ -46,7 +46,7 @@ class QuickModel:
 
     def __init__(self, path: str):
         self.path = path
-        header, sections = parse(read(path), path, MODEL_SECTIONS)
+        header, sections = parse(read(path), path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
         try:
             self.classes = [str(c) for c in header["classes"]]
             self.tokenizer = TokenizerSettings.from_dict(header["tokenizer"])

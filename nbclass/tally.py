@@ -7,13 +7,21 @@ tallies into its count arrays (:class:`nbclass.counts.CountAccumulator`).
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Iterable
 
-from .corpus import read_file
+from .corpus import decode, read_bytes
 from .tokenizer import TokenizerSettings, make_tokenizer
 
-Tally = tuple  # (N_c as list, [Counter word -> D_jc] per class, [Counter word -> T_jc] per class)
+# (N_c as list, [Counter word -> D_jc] per class, [Counter word -> T_jc] per class), and with
+# a ledger a fourth item: [(SHA-256 digest, class index, Counter word -> x_j)] per document.
+Tally = tuple
+
+
+def digest(data: bytes) -> bytes:
+    """The ledger's name for a document: the SHA-256 of its bytes (32 bytes)."""
+    return hashlib.sha256(data).digest()
 
 
 def tally(token_lists: Iterable[list[str]], labels: Iterable[int], n_classes: int) -> Tally:
@@ -40,12 +48,35 @@ def tally(token_lists: Iterable[list[str]], labels: Iterable[int], n_classes: in
     return class_count, docs, tokens
 
 
-def tally_paths(paths, labels, n_classes: int, tokenize) -> Tally:
-    """Read, tokenize and :func:`tally` the documents at ``paths``."""
-    return tally((tokenize(read_file(p)) for p in paths), labels, n_classes)
+def tally_ledger(documents: Iterable[bytes], labels, n_classes: int, tokenize) -> Tally:
+    """:func:`tally` of raw documents, plus each document's ledger entry.
+
+    The fourth item lists ``(digest, c, Counter)`` per document: what the model learned
+    from it, enough to unlearn it later without reading it again.
+    """
+    class_count = [0] * n_classes
+    docs = [Counter() for _ in range(n_classes)]
+    tokens = [Counter() for _ in range(n_classes)]
+    entries = []
+    for data, c in zip(documents, labels):
+        bag = Counter(tokenize(decode(data)))
+        class_count[c] += 1
+        tokens[c].update(bag)
+        docs[c].update(bag.keys())
+        entries.append((digest(data), c, bag))
+    return class_count, docs, tokens, entries
 
 
-def tally_part(paths, labels, n_classes: int, tokenizer: TokenizerSettings, start: int):
+def tally_paths(paths, labels, n_classes: int, tokenize, ledger: bool = False) -> Tally:
+    """Read, tokenize and :func:`tally` the documents at ``paths`` (with ledger entries)."""
+    if ledger:
+        return tally_ledger(map(read_bytes, paths), labels, n_classes, tokenize)
+    return tally((tokenize(decode(read_bytes(p))) for p in paths), labels, n_classes)
+
+
+def tally_part(
+    paths, labels, n_classes: int, tokenizer: TokenizerSettings, start: int, ledger: bool = False
+):
     """A worker's unit of work: ``(start, end, tally)`` of ``paths`` (corpus[start:end])."""
     tokenize = make_tokenizer(tokenizer)
-    return start, start + len(paths), tally_paths(paths, labels, n_classes, tokenize)
+    return start, start + len(paths), tally_paths(paths, labels, n_classes, tokenize, ledger)

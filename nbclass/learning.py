@@ -1,0 +1,357 @@
+"""A model is a sum of counts: update it, merge models, unlearn documents, sync a folder.
+
+Naive Bayes counts are additive (:func:`nbclass.counts.merge`, :func:`~nbclass.counts.subtract`),
+so every operation here gives, bit for bit, the model a fresh fit of the resulting set of
+documents would give:
+
+- :func:`update`: add documents to a model (new words and classes welcome);
+- :func:`combine`: sum models fitted on different shards;
+- :func:`unlearn`: subtract documents learned by mistake;
+- :func:`sync`: make a model with a ledger equal to a folder as it is now.
+
+With a ledger (:mod:`nbclass.ledger`) the operations work on documents and the counts are
+recomputed as the ledger's sum; without one they work on the counts directly, and a
+document the model never learned is caught only when a count would become impossible.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+
+from .corpus import Corpus, decode, read_bytes
+from .counts import CountAccumulator, Counts, count_corpus, merge, subtract
+from .errors import NbclassError, NbclassWarning, UsageError
+from .ledger import Ledger, canonical, from_entries, match, unify
+from .model import Model, check_usable
+from .tally import digest, tally, tally_ledger
+from .tokenizer import TokenizerSettings, make_tokenizer
+
+BATCH_SIZE = 1000
+
+
+@dataclass
+class Documents:
+    """Labelled documents to learn or unlearn, counted once.
+
+    Attributes
+    ----------
+    counts : Counts
+        Their counts (classes: only those they hold).
+    ledger : Ledger or None
+        Their ledger entries over ``counts``' classes and vocabulary, if asked for.
+    """
+
+    counts: Counts
+    ledger: Ledger | None
+
+
+Keys = list  # [(SHA-256 digest, class name)] per document, and a parallel list of sources
+
+
+def tokenizer_difference(a: TokenizerSettings, b: TokenizerSettings) -> str | None:
+    """The first tokenizer setting in which ``a`` and ``b`` differ, said for a user."""
+    left, right = a.to_dict(), b.to_dict()
+    for key in ("lowercase", "token_pattern", "ngram_range", "stop_words"):
+        if left[key] != right[key]:
+            shown = {
+                "stop_words": lambda d: f"{len(d['stop_words'])} stop words "
+                f"({d['stop_words_source']})",
+            }.get(key, lambda d, key=key: repr(d[key]))
+            return f"{key.replace('_', ' ')}: {shown(left)} vs {shown(right)}"
+    return None
+
+
+def check_same_tokenizer(model: Model, tokenizer: TokenizerSettings, what: str) -> None:
+    difference = tokenizer_difference(model.tokenizer, tokenizer)
+    if difference:
+        raise UsageError(
+            f"{what} has different tokenizer settings ({difference}): counts made with "
+            "different tokenizers cannot be added; use the same settings"
+        )
+
+
+def _refuse_selected(model: Model, name: str) -> None:
+    if model.selection is not None:
+        raise UsageError(
+            f"{name} was pruned by select-features, so its counts are no longer those of its "
+            "documents; update or merge the full models, then select features again"
+        )
+
+
+def count_documents(
+    corpus: Corpus, tokenizer: TokenizerSettings, ledger: bool, jobs: int = 1,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Documents:  # fmt: skip
+    """Count the documents of ``corpus`` (with their ledger entries if ``ledger``)."""
+    entries = [] if ledger else None
+    counts = count_corpus(
+        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries
+    )
+    if entries is None:
+        return Documents(counts, None)
+    book, counts = canonical(
+        from_entries(entries, counts.vocabulary), counts.classes, counts.vocabulary
+    )
+    return Documents(counts, book)
+
+
+def corpus_keys(corpus: Corpus) -> tuple[Keys, list[str]]:
+    """``(digest, class)`` of every document of ``corpus``, and its path."""
+    keys = [
+        (digest(read_bytes(path)), corpus.classes[label])
+        for path, label in zip(corpus.paths, corpus.labels)
+    ]
+    return keys, list(corpus.paths)
+
+
+def parse_labelled_line(line: str, where: str) -> tuple[str, str]:
+    """``(label, text)`` of a training line: ``LABEL<TAB>TEXT`` or ``__label__LABEL TEXT``.
+
+    Raises
+    ------
+    NbclassError
+        Naming ``where`` when the line has no label, or several fastText labels.
+    """
+    if line.startswith("__label__"):
+        label, _, text = line[len("__label__") :].partition(" ")
+        if text.startswith("__label__"):
+            raise NbclassError(
+                f"{where} has more than one __label__: naive Bayes gives each document one "
+                "class; keep one label per line"
+            )
+    else:
+        label, tab, text = line.partition("\t")
+        if not tab:
+            raise NbclassError(
+                f"{where} has no label: write LABEL<TAB>TEXT or __label__LABEL TEXT"
+            )
+    label = label.strip()
+    if not label:
+        raise NbclassError(f"{where} has an empty label")
+    return label, text
+
+
+def labelled_lines(lines: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str, bytes]]:
+    """``(source, label, text bytes)`` of each non-blank labelled line ``(source, text)``.
+
+    A document is named by the UTF-8 bytes of its text without the label, so the same
+    text learned from a file or from a line is the same document in a ledger.
+    """
+    for source, line in lines:
+        if line.strip():
+            label, text = parse_labelled_line(line, f"line {source}")
+            yield source, label, text.encode("utf-8")
+
+
+def line_keys(lines: Iterable[tuple[str, str]]) -> tuple[Keys, list[str]]:
+    """``(digest, class)`` of every labelled line, and its source."""
+    keys, sources = [], []
+    for source, label, data in labelled_lines(lines):
+        keys.append((digest(data), label))
+        sources.append(source)
+    return keys, sources
+
+
+def count_lines(
+    lines: Iterable[tuple[str, str]], tokenizer: TokenizerSettings, ledger: bool
+) -> Documents:
+    """Count labelled lines ``(source, text)``, one document per non-blank line.
+
+    The input is read once, in batches, so it may be a stream of any length.
+    """
+    tokenize = make_tokenizer(tokenizer)
+    class_at: dict[str, int] = {}
+    parts: list[Counts] = []
+    entries: list = []
+    batch: list[tuple[str, bytes]] = []
+
+    def flush():
+        classes = list(class_at)
+        labels = [class_at[label] for label, _ in batch]
+        texts = [data for _, data in batch]
+        if ledger:
+            part = tally_ledger(texts, labels, len(classes), tokenize)
+        else:
+            part = tally((tokenize(decode(t)) for t in texts), labels, len(classes))
+        accumulator = CountAccumulator(classes)
+        accumulator.add_tally(part, entries if ledger else None)
+        parts.append(accumulator.result())
+        batch.clear()
+
+    for _source, label, data in labelled_lines(lines):
+        class_at.setdefault(label, len(class_at))
+        batch.append((label, data))
+        if len(batch) == BATCH_SIZE:
+            flush()
+    if batch:
+        flush()
+    if not class_at:
+        raise NbclassError(
+            "no labelled lines in the input: write LABEL<TAB>TEXT or __label__LABEL TEXT per line"
+        )
+    counts = merge(*parts).pruned()
+    if not ledger:
+        return Documents(counts, None)
+    book = from_entries(entries, counts.vocabulary)
+    book, classes, vocabulary = unify([(book, list(class_at), counts.vocabulary)])
+    book, counts = canonical(book, classes, vocabulary)
+    return Documents(counts, book)
+
+
+def _from_ledger(model: Model, ledger: Ledger, classes, vocabulary) -> Model:
+    book, counts = canonical(ledger, classes, vocabulary)
+    result = replace(model, counts=counts, ledger=book)
+    check_usable(result)
+    return result
+
+
+def update(model: Model, documents: Documents) -> Model:
+    """``model`` with ``documents`` added: the model of both sets of documents."""
+    _refuse_selected(model, "the model")
+    counts = model.counts
+    if model.ledger is not None:
+        if documents.ledger is None:  # pragma: no cover - callers count with a ledger
+            raise ValueError("a model with a ledger needs the documents' ledger entries")
+        parts = [
+            (model.ledger, counts.classes, counts.vocabulary),
+            (documents.ledger, documents.counts.classes, documents.counts.vocabulary),
+        ]
+        return _from_ledger(model, *unify(parts))
+    result = replace(model, counts=merge(counts, documents.counts))
+    check_usable(result)
+    return result
+
+
+def combine(models: Sequence[Model], names: Sequence[str]) -> Model:
+    """The sum of models fitted on different shards (``names`` are for messages).
+
+    The first model's vocabulary filter and default estimator settings are kept. The
+    result has a ledger when every part has one.
+    """
+    first = models[0]
+    for model, name in zip(models, names):
+        _refuse_selected(model, name)
+        check_same_tokenizer(first, model.tokenizer, f"{name} (compared with {names[0]})")
+    for model, name in zip(models[1:], names[1:]):
+        for what, a, b in (
+            ("vocabulary filter", first.vocabulary_filter, model.vocabulary_filter),
+            ("default estimator settings", first.defaults, model.defaults),
+        ):
+            if a != b:
+                warnings.warn(
+                    f"{name} has a different {what} from {names[0]}; the merged model keeps "
+                    f"{names[0]}'s",
+                    NbclassWarning,
+                    stacklevel=2,
+                )
+    with_ledger = [m.ledger is not None for m in models]
+    if all(with_ledger):
+        parts = [(m.ledger, m.counts.classes, m.counts.vocabulary) for m in models]
+        return _from_ledger(first, *unify(parts))
+    if any(with_ledger):
+        warnings.warn(
+            "not every model keeps a ledger, so the merged model keeps none (sync and exact "
+            "unlearn need one)",
+            NbclassWarning,
+            stacklevel=2,
+        )
+    return replace(first, counts=merge(*(m.counts for m in models)), ledger=None)
+
+
+def unlearn_keys(model: Model, keys: Keys, sources: Sequence[str]) -> Model:
+    """``model`` (which keeps a ledger) without the documents ``keys``.
+
+    Raises
+    ------
+    NbclassError
+        Naming the first document the model never learned: no entry of its digest and
+        class is left in the ledger.
+    """
+    _refuse_selected(model, "the model")
+    counts = model.counts
+    rest, missing = match(model.ledger.keys(counts.classes), keys)
+    if missing:
+        i = missing[0]
+        raise NbclassError(
+            f"{sources[i]!r} was never learned as class {keys[i][1]!r} (no document with its "
+            "content and class in the model's ledger); nothing was changed"
+        )
+    return _from_ledger(model, model.ledger.take(rest), counts.classes, counts.vocabulary)
+
+
+def unlearn_counts(model: Model, documents: Documents) -> Model:
+    """``model`` (without a ledger) less the counts of ``documents``.
+
+    Raises
+    ------
+    NbclassError
+        Naming the count that would become impossible (negative, or a word in more
+        documents of a class than the class has): the model cannot have learned them.
+    """
+    _refuse_selected(model, "the model")
+    counts = model.counts
+    try:
+        remaining = subtract(counts, documents.counts)
+    except ValueError as exc:
+        raise NbclassError(
+            f"cannot unlearn: {exc}; nothing was changed (a model fitted with --ledger "
+            "names the document)"
+        ) from None
+    result = replace(model, counts=remaining)
+    check_usable(result)
+    return result
+
+
+@dataclass
+class SyncReport:
+    """What :func:`sync` did, in documents."""
+
+    added: int = 0
+    removed: int = 0
+    relabelled: int = 0
+    unchanged: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.removed or self.relabelled)
+
+
+def sync(model: Model, corpus: Corpus, jobs: int = 1) -> tuple[Model, SyncReport]:
+    """Make ``model`` (which keeps a ledger) equal to a fit of ``corpus`` as it is now.
+
+    New files are learned, deleted ones unlearned (from the ledger: their files are gone),
+    and a file moved to another class folder moves its counts. Only new content is read
+    twice (once to hash, once to tokenize); the rest is hashed.
+    """
+    if model.ledger is None:
+        raise UsageError(
+            "the model keeps no ledger, so sync cannot tell what it learned: fit it again "
+            "with --ledger, or let sync create it (give a model path that does not exist)"
+        )
+    _refuse_selected(model, "the model")
+    counts = model.counts
+    have = model.ledger.keys(counts.classes)
+    want, _ = corpus_keys(corpus)
+    stale, new = match(have, want)
+    kept = sorted(set(range(len(have))).difference(stale))
+    gone = Counter(have[i][0] for i in stale)
+    came = Counter(want[i][0] for i in new)
+    moved = sum(min(n, came[d]) for d, n in gone.items())
+    report = SyncReport(
+        added=len(new) - moved, removed=len(stale) - moved, relabelled=moved, unchanged=len(kept)
+    )
+    if not report.changed:
+        return model, report
+    parts = [(model.ledger.take(kept), counts.classes, counts.vocabulary)]
+    if new:
+        fresh = Corpus(
+            classes=list(corpus.classes),
+            paths=[corpus.paths[i] for i in new],
+            labels=[corpus.labels[i] for i in new],
+        )
+        documents = count_documents(fresh, model.tokenizer, ledger=True, jobs=jobs)
+        parts.append((documents.ledger, documents.counts.classes, documents.counts.vocabulary))
+    return _from_ledger(model, *unify(parts)), report

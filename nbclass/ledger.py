@@ -1,0 +1,253 @@
+"""The ledger: what a model learned, document by document, so that it can be unlearned.
+
+A model fitted with a ledger (``nbclass fit --ledger``, and every model ``nbclass sync``
+keeps) stores, for each training document, the SHA-256 of its bytes, its class, and its
+bag of words: the counts x_j of the words it holds. Its counts are then *exactly* the sum
+of its ledger (checked when the file is loaded):
+
+    N_c  = number of entries of class c
+    T_jc = Σ over the entries of class c of x_j
+    D_jc = number of entries of class c with x_j > 0
+
+so a document can be removed later even after its file was deleted (``sync``), and a
+document the model never learned is recognised and refused (``unlearn``).
+
+Every operation (fit, update, unlearn, merge, sync) builds a ledger over some classes and
+words and hands it to :func:`canonical`, which sorts the entries by (digest, class),
+drops the words and classes nothing counts any more, and sums the counts. Whatever the
+order of files or the sequence of operations, equal sets of documents give equal ledgers
+and equal counts, bit for bit.
+
+Cost: one entry per document and one (word, count) pair per distinct word of each
+document; memory and file size grow with the corpus, which is why the ledger is opt-in.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .counts import Counts
+
+DIGEST_SIZE = 32  # SHA-256
+
+
+@dataclass(frozen=True, eq=False)
+class Ledger:
+    """The documents a model learned.
+
+    Attributes
+    ----------
+    digests : ndarray of shape (n, 32), uint8
+        SHA-256 of each document's bytes.
+    labels : ndarray of shape (n,), int64
+        Class index of each document (into the model's classes).
+    ptr : ndarray of shape (n + 1,), int64
+        Document i's words are ``words[ptr[i]:ptr[i+1]]``.
+    words : ndarray of shape (nnz,), int64
+        Word index (into the model's vocabulary), ascending within a document.
+    counts : ndarray of shape (nnz,), int64
+        x_j > 0, the tokens of that word in the document.
+    """
+
+    digests: np.ndarray
+    labels: np.ndarray
+    ptr: np.ndarray
+    words: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def n_documents(self) -> int:
+        return int(self.labels.shape[0])
+
+    def keys(self, classes: Sequence[str]) -> list[tuple[bytes, str]]:
+        """``(digest, class name)`` of every document, in ledger order."""
+        return [
+            (bytes(row), classes[c]) for row, c in zip(self.digests, self.labels.tolist())
+        ]
+
+    def take(self, rows: Sequence[int] | np.ndarray) -> Ledger:
+        """The ledger of the documents at ``rows``, in that order."""
+        rows = np.asarray(rows, dtype=np.int64)
+        lengths = np.diff(self.ptr)[rows]
+        ptr = np.zeros(rows.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=ptr[1:])
+        gather = np.repeat(self.ptr[rows] - ptr[:-1], lengths) + np.arange(ptr[-1])
+        return Ledger(
+            digests=self.digests[rows],
+            labels=self.labels[rows],
+            ptr=ptr,
+            words=self.words[gather],
+            counts=self.counts[gather],
+        )
+
+    def relabel(self, class_map: np.ndarray, word_map: np.ndarray) -> Ledger:
+        """The same documents with class c renamed ``class_map[c]`` and word j ``word_map[j]``.
+
+        ``word_map`` must be increasing, so words stay ascending within a document.
+        """
+        return Ledger(
+            self.digests, class_map[self.labels], self.ptr, word_map[self.words], self.counts
+        )
+
+    def sum_counts(self, classes: Sequence[str], vocabulary: Sequence[str]) -> Counts:
+        """N_c, D_jc and T_jc of the documents, over ``classes`` and ``vocabulary``."""
+        C, V = len(classes), len(vocabulary)
+        entry_class = np.repeat(self.labels, np.diff(self.ptr))
+        cells = self.words * C + entry_class
+        # bincount's weights are float64: exact for sums below 2^53 tokens.
+        tokens = np.bincount(cells, weights=self.counts, minlength=V * C)
+        return Counts(
+            classes=tuple(classes),
+            vocabulary=tuple(vocabulary),
+            class_count=np.bincount(self.labels, minlength=C).astype(np.int64),
+            doc_count=np.bincount(cells, minlength=V * C).astype(np.int64).reshape(V, C),
+            token_count=tokens.astype(np.int64).reshape(V, C),
+        )
+
+    def problems(self, n_classes: int, n_words: int) -> list[str]:
+        """What makes this ledger malformed (empty when it is well formed)."""
+        n, nnz = self.labels.shape[0], self.words.shape[0]
+        if (
+            self.digests.shape != (n, DIGEST_SIZE)
+            or self.ptr.shape != (n + 1,)
+            or self.counts.shape != (nnz,)
+            or self.ptr[0] != 0
+            or self.ptr[-1] != nnz
+            or (np.diff(self.ptr) < 0).any()
+        ):
+            return ["ledger sections have inconsistent sizes"]
+        found = []
+        if n and (self.labels.min() < 0 or self.labels.max() >= n_classes):
+            found.append("a ledger entry names a class the model does not have")
+        if nnz and (self.words.min() < 0 or self.words.max() >= n_words):
+            found.append("a ledger entry names a word the model does not have")
+        if nnz and self.counts.min() < 1:
+            found.append("a ledger entry holds a word with no token")
+        starts = np.zeros(nnz, dtype=bool)
+        starts[self.ptr[:-1][np.diff(self.ptr) > 0]] = True
+        if nnz > 1 and (np.diff(self.words)[~starts[1:]] <= 0).any():
+            found.append("a ledger entry's words are not in order")
+        return found
+
+
+def empty_ledger() -> Ledger:
+    return Ledger(
+        digests=np.zeros((0, DIGEST_SIZE), dtype=np.uint8),
+        labels=np.zeros(0, dtype=np.int64),
+        ptr=np.zeros(1, dtype=np.int64),
+        words=np.zeros(0, dtype=np.int64),
+        counts=np.zeros(0, dtype=np.int64),
+    )
+
+
+def from_entries(
+    entries: Iterable[tuple[bytes, int, Counter]], vocabulary: Sequence[str]
+) -> Ledger:
+    """A ledger from ``(digest, class index, Counter word -> x_j)`` per document.
+
+    Every word must be in ``vocabulary`` (sorted).
+    """
+    word_at = {w: j for j, w in enumerate(vocabulary)}
+    digests, labels, lengths, words, counts = [], [], [], [], []
+    for digest, c, bag in entries:
+        digests.append(digest)
+        labels.append(c)
+        pairs = sorted((word_at[w], x) for w, x in bag.items())
+        lengths.append(len(pairs))
+        words.extend(j for j, _ in pairs)
+        counts.extend(x for _, x in pairs)
+    ptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    return Ledger(
+        digests=np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(-1, DIGEST_SIZE),
+        labels=np.array(labels, dtype=np.int64),
+        ptr=ptr,
+        words=np.array(words, dtype=np.int64),
+        counts=np.array(counts, dtype=np.int64),
+    )
+
+
+def concatenate(parts: Sequence[Ledger]) -> Ledger:
+    """The documents of every part, one after the other (over the same classes and words)."""
+    if not parts:
+        return empty_ledger()
+    offsets = np.cumsum([0] + [p.words.shape[0] for p in parts[:-1]])
+    return Ledger(
+        digests=np.concatenate([p.digests for p in parts]),
+        labels=np.concatenate([p.labels for p in parts]),
+        ptr=np.concatenate([[0]] + [p.ptr[1:] + o for p, o in zip(parts, offsets)]),
+        words=np.concatenate([p.words for p in parts]),
+        counts=np.concatenate([p.counts for p in parts]),
+    )
+
+
+def unify(
+    parts: Sequence[tuple[Ledger, Sequence[str], Sequence[str]]],
+) -> tuple[Ledger, tuple[str, ...], tuple[str, ...]]:
+    """Put ledgers over different classes and words onto the union of both, and join them.
+
+    Parameters
+    ----------
+    parts : sequence of (ledger, classes, vocabulary)
+        Each ledger with the (sorted) classes and vocabulary its indices refer to.
+    """
+    classes = tuple(sorted(set().union(*(c for _, c, _ in parts))))
+    vocabulary = tuple(sorted(set().union(*(v for _, _, v in parts))))
+    class_at = {c: i for i, c in enumerate(classes)}
+    word_at = {w: j for j, w in enumerate(vocabulary)}
+    moved = []
+    for ledger, part_classes, part_vocabulary in parts:
+        class_map = np.array([class_at[c] for c in part_classes], dtype=np.int64)
+        word_map = np.array([word_at[w] for w in part_vocabulary], dtype=np.int64)
+        moved.append(ledger.relabel(class_map, word_map))
+    return concatenate(moved), classes, vocabulary
+
+
+def canonical(
+    ledger: Ledger, classes: Sequence[str], vocabulary: Sequence[str]
+) -> tuple[Ledger, Counts]:
+    """The canonical form of a ledger and the counts it sums to.
+
+    Entries are sorted by (digest, class); classes without a document and words without a
+    token are dropped and the indices renumbered. Two ledgers of the same documents give
+    the same result, bit for bit.
+    """
+    quads = ledger.digests.view(">u8").reshape(-1, DIGEST_SIZE // 8)
+    order = np.lexsort([ledger.labels] + [quads[:, k] for k in range(quads.shape[1] - 1, -1, -1)])
+    ledger = ledger.take(order)
+    used_classes = np.flatnonzero(np.bincount(ledger.labels, minlength=len(classes)))
+    used_words = np.flatnonzero(np.bincount(ledger.words, minlength=len(vocabulary)))
+    class_map = np.full(len(classes), -1, dtype=np.int64)
+    class_map[used_classes] = np.arange(used_classes.size)
+    word_map = np.full(len(vocabulary), -1, dtype=np.int64)
+    word_map[used_words] = np.arange(used_words.size)
+    ledger = ledger.relabel(class_map, word_map)
+    classes = tuple(classes[c] for c in used_classes)
+    vocabulary = tuple(vocabulary[j] for j in used_words)
+    return ledger, ledger.sum_counts(classes, vocabulary)
+
+
+def match(
+    have: Sequence[tuple[bytes, str]], want: Sequence[tuple[bytes, str]]
+) -> tuple[list[int], list[int]]:
+    """Pair documents by ``(digest, class)``, as multisets (a text may occur twice).
+
+    Returns ``(unmatched_have, unmatched_want)``: the positions in ``have`` that no
+    document of ``want`` matches, and the positions in ``want`` that match nothing in
+    ``have``, both ascending.
+    """
+    rows: dict[tuple[bytes, str], list[int]] = {}
+    for i, key in enumerate(have):
+        rows.setdefault(key, []).append(i)
+    matched, unmatched_want = set(), []
+    for position, key in enumerate(want):
+        candidates = rows.get(key)
+        if candidates:
+            matched.add(candidates.pop())
+        else:
+            unmatched_want.append(position)
+    return [i for i in range(len(have)) if i not in matched], unmatched_want
