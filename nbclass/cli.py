@@ -186,9 +186,6 @@ def cli():
     """
 
 
-TOKENIZER_PARAMS = ("lowercase", "token_pattern", "ngram_range", "stop_words")
-
-
 def fit_options(command):
     """The tokenizer, vocabulary filter, estimator and jobs options of fit and sync."""
     options = [
@@ -293,8 +290,14 @@ def _fit_settings(ctx, p: dict, base=None):
         return tokenizer, vocabulary_filter, defaults
     from .learning import check_same_tokenizer
 
-    if any(_given(ctx, name) for name in TOKENIZER_PARAMS):
-        check_same_tokenizer(base, tokenizer, "the model")
+    given = {
+        name: getattr(tokenizer, name)
+        for name in ("lowercase", "token_pattern", "ngram_range")
+        if _given(ctx, name)
+    }
+    if _given(ctx, "stop_words"):
+        given.update(stop_words=tokenizer.stop_words, stop_words_source=source)
+    check_same_tokenizer(base, replace(base.tokenizer, **given), "the model")
     if not any(_given(ctx, name) for name in ("min_df", "max_features")):
         vocabulary_filter = base.vocabulary_filter
     else:
@@ -579,6 +582,176 @@ def info(model_path, fmt):
     model, header = load_with_header(model_path)
     fmt_header = {k: header[k] for k in ("format", "version", "nbclass_version")}
     _echo_lines(info_lines(model_info(model, model_path, fmt_header), fmt))
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("models", nargs=-1, required=True, metavar="MODEL...")
+@click.option("-o", "--output", required=True, metavar="OUT", help="Model file to write.")
+@click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
+def merge(models, output, quiet):
+    """Sum models fitted on different shards of a corpus into one.
+
+    The result equals, bit for bit, a fit of all the shards' documents at once. Models
+    must share their tokenizer settings (the difference is named otherwise); the first
+    model's vocabulary filter and default estimator settings are kept. The result keeps a
+    ledger when every model has one.
+
+    \b
+    Example:
+      nbclass merge shard-1.nbc shard-2.nbc shard-3.nbc -o all.nbc
+    """
+    from .learning import combine
+    from .modelfile import load, locked, save
+
+    start = time.perf_counter()
+    if len(models) < 2:
+        raise click.UsageError("give at least two models to merge")
+    with locked(output):
+        merged = combine([load(path) for path in models], list(models))
+        save(merged, output)
+    if not quiet:
+        _summary("merge", merged, output, start, f"{len(models)} models, ")
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("corpus_dir", metavar="[CORPUS_DIR]", required=False)
+@_model_option
+@click.option(
+    "--lines",
+    "lines_path",
+    metavar="FILE|-",
+    help="Unlearn one document per line (LABEL<TAB>TEXT or __label__LABEL TEXT).",
+)
+@click.option("-o", "--output", metavar="OUT", help="Write here instead of over MODEL.")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes that read and count.  [default: $NBCLASS_JOBS, else every core]",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
+def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet):
+    """Subtract documents that were learned by mistake.
+
+    CORPUS_DIR is laid out like a training corpus (one subfolder per class; one class is
+    enough); every document in it is removed from the model under that class. A relabel
+    is unlearn + fit --update. Counts never go negative: with a ledger (fit --ledger), a
+    document the model never learned under that class is named and refused; without
+    one, a count that would become impossible is. Nothing is written unless every
+    document can be removed.
+
+    \b
+    Examples:
+      nbclass unlearn mistakes/ -m model.nbc
+      printf 'spam\tHi mum, see you at 6\n' | nbclass unlearn --lines - -m model.nbc
+    """
+    from .counts import default_jobs
+    from .learning import line_keys, unlearn_counts, unlearn_keys
+    from .modelfile import load, locked, save
+
+    start = time.perf_counter()
+    if (corpus_dir is None) == (lines_path is None):
+        raise click.UsageError("give either CORPUS_DIR or --lines FILE (one of them)")
+    output = output or model_path
+    with locked(output):
+        model = load(model_path)
+        if model.ledger is not None:
+            if lines_path is not None:
+                keys, sources = line_keys(_line_documents(lines_path))
+            else:
+                from .corpus import list_corpus
+                from .learning import corpus_keys
+
+                keys, sources = corpus_keys(list_corpus(corpus_dir, min_classes=1))
+            removed = len(keys)
+            result = unlearn_keys(model, keys, sources)
+        else:
+            jobs = jobs or default_jobs()
+            documents = _count(corpus_dir, lines_path, model.tokenizer, False, jobs, quiet, model)
+            removed = documents.counts.n_docs
+            result = unlearn_counts(model, documents)
+        save(result, output)
+    if not quiet:
+        _summary("unlearn", result, output, start, f"-{removed} documents, now ")
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("corpus_dir", metavar="CORPUS_DIR")
+@_model_option
+@fit_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format of the report.",
+)
+@click.pass_context
+def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, **options):
+    """Make MODEL equal to a fresh fit of CORPUS_DIR as it is now.
+
+    The model keeps a ledger (a SHA-256 per document and its class), so sync learns new
+    files, unlearns deleted ones (from the ledger: their files are gone) and moves the
+    counts of a file that moved to another class folder. Running it twice changes
+    nothing; after any sequence of syncs the model equals `fit --ledger` of the folder,
+    bit for bit. When MODEL does not exist it is created (with the fit options given
+    here). Prints what it did: added, removed, relabelled, unchanged. The model is locked
+    meanwhile, so overlapping cron runs queue up.
+
+    \b
+    Example (crontab, every five minutes):
+      */5 * * * *  nbclass sync /srv/tickets -m /srv/tickets.nbc
+    """
+    import json
+
+    from .corpus import list_corpus
+    from .counts import default_jobs
+    from .learning import SyncReport
+    from .learning import sync as sync_model
+    from .modelfile import load, locked, save
+
+    jobs = jobs or default_jobs()
+    with locked(model_path):
+        corpus = list_corpus(corpus_dir)
+        if os.path.exists(model_path):
+            from dataclasses import replace
+
+            model = load(model_path)
+            _, vocabulary_filter, defaults = _fit_settings(ctx, options, model)
+            resettled = (vocabulary_filter, defaults) != (model.vocabulary_filter, model.defaults)
+            model = replace(model, vocabulary_filter=vocabulary_filter, defaults=defaults)
+            model, report = sync_model(model, corpus, jobs)
+        else:
+            from .learning import count_documents
+            from .model import Model, check_usable
+
+            tokenizer, vocabulary_filter, defaults = _fit_settings(ctx, options)
+            documents = count_documents(corpus, tokenizer, True, jobs)
+            model = Model(
+                documents.counts, tokenizer, vocabulary_filter, defaults, ledger=documents.ledger
+            )
+            check_usable(model)
+            report, resettled = SyncReport(added=documents.counts.n_docs), True
+        if report.changed or resettled:
+            save(model, model_path)
+    if quiet:
+        return
+    fields = {
+        "added": report.added,
+        "removed": report.removed,
+        "relabelled": report.relabelled,
+        "unchanged": report.unchanged,
+        "documents": model.counts.n_docs,
+    }
+    if fmt == "json":
+        click.echo(json.dumps({**fields, "model": model_path}))
+    else:
+        click.echo(
+            "sync: " + ", ".join(f"{value} {name}" for name, value in fields.items())
+            + f" -> {model_path}" + ("" if report.changed else " (unchanged)")
+        )
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

@@ -59,6 +59,7 @@ def tokenizer_difference(a: TokenizerSettings, b: TokenizerSettings) -> str | No
             shown = {
                 "stop_words": lambda d: f"{len(d['stop_words'])} stop words "
                 f"({d['stop_words_source']})",
+                "ngram_range": lambda d: "{},{}".format(*d["ngram_range"]),
             }.get(key, lambda d, key=key: repr(d[key]))
             return f"{key.replace('_', ' ')}: {shown(left)} vs {shown(right)}"
     return None
