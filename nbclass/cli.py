@@ -381,19 +381,21 @@ def fit(ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, *
     if output is None:
         raise click.UsageError("give -o MODEL (or --update MODEL)")
     jobs = jobs or default_jobs()
-    with locked(output):
-        base = None
-        if update_path is not None:
-            from .modelfile import load
+    base = None
+    if update_path is not None:
+        from .modelfile import load
 
-            base = load(update_path)
-            if ledger and base.ledger is None:
-                raise click.UsageError(
-                    f"{update_path!r} keeps no ledger; --ledger needs one from its first fit"
-                )
-        tokenizer, vocabulary_filter, defaults = _fit_settings(ctx, options, base)
-        keep_ledger = ledger if base is None else base.ledger is not None
-        documents = _count(corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base)
+        base = load(update_path)
+        if ledger and base.ledger is None:
+            raise click.UsageError(
+                f"{update_path!r} keeps no ledger; --ledger needs one from its first fit"
+            )
+    tokenizer, vocabulary_filter, defaults = _fit_settings(ctx, options, base)
+    keep_ledger = ledger if base is None else base.ledger is not None
+    # Read and count before taking the lock: the input may be a slow pipe, and the lock
+    # should be held only while the model is read, changed and written.
+    documents = _count(corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base)
+    with locked(output):
         if base is None:
             from .model import Model, check_usable
 
@@ -411,13 +413,33 @@ def fit(ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, *
 
             from .learning import update
 
+            current = _reload(update_path, base)
             model = update(
-                replace(base, vocabulary_filter=vocabulary_filter, defaults=defaults), documents
+                replace(current, vocabulary_filter=vocabulary_filter, defaults=defaults),
+                documents,
             )
         save(model, output)
     if not quiet:
         extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "
         _summary("update" if base is not None else "fit", model, output, start, extra)
+
+
+def _reload(path: str, before):
+    """The model at ``path`` read again under its lock, refusing a change of settings.
+
+    Documents were counted for the model as it was before the lock was taken; another
+    writer may have changed its counts meanwhile (that is fine, counts add up), but not
+    its tokenizer or whether it keeps a ledger.
+    """
+    from .modelfile import load
+
+    now = load(path)
+    if now.tokenizer != before.tokenizer or (now.ledger is None) != (before.ledger is None):
+        raise NbclassError(
+            f"{path!r} was replaced by a model with other settings while the documents were "
+            "read; run the command again"
+        )
+    return now
 
 
 def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base):
@@ -654,22 +676,25 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet):
     if (corpus_dir is None) == (lines_path is None):
         raise click.UsageError("give either CORPUS_DIR or --lines FILE (one of them)")
     output = output or model_path
-    with locked(output):
-        model = load(model_path)
-        if model.ledger is not None:
-            if lines_path is not None:
-                keys, sources = line_keys(_line_documents(lines_path))
-            else:
-                from .corpus import list_corpus
-                from .learning import corpus_keys
+    model = load(model_path)
+    if model.ledger is not None:
+        if lines_path is not None:
+            keys, sources = line_keys(_line_documents(lines_path))
+        else:
+            from .corpus import list_corpus
+            from .learning import corpus_keys
 
-                keys, sources = corpus_keys(list_corpus(corpus_dir, min_classes=1))
-            removed = len(keys)
+            keys, sources = corpus_keys(list_corpus(corpus_dir, min_classes=1))
+        removed = len(keys)
+    else:
+        jobs = jobs or default_jobs()
+        documents = _count(corpus_dir, lines_path, model.tokenizer, False, jobs, quiet, model)
+        removed = documents.counts.n_docs
+    with locked(output):
+        model = _reload(model_path, model)
+        if model.ledger is not None:
             result = unlearn_keys(model, keys, sources)
         else:
-            jobs = jobs or default_jobs()
-            documents = _count(corpus_dir, lines_path, model.tokenizer, False, jobs, quiet, model)
-            removed = documents.counts.n_docs
             result = unlearn_counts(model, documents)
         save(result, output)
     if not quiet:

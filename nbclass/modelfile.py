@@ -182,9 +182,33 @@ def locked(path: str) -> Iterator[None]:
         ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        _remove_stale_temporaries(path)
         yield
     finally:
         os.close(fd)
+
+
+def _temporary_prefix(path: str) -> str:
+    return "." + os.path.basename(path) + "."
+
+
+def _remove_stale_temporaries(path: str) -> None:
+    """Delete what writers killed mid-write left: only the lock holder writes temporaries."""
+    import re
+
+    folder = os.path.dirname(os.path.abspath(path))
+    # exactly the names tempfile.mkstemp gives in save(): prefix, 8 random characters, .tmp
+    ours = re.compile(re.escape(_temporary_prefix(path)) + r"[a-z0-9_]{8}\.tmp")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if ours.fullmatch(name):
+            try:
+                os.unlink(os.path.join(folder, name))
+            except OSError:
+                pass
 
 
 def save(model: Model, path: str) -> int:
@@ -192,9 +216,7 @@ def save(model: Model, path: str) -> int:
     data = dumps(model)
     folder = os.path.dirname(os.path.abspath(path))
     try:
-        fd, tmp = tempfile.mkstemp(
-            dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp"
-        )
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=_temporary_prefix(path), suffix=".tmp")
     except OSError as exc:
         raise ModelFileError(f"cannot write model {path!r}: {exc.strerror}") from None
     try:
