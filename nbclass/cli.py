@@ -57,6 +57,17 @@ def _ngram_range(ctx, param, value):
     return None if value is None else _parse_pair("--ngram-range", value)
 
 
+def _hash_features(ctx, param, value):
+    if value is None:
+        return None
+    from .hashing import parse_hash_features
+
+    try:
+        return parse_hash_features(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--hash-features") from None
+
+
 def _beta(ctx, param, value):
     if value is None:
         return None
@@ -216,6 +227,13 @@ def fit_options(command):
             "or none.",
         ),
         click.option(
+            "--hash-features",
+            callback=_hash_features,
+            metavar="N",
+            help="Hash words into N columns (e.g. 2^20) for a vocabulary that never stops "
+            "growing: memory and file size stay bounded. Off by default.",
+        ),
+        click.option(
             "--min-df",
             type=int,
             default=1,
@@ -278,6 +296,7 @@ def _fit_settings(ctx, p: dict, base=None):
         ngram_range=p["ngram_range"] or (1, 1),
         stop_words=words,
         stop_words_source=source,
+        hash_features=p["hash_features"],
     )
     make_tokenizer(tokenizer)  # refuse a pattern that cannot work before reading anything
     vocabulary_filter = VocabularyFilter(
@@ -292,7 +311,7 @@ def _fit_settings(ctx, p: dict, base=None):
 
     given = {
         name: getattr(tokenizer, name)
-        for name in ("lowercase", "token_pattern", "ngram_range")
+        for name in ("lowercase", "token_pattern", "ngram_range", "hash_features")
         if _given(ctx, name)
     }
     if _given(ctx, "stop_words"):
@@ -405,7 +424,8 @@ def fit(ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, *
                     "classifier needs at least two classes"
                 )
             model = Model(
-                documents.counts, tokenizer, vocabulary_filter, defaults, ledger=documents.ledger
+                documents.counts, tokenizer, vocabulary_filter, defaults, ledger=documents.ledger,
+                column_words=documents.column_words,
             )
             check_usable(model)
         else:
@@ -559,7 +579,12 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
 
     model = load(model_path)
     settings = _settings(model.defaults, event_model, estimator, alpha, beta)
-    _echo_lines(feature_lines(rank(model.active_counts, settings, k), fmt))
+    features = rank(model.active_counts, settings, k)
+    if model.column_words is not None:  # hashed columns: show the words seen in each
+        from dataclasses import replace
+
+        features = [replace(f, word=model.display(f.word)) for f in features]
+    _echo_lines(feature_lines(features, fmt))
 
 
 @cli.command("select-features", context_settings=CONTEXT)
@@ -755,7 +780,8 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, **options):
             tokenizer, vocabulary_filter, defaults = _fit_settings(ctx, options)
             documents = count_documents(corpus, tokenizer, True, jobs)
             model = Model(
-                documents.counts, tokenizer, vocabulary_filter, defaults, ledger=documents.ledger
+                documents.counts, tokenizer, vocabulary_filter, defaults, ledger=documents.ledger,
+                column_words=documents.column_words,
             )
             check_usable(model)
             report, resettled = SyncReport(added=documents.counts.n_docs), True

@@ -259,14 +259,23 @@ class CountAccumulator:
         )
         self._add_rows(slice(0, X.shape[1]), class_count, doc_count, token_count)
 
-    def add_tally(self, tally: Tally, entries: list | None = None) -> None:
+    def add_tally(
+        self, tally: Tally, entries: list | None = None, seen: dict | None = None
+    ) -> None:
         """Add the per-class counts of a batch made by :func:`tally` (maybe elsewhere).
 
-        A tally with ledger entries (a fourth item) appends them to ``entries``.
+        A tally with ledger entries (a fourth item) appends them to ``entries``; one with
+        words sampled per hashed column (a fifth) merges them into ``seen``.
         """
         class_count, docs, tokens = tally[:3]
         if entries is not None:
             entries.extend(tally[3])
+        if seen is not None and len(tally) > 4 and tally[4]:
+            from .hashing import add_representative
+
+            for column, sample in tally[4].items():
+                for key, word in sample:
+                    add_representative(seen, column, key, word)
         vocabulary, C = self.vocabulary, len(self.classes)
         new = set().union(*docs).difference(vocabulary)
         vocabulary.update(zip(sorted(new), range(len(vocabulary), len(vocabulary) + len(new))))
@@ -412,8 +421,12 @@ def count_corpus(
     jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
     entries: list | None = None,
+    seen: dict | None = None,
 ) -> Counts:
     """Read, tokenize and count documents, on ``jobs`` processes.
+
+    When ``seen`` is a dict and the tokenizer hashes, the words sampled per column
+    (:mod:`nbclass.hashing`) are merged into it.
 
     When ``entries`` is a list, each document's ledger entry ``(digest, class index,
     Counter)`` is appended to it (:mod:`nbclass.ledger`), in no particular order.
@@ -434,7 +447,7 @@ def count_corpus(
         for start in range(0, n, PART_SIZE):
             end = min(n, start + PART_SIZE)
             part = tally_paths(paths[start:end], labels[start:end], C, tokenize, ledger)
-            accumulator.add_tally(part, entries)
+            accumulator.add_tally(part, entries, seen)
             if on_progress:
                 on_progress(start, end)
         return accumulator.result()
@@ -446,7 +459,7 @@ def count_corpus(
     )
     with Parallel(n_jobs=jobs, backend=PARALLEL_BACKEND, return_as="generator_unordered") as run:
         for start, end, part in run(parts):
-            accumulator.add_tally(part, entries)
+            accumulator.add_tally(part, entries, seen)
             if on_progress:
                 on_progress(start, end)
     return accumulator.result()

@@ -58,7 +58,9 @@ MODEL_SECTIONS = (
 )
 # Present only in a model that keeps a ledger of its documents (nbclass.ledger).
 LEDGER_SECTIONS = ("ledger_digest", "ledger_label", "ledger_ptr", "ledger_word", "ledger_count")
-OPTIONAL_SECTIONS = LEDGER_SECTIONS
+# Present only in a model with feature hashing: the words sampled per column.
+HASHING_SECTIONS = ("column_words", "column_words_ptr")
+OPTIONAL_SECTIONS = LEDGER_SECTIONS + HASHING_SECTIONS
 
 
 def _pad(n: int) -> int:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from .corpus import Corpus, decode, read_bytes
 from .counts import CountAccumulator, Counts, count_corpus, merge, subtract
 from .errors import NbclassError, NbclassWarning, UsageError
+from .hashing import keyed, merge_representatives, words_of
 from .ledger import Ledger, canonical, from_entries, match, unify
 from .model import Model, check_usable
 from .tally import digest, tally, tally_ledger
@@ -42,10 +43,17 @@ class Documents:
         Their counts (classes: only those they hold).
     ledger : Ledger or None
         Their ledger entries over ``counts``' classes and vocabulary, if asked for.
+    seen : dict or None
+        With feature hashing, the words sampled per column (:mod:`nbclass.hashing`).
     """
 
     counts: Counts
     ledger: Ledger | None
+    seen: dict | None = None
+
+    @property
+    def column_words(self) -> dict | None:
+        return None if self.seen is None else words_of(self.seen)
 
 
 Keys = list  # [(SHA-256 digest, class name)] per document, and a parallel list of sources
@@ -54,12 +62,13 @@ Keys = list  # [(SHA-256 digest, class name)] per document, and a parallel list 
 def tokenizer_difference(a: TokenizerSettings, b: TokenizerSettings) -> str | None:
     """The first tokenizer setting in which ``a`` and ``b`` differ, said for a user."""
     left, right = a.to_dict(), b.to_dict()
-    for key in ("lowercase", "token_pattern", "ngram_range", "stop_words"):
-        if left[key] != right[key]:
+    for key in ("lowercase", "token_pattern", "ngram_range", "stop_words", "hash_features"):
+        if left.get(key) != right.get(key):
             shown = {
                 "stop_words": lambda d: f"{len(d['stop_words'])} stop words "
                 f"({d['stop_words_source']})",
                 "ngram_range": lambda d: "{},{}".format(*d["ngram_range"]),
+                "hash_features": lambda d: str(d.get("hash_features") or "off"),
             }.get(key, lambda d, key=key: repr(d[key]))
             return f"{key.replace('_', ' ')}: {shown(left)} vs {shown(right)}"
     return None
@@ -88,15 +97,16 @@ def count_documents(
 ) -> Documents:  # fmt: skip
     """Count the documents of ``corpus`` (with their ledger entries if ``ledger``)."""
     entries = [] if ledger else None
+    seen = {} if tokenizer.hash_features else None
     counts = count_corpus(
-        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries
+        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen
     )
     if entries is None:
-        return Documents(counts, None)
+        return Documents(counts, None, seen)
     book, counts = canonical(
         from_entries(entries, counts.vocabulary), counts.classes, counts.vocabulary
     )
-    return Documents(counts, book)
+    return Documents(counts, book, seen)
 
 
 def corpus_keys(corpus: Corpus) -> tuple[Keys, list[str]]:
@@ -164,6 +174,8 @@ def count_lines(
     The input is read once, in batches, so it may be a stream of any length.
     """
     tokenize = make_tokenizer(tokenizer)
+    take_seen = getattr(tokenize, "take_seen", None)
+    seen = {} if take_seen else None
     class_at: dict[str, int] = {}
     parts: list[Counts] = []
     entries: list = []
@@ -179,6 +191,8 @@ def count_lines(
             part = tally((tokenize(decode(t)) for t in texts), labels, len(classes))
         accumulator = CountAccumulator(classes)
         accumulator.add_tally(part, entries if ledger else None)
+        if take_seen:
+            seen.update(merge_representatives([seen, take_seen()]))
         parts.append(accumulator.result())
         batch.clear()
 
@@ -195,11 +209,11 @@ def count_lines(
         )
     counts = merge(*parts).pruned()
     if not ledger:
-        return Documents(counts, None)
+        return Documents(counts, None, seen)
     book = from_entries(entries, counts.vocabulary)
     book, classes, vocabulary = unify([(book, list(class_at), counts.vocabulary)])
     book, counts = canonical(book, classes, vocabulary)
-    return Documents(counts, book)
+    return Documents(counts, book, seen)
 
 
 def _from_ledger(model: Model, ledger: Ledger, classes, vocabulary) -> Model:
@@ -209,9 +223,18 @@ def _from_ledger(model: Model, ledger: Ledger, classes, vocabulary) -> Model:
     return result
 
 
+def _joined_words(*samples: dict | None) -> dict | None:
+    """Words sampled per hashed column of several models or batches, merged."""
+    present = [s for s in samples if s is not None]
+    if not present:
+        return None
+    return words_of(merge_representatives(keyed(s) for s in present))
+
+
 def update(model: Model, documents: Documents) -> Model:
     """``model`` with ``documents`` added: the model of both sets of documents."""
     _refuse_selected(model, "the model")
+    model = replace(model, column_words=_joined_words(model.column_words, documents.column_words))
     counts = model.counts
     if model.ledger is not None:
         if documents.ledger is None:  # pragma: no cover - callers count with a ledger
@@ -248,6 +271,7 @@ def combine(models: Sequence[Model], names: Sequence[str]) -> Model:
                     NbclassWarning,
                     stacklevel=2,
                 )
+    first = replace(first, column_words=_joined_words(*(m.column_words for m in models)))
     with_ledger = [m.ledger is not None for m in models]
     if all(with_ledger):
         parts = [(m.ledger, m.counts.classes, m.counts.vocabulary) for m in models]
@@ -355,4 +379,6 @@ def sync(model: Model, corpus: Corpus, jobs: int = 1) -> tuple[Model, SyncReport
         )
         documents = count_documents(fresh, model.tokenizer, ledger=True, jobs=jobs)
         parts.append((documents.ledger, documents.counts.classes, documents.counts.vocabulary))
+        words = _joined_words(model.column_words, documents.column_words)
+        model = replace(model, column_words=words)
     return _from_ledger(model, *unify(parts)), report

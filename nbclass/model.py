@@ -23,6 +23,7 @@ from .corpus import Corpus
 from .counts import Counts, count_corpus
 from .errors import NbclassError, UsageError
 from .estimators import EstimatorSettings
+from .hashing import words_of
 from .ledger import Ledger, canonical, from_entries
 from .posterior import log_posterior, make_scorer
 from .selection import mutual_information, rank_features
@@ -95,6 +96,9 @@ class Model:
     ledger : Ledger or None
         Every training document's digest, class and bag of words, if the model keeps
         them (:mod:`nbclass.ledger`); then ``counts`` is exactly the ledger's sum.
+    column_words : dict or None
+        With feature hashing, ``{column: (word, ...)}``: a sample of the words seen in
+        each column (:mod:`nbclass.hashing`), for display.
     """
 
     counts: Counts
@@ -103,6 +107,13 @@ class Model:
     defaults: EstimatorSettings = field(default_factory=EstimatorSettings)
     selection: dict | None = None
     ledger: Ledger | None = None
+    column_words: dict[str, tuple[str, ...]] | None = None
+
+    def display(self, token: str) -> str:
+        """How to show a vocabulary entry: the word, or a hashed column's sampled words."""
+        if self.column_words is None:
+            return token
+        return "|".join(self.column_words.get(token, ())) or token
 
     @cached_property
     def active_counts(self) -> Counts:
@@ -136,15 +147,17 @@ def fit(
     vocabulary_filter = (vocabulary_filter or VocabularyFilter()).validate()
     defaults = (defaults or EstimatorSettings()).validate()
     entries = [] if ledger else None
+    seen = {} if tokenizer.hash_features else None
     counts = count_corpus(
-        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries
+        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen
     )
     book = None
     if entries is not None:
         book, counts = canonical(
             from_entries(entries, counts.vocabulary), counts.classes, counts.vocabulary
         )
-    model = Model(counts, tokenizer, vocabulary_filter, defaults, ledger=book)
+    words = None if seen is None else words_of(seen)
+    model = Model(counts, tokenizer, vocabulary_filter, defaults, ledger=book, column_words=words)
     check_usable(model)
     return model
 

@@ -59,6 +59,7 @@ from .counts import Counts, doc_count_histograms
 from .errors import ModelFileError, NbclassError
 from .estimators import EstimatorSettings
 from .fileformat import (
+    HASHING_SECTIONS,
     LEDGER_SECTIONS,
     MODEL_SECTIONS,
     OPTIONAL_SECTIONS,
@@ -116,6 +117,22 @@ def _arrays(model: Model) -> dict[str, np.ndarray]:
         "token_count": counts.token_count[rows, cols],
         **derived_sections(model),
         **_ledger_arrays(model.ledger),
+        **_column_word_arrays(model),
+    }
+
+
+def _column_word_arrays(model: Model) -> dict[str, np.ndarray]:
+    """Per vocabulary entry, its sampled words: NUL-separated, grouped by ``ptr``."""
+    if model.tokenizer.hash_features is None:
+        return {}
+    words = model.column_words or {}
+    groups = [words.get(column, ()) for column in model.counts.vocabulary]
+    encoded = [w.encode("utf-8", "surrogatepass") + b"\x00" for group in groups for w in group]
+    ptr = np.zeros(len(groups) + 1, dtype=np.int64)
+    np.cumsum([len(group) for group in groups], out=ptr[1:])
+    return {
+        "column_words": np.frombuffer(b"".join(encoded), dtype=np.uint8),
+        "column_words_ptr": ptr,
     }
 
 
@@ -318,6 +335,7 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         defaults=EstimatorSettings.from_dict(header["defaults"]).validate(),
         selection=selection,
         ledger=_build_ledger(header, arrays, counts),
+        column_words=_build_column_words(tokenizer, arrays, vocabulary),
     )
     expected = derived_sections(model)
     if int(header["n_used"]) != len(model.active_counts.vocabulary) or not all(
@@ -349,6 +367,37 @@ def _build_ledger(header: dict, arrays: dict[str, np.ndarray], counts: Counts) -
     if not ledger.sum_counts(counts.classes, counts.vocabulary).equals(counts):
         raise ValueError("the counts are not the sum of the ledger")
     return ledger
+
+
+def _build_column_words(tokenizer, arrays, vocabulary) -> dict | None:
+    present = [name for name in HASHING_SECTIONS if name in arrays]
+    if tokenizer.hash_features is None:
+        if present:
+            raise ValueError("column words in a model without feature hashing")
+        return None
+    if len(present) != len(HASHING_SECTIONS):
+        raise ValueError("the hashed columns' words are missing")
+    from .hashing import REPRESENTATIVES, column_namer, word_key
+
+    blob = arrays["column_words"].tobytes()
+    words = blob.decode("utf-8", "surrogatepass").split("\x00")[:-1] if blob else []
+    ptr = arrays["column_words_ptr"].astype(np.int64)
+    if ptr.shape != (len(vocabulary) + 1,) or ptr[0] != 0 or ptr[-1] != len(words):
+        raise ValueError("the hashed columns' words have inconsistent sizes")
+    if (np.diff(ptr) < 0).any() or (np.diff(ptr) > REPRESENTATIVES).any():
+        raise ValueError("a hashed column lists too many words")
+    n, name = tokenizer.hash_features, column_namer(tokenizer.hash_features)
+    result = {}
+    for j, column in enumerate(vocabulary):
+        group = tuple(words[ptr[j] : ptr[j + 1]])
+        keys = [word_key(w) for w in group]
+        if keys != sorted(set(keys)) or any(
+            name(int.from_bytes(k, "little") % n) != column for k in keys
+        ):
+            raise ValueError(f"the words listed for column {column!r} do not hash to it")
+        if group:
+            result[column] = group
+    return result
 
 
 def load(path: str) -> Model:

@@ -112,6 +112,7 @@ def model_info(model: Model, path: str, header: dict | None = None) -> dict:
             "stop_words": len(model.tokenizer.stop_words),
         },
         "defaults": model.defaults.to_dict(),
+        "ledger": None if model.ledger is None else model.ledger.n_documents,
     }
 
 
@@ -149,7 +150,10 @@ def info_lines(info: dict, fmt: str) -> Iterator[str]:
         f"tokenizer    lowercase {str(t['lowercase']).lower()}, token_pattern "
         f"{t['token_pattern']}, ngram_range {t['ngram_range'][0]},{t['ngram_range'][1]}, "
         f"stop_words {t['stop_words_source']} ({t['stop_words']} words)"
+        + (f", hash_features {t['hash_features']}" if t.get("hash_features") else "")
     )
+    if info.get("ledger") is not None:
+        yield f"ledger       {info['ledger']} documents (SHA-256, class and word counts of each)"
     d = info["defaults"]
     beta = d["beta"][0] if d["beta"][0] == d["beta"][1] else f"{d['beta'][0]},{d['beta'][1]}"
     yield (

@@ -68,10 +68,19 @@ def tally_ledger(documents: Iterable[bytes], labels, n_classes: int, tokenize) -
 
 
 def tally_paths(paths, labels, n_classes: int, tokenize, ledger: bool = False) -> Tally:
-    """Read, tokenize and :func:`tally` the documents at ``paths`` (with ledger entries)."""
+    """Read, tokenize and :func:`tally` the documents at ``paths``.
+
+    Returns ``(class_count, docs, tokens, entries, seen)``: ``entries`` are the ledger
+    entries (None without ``ledger``), ``seen`` the words sampled per hashed column (None
+    unless the tokenizer hashes, :mod:`nbclass.hashing`).
+    """
     if ledger:
-        return tally_ledger(map(read_bytes, paths), labels, n_classes, tokenize)
-    return tally((tokenize(decode(read_bytes(p))) for p in paths), labels, n_classes)
+        part = tally_ledger(map(read_bytes, paths), labels, n_classes, tokenize)
+    else:
+        part = tally((tokenize(decode(read_bytes(p))) for p in paths), labels, n_classes)
+        part = (*part, None)
+    take_seen = getattr(tokenize, "take_seen", None)
+    return (*part, take_seen() if take_seen else None)
 
 
 def tally_part(

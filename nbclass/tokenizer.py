@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from .errors import UsageError
 
@@ -45,6 +45,8 @@ class TokenizerSettings:
         Tokens to drop before n-grams are formed (sorted; stored in the model).
     stop_words_source : str
         Where the stop words came from: ``"none"``, ``"english"`` or a file name.
+    hash_features : int or None
+        N: hash every token into one of N columns (:mod:`nbclass.hashing`), or None.
     """
 
     lowercase: bool = True
@@ -52,10 +54,13 @@ class TokenizerSettings:
     ngram_range: tuple[int, int] = (1, 1)
     stop_words: tuple[str, ...] = field(default=())
     stop_words_source: str = "none"
+    hash_features: int | None = None
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["ngram_range"] = list(self.ngram_range)
+        if self.hash_features is None:
+            del data["hash_features"]  # files without hashing stay as they were
         data["stop_words"] = list(self.stop_words)
         return data
 
@@ -67,7 +72,16 @@ class TokenizerSettings:
             ngram_range=(int(data["ngram_range"][0]), int(data["ngram_range"][1])),
             stop_words=tuple(str(w) for w in data["stop_words"]),
             stop_words_source=str(data["stop_words_source"]),
+            hash_features=_optional_int(data.get("hash_features")),
         )
+
+
+def _optional_int(value) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 2:
+        raise ValueError(f"hash_features {value!r} is not a number of columns")
+    return value
 
 
 def load_stop_words(spec: str, lowercase: bool = True) -> tuple[tuple[str, ...], str]:
@@ -129,6 +143,9 @@ def validate_ngram_range(ngram_range: tuple[int, int]) -> None:
 def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
     """Build the function ``text -> list of tokens`` for ``settings``.
 
+    With ``hash_features``, the tokens are column names and the function is a
+    :class:`nbclass.hashing.HashedTokenizer`.
+
     Examples
     --------
     >>> tokenize = make_tokenizer(TokenizerSettings(ngram_range=(1, 2)))
@@ -153,6 +170,11 @@ def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
             tokens = [t for t in tokens if t not in stop]
         return tokens
 
+    if settings.hash_features is not None:
+        from .hashing import HashedTokenizer
+
+        plain = make_tokenizer(replace(settings, hash_features=None))
+        return HashedTokenizer(plain, settings.hash_features)
     if (min_n, max_n) == (1, 1):
         return words
 

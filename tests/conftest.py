@@ -42,6 +42,14 @@ def chinese_corpus(tmp_path) -> Path:
 
 
 @pytest.fixture
+def parallel_always(monkeypatch):
+    """Use worker processes even for the small test corpora."""
+    import nbclass.counts
+
+    monkeypatch.setattr(nbclass.counts, "PARALLEL_MIN_BYTES", 0)
+
+
+@pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
 

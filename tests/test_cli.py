@@ -524,6 +524,7 @@ def test_info_json(runner, model):
             "alpha": 1.0,
             "beta": [1.0, 1.0],
         },
+        "ledger": None,
     }
     assert list(info["classes"]) == ["china", "japan"]
 

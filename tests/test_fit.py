@@ -17,14 +17,6 @@ from nbclass.tokenizer import TokenizerSettings
 from nbclass.vectorizer import count_matrix
 
 
-@pytest.fixture
-def parallel_always(monkeypatch):
-    """Use worker processes even for the small test corpora."""
-    import nbclass.counts
-
-    monkeypatch.setattr(nbclass.counts, "PARALLEL_MIN_BYTES", 0)
-
-
 def test_any_number_of_jobs_gives_the_same_model_bit_for_bit(news_sample, parallel_always):
     corpus = list_corpus(str(news_sample[0]))
     serial = dumps(fit(corpus, jobs=1))
