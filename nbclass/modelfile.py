@@ -117,7 +117,11 @@ def dumps(model: Model) -> bytes:
 
 def save(model: Model, path: str) -> int:
     """Write ``model`` to ``path`` atomically; returns the number of bytes written."""
-    data = dumps(model)
+    return write_atomic(dumps(model), path)
+
+
+def write_atomic(data: bytes, path: str) -> int:
+    """Write the bytes of a model file to ``path`` atomically; returns their number."""
     folder = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(

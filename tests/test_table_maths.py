@@ -160,9 +160,7 @@ def test_gaussian_equals_scikit_learn_gaussiannb(var_smoothing):
         assert np.allclose(reference.var_[:, k], var, rtol=1e-12, atol=0)
     proba = np.exp(log_posterior(jll))
     assert np.allclose(proba, reference.predict_proba(X_test), rtol=0, atol=ATOL)
-    assert np.allclose(
-        log_posterior(jll), reference.predict_log_proba(X_test), rtol=0, atol=1e-9
-    )
+    assert np.allclose(log_posterior(jll), reference.predict_log_proba(X_test), rtol=0, atol=1e-9)
 
 
 @pytest.mark.parametrize("beta", [1.0, 0.3])
@@ -172,8 +170,10 @@ def test_categorical_equals_scikit_learn_categoricalnb(beta):
     y = _labels(n, C, 3)
     alphabets = [["low", "mid", "high"], list("abcdefg"), ["yes", "no"]]
     columns = [
-        [rnd.choice(alphabet[: 1 + (c + i) % len(alphabet)] if i else alphabet) for i, c in
-         enumerate(y.tolist())]
+        [
+            rnd.choice(alphabet[: 1 + (c + i) % len(alphabet)] if i else alphabet)
+            for i, c in enumerate(y.tolist())
+        ]
         for alphabet in alphabets
     ]
     stats = [CategoricalStats.of(col, y.tolist(), C) for col in columns]

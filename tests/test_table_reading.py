@@ -15,7 +15,7 @@ CSV = (
     "id,age,colour,comment,label\n"
     '1,34,red,"arrived late, box torn",bad\n'
     "2,,blue,fine,good\n"
-    "3,NA,  red ,\"said \"\"thanks\"\" twice\",good\n"
+    '3,NA,  red ,"said ""thanks"" twice",good\n'
 )
 TSV = (
     "id\tage\tcolour\tcomment\tlabel\n"
