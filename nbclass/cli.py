@@ -560,13 +560,13 @@ def _fit_table(
     column_types, var_smoothing,
 ):  # fmt: skip
     if corpus_dir is not None and table is not None:
-        raise click.UsageError("give a CORPUS_DIR or --table FILE, not both")
+        raise UsageError("give a CORPUS_DIR or --table FILE, not both")
     if table is None:
-        raise click.UsageError("give a CORPUS_DIR to learn from, or --table FILE --label COLUMN")
+        raise UsageError("give a CORPUS_DIR to learn from, or --table FILE --label COLUMN")
     if label is None:
-        raise click.UsageError("--table needs --label COLUMN, the column that holds the class")
+        raise UsageError("--table needs --label COLUMN, the column that holds the class")
     if min_df != 1 or max_features is not None:
-        raise click.UsageError("--min-df and --max-features apply to text corpora, not --table")
+        raise UsageError("--min-df and --max-features apply to text corpora, not --table")
     from .columns import DEFAULT_VAR_SMOOTHING
     from .estimators import EstimatorSettings
     from .table import parse_column_types, read_table
@@ -612,9 +612,9 @@ def _predict_table(
     table_format, id_column,
 ):  # fmt: skip
     if table is None:
-        raise click.UsageError("--id names a column of --table FILE: give --table too")
+        raise UsageError("--id names a column of --table FILE: give --table too")
     if paths or lines:
-        raise click.UsageError("--table FILE classifies rows: give no PATH and no --lines")
+        raise UsageError("--table FILE classifies rows: give no PATH and no --lines")
     from .render import prediction_lines
     from .table import iter_rows
     from .table import table_format as detect_format
