@@ -14,7 +14,7 @@ import warnings
 import click
 
 from . import __version__
-from .errors import EXIT_INTERRUPTED, NbclassError, NbclassWarning, UsageError
+from .errors import EXIT_INTERRUPTED, ModelKindError, NbclassError, NbclassWarning, UsageError
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a filter cut off by `head`
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -142,6 +142,65 @@ def _model_option(command):
         metavar="MODEL",
         help="Model file written by 'nbclass fit'.",
     )(command)
+
+
+def table_fit_options(command):
+    """--table, --label, --table-format, --column-types, --var-smoothing of ``fit``."""
+    options = [
+        click.option(
+            "--table",
+            metavar="FILE",
+            help="Learn from a table (CSV, TSV or JSON lines; - for stdin) instead of a folder.",
+        ),
+        click.option("--label", metavar="COLUMN", help="With --table: the column of classes."),
+        _table_format_option,
+        click.option(
+            "--column-types",
+            metavar="NAME=TYPE,...",
+            help="With --table: numeric, categorical, text or ignore per column, overriding "
+            "the detection.",
+        ),
+        click.option(
+            "--var-smoothing",
+            type=float,
+            default=None,
+            metavar="EPS",
+            help="With --table: variance floor of numeric columns, EPS times the largest "
+            "column variance.  [default: 1e-09]",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+_table_format_option = click.option(
+    "--table-format",
+    type=click.Choice(["csv", "tsv", "jsonl"]),
+    default=None,
+    help="Format of --table.  [default: from the extension]",
+)
+
+
+def table_predict_options(command):
+    """--table, --table-format, --id of ``predict``."""
+    options = [
+        click.option(
+            "--table",
+            metavar="FILE",
+            help="Classify the rows of a table (table models; - for stdin).",
+        ),
+        _table_format_option,
+        click.option(
+            "--id",
+            "id_column",
+            metavar="COLUMN",
+            help="With --table: name each row by this column instead of FILE:ROW.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 class _progress:
@@ -369,6 +428,7 @@ def _line_documents(lines_path: str):
     "sync and unlearn know exactly what was learned. Grows with the corpus.",
 )
 @fit_options
+@table_fit_options
 @click.pass_context
 def fit(ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, **options):
     """Learn a model from CORPUS_DIR, a folder with one subfolder per class.
@@ -389,16 +449,40 @@ def fit(ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, *
       nbclass fit corpus/ -o model.nbc --ngram-range 1,2 --min-df 2
       nbclass fit new-tickets/ --update model.nbc
       cut -f2,3 labelled.tsv | nbclass fit --lines - -o model.nbc
+
+    With --table FILE --label COLUMN, learn from a table instead: numeric columns get
+    Gaussians, categorical columns smoothed frequencies, text columns bags of words.
+
+    \b
+      nbclass fit --table tickets.csv --label team -o model.nbc
+      nbclass fit --table t.csv --label team --column-types zip=categorical -o model.nbc
     """
+    table_options = {
+        name: options.pop(name)
+        for name in ("table", "label", "table_format", "column_types", "var_smoothing")
+    }
+    if table_options["table"] is not None:
+        if lines_path or update_path or ledger or options["hash_features"]:
+            raise UsageError(
+                "--table cannot be combined with --lines, --update, --ledger or --hash-features"
+            )
+        if output is None:
+            raise UsageError("give -o MODEL")
+        o = options
+        return _fit_table(
+            corpus_dir, output, o["lowercase"], o["token_pattern"], o["ngram_range"],
+            o["stop_words"], o["min_df"], o["max_features"], o["event_model"], o["estimator"],
+            o["alpha"], o["beta"], quiet, **table_options,
+        )  # fmt: skip
     from .counts import default_jobs
     from .modelfile import locked, save
 
     start = time.perf_counter()
     if (corpus_dir is None) == (lines_path is None):
-        raise click.UsageError("give either CORPUS_DIR or --lines FILE (one of them)")
+        raise UsageError("give a CORPUS_DIR, --lines FILE or --table FILE (one of them)")
     output = output or update_path
     if output is None:
-        raise click.UsageError("give -o MODEL (or --update MODEL)")
+        raise UsageError("give -o MODEL (or --update MODEL)")
     jobs = jobs or default_jobs()
     base = None
     if update_path is not None:
@@ -406,7 +490,7 @@ def fit(ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, *
 
         base = load(update_path)
         if ledger and base.ledger is None:
-            raise click.UsageError(
+            raise UsageError(
                 f"{update_path!r} keeps no ledger; --ledger needs one from its first fit"
             )
     tokenizer, vocabulary_filter, defaults = _fit_settings(ctx, options, base)
@@ -488,7 +572,10 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base):
     help="Classes listed per document, most probable first.  [default: 1 for tsv, all for jsonl]",
 )
 @estimator_options("Overrides the model's default without refitting.")
-def predict(model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta):
+@table_predict_options
+def predict(
+    model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, **table_options
+):
     """Classify documents: files, folders (walked recursively) or standard input.
 
     With no PATH, or with -, standard input is one document (with --lines, one document
@@ -505,7 +592,16 @@ def predict(model_path, paths, lines, fmt, top_k, event_model, estimator, alpha,
       echo "refund my card" | nbclass predict -m model.nbc
       nbclass predict -m model.nbc inbox/ --format jsonl --top-k 3
       tail -n 100 app.log | nbclass predict -m model.nbc --lines
+      nbclass predict -m table-model.nbc --table new.csv --id ticket
+
+    With --table FILE (a model fitted with --table), every row of FILE is classified;
+    its source is FILE:ROW (rows counted from 1 after the header) or the --id column.
     """
+    if table_options["table"] is not None or table_options["id_column"] is not None:
+        return _predict_table(
+            model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta,
+            **table_options,
+        )  # fmt: skip
     if not paths and sys.stdin.isatty():
         raise click.UsageError(
             "no input: give files or folders to classify, or pipe a document into "
@@ -577,7 +673,12 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
     from .render import feature_lines
     from .selection import top_features as rank
 
-    model = load(model_path)
+    try:
+        model = load(model_path)
+    except ModelKindError as exc:
+        if exc.kind != "table":
+            raise
+        return _table_top_features(model_path, k, fmt, event_model, estimator, alpha, beta)
     settings = _settings(model.defaults, event_model, estimator, alpha, beta)
     features = rank(model.active_counts, settings, k)
     if model.column_words is not None:  # hashed columns: show the words seen in each
@@ -626,7 +727,12 @@ def info(model_path, fmt):
     from .modelfile import load_with_header
     from .render import info_lines, model_info
 
-    model, header = load_with_header(model_path)
+    try:
+        model, header = load_with_header(model_path)
+    except ModelKindError as exc:
+        if exc.kind != "table":
+            raise
+        return _table_info(model_path, fmt)
     fmt_header = {k: header[k] for k in ("format", "version", "nbclass_version")}
     _echo_lines(info_lines(model_info(model, model_path, fmt_header), fmt))
 
@@ -652,7 +758,7 @@ def merge(models, output, quiet):
 
     start = time.perf_counter()
     if len(models) < 2:
-        raise click.UsageError("give at least two models to merge")
+        raise UsageError("give at least two models to merge")
     with locked(output):
         merged = combine([load(path) for path in models], list(models))
         save(merged, output)
@@ -699,7 +805,7 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet):
 
     start = time.perf_counter()
     if (corpus_dir is None) == (lines_path is None):
-        raise click.UsageError("give either CORPUS_DIR or --lines FILE (one of them)")
+        raise UsageError("give a CORPUS_DIR, or --lines FILE (one of them)")
     output = output or model_path
     model = load(model_path)
     if model.ledger is not None:
@@ -803,6 +909,130 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, **options):
             "sync: " + ", ".join(f"{value} {name}" for name, value in fields.items())
             + f" -> {model_path}" + ("" if report.changed else " (unchanged)")
         )
+
+
+# --- tables: fit --table, predict --table, top-features and info of table models -----------
+
+
+def _fit_table(
+    corpus_dir, output, lowercase, token_pattern, ngram_range, stop_words, min_df,
+    max_features, event_model, estimator, alpha, beta, quiet, table, label, table_format,
+    column_types, var_smoothing,
+):  # fmt: skip
+    if corpus_dir is not None and table is not None:
+        raise UsageError("give a CORPUS_DIR or --table FILE, not both")
+    if table is None:
+        raise UsageError("give a CORPUS_DIR to learn from, or --table FILE --label COLUMN")
+    if label is None:
+        raise UsageError("--table needs --label COLUMN, the column that holds the class")
+    if min_df != 1 or max_features is not None:
+        raise UsageError("--min-df and --max-features apply to text corpora, not --table")
+    from .columns import DEFAULT_VAR_SMOOTHING
+    from .estimators import EstimatorSettings
+    from .table import parse_column_types, read_table
+    from .tablefile import save
+    from .tablemodel import fit_table
+    from .tokenizer import DEFAULT_TOKEN_PATTERN, TokenizerSettings, load_stop_words
+
+    start = time.perf_counter()
+    defaults = _settings(EstimatorSettings(), event_model, estimator, alpha, beta)
+    words, source = load_stop_words(stop_words, lowercase)
+    tokenizer = TokenizerSettings(
+        lowercase=lowercase,
+        token_pattern=DEFAULT_TOKEN_PATTERN if token_pattern is None else token_pattern,
+        ngram_range=ngram_range or (1, 1),
+        stop_words=words,
+        stop_words_source=source,
+    )
+    types = parse_column_types(column_types)
+    model = fit_table(
+        read_table(table, table_format),
+        label,
+        types,
+        tokenizer,
+        defaults,
+        DEFAULT_VAR_SMOOTHING if var_smoothing is None else var_smoothing,
+    )
+    save(model, output)
+    if not quiet:
+        seconds = time.perf_counter() - start
+        kinds = [c.type for c in model.columns]
+        described = ", ".join(
+            f"{kinds.count(t)} {t}" for t in ("numeric", "categorical", "text") if t in kinds
+        )
+        click.echo(
+            f"fit: {model.n_rows} rows, {len(model.classes)} classes, {len(kinds)} columns "
+            f"({described}), {seconds:.2f} s -> {output}",
+            err=True,
+        )
+
+
+def _predict_table(
+    model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, table,
+    table_format, id_column,
+):  # fmt: skip
+    if table is None:
+        raise UsageError("--id names a column of --table FILE: give --table too")
+    if paths or lines:
+        raise UsageError("--table FILE classifies rows: give no PATH and no --lines")
+    from .render import prediction_lines
+    from .table import iter_rows
+    from .table import table_format as detect_format
+    from .tablefile import load
+    from .tablemodel import TableClassifier
+
+    model = load(model_path)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    classifier = TableClassifier(model, settings)
+    header, rows = iter_rows(table, detect_format(table, table_format))
+    if header is not None:
+        if id_column is not None and id_column not in header:
+            raise UsageError(f"--id {id_column!r} is not a column of {table!r}")
+        absent = [c.name for c in model.columns if c.name not in header]
+        if absent:
+            warnings.warn(
+                f"{table!r} has no column {', '.join(map(repr, absent))}: the model's factor "
+                "for it is left out of every row",
+                NbclassWarning,
+                stacklevel=1,
+            )
+
+    def sources():
+        for number, row in enumerate(rows, start=1):
+            name = row.get(id_column) if id_column is not None else None
+            yield (f"{table}:{number}" if name is None else name), row
+
+    for predictions in classifier.predict_rows(sources()):
+        log_rows = predictions.log_proba.tolist()
+        _echo_lines(prediction_lines(predictions.sources, model.classes, log_rows, fmt, top_k))
+        for source, row in zip(predictions.sources, log_rows):
+            if max(row) == float("-inf"):
+                warnings.warn(
+                    f"every class has probability 0 for {source!r} under --estimator "
+                    f"{settings.estimator}: a value the class never had rules each out; its "
+                    "label is empty. Use --estimator posterior-mean to smooth.",
+                    NbclassWarning,
+                    stacklevel=1,
+                )
+
+
+def _table_top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
+    from .render import table_feature_lines
+    from .tablefile import load
+    from .tablemodel import table_top_features
+
+    model = load(model_path)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    _echo_lines(table_feature_lines(table_top_features(model, settings, k), fmt))
+
+
+def _table_info(model_path, fmt):
+    from .render import table_info_lines, table_model_info
+    from .tablefile import load_with_header
+
+    model, header = load_with_header(model_path)
+    fmt_header = {k: header[k] for k in ("format", "version", "nbclass_version", "kind")}
+    _echo_lines(table_info_lines(table_model_info(model, model_path, fmt_header), fmt))
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

@@ -42,5 +42,13 @@ class ModelFileError(NbclassError):
     """A model file that is missing, not a model, truncated, corrupted or of another version."""
 
 
+class ModelKindError(ModelFileError):
+    """A valid model file of another kind than the command needs (a table model for text)."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind
+
+
 class NbclassWarning(UserWarning):
     """Something the user should know that does not stop the command."""

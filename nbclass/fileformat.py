@@ -32,7 +32,7 @@ import sys
 import zlib
 
 from . import __version__
-from .errors import ModelFileError
+from .errors import ModelFileError, ModelKindError
 
 MAGIC = b"\x89NBC\r\n\x1a\n"
 FORMAT_NAME = "nbclass-model"
@@ -134,12 +134,17 @@ def read(path: str) -> bytes:
 
 
 def parse(
-    data: bytes, path: str, required: tuple[str, ...], optional: tuple[str, ...] = ()
+    data: bytes,
+    path: str,
+    required: tuple[str, ...],
+    optional: tuple[str, ...] = (),
+    kind: str = "text",
 ) -> tuple[dict, dict]:
     """Check every byte of a model file and return ``(header, sections)``.
 
     Every name in ``required`` must be present; those in ``optional`` may be; any other
-    section is refused.
+    section is refused. The header's ``kind`` (absent in text models: ``"text"``) must be
+    ``kind``, else a :class:`ModelKindError` says what the file is and how to use it.
 
     ``sections`` maps each section name to a memoryview of its integers (format from
     ``TYPECODES``), with the shape in the header. Damage is a :class:`ModelFileError`
@@ -179,6 +184,7 @@ def parse(
             raise ValueError("the header is not a JSON object")
         if header.get("format") != FORMAT_NAME or header.get("version") != FORMAT_VERSION:
             raise ValueError("format name")
+        _check_kind(header.get("kind", "text"), kind, path)
         sections = _sections(view, header, path, required, optional)
     except RecursionError:
         raise refuse(path, "is not a valid nbclass model (the header nests too deeply)") from None
@@ -192,6 +198,27 @@ def parse(
     ) as exc:
         raise refuse(path, f"is not a valid nbclass model ({exc})") from None
     return header, sections
+
+
+def _check_kind(actual, wanted: str, path: str) -> None:
+    if actual == wanted:
+        return
+    if actual == "table":
+        message = (
+            f"{path!r} is a table model (fitted with 'nbclass fit --table'), not a text "
+            f"model: classify rows with 'nbclass predict -m {path} --table FILE'"
+        )
+    elif actual == "text":
+        message = (
+            f"{path!r} is a text model, not a table model: classify documents with "
+            f"'nbclass predict -m {path} PATH...'"
+        )
+    else:
+        message = (
+            f"{path!r} is a model of unknown kind {actual!r}: this nbclass {__version__} "
+            "reads text and table models"
+        )
+    raise ModelKindError(message, str(actual))
 
 
 def _sections(

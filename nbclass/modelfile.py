@@ -230,7 +230,11 @@ def _remove_stale_temporaries(path: str) -> None:
 
 def save(model: Model, path: str) -> int:
     """Write ``model`` to ``path`` atomically; returns the number of bytes written."""
-    data = dumps(model)
+    return write_atomic(dumps(model), path)
+
+
+def write_atomic(data: bytes, path: str) -> int:
+    """Write the bytes of a model file to ``path`` atomically; returns their number."""
     folder = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=_temporary_prefix(path), suffix=".tmp")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # rendering imports nothing heavy: one-document predict stays fast
     from .model import Model
     from .selection import RankedFeature
+    from .tablemodel import TableFeature, TableModel
 
 _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
@@ -159,6 +160,74 @@ def info_lines(info: dict, fmt: str) -> Iterator[str]:
     yield (
         f"defaults     model {d['model']}, estimator {d['estimator']}, alpha {d['alpha']}, "
         f"beta {beta}"
+    )
+
+
+def table_feature_lines(features: list[TableFeature], fmt: str) -> Iterator[str]:
+    """``feature<TAB>mi<TAB>class<TAB>type`` per feature, or JSONL with those four keys."""
+    for f in features:
+        if fmt == "jsonl":
+            record = {"feature": f.feature, "mi": f.mi, "class": f.label, "type": f.type}
+            yield json.dumps(record, ensure_ascii=False)
+        else:
+            yield f"{field(f.feature)}\t{number(f.mi)}\t{field(f.label)}\t{f.type}"
+
+
+def table_model_info(model: TableModel, path: str, header: dict | None = None) -> dict:
+    """What ``nbclass info`` reports about a table model, as plain data."""
+    columns = []
+    for c in model.columns:
+        if c.type == "numeric":
+            size = {"values": int(c.stats.count.sum())}
+        elif c.type == "categorical":
+            size = {"categories": len(c.stats.values)}
+        else:
+            size = {"words": len(c.stats.vocabulary)}
+        columns.append({"name": c.name, "type": c.type, **size})
+    return {
+        "model": path,
+        "format": header,
+        "rows": model.n_rows,
+        "label": model.label,
+        "classes": {c: int(n) for c, n in zip(model.classes, model.class_count.tolist())},
+        "columns": columns,
+        "ignored": list(model.ignored),
+        "var_smoothing": model.var_smoothing,
+        "tokenizer": {**model.tokenizer.to_dict(), "stop_words": len(model.tokenizer.stop_words)},
+        "defaults": model.defaults.to_dict(),
+    }
+
+
+def table_info_lines(info: dict, fmt: str) -> Iterator[str]:
+    """``nbclass info`` of a table model as JSON (one object) or as aligned text."""
+    if fmt == "json":
+        yield json.dumps(info, ensure_ascii=False, indent=2)
+        return
+    f = info["format"] or {}
+    yield f"model        {info['model']}"
+    yield (
+        f"format       {f.get('format')} version {f.get('version')}, kind {f.get('kind')} "
+        f"(written by nbclass {f.get('nbclass_version')})"
+    )
+    yield f"rows         {info['rows']}"
+    yield f"label        {info['label']}"
+    yield f"classes      {len(info['classes'])}"
+    width = max(len(c) for c in info["classes"])
+    for name, n in info["classes"].items():
+        yield f"  {name:<{width}}  {n}"
+    yield f"columns      {len(info['columns'])}"
+    width = max(len(c["name"]) for c in info["columns"])
+    for c in info["columns"]:
+        size = next(f"{v} {k}" for k, v in c.items() if k not in ("name", "type"))
+        yield f"  {c['name']:<{width}}  {c['type']:<11}  {size}"
+    if info["ignored"]:
+        yield f"ignored      {', '.join(info['ignored'])}"
+    yield f"variance     floor {info['var_smoothing']!r} x the largest column variance"
+    d = info["defaults"]
+    beta = d["beta"][0] if d["beta"][0] == d["beta"][1] else f"{d['beta'][0]},{d['beta'][1]}"
+    yield (
+        f"defaults     model {d['model']} (text columns), estimator {d['estimator']}, "
+        f"alpha {d['alpha']}, beta {beta}"
     )
 
 

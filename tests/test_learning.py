@@ -300,7 +300,7 @@ def test_fit_lines_errors(tmp_path, runner):
     result = invoke(runner, "fit", DEMO_CORPUS, "--lines", "-", "-o", out, input="")
     assert (result.exit_code, result.output.splitlines()[-1]) == (
         2,
-        "Error: give either CORPUS_DIR or --lines FILE (one of them)",
+        "Error: give a CORPUS_DIR, --lines FILE or --table FILE (one of them)",
     )
     assert not out.exists()
 
