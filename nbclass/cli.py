@@ -236,6 +236,14 @@ def cli():
     help="Processes that read and count. The model is the same for any number.  "
     "[default: $NBCLASS_JOBS, else every core]",
 )
+@click.option(
+    "--scheduler",
+    envvar="DASK_SCHEDULER_ADDRESS",
+    metavar="ADDRESS",
+    help="Count on the Dask cluster of this scheduler (tcp://HOST:PORT); the workers read "
+    "the files at their absolute paths. The model is the same.  [default: "
+    "$DASK_SCHEDULER_ADDRESS, else local processes]",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print no summary and no progress bar.")
 def fit(
     corpus_dir,
@@ -251,6 +259,7 @@ def fit(
     alpha,
     beta,
     jobs,
+    scheduler,
     quiet,
 ):
     """Learn a model from CORPUS_DIR, a folder with one subfolder per class.
@@ -274,6 +283,10 @@ def fit(
     from .modelfile import save
     from .tokenizer import DEFAULT_TOKEN_PATTERN, TokenizerSettings, load_stop_words
 
+    if scheduler:
+        from .cluster import require_dask
+
+        require_dask()
     start = time.perf_counter()
     defaults = _settings(EstimatorSettings(), event_model, estimator, alpha, beta)
     words, source = load_stop_words(stop_words, lowercase)
@@ -294,6 +307,7 @@ def fit(
             defaults,
             jobs=jobs or default_jobs(),
             on_progress=bar,
+            scheduler=scheduler,
         )
     save(model, output)
     if not quiet:
@@ -318,7 +332,14 @@ def fit(
     help="Classes listed per document, most probable first.  [default: 1 for tsv, all for jsonl]",
 )
 @estimator_options("Overrides the model's default without refitting.")
-def predict(model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta):
+@click.option(
+    "--scheduler",
+    envvar="DASK_SCHEDULER_ADDRESS",
+    metavar="ADDRESS",
+    help="Score files and folders on the Dask cluster of this scheduler (tcp://HOST:PORT); "
+    "the output is the same.  [default: $DASK_SCHEDULER_ADDRESS, else this process]",
+)
+def predict(model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler):
     """Classify documents: files, folders (walked recursively) or standard input.
 
     With no PATH, or with -, standard input is one document (with --lines, one document
@@ -359,12 +380,31 @@ def predict(model_path, paths, lines, fmt, top_k, event_model, estimator, alpha,
     from .model import Classifier
     from .modelfile import load
 
-    model = load(model_path)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
-    classifier = Classifier(model, settings)
-    for predictions in classifier.predict_documents(documents):
+    if scheduler and not lines and paths and "-" not in paths:
+        overrides = event_model, estimator, alpha, beta
+        settings, batches = _predict_on_cluster(scheduler, model_path, paths, overrides)
+    else:
+        model = load(model_path)
+        settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+        batches = Classifier(model, settings).predict_documents(documents)
+    for predictions in batches:
         rows = predictions.log_proba.tolist()
         _print_predictions(predictions.sources, predictions.classes, rows, fmt, top_k, settings)
+
+
+def _predict_on_cluster(scheduler, model_path, paths, overrides):
+    """``(settings, predictions)`` of the files at ``paths``, scored by a Dask cluster."""
+    from .cluster import predict_files, require_dask
+    from .corpus import expand_paths
+    from .fileformat import read
+    from .modelfile import loads
+
+    require_dask()
+    data = read(model_path)  # the workers get these very bytes
+    model = loads(data, model_path)
+    settings = _settings(model.defaults, *overrides)
+    files = list(expand_paths(paths))  # a missing path stops before any work is sent
+    return settings, predict_files(scheduler, data, model.counts.classes, settings, files)
 
 
 def _print_predictions(sources, classes, rows, fmt, top_k, settings) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -406,8 +407,9 @@ def count_corpus(
     tokenizer: TokenizerSettings,
     jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
+    scheduler: str | None = None,
 ) -> Counts:
-    """Read, tokenize and count documents, on ``jobs`` processes.
+    """Read, tokenize and count documents, on ``jobs`` processes or a Dask cluster.
 
     The corpus is cut into parts of at most ``PART_SIZE`` documents; each part is tallied
     alone (in a worker process when ``jobs`` > 1 and the corpus holds at least
@@ -415,11 +417,15 @@ def count_corpus(
     integers, so the result is the same, bit for bit, for any number of jobs. Memory is
     bounded by the vocabulary, not by the number of documents. ``on_progress(start, end)``
     is called when the documents ``paths[start:end]`` are counted.
+
+    With ``scheduler`` (a Dask scheduler's address), the parts are tallied on that
+    cluster's workers instead, whatever the size of the corpus; the workers read the
+    files at their absolute paths.
     """
     accumulator = CountAccumulator(classes)
     n, C = len(paths), len(classes)
     size = max(1, min(PART_SIZE, -(-n // (max(1, jobs) * 4))))
-    if jobs <= 1 or n <= size or _total_bytes(paths) < PARALLEL_MIN_BYTES:
+    if not scheduler and (jobs <= 1 or n <= size or _total_bytes(paths) < PARALLEL_MIN_BYTES):
         tokenize = make_tokenizer(tokenizer)
         for start in range(0, n, PART_SIZE):
             end = min(n, start + PART_SIZE)
@@ -427,15 +433,36 @@ def count_corpus(
             if on_progress:
                 on_progress(start, end)
         return accumulator.result()
-    from joblib import Parallel, delayed
-
-    parts = (
-        delayed(tally_part)(paths[a : a + size], labels[a : a + size], C, tokenizer, a)
-        for a in range(0, n, size)
-    )
-    with Parallel(n_jobs=jobs, backend=PARALLEL_BACKEND, return_as="generator_unordered") as run:
-        for start, end, part in run(parts):
+    with part_runner(jobs, scheduler) as (workers, run):
+        size = max(1, min(PART_SIZE, -(-n // (workers * 4))))
+        if scheduler:  # the workers' working folder is not ours
+            paths = [os.path.abspath(path) for path in paths]
+        parts = (
+            (paths[a : a + size], labels[a : a + size], C, tokenizer, a) for a in range(0, n, size)
+        )
+        for start, end, part in run(tally_part, parts):
             accumulator.add_tally(part)
             if on_progress:
                 on_progress(start, end)
     return accumulator.result()
+
+
+@contextmanager
+def part_runner(jobs: int, scheduler: str | None = None):
+    """Where parts of the work run: ``(workers, run)``.
+
+    ``run(function, parts)`` calls ``function(*args)`` for each ``args`` of ``parts`` and
+    yields the results as they finish, in any order, without looking inside them:
+    on ``jobs`` local processes (joblib), or on the Dask cluster whose scheduler is at
+    ``scheduler`` (:mod:`nbclass.cluster`). ``workers`` is how many run at once.
+    """
+    if scheduler:
+        from .cluster import connect
+
+        with connect(scheduler) as cluster:
+            yield cluster.threads, cluster.run_unordered
+        return
+    from joblib import Parallel, delayed
+
+    with Parallel(n_jobs=jobs, backend=PARALLEL_BACKEND, return_as="generator_unordered") as run:
+        yield jobs, lambda function, parts: run(delayed(function)(*args) for args in parts)

@@ -115,8 +115,12 @@ def fit(
     defaults: EstimatorSettings | None = None,
     jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
+    scheduler: str | None = None,
 ) -> Model:
     """Fit a model on a labelled corpus, counting on ``jobs`` processes.
+
+    With ``scheduler``, the address of a Dask scheduler, the counting runs on that
+    cluster (:mod:`nbclass.cluster`); the model is the same, bit for bit.
 
     Raises
     ------
@@ -128,7 +132,7 @@ def fit(
     vocabulary_filter = (vocabulary_filter or VocabularyFilter()).validate()
     defaults = (defaults or EstimatorSettings()).validate()
     counts = count_corpus(
-        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress
+        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, scheduler
     )
     model = Model(counts, tokenizer, vocabulary_filter, defaults)
     if not counts.vocabulary:
