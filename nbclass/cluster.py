@@ -17,9 +17,11 @@ nbclass installed, at the same version as the client (checked on connecting).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -107,6 +109,11 @@ class Cluster:
             return future.result()
         except NbclassError as exc:  # the worker's own error, e.g. a file it cannot read
             raise type(exc)(f"{exc} ({WORKER_HINT})") from None
+        except (OSError, CancelledError):  # the scheduler went away (CommClosedError: OSError)
+            raise NbclassError(
+                f"lost the connection to the Dask scheduler at {self.address}: run the "
+                "command again once it is back"
+            ) from None
         except Exception as exc:
             problem = str(exc).splitlines()[0] if str(exc) else ""
             raise NbclassError(
@@ -127,6 +134,10 @@ def connect(address: str) -> Iterator[Cluster]:
         no worker within as long again, or a worker runs another version of nbclass.
     """
     distributed = _distributed()
+    # Dask logs to stderr; a command's errors are one line of its own, so keep Dask quiet.
+    for name in [*logging.root.manager.loggerDict]:
+        if name.split(".")[0] == "distributed":
+            logging.getLogger(name).setLevel(logging.CRITICAL)
     address = address.strip()
     if not address:  # Client("") would start a cluster of its own
         raise UsageError("--scheduler is empty: give the address, e.g. tcp://HOST:8786")
