@@ -20,10 +20,12 @@ import hashlib
 import logging
 import os
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import islice
 
 from . import __version__
 from .errors import NbclassError, UsageError
@@ -85,24 +87,53 @@ class Cluster:
     address: str
     threads: int
 
+    @property
+    def window(self) -> int:
+        """Parts sent ahead: enough to keep every thread busy, few enough to bound memory."""
+        return max(4, 2 * self.threads)
+
+    def _submit(self, function: Callable, args: tuple):
+        return self.client.submit(function, *args, pure=False)
+
     def run_unordered(self, function: Callable, parts: Iterable[tuple]) -> Iterator:
-        """``function(*args)`` for each ``args`` of ``parts``, yielded as they finish."""
+        """``function(*args)`` for each ``args`` of ``parts``, yielded as they finish.
+
+        At most :attr:`window` parts are on the cluster at a time, so neither the
+        scheduler nor the workers hold more than that many parts or results.
+        """
         distributed = _distributed()
-        futures = [self.client.submit(function, *args, pure=False) for args in parts]
+        parts = iter(parts)
+        live = {self._submit(function, args) for args in islice(parts, self.window)}
+        running = distributed.as_completed(list(live), loop=self.client.loop)
         try:
-            for future in distributed.as_completed(futures, loop=self.client.loop):
-                yield self._result(future)
+            for future in running:
+                live.discard(future)
+                result = self._result(future)
+                following = next(parts, None)
+                if following is not None:
+                    live.add(new := self._submit(function, following))
+                    running.add(new)
+                yield result
         finally:
-            self.client.cancel(futures)
+            self.client.cancel(list(live))
 
     def run_ordered(self, function: Callable, parts: Iterable[tuple]) -> Iterator:
-        """``function(*args)`` for each ``args`` of ``parts``, yielded in their order."""
-        futures = [self.client.submit(function, *args, pure=False) for args in parts]
+        """``function(*args)`` for each ``args`` of ``parts``, yielded in their order.
+
+        At most :attr:`window` parts are on the cluster at a time.
+        """
+        parts = iter(parts)
+        live = deque(self._submit(function, args) for args in islice(parts, self.window))
         try:
-            for future in futures:
-                yield self._result(future)
+            while live:
+                result = self._result(live[0])
+                live.popleft()
+                following = next(parts, None)
+                if following is not None:
+                    live.append(self._submit(function, following))
+                yield result
         finally:
-            self.client.cancel(futures)
+            self.client.cancel(list(live))
 
     def _result(self, future):
         try:
