@@ -428,9 +428,19 @@ def _line_documents(lines_path: str):
     "sync and unlearn know exactly what was learned. Grows with the corpus.",
 )
 @fit_options
+@click.option(
+    "--scheduler",
+    envvar="DASK_SCHEDULER_ADDRESS",
+    metavar="ADDRESS",
+    help="Count on the Dask cluster of this scheduler (tcp://HOST:PORT); the workers read "
+    "the files at their absolute paths. The model is the same.  [default: "
+    "$DASK_SCHEDULER_ADDRESS, else local processes]",
+)
 @table_fit_options
 @click.pass_context
-def fit(ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, **options):
+def fit(
+    ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, scheduler, **options
+):
     """Learn a model from CORPUS_DIR, a folder with one subfolder per class.
 
     Every regular file below a class folder, recursively, is one document of that class
@@ -477,9 +487,15 @@ def fit(ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, *
     from .counts import default_jobs
     from .modelfile import locked, save
 
+    if scheduler:
+        from .cluster import require_dask
+
+        require_dask()
     start = time.perf_counter()
     if (corpus_dir is None) == (lines_path is None):
         raise UsageError("give a CORPUS_DIR, --lines FILE or --table FILE (one of them)")
+    if scheduler and lines_path is not None:
+        raise UsageError("--scheduler counts the files of a CORPUS_DIR; --lines is read here")
     output = output or update_path
     if output is None:
         raise UsageError("give -o MODEL (or --update MODEL)")
@@ -497,7 +513,9 @@ def fit(ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, *
     keep_ledger = ledger if base is None else base.ledger is not None
     # Read and count before taking the lock: the input may be a slow pipe, and the lock
     # should be held only while the model is read, changed and written.
-    documents = _count(corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base)
+    documents = _count(
+        corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base, scheduler
+    )
     with locked(output):
         if base is None:
             from .model import Model, check_usable
@@ -546,7 +564,7 @@ def _reload(path: str, before):
     return now
 
 
-def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base):
+def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, scheduler=None):
     """Count the documents of a corpus folder or of labelled lines."""
     from .learning import count_documents, count_lines
 
@@ -556,7 +574,7 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base):
 
     corpus = list_corpus(corpus_dir, min_classes=1 if base is not None else 2)
     with _progress("fit", corpus.paths, quiet) as bar:
-        return count_documents(corpus, tokenizer, ledger, jobs, bar)
+        return count_documents(corpus, tokenizer, ledger, jobs, bar, scheduler)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -572,10 +590,18 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base):
     help="Classes listed per document, most probable first.  [default: 1 for tsv, all for jsonl]",
 )
 @estimator_options("Overrides the model's default without refitting.")
+@click.option(
+    "--scheduler",
+    envvar="DASK_SCHEDULER_ADDRESS",
+    metavar="ADDRESS",
+    help="Score files and folders on the Dask cluster of this scheduler (tcp://HOST:PORT); "
+    "the output is the same.  [default: $DASK_SCHEDULER_ADDRESS, else this process]",
+)
 @table_predict_options
 def predict(
-    model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, **table_options
-):
+    model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
+    **table_options,
+):  # fmt: skip
     """Classify documents: files, folders (walked recursively) or standard input.
 
     With no PATH, or with -, standard input is one document (with --lines, one document
@@ -625,12 +651,31 @@ def predict(
     from .model import Classifier
     from .modelfile import load
 
-    model = load(model_path)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
-    classifier = Classifier(model, settings)
-    for predictions in classifier.predict_documents(documents):
+    if scheduler and not lines and paths and "-" not in paths:
+        overrides = event_model, estimator, alpha, beta
+        settings, batches = _predict_on_cluster(scheduler, model_path, paths, overrides)
+    else:
+        model = load(model_path)
+        settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+        batches = Classifier(model, settings).predict_documents(documents)
+    for predictions in batches:
         rows = predictions.log_proba.tolist()
         _print_predictions(predictions.sources, predictions.classes, rows, fmt, top_k, settings)
+
+
+def _predict_on_cluster(scheduler, model_path, paths, overrides):
+    """``(settings, predictions)`` of the files at ``paths``, scored by a Dask cluster."""
+    from .cluster import predict_files, require_dask
+    from .corpus import expand_paths
+    from .fileformat import read
+    from .modelfile import loads
+
+    require_dask()
+    data = read(model_path)  # the workers get these very bytes
+    model = loads(data, model_path)
+    settings = _settings(model.defaults, *overrides)
+    files = list(expand_paths(paths))  # a missing path stops before any work is sent
+    return settings, predict_files(scheduler, data, model.counts.classes, settings, files)
 
 
 def _print_predictions(sources, classes, rows, fmt, top_k, settings) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -422,8 +423,9 @@ def count_corpus(
     on_progress: Callable[[int, int], None] | None = None,
     entries: list | None = None,
     seen: dict | None = None,
+    scheduler: str | None = None,
 ) -> Counts:
-    """Read, tokenize and count documents, on ``jobs`` processes.
+    """Read, tokenize and count documents, on ``jobs`` processes or a Dask cluster.
 
     When ``seen`` is a dict and the tokenizer hashes, the words sampled per column
     (:mod:`nbclass.hashing`) are merged into it.
@@ -437,12 +439,16 @@ def count_corpus(
     integers, so the result is the same, bit for bit, for any number of jobs. Memory is
     bounded by the vocabulary, not by the number of documents. ``on_progress(start, end)``
     is called when the documents ``paths[start:end]`` are counted.
+
+    With ``scheduler`` (a Dask scheduler's address), the parts are tallied on that
+    cluster's workers instead, whatever the size of the corpus; the workers read the
+    files at their absolute paths.
     """
     accumulator = CountAccumulator(classes)
     n, C = len(paths), len(classes)
     ledger = entries is not None
     size = max(1, min(PART_SIZE, -(-n // (max(1, jobs) * 4))))
-    if jobs <= 1 or n <= size or _total_bytes(paths) < PARALLEL_MIN_BYTES:
+    if not scheduler and (jobs <= 1 or n <= size or _total_bytes(paths) < PARALLEL_MIN_BYTES):
         tokenize = make_tokenizer(tokenizer)
         for start in range(0, n, PART_SIZE):
             end = min(n, start + PART_SIZE)
@@ -451,15 +457,37 @@ def count_corpus(
             if on_progress:
                 on_progress(start, end)
         return accumulator.result()
-    from joblib import Parallel, delayed
-
-    parts = (
-        delayed(tally_part)(paths[a : a + size], labels[a : a + size], C, tokenizer, a, ledger)
-        for a in range(0, n, size)
-    )
-    with Parallel(n_jobs=jobs, backend=PARALLEL_BACKEND, return_as="generator_unordered") as run:
-        for start, end, part in run(parts):
+    with part_runner(jobs, scheduler) as (workers, run):
+        size = max(1, min(PART_SIZE, -(-n // (workers * 4))))
+        if scheduler:  # the workers' working folder is not ours
+            paths = [os.path.abspath(path) for path in paths]
+        parts = (
+            (paths[a : a + size], labels[a : a + size], C, tokenizer, a, ledger)
+            for a in range(0, n, size)
+        )
+        for start, end, part in run(tally_part, parts):
             accumulator.add_tally(part, entries, seen)
             if on_progress:
                 on_progress(start, end)
     return accumulator.result()
+
+
+@contextmanager
+def part_runner(jobs: int, scheduler: str | None = None):
+    """Where parts of the work run: ``(workers, run)``.
+
+    ``run(function, parts)`` calls ``function(*args)`` for each ``args`` of ``parts`` and
+    yields the results as they finish, in any order, without looking inside them:
+    on ``jobs`` local processes (joblib), or on the Dask cluster whose scheduler is at
+    ``scheduler`` (:mod:`nbclass.cluster`). ``workers`` is how many run at once.
+    """
+    if scheduler:
+        from .cluster import connect
+
+        with connect(scheduler) as cluster:
+            yield cluster.threads, cluster.run_unordered
+        return
+    from joblib import Parallel, delayed
+
+    with Parallel(n_jobs=jobs, backend=PARALLEL_BACKEND, return_as="generator_unordered") as run:
+        yield jobs, lambda function, parts: run(delayed(function)(*args) for args in parts)

@@ -93,13 +93,15 @@ def _refuse_selected(model: Model, name: str) -> None:
 
 def count_documents(
     corpus: Corpus, tokenizer: TokenizerSettings, ledger: bool, jobs: int = 1,
-    on_progress: Callable[[int, int], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None, scheduler: str | None = None,
 ) -> Documents:  # fmt: skip
-    """Count the documents of ``corpus`` (with their ledger entries if ``ledger``)."""
+    """Count the documents of ``corpus`` (with their ledger entries if ``ledger``), locally
+    or on the Dask cluster of ``scheduler``."""
     entries = [] if ledger else None
     seen = {} if tokenizer.hash_features else None
     counts = count_corpus(
-        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen
+        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen,
+        scheduler=scheduler,
     )
     if entries is None:
         return Documents(counts, None, seen)

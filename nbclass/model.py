@@ -132,10 +132,13 @@ def fit(
     jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
     ledger: bool = False,
+    scheduler: str | None = None,
 ) -> Model:
     """Fit a model on a labelled corpus, counting on ``jobs`` processes.
 
-    With ``ledger``, the model also keeps every document's ledger entry.
+    With ``ledger``, the model also keeps every document's ledger entry. With
+    ``scheduler``, the address of a Dask scheduler, the counting runs on that cluster
+    (:mod:`nbclass.cluster`); the model is the same, bit for bit.
 
     Raises
     ------
@@ -149,7 +152,8 @@ def fit(
     entries = [] if ledger else None
     seen = {} if tokenizer.hash_features else None
     counts = count_corpus(
-        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen
+        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen,
+        scheduler=scheduler,
     )
     book = None
     if entries is not None:

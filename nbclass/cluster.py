@@ -1,0 +1,299 @@
+"""Dask: the counting of ``fit`` and the scoring of ``predict`` on an existing cluster.
+
+Dask is an optional extra (``pip install 'nbclass[dask]'``); this is the only module that
+imports it, and only when a scheduler address is given, so nothing else pays for it.
+
+The work sent to the workers is the same as for local processes: ``fit`` sends parts of
+the file list to :func:`nbclass.tally.tally_part` and adds the integer tallies it gets back
+into one :class:`nbclass.counts.CountAccumulator`, so the model is the same, bit for bit,
+as a local fit. ``predict`` sends the model file's bytes once to every worker and parts of
+the file list to :func:`score_part`, then prints the parts in the order of the input.
+
+Workers read the documents themselves, by absolute path: the files must be on a
+filesystem that every worker sees at the same path as this machine. Workers need
+nbclass installed, at the same version as the client (checked on connecting).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import CancelledError
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import islice
+
+from . import __version__
+from .errors import NbclassError, UsageError
+
+INSTALL = "pip install 'nbclass[dask]'"
+TIMEOUT_VARIABLE = "NBCLASS_SCHEDULER_TIMEOUT"
+DEFAULT_TIMEOUT = 10.0  # seconds to reach the scheduler, and then to find a worker
+SCHEMES = ("tcp", "tls")
+WORKER_HINT = (
+    "on a Dask worker, which reads every file at the absolute path this machine gives: "
+    "the files must be on a filesystem that every worker sees at the same path"
+)
+
+
+def require_dask() -> None:
+    """Raise :class:`UsageError`, saying how to install Dask, when it is not installed."""
+    _distributed()
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError(f"--scheduler needs Dask, which is not installed: {INSTALL}") from None
+    return distributed
+
+
+def scheduler_timeout() -> float:
+    """Seconds allowed to reach the scheduler: ``NBCLASS_SCHEDULER_TIMEOUT``, else 10."""
+    value = os.environ.get(TIMEOUT_VARIABLE)
+    if not value:
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise UsageError(f"{TIMEOUT_VARIABLE}={value!r} must be a positive number of seconds")
+    return seconds
+
+
+def _worker_version() -> str:  # runs on each worker
+    return __version__
+
+
+@dataclass
+class Cluster:
+    """A connection to a Dask scheduler that has at least one worker.
+
+    Attributes
+    ----------
+    client : distributed.Client
+    address : str
+    threads : int
+        Worker threads in the cluster when it was reached (at least 1).
+    """
+
+    client: object
+    address: str
+    threads: int
+
+    @property
+    def window(self) -> int:
+        """Parts sent ahead: enough to keep every thread busy, few enough to bound memory."""
+        return max(4, 2 * self.threads)
+
+    def _submit(self, function: Callable, args: tuple):
+        return self.client.submit(function, *args, pure=False)
+
+    def run_unordered(self, function: Callable, parts: Iterable[tuple]) -> Iterator:
+        """``function(*args)`` for each ``args`` of ``parts``, yielded as they finish.
+
+        At most :attr:`window` parts are on the cluster at a time, so neither the
+        scheduler nor the workers hold more than that many parts or results.
+        """
+        distributed = _distributed()
+        parts = iter(parts)
+        live = {self._submit(function, args) for args in islice(parts, self.window)}
+        running = distributed.as_completed(list(live), loop=self.client.loop)
+        try:
+            for future in running:
+                live.discard(future)
+                result = self._result(future)
+                following = next(parts, None)
+                if following is not None:
+                    live.add(new := self._submit(function, following))
+                    running.add(new)
+                yield result
+        finally:
+            self.client.cancel(list(live))
+
+    def run_ordered(self, function: Callable, parts: Iterable[tuple]) -> Iterator:
+        """``function(*args)`` for each ``args`` of ``parts``, yielded in their order.
+
+        At most :attr:`window` parts are on the cluster at a time.
+        """
+        parts = iter(parts)
+        live = deque(self._submit(function, args) for args in islice(parts, self.window))
+        try:
+            while live:
+                result = self._result(live[0])
+                live.popleft()
+                following = next(parts, None)
+                if following is not None:
+                    live.append(self._submit(function, following))
+                yield result
+        finally:
+            self.client.cancel(list(live))
+
+    def _result(self, future):
+        try:
+            return future.result()
+        except NbclassError as exc:  # the worker's own error, e.g. a file it cannot read
+            raise type(exc)(f"{exc} ({WORKER_HINT})") from None
+        except (OSError, CancelledError):  # the scheduler went away (CommClosedError: OSError)
+            raise NbclassError(
+                f"lost the connection to the Dask scheduler at {self.address}: run the "
+                "command again once it is back"
+            ) from None
+        except Exception as exc:
+            problem = str(exc).splitlines()[0] if str(exc) else ""
+            raise NbclassError(
+                f"a Dask worker of {self.address} failed: {type(exc).__name__}: {problem}"
+            ) from None
+
+
+@contextmanager
+def connect(address: str) -> Iterator[Cluster]:
+    """Connect to the scheduler at ``address`` and check its workers; close on exit.
+
+    Raises
+    ------
+    UsageError
+        When Dask is not installed, or ``address`` is not an address.
+    NbclassError
+        When the scheduler cannot be reached within :func:`scheduler_timeout` seconds, has
+        no worker within as long again, or a worker runs another version of nbclass.
+    """
+    distributed = _distributed()
+    # Dask logs to stderr; a command's errors are one line of its own, so keep Dask quiet.
+    for name in [*logging.root.manager.loggerDict]:
+        if name.split(".")[0] == "distributed":
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+    address = address.strip()
+    if not address:  # Client("") would start a cluster of its own
+        raise UsageError("--scheduler is empty: give the address, e.g. tcp://HOST:8786")
+    _check_address(address)
+    timeout = scheduler_timeout()
+    try:
+        client = distributed.Client(address, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError):
+        raise NbclassError(
+            f"cannot reach the Dask scheduler at {address} within {timeout:g} s: check the "
+            f"address and that the scheduler is running (the wait is set by {TIMEOUT_VARIABLE})"
+        ) from None
+    try:
+        try:
+            client.wait_for_workers(1, timeout=timeout)
+        except (OSError, TimeoutError):
+            raise NbclassError(
+                f"the Dask scheduler at {address} has no worker after {timeout:g} s: start "
+                f"some with  dask worker {address}"
+            ) from None
+        _check_workers(client)
+        threads = sum(client.nthreads().values())
+        yield Cluster(client, address, max(1, threads))
+    finally:
+        client.close()
+
+
+def _check_address(address: str) -> None:
+    """Refuse what is not a network address before a client exists (it would linger)."""
+    from distributed.comm import parse_address, parse_host_port
+    from distributed.security import Security
+
+    try:
+        scheme, location = parse_address(address)
+        if scheme not in SCHEMES:
+            raise ValueError(scheme)
+        parse_host_port(location, 8786)
+    except (ValueError, TypeError):
+        raise UsageError(
+            f"--scheduler {address!r} is not a Dask scheduler address: give tcp://HOST:PORT "
+            "(or tls://HOST:PORT)"
+        ) from None
+    if scheme == "tls" and Security().get_connection_args("client").get("ssl_context") is None:
+        raise UsageError(
+            f"--scheduler {address}: tls:// needs Dask's TLS settings (distributed.comm.tls "
+            "in the Dask configuration, with the client's certificate and key)"
+        )
+
+
+def _check_workers(client) -> None:
+    for worker, version in client.run(_worker_version, on_error="return").items():
+        if isinstance(version, BaseException):
+            raise NbclassError(
+                f"the Dask worker {worker} cannot run nbclass ({type(version).__name__}): "
+                f"install nbclass {__version__} where the workers run"
+            )
+        if version != __version__:
+            raise NbclassError(
+                f"the Dask worker {worker} runs nbclass {version}, this is {__version__}: "
+                "install the same version everywhere, so that both tokenize alike"
+            )
+
+
+# predict ------------------------------------------------------------------------------
+
+_classifiers: dict = {}
+_classifiers_lock = threading.Lock()
+
+
+def _classifier(data: bytes, digest: str, settings):
+    """The worker's classifier for a model's bytes and settings, built once per process."""
+    from .model import Classifier
+    from .modelfile import loads
+
+    key = (digest, settings)
+    with _classifiers_lock:
+        classifier = _classifiers.get(key)
+        if classifier is None:
+            _classifiers.clear()  # one model at a time: a worker's memory is not ours
+            classifier = _classifiers[key] = Classifier(loads(data), settings)
+    return classifier
+
+
+def score_part(data: bytes, digest: str, settings, paths: Sequence[str], start: int):
+    """A worker's unit of work: ``(start, end, log_proba)`` of the documents at ``paths``.
+
+    ``log_proba`` is an ndarray of shape (len(paths), C), log p(y = c | x), computed by
+    the same :class:`nbclass.model.Classifier` as a local predict.
+    """
+    from .corpus import read_file
+
+    classifier = _classifier(data, digest, settings)
+    texts = [read_file(path) for path in paths]
+    return start, start + len(paths), classifier.predict(texts).log_proba
+
+
+def predict_files(
+    address: str, data: bytes, classes: Sequence[str], settings, paths: Sequence[str]
+) -> Iterator:
+    """Posterior probabilities of the documents at ``paths``, scored on the cluster.
+
+    Parameters
+    ----------
+    address : str
+        The scheduler.
+    data : bytes
+        The model file (already checked by the caller), sent once to each worker.
+    classes : sequence of str
+        The model's classes, C.
+    settings : EstimatorSettings
+    paths : sequence of str
+        Files to classify; they are printed as given and sent to the workers absolute.
+
+    Yields
+    ------
+    Predictions, in the order of ``paths``, one per part of the file list.
+    """
+    from .model import BATCH_SIZE, Predictions
+
+    with connect(address) as cluster:
+        n = len(paths)
+        size = max(1, min(BATCH_SIZE, -(-n // (cluster.threads * 4))))
+        model = cluster.client.scatter(data, broadcast=True, hash=False)
+        digest = hashlib.sha256(data).hexdigest()
+        absolute = [os.path.abspath(p) for p in paths]
+        parts = ((model, digest, settings, absolute[a : a + size], a) for a in range(0, n, size))
+        for start, end, log_proba in cluster.run_ordered(score_part, parts):
+            yield Predictions(list(paths[start:end]), tuple(classes), log_proba)
