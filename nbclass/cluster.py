@@ -165,11 +165,31 @@ def connect(address: str) -> Iterator[Cluster]:
         no worker within as long again, or a worker runs another version of nbclass.
     """
     distributed = _distributed()
-    # Dask logs to stderr; a command's errors are one line of its own, so keep Dask quiet.
-    for name in [*logging.root.manager.loggerDict]:
-        if name.split(".")[0] == "distributed":
-            logging.getLogger(name).setLevel(logging.CRITICAL)
-    address = address.strip()
+    with _quiet_dask():
+        with _connect(distributed, address.strip()) as cluster:
+            yield cluster
+
+
+@contextmanager
+def _quiet_dask():
+    """Dask logs to stderr, and a command's error is one line of its own: mute it meanwhile."""
+    loggers = [
+        logging.getLogger(name)
+        for name in [*logging.root.manager.loggerDict]
+        if name.split(".")[0] == "distributed"
+    ]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+@contextmanager
+def _connect(distributed, address: str) -> Iterator[Cluster]:
     if not address:  # Client("") would start a cluster of its own
         raise UsageError("--scheduler is empty: give the address, e.g. tcp://HOST:8786")
     _check_address(address)
@@ -221,8 +241,9 @@ def _check_address(address: str) -> None:
 def _check_workers(client) -> None:
     for worker, version in client.run(_worker_version, on_error="return").items():
         if isinstance(version, BaseException):
+            why = (str(version).splitlines() or [type(version).__name__])[0]
             raise NbclassError(
-                f"the Dask worker {worker} cannot run nbclass ({type(version).__name__}): "
+                f"the Dask worker {worker} cannot run nbclass ({why}): "
                 f"install nbclass {__version__} where the workers run"
             )
         if version != __version__:
