@@ -162,6 +162,21 @@ def test_fit_reads_the_scheduler_from_the_environment(scheduler, tmp_path):
     assert (tmp_path / "dask.nbc").read_bytes() == (tmp_path / "local.nbc").read_bytes()
 
 
+def test_a_ledger_and_hashing_come_back_from_the_cluster_the_same(scheduler, tmp_path):
+    """Ledger entries and hashed columns' word samples travel back from the workers."""
+    options = ["--ledger", "--hash-features", "2^12"]
+    remote = run(
+        "fit", DEMO_CORPUS, "-o", tmp_path / "dask.nbc", "-q", *options, "--scheduler", scheduler
+    )
+    assert (remote.returncode, remote.stderr) == (0, b"")
+    result = CliRunner().invoke(
+        cli, ["fit", str(DEMO_CORPUS), "-o", str(tmp_path / "local.nbc"), "-j", "1", *options],
+        env={"DASK_SCHEDULER_ADDRESS": None},
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "dask.nbc").read_bytes() == (tmp_path / "local.nbc").read_bytes()
+
+
 def _script(code: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, timeout=TIMEOUT
