@@ -456,6 +456,61 @@ def info(model_path, fmt):
     _echo_lines(info_lines(model_info(model, model_path, fmt_header), fmt))
 
 
+def _test_corpus(test_dir: str):
+    from .corpus import list_corpus
+
+    return list_corpus(test_dir, min_classes=1)
+
+
+@cli.command(context_settings=CONTEXT)
+@_model_option
+@click.argument("test_dir", metavar="TEST_DIR")
+@_format_option("text", "json")
+@estimator_options("Overrides the model's default without refitting.")
+def evaluate(model_path, test_dir, fmt, event_model, estimator, alpha, beta):
+    """Measure a model on TEST_DIR, labelled documents laid out like a training corpus.
+
+    Prints accuracy, macro- and micro-F1, log loss, Brier score (multiclass sum form,
+    0 to 2), expected calibration error (10 equal-width confidence bins), precision,
+    recall and F1 per class, the confusion matrix and a reliability diagram. On a
+    terminal the matrix is a coloured heat map; --format json prints one object.
+
+    \b
+    Examples:
+      nbclass evaluate -m model.nbc test/
+      nbclass evaluate -m model.nbc test/ --format json | jq .accuracy
+    """
+    from .evaluation import evaluate as run
+    from .modelfile import load
+
+    model = load(model_path)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    corpus = _test_corpus(test_dir)
+    evaluation = run(model, settings, corpus)
+    if fmt == "json":
+        from .render import json_text
+
+        _echo_lines(
+            [json_text({"model": model_path, "test_dir": test_dir, **evaluation.to_dict()})]
+        )
+        return
+    from .report import evaluation_report, show
+
+    title = (
+        f"{model_path} on {test_dir}: {evaluation.n_docs} documents, "
+        f"{len(corpus.classes)} classes\n{_describe_settings(settings)}"
+    )
+    show(*evaluation_report(evaluation, title))
+
+
+def _describe_settings(settings) -> str:
+    beta = settings.beta[0] if settings.beta[0] == settings.beta[1] else settings.beta
+    return (
+        f"model {settings.model}, estimator {settings.estimator}, alpha {settings.alpha}, "
+        f"beta {beta}"
+    )
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     if issubclass(category, NbclassWarning):
         sys.stderr.write(f"Warning: {message}\n")

@@ -82,14 +82,16 @@ class Corpus:
     labels: list[int]
 
 
-def list_corpus(root: str) -> Corpus:
+def list_corpus(root: str, min_classes: int = 2) -> Corpus:
     """List a training corpus laid out as one subfolder per class.
+
+    A test corpus (``nbclass evaluate``) may hold a single class: ``min_classes=1``.
 
     Raises
     ------
     CorpusError
-        When ``root`` is missing or not a folder, has fewer than two class folders, or a
-        class folder holds no documents.
+        When ``root`` is missing or not a folder, has fewer than ``min_classes`` class
+        folders, or a class folder holds no documents.
     """
     if not os.path.exists(root):
         raise CorpusError(f"corpus folder {root!r} does not exist")
@@ -134,7 +136,7 @@ def list_corpus(root: str) -> Corpus:
         classes.append(name)
         paths.extend(files)
         labels.extend([index] * len(files))
-    if len(classes) < 2:
+    if len(classes) < min_classes:
         raise CorpusError(
             f"{root!r} has only one class folder ({classes[0]!r}): a classifier needs at "
             "least two classes"

@@ -85,6 +85,26 @@ def prediction_lines(
         yield "\t".join(cells)
 
 
+def finite(value):
+    """``value`` with every NaN or infinite float replaced by ``None`` (JSON ``null``).
+
+    >>> finite({"a": [1.0, float("inf")], "b": float("nan")})
+    {'a': [1.0, None], 'b': None}
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_text(value) -> str:
+    """One strict JSON document (non-finite numbers as ``null``), indented."""
+    return json.dumps(finite(value), ensure_ascii=False, indent=2, allow_nan=False)
+
+
 def feature_lines(features: list[RankedFeature], fmt: str) -> Iterator[str]:
     """``word<TAB>mi<TAB>class`` per feature, or JSONL ``{"word", "mi", "class"}``."""
     for f in features:

@@ -32,7 +32,7 @@ def console_examples() -> list[tuple[str, str]]:
 
 def test_the_readme_has_examples_of_every_command():
     commands = {c.split("|")[-1].split()[1] for c, _ in console_examples()}
-    assert {"fit", "predict", "top-features", "select-features", "info"} <= commands
+    assert {"fit", "predict", "top-features", "select-features", "info", "evaluate"} <= commands
 
 
 def test_every_console_example_prints_what_the_readme_shows(tmp_path):

@@ -1,0 +1,203 @@
+"""Judging models on labelled documents: evaluate, cross-validate, check, diff.
+
+A test corpus is laid out like a training corpus (one subfolder per class). Its classes
+need not be the model's:
+
+- a test class the model does not know is added to the labels after the model's classes;
+  its documents can never be predicted right, so they count as errors in the accuracy,
+  the F1 scores and the confusion matrix, but they are left out of the probabilistic
+  metrics (log loss, Brier score, calibration), which need p(true class | x) and the
+  model gives no probability to a class it never saw;
+- a model class missing from the test corpus has support 0; it enters the macro average
+  only if some document is predicted as it (scikit-learn's default label set: labels
+  that are true or predicted).
+
+Cross-validation counts each fold once; the training counts of fold k are the total
+minus fold k's counts (counts are additive), which are exactly the counts a refit on the
+other folds would give (the tests compare, with :meth:`Counts.equals`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from . import metrics
+from .corpus import Corpus, read_file
+from .estimators import EstimatorSettings
+from .model import BATCH_SIZE, Classifier, Model
+
+DEFAULT_SEED = 0
+DEFAULT_FOLDS = 5
+
+
+def score_paths(classifier: Classifier, paths: Sequence[str]) -> np.ndarray:
+    """log p(y = c | x) of the documents at ``paths``, ndarray of shape (n, C)."""
+    rows = [np.empty((0, len(classifier.classes)))]
+    for start in range(0, len(paths), BATCH_SIZE):
+        texts = [read_file(p) for p in paths[start : start + BATCH_SIZE]]
+        rows.append(classifier.predict(texts).log_proba)
+    return np.vstack(rows)
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluation:
+    """A model's predictions on labelled documents and every metric derived from them.
+
+    Attributes
+    ----------
+    labels : list of str, length L
+        The model's classes (in its order) then the test classes it does not know (sorted).
+    n_model_classes : int
+        C; labels ``0..C-1`` are the model's classes.
+    y_true : ndarray of shape (n,)
+        Index into ``labels`` of each document's class.
+    log_proba : ndarray of shape (n, C)
+        The model's log posterior of each document.
+    """
+
+    labels: list[str]
+    n_model_classes: int
+    y_true: np.ndarray
+    log_proba: np.ndarray
+    bins: int = metrics.ECE_BINS
+
+    @cached_property
+    def y_pred(self) -> np.ndarray:
+        """Predicted label per document, shape (n,); −1 when every class is impossible.
+
+        Ties go to the first class in the model's order, as in ``predict``.
+        """
+        if self.log_proba.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        best = self.log_proba.argmax(axis=1)
+        best[np.isneginf(self.log_proba.max(axis=1))] = -1
+        return best
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.y_true.size)
+
+    @cached_property
+    def confusion(self) -> np.ndarray:
+        """M[t, p], ndarray of shape (L, L)."""
+        return metrics.confusion_matrix(self.y_true, self.y_pred, len(self.labels))
+
+    @cached_property
+    def per_class(self) -> metrics.ClassMetrics:
+        support = np.bincount(self.y_true, minlength=len(self.labels))
+        return metrics.class_metrics(self.confusion, support)
+
+    @property
+    def accuracy(self) -> float:
+        return metrics.accuracy(self.confusion, self.n_docs)
+
+    @property
+    def macro_f1(self) -> float:
+        return metrics.macro_f1(self.per_class)
+
+    @property
+    def micro_f1(self) -> float:
+        return metrics.micro_f1(self.per_class)
+
+    @cached_property
+    def known(self) -> np.ndarray:
+        """Documents whose class the model knows, bool of shape (n,)."""
+        return self.y_true < self.n_model_classes
+
+    @property
+    def unknown_classes(self) -> list[str]:
+        return self.labels[self.n_model_classes :]
+
+    @property
+    def missing_classes(self) -> list[str]:
+        """Model classes with no document in the test corpus."""
+        support = self.per_class.support
+        return [self.labels[c] for c in range(self.n_model_classes) if support[c] == 0]
+
+    @property
+    def log_loss(self) -> float:
+        rows = np.flatnonzero(self.known)
+        return metrics.log_loss(self.log_proba[rows, self.y_true[rows]])
+
+    @property
+    def brier_score(self) -> float:
+        return metrics.brier_score(np.exp(self.log_proba[self.known]), self.y_true[self.known])
+
+    @cached_property
+    def calibration(self) -> metrics.Calibration:
+        known = self.known
+        confidence = np.exp(self.log_proba[known].max(axis=1)) if known.any() else np.zeros(0)
+        correct = self.y_pred[known] == self.y_true[known]
+        return metrics.calibration(confidence, correct, self.bins)
+
+    @property
+    def ece(self) -> float:
+        return self.calibration.ece
+
+    def summary(self) -> dict[str, float]:
+        """The headline metrics."""
+        return {
+            "accuracy": self.accuracy,
+            "macro_f1": self.macro_f1,
+            "micro_f1": self.micro_f1,
+            "log_loss": self.log_loss,
+            "brier_score": self.brier_score,
+            "ece": self.ece,
+        }
+
+    def to_dict(self) -> dict:
+        """Everything, as plain data (``nbclass evaluate --format json``)."""
+        pc = self.per_class
+        cal = self.calibration
+        return {
+            "documents": self.n_docs,
+            "labels": list(self.labels),
+            "unknown_classes": self.unknown_classes,
+            "missing_classes": self.missing_classes,
+            "no_label": int(np.sum(self.y_pred < 0)),
+            **self.summary(),
+            "probabilistic_documents": int(self.known.sum()),
+            "per_class": {
+                label: {
+                    "precision": float(pc.precision[i]),
+                    "recall": float(pc.recall[i]),
+                    "f1": float(pc.f1[i]),
+                    "support": int(pc.support[i]),
+                    "predicted": int(pc.predicted[i]),
+                }
+                for i, label in enumerate(self.labels)
+            },
+            "confusion_matrix": self.confusion.tolist(),
+            "calibration": [
+                {
+                    "low": float(cal.edges[b]),
+                    "high": float(cal.edges[b + 1]),
+                    "count": int(cal.count[b]),
+                    "confidence": float(cal.confidence[b]),
+                    "accuracy": float(cal.accuracy[b]),
+                }
+                for b in range(len(cal.count))
+            ],
+        }
+
+
+def evaluation_of(
+    classifier: Classifier, paths: Sequence[str], class_names: Sequence[str]
+) -> Evaluation:
+    """Score the documents at ``paths``, whose true classes are ``class_names``."""
+    classes = list(classifier.classes)
+    unknown = sorted(set(class_names) - set(classes))
+    labels = classes + unknown
+    at = {label: i for i, label in enumerate(labels)}
+    y_true = np.array([at[name] for name in class_names], dtype=np.int64)
+    return Evaluation(labels, len(classes), y_true, score_paths(classifier, paths))
+
+
+def evaluate(model: Model, settings: EstimatorSettings, corpus: Corpus) -> Evaluation:
+    """Evaluate ``model`` on a labelled test corpus."""
+    names = [corpus.classes[i] for i in corpus.labels]
+    return evaluation_of(Classifier(model, settings), corpus.paths, names)
