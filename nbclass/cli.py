@@ -511,6 +511,127 @@ def _describe_settings(settings) -> str:
     )
 
 
+@cli.command(context_settings=CONTEXT)
+@click.argument("corpus_dir", metavar="CORPUS_DIR")
+@click.option(
+    "-k",
+    "--folds",
+    type=int,
+    default=5,
+    show_default=True,
+    help="Number of folds; every class needs at least this many documents.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the stratified split (the split never depends on file listing order).",
+)
+@click.option(
+    "--learning-curve",
+    is_flag=True,
+    help="Also train on 1, 2, ..., K-1 folds and draw accuracy against training size.",
+)
+@click.option(
+    "--like",
+    "like_path",
+    metavar="MODEL",
+    help="Tokenize, filter the vocabulary and estimate as this model file does.  "
+    "[default: fit's defaults]",
+)
+@estimator_options("Overrides the defaults (of --like's model, if given).")
+@_format_option("text", "json")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes that read and count.  [default: $NBCLASS_JOBS, else every core]",
+)
+def cv(
+    corpus_dir,
+    folds,
+    seed,
+    learning_curve,
+    like_path,
+    event_model,
+    estimator,
+    alpha,
+    beta,
+    fmt,
+    jobs,
+):
+    """Stratified K-fold cross-validation of CORPUS_DIR (laid out as for fit).
+
+    Each fold is counted once; fold k's training counts are the total minus fold k's
+    (counts add up), exactly what a refit on the other folds would count, so K folds
+    cost about one fit plus K predictions. Prints the mean, standard deviation, min and
+    max over the folds of accuracy, macro-/micro-F1, log loss, Brier score and ECE
+    (as 'nbclass evaluate' defines them), and every fold's values.
+
+    \b
+    Examples:
+      nbclass cv corpus/ --folds 10 --seed 7
+      nbclass cv corpus/ --learning-curve --like model.nbc
+      nbclass cv corpus/ --format json | jq .metrics.accuracy.mean
+    """
+    from .corpus import list_corpus
+    from .counts import default_jobs
+    from .estimators import EstimatorSettings
+    from .evaluation import cross_validate
+    from .model import VocabularyFilter
+    from .tokenizer import TokenizerSettings
+
+    if like_path:
+        from .modelfile import load
+
+        like = load(like_path)
+        tokenizer, vocabulary_filter, defaults = (
+            like.tokenizer,
+            like.vocabulary_filter,
+            like.defaults,
+        )
+    else:
+        tokenizer, vocabulary_filter, defaults = (
+            TokenizerSettings(),
+            VocabularyFilter(),
+            EstimatorSettings(),
+        )
+    settings = _settings(defaults, event_model, estimator, alpha, beta)
+    corpus = list_corpus(corpus_dir)
+    result = cross_validate(
+        corpus,
+        tokenizer,
+        vocabulary_filter,
+        settings,
+        folds,
+        seed,
+        learning_curve,
+        jobs or default_jobs(),
+    )
+    data = {
+        "corpus": corpus_dir,
+        "documents": len(corpus.paths),
+        "classes": list(corpus.classes),
+        "seed": seed,
+        "settings": settings.to_dict(),
+        **result.to_dict(),
+    }
+    if fmt == "json":
+        from .render import json_text
+
+        _echo_lines([json_text(data)])
+        return
+    from .report import cross_validation_report, show
+
+    title = (
+        f"{corpus_dir}: {data['documents']} documents, {len(corpus.classes)} classes, "
+        f"{folds} stratified folds (seed {seed})\n{_describe_settings(settings)}"
+    )
+    show(*cross_validation_report(data, title))
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     if issubclass(category, NbclassWarning):
         sys.stderr.write(f"Warning: {message}\n")

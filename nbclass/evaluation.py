@@ -27,8 +27,11 @@ import numpy as np
 
 from . import metrics
 from .corpus import Corpus, read_file
+from .counts import Counts, count_corpus, merge, subtract
+from .errors import UsageError
 from .estimators import EstimatorSettings
-from .model import BATCH_SIZE, Classifier, Model
+from .model import BATCH_SIZE, Classifier, Model, VocabularyFilter
+from .tokenizer import TokenizerSettings
 
 DEFAULT_SEED = 0
 DEFAULT_FOLDS = 5
@@ -201,3 +204,147 @@ def evaluate(model: Model, settings: EstimatorSettings, corpus: Corpus) -> Evalu
     """Evaluate ``model`` on a labelled test corpus."""
     names = [corpus.classes[i] for i in corpus.labels]
     return evaluation_of(Classifier(model, settings), corpus.paths, names)
+
+
+# --- cross-validation -----------------------------------------------------------------------
+
+
+def stratified_folds(corpus: Corpus, k: int, seed: int = DEFAULT_SEED) -> list[np.ndarray]:
+    """Indices into ``corpus.paths`` of each of ``k`` stratified folds.
+
+    Each class's documents are sorted by path (so the split does not depend on the order
+    files were listed in), shuffled with ``numpy.random.default_rng(seed)`` (classes in
+    sorted order) and dealt to the folds in turn, each class starting where the previous
+    one stopped: every fold holds ⌊N_c/k⌋ or ⌈N_c/k⌉ documents of class c, and the fold
+    sizes differ by at most one.
+
+    Raises
+    ------
+    UsageError
+        When ``k`` < 2, or a class has fewer than ``k`` documents (some training set
+        would lack it).
+    """
+    if k < 2:
+        raise UsageError(f"--folds {k} must be at least 2")
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(corpus.labels)
+    folds: list[list[int]] = [[] for _ in range(k)]
+    start = 0
+    for c in sorted(range(len(corpus.classes)), key=corpus.classes.__getitem__):
+        members = sorted(np.flatnonzero(labels == c).tolist(), key=corpus.paths.__getitem__)
+        if len(members) < k:
+            raise UsageError(
+                f"class {corpus.classes[c]!r} has {len(members)} document(s), fewer than "
+                f"--folds {k}: use --folds {max(2, len(members))} or fewer, or add documents"
+            )
+        for i, p in enumerate(rng.permutation(len(members)).tolist()):
+            folds[(start + i) % k].append(members[p])
+        start = (start + len(members)) % k
+    return [np.array(sorted(f), dtype=np.int64) for f in folds]
+
+
+@dataclass(frozen=True, eq=False)
+class CrossValidation:
+    """The evaluations of every fold, and the learning curve if asked for.
+
+    Attributes
+    ----------
+    folds : list of ndarray
+        Indices of the test documents of each fold.
+    evaluations : list of Evaluation
+        Fold k's model (trained on the other folds) on fold k.
+    curve : list of (list of int, list of float)
+        For m = 1 .. k−1 training folds: per test fold, the training documents and the
+        accuracy (empty unless asked for).
+    """
+
+    folds: list[np.ndarray]
+    evaluations: list[Evaluation]
+    curve: list[tuple[list[int], list[float]]]
+
+    def metric(self, name: str) -> np.ndarray:
+        """One metric per fold, shape (k,)."""
+        return np.array([ev.summary()[name] for ev in self.evaluations])
+
+    def summary(self) -> dict[str, dict]:
+        """Per metric: mean, standard deviation (n − 1 denominator), min, max, per fold."""
+        out = {}
+        for name in self.evaluations[0].summary():
+            values = self.metric(name)
+            out[name] = {
+                "mean": float(values.mean()),
+                "std": float(values.std(ddof=1)),
+                "min": float(values.min()),
+                "max": float(values.max()),
+                "folds": values.tolist(),
+            }
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "folds": len(self.folds),
+            "fold_documents": [int(f.size) for f in self.folds],
+            "metrics": self.summary(),
+            "learning_curve": [
+                {
+                    "training_folds": m + 1,
+                    "training_documents": sizes,
+                    "accuracy": accuracies,
+                    "accuracy_mean": float(np.mean(accuracies)),
+                    "accuracy_std": float(np.std(accuracies, ddof=1)),
+                }
+                for m, (sizes, accuracies) in enumerate(self.curve)
+            ],
+        }
+
+
+def cross_validate(
+    corpus: Corpus,
+    tokenizer: TokenizerSettings,
+    vocabulary_filter: VocabularyFilter,
+    settings: EstimatorSettings,
+    k: int = DEFAULT_FOLDS,
+    seed: int = DEFAULT_SEED,
+    learning_curve: bool = False,
+    jobs: int = 1,
+) -> CrossValidation:
+    """Stratified k-fold cross-validation, counting each document once.
+
+    Fold k's counts C_k are taken once; the training counts of fold k are
+    ``subtract(merge(C_1..C_k), C_k)``, exactly the counts of a refit on the other folds
+    (counts are additive). The learning curve trains fold k's models on the m folds that
+    follow it (k+1, …, k+m, cyclically) for m = 1 … k−1: training sets of about
+    m/k of the corpus, each a sum of fold counts, nothing re-read.
+    """
+    folds = stratified_folds(corpus, k, seed)
+    paths, labels = corpus.paths, corpus.labels
+    parts = []
+    for f in folds:
+        parts.append(
+            count_corpus(
+                [paths[i] for i in f], [labels[i] for i in f], corpus.classes, tokenizer, jobs
+            )
+        )
+    total = merge(*parts)
+    evaluations, per_fold_curve = [], []
+    for i, f in enumerate(folds):
+        test_paths = [paths[j] for j in f]
+        test_names = [corpus.classes[labels[j]] for j in f]
+
+        def judge(counts: Counts, test_paths=test_paths, test_names=test_names) -> Evaluation:
+            model = Model(counts, tokenizer, vocabulary_filter, settings)
+            return evaluation_of(Classifier(model, settings), test_paths, test_names)
+
+        evaluations.append(judge(subtract(total, parts[i])))
+        if learning_curve:
+            points = []
+            for m in range(1, k - 1):
+                counts = merge(*(parts[(i + 1 + step) % k] for step in range(m)))
+                points.append((counts.n_docs, judge(counts).accuracy))
+            points.append((total.n_docs - int(f.size), evaluations[-1].accuracy))
+            per_fold_curve.append(points)
+    curve = [
+        ([per_fold_curve[i][m][0] for i in range(k)], [per_fold_curve[i][m][1] for i in range(k)])
+        for m in range(k - 1 if learning_curve else 0)
+    ]
+    return CrossValidation(folds, evaluations, curve)

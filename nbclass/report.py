@@ -215,3 +215,52 @@ def evaluation_report(evaluation, title: str) -> list:
     out.append(confusion_heat_map(ev.labels, ev.confusion.tolist(), none))
     out.append(reliability_diagram(ev.calibration))
     return out
+
+
+METRIC_NAMES = {
+    "accuracy": "accuracy",
+    "macro_f1": "macro F1",
+    "micro_f1": "micro F1",
+    "log_loss": "log loss",
+    "brier_score": "Brier score",
+    "ece": "ECE",
+}
+
+
+def learning_curve_chart(curve: list[dict]) -> Group:
+    """Accuracy against training size: one bar per size, on a 0–1 axis of 40 cells."""
+    lines = [heading("learning curve (accuracy, mean ± std over the folds; bar: 0 to 1)")]
+    lines.append(Text(f"{'train docs':>10}  {'':40}  {'mean':>6}  {'std':>6}"))
+    for point in curve:
+        docs = sum(point["training_documents"]) / len(point["training_documents"])
+        line = Text(f"{docs:>10.1f}  ")
+        line.append(bar(point["accuracy_mean"], 40), style="cyan")
+        line.append(f"  {point['accuracy_mean']:.4f}  {point['accuracy_std']:.4f}")
+        lines.append(line)
+    return Group(*lines)
+
+
+def cross_validation_report(data: dict, title: str) -> list:
+    """The renderables of ``nbclass cv``'s text output, from its ``to_dict()``."""
+    out: list = [Text(title, style="bold")]
+    summary = _table()
+    summary.add_column("metric")
+    for name in ("mean", "std", "min", "max"):
+        summary.add_column(name, justify="right")
+    for key, name in METRIC_NAMES.items():
+        m = data["metrics"][key]
+        summary.add_row(name, *(num(m[s]) for s in ("mean", "std", "min", "max")))
+    out.append(summary)
+    out.append(heading("per fold"))
+    folds = _table()
+    folds.add_column("fold", justify="right")
+    folds.add_column("docs", justify="right")
+    for name in METRIC_NAMES.values():
+        folds.add_column(name.replace(" score", ""), justify="right")
+    for k, size in enumerate(data["fold_documents"]):
+        cells = [num(data["metrics"][key]["folds"][k]) for key in METRIC_NAMES]
+        folds.add_row(str(k + 1), str(size), *cells)
+    out.append(folds)
+    if data["learning_curve"]:
+        out.append(learning_curve_chart(data["learning_curve"]))
+    return out
