@@ -318,7 +318,65 @@ def fit(
     help="Classes listed per document, most probable first.  [default: 1 for tsv, all for jsonl]",
 )
 @estimator_options("Overrides the model's default without refitting.")
-def predict(model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta):
+@click.option(
+    "--explain",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Add the N words that pushed each document most towards its class (their "
+    "contribution to the log-odds against the runner-up).",
+)
+@click.option(
+    "--min-probability",
+    type=float,
+    default=None,
+    metavar="P",
+    help="Label a document unsure when its top probability is below P.",
+)
+@click.option(
+    "--min-margin",
+    type=float,
+    default=None,
+    metavar="M",
+    help="Label a document unsure when its top two probabilities differ by less than M.",
+)
+@click.option(
+    "--min-known",
+    multiple=True,
+    metavar="N|P%",
+    help="Label a document unsure when fewer than N of its tokens, or less than P% of "
+    "them, are words the model knows. May be given twice (N and P%).",
+)
+@click.option(
+    "--unsure-label",
+    default="unsure",
+    show_default=True,
+    help="The label of a document the thresholds reject.",
+)
+@click.option(
+    "--exit-code",
+    "use_exit_code",
+    is_flag=True,
+    help="One document only: exit 10+k for the k-th class (as 'nbclass info' lists "
+    "them), 9 for unsure or no label; 1 and 2 stay errors.",
+)
+def predict(
+    model_path,
+    paths,
+    lines,
+    fmt,
+    top_k,
+    event_model,
+    estimator,
+    alpha,
+    beta,
+    explain,
+    min_probability,
+    min_margin,
+    min_known,
+    unsure_label,
+    use_exit_code,
+):
     """Classify documents: files, folders (walked recursively) or standard input.
 
     With no PATH, or with -, standard input is one document (with --lines, one document
@@ -326,7 +384,8 @@ def predict(model_path, paths, lines, fmt, top_k, event_model, estimator, alpha,
 
     \b
     TSV (default):  source<TAB>label<TAB>probability
-    JSONL:          {"source", "label", "probability", "probabilities": {class: p}}
+    JSONL:          {"source", "label", "probability", "probabilities": {class: p},
+                     "log_evidence", "reason"}
     The source is the file path, - for standard input, PATH:LINE with --lines.
     Numbers are printed in full (shortest repr that reads back as the same float).
 
@@ -335,44 +394,96 @@ def predict(model_path, paths, lines, fmt, top_k, event_model, estimator, alpha,
       echo "refund my card" | nbclass predict -m model.nbc
       nbclass predict -m model.nbc inbox/ --format jsonl --top-k 3
       tail -n 100 app.log | nbclass predict -m model.nbc --lines
+      nbclass predict -m model.nbc ticket.txt --min-probability 0.9 --exit-code
     """
     if not paths and sys.stdin.isatty():
         raise click.UsageError(
             "no input: give files or folders to classify, or pipe a document into "
             "standard input, e.g.  echo 'some text' | nbclass predict -m MODEL"
         )
+    from .abstain import Abstention, check_exit_classes, exit_code
     from .corpus import iter_documents
 
-    documents = iter_documents(paths or ["-"], lines)
-    if not lines and (
+    abstention = Abstention.from_options(min_probability, min_margin, min_known, unsure_label)
+    single = not lines and (
         not paths or paths == ("-",) or (len(paths) == 1 and os.path.isfile(paths[0]))
-    ):
+    )
+    if use_exit_code and not single:
+        raise UsageError(
+            "--exit-code needs exactly one document (standard input or one file, without "
+            "--lines): an exit code can only name one label"
+        )
+    documents = iter_documents(paths or ["-"], lines)
+    if single and not explain:
         # One document: score it without numpy, which would take most of the time to import.
+        from .abstain import log_sum_exp
         from .quick import QuickModel, log_posterior
 
         model = QuickModel(model_path)
         settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+        abstention.check_classes(model.classes)
+        if use_exit_code:
+            check_exit_classes(model.classes)
         source, text = next(documents)
-        rows = [log_posterior(model.joint_log_likelihood(text, settings))]
-        _print_predictions([source], model.classes, rows, fmt, top_k, settings)
+        jll = model.joint_log_likelihood(text, settings)
+        row = log_posterior(jll)
+        known, tokens = model.known_tokens(text)
+        extra = {"log_evidence": log_sum_exp(jll), "reason": abstention.reason(row, known, tokens)}
+        labels = _print_predictions(
+            [source], model.classes, [row], fmt, top_k, settings, [extra], unsure_label
+        )
+        if use_exit_code:
+            raise click.exceptions.Exit(exit_code(model.classes, labels[0]))
         return
-    from .model import Classifier
+    from .explain import extras, score_batch
+    from .model import BATCH_SIZE, Classifier
     from .modelfile import load
 
     model = load(model_path)
     settings = _settings(model.defaults, event_model, estimator, alpha, beta)
     classifier = Classifier(model, settings)
-    for predictions in classifier.predict_documents(documents):
-        rows = predictions.log_proba.tolist()
-        _print_predictions(predictions.sources, predictions.classes, rows, fmt, top_k, settings)
+    abstention.check_classes(classifier.classes)
+    if use_exit_code:
+        check_exit_classes(classifier.classes)
+    labels = []
+    for batch in _batches(documents, BATCH_SIZE):
+        scored = score_batch(classifier, batch)
+        labels = _print_predictions(
+            scored.sources,
+            classifier.classes,
+            scored.log_proba.tolist(),
+            fmt,
+            top_k,
+            settings,
+            extras(classifier, scored, abstention, explain),
+            unsure_label,
+        )
+    if use_exit_code:
+        raise click.exceptions.Exit(exit_code(classifier.classes, labels[0]))
 
 
-def _print_predictions(sources, classes, rows, fmt, top_k, settings) -> None:
+def _batches(items, size: int):
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _print_predictions(
+    sources, classes, rows, fmt, top_k, settings, extras=None, unsure_label="unsure"
+) -> list[str]:
+    """Print the predictions; returns the labels printed ("" for none)."""
     from .render import prediction_lines
 
-    _echo_lines(prediction_lines(sources, classes, rows, fmt, top_k))
-    for source, row in zip(sources, rows):
+    _echo_lines(prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label))
+    labels = []
+    for i, (source, row) in enumerate(zip(sources, rows)):
         if max(row) == float("-inf"):
+            labels.append("")
             warnings.warn(
                 f"every class has probability 0 for {source!r} under "
                 f"--estimator {settings.estimator}: each class rules it out (it holds a word "
@@ -381,6 +492,11 @@ def _print_predictions(sources, classes, rows, fmt, top_k, settings) -> None:
                 NbclassWarning,
                 stacklevel=1,
             )
+        elif extras is not None and extras[i]["reason"]:
+            labels.append(unsure_label)
+        else:
+            labels.append(classes[max(range(len(row)), key=row.__getitem__)])
+    return labels
 
 
 @cli.command("top-features", context_settings=CONTEXT)

@@ -34,7 +34,7 @@ from nbclass.errors import NbclassWarning
 from nbclass.modelfile import load
 from nbclass.selection import mutual_information
 
-JSONL_KEYS = ["source", "label", "probability", "probabilities"]
+JSONL_KEYS = ["source", "label", "probability", "probabilities", "log_evidence", "reason"]
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -393,6 +393,8 @@ def test_mle_with_every_class_impossible_jsonl(runner, model):
         "label": "",
         "probability": 0.0,
         "probabilities": {"china": 0.0, "japan": 0.0},
+        "log_evidence": None,
+        "reason": None,
     }
     assert result.stderr.startswith("Warning: every class has probability 0")
 
