@@ -748,6 +748,81 @@ def cv(
     show(*cross_validation_report(data, title))
 
 
+@cli.command(context_settings=CONTEXT)
+@_model_option
+@click.option(
+    "--baseline",
+    "baseline_path",
+    required=True,
+    metavar="OLD",
+    help="The model in production, that MODEL would replace.",
+)
+@click.argument("test_dir", metavar="TEST_DIR")
+@click.option(
+    "--max-drop",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Largest allowed fall of accuracy and of macro-F1 (e.g. 0.01 for one point).",
+)
+@click.option(
+    "--max-ece",
+    type=float,
+    default=None,
+    help="Also fail if the new model's expected calibration error is above this.",
+)
+@_format_option("text", "json")
+@estimator_options("Overrides both models' defaults.")
+def check(
+    model_path,
+    baseline_path,
+    test_dir,
+    max_drop,
+    max_ece,
+    fmt,
+    event_model,
+    estimator,
+    alpha,
+    beta,
+):
+    """Gate a new MODEL against the BASELINE on TEST_DIR before it replaces it.
+
+    Evaluates both models on the same labelled documents and prints them side by side.
+    Exits 0 if the new model's accuracy and macro-F1 are each at most --max-drop below
+    the baseline's (and its ECE at most --max-ece, if given), 3 if not; 1 and 2 are
+    errors, as for every command.
+
+    \b
+    Example (cron: retrain, then replace the model only if it is not worse):
+      nbclass fit corpus/ -o new.nbc &&
+        nbclass check -m new.nbc --baseline prod.nbc test/ --max-drop 0.01 &&
+        mv new.nbc prod.nbc
+    """
+    from .errors import EXIT_CHECK_FAILED
+    from .evaluation import check as run
+    from .modelfile import load
+
+    new, baseline = load(model_path), load(baseline_path)
+    overrides = {"model": event_model, "estimator": estimator, "alpha": alpha, "beta": beta}
+    result = run(new, baseline, _test_corpus(test_dir), max_drop, max_ece, overrides)
+    data = {"model": model_path, "baseline": baseline_path, "test_dir": test_dir}
+    data.update(result.to_dict())
+    if fmt == "json":
+        from .render import json_text
+
+        _echo_lines([json_text(data)])
+    else:
+        from .report import check_report, show
+
+        title = (
+            f"{model_path} (new) against {baseline_path} (baseline) on {test_dir}: "
+            f"{result.new.n_docs} documents"
+        )
+        show(*check_report(data, title))
+    if not result.passed:
+        raise click.exceptions.Exit(EXIT_CHECK_FAILED)
+
+
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     if issubclass(category, NbclassWarning):
         sys.stderr.write(f"Warning: {message}\n")

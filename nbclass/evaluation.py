@@ -348,3 +348,83 @@ def cross_validate(
         for m in range(k - 1 if learning_curve else 0)
     ]
     return CrossValidation(folds, evaluations, curve)
+
+
+# --- check: the gate before a new model replaces the old one ----------------------------------
+
+CHECKED = ("accuracy", "macro_f1")
+ROUNDING = 1e-12  # differences of metrics computed in floating point
+
+
+@dataclass(frozen=True, eq=False)
+class Check:
+    """A new model against a baseline on the same test corpus.
+
+    Attributes
+    ----------
+    baseline, new : Evaluation
+    max_drop : float
+        Largest allowed fall of accuracy and of macro-F1 (baseline − new).
+    max_ece : float or None
+        Largest allowed expected calibration error of the new model.
+    """
+
+    baseline: Evaluation
+    new: Evaluation
+    max_drop: float
+    max_ece: float | None = None
+
+    @property
+    def failures(self) -> list[str]:
+        """What fails, in words; empty when the new model passes."""
+        out = []
+        old, new = self.baseline.summary(), self.new.summary()
+        for name in CHECKED:
+            drop = old[name] - new[name]
+            if drop > self.max_drop + ROUNDING:
+                out.append(
+                    f"{name} fell by {drop:.4f} ({old[name]:.4f} -> {new[name]:.4f}), "
+                    f"more than --max-drop {self.max_drop}"
+                )
+        if self.max_ece is not None and new["ece"] > self.max_ece + ROUNDING:
+            out.append(f"ece {new['ece']:.4f} is above --max-ece {self.max_ece}")
+        return out
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def to_dict(self) -> dict:
+        old, new = self.baseline.summary(), self.new.summary()
+        return {
+            "passed": self.passed,
+            "failures": self.failures,
+            "max_drop": self.max_drop,
+            "max_ece": self.max_ece,
+            "documents": self.new.n_docs,
+            "metrics": {
+                name: {"baseline": old[name], "new": new[name], "change": new[name] - old[name]}
+                for name in old
+            },
+        }
+
+
+def check(
+    new: Model,
+    baseline: Model,
+    corpus: Corpus,
+    max_drop: float,
+    max_ece: float | None = None,
+    overrides: dict | None = None,
+) -> Check:
+    """Evaluate both models on ``corpus``, each under its own defaults plus ``overrides``."""
+    if max_drop < 0:
+        raise UsageError(f"--max-drop {max_drop} must be 0 or more")
+    if max_ece is not None and not 0 <= max_ece <= 1:
+        raise UsageError(f"--max-ece {max_ece} must be between 0 and 1")
+    overrides = overrides or {}
+
+    def judge(model: Model) -> Evaluation:
+        return evaluate(model, model.defaults.with_overrides(**overrides).validate(), corpus)
+
+    return Check(judge(baseline), judge(new), max_drop, max_ece)

@@ -30,12 +30,14 @@ def show(*renderables, file=None) -> None:
     """Print renderables: coloured on a terminal, plain text (no trailing spaces) otherwise."""
     file = file or sys.stdout
     if file.isatty():
-        Console(file=file, width=min(WIDTH, Console(file=file).width), highlight=False).print(
-            *renderables
-        )
+        console = Console(file=file, highlight=False)
+        console.width = min(WIDTH, console.width)
+        console.print(Group(*renderables))
         return
     buffer = io.StringIO()
-    Console(file=buffer, width=WIDTH, color_system=None, highlight=False).print(*renderables)
+    Console(file=buffer, width=WIDTH, color_system=None, highlight=False).print(
+        Group(*renderables)
+    )
     file.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
     file.flush()
 
@@ -263,4 +265,42 @@ def cross_validation_report(data: dict, title: str) -> list:
     out.append(folds)
     if data["learning_curve"]:
         out.append(learning_curve_chart(data["learning_curve"]))
+    return out
+
+
+def check_report(data: dict, title: str) -> list:
+    """The renderables of ``nbclass check``: both models side by side and the verdict."""
+    out: list = [Text(title, style="bold")]
+    table = _table()
+    table.add_column("metric")
+    for name in ("baseline", "new", "change", "limit", ""):
+        table.add_column(name, justify="right")
+    limits = {"accuracy": "drop", "macro_f1": "drop", "ece": "max"}
+    for key, name in METRIC_NAMES.items():
+        m = data["metrics"][key]
+        limit, verdict = "", ""
+        if limits.get(key) == "drop":
+            limit = f"-{data['max_drop']}"
+            ok = m["baseline"] - m["new"] <= data["max_drop"] + 1e-12
+            verdict = Text("ok", style="green") if ok else Text("FAIL", style="bold red")
+        elif key == "ece" and data["max_ece"] is not None:
+            limit = f"≤ {data['max_ece']}"
+            ok = m["new"] <= data["max_ece"] + 1e-12
+            verdict = Text("ok", style="green") if ok else Text("FAIL", style="bold red")
+        change = m["change"]
+        table.add_row(
+            name,
+            num(m["baseline"]),
+            num(m["new"]),
+            ("+" if change > 0 else "") + num(change),
+            limit,
+            verdict,
+        )
+    out.append(table)
+    if data["passed"]:
+        out.append(Text("passed: the new model may replace the baseline", style="bold green"))
+    else:
+        out.append(Text("FAILED: keep the baseline", style="bold red"))
+        for failure in data["failures"]:
+            out.append(Text(f"  {failure}"))
     return out
