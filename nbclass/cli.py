@@ -183,6 +183,13 @@ def cli():
 
     Exit codes: 0 success, 1 runtime error (corpus, model or input), 2 usage error,
     130 interrupted, 141 output pipe closed.
+
+    \b
+    Trust a model before cron does:
+      nbclass evaluate -m model.nbc test/        # accuracy, F1, calibration
+      nbclass cv corpus/ --folds 10              # cross-validation
+      nbclass check -m new.nbc --baseline prod.nbc test/ --max-drop 0.01   # exit 0 or 3
+      nbclass predict -m model.nbc --min-probability 0.9 --exit-code ticket.txt  # 10+k, 9
     """
 
 
@@ -821,6 +828,52 @@ def check(
         show(*check_report(data, title))
     if not result.passed:
         raise click.exceptions.Exit(EXIT_CHECK_FAILED)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("old_path", metavar="A")
+@click.argument("new_path", metavar="B")
+@click.option(
+    "-k",
+    "k",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Words listed per class, and new words listed.",
+)
+@_format_option("text", "json")
+def diff(old_path, new_path, k, fmt):
+    """What changed from model A (old) to model B (new).
+
+    Documents per class and classes added or removed; vocabulary growth and the new
+    words most frequent in B; per class present in both, the KL divergence
+    KL(θ_B ‖ θ_A) between the class's word distributions (multinomial, smoothed with
+    β = 1 over both vocabularies) and the K words whose log-odds for the class moved
+    most (log θ_jc − log θ_j,rest, multinomial posterior mean with β = 1; words in both
+    vocabularies). Computed from the counts, whatever the models' default estimators.
+
+    \b
+    Example:
+      nbclass diff prod.nbc new.nbc -k 10
+    """
+    from .evaluation import diff as compare
+    from .modelfile import load
+
+    old, new = load(old_path), load(new_path)
+    data = {"old": old_path, "new": new_path, "notes": []}
+    data.update(compare(old, new, k).to_dict())
+    if old.tokenizer.to_dict() != new.tokenizer.to_dict():
+        data["notes"].append("the models tokenize differently: words may differ for that reason")
+    if old.vocabulary_filter != new.vocabulary_filter or old.selection != new.selection:
+        data["notes"].append("the models use different vocabulary filters or selections")
+    if fmt == "json":
+        from .render import json_text
+
+        _echo_lines([json_text(data)])
+        return
+    from .report import diff_report, show
+
+    show(*diff_report(data, f"{old_path} (old) -> {new_path} (new)"))
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

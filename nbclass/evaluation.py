@@ -428,3 +428,118 @@ def check(
         return evaluate(model, model.defaults.with_overrides(**overrides).validate(), corpus)
 
     return Check(judge(baseline), judge(new), max_drop, max_ece)
+
+
+# --- diff: what changed between two models ------------------------------------------------------
+
+
+def class_log_odds(counts: Counts) -> np.ndarray:
+    """log θ_jc − log θ_j,rest per word and class, ndarray of shape (V, C).
+
+    θ is the multinomial posterior mean with β = 1 over the counts' V words; "rest" pools
+    the tokens of every other class. A positive value means word j is more frequent in
+    class c than in the others: the weight it adds to c against the rest.
+    """
+    T = counts.token_count.astype(float)
+    V = T.shape[0]
+    T_c = T.sum(axis=0)
+    rest = T.sum(axis=1, keepdims=True) - T
+    T_rest = T_c.sum() - T_c
+    return (np.log(T + 1) - np.log(T_c + V)) - (np.log(rest + 1) - np.log(T_rest + V))
+
+
+def _on_vocabulary(counts: Counts, vocabulary: Sequence[str], c: int) -> np.ndarray:
+    """T_jc of class c over ``vocabulary`` (0 for words ``counts`` lacks), shape (U,)."""
+    at = {w: j for j, w in enumerate(vocabulary)}
+    out = np.zeros(len(vocabulary))
+    rows = np.array([at[w] for w in counts.vocabulary], dtype=np.int64)
+    out[rows] = counts.token_count[:, c]
+    return out
+
+
+def kl_divergence(T_new: np.ndarray, T_old: np.ndarray) -> float:
+    """KL(θ_new ‖ θ_old) in nats, θ = (T_j + 1) / (Σ T + U) over the same U words.
+
+    Smoothing with β = 1 gives every word a probability in both, so the divergence is
+    finite; it is 0 when the two classes have the same word counts.
+    """
+    U = T_new.size
+    log_new = np.log(T_new + 1) - np.log(T_new.sum() + U)
+    log_old = np.log(T_old + 1) - np.log(T_old.sum() + U)
+    return float(np.sum(np.exp(log_new) * (log_new - log_old)))
+
+
+@dataclass(frozen=True, eq=False)
+class ModelDiff:
+    """What changed from model A (old) to model B (new), over the words each uses.
+
+    Attributes
+    ----------
+    old, new : Counts
+        The models' active counts.
+    k : int
+        Words listed per class and new words listed.
+    """
+
+    old: Counts
+    new: Counts
+    k: int = 5
+
+    def to_dict(self) -> dict:
+        a, b, k = self.old, self.new, self.k
+        classes_a, classes_b = set(a.classes), set(b.classes)
+        common = [c for c in b.classes if c in classes_a]
+        words_a, words_b = set(a.vocabulary), set(b.vocabulary)
+        added = sorted(words_b - words_a)
+        union = sorted(words_a | words_b)
+        shared = sorted(words_a & words_b)
+        tokens_b = dict(zip(b.vocabulary, b.token_count.sum(axis=1).tolist()))
+        frequent_new = sorted(added, key=lambda w: (-tokens_b[w], w))[:k]
+        row_a = {w: j for j, w in enumerate(a.vocabulary)}
+        row_b = {w: j for j, w in enumerate(b.vocabulary)}
+        lo_a, lo_b = class_log_odds(a), class_log_odds(b)
+        ia = np.array([row_a[w] for w in shared], dtype=np.int64)
+        ib = np.array([row_b[w] for w in shared], dtype=np.int64)
+        docs_a = dict(zip(a.classes, a.class_count.tolist()))
+        docs_b = dict(zip(b.classes, b.class_count.tolist()))
+        per_class = {}
+        for name in sorted(classes_a | classes_b):
+            entry = {"documents_old": docs_a.get(name, 0), "documents_new": docs_b.get(name, 0)}
+            if name in common:
+                ca, cb = a.classes.index(name), b.classes.index(name)
+                entry["kl"] = kl_divergence(
+                    _on_vocabulary(b, union, cb), _on_vocabulary(a, union, ca)
+                )
+                old_lo, new_lo = lo_a[ia, ca], lo_b[ib, cb]
+                change = new_lo - old_lo
+                order = np.argsort(-np.abs(change), kind="stable")[:k]  # ties: alphabetical
+                entry["moved"] = [
+                    {
+                        "word": shared[j],
+                        "old": float(old_lo[j]),
+                        "new": float(new_lo[j]),
+                        "change": float(change[j]),
+                    }
+                    for j in order.tolist()
+                ]
+            per_class[name] = entry
+        return {
+            "documents": {"old": a.n_docs, "new": b.n_docs},
+            "classes_added": sorted(classes_b - classes_a),
+            "classes_removed": sorted(classes_a - classes_b),
+            "vocabulary": {
+                "old": len(a.vocabulary),
+                "new": len(b.vocabulary),
+                "added": len(added),
+                "removed": len(words_a - words_b),
+                "frequent_new_words": frequent_new,
+            },
+            "classes": per_class,
+        }
+
+
+def diff(old: Model, new: Model, k: int = 5) -> ModelDiff:
+    """Compare two models' counts over the words each one uses."""
+    if k < 1:
+        raise UsageError(f"-k {k} must be at least 1")
+    return ModelDiff(old.active_counts, new.active_counts, k)

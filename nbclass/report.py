@@ -76,11 +76,11 @@ def _table(**kwargs) -> Table:
     )
 
 
-def metrics_table(rows: Sequence[tuple[str, str]]) -> Table:
+def metrics_table(rows: Sequence[tuple[str, str]], justify: str = "right") -> Table:
     """Two columns, metric and value."""
     table = _table(show_header=False)
     table.add_column("metric")
-    table.add_column("value", justify="right")
+    table.add_column("value", justify=justify)
     for name, value in rows:
         table.add_row(name, value)
     return table
@@ -303,4 +303,65 @@ def check_report(data: dict, title: str) -> list:
         out.append(Text("FAILED: keep the baseline", style="bold red"))
         for failure in data["failures"]:
             out.append(Text(f"  {failure}"))
+    return out
+
+
+def _signed(n: int) -> str:
+    return f"+{n}" if n > 0 else str(n)
+
+
+def diff_report(data: dict, title: str) -> list:
+    """The renderables of ``nbclass diff``."""
+    out: list = [Text(title, style="bold")]
+    for note in data.get("notes", []):
+        out.append(Text(f"note: {note}"))
+    d, v = data["documents"], data["vocabulary"]
+    added = ", ".join(data["classes_added"]) or "none"
+    removed = ", ".join(data["classes_removed"]) or "none"
+    out.append(
+        metrics_table(
+            [
+                ("documents", f"{d['old']} -> {d['new']} ({_signed(d['new'] - d['old'])})"),
+                ("classes added", added),
+                ("classes removed", removed),
+                (
+                    "vocabulary",
+                    f"{v['old']} -> {v['new']} words ({_signed(v['new'] - v['old'])}: "
+                    f"{v['added']} new, {v['removed']} gone)",
+                ),
+            ],
+            justify="left",
+        )
+    )
+    if v["frequent_new_words"]:
+        out.append(Text("new words, most frequent first: " + ", ".join(v["frequent_new_words"])))
+    table = _table()
+    table.add_column("class")
+    for name in ("docs old", "docs new", "change", "KL(new‖old)"):
+        table.add_column(name, justify="right")
+    for name, entry in data["classes"].items():
+        old, new = entry["documents_old"], entry["documents_new"]
+        table.add_row(
+            _short(name, 30), str(old), str(new), _signed(new - old), num(entry.get("kl"))
+        )
+    out.append(table)
+    moved = [(name, e["moved"]) for name, e in data["classes"].items() if e.get("moved")]
+    if moved:
+        out.append(heading("words whose log-odds moved most (log θ_jc − log θ_j,rest, in nats)"))
+        words = _table()
+        words.add_column("class")
+        words.add_column("word")
+        for name in ("old", "new", "change"):
+            words.add_column(name, justify="right")
+        for name, rows in moved:
+            for i, row in enumerate(rows):
+                words.add_row(
+                    _short(name, 24) if i == 0 else "",
+                    _short(row["word"], 24),
+                    num(row["old"]),
+                    num(row["new"]),
+                    ("+" if row["change"] > 0 else "") + num(row["change"]),
+                )
+            words.add_section()
+        out.append(words)
     return out
