@@ -110,6 +110,11 @@ class Abstention:
             )
         )
 
+    @property
+    def needs_known(self) -> bool:
+        """Whether :meth:`reason` looks at the known-token counts."""
+        return self.min_known_tokens is not None or self.min_known_share is not None
+
     def check_classes(self, classes) -> None:
         """Refuse an unsure label that is also a class: a script could not tell them apart."""
         if self.label in classes:

@@ -434,7 +434,8 @@ def predict(
         source, text = next(documents)
         jll = model.joint_log_likelihood(text, settings)
         row = log_posterior(jll)
-        known, tokens = model.known_tokens(text)
+        # Counting known tokens tokenizes again: only when a threshold needs them.
+        known, tokens = model.known_tokens(text) if abstention.needs_known else (0, 0)
         extra = {"log_evidence": log_sum_exp(jll), "reason": abstention.reason(row, known, tokens)}
         labels = _print_predictions(
             [source], model.classes, [row], fmt, top_k, settings, [extra], unsure_label
