@@ -253,6 +253,13 @@ def cli():
 
     Exit codes: 0 success, 1 runtime error (corpus, model or input), 2 usage error,
     130 interrupted, 141 output pipe closed.
+
+    \b
+    Trust a model before cron does:
+      nbclass evaluate -m model.nbc test/        # accuracy, F1, calibration
+      nbclass cv corpus/ --folds 10              # cross-validation
+      nbclass check -m new.nbc --baseline prod.nbc test/ --max-drop 0.01   # exit 0 or 3
+      nbclass predict -m model.nbc --min-probability 0.9 --exit-code ticket.txt  # 10+k, 9
     """
 
 
@@ -597,9 +604,52 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, schedul
     help="Score files and folders on the Dask cluster of this scheduler (tcp://HOST:PORT); "
     "the output is the same.  [default: $DASK_SCHEDULER_ADDRESS, else this process]",
 )
+@click.option(
+    "--explain",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Add the N words that pushed each document most towards its class (their "
+    "contribution to the log-odds against the runner-up).",
+)
+@click.option(
+    "--min-probability",
+    type=float,
+    default=None,
+    metavar="P",
+    help="Label a document unsure when its top probability is below P.",
+)
+@click.option(
+    "--min-margin",
+    type=float,
+    default=None,
+    metavar="M",
+    help="Label a document unsure when its top two probabilities differ by less than M.",
+)
+@click.option(
+    "--min-known",
+    multiple=True,
+    metavar="N|P%",
+    help="Label a document unsure when fewer than N of its tokens, or less than P% of "
+    "them, are words the model knows. May be given twice (N and P%).",
+)
+@click.option(
+    "--unsure-label",
+    default="unsure",
+    show_default=True,
+    help="The label of a document the thresholds reject.",
+)
+@click.option(
+    "--exit-code",
+    "use_exit_code",
+    is_flag=True,
+    help="One document only: exit 10+k for the k-th class (as 'nbclass info' lists "
+    "them), 9 for unsure or no label; 1 and 2 stay errors.",
+)
 @table_predict_options
 def predict(
     model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
+    explain, min_probability, min_margin, min_known, unsure_label, use_exit_code,
     **table_options,
 ):  # fmt: skip
     """Classify documents: files, folders (walked recursively) or standard input.
@@ -609,7 +659,8 @@ def predict(
 
     \b
     TSV (default):  source<TAB>label<TAB>probability
-    JSONL:          {"source", "label", "probability", "probabilities": {class: p}}
+    JSONL:          {"source", "label", "probability", "probabilities": {class: p},
+                     "log_evidence", "reason"}
     The source is the file path, - for standard input, PATH:LINE with --lines.
     Numbers are printed in full (shortest repr that reads back as the same float).
 
@@ -619,6 +670,7 @@ def predict(
       nbclass predict -m model.nbc inbox/ --format jsonl --top-k 3
       tail -n 100 app.log | nbclass predict -m model.nbc --lines
       nbclass predict -m table-model.nbc --table new.csv --id ticket
+      nbclass predict -m model.nbc ticket.txt --min-probability 0.9 --exit-code
 
     With --table FILE (a model fitted with --table), every row of FILE is classified;
     its source is FILE:ROW (rows counted from 1 after the header) or the --id column.
@@ -633,38 +685,82 @@ def predict(
             "no input: give files or folders to classify, or pipe a document into "
             "standard input, e.g.  echo 'some text' | nbclass predict -m MODEL"
         )
+    from .abstain import Abstention, check_exit_classes, exit_code
     from .corpus import iter_documents
 
-    documents = iter_documents(paths or ["-"], lines)
-    if not lines and (
+    abstention = Abstention.from_options(min_probability, min_margin, min_known, unsure_label)
+    single = not lines and (
         not paths or paths == ("-",) or (len(paths) == 1 and os.path.isfile(paths[0]))
-    ):
+    )
+    if use_exit_code and not single:
+        raise UsageError(
+            "--exit-code needs exactly one document (standard input or one file, without "
+            "--lines): an exit code can only name one label"
+        )
+    documents = iter_documents(paths or ["-"], lines)
+    if single and not explain:
         # One document: score it without numpy, which would take most of the time to import.
+        from .abstain import log_sum_exp
         from .quick import QuickModel, log_posterior
 
         model = QuickModel(model_path)
         settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+        abstention.check_classes(model.classes)
+        if use_exit_code:
+            check_exit_classes(model.classes)
         source, text = next(documents)
-        rows = [log_posterior(model.joint_log_likelihood(text, settings))]
-        _print_predictions([source], model.classes, rows, fmt, top_k, settings)
+        jll = model.joint_log_likelihood(text, settings)
+        row = log_posterior(jll)
+        # Counting known tokens tokenizes again: only when a threshold needs them.
+        known, tokens = model.known_tokens(text) if abstention.needs_known else (0, 0)
+        extra = {"log_evidence": log_sum_exp(jll), "reason": abstention.reason(row, known, tokens)}
+        labels = _print_predictions(
+            [source], model.classes, [row], fmt, top_k, settings, [extra], unsure_label
+        )
+        if use_exit_code:
+            raise click.exceptions.Exit(exit_code(model.classes, labels[0]))
         return
-    from .model import Classifier
+    from functools import partial
+
+    from .explain import extras, score_batch
+    from .model import BATCH_SIZE, Classifier
     from .modelfile import load
 
     if scheduler and not lines and paths and "-" not in paths:
         overrides = event_model, estimator, alpha, beta
-        settings, batches = _predict_on_cluster(scheduler, model_path, paths, overrides)
+        classes, settings, batches = _predict_on_cluster(
+            scheduler, model_path, paths, overrides, abstention, explain
+        )
     else:
         model = load(model_path)
         settings = _settings(model.defaults, event_model, estimator, alpha, beta)
-        batches = Classifier(model, settings).predict_documents(documents)
-    for predictions in batches:
-        rows = predictions.log_proba.tolist()
-        _print_predictions(predictions.sources, predictions.classes, rows, fmt, top_k, settings)
+        classifier = Classifier(model, settings)
+        classes = classifier.classes
+        batches = (
+            (scored, extras(classifier, scored, abstention, explain))
+            for scored in map(partial(score_batch, classifier), _batches(documents, BATCH_SIZE))
+        )
+    abstention.check_classes(classes)
+    if use_exit_code:
+        check_exit_classes(classes)
+    labels = []
+    for scored, extra in batches:
+        labels = _print_predictions(
+            scored.sources,
+            classes,
+            scored.log_proba.tolist(),
+            fmt,
+            top_k,
+            settings,
+            extra,
+            unsure_label,
+        )
+    if use_exit_code:
+        raise click.exceptions.Exit(exit_code(classes, labels[0]))
 
 
-def _predict_on_cluster(scheduler, model_path, paths, overrides):
-    """``(settings, predictions)`` of the files at ``paths``, scored by a Dask cluster."""
+def _predict_on_cluster(scheduler, model_path, paths, overrides, abstention, explain):
+    """``(classes, settings, batches)`` of the files at ``paths``, scored by a Dask cluster."""
     from .cluster import predict_files, require_dask
     from .corpus import expand_paths
     from .fileformat import read
@@ -674,16 +770,34 @@ def _predict_on_cluster(scheduler, model_path, paths, overrides):
     data = read(model_path)  # the workers get these very bytes
     model = loads(data, model_path)
     settings = _settings(model.defaults, *overrides)
+    classes = model.active_counts.classes
     files = list(expand_paths(paths))  # a missing path stops before any work is sent
-    return settings, predict_files(scheduler, data, model.counts.classes, settings, files)
+    batches = predict_files(scheduler, data, classes, settings, files, abstention, explain)
+    return classes, settings, batches
 
 
-def _print_predictions(sources, classes, rows, fmt, top_k, settings) -> None:
+def _batches(items, size: int):
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _print_predictions(
+    sources, classes, rows, fmt, top_k, settings, extras=None, unsure_label="unsure"
+) -> list[str]:
+    """Print the predictions; returns the labels printed ("" for none)."""
     from .render import prediction_lines
 
-    _echo_lines(prediction_lines(sources, classes, rows, fmt, top_k))
-    for source, row in zip(sources, rows):
+    _echo_lines(prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label))
+    labels = []
+    for i, (source, row) in enumerate(zip(sources, rows)):
         if max(row) == float("-inf"):
+            labels.append("")
             warnings.warn(
                 f"every class has probability 0 for {source!r} under "
                 f"--estimator {settings.estimator}: each class rules it out (it holds a word "
@@ -692,6 +806,11 @@ def _print_predictions(sources, classes, rows, fmt, top_k, settings) -> None:
                 NbclassWarning,
                 stacklevel=1,
             )
+        elif extras is not None and extras[i]["reason"]:
+            labels.append(unsure_label)
+        else:
+            labels.append(classes[max(range(len(row)), key=row.__getitem__)])
+    return labels
 
 
 @cli.command("top-features", context_settings=CONTEXT)
@@ -1078,6 +1197,303 @@ def _table_info(model_path, fmt):
     model, header = load_with_header(model_path)
     fmt_header = {k: header[k] for k in ("format", "version", "nbclass_version", "kind")}
     _echo_lines(table_info_lines(table_model_info(model, model_path, fmt_header), fmt))
+
+
+def _test_corpus(test_dir: str):
+    from .corpus import list_corpus
+
+    return list_corpus(test_dir, min_classes=1)
+
+
+@cli.command(context_settings=CONTEXT)
+@_model_option
+@click.argument("test_dir", metavar="TEST_DIR")
+@_format_option("text", "json")
+@estimator_options("Overrides the model's default without refitting.")
+def evaluate(model_path, test_dir, fmt, event_model, estimator, alpha, beta):
+    """Measure a model on TEST_DIR, labelled documents laid out like a training corpus.
+
+    Prints accuracy, macro- and micro-F1, log loss, Brier score (multiclass sum form,
+    0 to 2), expected calibration error (10 equal-width confidence bins), precision,
+    recall and F1 per class, the confusion matrix and a reliability diagram. On a
+    terminal the matrix is a coloured heat map; --format json prints one object.
+
+    \b
+    Examples:
+      nbclass evaluate -m model.nbc test/
+      nbclass evaluate -m model.nbc test/ --format json | jq .accuracy
+    """
+    from .evaluation import evaluate as run
+    from .modelfile import load
+
+    model = load(model_path)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    corpus = _test_corpus(test_dir)
+    evaluation = run(model, settings, corpus)
+    if fmt == "json":
+        from .render import json_text
+
+        _echo_lines(
+            [json_text({"model": model_path, "test_dir": test_dir, **evaluation.to_dict()})]
+        )
+        return
+    from .report import evaluation_report, show
+
+    title = (
+        f"{model_path} on {test_dir}: {evaluation.n_docs} documents, "
+        f"{len(corpus.classes)} classes\n{_describe_settings(settings)}"
+    )
+    show(*evaluation_report(evaluation, title))
+
+
+def _describe_settings(settings) -> str:
+    beta = settings.beta[0] if settings.beta[0] == settings.beta[1] else settings.beta
+    return (
+        f"model {settings.model}, estimator {settings.estimator}, alpha {settings.alpha}, "
+        f"beta {beta}"
+    )
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("corpus_dir", metavar="CORPUS_DIR")
+@click.option(
+    "-k",
+    "--folds",
+    type=int,
+    default=5,
+    show_default=True,
+    help="Number of folds; every class needs at least this many documents.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the stratified split (the split never depends on file listing order).",
+)
+@click.option(
+    "--learning-curve",
+    is_flag=True,
+    help="Also train on 1, 2, ..., K-1 folds and draw accuracy against training size.",
+)
+@click.option(
+    "--like",
+    "like_path",
+    metavar="MODEL",
+    help="Tokenize, filter the vocabulary and estimate as this model file does.  "
+    "[default: fit's defaults]",
+)
+@estimator_options("Overrides the defaults (of --like's model, if given).")
+@_format_option("text", "json")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes that read and count.  [default: $NBCLASS_JOBS, else every core]",
+)
+def cv(
+    corpus_dir,
+    folds,
+    seed,
+    learning_curve,
+    like_path,
+    event_model,
+    estimator,
+    alpha,
+    beta,
+    fmt,
+    jobs,
+):
+    """Stratified K-fold cross-validation of CORPUS_DIR (laid out as for fit).
+
+    Each fold is counted once; fold k's training counts are the total minus fold k's
+    (counts add up), exactly what a refit on the other folds would count, so K folds
+    cost about one fit plus K predictions. Prints the mean, standard deviation, min and
+    max over the folds of accuracy, macro-/micro-F1, log loss, Brier score and ECE
+    (as 'nbclass evaluate' defines them), and every fold's values.
+
+    \b
+    Examples:
+      nbclass cv corpus/ --folds 10 --seed 7
+      nbclass cv corpus/ --learning-curve --like model.nbc
+      nbclass cv corpus/ --format json | jq .metrics.accuracy.mean
+    """
+    from .corpus import list_corpus
+    from .counts import default_jobs
+    from .estimators import EstimatorSettings
+    from .evaluation import cross_validate
+    from .model import VocabularyFilter
+    from .tokenizer import TokenizerSettings
+
+    if like_path:
+        from .modelfile import load
+
+        like = load(like_path)
+        tokenizer, vocabulary_filter, defaults = (
+            like.tokenizer,
+            like.vocabulary_filter,
+            like.defaults,
+        )
+    else:
+        tokenizer, vocabulary_filter, defaults = (
+            TokenizerSettings(),
+            VocabularyFilter(),
+            EstimatorSettings(),
+        )
+    settings = _settings(defaults, event_model, estimator, alpha, beta)
+    corpus = list_corpus(corpus_dir)
+    result = cross_validate(
+        corpus,
+        tokenizer,
+        vocabulary_filter,
+        settings,
+        folds,
+        seed,
+        learning_curve,
+        jobs or default_jobs(),
+    )
+    data = {
+        "corpus": corpus_dir,
+        "documents": len(corpus.paths),
+        "classes": list(corpus.classes),
+        "seed": seed,
+        "settings": settings.to_dict(),
+        **result.to_dict(),
+    }
+    if fmt == "json":
+        from .render import json_text
+
+        _echo_lines([json_text(data)])
+        return
+    from .report import cross_validation_report, show
+
+    title = (
+        f"{corpus_dir}: {data['documents']} documents, {len(corpus.classes)} classes, "
+        f"{folds} stratified folds (seed {seed})\n{_describe_settings(settings)}"
+    )
+    show(*cross_validation_report(data, title))
+
+
+@cli.command(context_settings=CONTEXT)
+@_model_option
+@click.option(
+    "--baseline",
+    "baseline_path",
+    required=True,
+    metavar="OLD",
+    help="The model in production, that MODEL would replace.",
+)
+@click.argument("test_dir", metavar="TEST_DIR")
+@click.option(
+    "--max-drop",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Largest allowed fall of accuracy and of macro-F1 (e.g. 0.01 for one point).",
+)
+@click.option(
+    "--max-ece",
+    type=float,
+    default=None,
+    help="Also fail if the new model's expected calibration error is above this.",
+)
+@_format_option("text", "json")
+@estimator_options("Overrides both models' defaults.")
+def check(
+    model_path,
+    baseline_path,
+    test_dir,
+    max_drop,
+    max_ece,
+    fmt,
+    event_model,
+    estimator,
+    alpha,
+    beta,
+):
+    """Gate a new MODEL against the BASELINE on TEST_DIR before it replaces it.
+
+    Evaluates both models on the same labelled documents and prints them side by side.
+    Exits 0 if the new model's accuracy and macro-F1 are each at most --max-drop below
+    the baseline's (and its ECE at most --max-ece, if given), 3 if not; 1 and 2 are
+    errors, as for every command.
+
+    \b
+    Example (cron: retrain, then replace the model only if it is not worse):
+      nbclass fit corpus/ -o new.nbc &&
+        nbclass check -m new.nbc --baseline prod.nbc test/ --max-drop 0.01 &&
+        mv new.nbc prod.nbc
+    """
+    from .errors import EXIT_CHECK_FAILED
+    from .evaluation import check as run
+    from .modelfile import load
+
+    new, baseline = load(model_path), load(baseline_path)
+    overrides = {"model": event_model, "estimator": estimator, "alpha": alpha, "beta": beta}
+    result = run(new, baseline, _test_corpus(test_dir), max_drop, max_ece, overrides)
+    data = {"model": model_path, "baseline": baseline_path, "test_dir": test_dir}
+    data.update(result.to_dict())
+    if fmt == "json":
+        from .render import json_text
+
+        _echo_lines([json_text(data)])
+    else:
+        from .report import check_report, show
+
+        title = (
+            f"{model_path} (new) against {baseline_path} (baseline) on {test_dir}: "
+            f"{result.new.n_docs} documents"
+        )
+        show(*check_report(data, title))
+    if not result.passed:
+        raise click.exceptions.Exit(EXIT_CHECK_FAILED)
+
+
+@cli.command(context_settings=CONTEXT)
+@click.argument("old_path", metavar="A")
+@click.argument("new_path", metavar="B")
+@click.option(
+    "-k",
+    "k",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Words listed per class, and new words listed.",
+)
+@_format_option("text", "json")
+def diff(old_path, new_path, k, fmt):
+    """What changed from model A (old) to model B (new).
+
+    Documents per class and classes added or removed; vocabulary growth and the new
+    words most frequent in B; per class present in both, the KL divergence
+    KL(θ_B ‖ θ_A) between the class's word distributions (multinomial, smoothed with
+    β = 1 over both vocabularies) and the K words whose log-odds for the class moved
+    most (log θ_jc − log θ_j,rest, multinomial posterior mean with β = 1; words in both
+    vocabularies). Computed from the counts, whatever the models' default estimators.
+
+    \b
+    Example:
+      nbclass diff prod.nbc new.nbc -k 10
+    """
+    from .evaluation import diff as compare
+    from .modelfile import load
+
+    old, new = load(old_path), load(new_path)
+    data = {"old": old_path, "new": new_path, "notes": []}
+    data.update(compare(old, new, k).to_dict())
+    if old.tokenizer.to_dict() != new.tokenizer.to_dict():
+        data["notes"].append("the models tokenize differently: words may differ for that reason")
+    if old.vocabulary_filter != new.vocabulary_filter or old.selection != new.selection:
+        data["notes"].append("the models use different vocabulary filters or selections")
+    if fmt == "json":
+        from .render import json_text
+
+        _echo_lines([json_text(data)])
+        return
+    from .report import diff_report, show
+
+    show(*diff_report(data, f"{old_path} (old) -> {new_path} (new)"))
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

@@ -273,22 +273,29 @@ def _classifier(data: bytes, digest: str, settings):
     return classifier
 
 
-def score_part(data: bytes, digest: str, settings, paths: Sequence[str], start: int):
-    """A worker's unit of work: ``(start, end, log_proba)`` of the documents at ``paths``.
+def score_part(
+    data: bytes, digest: str, settings, paths: Sequence[str], start: int, abstention, explain
+):
+    """A worker's unit of work: ``(start, end, log_proba, extras)`` of the files at ``paths``.
 
-    ``log_proba`` is an ndarray of shape (len(paths), C), log p(y = c | x), computed by
-    the same :class:`nbclass.model.Classifier` as a local predict.
+    ``log_proba`` is an ndarray of shape (len(paths), C), log p(y = c | x), and
+    ``extras`` the per-document log evidence, abstention reason and explanation, all
+    computed by the same code as a local predict (:mod:`nbclass.explain`).
     """
     from .corpus import read_file
+    from .explain import extras, score_batch
 
     classifier = _classifier(data, digest, settings)
-    texts = [read_file(path) for path in paths]
-    return start, start + len(paths), classifier.predict(texts).log_proba
+    scored = score_batch(classifier, [(path, read_file(path)) for path in paths])
+    return start, start + len(paths), scored.log_proba, extras(
+        classifier, scored, abstention, explain
+    )
 
 
 def predict_files(
-    address: str, data: bytes, classes: Sequence[str], settings, paths: Sequence[str]
-) -> Iterator:
+    address: str, data: bytes, classes: Sequence[str], settings, paths: Sequence[str],
+    abstention, explain: int | None = None,
+) -> Iterator:  # fmt: skip
     """Posterior probabilities of the documents at ``paths``, scored on the cluster.
 
     Parameters
@@ -303,9 +310,13 @@ def predict_files(
     paths : sequence of str
         Files to classify; they are printed as given and sent to the workers absolute.
 
+    abstention : nbclass.abstain.Abstention
+    explain : int or None
+        As for a local predict.
+
     Yields
     ------
-    Predictions, in the order of ``paths``, one per part of the file list.
+    (Predictions, extras), in the order of ``paths``, one per part of the file list.
     """
     from .model import BATCH_SIZE, Predictions
 
@@ -315,6 +326,9 @@ def predict_files(
         model = cluster.client.scatter(data, broadcast=True, hash=False)
         digest = hashlib.sha256(data).hexdigest()
         absolute = [os.path.abspath(p) for p in paths]
-        parts = ((model, digest, settings, absolute[a : a + size], a) for a in range(0, n, size))
-        for start, end, log_proba in cluster.run_ordered(score_part, parts):
-            yield Predictions(list(paths[start:end]), tuple(classes), log_proba)
+        parts = (
+            (model, digest, settings, absolute[a : a + size], a, abstention, explain)
+            for a in range(0, n, size)
+        )
+        for start, end, log_proba, extras in cluster.run_ordered(score_part, parts):
+            yield Predictions(list(paths[start:end]), tuple(classes), log_proba), extras

@@ -86,7 +86,7 @@ def list_corpus(root: str, min_classes: int = 2) -> Corpus:
     """List a training corpus laid out as one subfolder per class.
 
     ``min_classes`` is 2 for a new model; documents added to (or removed from) an existing
-    model may all belong to one class.
+    model, or a test corpus (``nbclass evaluate``), may all belong to one class.
 
     Raises
     ------

@@ -12,6 +12,9 @@ code  meaning
 0     success
 1     runtime error: unreadable or invalid corpus, model file or input
 2     usage error: a bad option value or combination (click's own code too)
+3     ``nbclass check``: the new model fails the gate
+9     ``predict --exit-code``: unsure, or no label
+10+k  ``predict --exit-code``: the k-th class (0-based), k < 115
 130   interrupted (Ctrl-C)
 ====  ==========================================================================
 """
@@ -19,6 +22,7 @@ code  meaning
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+EXIT_CHECK_FAILED = 3
 EXIT_INTERRUPTED = 130
 
 

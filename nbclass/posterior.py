@@ -81,6 +81,39 @@ class LinearScorer:
             jll[present < self.n_required] = -np.inf
         return jll
 
+    def contributions(self, X: sp.csr_matrix, a: np.ndarray, b: np.ndarray) -> sp.csr_matrix:
+        """Each word's share of the log-odds of class a_i against class b_i.
+
+        Entry (i, j) is f(x_ij) (W[j, a_i] − W[j, b_i]) with f the identity (multinomial)
+        or 1[x > 0] (Bernoulli), stored where x_ij > 0. When both classes are possible,
+        b_a − b_b = (row i's sum) + :meth:`bias_difference`, exactly the log-odds
+        log p(a | x) − log p(b | x) up to rounding.
+
+        Parameters
+        ----------
+        X : csr_matrix of shape (n, V)
+        a, b : int ndarray of shape (n,)
+
+        Returns
+        -------
+        csr_matrix of shape (n, V), float
+        """
+        F = binarize(X) if self.binary else X
+        F = F.tocsr()
+        rows = np.repeat(np.arange(F.shape[0]), np.diff(F.indptr))
+        cols = F.indices
+        with np.errstate(invalid="ignore"):  # −inf − −inf: both classes ruled out (NaN)
+            difference = self.weights[cols, a[rows]] - self.weights[cols, b[rows]]
+        import scipy.sparse as sp
+
+        return sp.csr_matrix(
+            (F.data * difference, F.indices.copy(), F.indptr.copy()), shape=F.shape
+        )
+
+    def bias_difference(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """b_a − b_b per document, shape (n,): the log-odds of a document with no word."""
+        return self.bias[a] - self.bias[b]
+
 
 def make_scorer(counts: Counts, settings: EstimatorSettings) -> LinearScorer:
     """The linear scorer of ``counts`` under ``settings`` (model, estimator, priors)."""

@@ -100,6 +100,10 @@ class QuickModel:
         rows.sort()
         return rows
 
+    def known_tokens(self, text: str) -> tuple[int, int]:
+        """(known tokens, all tokens) of ``text``; known tokens are used vocabulary words."""
+        return sum(x for _, x in self._rows(text)), len(self.tokenize(text))
+
     def _entries(self, j: int) -> dict[int, tuple[int, int]]:
         """{c: (D_jc, T_jc)} for the classes where word j occurs."""
         start, end = self.word_ptr[j], self.word_ptr[j + 1]

@@ -59,7 +59,13 @@ def _ranked(
 
 
 def prediction_lines(
-    sources: list[str], classes, log_proba_rows, fmt: str, top_k: int | None
+    sources: list[str],
+    classes,
+    log_proba_rows,
+    fmt: str,
+    top_k: int | None,
+    extras: list[dict] | None = None,
+    unsure_label: str = "unsure",
 ) -> Iterator[str]:
     """One line per document from its log posterior (a sequence of C floats).
 
@@ -68,22 +74,81 @@ def prediction_lines(
     ``probability`` and ``probabilities`` (the ``top_k`` most probable classes, all of
     them by default, best first). A document for which every class is impossible has the
     label ``""`` and probability 0.
+
+    ``extras``, one dict per document, adds what ``predict`` knows beyond the posterior:
+    ``log_evidence`` (JSONL), ``reason`` (why the document is unsure, or ``None``: the
+    label becomes ``unsure_label``; JSONL) and, if present, ``explanation``
+    (``{"versus": class, "log_odds": float, "words": [(word, count, contribution)]}``:
+    in JSONL an object, in TSV the runner-up class then ``word<TAB>contribution`` pairs).
     """
+    if extras is None:
+        extras = [None] * len(sources)
     if fmt == "jsonl":
-        for source, label, pairs in _ranked(sources, classes, log_proba_rows, top_k):
+        ranked = _ranked(sources, classes, log_proba_rows, top_k)
+        for (source, label, pairs), extra in zip(ranked, extras):
             record = {
                 "source": source,
                 "label": label,
                 "probability": pairs[0][1] if label else 0.0,
                 "probabilities": dict(pairs),
             }
+            if extra is not None:
+                if extra["reason"]:
+                    record["label"] = unsure_label
+                evidence = extra["log_evidence"]
+                record["log_evidence"] = evidence if math.isfinite(evidence) else None
+                record["reason"] = extra["reason"]
+                if "explanation" in extra:
+                    record["explanation"] = _explanation_record(extra["explanation"])
             yield json.dumps(record, ensure_ascii=False)
         return
-    for source, label, pairs in _ranked(sources, classes, log_proba_rows, top_k or 1):
-        cells = [field(source), field(label), number(pairs[0][1] if label else 0.0)]
+    ranked = _ranked(sources, classes, log_proba_rows, top_k or 1)
+    for (source, label, pairs), extra in zip(ranked, extras):
+        shown = unsure_label if extra is not None and extra["reason"] else label
+        cells = [field(source), field(shown), number(pairs[0][1] if label else 0.0)]
         for name, p in pairs[1:]:
             cells += [field(name), number(p)]
+        if extra is not None and extra.get("explanation"):
+            explanation = extra["explanation"]
+            cells.append(field(explanation["versus"]))
+            for word, _, contribution in explanation["words"]:
+                cells += [field(word), number(contribution)]
         yield "\t".join(cells)
+
+
+def _explanation_record(explanation: dict | None) -> dict | None:
+    if explanation is None:
+        return None
+    return finite(
+        {
+            "versus": explanation["versus"],
+            "log_odds": explanation["log_odds"],
+            "words": [
+                {"word": word, "count": count, "contribution": contribution}
+                for word, count, contribution in explanation["words"]
+            ],
+        }
+    )
+
+
+def finite(value):
+    """``value`` with every NaN or infinite float replaced by ``None`` (JSON ``null``).
+
+    >>> finite({"a": [1.0, float("inf")], "b": float("nan")})
+    {'a': [1.0, None], 'b': None}
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_text(value) -> str:
+    """One strict JSON document (non-finite numbers as ``null``), indented."""
+    return json.dumps(finite(value), ensure_ascii=False, indent=2, allow_nan=False)
 
 
 def feature_lines(features: list[RankedFeature], fmt: str) -> Iterator[str]:

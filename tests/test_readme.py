@@ -32,7 +32,8 @@ def console_examples() -> list[tuple[str, str]]:
 
 def test_the_readme_has_examples_of_every_command():
     commands = {c.split("|")[-1].split()[1] for c, _ in console_examples()}
-    assert {"fit", "predict", "top-features", "select-features", "info"} <= commands
+    core = {"fit", "predict", "top-features", "select-features", "info"}
+    assert core | {"evaluate", "cv", "check", "diff"} <= commands
 
 
 def test_every_console_example_prints_what_the_readme_shows(tmp_path):

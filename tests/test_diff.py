@@ -1,0 +1,111 @@
+"""nbclass diff: documents, classes, vocabulary, moved log-odds and KL, by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction as F
+
+import pytest
+from conftest import CHINESE, write_corpus
+
+from nbclass.cli import cli
+from nbclass.corpus import list_corpus
+from nbclass.evaluation import class_log_odds, diff
+from nbclass.model import fit
+from nbclass.modelfile import save
+
+# B = A plus a japan document and a new class.
+MORE = {
+    "china": CHINESE["china"],
+    "japan": CHINESE["japan"] + ["Tokyo Osaka"],
+    "korea": ["Seoul Chinese"],
+}
+UNION = ["beijing", "chinese", "japan", "macao", "osaka", "seoul", "shanghai", "tokyo"]
+
+
+@pytest.fixture
+def models(tmp_path):
+    old = fit(list_corpus(str(write_corpus(tmp_path / "a", CHINESE))))
+    new = fit(list_corpus(str(write_corpus(tmp_path / "b", MORE))))
+    save(old, str(tmp_path / "a.nbc"))
+    save(new, str(tmp_path / "b.nbc"))
+    return old, new, tmp_path
+
+
+def kl(new: dict[str, int], old: dict[str, int]) -> float:
+    """KL(new ‖ old) over UNION with θ = (T + 1) / (T_c + 8), from exact fractions."""
+    U = len(UNION)
+    total_new, total_old = sum(new.values()), sum(old.values())
+    out = 0.0
+    for w in UNION:
+        p = F(new.get(w, 0) + 1, total_new + U)
+        q = F(old.get(w, 0) + 1, total_old + U)
+        out += float(p) * math.log(p / q)
+    return out
+
+
+def test_diff_by_hand(models):
+    old, new, _ = models
+    data = diff(old, new, k=10).to_dict()
+    assert data["documents"] == {"old": 4, "new": 6}
+    assert data["classes_added"] == ["korea"] and data["classes_removed"] == []
+    assert data["vocabulary"] == {
+        "old": 6,
+        "new": 8,
+        "added": 2,
+        "removed": 0,
+        "frequent_new_words": ["osaka", "seoul"],  # one token each: alphabetical
+    }
+    classes = data["classes"]
+    assert classes["korea"] == {"documents_old": 0, "documents_new": 1}
+    assert classes["china"]["kl"] == 0.0  # the same counts
+    assert classes["japan"]["documents_new"] == 2
+    expected = kl(
+        {"chinese": 1, "japan": 1, "tokyo": 2, "osaka": 1}, {"chinese": 1, "japan": 1, "tokyo": 1}
+    )
+    assert classes["japan"]["kl"] == pytest.approx(expected, rel=1e-12)
+    tokyo = next(m for m in classes["japan"]["moved"] if m["word"] == "tokyo")
+    # A (V = 6): θ = 2/9 in japan, 1/14 in the rest (china, T = 8).
+    assert tokyo["old"] == pytest.approx(math.log(F(2, 9) / F(1, 14)), rel=1e-14)
+    # B (V = 8): θ = 3/13 in japan, 1/18 in the rest (china + korea, T = 8 + 2).
+    assert tokyo["new"] == pytest.approx(math.log(F(3, 13) / F(1, 18)), rel=1e-14)
+    assert tokyo["change"] == tokyo["new"] - tokyo["old"]
+    moved = [abs(m["change"]) for m in classes["japan"]["moved"]]
+    assert moved == sorted(moved, reverse=True)
+    assert len(moved) == 6  # only the words both models know
+
+
+def test_class_log_odds_of_two_classes_are_the_scorer_weight_differences(models):
+    old, _, _ = models
+    lo = class_log_odds(old.active_counts)
+    from nbclass.model import Classifier
+
+    W = Classifier(old).scorer.weights  # log θ, multinomial posterior mean β = 1
+    assert lo[:, 0] == pytest.approx(W[:, 0] - W[:, 1], rel=1e-13)
+    assert lo[:, 1] == pytest.approx(W[:, 1] - W[:, 0], rel=1e-13)
+
+
+def test_diff_of_a_model_with_itself_changes_nothing(models, runner):
+    _, _, root = models
+    result = runner.invoke(
+        cli, ["diff", str(root / "b.nbc"), str(root / "b.nbc"), "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["vocabulary"]["added"] == data["vocabulary"]["removed"] == 0
+    for entry in data["classes"].values():
+        assert entry["kl"] == 0.0
+        assert all(m["change"] == 0.0 for m in entry["moved"])
+
+
+def test_diff_text(models, runner):
+    _, _, root = models
+    result = runner.invoke(cli, ["diff", str(root / "a.nbc"), str(root / "b.nbc"), "-k", "2"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "\x1b[" not in out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert "classes added     korea" in out
+    assert "6 -> 8 words (+2: 2 new, 0 gone)" in out
+    assert "new words, most frequent first: osaka, seoul" in out

@@ -1,0 +1,259 @@
+"""Metrics: hand-computed fractions, and equality with scikit-learn on the same predictions."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction as F
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sklearn.metrics as skm
+from conftest import CHINESE, write_corpus
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nbclass import metrics
+from nbclass.cli import cli
+from nbclass.corpus import list_corpus
+from nbclass.estimators import EstimatorSettings
+from nbclass.evaluation import evaluate
+from nbclass.model import fit
+from nbclass.modelfile import save
+
+# --- hand-computed -------------------------------------------------------------------------
+
+# 3 labels; true and predicted labels of 7 documents, one without a label (-1).
+Y_TRUE = np.array([0, 0, 0, 1, 1, 2, 2])
+Y_PRED = np.array([0, 0, 1, 1, 2, 2, -1])
+
+
+def test_confusion_matrix_by_hand():
+    assert metrics.confusion_matrix(Y_TRUE, Y_PRED, 3).tolist() == [
+        [2, 1, 0],
+        [0, 1, 1],
+        [0, 0, 1],
+    ]
+
+
+def test_class_metrics_by_hand():
+    M = metrics.confusion_matrix(Y_TRUE, Y_PRED, 3)
+    pc = metrics.class_metrics(M, np.bincount(Y_TRUE, minlength=3))
+    # label 0: tp 2, predicted 2, support 3; label 1: tp 1, predicted 2, support 2;
+    # label 2: tp 1, predicted 2, support 2 (one of its documents got no label).
+    assert pc.precision.tolist() == [float(F(2, 2)), float(F(1, 2)), float(F(1, 2))]
+    assert pc.recall.tolist() == [float(F(2, 3)), float(F(1, 2)), float(F(1, 2))]
+    assert pc.f1.tolist() == [float(F(4, 4 + 0 + 1)), float(F(2, 2 + 1 + 1)), float(F(2, 4))]
+    assert pc.support.tolist() == [3, 2, 2]
+    assert metrics.accuracy(M, 7) == float(F(4, 7))
+    assert metrics.macro_f1(pc) == pytest.approx(float((F(4, 5) + F(1, 2) + F(1, 2)) / 3))
+    # micro: 2 * 4 / (6 predicted + 7 true)
+    assert metrics.micro_f1(pc) == float(F(8, 13))
+
+
+def test_a_label_neither_true_nor_predicted_is_not_in_the_macro_average():
+    M = metrics.confusion_matrix(np.array([0, 1]), np.array([0, 0]), 3)
+    pc = metrics.class_metrics(M, np.array([1, 1, 0]))
+    assert pc.active.tolist() == [True, True, False]
+    # F1 label 0: 2*1/(2+1+0) = 2/3; label 1: 0
+    assert metrics.macro_f1(pc) == pytest.approx(float(F(2, 3) / 2))
+
+
+def test_log_loss_and_brier_by_hand():
+    proba = np.array([[F(3, 4), F(1, 4), F(0)], [F(1, 5), F(1, 5), F(3, 5)]])
+    y = np.array([0, 1])
+    with np.errstate(divide="ignore"):  # log 0 = -inf is meant
+        log_p = np.log(np.array([[float(v) for v in row] for row in proba]))
+    assert metrics.log_loss(log_p[[0, 1], y]) == pytest.approx(
+        -(np.log(3 / 4) + np.log(1 / 5)) / 2, rel=1e-15
+    )
+    brier = ((F(1, 4) ** 2 + F(1, 4) ** 2 + 0) + (F(1, 5) ** 2 + F(4, 5) ** 2 + F(3, 5) ** 2)) / 2
+    assert metrics.brier_score(np.exp(log_p), y) == pytest.approx(float(brier), rel=1e-15)
+
+
+def test_log_loss_is_infinite_when_the_true_class_had_probability_0():
+    assert metrics.log_loss(np.array([-1.0, -np.inf])) == np.inf
+
+
+def test_ece_bins_are_closed_on_the_right():
+    # 0.1 belongs to the first bin [0, 0.1]; 0.3 to (0.2, 0.3]; 1.0 to (0.9, 1.0].
+    cal = metrics.calibration(np.array([0.1, 0.3, 0.3, 1.0]), np.array([1, 1, 0, 1]), 10)
+    assert cal.count.tolist() == [1, 0, 2, 0, 0, 0, 0, 0, 0, 1]
+    assert cal.accuracy[[0, 2, 9]].tolist() == [1.0, 0.5, 1.0]
+    assert cal.confidence[[0, 2, 9]].tolist() == [0.1, 0.3, 1.0]
+    # (1/4)|1 - 0.1| + (2/4)|0.5 - 0.3| + (1/4)|1 - 1|
+    assert cal.ece == pytest.approx(0.9 / 4 + 0.2 / 2, rel=1e-15)
+
+
+def test_ece_of_five_bins_by_hand():
+    conf = np.array([0.35, 0.45, 0.61, 0.79, 0.8, 0.99])
+    correct = np.array([0, 1, 1, 0, 1, 1])
+    cal = metrics.calibration(conf, correct, 5)
+    # bins (0.2,0.4]: .35 (wrong); (0.4,0.6]: .45 (right); (0.6,0.8]: .61 .79 .8; (0.8,1]: .99
+    assert cal.count.tolist() == [0, 1, 1, 3, 1]
+    expected = (
+        abs(0 - 0.35) + abs(1 - 0.45) + 3 * abs(2 / 3 - (0.61 + 0.79 + 0.8) / 3) + abs(1 - 0.99)
+    ) / 6
+    assert cal.ece == pytest.approx(expected, rel=1e-12)
+
+
+# --- scikit-learn on the same predictions ----------------------------------------------------
+
+
+def assert_like_sklearn(y_true, y_pred, log_proba, n_labels):
+    """Every metric against scikit-learn's on the same labels and probabilities.
+
+    scikit-learn's log loss clips probabilities to [eps, 1 - eps]; nbclass uses the log
+    posterior as it is, so the comparison clips ours the same way first.
+    """
+    M = metrics.confusion_matrix(y_true, y_pred, n_labels)
+    pc = metrics.class_metrics(M, np.bincount(y_true, minlength=n_labels))
+    labels = list(range(n_labels))
+    assert M.tolist() == skm.confusion_matrix(y_true, y_pred, labels=labels).tolist()
+    assert metrics.accuracy(M, len(y_true)) == pytest.approx(
+        skm.accuracy_score(y_true, y_pred), abs=1e-15
+    )
+    p, r, f, s = skm.precision_recall_fscore_support(
+        y_true, y_pred, labels=labels, zero_division=0
+    )
+    np.testing.assert_allclose(pc.precision, p, atol=1e-15)
+    np.testing.assert_allclose(pc.recall, r, atol=1e-15)
+    np.testing.assert_allclose(pc.f1, f, atol=1e-15)
+    assert pc.support.tolist() == s.tolist()
+    for average, ours in (("macro", metrics.macro_f1(pc)), ("micro", metrics.micro_f1(pc))):
+        theirs = skm.f1_score(y_true, y_pred, average=average, zero_division=0)
+        assert ours == pytest.approx(theirs, abs=1e-15)
+    if log_proba is not None:
+        proba = np.exp(log_proba)
+        eps = np.finfo(float).eps
+        log_p = np.clip(log_proba, np.log(eps), np.log1p(-eps))
+        assert metrics.log_loss(log_p[np.arange(len(y_true)), y_true]) == pytest.approx(
+            skm.log_loss(y_true, proba, labels=labels), abs=1e-12
+        )
+        assert metrics.brier_score(proba, y_true) == pytest.approx(
+            skm.brier_score_loss(y_true, proba, labels=labels, scale_by_half=False), abs=1e-14
+        )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n_labels=st.integers(2, 5),
+    data=st.data(),
+)
+def test_metrics_equal_sklearn_on_random_predictions(n_labels, data):
+    n = data.draw(st.integers(1, 40))
+    y_true = np.array(data.draw(st.lists(st.integers(0, n_labels - 1), min_size=n, max_size=n)))
+    y_pred = np.array(data.draw(st.lists(st.integers(0, n_labels - 1), min_size=n, max_size=n)))
+    raw = np.array(
+        data.draw(st.lists(st.floats(0.01, 1.0), min_size=n * n_labels, max_size=n * n_labels))
+    ).reshape(n, n_labels)
+    proba = raw / raw.sum(axis=1, keepdims=True)
+    assert_like_sklearn(y_true, y_pred, np.log(proba), n_labels)
+
+
+@pytest.mark.corpus
+def test_evaluation_equals_sklearn_on_20news(news_sample):
+    train, test = news_sample
+    model = fit(list_corpus(str(train)))
+    for s in (EstimatorSettings(), EstimatorSettings(model="bernoulli")):
+        ev = evaluate(model, s, list_corpus(str(test)))
+        proba = np.exp(ev.log_proba)
+        assert ev.n_docs == 120
+        assert_like_sklearn(ev.y_true, ev.y_pred, ev.log_proba, len(ev.labels))
+        assert ev.accuracy == skm.accuracy_score(ev.y_true, proba.argmax(axis=1))
+        assert 1 / 4 < ev.accuracy < 1  # better than chance on 4 groups
+        assert ev.macro_f1 == pytest.approx(
+            skm.f1_score(ev.y_true, ev.y_pred, average="macro"), abs=1e-15
+        )
+
+
+# --- classes the model does not know, or that the test lacks --------------------------------
+
+
+def chinese_model(tmp_path) -> Path:
+    path = tmp_path / "m.nbc"
+    save(fit(list_corpus(str(write_corpus(tmp_path / "train", CHINESE)))), str(path))
+    return path
+
+
+def test_unknown_and_missing_classes(tmp_path):
+    model = fit(list_corpus(str(write_corpus(tmp_path / "train", CHINESE))))
+    test = write_corpus(
+        tmp_path / "test",
+        {"china": ["Chinese Beijing", "Shanghai Chinese"], "korea": ["Seoul Chinese"]},
+    )
+    ev = evaluate(model, EstimatorSettings(), list_corpus(str(test), min_classes=1))
+    assert ev.labels == ["china", "japan", "korea"]
+    assert ev.unknown_classes == ["korea"]
+    assert ev.missing_classes == ["japan"]
+    assert ev.y_pred.tolist() == [0, 0, 0]
+    # The korea document counts as an error, ...
+    assert ev.accuracy == float(F(2, 3))
+    assert ev.confusion.tolist() == [[2, 0, 0], [0, 0, 0], [1, 0, 0]]
+    # ... japan is neither true nor predicted so it is not averaged: F1 china 4/5, korea 0.
+    assert ev.macro_f1 == pytest.approx(0.4, abs=1e-15)
+    # ... and probabilistic metrics use the two china documents only.
+    assert ev.known.tolist() == [True, True, False]
+    assert ev.log_loss == pytest.approx(-np.mean(ev.log_proba[[0, 1], 0]), abs=1e-15)
+    assert ev.calibration.count.sum() == 2
+
+
+# --- the command ---------------------------------------------------------------------------
+
+
+def test_evaluate_json_is_the_library_result(tmp_path, runner):
+    model = chinese_model(tmp_path)
+    test = write_corpus(
+        tmp_path / "test",
+        {"china": ["Chinese Beijing", "Tokyo Chinese Tokyo"], "japan": ["Tokyo Japan"]},
+    )
+    result = runner.invoke(cli, ["evaluate", "-m", str(model), str(test), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    ev = evaluate(
+        fit(list_corpus(str(tmp_path / "train"))), EstimatorSettings(), list_corpus(str(test))
+    )
+    assert data["documents"] == 3
+    assert data["accuracy"] == ev.accuracy == float(F(2, 3))
+    assert data["macro_f1"] == ev.macro_f1
+    assert data["log_loss"] == ev.log_loss
+    assert data["confusion_matrix"] == [[1, 1], [0, 1]]
+    assert data["per_class"]["japan"] == {
+        "precision": 0.5,
+        "recall": 1.0,
+        "f1": float(F(2, 3)),
+        "support": 1,
+        "predicted": 2,
+    }
+    assert [b["count"] for b in data["calibration"]] == ev.calibration.count.tolist()
+
+
+def test_evaluate_json_writes_null_for_an_infinite_log_loss(tmp_path, runner):
+    model = chinese_model(tmp_path)
+    test = write_corpus(tmp_path / "test", {"japan": ["Beijing Chinese"]})
+    result = runner.invoke(
+        cli, ["evaluate", "-m", str(model), str(test), "--format", "json", "--estimator", "mle"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["log_loss"] is None
+    assert "Infinity" not in result.stdout
+
+
+def test_evaluate_text_is_plain_when_piped(tmp_path, runner):
+    model = chinese_model(tmp_path)
+    test = write_corpus(tmp_path / "test", {"china": ["Chinese"], "japan": ["Tokyo Japan"]})
+    result = runner.invoke(cli, ["evaluate", "-m", str(model), str(test)])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "\x1b[" not in out
+    assert all(len(line) <= 80 and line == line.rstrip() for line in out.splitlines())
+    for heading in ("accuracy", "macro F1", "per class", "confusion matrix", "reliability"):
+        assert heading in out
+
+
+def test_evaluate_refuses_a_missing_test_folder(tmp_path, runner):
+    model = chinese_model(tmp_path)
+    result = runner.invoke(cli, ["evaluate", "-m", str(model), str(tmp_path / "nope")])
+    assert result.exit_code == 1
+    assert "does not exist" in result.stderr
