@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .abstain import Abstention
+from .errors import UsageError
 from .model import Classifier
 from .posterior import log_evidence, log_posterior
 from .vectorizer import count_matrix
@@ -80,6 +81,11 @@ def explanations(classifier: Classifier, scored: ScoredBatch, n: int) -> list[di
     order = np.argsort(-scored.log_proba, axis=1, kind="stable")
     a, r = order[:, 0], order[:, 1]
     scorer = classifier.scorer
+    if not hasattr(scorer, "contributions"):
+        raise UsageError(
+            f"--explain is not available for --model {classifier.settings.model}: its "
+            "scorer does not split the log-odds into word contributions"
+        )
     contributions = scorer.contributions(scored.X, a, r)
     bias = scorer.bias_difference(a, r)
     words = list(classifier.vocabulary)  # insertion order: word j at position j

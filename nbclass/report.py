@@ -112,18 +112,23 @@ def confusion_heat_map(labels: Sequence[str], M, no_label=None) -> Table:
     """The confusion matrix, rows true classes, columns predicted; cells shaded by row share.
 
     A correct cell is shaded green and a wrong one red, deeper for a larger share of the
-    row (the true class's documents). Column headers are the row numbers, so the map
-    fits 80 columns for a dozen classes or so; the rows name the classes.
+    row (the true class's documents). Column headers are the row numbers; the rows name
+    the classes, unless :func:`confusion_section` moved the names to a legend.
     """
+    return _confusion_table(labels, M, no_label, names=True)
+
+
+def _confusion_table(labels, M, no_label, names: bool) -> Table:
     L = len(labels)
-    table = _table()
+    table = _table() if names else Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 0))
     table.add_column("#", justify="right")
-    table.add_column("true class")
-    width = max([len(str(int(v))) for row in M for v in row] + [len(str(L))])
+    if names:
+        table.add_column("true class")
+    width = _cell_width(M, L) + (0 if names else 1)
     for p in range(L):
         table.add_column(str(p + 1), justify="right", min_width=width)
     if no_label is not None:
-        table.add_column("none", justify="right")
+        table.add_column(" none", justify="right")
     for t in range(L):
         total = sum(int(v) for v in M[t]) + (int(no_label[t]) if no_label is not None else 0)
         cells = []
@@ -133,8 +138,62 @@ def confusion_heat_map(labels: Sequence[str], M, no_label=None) -> Table:
             cells.append(Text(str(value), style=_shade(share, t == p) if value else ""))
         if no_label is not None:
             cells.append(str(int(no_label[t])))
-        table.add_row(str(t + 1), _short(labels[t], 24), *cells)
+        head = [str(t + 1), _short(labels[t], 24)] if names else [str(t + 1)]
+        table.add_row(*head, *cells)
     return table
+
+
+def _cell_width(M, L: int) -> int:
+    return max([len(str(int(v))) for row in M for v in row] + [len(str(L))])
+
+
+def confusion_section(labels: Sequence[str], M, no_label=None, width: int = WIDTH) -> list:
+    """The confusion matrix in the first form that fits ``width`` columns.
+
+    1. the heat map with class names on the rows;
+    2. a legend (number: class) and the heat map with numbers only, one space apart;
+    3. too many classes for either: the largest confusions as a list (the JSON output
+       always has the whole matrix).
+    """
+    L = len(labels)
+    cell = _cell_width(M, L)
+    extra = 5 if no_label is not None else 0
+    name_width = min(24, max(len(label) for label in labels))
+    if 1 + len(str(L)) + 3 + name_width + 3 + L * (cell + 3) + extra <= width:
+        return [
+            heading("confusion matrix (rows: true class, columns: predicted class #)"),
+            confusion_heat_map(labels, M, no_label),
+        ]
+    if len(str(L)) + L * (cell + 1) + extra <= width:
+        lines, line = [], ""
+        for i, label in enumerate(labels):  # whole entries per line, never split
+            entry = f"{i + 1}={_short(label, 36)}"
+            if line and len(line) + 2 + len(entry) > width:
+                lines.append(line)
+                line = ""
+            line = f"{line}  {entry}" if line else entry
+        lines.append(line)
+        return [
+            heading("confusion matrix (rows: true class #, columns: predicted class #)"),
+            Text("\n".join(lines)),
+            _confusion_table(labels, M, no_label, names=False),
+        ]
+    pairs = sorted(
+        ((int(M[t][p]), t, p) for t in range(L) for p in range(L) if t != p and M[t][p]),
+        key=lambda x: (-x[0], x[1], x[2]),
+    )[:15]
+    table = _table()
+    table.add_column("true class")
+    table.add_column("predicted as")
+    table.add_column("documents", justify="right")
+    table.add_column("of the class", justify="right")
+    for n, t, p in pairs:
+        total = sum(int(v) for v in M[t]) + (int(no_label[t]) if no_label is not None else 0)
+        table.add_row(_short(labels[t], 28), _short(labels[p], 28), str(n), f"{n / total:.1%}")
+    return [
+        heading(f"largest confusions ({L} classes: the matrix is in --format json)"),
+        table,
+    ]
 
 
 def _shade(share: float, correct: bool) -> Style:
@@ -210,11 +269,10 @@ def evaluation_report(evaluation, title: str) -> list:
     )
     out.append(heading("per class"))
     out.append(per_class_table(ev.labels, ev.per_class))
-    out.append(heading("confusion matrix (rows: true class, columns: predicted class #)"))
     none = None
     if no_label:
         none = [int(((ev.y_true == t) & (ev.y_pred < 0)).sum()) for t in range(len(ev.labels))]
-    out.append(confusion_heat_map(ev.labels, ev.confusion.tolist(), none))
+    out.extend(confusion_section(ev.labels, ev.confusion.tolist(), none))
     out.append(reliability_diagram(ev.calibration))
     return out
 

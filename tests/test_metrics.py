@@ -257,3 +257,40 @@ def test_evaluate_refuses_a_missing_test_folder(tmp_path, runner):
     result = runner.invoke(cli, ["evaluate", "-m", str(model), str(tmp_path / "nope")])
     assert result.exit_code == 1
     assert "does not exist" in result.stderr
+
+
+# --- the confusion matrix drawn at 80 columns --------------------------------------------------
+
+
+def drawn(renderables) -> str:
+    import io
+
+    from nbclass.report import show
+
+    buffer = io.StringIO()
+    show(*renderables, file=buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(
+    "L, count, form",
+    [
+        (3, 7, "confusion matrix (rows: true class, columns"),
+        (10, 42, "confusion matrix (rows: true class, columns"),
+        (14, 42, "confusion matrix (rows: true class #, columns"),
+        (20, 385, "largest confusions (20 classes"),
+    ],
+)
+def test_the_confusion_matrix_takes_the_first_form_that_fits(L, count, form):
+    from nbclass.report import confusion_section
+
+    labels = [f"newsgroup.number.{i:02d}" for i in range(L)]
+    M = [[count if t == p else (t + p) % 3 for p in range(L)] for t in range(L)]
+    text = drawn(confusion_section(labels, M))
+    assert text.splitlines()[0].startswith(form)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    if L == 20:  # the largest confusion first: (t + p) % 3 == 2, first such pair (0, 2)
+        row = next(line for line in text.splitlines() if line.startswith(" newsgroup")).split()
+        assert row == ["newsgroup.number.00", "newsgroup.number.02", "2", "0.5%"]
+    else:
+        assert str(count) in text
