@@ -69,20 +69,27 @@ def _beta(ctx, param, value):
 
 
 def estimator_options(defaults_note: str):
-    """--model, --estimator, --alpha, --beta; ``None`` when not given."""
+    """--model, --estimator, --alpha, --beta, --tf, --idf, --norm, --prior-fit.
+
+    Each is ``None`` when not given, so the model's stored defaults hold; the command
+    receives them in one keyword argument, ``text_options`` (a dict), besides the first four.
+    """
 
     def decorate(command):
         options = [
             click.option(
                 "--model",
                 "event_model",
-                type=click.Choice(["multinomial", "bernoulli"]),
-                help=f"Event model: word counts or word presence. {defaults_note}",
+                type=click.Choice(["multinomial", "bernoulli", "complement", "dcm"]),
+                help="Model: word counts (multinomial), word presence (bernoulli), the "
+                "other classes' counts (complement, Rennie et al. 2003) or bursty words "
+                f"(dcm, Elkan's EDCM). {defaults_note}",
             ),
             click.option(
                 "--estimator",
-                type=click.Choice(["posterior-mean", "map", "mle"]),
-                help="How π and θ are estimated from the counts (see MATH in the README).",
+                type=click.Choice(["posterior-mean", "map", "mle", "predictive"]),
+                help="How π and θ are estimated from the counts (see MATH in the README); "
+                "predictive: the exact Pólya predictive of the whole document.",
             ),
             click.option(
                 "--alpha",
@@ -94,19 +101,55 @@ def estimator_options(defaults_note: str):
                 callback=_beta,
                 metavar="B|B1,B0",
                 help="Pseudo-counts of θ: Beta(B1,B0) for bernoulli (present, absent), "
-                "symmetric Dirichlet(B) for multinomial.",
+                "symmetric Dirichlet(B) for the others.",
+            ),
+            click.option(
+                "--tf",
+                type=click.Choice(["raw", "log"]),
+                help="Term frequency: the count x, or log(1 + x) (multinomial, complement).",
+            ),
+            click.option(
+                "--idf/--no-idf",
+                default=None,
+                help="Weight words by log(N / documents containing them).",
+            ),
+            click.option(
+                "--norm",
+                type=click.Choice(["none", "length", "weight", "both"]),
+                help="Divide a document by its length, each class's weights by their sum, "
+                "or both (Rennie et al. 2003).",
+            ),
+            click.option(
+                "--prior-fit/--no-prior-fit",
+                default=None,
+                help="Choose β by maximising the leave-one-out likelihood of the counts.",
             ),
         ]
         for option in reversed(options):
             command = option(command)
-        return command
+        return _collect_text_options(command)
 
     return decorate
 
 
-def _settings(base, event_model, estimator, alpha, beta):
+TEXT_OPTIONS = ("tf", "idf", "norm", "prior_fit")
+
+
+def _collect_text_options(command):
+    """Gather --tf, --idf, --norm and --prior-fit into one ``text_options`` argument."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        kwargs["text_options"] = {name: kwargs.pop(name) for name in TEXT_OPTIONS}
+        return command(*args, **kwargs)
+
+    return wrapper
+
+
+def _settings(base, event_model, estimator, alpha, beta, text_options=None):
     return base.with_overrides(
-        model=event_model, estimator=estimator, alpha=alpha, beta=beta
+        model=event_model, estimator=estimator, alpha=alpha, beta=beta, **(text_options or {})
     ).validate()
 
 
@@ -250,6 +293,7 @@ def fit(
     estimator,
     alpha,
     beta,
+    text_options,
     jobs,
     quiet,
 ):
@@ -275,7 +319,7 @@ def fit(
     from .tokenizer import DEFAULT_TOKEN_PATTERN, TokenizerSettings, load_stop_words
 
     start = time.perf_counter()
-    defaults = _settings(EstimatorSettings(), event_model, estimator, alpha, beta)
+    defaults = _settings(EstimatorSettings(), event_model, estimator, alpha, beta, text_options)
     words, source = load_stop_words(stop_words, lowercase)
     tokenizer = TokenizerSettings(
         lowercase=lowercase,
@@ -318,7 +362,9 @@ def fit(
     help="Classes listed per document, most probable first.  [default: 1 for tsv, all for jsonl]",
 )
 @estimator_options("Overrides the model's default without refitting.")
-def predict(model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta):
+def predict(
+    model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, text_options
+):
     """Classify documents: files, folders (walked recursively) or standard input.
 
     With no PATH, or with -, standard input is one document (with --lines, one document
@@ -351,16 +397,18 @@ def predict(model_path, paths, lines, fmt, top_k, event_model, estimator, alpha,
         from .quick import QuickModel, log_posterior
 
         model = QuickModel(model_path)
-        settings = _settings(model.defaults, event_model, estimator, alpha, beta)
-        source, text = next(documents)
-        rows = [log_posterior(model.joint_log_likelihood(text, settings))]
-        _print_predictions([source], model.classes, rows, fmt, top_k, settings)
-        return
+        settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+        if model.can_score(settings):
+            source, text = next(documents)
+            rows = [log_posterior(model.joint_log_likelihood(text, settings))]
+            _print_predictions([source], model.classes, rows, fmt, top_k, settings)
+            return
+        # Settings that need every count (fitted β, idf, normalised weights): batch path.
     from .model import Classifier
     from .modelfile import load
 
     model = load(model_path)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
     classifier = Classifier(model, settings)
     for predictions in classifier.predict_documents(documents):
         rows = predictions.log_proba.tolist()
@@ -390,7 +438,7 @@ def _print_predictions(sources, classes, rows, fmt, top_k, settings) -> None:
 )
 @_format_option("tsv", "jsonl")
 @estimator_options("Only --estimator, --alpha and --beta matter here.")
-def top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
+def top_features(model_path, k, fmt, event_model, estimator, alpha, beta, text_options):
     """Rank words by mutual information with the class.
 
     Prints word<TAB>mi<TAB>class, best first: the mutual information (in nats) between
@@ -408,7 +456,7 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
     from .selection import top_features as rank
 
     model = load(model_path)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
     _echo_lines(feature_lines(rank(model.active_counts, settings, k), fmt))
 
 
@@ -418,7 +466,9 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
 @click.option("-o", "--output", required=True, metavar="PRUNED", help="Model file to write.")
 @estimator_options("Only --estimator, --alpha and --beta matter here.")
 @click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
-def select_features(model_path, k, output, event_model, estimator, alpha, beta, quiet):
+def select_features(
+    model_path, k, output, event_model, estimator, alpha, beta, text_options, quiet
+):
     """Write a model that uses only the K words with the highest mutual information.
 
     The kept words' counts are unchanged (so are the class counts N_c); prediction with
@@ -432,7 +482,7 @@ def select_features(model_path, k, output, event_model, estimator, alpha, beta, 
     from .modelfile import load, save
 
     model = load(model_path)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
     pruned = select(model, k, settings)
     save(pruned, output)
     if not quiet:

@@ -166,6 +166,10 @@ def test_fit_stores_settings_as_the_models_defaults(runner, chinese_corpus, tmp_
         "estimator": "map",
         "alpha": 2.0,
         "beta": [2.0, 3.0],
+        "tf": "raw",
+        "idf": False,
+        "norm": "none",
+        "prior_fit": False,
     }
     assert info["tokenizer"]["ngram_range"] == [1, 2]
     assert info["tokenizer"]["lowercase"] is False
@@ -523,6 +527,10 @@ def test_info_json(runner, model):
             "estimator": "posterior-mean",
             "alpha": 1.0,
             "beta": [1.0, 1.0],
+            "tf": "raw",
+            "idf": False,
+            "norm": "none",
+            "prior_fit": False,
         },
     }
     assert list(info["classes"]) == ["china", "japan"]
@@ -542,7 +550,8 @@ def test_info_text(runner, model):
         "vocabulary   6 words used of 6 counted (min_df 1, max_features none)",
         r"tokenizer    lowercase true, token_pattern (?u)\b\w\w+\b, ngram_range 1,1, "
         "stop_words none (0 words)",
-        "defaults     model multinomial, estimator posterior-mean, alpha 1.0, beta 1.0",
+        "defaults     model multinomial, estimator posterior-mean, alpha 1.0, beta 1.0, "
+        "tf raw, idf no, norm none, prior-fit no",
     ]
 
 
