@@ -124,6 +124,11 @@ def estimator_options(defaults_note: str):
                 default=None,
                 help="Choose β by maximising the leave-one-out likelihood of the counts.",
             ),
+            click.option(
+                "--class-prior/--no-class-prior",
+                default=None,
+                help="Add log π_c to the scores (off: every class equally likely a priori).",
+            ),
         ]
         for option in reversed(options):
             command = option(command)
@@ -132,7 +137,7 @@ def estimator_options(defaults_note: str):
     return decorate
 
 
-TEXT_OPTIONS = ("tf", "idf", "norm", "prior_fit")
+TEXT_OPTIONS = ("tf", "idf", "norm", "prior_fit", "class_prior")
 
 
 def _collect_text_options(command):
@@ -148,9 +153,9 @@ def _collect_text_options(command):
 
 
 def _settings(base, event_model, estimator, alpha, beta, text_options=None):
-    return base.with_overrides(
+    return base.combined(
         model=event_model, estimator=estimator, alpha=alpha, beta=beta, **(text_options or {})
-    ).validate()
+    )
 
 
 def _format_option(*choices: str):
@@ -269,7 +274,8 @@ def cli():
     help="Use only the K most frequent words (after --min-df).",
 )
 @estimator_options(
-    "Stored as the model's default.  [defaults: multinomial, posterior-mean, α=1, β=1]"
+    "Stored as the model's default.  [defaults: complement, posterior-mean, α=1, --tf log, "
+    "--prior-fit, --class-prior]"
 )
 @click.option(
     "-j",
@@ -312,14 +318,14 @@ def fit(
     """
     from .corpus import list_corpus
     from .counts import default_jobs
-    from .estimators import EstimatorSettings
+    from .estimators import DEFAULTS
     from .model import VocabularyFilter
     from .model import fit as fit_model
     from .modelfile import save
     from .tokenizer import DEFAULT_TOKEN_PATTERN, TokenizerSettings, load_stop_words
 
     start = time.perf_counter()
-    defaults = _settings(EstimatorSettings(), event_model, estimator, alpha, beta, text_options)
+    defaults = _settings(DEFAULTS, event_model, estimator, alpha, beta, text_options)
     words, source = load_stop_words(stop_words, lowercase)
     tokenizer = TokenizerSettings(
         lowercase=lowercase,

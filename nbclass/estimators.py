@@ -71,6 +71,9 @@ class EstimatorSettings:
         (:mod:`nbclass.textmodels`).
     prior_fit : bool
         Replace β by the value that maximises the leave-one-out likelihood of the counts.
+    class_prior : bool
+        Add log π_c to the scores; without it every class has the same prior (scikit-learn's
+        ComplementNB leaves it out). Weight normalisation always leaves it out.
 
     Files written before the last four fields existed lack them: they load with the
     meaning those files had (raw counts, no idf, no normalisation, β as given).
@@ -84,6 +87,7 @@ class EstimatorSettings:
     idf: bool = False
     norm: str = "none"
     prior_fit: bool = False
+    class_prior: bool = True
 
     @property
     def transformed(self) -> bool:
@@ -162,6 +166,7 @@ class EstimatorSettings:
             "idf": self.idf,
             "norm": self.norm,
             "prior_fit": self.prior_fit,
+            "class_prior": self.class_prior,
         }
 
     @classmethod
@@ -176,7 +181,32 @@ class EstimatorSettings:
             idf=_boolean(data.get("idf", False)),
             norm=str(data.get("norm", "none")),
             prior_fit=_boolean(data.get("prior_fit", False)),
+            class_prior=_boolean(data.get("class_prior", True)),
         )
+
+    def combined(self, **overrides) -> EstimatorSettings:
+        """These settings with ``overrides`` (``None`` = not given), made consistent.
+
+        What is given wins. A stored field that cannot go with it falls back to its plain
+        value, in this order: the transforms (raw counts), the prior fit (off), the model
+        (multinomial); e.g. ``--estimator mle`` on a complement model scores the multinomial
+        MLE. Raises :class:`UsageError` when the given values themselves conflict.
+        """
+        given = {k: v for k, v in overrides.items() if v is not None}
+        settings = replace(self, **given)
+        plain = EstimatorSettings()
+        for fields in (("tf", "idf", "norm"), ("prior_fit",), ("model",)):
+            try:
+                return settings.validate()
+            except UsageError:
+                reset = {f: getattr(plain, f) for f in fields if f not in given}
+                settings = replace(settings, **reset)
+        return settings.validate()
+
+
+# nbclass's defaults, chosen by cross-validation on three corpora (bench/choose_defaults.py,
+# README "Choosing the defaults"). The dataclass's own field values are the plain model.
+DEFAULTS = EstimatorSettings(model="complement", tf="log", prior_fit=True)
 
 
 def _boolean(value) -> bool:

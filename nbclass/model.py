@@ -22,7 +22,7 @@ import numpy as np
 from .corpus import Corpus
 from .counts import Counts, count_corpus
 from .errors import NbclassError, UsageError
-from .estimators import EstimatorSettings
+from .estimators import DEFAULTS, EstimatorSettings
 from .posterior import log_posterior, make_scorer
 from .selection import mutual_information, rank_features
 from .tokenizer import TokenizerSettings, make_tokenizer
@@ -96,7 +96,7 @@ class Model:
     counts: Counts
     tokenizer: TokenizerSettings
     vocabulary_filter: VocabularyFilter = field(default_factory=VocabularyFilter)
-    defaults: EstimatorSettings = field(default_factory=EstimatorSettings)
+    defaults: EstimatorSettings = DEFAULTS
     selection: dict | None = None
 
     @cached_property
@@ -126,7 +126,7 @@ def fit(
     tokenizer = tokenizer or TokenizerSettings()
     make_tokenizer(tokenizer)  # validate before reading anything
     vocabulary_filter = (vocabulary_filter or VocabularyFilter()).validate()
-    defaults = (defaults or EstimatorSettings()).validate()
+    defaults = (defaults or DEFAULTS).validate()
     counts = count_corpus(
         corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress
     )

@@ -123,11 +123,13 @@ def make_scorer(counts: Counts, settings: EstimatorSettings):
     if settings.model == "multinomial" and settings.estimator == "predictive":
         return polya_scorer(counts, settings)
     log_pi = log_class_prior(counts.class_count, settings.estimator, settings.alpha)
+    if not settings.class_prior:
+        log_pi = np.zeros(len(log_pi))
     if settings.model in ("multinomial", "complement") and settings.transformed:
         return _transformed_scorer(counts, settings, log_pi)
     if settings.model == "complement":
         weights = complement_weights(counts.token_count.astype(np.float64), settings.beta[0])
-        return LinearScorer(weights=weights, bias=np.zeros(len(log_pi)), binary=False)
+        return LinearScorer(weights=weights, bias=log_pi, binary=False)
     if settings.model == "multinomial":
         log_theta = multinomial_log_theta(counts.token_count, settings.estimator, settings.beta[0])
         return LinearScorer(weights=log_theta, bias=log_pi, binary=False)
@@ -162,7 +164,7 @@ def _transformed_scorer(counts: Counts, settings: EstimatorSettings, log_pi) -> 
     beta = settings.beta[0]
     if settings.model == "complement":
         weights = complement_weights(S, beta)
-        bias = np.zeros(len(log_pi))
+        bias = log_pi
     else:
         weights = multinomial_weights(S, settings.estimator, beta)
         bias = log_pi

@@ -131,10 +131,12 @@ class QuickModel:
         C, N_c = len(self.classes), self.class_count
         N = sum(N_c)
         log_pi = [log_ratio(*class_prior_fraction(n, N, C, s.estimator, s.alpha)) for n in N_c]
+        if not s.class_prior:
+            log_pi = [0.0] * C
         rows = self._rows(text)
         scores = [0.0] * C
         if s.model == "complement":
-            return self._complement(rows, s.beta[0])
+            return [b + p for b, p in zip(self._complement(rows, s.beta[0]), log_pi)]
         if s.model == "multinomial" and s.estimator == "predictive":
             return self._polya(rows, s.beta[0], log_pi)
         if s.model == "multinomial":

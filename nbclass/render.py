@@ -155,7 +155,7 @@ def info_lines(info: dict, fmt: str) -> Iterator[str]:
     yield (
         f"defaults     model {d['model']}, estimator {d['estimator']}, alpha {d['alpha']}, "
         f"beta {beta}, tf {d['tf']}, idf {_yes_no(d['idf'])}, norm {d['norm']}, "
-        f"prior-fit {_yes_no(d['prior_fit'])}"
+        f"prior-fit {_yes_no(d['prior_fit'])}, class-prior {_yes_no(d['class_prior'])}"
     )
 
 

@@ -28,16 +28,17 @@ the training documents, as far as the stored counts allow:
 
 Weight normalisation (``--norm weight`` or ``both``, step 6): each class's weights are
 divided by the sum of their absolute values, w_jc ← w_jc / Σ_k |w_kc|. The scores are then
-no longer log-probabilities and the class prior is left out (as Rennie et al. do and as
-scikit-learn's ``ComplementNB`` does).
+no longer log-probabilities and the class prior is left out (as Rennie et al. do).
+``class_prior=False`` leaves log π_c out of every model's scores (a uniform prior).
 
 Models (``b_c`` is the score whose softmax gives p(y = c | x)):
 
 ================  ============================================================================
 multinomial       θ_jc = (S_jc + β) / (S_c + Vβ); b_c = log π_c + Σ_j t_j log θ_jc
 complement        S̃_jc = Σ_{c'≠c} S_jc' (the other classes' sums);
-                  θ̃_jc = (S̃_jc + β) / (S̃_c + Vβ); b_c = −Σ_j t_j log θ̃_jc (no prior);
-                  with raw counts this is scikit-learn's ComplementNB exactly
+                  θ̃_jc = (S̃_jc + β) / (S̃_c + Vβ); b_c = log π_c − Σ_j t_j log θ̃_jc
+                  (Rennie et al.'s eq. 6); without the class prior and with raw counts
+                  this is scikit-learn's ComplementNB exactly
 predictive        the Dirichlet-multinomial (Pólya) predictive of the whole document,
                   a_jc = T_jc + β, A_c = T_c + Vβ, n = Σ_j x_j:
                   b_c = log π_c + Σ_j [lnΓ(a_jc + x_j) − lnΓ(a_jc)] − [lnΓ(A_c + n) − lnΓ(A_c)]
@@ -253,8 +254,14 @@ def polya_scorer(counts: Counts, settings: EstimatorSettings) -> PolyaScorer:
     return PolyaScorer(
         pseudo=pseudo,
         total=pseudo.sum(axis=0),
-        log_prior=log_class_prior(counts.class_count, "posterior-mean", settings.alpha),
+        log_prior=_log_prior(counts, settings),
     )
+
+
+def _log_prior(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
+    """log π_c (posterior mean), or 0 for every class without ``class_prior``."""
+    log_pi = log_class_prior(counts.class_count, "posterior-mean", settings.alpha)
+    return log_pi if settings.class_prior else np.zeros(log_pi.shape)
 
 
 # --- DCM (Elkan's EDCM) -------------------------------------------------------------------
@@ -347,7 +354,7 @@ def dcm_scorer(counts: Counts, settings: EstimatorSettings) -> DcmScorer:
     from scipy.special import gammaln
 
     log_beta, s = dcm_parameters(counts, settings.beta[0])
-    log_pi = log_class_prior(counts.class_count, "posterior-mean", settings.alpha)
+    log_pi = _log_prior(counts, settings)
     return DcmScorer(weights=log_beta, bias=log_pi + gammaln(s), concentration=s)
 
 

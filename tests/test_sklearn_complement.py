@@ -48,7 +48,8 @@ def news(news_sample):
 def test_complement_equals_complementnb(news, beta, norm):
     nb = ComplementNB(alpha=beta, norm=norm).fit(news["X_train"], news["labels"])
     settings = EstimatorSettings(
-        model="complement", beta=(beta, beta), norm="weight" if norm else "none"
+        model="complement", beta=(beta, beta), norm="weight" if norm else "none",
+        class_prior=False,
     )
     classifier = Classifier(news["model"], settings)
     assert tuple(nb.classes_.tolist()) == classifier.classes

@@ -55,15 +55,17 @@ def proba(fitted, text: str, **settings) -> list[float]:
 def test_complement_by_hand(chinese):
     # Complement of china = japan's counts: θ̃ = chinese, japan, tokyo (1 + 1) / (3 + 6),
     # the others 1 / 9. Complement of japan = china's counts: chinese (5 + 1) / (8 + 6),
-    # japan and tokyo 1 / 14. No class prior.
+    # japan and tokyo 1 / 14. Without the class prior (scikit-learn's form):
     b_china = -(3 * log(2 / 9) + log(2 / 9) + log(2 / 9))
     b_japan = -(3 * log(6 / 14) + log(1 / 14) + log(1 / 14))
-    assert jll(chinese, CHINESE_TEST, model="complement") == pytest.approx(
-        [b_china, b_japan], rel=1e-14
-    )
-    assert proba(chinese, CHINESE_TEST, model="complement") == pytest.approx(
+    plain = {"model": "complement", "class_prior": False}
+    assert jll(chinese, CHINESE_TEST, **plain) == pytest.approx([b_china, b_japan], rel=1e-14)
+    assert proba(chinese, CHINESE_TEST, **plain) == pytest.approx(
         softmax([b_china, b_japan]), rel=1e-12
     )
+    # With it (Rennie et al.'s eq. 6): + log π_c, π = (3 + 1) / (4 + 2), (1 + 1) / (4 + 2)
+    expected = [log(4 / 6) + b_china, log(2 / 6) + b_japan]
+    assert jll(chinese, CHINESE_TEST, model="complement") == pytest.approx(expected, rel=1e-14)
 
 
 def test_complement_weight_normalisation_by_hand(chinese):
@@ -159,6 +161,8 @@ def test_old_files_without_the_new_fields_keep_their_meaning():
 
 QUICK = [
     EstimatorSettings(model="complement"),
+    EstimatorSettings(model="complement", class_prior=False),
+    EstimatorSettings(class_prior=False),
     EstimatorSettings(model="complement", beta=(0.1, 0.1)),
     EstimatorSettings(estimator="predictive"),
     EstimatorSettings(estimator="predictive", alpha=0.5, beta=(0.01, 0.01)),
@@ -240,14 +244,26 @@ def test_cli_fit_stores_the_text_options(runner, chinese_corpus, tmp_path):
         "tf": "log",
         "idf": True,
         "norm": "weight",
-        "prior_fit": False,
+        "prior_fit": True,
+        "class_prior": True,
     }
     # predict overrides them without refitting; a combination that makes no sense is refused
     result = runner.invoke(cli, ["predict", "-m", path, "--no-idf", "--norm", "none"], input="x")
     assert result.exit_code == 0, result.stderr
-    result = runner.invoke(cli, ["predict", "-m", path, "--model", "bernoulli"], input="x")
+    result = runner.invoke(cli, ["predict", "-m", path, "--model", "bernoulli", "--tf", "log"],
+                           input="x")  # fmt: skip
     assert result.exit_code == 2
     assert result.stderr.startswith("Error: --tf, --idf and --norm transform word counts")
+    # Stored settings that cannot go with what is given fall back to the plain ones.
+    # bernoulli keeps the prior fit (it can take it); mle cannot, nor the complement model.
+    raw = ["--tf", "raw", "--no-idf", "--norm", "none"]
+    for given, plain in (
+        (["--model", "bernoulli"], raw),
+        (["--estimator", "mle"], [*raw, "--no-prior-fit", "--model", "multinomial"]),
+    ):
+        fallback = runner.invoke(cli, ["predict", "-m", path, *given], input=CHINESE_TEST)
+        explicit = runner.invoke(cli, ["predict", "-m", path, *given, *plain], input=CHINESE_TEST)
+        assert fallback.exit_code == 0 and fallback.stdout == explicit.stdout
 
 
 # --- the Pólya predictive ------------------------------------------------------------------
