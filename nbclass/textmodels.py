@@ -363,7 +363,12 @@ def dcm_scorer(counts: Counts, settings: EstimatorSettings) -> DcmScorer:
 
 def _value_histogram(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct positive values of ``K`` and how often each occurs."""
-    values, n = np.unique(K[K > 0], return_counts=True)
+    positive = K[K > 0]
+    if positive.size and positive.max() <= 8 * positive.size:  # small values: tally them
+        tally = np.bincount(positive)
+        values = np.flatnonzero(tally)
+        return values.astype(np.float64), tally[values].astype(np.float64)
+    values, n = np.unique(positive, return_counts=True)
     return values.astype(np.float64), n.astype(np.float64)
 
 
@@ -373,15 +378,25 @@ def multinomial_loo(K: np.ndarray, beta) -> np.ndarray:
     Each of the Σ K units (a token, or a document containing a word) is predicted from the
     other units of its class: p = (K_jc − 1 + β) / (K_c − 1 + Vβ).
     """
-    beta = np.asarray(beta, dtype=np.float64)
+    return _multinomial_loo_function(K)(beta)
+
+
+def _multinomial_loo_function(K: np.ndarray):
+    """β ↦ L(β) for counts K, with the histogram of K's values computed once."""
     V = K.shape[0]
     values, n = _value_histogram(K)
     K_c = K.sum(axis=0).astype(np.float64)
     K_c = K_c[K_c > 0][:, None]
     values, n = values[:, None], n[:, None]
-    words = (n * values * np.log(values - 1 + beta.reshape(1, -1))).sum(axis=0)
-    totals = (K_c * np.log(K_c - 1 + V * beta.reshape(1, -1))).sum(axis=0)
-    return (words - totals).reshape(beta.shape)
+
+    def objective(beta) -> np.ndarray:
+        beta = np.asarray(beta, dtype=np.float64)
+        flat = beta.reshape(1, -1)
+        words = (n * values * np.log(values - 1 + flat)).sum(axis=0)
+        totals = (K_c * np.log(K_c - 1 + V * flat)).sum(axis=0)
+        return (words - totals).reshape(beta.shape)
+
+    return objective
 
 
 def bernoulli_loo(counts: Counts, beta) -> np.ndarray:
@@ -389,10 +404,13 @@ def bernoulli_loo(counts: Counts, beta) -> np.ndarray:
 
     β is a number or an array; the result has its shape.
     """
-    beta = np.asarray(beta, dtype=np.float64)
-    flat = beta.reshape(1, -1)
+    return _bernoulli_loo_function(counts)(beta)
+
+
+def _bernoulli_loo_function(counts: Counts):
+    """β ↦ L(β) for the Bernoulli model, with the histograms of D_jc computed once."""
     V = counts.doc_count.shape[0]
-    total = np.zeros(flat.shape[1])
+    terms = []  # per class: (k, n) pairs of both kinds, and N_c
     for histogram, N_c in zip(
         doc_count_histograms(counts.doc_count), counts.class_count.tolist()
     ):
@@ -400,25 +418,34 @@ def bernoulli_loo(counts: Counts, beta) -> np.ndarray:
             continue
         d = np.array([h[0] for h in histogram], dtype=np.float64)
         n = np.array([h[1] for h in histogram], dtype=np.float64)
-        for k in (d, N_c - d):  # documents with the word, documents without it
-            some = k > 0
-            k_, n_ = k[some][:, None], n[some][:, None]
-            total += (n_ * k_ * np.log(k_ - 1 + flat)).sum(axis=0)
-        total -= V * N_c * np.log(N_c - 1 + 2 * flat[0])
-    return total.reshape(beta.shape)
+        k = np.concatenate([d, N_c - d])  # documents with the word, documents without it
+        m = np.concatenate([n, n])
+        some = k > 0
+        terms.append((k[some][:, None], m[some][:, None], float(N_c)))
+
+    def objective(beta) -> np.ndarray:
+        beta = np.asarray(beta, dtype=np.float64)
+        flat = beta.reshape(1, -1)
+        total = np.zeros(flat.shape[1])
+        for k, m, N_c in terms:
+            total += (m * k * np.log(k - 1 + flat)).sum(axis=0)
+            total -= V * N_c * np.log(N_c - 1 + 2 * flat[0])
+        return total.reshape(beta.shape)
+
+    return objective
 
 
 def loo_objective(counts: Counts, model: str):
     """The function β ↦ L(β) that ``--prior-fit`` maximises for ``model``."""
     if model == "bernoulli":
-        return lambda beta: bernoulli_loo(counts, beta)
+        return _bernoulli_loo_function(counts)
     if model == "complement":
         K = complement_counts(counts.token_count)
     elif model == "dcm":
         K = counts.doc_count
     else:
         K = counts.token_count
-    return lambda beta: multinomial_loo(K, beta)
+    return _multinomial_loo_function(K)
 
 
 def fit_beta(counts: Counts, model: str) -> float:
