@@ -80,20 +80,27 @@ def _beta(ctx, param, value):
 
 
 def estimator_options(defaults_note: str):
-    """--model, --estimator, --alpha, --beta; ``None`` when not given."""
+    """--model, --estimator, --alpha, --beta, --tf, --idf, --norm, --prior-fit.
+
+    Each is ``None`` when not given, so the model's stored defaults hold; the command
+    receives them in one keyword argument, ``text_options`` (a dict), besides the first four.
+    """
 
     def decorate(command):
         options = [
             click.option(
                 "--model",
                 "event_model",
-                type=click.Choice(["multinomial", "bernoulli"]),
-                help=f"Event model: word counts or word presence. {defaults_note}",
+                type=click.Choice(["multinomial", "bernoulli", "complement", "dcm"]),
+                help="Model: word counts (multinomial), word presence (bernoulli), the "
+                "other classes' counts (complement, Rennie et al. 2003) or bursty words "
+                f"(dcm, Elkan's EDCM). {defaults_note}",
             ),
             click.option(
                 "--estimator",
-                type=click.Choice(["posterior-mean", "map", "mle"]),
-                help="How π and θ are estimated from the counts (see MATH in the README).",
+                type=click.Choice(["posterior-mean", "map", "mle", "predictive"]),
+                help="How π and θ are estimated from the counts (see MATH in the README); "
+                "predictive: the exact Pólya predictive of the whole document.",
             ),
             click.option(
                 "--alpha",
@@ -105,20 +112,61 @@ def estimator_options(defaults_note: str):
                 callback=_beta,
                 metavar="B|B1,B0",
                 help="Pseudo-counts of θ: Beta(B1,B0) for bernoulli (present, absent), "
-                "symmetric Dirichlet(B) for multinomial.",
+                "symmetric Dirichlet(B) for the others.",
+            ),
+            click.option(
+                "--tf",
+                type=click.Choice(["raw", "log"]),
+                help="Term frequency: the count x, or log(1 + x) (multinomial, complement).",
+            ),
+            click.option(
+                "--idf/--no-idf",
+                default=None,
+                help="Weight words by log(N / documents containing them).",
+            ),
+            click.option(
+                "--norm",
+                type=click.Choice(["none", "length", "weight", "both"]),
+                help="Divide a document by its length, each class's weights by their sum, "
+                "or both (Rennie et al. 2003).",
+            ),
+            click.option(
+                "--prior-fit/--no-prior-fit",
+                default=None,
+                help="Choose β by maximising the leave-one-out likelihood of the counts.",
+            ),
+            click.option(
+                "--class-prior/--no-class-prior",
+                default=None,
+                help="Add log π_c to the scores (off: every class equally likely a priori).",
             ),
         ]
         for option in reversed(options):
             command = option(command)
-        return command
+        return _collect_text_options(command)
 
     return decorate
 
 
-def _settings(base, event_model, estimator, alpha, beta):
-    return base.with_overrides(
-        model=event_model, estimator=estimator, alpha=alpha, beta=beta
-    ).validate()
+TEXT_OPTIONS = ("tf", "idf", "norm", "prior_fit", "class_prior")
+
+
+def _collect_text_options(command):
+    """Gather --tf, --idf, --norm and --prior-fit into one ``text_options`` argument."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        kwargs["text_options"] = {name: kwargs.pop(name) for name in TEXT_OPTIONS}
+        return command(*args, **kwargs)
+
+    return wrapper
+
+
+def _settings(base, event_model, estimator, alpha, beta, text_options=None):
+    return base.combined(
+        model=event_model, estimator=estimator, alpha=alpha, beta=beta, **(text_options or {})
+    )
 
 
 def _format_option(*choices: str):
@@ -346,7 +394,7 @@ def _fit_settings(ctx, p: dict, base=None):
     """
     from dataclasses import replace
 
-    from .estimators import EstimatorSettings
+    from .estimators import DEFAULTS
     from .model import VocabularyFilter
     from .tokenizer import (
         DEFAULT_TOKEN_PATTERN,
@@ -370,7 +418,7 @@ def _fit_settings(ctx, p: dict, base=None):
     ).validate()
     if base is None:
         defaults = _settings(
-            EstimatorSettings(), p["event_model"], p["estimator"], p["alpha"], p["beta"]
+            DEFAULTS, p["event_model"], p["estimator"], p["alpha"], p["beta"], p["text_options"]
         )
         return tokenizer, vocabulary_filter, defaults
     from .learning import check_same_tokenizer
@@ -390,7 +438,9 @@ def _fit_settings(ctx, p: dict, base=None):
             base.vocabulary_filter,
             **{k: p[k] for k in ("min_df", "max_features") if _given(ctx, k)},
         )
-    defaults = _settings(base.defaults, p["event_model"], p["estimator"], p["alpha"], p["beta"])
+    defaults = _settings(
+        base.defaults, p["event_model"], p["estimator"], p["alpha"], p["beta"], p["text_options"]
+    )
     return base.tokenizer, vocabulary_filter.validate(), defaults
 
 
@@ -649,7 +699,7 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, schedul
 @table_predict_options
 def predict(
     model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
-    explain, min_probability, min_margin, min_known, unsure_label, use_exit_code,
+    explain, min_probability, min_margin, min_known, unsure_label, use_exit_code, text_options,
     **table_options,
 ):  # fmt: skip
     """Classify documents: files, folders (walked recursively) or standard input.
@@ -704,22 +754,25 @@ def predict(
         from .quick import QuickModel, log_posterior
 
         model = QuickModel(model_path)
-        settings = _settings(model.defaults, event_model, estimator, alpha, beta)
-        abstention.check_classes(model.classes)
-        if use_exit_code:
-            check_exit_classes(model.classes)
-        source, text = next(documents)
-        jll = model.joint_log_likelihood(text, settings)
-        row = log_posterior(jll)
-        # Counting known tokens tokenizes again: only when a threshold needs them.
-        known, tokens = model.known_tokens(text) if abstention.needs_known else (0, 0)
-        extra = {"log_evidence": log_sum_exp(jll), "reason": abstention.reason(row, known, tokens)}
-        labels = _print_predictions(
-            [source], model.classes, [row], fmt, top_k, settings, [extra], unsure_label
-        )
-        if use_exit_code:
-            raise click.exceptions.Exit(exit_code(model.classes, labels[0]))
-        return
+        settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+        if model.can_score(settings):
+            abstention.check_classes(model.classes)
+            if use_exit_code:
+                check_exit_classes(model.classes)
+            source, text = next(documents)
+            jll = model.joint_log_likelihood(text, settings)
+            row = log_posterior(jll)
+            # Counting known tokens tokenizes again: only when a threshold needs them.
+            known, tokens = model.known_tokens(text) if abstention.needs_known else (0, 0)
+            reason = abstention.reason(row, known, tokens)
+            extra = {"log_evidence": log_sum_exp(jll), "reason": reason}
+            labels = _print_predictions(
+                [source], model.classes, [row], fmt, top_k, settings, [extra], unsure_label
+            )
+            if use_exit_code:
+                raise click.exceptions.Exit(exit_code(model.classes, labels[0]))
+            return
+        # Settings that need every count (fitted β, idf, normalised weights): batch path.
     from functools import partial
 
     from .explain import extras, score_batch
@@ -727,13 +780,13 @@ def predict(
     from .modelfile import load
 
     if scheduler and not lines and paths and "-" not in paths:
-        overrides = event_model, estimator, alpha, beta
+        overrides = event_model, estimator, alpha, beta, text_options
         classes, settings, batches = _predict_on_cluster(
             scheduler, model_path, paths, overrides, abstention, explain
         )
     else:
         model = load(model_path)
-        settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+        settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
         classifier = Classifier(model, settings)
         classes = classifier.classes
         batches = (
@@ -820,7 +873,7 @@ def _print_predictions(
 )
 @_format_option("tsv", "jsonl")
 @estimator_options("Only --estimator, --alpha and --beta matter here.")
-def top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
+def top_features(model_path, k, fmt, event_model, estimator, alpha, beta, text_options):
     """Rank words by mutual information with the class.
 
     Prints word<TAB>mi<TAB>class, best first: the mutual information (in nats) between
@@ -843,7 +896,7 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
         if exc.kind != "table":
             raise
         return _table_top_features(model_path, k, fmt, event_model, estimator, alpha, beta)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
     features = rank(model.active_counts, settings, k)
     if model.column_words is not None:  # hashed columns: show the words seen in each
         from dataclasses import replace
@@ -858,7 +911,9 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
 @click.option("-o", "--output", required=True, metavar="PRUNED", help="Model file to write.")
 @estimator_options("Only --estimator, --alpha and --beta matter here.")
 @click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
-def select_features(model_path, k, output, event_model, estimator, alpha, beta, quiet):
+def select_features(
+    model_path, k, output, event_model, estimator, alpha, beta, text_options, quiet
+):
     """Write a model that uses only the K words with the highest mutual information.
 
     The kept words' counts are unchanged (so are the class counts N_c); prediction with
@@ -872,7 +927,7 @@ def select_features(model_path, k, output, event_model, estimator, alpha, beta, 
     from .modelfile import load, save
 
     model = load(model_path)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
     pruned = select(model, k, settings)
     save(pruned, output)
     if not quiet:
@@ -1210,7 +1265,7 @@ def _test_corpus(test_dir: str):
 @click.argument("test_dir", metavar="TEST_DIR")
 @_format_option("text", "json")
 @estimator_options("Overrides the model's default without refitting.")
-def evaluate(model_path, test_dir, fmt, event_model, estimator, alpha, beta):
+def evaluate(model_path, test_dir, fmt, event_model, estimator, alpha, beta, text_options):
     """Measure a model on TEST_DIR, labelled documents laid out like a training corpus.
 
     Prints accuracy, macro- and micro-F1, log loss, Brier score (multiclass sum form,
@@ -1227,7 +1282,7 @@ def evaluate(model_path, test_dir, fmt, event_model, estimator, alpha, beta):
     from .modelfile import load
 
     model = load(model_path)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
     corpus = _test_corpus(test_dir)
     evaluation = run(model, settings, corpus)
     if fmt == "json":
@@ -1302,6 +1357,7 @@ def cv(
     estimator,
     alpha,
     beta,
+    text_options,
     fmt,
     jobs,
 ):
@@ -1341,7 +1397,7 @@ def cv(
             VocabularyFilter(),
             EstimatorSettings(),
         )
-    settings = _settings(defaults, event_model, estimator, alpha, beta)
+    settings = _settings(defaults, event_model, estimator, alpha, beta, text_options)
     corpus = list_corpus(corpus_dir)
     result = cross_validate(
         corpus,
@@ -1411,6 +1467,7 @@ def check(
     estimator,
     alpha,
     beta,
+    text_options,
 ):
     """Gate a new MODEL against the BASELINE on TEST_DIR before it replaces it.
 

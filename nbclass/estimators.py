@@ -41,8 +41,10 @@ from dataclasses import dataclass, replace
 
 from .errors import UsageError
 
-MODELS = ("multinomial", "bernoulli")
-ESTIMATORS = ("posterior-mean", "map", "mle")
+MODELS = ("multinomial", "bernoulli", "complement", "dcm")
+ESTIMATORS = ("posterior-mean", "map", "mle", "predictive")
+TF = ("raw", "log")
+NORMS = ("none", "length", "weight", "both")
 
 
 @dataclass(frozen=True)
@@ -51,19 +53,46 @@ class EstimatorSettings:
 
     Attributes
     ----------
-    model : {"multinomial", "bernoulli"}
-    estimator : {"posterior-mean", "map", "mle"}
+    model : {"multinomial", "bernoulli", "complement", "dcm"}
+    estimator : {"posterior-mean", "map", "mle", "predictive"}
+        ``predictive`` is the exact Dirichlet-multinomial (Pólya) predictive of a whole
+        document (multinomial); for bernoulli it equals ``posterior-mean``.
     alpha : float
         α, the Dirichlet pseudo-count of every class (α_0 = Cα).
     beta : tuple of float (β_1, β_0)
         Bernoulli: Beta(β_1, β_0) pseudo-counts for "present" and "absent".
-        Multinomial: the symmetric Dirichlet's β, given as (β, β).
+        Multinomial, complement, dcm: the symmetric Dirichlet's β, given as (β, β).
+    tf : {"raw", "log"}
+        Term frequency: x_j or log(1 + x_j) (multinomial and complement).
+    idf : bool
+        Multiply by idf_j = log(N / Σ_c D_jc) (multinomial and complement).
+    norm : {"none", "length", "weight", "both"}
+        Document-length normalisation, weight normalisation, or both
+        (:mod:`nbclass.textmodels`).
+    prior_fit : bool
+        Replace β by the value that maximises the leave-one-out likelihood of the counts.
+    class_prior : bool
+        Add log π_c to the scores; without it every class has the same prior (scikit-learn's
+        ComplementNB leaves it out). Weight normalisation always leaves it out.
+
+    Files written before the last four fields existed lack them: they load with the
+    meaning those files had (raw counts, no idf, no normalisation, β as given).
     """
 
     model: str = "multinomial"
     estimator: str = "posterior-mean"
     alpha: float = 1.0
     beta: tuple[float, float] = (1.0, 1.0)
+    tf: str = "raw"
+    idf: bool = False
+    norm: str = "none"
+    prior_fit: bool = False
+    class_prior: bool = True
+
+    @property
+    def transformed(self) -> bool:
+        """True when any of --tf log, --idf, --norm is on."""
+        return self.tf != "raw" or self.idf or self.norm != "none"
 
     def with_overrides(self, **overrides) -> EstimatorSettings:
         """A copy with the given fields replaced; ``None`` values keep the current field."""
@@ -80,10 +109,39 @@ class EstimatorSettings:
         values = (self.alpha, *self.beta)
         if not all(math.isfinite(v) for v in values):
             raise UsageError("--alpha and --beta must be finite numbers")
-        if self.model == "multinomial" and self.beta[0] != self.beta[1]:
+        if self.model != "bernoulli" and self.beta[0] != self.beta[1]:
             raise UsageError(
-                "the multinomial model takes one --beta (a symmetric Dirichlet); "
+                f"the {self.model} model takes one --beta (a symmetric Dirichlet); "
                 "B1,B0 is for --model bernoulli"
+            )
+        if self.tf not in TF:
+            raise UsageError(f"unknown --tf {self.tf!r}: use one of {', '.join(TF)}")
+        if self.norm not in NORMS:
+            raise UsageError(f"unknown --norm {self.norm!r}: use one of {', '.join(NORMS)}")
+        if self.transformed and self.model in ("bernoulli", "dcm"):
+            raise UsageError(
+                f"--tf, --idf and --norm transform word counts; --model {self.model} uses "
+                "word presence: use them with --model multinomial or complement"
+            )
+        if self.model in ("complement", "dcm") and self.estimator != "posterior-mean":
+            raise UsageError(
+                f"--model {self.model} takes --estimator posterior-mean (its weights need "
+                "smoothed, non-zero estimates)"
+            )
+        if self.estimator == "predictive" and self.transformed:
+            raise UsageError(
+                "--estimator predictive is the exact predictive of raw word counts: use it "
+                "without --tf log, --idf and --norm"
+            )
+        if self.norm in ("weight", "both") and self.estimator != "posterior-mean":
+            raise UsageError(
+                "--norm weight divides each class's weights by their sum, which needs finite "
+                "weights: use --estimator posterior-mean"
+            )
+        if self.prior_fit and self.estimator not in ("posterior-mean", "predictive"):
+            raise UsageError(
+                "--prior-fit may choose a β below 1, which --estimator "
+                f"{self.estimator} cannot take: use --estimator posterior-mean or predictive"
             )
         if self.estimator == "map" and min(values) < 1:
             raise UsageError(
@@ -91,9 +149,9 @@ class EstimatorSettings:
                 "Dirichlet with a pseudo-count below 1 is not interior); use "
                 "--estimator posterior-mean for smaller pseudo-counts"
             )
-        if self.estimator == "posterior-mean" and min(values) <= 0:
+        if self.estimator in ("posterior-mean", "predictive") and min(values) <= 0:
             raise UsageError(
-                "--estimator posterior-mean needs --alpha > 0 and --beta > 0; "
+                f"--estimator {self.estimator} needs --alpha > 0 and --beta > 0; "
                 "use --estimator mle for unsmoothed estimates"
             )
         return self
@@ -104,16 +162,60 @@ class EstimatorSettings:
             "estimator": self.estimator,
             "alpha": self.alpha,
             "beta": list(self.beta),
+            "tf": self.tf,
+            "idf": self.idf,
+            "norm": self.norm,
+            "prior_fit": self.prior_fit,
+            "class_prior": self.class_prior,
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> EstimatorSettings:
+        """Settings from :meth:`to_dict`; absent newer fields keep their old meaning."""
         return cls(
             model=str(data["model"]),
             estimator=str(data["estimator"]),
             alpha=float(data["alpha"]),
             beta=(float(data["beta"][0]), float(data["beta"][1])),
+            tf=str(data.get("tf", "raw")),
+            idf=_boolean(data.get("idf", False)),
+            norm=str(data.get("norm", "none")),
+            prior_fit=_boolean(data.get("prior_fit", False)),
+            class_prior=_boolean(data.get("class_prior", True)),
         )
+
+    def combined(self, **overrides) -> EstimatorSettings:
+        """These settings with ``overrides`` (``None`` = not given), made consistent.
+
+        What is given wins. A stored field that cannot go with it falls back to its plain
+        value, in this order: the transforms (raw counts), the prior fit (off), the model
+        (multinomial); e.g. ``--estimator mle`` on a complement model scores the multinomial
+        MLE. Raises :class:`UsageError` when the given values themselves conflict.
+        """
+        given = {k: v for k, v in overrides.items() if v is not None}
+        settings = replace(self, **given)
+        plain = EstimatorSettings()
+        for fields in (("tf", "idf", "norm"), ("prior_fit",), ("model",)):
+            try:
+                return settings.validate()
+            except UsageError:
+                reset = {f: getattr(plain, f) for f in fields if f not in given}
+                settings = replace(settings, **reset)
+        return settings.validate()
+
+
+# nbclass's defaults. Cross-validation on three corpora (bench/choose_defaults.py, README
+# "Choosing the defaults") favours complement with --tf log and --prior-fit, but the
+# one-document path cannot serve that setting yet (it needs every count: 1.3 s instead of
+# 0.1 s per piped document), so the default stays the plain multinomial model until the
+# model file caches what that path needs.
+DEFAULTS = EstimatorSettings()
+
+
+def _boolean(value) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{value!r} is not true or false")
+    return value
 
 
 def parse_beta(text: str) -> tuple[float, float]:

@@ -22,7 +22,7 @@ import numpy as np
 from .corpus import Corpus
 from .counts import Counts, count_corpus
 from .errors import NbclassError, UsageError
-from .estimators import EstimatorSettings
+from .estimators import DEFAULTS, EstimatorSettings
 from .hashing import words_of
 from .ledger import Ledger, canonical, from_entries
 from .posterior import log_posterior, make_scorer
@@ -104,7 +104,7 @@ class Model:
     counts: Counts
     tokenizer: TokenizerSettings
     vocabulary_filter: VocabularyFilter = field(default_factory=VocabularyFilter)
-    defaults: EstimatorSettings = field(default_factory=EstimatorSettings)
+    defaults: EstimatorSettings = DEFAULTS
     selection: dict | None = None
     ledger: Ledger | None = None
     column_words: dict[str, tuple[str, ...]] | None = None
@@ -148,7 +148,7 @@ def fit(
     tokenizer = tokenizer or TokenizerSettings()
     make_tokenizer(tokenizer)  # validate before reading anything
     vocabulary_filter = (vocabulary_filter or VocabularyFilter()).validate()
-    defaults = (defaults or EstimatorSettings()).validate()
+    defaults = (defaults or DEFAULTS).validate()
     entries = [] if ledger else None
     seen = {} if tokenizer.hash_features else None
     counts = count_corpus(

@@ -38,6 +38,17 @@ from .estimators import (
     log_class_prior,
     multinomial_log_theta,
 )
+from .textmodels import (
+    complement_weights,
+    dcm_scorer,
+    document_features,
+    idf_weights,
+    multinomial_weights,
+    normalise_weights,
+    polya_scorer,
+    resolve_prior,
+    transformed_counts,
+)
 from .vectorizer import binarize
 
 
@@ -57,6 +68,12 @@ class LinearScorer:
         Bernoulli words with θ_jc = 1: a document lacking one is impossible for class c.
     n_required : ndarray of shape (C,), or None
         How many such words each class has (the column sums of ``required``).
+    tf : {"raw", "log"}
+        Term-frequency transform of the counts (:mod:`nbclass.textmodels`).
+    idf : ndarray of shape (V,), or None
+        idf_j multiplying the counts, if ``--idf``.
+    length_norm : bool
+        Divide each document's features by their Euclidean length.
     """
 
     weights: np.ndarray
@@ -64,6 +81,17 @@ class LinearScorer:
     binary: bool
     required: sp.csr_matrix | None = None
     n_required: np.ndarray | None = None
+    tf: str = "raw"
+    idf: np.ndarray | None = None
+    length_norm: bool = False
+
+    def features(self, X: sp.csr_matrix) -> sp.csr_matrix:
+        """f(X), what the weights multiply: 1[X > 0], X, or its transform; (n, V)."""
+        if self.binary:
+            return binarize(X)
+        if self.tf == "raw" and self.idf is None and not self.length_norm:
+            return X
+        return document_features(X, self.tf, self.idf, self.length_norm)
 
     def joint_log_likelihood(self, X: sp.csr_matrix) -> np.ndarray:
         """b_c for each document, ndarray of shape (n, C).
@@ -73,8 +101,7 @@ class LinearScorer:
         X : csr_matrix of shape (n, V)
             Token counts over the scorer's vocabulary.
         """
-        if self.binary:
-            X = binarize(X)
+        X = self.features(X)
         jll = np.asarray(X @ self.weights) + self.bias
         if self.required is not None:
             present = np.asarray((X @ self.required).todense())
@@ -84,8 +111,8 @@ class LinearScorer:
     def contributions(self, X: sp.csr_matrix, a: np.ndarray, b: np.ndarray) -> sp.csr_matrix:
         """Each word's share of the log-odds of class a_i against class b_i.
 
-        Entry (i, j) is f(x_ij) (W[j, a_i] − W[j, b_i]) with f the identity (multinomial)
-        or 1[x > 0] (Bernoulli), stored where x_ij > 0. When both classes are possible,
+        Entry (i, j) is f(x_ij) (W[j, a_i] − W[j, b_i]) with f as in :meth:`features`
+        (the identity, 1[x > 0], or the tf/idf/length transform), stored where x_ij > 0. When both classes are possible,
         b_a − b_b = (row i's sum) + :meth:`bias_difference`, exactly the log-odds
         log p(a | x) − log p(b | x) up to rounding.
 
@@ -98,8 +125,7 @@ class LinearScorer:
         -------
         csr_matrix of shape (n, V), float
         """
-        F = binarize(X) if self.binary else X
-        F = F.tocsr()
+        F = self.features(X).tocsr()
         rows = np.repeat(np.arange(F.shape[0]), np.diff(F.indptr))
         cols = F.indices
         with np.errstate(invalid="ignore"):  # −inf − −inf: both classes ruled out (NaN)
@@ -115,9 +141,27 @@ class LinearScorer:
         return self.bias[a] - self.bias[b]
 
 
-def make_scorer(counts: Counts, settings: EstimatorSettings) -> LinearScorer:
-    """The linear scorer of ``counts`` under ``settings`` (model, estimator, priors)."""
+def make_scorer(counts: Counts, settings: EstimatorSettings):
+    """The scorer of ``counts`` under ``settings`` (model, estimator, priors, transforms).
+
+    A :class:`LinearScorer` for every model but ``--estimator predictive``
+    (:class:`nbclass.textmodels.PolyaScorer`) and ``--model dcm``
+    (:class:`nbclass.textmodels.DcmScorer`, linear in word presences plus a length term).
+    All have ``joint_log_likelihood(X)``.
+    """
+    settings = resolve_prior(counts, settings)
+    if settings.model == "dcm":
+        return dcm_scorer(counts, settings)
+    if settings.model == "multinomial" and settings.estimator == "predictive":
+        return polya_scorer(counts, settings)
     log_pi = log_class_prior(counts.class_count, settings.estimator, settings.alpha)
+    if not settings.class_prior:
+        log_pi = np.zeros(len(log_pi))
+    if settings.model in ("multinomial", "complement") and settings.transformed:
+        return _transformed_scorer(counts, settings, log_pi)
+    if settings.model == "complement":
+        weights = complement_weights(counts.token_count.astype(np.float64), settings.beta[0])
+        return LinearScorer(weights=weights, bias=log_pi, binary=False)
     if settings.model == "multinomial":
         log_theta = multinomial_log_theta(counts.token_count, settings.estimator, settings.beta[0])
         return LinearScorer(weights=log_theta, bias=log_pi, binary=False)
@@ -143,6 +187,29 @@ def make_scorer(counts: Counts, settings: EstimatorSettings) -> LinearScorer:
         binary=True,
         required=sp.csr_matrix(certain.astype(np.int64)),
         n_required=certain.sum(axis=0),
+    )
+
+
+def _transformed_scorer(counts: Counts, settings: EstimatorSettings, log_pi) -> LinearScorer:
+    """Multinomial or complement weights from the transformed sums S_jc (textmodels)."""
+    S = transformed_counts(counts, settings)
+    beta = settings.beta[0]
+    if settings.model == "complement":
+        weights = complement_weights(S, beta)
+        bias = log_pi
+    else:
+        weights = multinomial_weights(S, settings.estimator, beta)
+        bias = log_pi
+    if settings.norm in ("weight", "both"):
+        weights = normalise_weights(weights)
+        bias = np.zeros(len(log_pi))
+    return LinearScorer(
+        weights=weights,
+        bias=bias,
+        binary=False,
+        tf=settings.tf,
+        idf=idf_weights(counts.doc_count, counts.n_docs) if settings.idf else None,
+        length_norm=settings.norm in ("length", "both"),
     )
 
 

@@ -112,6 +112,18 @@ class QuickModel:
             for k in range(start, end)
         }
 
+    @staticmethod
+    def can_score(settings: EstimatorSettings) -> bool:
+        """Whether these settings need only the document's words and per-class totals.
+
+        A fitted β, idf, normalised weights and the DCM's concentrations need every count
+        of the model; the command line scores such settings on the batch path instead,
+        with the same result.
+        """
+        if settings.prior_fit or settings.transformed or settings.model == "dcm":
+            return False
+        return True
+
     def joint_log_likelihood(self, text: str, settings: EstimatorSettings) -> list[float]:
         """b_c = log π_c + log p(x | c) for each class."""
         try:
@@ -123,8 +135,14 @@ class QuickModel:
         C, N_c = len(self.classes), self.class_count
         N = sum(N_c)
         log_pi = [log_ratio(*class_prior_fraction(n, N, C, s.estimator, s.alpha)) for n in N_c]
+        if not s.class_prior:
+            log_pi = [0.0] * C
         rows = self._rows(text)
         scores = [0.0] * C
+        if s.model == "complement":
+            return [b + p for b, p in zip(self._complement(rows, s.beta[0]), log_pi)]
+        if s.model == "multinomial" and s.estimator == "predictive":
+            return self._polya(rows, s.beta[0], log_pi)
         if s.model == "multinomial":
             V, T_c = self.n_used, self.class_tokens
             for j, x in rows:
@@ -160,6 +178,36 @@ class QuickModel:
             -math.inf if present_certain[c] < required[c] else scores[c] + bias[c]
             for c in range(C)
         ]
+
+    def _complement(self, rows: list[tuple[int, int]], beta: float) -> list[float]:
+        """b_c = −Σ_j x_j log θ̃_jc, θ̃_jc = (T_j − T_jc + β) / (T − T_c + Vβ)."""
+        C, V, T_c = len(self.classes), self.n_used, self.class_tokens
+        T = sum(T_c)
+        scores = [0.0] * C
+        for j, x in rows:
+            entries = self._entries(j)
+            T_j = sum(t for _, t in entries.values())
+            for c in range(C):
+                T_jc = entries.get(c, (0, 0))[1]
+                scores[c] -= x * log_ratio(T_j - T_jc + beta, T - T_c[c] + V * beta)
+        return scores
+
+    def _polya(self, rows: list[tuple[int, int]], beta: float, log_pi) -> list[float]:
+        """The Pólya predictive: Σ_j [lnΓ(a_jc + x_j) − lnΓ(a_jc)] − [lnΓ(A_c + n) − lnΓ(A_c)]."""
+        C, V, T_c = len(self.classes), self.n_used, self.class_tokens
+        words = [0.0] * C
+        for j, x in rows:
+            entries = self._entries(j)
+            for c in range(C):
+                a = entries.get(c, (0, 0))[1] + beta
+                words[c] += math.lgamma(a + x) - math.lgamma(a)
+        n = sum(x for _, x in rows)
+        scores = []
+        for c in range(C):
+            A = T_c[c] + V * beta
+            length = math.lgamma(A + n) - math.lgamma(A) if n else 0.0
+            scores.append(words[c] - length + log_pi[c])
+        return scores
 
 
 def log_posterior(jll: list[float]) -> list[float]:

@@ -224,7 +224,8 @@ def info_lines(info: dict, fmt: str) -> Iterator[str]:
     beta = d["beta"][0] if d["beta"][0] == d["beta"][1] else f"{d['beta'][0]},{d['beta'][1]}"
     yield (
         f"defaults     model {d['model']}, estimator {d['estimator']}, alpha {d['alpha']}, "
-        f"beta {beta}"
+        f"beta {beta}, tf {d['tf']}, idf {_yes_no(d['idf'])}, norm {d['norm']}, "
+        f"prior-fit {_yes_no(d['prior_fit'])}, class-prior {_yes_no(d['class_prior'])}"
     )
 
 
@@ -294,6 +295,10 @@ def table_info_lines(info: dict, fmt: str) -> Iterator[str]:
         f"defaults     model {d['model']} (text columns), estimator {d['estimator']}, "
         f"alpha {d['alpha']}, beta {beta}"
     )
+
+
+def _yes_no(value: bool) -> str:
+    return "yes" if value else "no"
 
 
 class ProgressBar:

@@ -116,9 +116,11 @@ def cli_warnings():
 
 @pytest.fixture
 def model(runner, chinese_corpus, tmp_path) -> Path:
-    """The Chinese corpus fitted with the defaults."""
+    """The Chinese corpus fitted with the plain multinomial model (pinned: the tests below
+    compute its fractions by hand; nbclass's defaults are tested in test_textmodels)."""
     path = tmp_path / "chinese.nbc"
-    result = runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(path)])
+    plain = ["--model", "multinomial", "--tf", "raw", "--no-prior-fit"]
+    result = runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(path), *plain])
     assert result.exit_code == 0, result.stderr
     return path
 
@@ -166,6 +168,11 @@ def test_fit_stores_settings_as_the_models_defaults(runner, chinese_corpus, tmp_
         "estimator": "map",
         "alpha": 2.0,
         "beta": [2.0, 3.0],
+        "tf": "raw",
+        "idf": False,
+        "norm": "none",
+        "prior_fit": False,
+        "class_prior": True,
     }
     assert info["tokenizer"]["ngram_range"] == [1, 2]
     assert info["tokenizer"]["lowercase"] is False
@@ -525,6 +532,11 @@ def test_info_json(runner, model):
             "estimator": "posterior-mean",
             "alpha": 1.0,
             "beta": [1.0, 1.0],
+            "tf": "raw",
+            "idf": False,
+            "norm": "none",
+            "prior_fit": False,
+            "class_prior": True,
         },
         "ledger": None,
     }
@@ -545,7 +557,8 @@ def test_info_text(runner, model):
         "vocabulary   6 words used of 6 counted (min_df 1, max_features none)",
         r"tokenizer    lowercase true, token_pattern (?u)\b\w\w+\b, ngram_range 1,1, "
         "stop_words none (0 words)",
-        "defaults     model multinomial, estimator posterior-mean, alpha 1.0, beta 1.0",
+        "defaults     model multinomial, estimator posterior-mean, alpha 1.0, beta 1.0, "
+        "tf raw, idf no, norm none, prior-fit no, class-prior yes",
     ]
 
 

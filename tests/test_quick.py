@@ -95,7 +95,8 @@ def test_quick_path_does_not_import_numpy(tmp_path, chinese_corpus):
     import subprocess
     import sys
 
-    save(fit(list_corpus(str(chinese_corpus))), str(tmp_path / "m.nbc"))
+    plain = EstimatorSettings()  # nbclass's defaults need every count: the batch path
+    save(fit(list_corpus(str(chinese_corpus)), defaults=plain), str(tmp_path / "m.nbc"))
     code = (
         "import sys, io\n"
         "sys.stdin = io.TextIOWrapper(io.BytesIO(b'Chinese Tokyo'))\n"
