@@ -112,8 +112,9 @@ class LinearScorer:
         """Each word's share of the log-odds of class a_i against class b_i.
 
         Entry (i, j) is f(x_ij) (W[j, a_i] − W[j, b_i]) with f as in :meth:`features`
-        (the identity, 1[x > 0], or the tf/idf/length transform), stored where x_ij > 0. When both classes are possible,
-        b_a − b_b = (row i's sum) + :meth:`bias_difference`, exactly the log-odds
+        (the identity, 1[x > 0], or the tf/idf/length transform), stored where x_ij > 0.
+        When both classes are possible, b_a − b_b = (row i's sum) + :meth:`bias_difference`,
+        exactly the log-odds
         log p(a | x) − log p(b | x) up to rounding.
 
         Parameters
