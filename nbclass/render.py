@@ -182,6 +182,14 @@ def model_info(model: Model, path: str, header: dict | None = None) -> dict:
     }
 
 
+def _class_lines(classes: dict) -> Iterator[str]:
+    """``classes  C`` then one aligned ``name  count`` line per class."""
+    yield f"classes      {len(classes)}"
+    width = max(len(c) for c in classes)
+    for name, n in classes.items():
+        yield f"  {name:<{width}}  {n}"
+
+
 def info_lines(info: dict, fmt: str) -> Iterator[str]:
     """``nbclass info`` as JSON (one object) or as aligned text."""
     if fmt == "json":
@@ -195,10 +203,7 @@ def info_lines(info: dict, fmt: str) -> Iterator[str]:
     )
     yield f"documents    {info['documents']}"
     yield f"tokens       {info['tokens']}"
-    yield f"classes      {len(info['classes'])}"
-    width = max(len(c) for c in info["classes"])
-    for name, n in info["classes"].items():
-        yield f"  {name:<{width}}  {n}"
+    yield from _class_lines(info["classes"])
     vf = info["vocabulary_filter"]
     max_features = "none" if vf["max_features"] is None else vf["max_features"]
     yield (
@@ -277,10 +282,7 @@ def table_info_lines(info: dict, fmt: str) -> Iterator[str]:
     )
     yield f"rows         {info['rows']}"
     yield f"label        {info['label']}"
-    yield f"classes      {len(info['classes'])}"
-    width = max(len(c) for c in info["classes"])
-    for name, n in info["classes"].items():
-        yield f"  {name:<{width}}  {n}"
+    yield from _class_lines(info["classes"])
     yield f"columns      {len(info['columns'])}"
     width = max(len(c["name"]) for c in info["columns"])
     for c in info["columns"]:
