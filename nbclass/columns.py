@@ -179,7 +179,11 @@ def gaussian_log_likelihood(x: np.ndarray, mean: np.ndarray, var: np.ndarray) ->
     present = ~np.isnan(x)
     out = np.zeros((x.shape[0], mean.shape[0]))
     xp = x[present, None]
-    out[present] = -0.5 * np.log(2.0 * np.pi * var) - 0.5 * ((xp - mean) ** 2 / var)
+    # With a tiny variance (a column whose values are all nearly equal) the squared
+    # distance over σ² can exceed the largest double: the density is then below the
+    # smallest positive double and its logarithm is −inf, the float nearest the truth.
+    with np.errstate(over="ignore"):
+        out[present] = -0.5 * np.log(2.0 * np.pi * var) - 0.5 * ((xp - mean) ** 2 / var)
     return out
 
 

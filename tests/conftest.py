@@ -9,6 +9,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings as hypothesis_settings
+
+# CI runs the same examples every time (a failure found locally stays reproducible there
+# through its @example); a developer's run explores new ones.
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_CORPORA = Path(os.environ.get("NBCLASS_SHARED_CORPORA", REPO.parent / "shared" / "corpora"))

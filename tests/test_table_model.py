@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy.integrate import trapezoid
 from scipy.special import rel_entr
@@ -80,6 +80,11 @@ def demo():
 
 @FAST
 @given(ROWS, st.lists(ROW, min_size=1, max_size=5), SETTINGS)
+@example(  # found by hypothesis: a variance floor so small that (x − μ)²/σ² overflows
+    rows=[("0.0", None, None, "a"), ("1.179758605852209e-157", None, None, "b")],
+    new=[("1.0", "green", None, "b")],
+    s=EstimatorSettings(model="bernoulli", estimator="map"),
+)
 def test_a_mixed_joint_log_likelihood_is_the_sum_of_its_parts(rows, new, s):
     model = fit_table(table(rows), "kind", TYPES)
     clf = TableClassifier(model, s)
