@@ -57,26 +57,26 @@ def _ngram_range(ctx, param, value):
     return None if value is None else _parse_pair("--ngram-range", value)
 
 
-def _hash_features(ctx, param, value):
-    if value is None:
-        return None
-    from .hashing import parse_hash_features
+def _parsed_by(hint: str, module: str, name: str):
+    """A click callback: ``None`` stays ``None``, else ``nbclass.<module>.<name>(value)``,
+    whose error becomes click's "Invalid value for <hint>" (imported only when used)."""
 
-    try:
-        return parse_hash_features(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--hash-features") from None
+    def callback(ctx, param, value):
+        if value is None:
+            return None
+        from importlib import import_module
+
+        parse = getattr(import_module(f"nbclass.{module}"), name)
+        try:
+            return parse(value)
+        except (ValueError, UsageError) as exc:
+            raise click.BadParameter(str(exc), param_hint=hint) from None
+
+    return callback
 
 
-def _beta(ctx, param, value):
-    if value is None:
-        return None
-    from .estimators import parse_beta
-
-    try:
-        return parse_beta(value)
-    except UsageError as exc:
-        raise click.BadParameter(str(exc), param_hint="--beta") from None
+_hash_features = _parsed_by("--hash-features", "hashing", "parse_hash_features")
+_beta = _parsed_by("--beta", "estimators", "parse_beta")
 
 
 def estimator_options(defaults_note: str):
