@@ -204,6 +204,72 @@ class EstimatorSettings:
         return settings.validate()
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """The numbers of a model's default settings that depend on every count.
+
+    The one-document path (:mod:`nbclass.quick`) reads only the rows of the document's
+    words, so it cannot fit β or sum a transformed column. The model file's header keeps
+    these numbers, computed when the file is written; both paths use them, so they agree.
+
+    Attributes
+    ----------
+    settings : EstimatorSettings
+        The settings these numbers belong to (the model's defaults, β as stored).
+    beta : float or None
+        The fitted β (with ``prior_fit``), already scaled for transformed sums.
+    class_totals : tuple of float, length C, or None
+        For transformed multinomial: S_c = Σ_j S_jc; for transformed complement:
+        S̃_c = Σ_j S̃_jc; the denominators' data part, summed as the batch path sums it.
+    weight_norms : tuple of float, length C, or None
+        With ``--norm weight`` or ``both``: Σ_j |w_jc|, the divisor of class c's weights.
+    """
+
+    settings: EstimatorSettings
+    beta: float | None = None
+    class_totals: tuple[float, ...] | None = None
+    weight_norms: tuple[float, ...] | None = None
+
+    def resolved(self) -> EstimatorSettings:
+        """The settings with the fitted β in place (those the scores are computed with)."""
+        if self.beta is None:
+            return self.settings
+        return replace(self.settings, beta=(self.beta, self.beta))
+
+    def to_dict(self) -> dict:
+        return {
+            "settings": self.settings.to_dict(),
+            "beta": self.beta,
+            "class_totals": None if self.class_totals is None else list(self.class_totals),
+            "weight_norms": None if self.weight_norms is None else list(self.weight_norms),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict, n_classes: int) -> Prepared:
+        """Read :meth:`to_dict`'s output; ``ValueError`` when a field is malformed."""
+
+        def vector(name: str) -> tuple[float, ...] | None:
+            values = data[name]
+            if values is None:
+                return None
+            out = tuple(float(v) for v in values)
+            if len(out) != n_classes or not all(math.isfinite(v) and v >= 0 for v in out):
+                raise ValueError(f"prepared {name} must be {n_classes} finite numbers >= 0")
+            return out
+
+        beta = data["beta"]
+        if beta is not None:
+            beta = float(beta)
+            if not (math.isfinite(beta) and beta > 0):
+                raise ValueError("the prepared β must be a finite number > 0")
+        return cls(
+            settings=EstimatorSettings.from_dict(data["settings"]).validate(),
+            beta=beta,
+            class_totals=vector("class_totals"),
+            weight_norms=vector("weight_norms"),
+        )
+
+
 # nbclass's defaults. Cross-validation on three corpora (bench/choose_defaults.py, README
 # "Choosing the defaults") favours complement with --tf log and --prior-fit, but the
 # one-document path cannot serve that setting yet (it needs every count: 1.3 s instead of

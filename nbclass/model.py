@@ -22,11 +22,12 @@ import numpy as np
 from .corpus import Corpus
 from .counts import Counts, count_corpus
 from .errors import NbclassError, UsageError
-from .estimators import DEFAULTS, EstimatorSettings
+from .estimators import DEFAULTS, EstimatorSettings, Prepared
 from .hashing import words_of
 from .ledger import Ledger, canonical, from_entries
 from .posterior import log_posterior, make_scorer
 from .selection import mutual_information, rank_features
+from .textmodels import prepare
 from .tokenizer import TokenizerSettings, make_tokenizer
 from .vectorizer import count_matrix
 
@@ -122,6 +123,15 @@ class Model:
         if rows.size == len(self.counts.vocabulary):
             return self.counts
         return self.counts.restrict(rows)
+
+    @cached_property
+    def prepared(self) -> Prepared | None:
+        """The numbers of the default settings that depend on every count (fitted β, ...).
+
+        Computed from the active counts; a loaded model takes them from its file's header,
+        where every write stores them (:mod:`nbclass.modelfile`).
+        """
+        return prepare(self.active_counts, self.defaults)
 
 
 def fit(
@@ -254,7 +264,9 @@ class Classifier:
         self.classes = counts.classes
         self.vocabulary = {word: j for j, word in enumerate(counts.vocabulary)}
         self.tokenize = make_tokenizer(model.tokenizer)
-        self.scorer = make_scorer(counts, self.settings)
+        # The file's prepared numbers (fitted β) belong to the defaults: use them then.
+        prepared = model.prepared if self.settings == model.defaults else None
+        self.scorer = make_scorer(counts, self.settings, prepared)
 
     def joint_log_likelihood(self, texts: Iterable[str]) -> np.ndarray:
         """b_c = log π_c + log p(x | c) per text, ndarray of shape (n, C)."""

@@ -57,7 +57,7 @@ import numpy as np
 from . import __version__
 from .counts import Counts, doc_count_histograms
 from .errors import ModelFileError, NbclassError
-from .estimators import EstimatorSettings
+from .estimators import EstimatorSettings, Prepared
 from .fileformat import (
     HASHING_SECTIONS,
     LEDGER_SECTIONS,
@@ -167,6 +167,7 @@ def dumps(model: Model) -> bytes:
         "defaults": model.defaults.to_dict(),
         "selection": model.selection,
         "ledger": None if model.ledger is None else model.ledger.n_documents,
+        "prepared": None if model.prepared is None else model.prepared.to_dict(),
     }
     return pack(header, sections)
 
@@ -346,6 +347,14 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         np.array_equal(arrays[name], values) for name, values in expected.items()
     ):
         raise ValueError("the derived sections disagree with the counts")
+    prepared = header.get("prepared")
+    if prepared is not None:
+        prepared = Prepared.from_dict(prepared, C)
+        if prepared.settings != model.defaults:
+            raise ValueError("the prepared numbers belong to other settings than the defaults")
+        # Written by every save from these counts (the header's checksum covers them):
+        # taken as they are, as the one-document path takes them, so both paths agree.
+        model.__dict__["prepared"] = prepared
     return model
 
 

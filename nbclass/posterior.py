@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # scipy is imported where it is used, so fitting never loads 
 from .counts import Counts, doc_count_histograms
 from .estimators import (
     EstimatorSettings,
+    Prepared,
     bernoulli_absent_total,
     bernoulli_log_theta,
     log_class_prior,
@@ -142,15 +143,22 @@ class LinearScorer:
         return self.bias[a] - self.bias[b]
 
 
-def make_scorer(counts: Counts, settings: EstimatorSettings):
+def make_scorer(counts: Counts, settings: EstimatorSettings, prepared: Prepared | None = None):
     """The scorer of ``counts`` under ``settings`` (model, estimator, priors, transforms).
+
+    ``prepared`` (:class:`nbclass.textmodels.Prepared`), the numbers a model file keeps for
+    its default settings, supplies the fitted β when it belongs to ``settings`` and
+    ``counts``; otherwise β is fitted here.
 
     A :class:`LinearScorer` for every model but ``--estimator predictive``
     (:class:`nbclass.textmodels.PolyaScorer`) and ``--model dcm``
     (:class:`nbclass.textmodels.DcmScorer`, linear in word presences plus a length term).
     All have ``joint_log_likelihood(X)``.
     """
-    settings = resolve_prior(counts, settings)
+    if prepared is not None and prepared.settings == settings:
+        settings = prepared.resolved()
+    else:
+        settings = resolve_prior(counts, settings)
     if settings.model == "dcm":
         return dcm_scorer(counts, settings)
     if settings.model == "multinomial" and settings.estimator == "predictive":

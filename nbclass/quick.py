@@ -25,6 +25,7 @@ from collections import Counter
 from .errors import ModelFileError
 from .estimators import (
     EstimatorSettings,
+    Prepared,
     bernoulli_absent_total,
     bernoulli_fraction,
     class_prior_fraction,
@@ -61,6 +62,8 @@ class QuickModel:
             self.word_ptr, self.class_index = s["word_ptr"], s["class_index"]
             self.doc_count, self.token_count = s["doc_count"], s["token_count"]
             self.used = s["used"]
+            prepared = header.get("prepared")
+            self.prepared = None if prepared is None else Prepared.from_dict(prepared, C)
             hist_ptr = s["histogram_ptr"].tolist()
             self._histogram_sections = (hist_ptr, s["histogram_value"], s["histogram_count"])
             if (
@@ -112,16 +115,22 @@ class QuickModel:
             for k in range(start, end)
         }
 
-    @staticmethod
-    def can_score(settings: EstimatorSettings) -> bool:
-        """Whether these settings need only the document's words and per-class totals.
+    def can_score(self, settings: EstimatorSettings) -> bool:
+        """Whether these settings need only the document's words and per-class numbers.
 
-        A fitted β, idf, normalised weights and the DCM's concentrations need every count
-        of the model; the command line scores such settings on the batch path instead,
-        with the same result.
+        A fitted β, transformed class totals and normalised weights depend on every count:
+        the file's header keeps them for the model's default settings
+        (:class:`nbclass.textmodels.Prepared`), so those settings can be scored here, as
+        can every setting that needs none of them. DCM's concentrations are not kept: the
+        command line scores it, and any other setting, on the batch path instead, with the
+        same result.
         """
-        if settings.prior_fit or settings.transformed or settings.model == "dcm":
+        if settings.model == "dcm":
             return False
+        if settings.prior_fit or (
+            settings.model in ("multinomial", "complement") and settings.transformed
+        ):
+            return self.prepared is not None and self.prepared.settings == settings
         return True
 
     def joint_log_likelihood(self, text: str, settings: EstimatorSettings) -> list[float]:
@@ -132,6 +141,11 @@ class QuickModel:
             raise refuse(self.path, f"is not a valid nbclass model ({exc})") from None
 
     def _joint_log_likelihood(self, text: str, s: EstimatorSettings) -> list[float]:
+        prepared = self.prepared
+        if prepared is not None and prepared.settings == s:
+            s = prepared.resolved()
+        else:
+            prepared = None
         C, N_c = len(self.classes), self.class_count
         N = sum(N_c)
         log_pi = [log_ratio(*class_prior_fraction(n, N, C, s.estimator, s.alpha)) for n in N_c]
@@ -139,6 +153,8 @@ class QuickModel:
             log_pi = [0.0] * C
         rows = self._rows(text)
         scores = [0.0] * C
+        if s.model in ("multinomial", "complement") and s.transformed:
+            return self._transformed(rows, s, prepared, log_pi)
         if s.model == "complement":
             return [b + p for b, p in zip(self._complement(rows, s.beta[0]), log_pi)]
         if s.model == "multinomial" and s.estimator == "predictive":
@@ -191,6 +207,55 @@ class QuickModel:
                 T_jc = entries.get(c, (0, 0))[1]
                 scores[c] -= x * log_ratio(T_j - T_jc + beta, T - T_c[c] + V * beta)
         return scores
+
+    def _transformed(self, rows, s: EstimatorSettings, prepared, log_pi) -> list[float]:
+        """b_c = bias_c + Σ_j t_j w_jc with the transforms of :mod:`nbclass.textmodels`.
+
+        t_j is the document's transformed count (log(1 + x_j), times idf_j, divided by the
+        length ‖t‖₂); S_jc the transformed training sums of the document's words, from
+        their D_jc and T_jc; the class totals and weight norms come from ``prepared``.
+        """
+        C, V = len(self.classes), self.n_used
+        totals = prepared.class_totals
+        N = sum(self.class_count)
+        beta = s.beta[0]
+        features, sums = [], []
+        for j, x in rows:
+            entries = self._entries(j)
+            t = math.log1p(x) if s.tf == "log" else float(x)
+            S_j = [0.0] * C
+            for c, (D_jc, T_jc) in entries.items():
+                S_j[c] = D_jc * math.log1p(T_jc / D_jc) if s.tf == "log" else float(T_jc)
+            if s.idf:
+                df = sum(D for D, _ in entries.values())
+                idf = math.log(N) - math.log(df) if N > 0 else 0.0
+                t *= idf
+                S_j = [v * idf for v in S_j]
+            features.append(t)
+            sums.append(S_j)
+        if s.norm in ("length", "both"):
+            length = math.sqrt(sum(t * t for t in features))
+            features = [t * (1.0 / length) if length > 0 else 0.0 for t in features]
+        scores = [0.0] * C
+        for t, S_j in zip(features, sums):
+            if s.model == "complement":
+                total = sum(S_j)
+                weights = [
+                    -log_ratio(total - S_j[c] + beta, totals[c] + V * beta) for c in range(C)
+                ]
+            else:
+                weights = [
+                    log_ratio(*multinomial_fraction(S_j[c], totals[c], V, s.estimator, beta))
+                    for c in range(C)
+                ]
+            if s.norm in ("weight", "both"):
+                norms = prepared.weight_norms
+                weights = [w / norms[c] if norms[c] > 0 else 0.0 for c, w in enumerate(weights)]
+            for c in range(C):
+                scores[c] += t * weights[c]
+        if s.norm in ("weight", "both"):
+            log_pi = [0.0] * C
+        return [score + log_pi[c] for c, score in enumerate(scores)]
 
     def _polya(self, rows: list[tuple[int, int]], beta: float, log_pi) -> list[float]:
         """The Pólya predictive: Σ_j [lnΓ(a_jc + x_j) − lnΓ(a_jc)] − [lnΓ(A_c + n) − lnΓ(A_c)]."""

@@ -103,7 +103,13 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 from .counts import Counts, doc_count_histograms
-from .estimators import EstimatorSettings, log_class_prior, log_fraction, multinomial_fraction
+from .estimators import (
+    EstimatorSettings,
+    Prepared,
+    log_class_prior,
+    log_fraction,
+    multinomial_fraction,
+)
 
 BETA_RANGE = (1e-4, 100.0)
 S_MAX = 1e12  # DCM concentration when a class shows no burstiness at all (the multinomial limit)
@@ -490,3 +496,37 @@ def resolve_prior(counts: Counts, settings: EstimatorSettings) -> EstimatorSetti
         if raw > 0:
             beta *= float(transformed_counts(counts, settings).sum()) / float(raw)
     return replace(settings, beta=(beta, beta))
+
+
+# --- What the one-document path needs from every count -----------------------------------
+
+
+def needs_preparing(settings: EstimatorSettings) -> bool:
+    """Whether scoring under ``settings`` needs numbers made from every count."""
+    return settings.prior_fit or (
+        settings.model in ("multinomial", "complement") and settings.transformed
+    )
+
+
+def prepare(counts: Counts, settings: EstimatorSettings) -> Prepared | None:
+    """The :class:`Prepared` numbers of ``settings`` on ``counts``; None if none are needed.
+
+    DCM needs its concentrations as well; the one-document path leaves it to the batch
+    path, so only its fitted β is kept.
+    """
+    if not needs_preparing(settings):
+        return None
+    resolved = resolve_prior(counts, settings)
+    beta = resolved.beta[0] if settings.prior_fit else None
+    totals = norms = None
+    if settings.model in ("multinomial", "complement") and settings.transformed:
+        S = transformed_counts(counts, resolved)
+        data = S.sum(axis=1, keepdims=True) - S if settings.model == "complement" else S
+        totals = tuple(float(v) for v in data.sum(axis=0))
+        if settings.norm in ("weight", "both"):
+            if settings.model == "complement":
+                weights = complement_weights(S, resolved.beta[0])
+            else:
+                weights = multinomial_weights(S, resolved.estimator, resolved.beta[0])
+            norms = tuple(float(v) for v in np.abs(weights).sum(axis=0))
+    return Prepared(settings=settings, beta=beta, class_totals=totals, weight_norms=norms)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -19,11 +20,11 @@ from conftest import CHINESE_TEST
 
 from nbclass.corpus import list_corpus
 from nbclass.errors import UsageError
-from nbclass.estimators import EstimatorSettings
+from nbclass.estimators import EstimatorSettings, Prepared
 from nbclass.model import Classifier, fit
-from nbclass.modelfile import save
+from nbclass.modelfile import load, load_with_header, save
 from nbclass.quick import QuickModel
-from nbclass.textmodels import idf_weights, transformed_counts
+from nbclass.textmodels import idf_weights, prepare, resolve_prior, transformed_counts
 
 log = math.log
 
@@ -182,15 +183,83 @@ def test_quick_path_equals_batch_path(chinese, tmp_path, settings):
         assert quick.joint_log_likelihood(text, settings) == pytest.approx(expected, rel=1e-12)
 
 
-def test_quick_path_declines_what_needs_every_count():
-    for settings in (
-        EstimatorSettings(idf=True),
-        EstimatorSettings(tf="log"),
-        EstimatorSettings(model="complement", norm="weight"),
-        EstimatorSettings(model="dcm"),
-        EstimatorSettings(prior_fit=True),
-    ):
-        assert not QuickModel.can_score(settings)
+NEEDS_EVERY_COUNT = [
+    EstimatorSettings(idf=True),
+    EstimatorSettings(tf="log"),
+    EstimatorSettings(model="complement", norm="weight"),
+    EstimatorSettings(prior_fit=True),
+]
+
+
+def test_quick_path_declines_what_needs_every_count_but_the_defaults(chinese, tmp_path):
+    """Only the file's default settings have their fitted β and class totals at hand."""
+    path = str(tmp_path / "m.nbc")
+    save(replace(chinese, defaults=EstimatorSettings(tf="log", prior_fit=True)), path)
+    quick = QuickModel(path)
+    for settings in NEEDS_EVERY_COUNT + [EstimatorSettings(model="dcm")]:
+        assert not quick.can_score(settings)
+    assert quick.can_score(EstimatorSettings(tf="log", prior_fit=True))
+    assert not quick.can_score(EstimatorSettings(model="dcm", prior_fit=True))
+
+
+PREPARED = [
+    EstimatorSettings(model="complement", tf="log", prior_fit=True),
+    EstimatorSettings(model="complement", tf="log", idf=True, norm="both", prior_fit=True),
+    EstimatorSettings(model="complement", idf=True, norm="length", class_prior=False),
+    EstimatorSettings(tf="log", idf=True, norm="weight"),
+    EstimatorSettings(tf="log", estimator="mle", norm="length"),
+    EstimatorSettings(tf="log", estimator="map", alpha=2.0, beta=(2.0, 2.0)),
+    EstimatorSettings(prior_fit=True),
+    EstimatorSettings(estimator="predictive", prior_fit=True),
+    EstimatorSettings(model="bernoulli", prior_fit=True),
+]
+
+
+@pytest.mark.parametrize("settings", PREPARED, ids=str)
+def test_quick_path_serves_the_default_settings_from_the_prepared_numbers(
+    chinese, tmp_path, settings
+):
+    """A model's defaults that need every count: the header's fitted β and class totals."""
+    path = str(tmp_path / "m.nbc")
+    save(replace(chinese, defaults=settings), path)
+    quick = QuickModel(path)
+    assert quick.can_score(settings)
+    batch = Classifier(load(path), settings)
+    fresh = Classifier(chinese, settings)  # β fitted here, not read from the file
+    for text in [CHINESE_TEST, "", "unseen", "Tokyo Tokyo Tokyo Japan", "Beijing Chinese"]:
+        expected = batch.joint_log_likelihood([text])[0].tolist()
+        assert fresh.joint_log_likelihood([text])[0].tolist() == expected
+        assert quick.joint_log_likelihood(text, settings) == pytest.approx(expected, rel=1e-12)
+
+
+def test_prepared_numbers_by_hand(chinese):
+    """--tf log class totals S_c = Σ_j D_jc log(1 + T_jc / D_jc); complement: the others'."""
+    china = 3 * log(1 + 5 / 3) + 3 * log(2)  # chinese, then beijing, macao, shanghai
+    japan = 3 * log(2)
+    plain = prepare(chinese.active_counts, EstimatorSettings(tf="log"))
+    assert plain.beta is None and plain.weight_norms is None
+    assert plain.class_totals == pytest.approx((china, japan), rel=1e-15)
+    complement = prepare(chinese.active_counts, EstimatorSettings(model="complement", tf="log"))
+    assert complement.class_totals == pytest.approx((japan, china), rel=1e-15)
+    fitted = prepare(chinese.active_counts, EstimatorSettings(prior_fit=True))
+    assert fitted.class_totals is None
+    assert fitted.beta == resolve_prior(chinese.active_counts, fitted.settings).beta[0]
+    assert prepare(chinese.active_counts, EstimatorSettings(model="complement")) is None
+
+
+def test_prepared_numbers_are_in_the_header_and_checked(chinese, tmp_path):
+    settings = EstimatorSettings(model="complement", tf="log", prior_fit=True)
+    path = tmp_path / "m.nbc"
+    save(replace(chinese, defaults=settings), str(path))
+    _, header = load_with_header(str(path))
+    expected = prepare(chinese.active_counts, settings)
+    assert header["prepared"] == json.loads(json.dumps(expected.to_dict()))
+    assert load(str(path)).prepared == expected
+    with pytest.raises(ValueError, match="3 finite numbers"):
+        Prepared.from_dict(header["prepared"], 3)
+    bad = dict(header["prepared"], beta=-1.0)
+    with pytest.raises(ValueError, match="β"):
+        Prepared.from_dict(bad, 2)
 
 
 # --- the command line ---------------------------------------------------------------------
