@@ -765,7 +765,8 @@ def predict(
             # Counting known tokens tokenizes again: only when a threshold needs them.
             known, tokens = model.known_tokens(text) if abstention.needs_known else (0, 0)
             reason = abstention.reason(row, known, tokens)
-            extra = {"log_evidence": log_sum_exp(jll), "reason": reason}
+            evidence = log_sum_exp(jll) if settings.generative else None
+            extra = {"log_evidence": evidence, "reason": reason}
             labels = _print_predictions(
                 [source], model.classes, [row], fmt, top_k, settings, [extra], unsure_label
             )
@@ -1296,17 +1297,19 @@ def evaluate(model_path, test_dir, fmt, event_model, estimator, alpha, beta, tex
 
     title = (
         f"{model_path} on {test_dir}: {evaluation.n_docs} documents, "
-        f"{len(corpus.classes)} classes\n{_describe_settings(settings)}"
+        f"{len(corpus.classes)} classes\n{_describe_settings(settings, model)}"
     )
     show(*evaluation_report(evaluation, title))
 
 
-def _describe_settings(settings) -> str:
-    beta = settings.beta[0] if settings.beta[0] == settings.beta[1] else settings.beta
-    return (
-        f"model {settings.model}, estimator {settings.estimator}, alpha {settings.alpha}, "
-        f"beta {beta}"
-    )
+def _describe_settings(settings, model=None) -> str:
+    """The settings line of a report; with ``model``, its fitted β when they are its defaults."""
+    from .render import settings_text
+
+    fitted = None
+    if model is not None and settings == model.defaults and model.prepared is not None:
+        fitted = model.prepared.beta
+    return settings_text(settings.to_dict(), fitted)
 
 
 @cli.command(context_settings=CONTEXT)

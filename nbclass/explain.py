@@ -119,8 +119,15 @@ def extras(
     abstention: Abstention,
     explain: int | None = None,
 ) -> list[dict]:
-    """Per document: ``log_evidence``, ``reason`` and, if asked, ``explanation``."""
-    evidence = log_evidence(scored.jll).tolist()
+    """Per document: ``log_evidence``, ``reason`` and, if asked, ``explanation``.
+
+    ``log_evidence`` is None unless the settings are generative (see
+    :attr:`nbclass.estimators.EstimatorSettings.generative`).
+    """
+    if classifier.settings.generative:
+        evidence = log_evidence(scored.jll).tolist()
+    else:  # complement or transformed scores: no probability of the document
+        evidence = [None] * scored.jll.shape[0]
     known, tokens = scored.known.tolist(), scored.tokens.tolist()
     rows = scored.log_proba.tolist()
     out = [

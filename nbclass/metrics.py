@@ -184,7 +184,7 @@ def calibration(confidence: np.ndarray, correct: np.ndarray, bins: int = ECE_BIN
 
     >>> cal = calibration(np.array([0.95, 0.95, 0.55, 0.1]), np.array([1, 0, 1, 0]), 10)
     >>> round(cal.ece, 12)  # (2/4)|0.5 - 0.95| + (1/4)|1 - 0.55| + (1/4)|0 - 0.1|
-    0.4
+    0.3625
     """
     edges = np.linspace(0.0, 1.0, bins + 1)
     confidence = np.asarray(confidence, dtype=float)

@@ -96,7 +96,8 @@ def prediction_lines(
                 if extra["reason"]:
                     record["label"] = unsure_label
                 evidence = extra["log_evidence"]
-                record["log_evidence"] = evidence if math.isfinite(evidence) else None
+                finite = evidence is not None and math.isfinite(evidence)
+                record["log_evidence"] = evidence if finite else None
                 record["reason"] = extra["reason"]
                 if "explanation" in extra:
                     record["explanation"] = _explanation_record(extra["explanation"])
@@ -178,6 +179,7 @@ def model_info(model: Model, path: str, header: dict | None = None) -> dict:
             "stop_words": len(model.tokenizer.stop_words),
         },
         "defaults": model.defaults.to_dict(),
+        "fitted_beta": None if model.prepared is None else model.prepared.beta,
         "ledger": None if model.ledger is None else model.ledger.n_documents,
     }
 
@@ -225,13 +227,40 @@ def info_lines(info: dict, fmt: str) -> Iterator[str]:
     )
     if info.get("ledger") is not None:
         yield f"ledger       {info['ledger']} documents (SHA-256, class and word counts of each)"
-    d = info["defaults"]
+    yield f"defaults     {settings_text(info['defaults'], info.get('fitted_beta'))}"
+
+
+def settings_text(d: dict, fitted_beta: float | None = None) -> str:
+    """One line naming estimator settings (``EstimatorSettings.to_dict()``).
+
+    The model, estimator, α and β always; the transforms and the class prior only when
+    they are not the plain ones (raw counts, no idf, no normalisation, class prior on).
+    With ``prior_fit``, β is the fitted value when known (``beta 0.5163 fitted``), else
+    ``beta fitted``.
+
+    >>> settings_text({"model": "multinomial", "estimator": "map", "alpha": 2.0,
+    ...                "beta": [2.0, 2.0], "tf": "raw", "idf": False, "norm": "none",
+    ...                "prior_fit": False, "class_prior": True})
+    'model multinomial, estimator map, alpha 2.0, beta 2.0'
+    """
     beta = d["beta"][0] if d["beta"][0] == d["beta"][1] else f"{d['beta'][0]},{d['beta'][1]}"
-    yield (
-        f"defaults     model {d['model']}, estimator {d['estimator']}, alpha {d['alpha']}, "
-        f"beta {beta}, tf {d['tf']}, idf {_yes_no(d['idf'])}, norm {d['norm']}, "
-        f"prior-fit {_yes_no(d['prior_fit'])}, class-prior {_yes_no(d['class_prior'])}"
-    )
+    if d["prior_fit"]:
+        beta = "fitted" if fitted_beta is None else f"{fitted_beta:.4g} fitted"
+    parts = [
+        f"model {d['model']}",
+        f"estimator {d['estimator']}",
+        f"alpha {d['alpha']}",
+        f"beta {beta}",
+    ]
+    if d["tf"] != "raw":
+        parts.append(f"tf {d['tf']}")
+    if d["idf"]:
+        parts.append("idf")
+    if d["norm"] != "none":
+        parts.append(f"norm {d['norm']}")
+    if not d["class_prior"]:
+        parts.append("no class prior")
+    return ", ".join(parts)
 
 
 def table_feature_lines(features: list[TableFeature], fmt: str) -> Iterator[str]:
@@ -297,10 +326,6 @@ def table_info_lines(info: dict, fmt: str) -> Iterator[str]:
         f"defaults     model {d['model']} (text columns), estimator {d['estimator']}, "
         f"alpha {d['alpha']}, beta {beta}"
     )
-
-
-def _yes_no(value: bool) -> str:
-    return "yes" if value else "no"
 
 
 class ProgressBar:

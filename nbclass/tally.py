@@ -35,8 +35,8 @@ def tally(token_lists: Iterable[list[str]], labels: Iterable[int], n_classes: in
     Examples
     --------
     >>> class_count, docs, tokens = tally([["a", "b", "a"], ["a"]], [0, 1], 2)
-    >>> class_count, dict(docs[0]), dict(tokens[0]), dict(docs[1])
-    ([1, 1], {'a': 1, 'b': 1}, {'a': 2, 'b': 1}, {'a': 1})
+    >>> class_count, sorted(docs[0].items()), sorted(tokens[0].items()), dict(docs[1])
+    ([1, 1], [('a', 1), ('b', 1)], [('a', 2), ('b', 1)], {'a': 1})
     """
     class_count = [0] * n_classes
     docs = [Counter() for _ in range(n_classes)]

@@ -31,8 +31,10 @@ from conftest import CHINESE_TEST, REPO, write_corpus
 from nbclass import __version__
 from nbclass.cli import _show_warning, cli
 from nbclass.errors import NbclassWarning
+from nbclass.estimators import DEFAULTS
 from nbclass.modelfile import load
 from nbclass.selection import mutual_information
+from nbclass.textmodels import resolve_prior
 
 JSONL_KEYS = ["source", "label", "probability", "probabilities", "log_evidence", "reason"]
 
@@ -538,6 +540,7 @@ def test_info_json(runner, model):
             "prior_fit": False,
             "class_prior": True,
         },
+        "fitted_beta": None,
         "ledger": None,
     }
     assert list(info["classes"]) == ["china", "japan"]
@@ -557,9 +560,22 @@ def test_info_text(runner, model):
         "vocabulary   6 words used of 6 counted (min_df 1, max_features none)",
         r"tokenizer    lowercase true, token_pattern (?u)\b\w\w+\b, ngram_range 1,1, "
         "stop_words none (0 words)",
-        "defaults     model multinomial, estimator posterior-mean, alpha 1.0, beta 1.0, "
-        "tf raw, idf no, norm none, prior-fit no, class-prior yes",
+        "defaults     model multinomial, estimator posterior-mean, alpha 1.0, beta 1.0",
     ]
+
+
+def test_info_shows_the_fitted_beta_of_the_defaults(runner, chinese_corpus, tmp_path):
+    path = tmp_path / "default.nbc"
+    assert runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(path), "-q"]).exit_code == 0
+    model = load(str(path))
+    beta = resolve_prior(model.active_counts, DEFAULTS).beta[0]
+    text = runner.invoke(cli, ["info", "-m", str(path)]).stdout
+    assert text.splitlines()[-1] == (
+        "defaults     model complement, estimator posterior-mean, alpha 1.0, "
+        f"beta {beta:.4g} fitted, tf log"
+    )
+    info = json.loads(runner.invoke(cli, ["info", "-m", str(path), "--format", "json"]).stdout)
+    assert info["fitted_beta"] == beta and info["defaults"] == DEFAULTS.to_dict()
 
 
 def test_info_reports_the_vocabulary_filter(runner, chinese_corpus, tmp_path):

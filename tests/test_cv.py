@@ -13,7 +13,7 @@ from nbclass.cli import cli
 from nbclass.corpus import Corpus, list_corpus
 from nbclass.counts import count_corpus, merge, subtract
 from nbclass.errors import UsageError
-from nbclass.estimators import EstimatorSettings
+from nbclass.estimators import DEFAULTS, EstimatorSettings
 from nbclass.evaluation import cross_validate, evaluation_of, stratified_folds
 from nbclass.model import Classifier, VocabularyFilter, fit
 from nbclass.modelfile import save
@@ -171,7 +171,7 @@ def test_cv_like_a_model_uses_its_tokenizer_and_filter(tmp_path, runner):
         list_corpus(str(DEMO_CORPUS)),
         tokenizer,
         VocabularyFilter(min_df=2),
-        EstimatorSettings(),
+        DEFAULTS,
         3,
     ).summary()
     assert json.loads(result.stdout)["metrics"] == expected

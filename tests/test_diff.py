@@ -11,6 +11,7 @@ from conftest import CHINESE, write_corpus
 
 from nbclass.cli import cli
 from nbclass.corpus import list_corpus
+from nbclass.estimators import EstimatorSettings
 from nbclass.evaluation import class_log_odds, diff
 from nbclass.model import fit
 from nbclass.modelfile import save
@@ -81,7 +82,7 @@ def test_class_log_odds_of_two_classes_are_the_scorer_weight_differences(models)
     lo = class_log_odds(old.active_counts)
     from nbclass.model import Classifier
 
-    W = Classifier(old).scorer.weights  # log θ, multinomial posterior mean β = 1
+    W = Classifier(old, EstimatorSettings()).scorer.weights  # log θ, multinomial, β = 1
     assert lo[:, 0] == pytest.approx(W[:, 0] - W[:, 1], rel=1e-13)
     assert lo[:, 1] == pytest.approx(W[:, 1] - W[:, 0], rel=1e-13)
 

@@ -36,6 +36,8 @@ from nbclass.explain import explanations, score_batch
 from nbclass.model import Classifier, fit
 from nbclass.modelfile import save
 
+PLAIN = EstimatorSettings()  # the plain multinomial model of the hand-computed fractions
+
 SETTINGS = [
     EstimatorSettings(),
     EstimatorSettings(model="bernoulli"),
@@ -47,7 +49,9 @@ SETTINGS = [
 @pytest.fixture
 def model_path(tmp_path):
     path = tmp_path / "m.nbc"
-    save(fit(list_corpus(str(write_corpus(tmp_path / "c", CHINESE)))), str(path))
+    # The plain multinomial model, whose fractions the tests below compute by hand.
+    chinese = list_corpus(str(write_corpus(tmp_path / "c", CHINESE)))
+    save(fit(chinese, defaults=EstimatorSettings()), str(path))
     return path
 
 
@@ -59,7 +63,7 @@ def predict(runner, model_path, *args, input=CHINESE_TEST):
 
 
 def test_contribution_by_hand(tmp_path):
-    clf = Classifier(fit(list_corpus(str(write_corpus(tmp_path / "c", CHINESE)))))
+    clf = Classifier(fit(list_corpus(str(write_corpus(tmp_path / "c", CHINESE)))), PLAIN)
     scored = score_batch(clf, [("-", CHINESE_TEST)])
     (explanation,) = explanations(clf, scored, 3)
     assert explanation["versus"] == "japan"

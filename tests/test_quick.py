@@ -9,7 +9,7 @@ import pytest
 from conftest import CHINESE_TEST
 
 from nbclass.corpus import list_corpus
-from nbclass.estimators import EstimatorSettings
+from nbclass.estimators import DEFAULTS, EstimatorSettings
 from nbclass.model import Classifier, VocabularyFilter, fit, select_features
 from nbclass.modelfile import save
 from nbclass.quick import QuickModel, log_posterior
@@ -91,12 +91,13 @@ def test_selected_model(news_sample, tmp_path):
     both_paths(model, str(tmp_path / "m.nbc"), texts, EstimatorSettings(model="bernoulli"))
 
 
-def test_quick_path_does_not_import_numpy(tmp_path, chinese_corpus):
+@pytest.mark.parametrize("defaults", [DEFAULTS, EstimatorSettings()], ids=["defaults", "plain"])
+def test_quick_path_does_not_import_numpy(tmp_path, chinese_corpus, defaults):
+    """nbclass's defaults (fitted β, log tf) are served from the header's prepared numbers."""
     import subprocess
     import sys
 
-    plain = EstimatorSettings()  # nbclass's defaults need every count: the batch path
-    save(fit(list_corpus(str(chinese_corpus)), defaults=plain), str(tmp_path / "m.nbc"))
+    save(fit(list_corpus(str(chinese_corpus)), defaults=defaults), str(tmp_path / "m.nbc"))
     code = (
         "import sys, io\n"
         "sys.stdin = io.TextIOWrapper(io.BytesIO(b'Chinese Tokyo'))\n"

@@ -525,3 +525,10 @@ def test_explain_of_transformed_models_sums_to_the_log_odds():
         row = scored.log_proba[0]
         a = classifier.classes.index(explanation["versus"])
         assert explanation["log_odds"] == pytest.approx(row.max() - row[a], rel=1e-9)
+
+
+def test_a_given_beta_replaces_the_fitted_one():
+    fitted = EstimatorSettings(model="complement", tf="log", prior_fit=True)
+    assert fitted.combined(beta=(1.0, 1.0)) == EstimatorSettings(model="complement", tf="log")
+    assert fitted.combined(beta=(1.0, 1.0), prior_fit=True) == fitted
+    assert fitted.combined(alpha=2.0).prior_fit
