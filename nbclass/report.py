@@ -42,6 +42,31 @@ def show(*renderables, file=None) -> None:
     file.flush()
 
 
+def title_text(title: str) -> Text:
+    """A report's bold title; a line longer than the width breaks after a comma.
+
+    Breaking only between comma-separated parts keeps each ``name value`` pair (``tf log``)
+    on one line.
+
+    >>> title_text("a, b, c").plain
+    'a, b, c'
+    >>> [len(line) for line in title_text(", ".join(["word"] * 20)).plain.splitlines()]
+    [77, 40]
+    """
+    lines = []
+    for line in title.split("\n"):
+        current = ""
+        for part in line.split(", "):
+            candidate = f"{current}, {part}" if current else part
+            if current and len(candidate) + 1 > WIDTH:
+                lines.append(current + ",")
+                current = part
+            else:
+                current = candidate
+        lines.append(current)
+    return Text("\n".join(lines), style="bold")
+
+
 def num(x: float, digits: int = 4) -> str:
     """A metric to ``digits`` decimals; ``inf`` or ``-`` (not a number) spelled out."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
@@ -241,7 +266,7 @@ def reliability_diagram(calibration) -> Group:
 def evaluation_report(evaluation, title: str) -> list:
     """The renderables of ``nbclass evaluate``'s text output."""
     ev = evaluation
-    out: list = [Text(title, style="bold")]
+    out: list = [title_text(title)]
     notes = []
     if ev.unknown_classes:
         notes.append(
@@ -302,7 +327,7 @@ def learning_curve_chart(curve: list[dict]) -> Group:
 
 def cross_validation_report(data: dict, title: str) -> list:
     """The renderables of ``nbclass cv``'s text output, from its ``to_dict()``."""
-    out: list = [Text(title, style="bold")]
+    out: list = [title_text(title)]
     summary = _table()
     summary.add_column("metric")
     for name in ("mean", "std", "min", "max"):
@@ -328,7 +353,7 @@ def cross_validation_report(data: dict, title: str) -> list:
 
 def check_report(data: dict, title: str) -> list:
     """The renderables of ``nbclass check``: both models side by side and the verdict."""
-    out: list = [Text(title, style="bold")]
+    out: list = [title_text(title)]
     table = _table()
     table.add_column("metric")
     for name in ("baseline", "new", "change", "limit", ""):
@@ -370,7 +395,7 @@ def _signed(n: int) -> str:
 
 def diff_report(data: dict, title: str) -> list:
     """The renderables of ``nbclass diff``."""
-    out: list = [Text(title, style="bold")]
+    out: list = [title_text(title)]
     for note in data.get("notes", []):
         out.append(Text(f"note: {note}"))
     d, v = data["documents"], data["vocabulary"]
