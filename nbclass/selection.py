@@ -7,12 +7,14 @@ For binary features with θ_jc = p(x_j = 1 | y = c), π_c = p(y = c) and
 
 with 0 · log 0 = 0, in nats. θ and π come from the Bernoulli estimates of the chosen
 estimator; with ``mle`` I_j is the empirical mutual information between "word j present"
-and the label.
+and the label. Under ``prior_fit`` (nbclass's default) β is the one the leave-one-out
+likelihood of the Bernoulli model chooses (:func:`nbclass.textmodels.fit_beta`), since θ
+here is a presence probability whatever the event model.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -29,6 +31,7 @@ def mutual_information(counts: Counts, settings: EstimatorSettings) -> np.ndarra
     """
     from scipy.special import rel_entr
 
+    settings = presence_settings(counts, settings)
     present, absent, denominator = bernoulli_fractions(
         counts.doc_count, counts.class_count, settings.estimator, settings.beta
     )
@@ -43,6 +46,16 @@ def mutual_information(counts: Counts, settings: EstimatorSettings) -> np.ndarra
     not_theta_j = not_theta @ pi  # (V,)
     I = (rel_entr(theta, theta_j[:, None]) + rel_entr(not_theta, not_theta_j[:, None])) @ pi
     return np.maximum(I, 0.0)
+
+
+def presence_settings(counts: Counts, settings: EstimatorSettings) -> EstimatorSettings:
+    """``settings`` with the presence probabilities' β: fitted for bernoulli under prior_fit."""
+    if not settings.prior_fit:
+        return settings
+    from .textmodels import fit_beta
+
+    beta = fit_beta(counts, "bernoulli")
+    return replace(settings, beta=(beta, beta), prior_fit=False)
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,7 @@ def top_features(counts: Counts, settings: EstimatorSettings, k: int) -> list[Ra
     Each comes with the class it points to most: the class with the highest θ_jc, i.e. the
     class whose posterior rises most when the word is present (θ_jc / θ_j is the lift).
     """
+    settings = presence_settings(counts, settings)
     I = mutual_information(counts, settings)
     rows = rank_features(I, k)
     present, _, denominator = bernoulli_fractions(

@@ -532,3 +532,22 @@ def test_a_given_beta_replaces_the_fitted_one():
     assert fitted.combined(beta=(1.0, 1.0)) == EstimatorSettings(model="complement", tf="log")
     assert fitted.combined(beta=(1.0, 1.0), prior_fit=True) == fitted
     assert fitted.combined(alpha=2.0).prior_fit
+
+
+def test_mutual_information_under_prior_fit_uses_the_bernoulli_fitted_beta(chinese):
+    """θ of the ranking is a presence probability: its β is fitted for the Bernoulli model."""
+    from nbclass.selection import mutual_information, top_features
+    from nbclass.textmodels import fit_beta
+
+    counts = chinese.active_counts
+    beta = fit_beta(counts, "bernoulli")
+    assert beta != 1.0
+    explicit = EstimatorSettings(model="complement", beta=(beta, beta))
+    fitted = EstimatorSettings(model="complement", prior_fit=True)
+    assert mutual_information(counts, fitted).tolist() == (
+        mutual_information(counts, explicit).tolist()
+    )
+    assert top_features(counts, fitted, 4) == top_features(counts, explicit, 4)
+    assert mutual_information(counts, fitted).tolist() != (
+        mutual_information(counts, EstimatorSettings()).tolist()
+    )
