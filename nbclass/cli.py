@@ -529,10 +529,12 @@ def fit(
         for name in ("table", "label", "table_format", "column_types", "var_smoothing")
     }
     if table_options["table"] is not None:
-        if lines_path or update_path or ledger or options["hash_features"]:
+        if lines_path or ledger or options["hash_features"]:
             raise UsageError(
-                "--table cannot be combined with --lines, --update, --ledger or --hash-features"
+                "--table cannot be combined with --lines, --ledger or --hash-features"
             )
+        if update_path is not None:
+            return _update_table(ctx, update_path, output, quiet, table_options)
         if output is None:
             raise UsageError("give -o MODEL")
         o = options
@@ -601,6 +603,42 @@ def fit(
     if not quiet:
         extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "
         _summary("update" if base is not None else "fit", model, output, start, extra)
+
+
+def _update_table(ctx, update_path, output, quiet, table_options):
+    """fit --table FILE --update MODEL: add the rows to a table model, under its lock."""
+    settings = {
+        "lowercase": "--lowercase", "token_pattern": "--token-pattern",
+        "ngram_range": "--ngram-range", "stop_words": "--stop-words", "min_df": "--min-df",
+        "max_features": "--max-features", "event_model": "--model", "estimator": "--estimator",
+        "alpha": "--alpha", "beta": "--beta", "tf": "--tf", "idf": "--idf", "norm": "--norm",
+        "prior_fit": "--prior-fit", "class_prior": "--class-prior",
+        "column_types": "--column-types", "var_smoothing": "--var-smoothing",
+    }  # fmt: skip
+    given = [option for name, option in settings.items() if _given(ctx, name)]
+    if given:
+        raise UsageError(
+            f"--update adds rows with the table model's own settings: leave out {given[0]}"
+        )
+    from .modelfile import locked
+    from .table import read_table
+    from .tablefile import load, save
+    from .tablemodel import merge_tables, table_part
+
+    start = time.perf_counter()
+    output = output or update_path
+    base = load(update_path)
+    part = table_part(base, read_table(table_options["table"], table_options["table_format"]),
+                      table_options["label"])  # fmt: skip
+    with locked(output):
+        model = merge_tables(load(update_path), part)
+        save(model, output)
+    if not quiet:
+        click.echo(
+            f"update: +{part.n_rows} rows, now {model.n_rows} rows, {len(model.classes)} "
+            f"classes, {time.perf_counter() - start:.2f} s -> {output}",
+            err=True,
+        )
 
 
 def _reload(path: str, before):
@@ -967,7 +1005,8 @@ def merge(models, output, quiet):
     The result equals, bit for bit, a fit of all the shards' documents at once. Models
     must share their tokenizer settings (the difference is named otherwise); the first
     model's vocabulary filter and default estimator settings are kept. The result keeps a
-    ledger when every model has one.
+    ledger when every model has one. Table models (fit --table) merge with table models
+    of the same label and columns.
 
     \b
     Example:
@@ -979,11 +1018,44 @@ def merge(models, output, quiet):
     start = time.perf_counter()
     if len(models) < 2:
         raise UsageError("give at least two models to merge")
+    try:
+        loaded = [load(path) for path in models]
+    except ModelKindError as exc:
+        if exc.kind != "table":
+            raise
+        return _merge_tables(models, output, quiet, start)
     with locked(output):
-        merged = combine([load(path) for path in models], list(models))
+        merged = combine(loaded, list(models))
         save(merged, output)
     if not quiet:
         _summary("merge", merged, output, start, f"{len(models)} models, ")
+
+
+def _merge_tables(paths, output, quiet, start):
+    from .modelfile import locked
+    from .tablefile import load, save
+    from .tablemodel import merge_tables
+
+    tables, texts = [], []
+    for path in paths:
+        try:
+            tables.append(load(path))
+        except ModelKindError:
+            texts.append(path)
+    if texts:
+        raise UsageError(
+            f"cannot merge the text model {texts[0]!r} with table models: merge text models "
+            "with text models and table models (fit --table) with table models"
+        )
+    with locked(output):
+        merged = merge_tables(*tables)
+        save(merged, output)
+    if not quiet:
+        click.echo(
+            f"merge: {len(paths)} models, {merged.n_rows} rows, {len(merged.classes)} classes, "
+            f"{time.perf_counter() - start:.2f} s -> {output}",
+            err=True,
+        )
 
 
 @cli.command(context_settings=CONTEXT)

@@ -175,8 +175,12 @@ def fit_table(
     tokenizer: TokenizerSettings | None = None,
     defaults: EstimatorSettings | None = None,
     var_smoothing: float = DEFAULT_VAR_SMOOTHING,
+    min_classes: int = 2,
 ) -> TableModel:
     """Fit a table model: one distribution per column, by type (detected or given).
+
+    ``min_classes`` is 2 for a new model; rows added to an existing model
+    (:func:`update_table`) may all be of one class.
 
     Raises
     ------
@@ -210,7 +214,7 @@ def fit_table(
                 "remove the row"
             )
     classes = tuple(sorted(set(label_cells)))
-    if len(classes) < 2:
+    if len(classes) < min_classes:
         raise NbclassError(
             f"column {label!r} holds {len(classes)} class; naive Bayes needs at least two"
         )
@@ -546,4 +550,48 @@ def merge_tables(*models: TableModel) -> TableModel:
         defaults=first.defaults,
         var_smoothing=first.var_smoothing,
         ignored=first.ignored,
+    )
+
+
+def update_table(model: TableModel, table: Table, label: str | None = None) -> TableModel:
+    """``model`` plus the rows of ``table``: the model of both tables at once.
+
+    Every statistic is a sum (:func:`merge_tables`), so this equals a fit of the
+    concatenated tables with the model's settings.
+    """
+    return merge_tables(model, table_part(model, table, label))
+
+
+def table_part(model: TableModel, table: Table, label: str | None = None) -> TableModel:
+    """The rows of ``table`` fitted with ``model``'s own settings, ready to merge into it.
+
+    The rows are read with the model's label, column types, ignored columns, tokenizer
+    and variance floor; they may all be of one class. ``label``, if given, must be the
+    model's.
+    """
+    if label is not None and label != model.label:
+        raise UsageError(
+            f"--label {label!r} differs from the model's label column {model.label!r}: "
+            "leave --label out to use the model's"
+        )
+    types = {c.name: c.type for c in model.columns}
+    types.update({name: "ignore" for name in model.ignored})
+    missing = [name for name in [model.label, *types] if name not in table.columns]
+    extra = [name for name in table.columns if name != model.label and name not in types]
+    if missing or extra:
+        problem = (
+            f"lacks the model's column {missing[0]!r}" if missing
+            else f"has a column {extra[0]!r} the model does not know"
+        )  # fmt: skip
+        raise UsageError(
+            f"{table.path!r} {problem}: rows added to a table model need the same columns"
+        )
+    return fit_table(
+        table,
+        model.label,
+        types,
+        model.tokenizer,
+        model.defaults,
+        model.var_smoothing,
+        min_classes=1,
     )

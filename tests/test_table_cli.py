@@ -239,3 +239,92 @@ def test_end_to_end_in_a_real_process(tmp_path):
     )
     assert bad.returncode == 1
     assert bad.stderr.startswith("Error: ") and "Traceback" not in bad.stderr
+
+
+# --- adding rows: fit --table --update and merge -------------------------------------------
+
+
+def split_demo(tmp_path):
+    """The demo table as two halves with both classes, plus a half of one class only."""
+    header, *rows = DEMO.read_text(encoding="utf-8").splitlines()
+    first, second = rows[0::2], rows[1::2]
+    one_class = [r for r in second if r.endswith(",billing")]
+    a = write(tmp_path / "a.csv", "\n".join([header, *first]) + "\n")
+    b = write(tmp_path / "b.csv", "\n".join([header, *second]) + "\n")
+    both = write(tmp_path / "ab.csv", "\n".join([header, *first, *second]) + "\n")
+    billing = write(tmp_path / "billing.csv", "\n".join([header, *one_class]) + "\n")
+    return a, b, both, billing
+
+
+def fit_table_file(runner, table, path):
+    args = ["fit", "--table", str(table), "--label", "team", "--column-types", "ticket=ignore"]
+    result = runner.invoke(cli, [*args, "-o", str(path), "-q"])
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+def test_update_and_merge_write_the_bytes_of_one_fit(runner, tmp_path):
+    """Every statistic is a sum: rows added later give the file of one fit of all rows."""
+    a, b, both, billing = split_demo(tmp_path)
+    whole = fit_table_file(runner, both, tmp_path / "whole.nbc").read_bytes()
+    updated = fit_table_file(runner, a, tmp_path / "updated.nbc")
+    result = runner.invoke(cli, ["fit", "--table", str(b), "--update", str(updated)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith("update: +10 rows, now 20 rows, 2 classes, ")
+    assert updated.read_bytes() == whole
+    parts = [fit_table_file(runner, t, tmp_path / f"{t.stem}.nbc") for t in (a, b)]
+    merged = tmp_path / "merged.nbc"
+    result = runner.invoke(cli, ["merge", *map(str, parts), "-o", str(merged)])
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith("merge: 2 models, 20 rows, 2 classes, ")
+    assert merged.read_bytes() == whole
+    # Rows of one class are enough to add to a model.
+    one = fit_table_file(runner, a, tmp_path / "one.nbc")
+    result = runner.invoke(cli, ["fit", "--table", str(billing), "--update", str(one), "-q"])
+    assert result.exit_code == 0, result.stderr
+    header, *rows = DEMO.read_text(encoding="utf-8").splitlines()
+    expected = [*rows[0::2], *(r for r in rows[1::2] if r.endswith(",billing"))]
+    write(tmp_path / "expected.csv", "\n".join([header, *expected]) + "\n")
+    assert one.read_bytes() == fit_table_file(
+        runner, tmp_path / "expected.csv", tmp_path / "expected.nbc"
+    ).read_bytes()
+
+
+def test_update_and_merge_of_tables_refuse_what_cannot_add_up(runner, tmp_path):
+    a, b, _, _ = split_demo(tmp_path)
+    model = fit_table_file(runner, a, tmp_path / "m.nbc")
+    before = model.read_bytes()
+    update = ["fit", "--table", str(b), "--update", str(model)]
+    assert_error(
+        runner.invoke(cli, [*update, "--label", "plan"]),
+        2,
+        "--label 'plan' differs from the model's label column 'team': leave --label out to "
+        "use the model's",
+    )
+    assert_error(
+        runner.invoke(cli, [*update, "--var-smoothing", "0.1"]),
+        2,
+        "--update adds rows with the table model's own settings: leave out --var-smoothing",
+    )
+    narrow = write(
+        tmp_path / "narrow.csv",
+        "\n".join(",".join(line.split(",")[:4]) for line in b.read_text().splitlines()) + "\n",
+    )
+    assert_error(
+        runner.invoke(cli, ["fit", "--table", str(narrow), "--update", str(model)]),
+        2,
+        f"{str(narrow)!r} lacks the model's column 'team': rows added to a table model "
+        "need the same columns",
+    )
+    text = tmp_path / "text.nbc"
+    fitted = runner.invoke(cli, ["fit", str(REPO / "corpora" / "demo"), "-o", str(text), "-q"])
+    assert fitted.exit_code == 0, fitted.stderr
+    for order in ([model, text], [text, model]):
+        assert_error(
+            runner.invoke(cli, ["merge", *map(str, order), "-o", str(tmp_path / "x.nbc")]),
+            2,
+            f"cannot merge the text model {str(text)!r} with table models: merge text models "
+            "with text models and table models (fit --table) with table models",
+        )
+    assert model.read_bytes() == before
+    assert not (tmp_path / "x.nbc").exists()
