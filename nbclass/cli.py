@@ -1335,11 +1335,23 @@ def _test_corpus(test_dir: str):
 
 @cli.command(context_settings=CONTEXT)
 @_model_option
-@click.argument("test_dir", metavar="TEST_DIR")
+@click.argument("test_dir", metavar="[TEST_DIR]", required=False)
+@click.option(
+    "--table",
+    metavar="FILE",
+    help="With a table model: evaluate on the labelled rows of FILE (CSV, TSV or JSON lines).",
+)
+@_table_format_option
 @_format_option("text", "json")
 @estimator_options("Overrides the model's default without refitting.")
-def evaluate(model_path, test_dir, fmt, event_model, estimator, alpha, beta, text_options):
+def evaluate(
+    model_path, test_dir, table, table_format, fmt, event_model, estimator, alpha, beta,
+    text_options,
+):  # fmt: skip
     """Measure a model on TEST_DIR, labelled documents laid out like a training corpus.
+
+    A table model (fit --table) is measured on --table FILE instead, whose label column
+    holds each row's true class.
 
     Prints accuracy, macro- and micro-F1, log loss, Brier score (multiclass sum form,
     0 to 2), expected calibration error (10 equal-width confidence bins), precision,
@@ -1350,14 +1362,46 @@ def evaluate(model_path, test_dir, fmt, event_model, estimator, alpha, beta, tex
     Examples:
       nbclass evaluate -m model.nbc test/
       nbclass evaluate -m model.nbc test/ --format json | jq .accuracy
+      nbclass evaluate -m table-model.nbc --table test.csv
     """
+    if (test_dir is None) == (table is None):
+        raise UsageError("give a TEST_DIR (text model) or --table FILE (table model)")
+    try:
+        return _evaluate(
+            model_path, test_dir, table, table_format, fmt, event_model, estimator, alpha, beta,
+            text_options,
+        )  # fmt: skip
+    except ModelKindError as exc:
+        fix = (
+            f"evaluate it on labelled rows with 'nbclass evaluate -m {model_path} --table FILE'"
+            if exc.kind == "table"
+            else f"evaluate it on a folder with 'nbclass evaluate -m {model_path} TEST_DIR'"
+        )
+        raise NbclassError(f"{model_path!r} is a {exc.kind} model: {fix}") from None
+
+
+def _evaluate(
+    model_path, test_dir, table, table_format, fmt, event_model, estimator, alpha, beta,
+    text_options,
+):  # fmt: skip
     from .evaluation import evaluate as run
     from .modelfile import load
 
-    model = load(model_path)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
-    corpus = _test_corpus(test_dir)
-    evaluation = run(model, settings, corpus)
+    if table is not None:
+        from .evaluation import evaluate_table
+        from .table import read_table
+        from .tablefile import load as load_table
+
+        model = load_table(model_path)
+        settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+        evaluation = evaluate_table(model, settings, read_table(table, table_format))
+        test_dir, n_classes = table, len(model.classes)
+    else:
+        model = load(model_path)
+        settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+        corpus = _test_corpus(test_dir)
+        evaluation = run(model, settings, corpus)
+        n_classes = len(corpus.classes)
     if fmt == "json":
         from .render import json_text
 
@@ -1368,8 +1412,8 @@ def evaluate(model_path, test_dir, fmt, event_model, estimator, alpha, beta, tex
     from .report import evaluation_report, show
 
     title = (
-        f"{model_path} on {test_dir}: {evaluation.n_docs} documents, "
-        f"{len(corpus.classes)} classes\n{_describe_settings(settings, model)}"
+        f"{model_path} on {test_dir}: {evaluation.n_docs} {'rows' if table else 'documents'}, "
+        f"{n_classes} classes\n{_describe_settings(settings, model)}"
     )
     show(*evaluation_report(evaluation, title))
 
@@ -1379,8 +1423,9 @@ def _describe_settings(settings, model=None) -> str:
     from .render import settings_text
 
     fitted = None
-    if model is not None and settings == model.defaults and model.prepared is not None:
-        fitted = model.prepared.beta
+    prepared = getattr(model, "prepared", None)  # table models keep none
+    if prepared is not None and settings == model.defaults:
+        fitted = prepared.beta
     return settings_text(settings.to_dict(), fitted)
 
 

@@ -28,9 +28,11 @@ import numpy as np
 from . import metrics
 from .corpus import Corpus, read_file
 from .counts import Counts, count_corpus, merge, subtract
-from .errors import UsageError
+from .errors import NbclassError, UsageError
 from .estimators import EstimatorSettings
 from .model import BATCH_SIZE, Classifier, Model, VocabularyFilter
+from .table import Table
+from .tablemodel import TableClassifier, TableModel
 from .tokenizer import TokenizerSettings
 
 DEFAULT_SEED = 0
@@ -543,3 +545,39 @@ def diff(old: Model, new: Model, k: int = 5) -> ModelDiff:
     if k < 1:
         raise UsageError(f"-k {k} must be at least 1")
     return ModelDiff(old.active_counts, new.active_counts, k)
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+
+def evaluate_table(model: TableModel, settings: EstimatorSettings, table: Table) -> Evaluation:
+    """Evaluate a table model (:mod:`nbclass.tablemodel`) on a labelled table.
+
+    The true class of each row is in the model's label column; a row without one is an
+    :class:`NbclassError` naming it. Rows are scored in batches, exactly as ``predict
+    --table`` scores them.
+    """
+    if model.label not in table.columns:
+        raise NbclassError(
+            f"{table.path!r} has no column {model.label!r}, the model's label: evaluation "
+            "needs the true class of every row"
+        )
+    k = table.columns.index(model.label)
+    names = []
+    for number, row in enumerate(table.rows, start=1):
+        if row[k] is None:
+            raise NbclassError(
+                f"{table.path!r} row {number} has no label in column {model.label!r}: fill it "
+                "in or remove the row"
+            )
+        names.append(str(row[k]))
+    classifier = TableClassifier(model, settings)
+    classes = list(classifier.classes)
+    labels = classes + sorted(set(names) - set(classes))
+    at = {label: i for i, label in enumerate(labels)}
+    y_true = np.array([at[name] for name in names], dtype=np.int64)
+    records = [dict(zip(table.columns, row)) for row in table.rows]
+    parts = [np.empty((0, len(classes)))]
+    for start in range(0, len(records), BATCH_SIZE):
+        parts.append(classifier.predict(records[start : start + BATCH_SIZE]).log_proba)
+    return Evaluation(labels, len(classes), y_true, np.vstack(parts))

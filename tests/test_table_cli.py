@@ -328,3 +328,41 @@ def test_update_and_merge_of_tables_refuse_what_cannot_add_up(runner, tmp_path):
         )
     assert model.read_bytes() == before
     assert not (tmp_path / "x.nbc").exists()
+
+
+def test_evaluate_a_table_model_on_labelled_rows(runner, tmp_path):
+    """The metrics of evaluate --table are those of predict --table's rows against the labels."""
+    from sklearn.metrics import accuracy_score, f1_score, log_loss
+
+    a, b, _, _ = split_demo(tmp_path)
+    model = fit_table_file(runner, a, tmp_path / "a.nbc")
+    evaluate = ["evaluate", "-m", str(model), "--table", str(b)]
+    result = runner.invoke(cli, [*evaluate, "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    predicted = runner.invoke(
+        cli, ["predict", "-m", str(model), "--table", str(b), "--format", "jsonl"]
+    )
+    records = [json.loads(line) for line in predicted.stdout.splitlines()]
+    truth = [line.rsplit(",", 1)[1] for line in b.read_text().splitlines()[1:]]
+    labels = [r["label"] for r in records]
+    proba = [[r["probabilities"][c] for c in ("billing", "infra")] for r in records]
+    assert data["documents"] == len(truth) == 10
+    assert data["accuracy"] == accuracy_score(truth, labels)
+    assert data["macro_f1"] == pytest.approx(f1_score(truth, labels, average="macro"), rel=1e-12)
+    assert data["log_loss"] == pytest.approx(
+        log_loss(truth, proba, labels=["billing", "infra"]), rel=1e-9
+    )
+    text = runner.invoke(cli, ["evaluate", "-m", str(model), "--table", str(b)]).stdout
+    assert " ".join(text.split()).startswith(f"{model} on {b}: 10 rows, 2 classes model ")
+    assert_error(
+        runner.invoke(cli, ["evaluate", "-m", str(model), str(tmp_path)]),
+        1,
+        f"{str(model)!r} is a table model: evaluate it on labelled rows with "
+        f"'nbclass evaluate -m {model} --table FILE'",
+    )
+    assert_error(
+        runner.invoke(cli, ["evaluate", "-m", str(model), "--table", str(NEW)]),
+        1,
+        "has no column 'team', the model's label: evaluation needs the true class of every row",
+    )
