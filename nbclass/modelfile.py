@@ -154,6 +154,7 @@ def dumps(model: Model) -> bytes:
     problems = model.counts.problems()
     if problems:
         raise ValueError("cannot write impossible counts: " + "; ".join(problems))
+    model.defaults.validate()  # never write a file that loads() would refuse
     sections = []
     for name, values in _arrays(model).items():
         values = values.astype(_smallest_uint(values))
