@@ -211,12 +211,20 @@ class QuickModel:
         return scores
 
 
+_COUNT_SECTIONS = (
+    "class_count", "doc_count", "token_count", "class_tokens", "histogram_value",
+    "histogram_count", "ledger_count",
+)  # fmt: skip
+
+
 def _sizes_agree(s: dict, header: dict, V: int, C: int) -> bool:
     """Whether every section's length fits the others (the full loader checks far more).
 
-    Constant time: the one-document path does not rebuild the counts, but a section that
-    holds something else (a pickle, an array of another shape) has the wrong length, and
-    the file is refused as the full loader refuses it, not used half-read.
+    Cheap (constant time, or one pass at C speed over the used-word bits, the hashed
+    columns' words or a 64-bit count section): the one-document path does not rebuild the
+    counts, but a section that holds something else (a pickle, an array of another shape)
+    has the wrong length, a negative count read as unsigned is at least 2^63, and the file
+    is refused as the full loader refuses it, not used half-read.
     """
     nnz = s["word_ptr"][V] if len(s["word_ptr"]) == V + 1 else -1
     histogram_end = s["histogram_ptr"][C] if len(s["histogram_ptr"]) == C + 1 else -1
@@ -233,8 +241,9 @@ def _sizes_agree(s: dict, header: dict, V: int, C: int) -> bool:
         return False
     if header["n_used"] != int.from_bytes(s["used"], "little").bit_count():
         return False
-    for view in s.values():  # 64-bit sections only, which real models rarely need
-        if view.format == "Q" and len(view) and max(view) > 2**63 - 1:
+    for name in _COUNT_SECTIONS:  # stored in 64 bits only when huge: rarely scanned
+        view = s.get(name)
+        if view is not None and view.format == "Q" and len(view) and max(view) > 2**63 - 1:
             raise ValueError("count too large (a negative count, read as unsigned?)")
     if "ledger_ptr" in s:
         n, ptr = header.get("ledger"), s["ledger_ptr"]
