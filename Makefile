@@ -4,6 +4,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_MODEL ?= $(or $(TMPDIR),/tmp)/nbclass-demo.nbc
+FUZZ_SECONDS ?= 60
+FUZZ_WORK ?= $(or $(TMPDIR),/tmp)/nbclass-fuzz
 
 .DEFAULT_GOAL := help
 .PHONY: help install demo test lint bench clean
@@ -30,10 +32,17 @@ test: $(STAMP) ## Run the whole test suite
 
 lint: $(STAMP) ## Check style with ruff
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check ruff
-	$(BIN)/python -m ruff check nbclass tests bench
+	$(BIN)/python -m ruff check nbclass tests bench fuzz
 
 bench: $(STAMP) ## Benchmark against scikit-learn on 20 Newsgroups (minutes; 1 GB generated)
 	$(BIN)/python bench/run.py
+
+.PHONY: fuzz
+fuzz: $(STAMP) ## Fuzz the model loader and corpus reader (atheris, FUZZ_SECONDS each)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,fuzz]' --config-settings editable_mode=compat
+	$(BIN)/python fuzz/seeds.py $(FUZZ_WORK)
+	$(BIN)/python fuzz/run.py model_loader $(FUZZ_SECONDS) $(FUZZ_WORK)
+	$(BIN)/python fuzz/run.py corpus_reader $(FUZZ_SECONDS) $(FUZZ_WORK)
 
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache build *.egg-info

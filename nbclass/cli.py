@@ -6,6 +6,7 @@ Results go to stdout; summaries, warnings and errors to stderr. A user's mistake
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import time
@@ -14,7 +15,16 @@ import warnings
 import click
 
 from . import __version__
-from .errors import EXIT_INTERRUPTED, ModelKindError, NbclassError, NbclassWarning, UsageError
+from .errors import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    ModelKindError,
+    NbclassError,
+    NbclassWarning,
+    Terminated,
+    UsageError,
+)
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a filter cut off by `head`
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -22,6 +32,13 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 class NbclassGroup(click.Group):
     """Turns library errors, Ctrl-C and a closed output pipe into the documented exits."""
+
+    def make_context(self, *args, **kwargs):
+        try:  # click would turn Ctrl-C while parsing the options into "Aborted!", exit 1
+            return super().make_context(*args, **kwargs)
+        except KeyboardInterrupt:
+            sys.stderr.write("\nInterrupted\n")
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
 
     def invoke(self, ctx):
         try:
@@ -38,6 +55,58 @@ class NbclassGroup(click.Group):
         except KeyboardInterrupt:
             sys.stderr.write("\nInterrupted\n")
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+        except Terminated:
+            sys.stderr.write("\nTerminated\n")
+            raise click.exceptions.Exit(EXIT_TERMINATED) from None
+        except OSError as exc:
+            # The library turns every file it reads or writes into an NbclassError; what is
+            # left is writing the results: stdout on a full disk, /dev/full, or closed.
+            _silence_stdout()
+            where = "standard output" if exc.filename is None else repr(exc.filename)
+            reason = exc.strerror or str(exc)
+            if exc.errno == errno.EBADF and exc.filename is None:
+                reason = "it is closed"
+            sys.stderr.write(f"Error: cannot write to {where}: {reason}\n")
+            raise click.exceptions.Exit(EXIT_ERROR) from None
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null so that Python's final flush of stdout cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    except OSError:  # pragma: no cover - no /dev/null
+        pass
+
+
+def _reserve_standard_streams() -> None:
+    """Give closed fds 0-2 (``nbclass ... >&-``) a placeholder, and stdout a stream.
+
+    Otherwise the next file opened (the model being saved) would become fd 1 or 2 and
+    receive what is printed. The placeholder is /dev/null opened read-only, so that writing
+    results to a closed stdout fails with "Bad file descriptor", as for ``cat >&-``, and
+    becomes one ``Error:`` line; a command that prints nothing is unaffected. A closed
+    stdin reads as empty, a closed stderr swallows messages (the exit code still tells).
+    """
+    for fd, mode in ((0, os.O_RDONLY), (1, os.O_RDONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            placeholder = os.open(os.devnull, mode)
+            if placeholder != fd:  # pragma: no cover - the lowest free fd is the closed one
+                os.dup2(placeholder, fd)
+                os.close(placeholder)
+    if sys.stdin is None:
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+
+
+def _terminate(signum, frame):
+    raise Terminated()
 
 
 def _parse_pair(name: str, text: str, kind=int) -> tuple:
@@ -1682,5 +1751,19 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 
 def main(argv=None) -> None:
     """Entry point of the ``nbclass`` console script."""
+    import signal
+
     warnings.showwarning = _show_warning
-    cli.main(args=argv, prog_name="nbclass")
+    _reserve_standard_streams()
+    # SIGTERM unwinds like Ctrl-C (no partial model is left) and exits 143; a SIGTERM that
+    # the parent chose to ignore stays ignored, as Python does for SIGINT.
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
+    try:
+        cli.main(args=argv, prog_name="nbclass")
+    except KeyboardInterrupt:  # a signal before or after the command itself ran
+        sys.stderr.write("\nInterrupted\n")
+        sys.exit(EXIT_INTERRUPTED)
+    except Terminated:
+        sys.stderr.write("\nTerminated\n")
+        sys.exit(EXIT_TERMINATED)

@@ -15,7 +15,9 @@ code  meaning
 3     ``nbclass check``: the new model fails the gate
 9     ``predict --exit-code``: unsure, or no label
 10+k  ``predict --exit-code``: the k-th class (0-based), k < 115
-130   interrupted (Ctrl-C)
+130   interrupted (Ctrl-C, SIGINT)
+141   the output pipe was closed (``| head``): nothing more is printed
+143   terminated (SIGTERM, as sent by ``kill``, ``timeout`` or a service manager)
 ====  ==========================================================================
 """
 
@@ -24,6 +26,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_CHECK_FAILED = 3
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM
 
 
 class NbclassError(Exception):
@@ -52,6 +55,14 @@ class ModelKindError(ModelFileError):
     def __init__(self, message: str, kind: str):
         super().__init__(message)
         self.kind = kind
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: like Ctrl-C's ``KeyboardInterrupt``, it unwinds the stack.
+
+    A ``BaseException`` so that no ``except Exception`` swallows it, and every ``finally``
+    and cleanup on the way (a half-written temporary model file) runs before the exit.
+    """
 
 
 class NbclassWarning(UserWarning):

@@ -152,6 +152,8 @@ def parse(
     the checks below is turned into "is not a valid nbclass model").
     """
     view = memoryview(data)
+    if not data:
+        raise refuse(path, "is empty (0 bytes), not an nbclass model file")
     if not data.startswith(MAGIC):
         if data and MAGIC.startswith(data):
             raise refuse(path, f"is truncated ({len(data)} bytes): fit the model again")

@@ -47,6 +47,7 @@ file.
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
@@ -153,6 +154,7 @@ def dumps(model: Model) -> bytes:
     problems = model.counts.problems()
     if problems:
         raise ValueError("cannot write impossible counts: " + "; ".join(problems))
+    model.defaults.validate()  # never write a file that loads() would refuse
     sections = []
     for name, values in _arrays(model).items():
         values = values.astype(_smallest_uint(values))
@@ -256,7 +258,7 @@ def write_atomic(data: bytes, path: str) -> int:
         except OSError:
             pass
         if isinstance(exc, OSError):
-            raise ModelFileError(f"cannot write model {path!r}: {exc.strerror}") from None
+            raise _write_error(exc, path) from None
         raise
     try:
         dir_fd = os.open(folder, os.O_RDONLY)
@@ -267,6 +269,21 @@ def write_atomic(data: bytes, path: str) -> int:
     except OSError:  # pragma: no cover - some filesystems refuse fsync on folders
         pass
     return len(data)
+
+
+def _write_error(exc: OSError, path: str) -> ModelFileError:
+    """The error for a failed save: the old model (if any) is untouched, and the disk full
+    (ENOSPC, or EDQUOT: over quota) is said in plain words."""
+    previous = (
+        "the previous model is unchanged" if os.path.exists(path) else "no model was written"
+    )
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        full = "no space left on device" if exc.errno == errno.ENOSPC else "disk quota exceeded"
+        return ModelFileError(
+            f"{full} while saving model {path!r}; {previous}: free some space and run "
+            "the command again"
+        )
+    return ModelFileError(f"cannot write model {path!r}: {exc.strerror}; {previous}")
 
 
 def loads(data: bytes, path: str = "<bytes>") -> Model:

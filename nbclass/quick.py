@@ -73,6 +73,7 @@ class QuickModel:
                 or len(self.class_tokens) != C
                 or len(hist_ptr) != C + 1
                 or len(self.used) != (V + 7) // 8
+                or not _sizes_agree(s, header, V, C)
             ):
                 raise ValueError("inconsistent section sizes")
         except ModelFileError:
@@ -273,6 +274,58 @@ class QuickModel:
             length = math.lgamma(A + n) - math.lgamma(A) if n else 0.0
             scores.append(words[c] - length + log_pi[c])
         return scores
+
+
+_COUNT_SECTIONS = (
+    "class_count", "doc_count", "token_count", "class_tokens", "histogram_value",
+    "histogram_count", "ledger_count",
+)  # fmt: skip
+
+
+def _sizes_agree(s: dict, header: dict, V: int, C: int) -> bool:
+    """Whether every section's length fits the others (the full loader checks far more).
+
+    Cheap (constant time, or one pass at C speed over the used-word bits, the hashed
+    columns' words or a 64-bit count section): the one-document path does not rebuild the
+    counts, but a section that holds something else (a pickle, an array of another shape)
+    has the wrong length, a negative count read as unsigned is at least 2^63, and the file
+    is refused as the full loader refuses it, not used half-read.
+    """
+    nnz = s["word_ptr"][V] if len(s["word_ptr"]) == V + 1 else -1
+    histogram_end = s["histogram_ptr"][C] if len(s["histogram_ptr"]) == C + 1 else -1
+    vocabulary_end = len(s["vocabulary"]) + 1 if V else 0
+    if (
+        len(s["class_index"]) != nnz
+        or len(s["doc_count"]) != nnz
+        or len(s["token_count"]) != nnz
+        or len(s["histogram_value"]) != histogram_end
+        or len(s["histogram_count"]) != histogram_end
+        or len(s["vocabulary_offsets"]) != V + 1
+        or s["vocabulary_offsets"][V] != vocabulary_end
+    ):
+        return False
+    if header["n_used"] != int.from_bytes(s["used"], "little").bit_count():
+        return False
+    for name in _COUNT_SECTIONS:  # stored in 64 bits only when huge: rarely scanned
+        view = s.get(name)
+        if view is not None and view.format == "Q" and len(view) and max(view) > 2**63 - 1:
+            raise ValueError("count too large (a negative count, read as unsigned?)")
+    if "ledger_ptr" in s:
+        n, ptr = header.get("ledger"), s["ledger_ptr"]
+        if (
+            not isinstance(n, int)
+            or len(s["ledger_digest"]) != 32 * n
+            or len(s["ledger_label"]) != n
+            or len(ptr) != n + 1
+            or ptr[n] != len(s["ledger_word"])
+            or len(s["ledger_count"]) != len(s["ledger_word"])
+        ):
+            return False
+    if "column_words_ptr" in s:
+        ptr = s["column_words_ptr"]
+        if len(ptr) != V + 1 or ptr[V] != s["column_words"].tobytes().count(0):
+            return False
+    return True
 
 
 def log_posterior(jll: list[float]) -> list[float]:

@@ -6,6 +6,7 @@ atomic rename, so only real processes can show they work.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -13,7 +14,7 @@ import subprocess
 import threading
 import time
 
-from conftest import DEMO_CORPUS, nbclass_command
+from conftest import DEMO_CORPUS, DEMO_DOCS, nbclass_command
 
 from nbclass.corpus import list_corpus
 from nbclass.model import fit
@@ -31,32 +32,44 @@ def start(*args, stdin=subprocess.DEVNULL, output=subprocess.PIPE) -> subprocess
 
 
 class Readers:
-    """Predict with the model over and over in a thread; collect every failure."""
+    """Read the model over and over while writers run; collect every failure.
 
-    def __init__(self, model):
+    One thread per command of ``commands``, each running it at least once: by default one
+    document piped to ``predict`` (the numpy-free path); the mixed test adds a batch
+    ``predict`` and ``info``.
+    """
+
+    def __init__(self, model, commands=(("predict", "-m", "{model}"),)):
         self.model, self.failures, self.runs = model, [], 0
+        self.commands = [[a.format(model=model) for a in map(str, c)] for c in commands]
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._threads = [
+            threading.Thread(target=self._loop, args=(c,), daemon=True) for c in self.commands
+        ]
 
-    def _loop(self):
-        while not self._stop.is_set():
+    def _loop(self, command):
+        while True:
             result = subprocess.run(
-                [*nbclass_command(), "predict", "-m", str(self.model)],
+                [*nbclass_command(), *command],
                 input=b"refund my invoice",
                 capture_output=True,
                 timeout=TIMEOUT,
             )
             self.runs += 1
-            if result.returncode != 0 or b"\t" not in result.stdout:
-                self.failures.append(result.stderr.decode())
+            if result.returncode != 0 or not result.stdout or result.stderr:
+                self.failures.append((command, result.stderr.decode()))
+            if self._stop.is_set():
+                return
 
     def __enter__(self):
-        self._thread.start()
+        for thread in self._threads:
+            thread.start()
         return self
 
     def __exit__(self, *exc):
         self._stop.set()
-        self._thread.join(TIMEOUT)
+        for thread in self._threads:
+            thread.join(TIMEOUT)
 
 
 def test_overlapping_updates_lose_nothing_and_readers_never_fail(tmp_path):
@@ -119,46 +132,145 @@ def test_overlapping_syncs_end_equal_to_a_fresh_fit(tmp_path):
     assert model.read_bytes() == dumps(fresh)
 
 
-def test_a_writer_killed_at_any_moment_leaves_the_old_or_the_new_model(tmp_path):
-    """SIGKILL a `fit --update` at random moments; the model is always whole."""
+def test_overlapping_updates_and_syncs_lose_nothing_and_readers_never_fail(tmp_path):
+    """10 `fit --update` and 10 `sync` processes at once on one ledger model.
+
+    The syncs make the model equal to the folder, so they remove the documents the updates
+    added before them; every update is therefore either removed by exactly one later sync
+    or still in the model at the end. Counting both (the syncs report what they removed;
+    one last sync reports what is left) gives exactly 10 when no update was lost, and no
+    sync's work was undone by a writer that did not re-read the model under the lock.
+    """
+    folder = tmp_path / "inbox"
+    subprocess.run(["cp", "-r", str(DEMO_CORPUS), str(folder)], check=True)
     model = tmp_path / "m.nbc"
-    subprocess.run([*nbclass_command(), "fit", DEMO_CORPUS, "-o", model, "-q"], check=True)
+    subprocess.run([*nbclass_command(), "sync", folder, "-m", model, "-q"], check=True)
+    for i in range(5):  # new files for the syncs to learn
+        (folder / "billing" / f"new-{i}.txt").write_text(f"invoice {i} was charged twice\n")
+    readers_commands = [
+        ("predict", "-m", "{model}"),
+        ("predict", "-m", "{model}", DEMO_DOCS),
+        ("info", "-m", "{model}"),
+    ]
+    with Readers(model, readers_commands) as readers:
+        logs = [open(tmp_path / f"w{i}.out", "w+b") for i in range(WRITERS)]  # noqa: SIM115
+        processes = []
+        for i, log in enumerate(logs):
+            if i % 2:
+                command = ["sync", folder, "-m", model, "--format", "json"]
+            else:
+                command = ["fit", "--lines", "-", "--update", model, "-q"]
+            processes.append(subprocess.Popen(
+                [*nbclass_command(), *map(str, command)],
+                stdin=subprocess.PIPE, stdout=log, stderr=subprocess.PIPE,
+            ))  # fmt: skip
+        for i, process in enumerate(processes):
+            if i % 2 == 0:
+                process.stdin.write(f"outage\tupdate {i} says the api is down\n".encode())
+            process.stdin.close()
+        reports = []
+        for i, (process, log) in enumerate(zip(processes, logs)):
+            assert process.wait(TIMEOUT) == 0, process.stderr.read()
+            process.stderr.close()
+            log.seek(0)
+            if i % 2:
+                reports.append(json.loads(log.read()))
+            log.close()
+    assert readers.runs >= 3 and readers.failures == []
+    final = subprocess.run(
+        [*nbclass_command(), "sync", folder, "-m", model, "--format", "json"],
+        capture_output=True, check=True,
+    )  # fmt: skip
+    reports.append(json.loads(final.stdout))
+    assert sum(r["added"] for r in reports) == 5
+    assert sum(r["removed"] for r in reports) == WRITERS // 2
+    assert reports[-1]["added"] == 0 and reports[-1]["documents"] == 42 + 5
+    fresh = fit(list_corpus(str(folder)), TokenizerSettings(), ledger=True)
+    assert model.read_bytes() == dumps(fresh)
+
+
+# --- SIGKILL at random moments ------------------------------------------------------------
+
+KILLS = 100
+KILL_SEED = 20261121
+
+
+def forked(argv: list[str]) -> int:
+    """Run ``nbclass argv`` in a forked child (a real process, started in a millisecond)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 70
+        try:
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            from nbclass.cli import main
+
+            main(list(map(str, argv)))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            os._exit(code)
+    return pid
+
+
+def run_forked(argv) -> int:
+    _, status = os.waitpid(forked(argv), 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def test_writers_killed_at_100_random_moments_leave_the_old_or_the_new_model(tmp_path):
+    """SIGKILL `fit --update`, `sync` and `merge` at random moments of their run.
+
+    Each writer is a forked child of this process (nbclass is imported already, so the
+    child starts at once and the kill lands in the reading, counting and writing of the
+    model, not in the interpreter's start-up). The kill time is drawn uniformly over 0 to
+    1.2 times a whole run. After each kill the model must be byte for byte the old one or
+    the new one, and load.
+    """
+    import nbclass.cli  # noqa: F401  (imported before forking)
+
+    folder = tmp_path / "inbox"
+    subprocess.run(["cp", "-r", str(DEMO_CORPUS), str(folder)], check=True)
+    (folder / "billing" / "new.txt").write_text("my invoice was charged twice\n")
+    lines = tmp_path / "new.tsv"
+    lines.write_text("billing\tan extra ticket about a refund\noutage\tthe api is down\n")
+    model, other = tmp_path / "m.nbc", tmp_path / "other.nbc"
+    assert run_forked(["fit", DEMO_CORPUS, "-o", model, "-q", "--ledger"]) == 0
+    assert run_forked(["fit", "--lines", lines, "-o", other, "-q", "--ledger"]) == 0
     old = model.read_bytes()
-    line = b"billing\tan extra ticket about a refund\n"
-    probe = tmp_path / "probe.nbc"
-    probe.write_bytes(old)
-    began = time.perf_counter()
-    subprocess.run(
-        [*nbclass_command(), "fit", "--lines", "-", "--update", probe, "-q"],
-        input=line,
-        check=True,
-    )
-    duration = time.perf_counter() - began
-    new = probe.read_bytes()
-    assert new != old
-    rnd = random.Random(2026)
-    outcomes = {"old": 0, "new": 0}
-    for _ in range(12):
+    writers = {
+        "fit --update": ["fit", "--lines", lines, "--update", model, "-q"],
+        "sync": ["sync", folder, "-m", model, "-q"],
+        "merge": ["merge", model, other, "-o", model, "-q"],
+    }
+    new, duration = {}, {}
+    for name, argv in writers.items():
+        began = time.perf_counter()
+        assert run_forked(argv) == 0
+        duration[name] = time.perf_counter() - began
+        new[name] = model.read_bytes()
+        assert new[name] != old
         model.write_bytes(old)
-        process = start(
-            "fit", "--lines", "-", "--update", model, "-q",
-            stdin=subprocess.PIPE, output=subprocess.DEVNULL,
-        )  # fmt: skip
-        process.stdin.write(line)
-        process.stdin.close()  # the writer reads its input, then takes the lock and writes
-        time.sleep(rnd.uniform(0, duration * 1.1))
-        process.send_signal(signal.SIGKILL)
-        process.wait(TIMEOUT)
+    rnd = random.Random(KILL_SEED)
+    outcomes = {"old": 0, "new": 0}
+    for kill in range(KILLS):
+        name = list(writers)[kill % len(writers)]
+        model.write_bytes(old)
+        delay = rnd.uniform(0, 1.2 * duration[name])
+        pid = forked(writers[name])
+        time.sleep(delay)
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
         data = model.read_bytes()
-        assert data in (old, new)
-        load(str(model))  # loads, every check passes
+        context = f"seed {KILL_SEED}, kill {kill} of {name} after {delay:.4f} s"
+        assert data in (old, new[name]), context
+        load(str(model))  # every check passes
         outcomes["old" if data == old else "new"] += 1
+    # both outcomes happen, so the kills did land before and after the rename
+    assert outcomes["old"] > 0 and outcomes["new"] > 0, outcomes
     # A killed writer may leave its temporary file; the next writer removes it.
-    subprocess.run(
-        [*nbclass_command(), "fit", "--lines", "-", "--update", model, "-q"],
-        input=line,
-        check=True,
-    )
+    assert run_forked(writers["fit --update"]) == 0
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
     assert leftovers == []
-    assert outcomes["old"] > 0

@@ -1,0 +1,113 @@
+"""Fuzz targets: the model loaders and the corpus reader on arbitrary bytes.
+
+Each target takes bytes and must either succeed or raise the error nbclass reports to
+users (:class:`nbclass.errors.ModelFileError` for a model, :class:`NbclassError` for input):
+any other exception, a hang or a crash is a bug. They run under atheris (``make fuzz``,
+coverage-guided, see ``fuzz/run.py``) and under hypothesis (``tests/test_fuzz_targets.py``,
+on the seeds, the crashes found so far and random bytes).
+
+A file whose bytes were mutated almost never passes the CRC-32 checks, so the model target
+also tries each input with its checksums recomputed (:func:`repaired`): mutations then
+reach the checks of the header, the section table, the counts and the ledger.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import tempfile
+import zlib
+
+from nbclass import modelfile, tablefile
+from nbclass.errors import ModelFileError, NbclassError
+from nbclass.fileformat import MAGIC, PREFIX
+from nbclass.learning import count_lines
+from nbclass.quick import QuickModel
+from nbclass.tokenizer import TokenizerSettings
+
+# In memory where there is a tmpfs: the targets write a file per input.
+_SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
+_FOLDER = tempfile.mkdtemp(prefix="nbclass-fuzz-", dir=_SHM)
+atexit.register(shutil.rmtree, _FOLDER, True)
+_MODEL = os.path.join(_FOLDER, "input.nbc")
+_LINES = os.path.join(_FOLDER, "input.tsv")
+
+
+def repaired(data: bytes) -> bytes | None:
+    """``data`` with its size, header CRC and section CRCs made right (None if no header)."""
+    if len(data) < PREFIX.size or not data.startswith(MAGIC):
+        return None
+    _magic, version, length, _crc, _size, reserved = PREFIX.unpack_from(data)
+    text = data[PREFIX.size : PREFIX.size + length]
+    try:
+        header = json.loads(text)
+        start = int(header["sections_start"])
+        for entry in header["sections"]:
+            begin = start + int(entry["offset"])
+            entry["crc32"] = zlib.crc32(data[begin : begin + int(entry["length"])])
+    except Exception:  # not a header we can repair: the raw bytes are tried anyway
+        return None
+    fixed = json.dumps(header, sort_keys=True, separators=(",", ":")).encode("ascii")
+    if json.dumps(header, sort_keys=True).encode("ascii") == text.rstrip(b" "):
+        fixed = text.rstrip(b" ")  # as nbclass writes it: keep the layout
+    if len(fixed) > length:
+        return None
+    fixed = fixed.ljust(length, b" ")
+    prefix = PREFIX.pack(MAGIC, version, length, zlib.crc32(fixed), len(data), reserved)
+    return prefix + fixed + data[PREFIX.size + length :]
+
+
+def _quick(data: bytes) -> None:
+    with open(_MODEL, "wb") as handle:
+        handle.write(data)
+    try:
+        model = QuickModel(_MODEL)
+    except ModelFileError:
+        return
+    if QuickModel.can_score(model.defaults):
+        try:
+            model.joint_log_likelihood("refund my invoice, the api is down", model.defaults)
+        except ModelFileError:
+            pass
+
+
+def model_loader(data: bytes) -> None:
+    """Every loader on ``data`` and on ``repaired(data)``; a model that loads is written,
+    read and written again to the same bytes."""
+    for candidate in (data, repaired(data)):
+        if candidate is None:
+            continue
+        for loads, dumps in ((modelfile.loads, modelfile.dumps),
+                             (tablefile.loads, tablefile.dumps)):  # fmt: skip
+            try:
+                model = loads(candidate, "fuzz.nbc")
+            except ModelFileError:
+                continue
+            # Written again, it reads back as itself (unknown header fields, ignored on
+            # reading, are not kept: the bytes may differ from the input's).
+            written = dumps(model)
+            assert dumps(loads(written, "again.nbc")) == written, "write-read-write differs"
+        _quick(candidate)
+
+
+def corpus_reader(data: bytes) -> None:
+    """``fit --lines`` of ``data`` (read from a file, in batches, with a ledger)."""
+    from nbclass.corpus import iter_documents
+
+    with open(_LINES, "wb") as handle:
+        handle.write(data)
+    documents = list(iter_documents([_LINES], lines=True))
+    assert len(documents) == data.count(b"\n") + (not data.endswith(b"\n") and bool(data))
+    assert list(iter_documents([_LINES])) == [(_LINES, data.decode("utf-8", "replace"))]
+    for tokenizer in (TokenizerSettings(), TokenizerSettings(ngram_range=(1, 2))):
+        try:
+            counted = count_lines(iter(documents), tokenizer, True)
+        except NbclassError:
+            continue
+        assert counted.counts.problems() == []
+        assert counted.ledger.n_documents == counted.counts.n_docs
+
+
+TARGETS = {"model_loader": model_loader, "corpus_reader": corpus_reader}

@@ -1,0 +1,495 @@
+"""Every way a model file can be broken, on four small real models, through both loaders.
+
+The four models are fitted by the command line on the demo corpora: a plain text model, one
+with a ledger, one with feature hashing and a table model. Each is cut at every byte and has
+bits flipped (every bit of the prefix and header, one bit of every byte of the body), and
+is read by the full loader (:func:`nbclass.modelfile.loads`, :func:`nbclass.tablefile.loads`)
+and by the numpy-free one-document path (:class:`nbclass.quick.QuickModel`). Then the
+crafted files: other versions, files that are not models, pickles and ``numpy.save``
+object arrays in every section, counts that are negative, NaN or too large under correct
+checksums. Every one is refused with one line that starts with the file's name and says
+what is wrong; none is executed; none loads as a different model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pickle
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from conftest import REPO, nbclass_command
+from test_modelfile import Payload
+
+from nbclass import modelfile, tablefile
+from nbclass.cli import cli
+from nbclass.errors import ModelFileError
+from nbclass.fileformat import MAGIC, MODEL_SECTIONS, OPTIONAL_SECTIONS, PREFIX, pack, parse
+from nbclass.quick import QuickModel
+
+DEMO = REPO / "corpora" / "demo"
+TABLE = REPO / "corpora" / "table-demo.csv"
+FIT_ARGS = {
+    "text": ["fit", str(DEMO)],
+    "ledger": ["fit", str(DEMO), "--ledger"],
+    "hashed": ["fit", str(DEMO), "--hash-features", "64"],
+    "table": ["fit", "--table", str(TABLE), "--label", "team", "--column-types", "ticket=ignore"],
+}
+KINDS = list(FIT_ARGS)
+# What a refusal may say; each message starts with the file's name (repr) and is one line.
+PROBLEMS = (
+    "is truncated (",
+    "is corrupted (",
+    "is empty",
+    "is not an nbclass model file",
+    "has model format version",
+    "is not a valid nbclass",
+    "is a Python pickle",
+    "is a folder, not a model file",
+    "is a table model",
+    "is a text model",
+)
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, tuple[Path, bytes]]:
+    folder = tmp_path_factory.mktemp("models")
+    found = {}
+    for kind, args in FIT_ARGS.items():
+        path = folder / f"{kind}.nbc"
+        result = CliRunner().invoke(cli, [*args, "-o", str(path), "-q"])
+        assert result.exit_code == 0, result.output
+        found[kind] = (path, path.read_bytes())
+    return found
+
+
+def full_loader(kind: str):
+    return tablefile.loads if kind == "table" else modelfile.loads
+
+
+def assert_refusal(error: ModelFileError, path: str) -> str:
+    message = str(error)
+    assert message.startswith(f"{path!r} "), message
+    assert "\n" not in message
+    assert any(problem in message for problem in PROBLEMS), message
+    return message
+
+
+class InPlace:
+    """One file on disk, damaged and repaired in place (faster than rewriting it)."""
+
+    def __init__(self, path: Path, data: bytes):
+        self.path, self.data = path, data
+        path.write_bytes(data)
+        self.fd = os.open(path, os.O_RDWR)
+
+    def flipped(self, position: int, bit: int) -> str:
+        os.pwrite(self.fd, bytes([self.data[position] ^ bit]), position)
+        return str(self.path)
+
+    def truncated(self, size: int) -> str:
+        os.ftruncate(self.fd, size)
+        return str(self.path)
+
+    def restore(self) -> None:
+        os.pwrite(self.fd, self.data, 0)
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+def quick_refuses(path: str) -> str:
+    with pytest.raises(ModelFileError) as info:
+        QuickModel(path)
+    return assert_refusal(info.value, path)
+
+
+# --- truncation at every byte --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_truncation_is_refused_by_both_loaders(models, kind, tmp_path):
+    _, data = models[kind]
+    loads = full_loader(kind)
+    for n in range(len(data)):
+        with pytest.raises(ModelFileError) as info:
+            loads(data[:n], "m.nbc")
+        message = assert_refusal(info.value, "m.nbc")
+        assert message == "'m.nbc' is empty (0 bytes), not an nbclass model file" if n == 0 else (
+            f"is truncated ({n} " in message
+        ), (n, message)
+    # the one-document path reads the same bytes from a file: every 7th cut and the prefix
+    damaged = InPlace(tmp_path / "m.nbc", data)
+    for n in sorted({*range(0, 64), *range(64, len(data), 7)}):
+        message = quick_refuses(damaged.truncated(n))
+        assert "is empty" in message if n == 0 else f"is truncated ({n} " in message
+        damaged.restore()
+    damaged.close()
+
+
+# --- bit flips ------------------------------------------------------------------------------
+
+
+def flips(data: bytes):
+    """(position, bit): every bit of the prefix and header, one bit of each body byte."""
+    start = PREFIX.size + PREFIX.unpack_from(data)[2]
+    for position in range(len(data)):
+        bits = range(8) if position < start else [position % 8]
+        for bit in bits:
+            yield position, 1 << bit
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_flipped_bit_is_refused_or_changes_nothing(models, kind, tmp_path):
+    _, data = models[kind]
+    loads = full_loader(kind)
+    refused = 0
+    for position, bit in flips(data):
+        damaged = bytearray(data)
+        damaged[position] ^= bit
+        try:
+            model = loads(bytes(damaged), "m.nbc")
+        except ModelFileError as error:
+            assert_refusal(error, "m.nbc")
+            refused += 1
+            continue
+        # accepted: then it is the same model, byte for byte once written again
+        dumps = tablefile.dumps if kind == "table" else modelfile.dumps
+        assert dumps(model) == data, (position, bit)
+    assert refused == sum(1 for _ in flips(data))  # CRC-32 catches every single-bit error
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_flipped_bits_through_the_one_document_path(models, kind, tmp_path):
+    _, data = models[kind]
+    damaged = InPlace(tmp_path / "m.nbc", data)
+    for position, bit in flips(data):
+        if position >= 512 and position % 5:  # the body: every 5th byte (the parser is shared)
+            continue
+        quick_refuses(damaged.flipped(position, bit))
+        damaged.restore()
+    damaged.close()
+    if kind != "table":
+        QuickModel(str(damaged.path))  # restored: loads again
+
+
+# --- other versions and files that are not models -------------------------------------------
+
+
+def run(*args, input: bytes | None = b"refund my invoice") -> subprocess.CompletedProcess:
+    """The real console entry point in a real process."""
+    return subprocess.run(
+        [*nbclass_command(), *map(str, args)], input=input, capture_output=True, timeout=60
+    )
+
+
+def invoke(*args, input: bytes | None = b"refund my invoice") -> subprocess.CompletedProcess:
+    """The same command in this process (faster; the exit paths are the same click code)."""
+    result = CliRunner().invoke(cli, list(map(str, args)), input=input)
+    return subprocess.CompletedProcess(
+        args, result.exit_code, result.stdout_bytes, result.stderr_bytes
+    )
+
+
+def one_error_line(result: subprocess.CompletedProcess, path) -> str:
+    assert result.returncode == 1, result.stderr
+    assert result.stdout == b""
+    stderr = result.stderr.decode()
+    assert stderr.startswith(f"Error: {str(path)!r} ") and stderr.count("\n") == 1, stderr
+    assert "Traceback" not in stderr
+    assert any(problem in stderr for problem in PROBLEMS), stderr
+    return stderr
+
+
+def not_models(tmp_path: Path) -> dict[str, Path]:
+    files = {
+        "empty": b"",
+        "text": b"billing\trefund my invoice\n",
+        "png": b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(17),
+        "json": b'{"format": "nbclass-model", "version": 1}',
+        "gzip": b"\x1f\x8b\x08\x00" + bytes(16),
+        "magic only": MAGIC,
+    }
+    paths = {}
+    for name, content in files.items():
+        paths[name] = tmp_path / name.replace(" ", "-")
+        paths[name].write_bytes(content)
+    paths["folder"] = tmp_path / "a-folder"
+    paths["folder"].mkdir()
+    paths["/dev/null"] = Path("/dev/null")
+    return paths
+
+
+NOT_MODEL_MESSAGES = {
+    "empty": "is empty (0 bytes), not an nbclass model file",
+    "text": "is not an nbclass model file (no nbclass magic number)",
+    "png": "is not an nbclass model file (no nbclass magic number)",
+    "json": "is not an nbclass model file (no nbclass magic number)",
+    "gzip": "is not an nbclass model file (no nbclass magic number)",
+    "magic only": "is truncated (8 bytes): fit the model again",
+    "folder": "is a folder, not a model file",
+    "/dev/null": "is empty (0 bytes), not an nbclass model file",
+}
+
+
+@pytest.mark.parametrize("command", ["one document", "batch", "info"])
+def test_files_that_are_not_models_are_one_error_line(tmp_path, command):
+    doc = tmp_path / "doc.txt"
+    doc.write_text("refund my invoice")
+    for name, path in not_models(tmp_path).items():
+        args = {
+            "one document": ["predict", "-m", path],
+            "batch": ["predict", "-m", path, doc, doc],
+            "info": ["info", "-m", path],
+        }[command]
+        result = run(*args) if command == "one document" else invoke(*args)
+        stderr = one_error_line(result, path)
+        assert stderr == f"Error: {str(path)!r} {NOT_MODEL_MESSAGES[name]}\n", name
+
+
+@pytest.mark.parametrize("version", [0, 2, 2**32 - 1])
+@pytest.mark.parametrize("kind", ["ledger", "table"])
+def test_another_format_version_through_the_command_line(models, tmp_path, kind, version):
+    _, data = models[kind]
+    damaged = bytearray(data)
+    struct.pack_into("<I", damaged, 8, version)
+    path = tmp_path / "v.nbc"
+    path.write_bytes(bytes(damaged))
+    args = ["predict", "-m", path] + (["--table", TABLE] if kind == "table" else [])
+    stderr = one_error_line(run(*args), path)
+    assert f"has model format version {version}; this nbclass" in stderr
+    assert stderr.endswith(": fit the model again with this version\n")
+
+
+# --- payloads in every section: never run ---------------------------------------------------
+
+
+def sections_of(data: bytes, kind: str) -> tuple[dict, list[list]]:
+    """The header and the [name, dtype, length, bytes] of each section, in file order."""
+    if kind == "table":
+        header, views = parse(data, "m", tablefile.TABLE_SECTIONS, kind="table")
+    else:
+        header, views = parse(data, "m", MODEL_SECTIONS, OPTIONAL_SECTIONS)
+    table = [[e["name"], e["dtype"], e["shape"][0], bytes(views[e["name"]].cast("B"))]
+             for e in header["sections"]]  # fmt: skip
+    return header, table
+
+
+def repack(header: dict, table: list[list]) -> bytes:
+    """A file with every checksum, size and offset right around the given sections."""
+    fields = {k: v for k, v in header.items() if k not in ("sections", "sections_start")}
+    return pack(fields, [tuple(entry) for entry in table])
+
+
+def object_array_payload(marker: Path) -> bytes:
+    """What ``numpy.save`` writes for an object array holding a malicious object."""
+    import io
+
+    buffer = io.BytesIO()
+    array = np.empty(1, dtype=object)
+    array[0] = Payload(os.mkdir, str(marker))
+    np.save(buffer, array, allow_pickle=True)
+    return buffer.getvalue()
+
+
+def pickle_payload(marker: Path) -> bytes:
+    return pickle.dumps(Payload(os.mkdir, str(marker)), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def test_the_object_array_payload_really_runs_when_loaded(tmp_path):
+    """Control: np.load with allow_pickle runs it, so the refusals below mean something."""
+    import io
+
+    marker = tmp_path / "pwned"
+    np.load(io.BytesIO(object_array_payload(marker)), allow_pickle=True)
+    assert marker.exists()
+
+
+def test_the_repacking_helper_alone_changes_nothing(models):
+    for kind in KINDS:
+        _, data = models[kind]
+        assert repack(*sections_of(data, kind)) == data
+
+
+@pytest.mark.parametrize("payload", [pickle_payload, object_array_payload])
+@pytest.mark.parametrize("kind", ["ledger", "hashed", "table"])
+def test_a_payload_in_any_section_is_refused_and_never_run(models, tmp_path, kind, payload):
+    _, data = models[kind]
+    header, table = sections_of(data, kind)
+    marker = tmp_path / "pwned"
+    body = payload(marker)
+    path = tmp_path / "evil.nbc"
+    for i, (name, dtype, _length, _bytes) in enumerate(table):
+        for crafted_dtype, length in (("|u1", len(body)), (dtype, len(body))):
+            if len(body) % int(crafted_dtype[-1]):
+                continue  # the declared length must fit the type, or it is refused sooner
+            edited = [list(entry) for entry in table]
+            edited[i] = [name, crafted_dtype, length // int(crafted_dtype[-1]), body]
+            evil = repack(header, edited)
+            with pytest.raises(ModelFileError) as info:
+                full_loader(kind)(evil, "evil.nbc")
+            assert_refusal(info.value, "evil.nbc")
+            path.write_bytes(evil)
+            if kind != "table":
+                try:
+                    QuickModel(str(path))  # may open (it checks sizes, not contents) ...
+                except ModelFileError as error:
+                    assert_refusal(error, str(path))
+            assert not marker.exists(), (name, crafted_dtype)
+    result = run("predict", "-m", path)  # the last one, through the command line
+    one_error_line(result, path)
+    assert not marker.exists()
+
+
+# --- counts that cannot be: negative, NaN, infinite, too large ------------------------------
+
+
+def with_section(data: bytes, kind: str, name: str, dtype: str, values) -> bytes:
+    header, table = sections_of(data, kind)
+    encoded = np.asarray(values, dtype=np.dtype(dtype)).tobytes()
+    for entry in table:
+        if entry[0] == name:
+            entry[1:] = [dtype, len(values), encoded]
+    return repack(header, table)
+
+
+def current(data: bytes, kind: str, name: str) -> list:
+    header, table = sections_of(data, kind)
+    entry = next(e for e in table if e[0] == name)
+    return np.frombuffer(entry[3], dtype=np.dtype(entry[1])).tolist()
+
+
+def negative(values: list) -> list:
+    """The first value as the two's complement of −1: a negative count read as signed."""
+    return [2**64 - 1, *values[1:]]
+
+
+BAD_COUNTS = {
+    # section, dtype, values from the model's own -> the crafted values
+    "negative class count": ("class_count", "<u8", negative),
+    "negative doc count": ("doc_count", "<u8", negative),
+    "negative token count": ("token_count", "<u8", negative),
+    "2^63 tokens": ("token_count", "<u8", lambda v: [2**63, *v[1:]]),
+    "NaN counts": ("token_count", "<f8", lambda v: [math.nan] * len(v)),
+    "infinite counts": ("doc_count", "<f8", lambda v: [math.inf] * len(v)),
+    "signed counts": ("class_count", "<i8", lambda v: [-1, *v[1:]]),
+    "negative class tokens": ("class_tokens", "<u8", negative),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_COUNTS))
+@pytest.mark.parametrize("kind", ["text", "ledger"])
+def test_impossible_counts_with_good_checksums_are_refused(models, tmp_path, kind, case):
+    _, data = models[kind]
+    name, dtype, change = BAD_COUNTS[case]
+    crafted = with_section(data, kind, name, dtype, change(current(data, kind, name)))
+    with pytest.raises(ModelFileError) as info:
+        modelfile.loads(crafted, "bad.nbc")
+    assert_refusal(info.value, "bad.nbc")
+    path = tmp_path / "bad.nbc"
+    path.write_bytes(crafted)
+    if dtype in ("<f8", "<i8"):  # not an unsigned integer type: refused by the container
+        quick_refuses(str(path))
+    one_error_line(invoke("predict", "-m", path), path)  # one document, quick path
+    one_error_line(invoke("info", "-m", path), path)
+
+
+def edit_header(data: bytes, kind: str, edit) -> bytes:
+    header, table = sections_of(data, kind)
+    edit(header)
+    return repack(header, table)
+
+
+def set_defaults(field: str, value):
+    return lambda header: header["defaults"].__setitem__(field, value)
+
+
+BAD_HEADERS = {
+    "alpha NaN": set_defaults("alpha", math.nan),
+    "alpha infinite": set_defaults("alpha", math.inf),
+    "alpha negative": set_defaults("alpha", -1.0),
+    "n_features NaN": lambda h: h.__setitem__("n_features", math.nan),
+    "n_used negative": lambda h: h.__setitem__("n_used", -1),
+    "ledger length NaN": lambda h: h.__setitem__("ledger", math.nan),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_HEADERS))
+def test_impossible_header_numbers_are_refused(models, tmp_path, case):
+    _, data = models["ledger"]
+    crafted = edit_header(data, "ledger", BAD_HEADERS[case])
+    with pytest.raises(ModelFileError) as info:
+        modelfile.loads(crafted, "bad.nbc")
+    assert_refusal(info.value, "bad.nbc")
+    path = tmp_path / "bad.nbc"
+    path.write_bytes(crafted)
+    one_error_line(invoke("predict", "-m", path), path)
+
+
+def table_sums(data: bytes) -> list[tuple[bytes, int]]:
+    header, table = sections_of(data, "table")
+    blob = next(e for e in table if e[0] == "exact_bytes")[3]
+    ptr = current(data, "table", "exact_ptr")
+    shift = current(data, "table", "exact_shift")
+    return [(blob[ptr[i] : ptr[i + 1]], shift[i]) for i in range(len(shift))]
+
+
+def with_sums(data: bytes, sums: list[tuple[bytes, int]]) -> bytes:
+    header, table = sections_of(data, "table")
+    ptr = np.cumsum([0] + [len(b) for b, _ in sums])
+    blob = b"".join(b for b, _ in sums)
+    new = {
+        "exact_bytes": ("|u1", len(blob), blob),
+        "exact_ptr": ("<u8", len(ptr), ptr.astype("<u8").tobytes()),
+        "exact_shift": ("<u8", len(sums), np.array([t for _, t in sums], "<u8").tobytes()),
+    }
+    for entry in table:
+        if entry[0] in new:
+            entry[1:] = new[entry[0]]
+    return repack(header, table)
+
+
+BAD_TABLES = {
+    # S1 and S2 of the first numeric column and class are sums[0] and sums[1]
+    "sum of squares too large (infinite variance)": lambda s: [s[0], (b"\x02", 5000), *s[2:]],
+    "negative sum of squares": lambda s: [s[0], (b"\x01", 0), *s[2:]],
+    "sum without its square (negative variance)": lambda s: [(b"\xfe" * 300, 0), *s[1:]],
+    "shift beyond any double": lambda s: [(s[0][0], 2**40), *s[1:]],
+    "var_smoothing NaN": None,
+    "var_smoothing negative": None,
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_TABLES))
+def test_impossible_table_statistics_are_refused(models, tmp_path, case):
+    _, data = models["table"]
+    if case.startswith("var_smoothing"):
+        value = math.nan if case.endswith("NaN") else -1.0
+        crafted = edit_header(data, "table", lambda h: h.__setitem__("var_smoothing", value))
+    else:
+        crafted = with_sums(data, BAD_TABLES[case](table_sums(data)))
+    with pytest.raises(ModelFileError) as info:
+        tablefile.loads(crafted, "bad.nbc")
+    assert_refusal(info.value, "bad.nbc")
+    path = tmp_path / "bad.nbc"
+    path.write_bytes(crafted)
+    one_error_line(invoke("predict", "-m", path, "--table", TABLE, input=None), path)
+
+
+def test_the_sum_helpers_alone_change_nothing(models):
+    _, data = models["table"]
+    assert tablefile.loads(with_sums(data, table_sums(data))) is not None
+    assert with_sums(data, table_sums(data)) == data or tablefile.dumps(
+        tablefile.loads(with_sums(data, table_sums(data)))
+    ) == data
+    assert json.loads(data[PREFIX.size : PREFIX.size + PREFIX.unpack_from(data)[2]])["kind"] == (
+        "table"
+    )
+    assert zlib.crc32(data) == zlib.crc32(repack(*sections_of(data, "table")))
