@@ -66,7 +66,7 @@ def _quick(data: bytes) -> None:
         model = QuickModel(_MODEL)
     except ModelFileError:
         return
-    if QuickModel.can_score(model.defaults):
+    if model.can_score(model.defaults):
         try:
             model.joint_log_likelihood("refund my invoice, the api is down", model.defaults)
         except ModelFileError:
