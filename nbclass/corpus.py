@@ -19,9 +19,19 @@ import stat
 import sys
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from .errors import CorpusError, NbclassError, NbclassWarning
+from .errors import CorpusError, NbclassError, NbclassWarning, UsageError
+from .names import escape, is_utf8
+from .reading import (
+    DEFAULT_POLICY,
+    UNREADABLE,
+    ReadLog,
+    ReadPolicy,
+    Skip,
+    iter_lines,
+    read_document,
+)
 
 ENCODING = "utf-8"
 ERRORS = "replace"
@@ -111,6 +121,11 @@ def list_corpus(root: str, min_classes: int = 2) -> Corpus:
             continue
         path = os.path.join(root, name)
         if os.path.isdir(path):
+            if not is_utf8(name):
+                raise CorpusError(
+                    f"class folder name '{escape(name)}' in '{escape(root)}' is not valid "
+                    "UTF-8: rename the folder (a class name is stored as UTF-8 text)"
+                )
             class_dirs.append((name, path))
         elif _is_regular_file(path):
             loose_files += 1
@@ -159,6 +174,35 @@ def read_file(path: str) -> str:
     return decode(read_bytes(path))
 
 
+def read_text(path: str, policy: ReadPolicy = DEFAULT_POLICY) -> str:
+    """The text of a document already found readable by :func:`readable`.
+
+    Raises
+    ------
+    NbclassError
+        When it is no longer readable (it changed since).
+    """
+    log = ReadLog()
+    data = read_document(path, replace(policy, on_error="fail"), log)
+    if data is None:
+        raise NbclassError(f"{path!r} changed while it was read: run the command again")
+    return log.decode(data, policy.encoding)
+
+
+def readable(corpus: Corpus, policy: ReadPolicy, log: ReadLog) -> Corpus:
+    """``corpus`` without the documents ``policy`` skips (recorded in ``log``).
+
+    For commands that read each document more than once (evaluate, cv, check), so that
+    every reading sees the same documents.
+    """
+    paths, labels = [], []
+    for path, label in zip(corpus.paths, corpus.labels):
+        if read_document(path, policy, log) is not None:
+            paths.append(path)
+            labels.append(label)
+    return Corpus(classes=list(corpus.classes), paths=paths, labels=labels)
+
+
 def expand_paths(paths: Iterable[str]) -> Iterator[str]:
     """Paths to classify: files as given, folders walked recursively, ``-`` for stdin."""
     for path in paths:
@@ -176,7 +220,12 @@ def _stdin_bytes():
     return sys.stdin.buffer
 
 
-def iter_documents(paths: Iterable[str], lines: bool = False) -> Iterator[tuple[str, str]]:
+def iter_documents(
+    paths: Iterable[str],
+    lines: bool = False,
+    policy: ReadPolicy = DEFAULT_POLICY,
+    log: ReadLog | None = None,
+) -> Iterator[tuple[str, str]]:
     """Yield ``(source, text)`` for every document named by ``paths``.
 
     Parameters
@@ -186,29 +235,45 @@ def iter_documents(paths: Iterable[str], lines: bool = False) -> Iterator[tuple[
     lines : bool
         If true, every line of every input is a document and its source is
         ``path:lineno`` (1-based); a trailing ``\\r`` is dropped from each line.
+    policy : ReadPolicy
+        Encoding, size limit, binary and error rules (:mod:`nbclass.reading`).
+    log : ReadLog, optional
+        Receives the documents skipped and the characters replaced.
     """
-    for path in expand_paths(paths):
+    log = ReadLog() if log is None else log
+    if lines and not policy.splits_lines:
+        raise UsageError(
+            f"--lines splits at the byte \\n, which is not a line end in {policy.encoding}: "
+            "convert the input to UTF-8 first (iconv)"
+        )
+    for path, walked in _expand(paths):
         if not lines:
-            if path == STDIN:
-                yield STDIN, decode(_stdin_bytes().read())
-            else:
-                yield path, read_file(path)
+            handle = _stdin_bytes() if path == STDIN else None
+            data = read_document(path, policy, log, walked, handle)
+            if data is not None:
+                yield path, log.decode(data, policy.encoding)
             continue
         if path == STDIN:
-            yield from _iter_lines(STDIN, _stdin_bytes())
+            yield from iter_lines(STDIN, _stdin_bytes(), policy, log)
+            continue
+        try:
+            handle = open(path, "rb")
+        except OSError as exc:
+            if policy.on_error == "fail":
+                raise NbclassError(
+                    f"cannot read {path!r}: {exc.strerror}; --on-error skip skips such "
+                    "documents"
+                ) from None
+            log.skip(Skip(path, UNREADABLE, (exc.strerror or "").lower()))
+            continue
+        with handle:
+            yield from iter_lines(path, handle, policy, log)
+
+
+def _expand(paths: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """:func:`expand_paths`, with whether each path was found by walking a folder."""
+    for path in paths:
+        if path != STDIN and os.path.isdir(path):
+            yield from ((found, True) for found in walk_files(path))
         else:
-            try:
-                handle = open(path, "rb")
-            except OSError as exc:
-                raise NbclassError(f"cannot read {path!r}: {exc.strerror}") from None
-            with handle:
-                yield from _iter_lines(path, handle)
-
-
-def _iter_lines(source: str, handle) -> Iterator[tuple[str, str]]:
-    for lineno, raw in enumerate(handle, start=1):
-        if raw.endswith(b"\n"):
-            raw = raw[:-1]
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        yield f"{source}:{lineno}", decode(raw)
+            yield from ((p, False) for p in expand_paths([path]))

@@ -226,7 +226,8 @@ except NbclassError as exc:
     assert result.returncode == 0, result.stderr
     gone = str(tmp_path / "gone.txt")
     assert result.stdout == (
-        f"cannot read {gone!r}: No such file or directory (on a Dask worker, which reads "
+        f"cannot read {gone!r}: No such file or directory; --on-error skip skips such "
+        "documents (on a Dask worker, which reads "
         "every file at the absolute path this machine gives: the files must be on a "
         "filesystem that every worker sees at the same path)\n"
     )
