@@ -997,6 +997,12 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta, text_o
         return _table_top_features(model_path, k, fmt, event_model, estimator, alpha, beta)
     settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
     features = rank(model.active_counts, settings, k)
+    if k > len(features):  # like head -n: list what there is, and say so
+        click.echo(
+            f"top-features: -k {k} is more than the model's {len(features)} words: "
+            "listing all of them",
+            err=True,
+        )
     if model.column_words is not None:  # hashed columns: show the words seen in each
         from dataclasses import replace
 
