@@ -1,13 +1,16 @@
 """Reading: labelled corpora and documents to classify.
 
 A training corpus is a folder with one subfolder per class; the subfolder's name is the
-label and every regular file below it, recursively, is one document. Documents are decoded
-as UTF-8 and bytes that are not UTF-8 are replaced by U+FFFD, never an error.
+label and every regular file below it, recursively, is one document. How a document's
+bytes are read and decoded (encoding, size limit, binaries, errors) is the reading policy
+of :mod:`nbclass.reading`; by default UTF-8, with undecodable bytes replaced by U+FFFD and
+counted.
 
 Skipped everywhere, by rule: names starting with ``.`` (hidden files and folders, editor
 swap files, ``.git``) and names ending in ``~`` (editor backups), and anything that is not
 a regular file (FIFOs, sockets, devices). Symbolic links to files are followed; symbolic
-links to folders are not, so a link loop cannot hang the walk.
+links to folders are not, so a link loop cannot hang the walk. A class folder whose name
+is not valid UTF-8 is refused (a class name is stored as UTF-8 text).
 
 This stage knows nothing about tokens: it yields ``(source, text)`` pairs.
 """
