@@ -276,6 +276,17 @@ def reading_options(command):
     return wrapper
 
 
+def _refuse_reading_options(reading) -> None:
+    """--table reads a table, not documents: the reading options would be ignored."""
+    from .reading import DEFAULT_POLICY
+
+    if reading[0] != DEFAULT_POLICY:
+        raise UsageError(
+            "--encoding, --max-bytes, --binary and --on-error apply to documents, not to "
+            "--table (a table is read as UTF-8)"
+        )
+
+
 def _echo_summary(policy, log) -> None:
     for line in log.summary(policy):
         click.echo(line, err=True)
@@ -626,6 +637,7 @@ def fit(
             )
         if output is None:
             raise UsageError("give -o MODEL")
+        _refuse_reading_options(reading)
         o = options
         return _fit_table(
             corpus_dir, output, o["lowercase"], o["token_pattern"], o["ngram_range"],
@@ -818,6 +830,7 @@ def predict(
     its source is FILE:ROW (rows counted from 1 after the header) or the --id column.
     """
     if table_options["table"] is not None or table_options["id_column"] is not None:
+        _refuse_reading_options(reading)
         return _predict_table(
             model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta,
             **table_options,

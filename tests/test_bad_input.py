@@ -499,6 +499,8 @@ def test_two_thousand_classes_fit_and_predict_in_seconds(tmp_path):
         (["fit", "C", "-o", "M", "--max-bytes", "0"], "Invalid value for --max-bytes: '0' is"),
         (["fit", "C", "-o", "M", "--on-error", "ignore"], "Invalid value for '--on-error'"),
         (["top-features", "-m", "M", "-k", "0"], "Invalid value for '-k'"),
+        (["fit", "--table", "t.csv", "--label", "x", "-o", "M", "--encoding", "latin-1"],
+         "--encoding, --max-bytes, --binary and --on-error apply to documents, not to --table"),
     ],
 )  # fmt: skip
 def test_out_of_range_and_conflicting_options_are_one_error_line_and_exit_2(
