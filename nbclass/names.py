@@ -20,8 +20,11 @@ def _escape_char(ch: str) -> str:
         return f"\\x{o - 0xDC00:02x}"
     if 0xD800 <= o <= 0xDFFF:  # any other lone surrogate: never valid UTF-8
         return f"\\u{o:04x}"
-    if o < 0x20 or 0x7F <= o < 0xA0:  # C0 and C1 control characters, DEL
+    if o < 0x20 or o == 0x7F:  # C0 control characters, DEL
         return f"\\x{o:02x}"
+    if 0x80 <= o < 0xA0 or o in (0x2028, 0x2029):  # C1 controls, line/paragraph separators
+        # \u, so that \xNN always means a raw byte
+        return f"\\u{o:04x}"
     return ch
 
 
@@ -29,8 +32,10 @@ def escape(name: str) -> str:
     """``name`` on one line, printable and encodable as UTF-8.
 
     Backslash, tab, newline and carriage return become ``\\\\``, ``\\t``, ``\\n``, ``\\r``;
-    other control characters and bytes that were not UTF-8 become ``\\xNN``; any other
-    lone surrogate ``\\uNNNN``. Everything else is kept, so a plain name is unchanged.
+    C0 control characters and DEL become ``\\xNN``, and so do bytes that were not UTF-8
+    (there is no clash: those are 0x80 to 0xff); C1 control characters, U+2028 and U+2029
+    (line breaks to ``str.splitlines``) and any other lone surrogate become ``\\uNNNN``. Everything else is kept, so a plain name is unchanged,
+    and distinct names stay distinct.
 
     >>> escape("a\\tb\\nc")
     'a\\\\tb\\\\nc'
