@@ -34,8 +34,9 @@ def escape(name: str) -> str:
     Backslash, tab, newline and carriage return become ``\\\\``, ``\\t``, ``\\n``, ``\\r``;
     C0 control characters and DEL become ``\\xNN``, and so do bytes that were not UTF-8
     (there is no clash: those are 0x80 to 0xff); C1 control characters, U+2028 and U+2029
-    (line breaks to ``str.splitlines``) and any other lone surrogate become ``\\uNNNN``. Everything else is kept, so a plain name is unchanged,
-    and distinct names stay distinct.
+    (line breaks to ``str.splitlines``) and any other lone surrogate become ``\\uNNNN``.
+    Everything else is kept, so a plain name is unchanged, and distinct names stay
+    distinct.
 
     >>> escape("a\\tb\\nc")
     'a\\\\tb\\\\nc'
