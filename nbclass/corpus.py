@@ -58,14 +58,22 @@ def _is_regular_file(path: str) -> bool:
         return False
 
 
+def _unreadable_folder(exc: OSError):
+    raise CorpusError(
+        f"cannot read folder {exc.filename!r}: {exc.strerror} (it may hold any number of "
+        "documents: make it readable, or move it out of the way)"
+    )
+
+
 def walk_files(folder: str) -> list[str]:
     """Every regular file below ``folder``, recursively, sorted by path.
 
     Skips hidden names, editor backups and non-regular files; does not follow symbolic
-    links to folders.
+    links to folders. A folder that cannot be listed is a :class:`CorpusError`, whatever
+    the reading policy: it may hold any number of documents.
     """
     found = []
-    for dirpath, dirnames, filenames in os.walk(folder):
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=_unreadable_folder):
         dirnames[:] = sorted(d for d in dirnames if not is_skipped_name(d))
         for name in sorted(filenames):
             if is_skipped_name(name):

@@ -391,6 +391,23 @@ def test_evaluate_and_sync_read_under_the_same_policy(tmp_path, clean, dirty):
 # --- corpora ----------------------------------------------------------------------------
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="permissions do not stop root")
+def test_an_unreadable_folder_inside_the_corpus_stops_the_command(tmp_path, dirty):
+    hidden = dirty / "china" / "sub"
+    hidden.mkdir()
+    (hidden / "more.txt").write_text("Tokyo", encoding="utf-8")
+    hidden.chmod(0)
+    try:
+        result = run("fit", dirty, "-o", tmp_path / "m.nbc", "--on-error", "skip")
+    finally:
+        hidden.chmod(0o755)
+    assert (result.returncode, lines(result.stderr)) == (1, [
+        f"Error: cannot read folder '{hidden}': Permission denied (it may hold any number of "
+        "documents: make it readable, or move it out of the way)"
+    ])  # fmt: skip
+
+
+
 def test_a_class_folder_name_that_is_not_utf8_is_refused(tmp_path):
     root = tmp_path / "c"
     write_corpus(root, {"good": ["a b"]})
