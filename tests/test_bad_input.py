@@ -546,3 +546,37 @@ def test_k_larger_than_the_vocabulary_lists_every_word_with_a_note(tmp_path, cle
     assert (kept.returncode, lines(kept.stderr)[0].split(" ->")[0]) == (
         0, "select-features: kept 6 of 6 words"
     )  # fmt: skip
+
+
+def test_fit_lines_skips_an_over_size_line_and_learns_the_others_exactly(tmp_path):
+    good = b"china\tChinese Beijing\njapan\tTokyo Japan\r\nchina\tShanghai\n"
+    bad = good + b"japan\t" + b"Tokyo " * 100 + b"\n"
+    reference = run("fit", "--lines", "-", "-o", tmp_path / "good.nbc", "-q", input=good)
+    assert reference.returncode == 0, reference.stderr
+    failed = run("fit", "--lines", "-", "-o", tmp_path / "m.nbc", "--max-bytes", "100", input=bad)
+    assert (failed.returncode, lines(failed.stderr)) == (1, [
+        "Error: '-:4' is larger than --max-bytes 100: give a larger --max-bytes, or "
+        "--on-error skip to skip such documents"
+    ])  # fmt: skip
+    skipped = run(
+        "fit", "--lines", "-", "-o", tmp_path / "m.nbc", "-q", "--max-bytes", "100",
+        "--on-error", "skip", input=bad,
+    )  # fmt: skip
+    assert lines(skipped.stderr) == [
+        "Warning: skipped '-:4': too large (over 100)",
+        "nbclass: skipped 1 document: 1 too large (over 100)",
+    ]
+    assert (tmp_path / "m.nbc").read_bytes() == (tmp_path / "good.nbc").read_bytes()
+
+
+def test_cv_measures_the_documents_it_could_read(tmp_path, dirty):
+    for i in range(3):
+        (dirty / "japan" / f"more{i}.txt").write_text("Tokyo Japan", encoding="utf-8")
+    (dirty / "china" / "blob.bin").write_bytes(b"\x00Chinese")
+    result = run("cv", dirty, "--folds", "2", "--format", "json", "-j", "1")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["documents"] == 7
+    assert lines(result.stderr) == [
+        f"Warning: skipped '{dirty}/china/blob.bin': binary",
+        "nbclass: skipped 1 document: 1 binary",
+    ]
