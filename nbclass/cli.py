@@ -261,6 +261,106 @@ def _model_option(command):
     )(command)
 
 
+READING_OPTIONS = ("encoding", "max_bytes", "binary", "on_error")
+
+
+def _max_bytes(ctx, param, value):
+    from .reading import parse_size
+
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-bytes") from None
+
+
+def _warn_skip(skip) -> None:
+    from .names import escape
+
+    detail = f" ({skip.detail})" if skip.detail else ""
+    sys.stderr.write(f"Warning: skipped '{escape(skip.source)}': {skip.reason}{detail}\n")
+
+
+def reading_options(command):
+    """--encoding, --max-bytes, --binary and --on-error (:mod:`nbclass.reading`).
+
+    The command receives them as one ``reading`` argument, ``(ReadPolicy, ReadLog)``; the
+    log warns of each skipped document as it happens, and when the command ends the
+    summary of what was skipped and replaced is printed on stderr.
+    """
+    import functools
+
+    from .reading import DEFAULT_MAX_BYTES, format_size
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        from .reading import ReadLog, ReadPolicy
+
+        policy = ReadPolicy(**{name: kwargs.pop(name) for name in READING_OPTIONS})
+        log = ReadLog(on_skip=_warn_skip)
+        kwargs["reading"] = (policy, log)
+        try:
+            return command(*args, **kwargs)
+        except click.exceptions.Exit:
+            _echo_summary(policy, log)
+            raise
+        finally:
+            if sys.exc_info()[0] is None:
+                _echo_summary(policy, log)
+
+    options = [
+        click.option(
+            "--encoding",
+            default="utf-8",
+            show_default=True,
+            metavar="NAME",
+            help="Encoding of the documents (any Python codec: latin-1, cp1252, utf-16...). "
+            "Bytes that do not decode become U+FFFD and are counted.",
+        ),
+        click.option(
+            "--max-bytes",
+            default=format_size(DEFAULT_MAX_BYTES),
+            show_default=True,
+            callback=_max_bytes,
+            metavar="SIZE",
+            help="Largest document (a line with --lines), e.g. 512K, 64M: a longer one is "
+            "an error (see --on-error); memory stays bounded whatever the input.",
+        ),
+        click.option(
+            "--binary",
+            is_flag=True,
+            help="Read documents with a NUL byte in their first 8 KiB as text, instead of "
+            "skipping them with a warning.",
+        ),
+        click.option(
+            "--on-error",
+            type=click.Choice(["fail", "skip"]),
+            default="fail",
+            show_default=True,
+            help="An unreadable, vanished or over-size document: stop (exit 1), or skip it "
+            "with a warning and a summary line at the end.",
+        ),
+    ]
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper
+
+
+def _refuse_reading_options(reading) -> None:
+    """--table reads a table, not documents: the reading options would be ignored."""
+    from .reading import DEFAULT_POLICY
+
+    if reading[0] != DEFAULT_POLICY:
+        raise UsageError(
+            "--encoding, --max-bytes, --binary and --on-error apply to documents, not to "
+            "--table (a table is read as UTF-8)"
+        )
+
+
+def _echo_summary(policy, log) -> None:
+    for line in log.summary(policy):
+        click.echo(line, err=True)
+
+
 def table_fit_options(command):
     """--table, --label, --table-format, --column-types, --var-smoothing of ``fit``."""
     options = [
@@ -523,11 +623,11 @@ def _summary(verb: str, model, path: str, start: float, extra: str = "") -> None
     )
 
 
-def _line_documents(lines_path: str):
+def _line_documents(lines_path: str, reading):
     """``(source, text)`` per line of ``lines_path`` (``-`` for standard input)."""
     from .corpus import iter_documents
 
-    return iter_documents([lines_path], lines=True)
+    return iter_documents([lines_path], True, *reading)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -564,8 +664,10 @@ def _line_documents(lines_path: str):
 )
 @table_fit_options
 @click.pass_context
+@reading_options
 def fit(
-    ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, scheduler, **options
+    ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, scheduler, reading,
+    **options,
 ):
     """Learn a model from CORPUS_DIR, a folder with one subfolder per class.
 
@@ -606,6 +708,7 @@ def fit(
             return _update_table(ctx, update_path, output, quiet, table_options)
         if output is None:
             raise UsageError("give -o MODEL")
+        _refuse_reading_options(reading)
         o = options
         return _fit_table(
             corpus_dir, output, o["lowercase"], o["token_pattern"], o["ngram_range"],
@@ -642,7 +745,7 @@ def fit(
     # Read and count before taking the lock: the input may be a slow pipe, and the lock
     # should be held only while the model is read, changed and written.
     documents = _count(
-        corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base, scheduler
+        corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base, scheduler, reading
     )
     with locked(output):
         if base is None:
@@ -728,17 +831,17 @@ def _reload(path: str, before):
     return now
 
 
-def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, scheduler=None):
+def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, scheduler, reading):
     """Count the documents of a corpus folder or of labelled lines."""
     from .learning import count_documents, count_lines
 
     if lines_path is not None:
-        return count_lines(_line_documents(lines_path), tokenizer, ledger)
+        return count_lines(_line_documents(lines_path, reading), tokenizer, ledger)
     from .corpus import list_corpus
 
     corpus = list_corpus(corpus_dir, min_classes=1 if base is not None else 2)
     with _progress("fit", corpus.paths, quiet) as bar:
-        return count_documents(corpus, tokenizer, ledger, jobs, bar, scheduler)
+        return count_documents(corpus, tokenizer, ledger, jobs, bar, scheduler, *reading)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -804,10 +907,11 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, schedul
     "them), 9 for unsure or no label; 1 and 2 stay errors.",
 )
 @table_predict_options
+@reading_options
 def predict(
     model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
     explain, min_probability, min_margin, min_known, unsure_label, use_exit_code, text_options,
-    **table_options,
+    reading, **table_options,
 ):  # fmt: skip
     """Classify documents: files, folders (walked recursively) or standard input.
 
@@ -833,6 +937,7 @@ def predict(
     its source is FILE:ROW (rows counted from 1 after the header) or the --id column.
     """
     if table_options["table"] is not None or table_options["id_column"] is not None:
+        _refuse_reading_options(reading)
         return _predict_table(
             model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta,
             **table_options,
@@ -854,7 +959,7 @@ def predict(
             "--exit-code needs exactly one document (standard input or one file, without "
             "--lines): an exit code can only name one label"
         )
-    documents = iter_documents(paths or ["-"], lines)
+    documents = iter_documents(paths or ["-"], lines, *reading)
     if single and not explain:
         # One document: score it without numpy, which would take most of the time to import.
         from .abstain import log_sum_exp
@@ -866,7 +971,12 @@ def predict(
             abstention.check_classes(model.classes)
             if use_exit_code:
                 check_exit_classes(model.classes)
-            source, text = next(documents)
+            document = next(documents, None)
+            if document is None:  # skipped (a warning said why): no label
+                if use_exit_code:
+                    raise click.exceptions.Exit(exit_code(model.classes, ""))
+                return
+            source, text = document
             jll = model.joint_log_likelihood(text, settings)
             row = log_posterior(jll)
             # Counting known tokens tokenizes again: only when a threshold needs them.
@@ -890,7 +1000,7 @@ def predict(
     if scheduler and not lines and paths and "-" not in paths:
         overrides = event_model, estimator, alpha, beta, text_options
         classes, settings, batches = _predict_on_cluster(
-            scheduler, model_path, paths, overrides, abstention, explain
+            scheduler, model_path, paths, overrides, abstention, explain, reading
         )
     else:
         model = load(model_path)
@@ -917,10 +1027,10 @@ def predict(
             unsure_label,
         )
     if use_exit_code:
-        raise click.exceptions.Exit(exit_code(classes, labels[0]))
+        raise click.exceptions.Exit(exit_code(classes, labels[0] if labels else ""))
 
 
-def _predict_on_cluster(scheduler, model_path, paths, overrides, abstention, explain):
+def _predict_on_cluster(scheduler, model_path, paths, overrides, abstention, explain, reading):
     """``(classes, settings, batches)`` of the files at ``paths``, scored by a Dask cluster."""
     from .cluster import predict_files, require_dask
     from .corpus import expand_paths
@@ -933,7 +1043,9 @@ def _predict_on_cluster(scheduler, model_path, paths, overrides, abstention, exp
     settings = _settings(model.defaults, *overrides)
     classes = model.active_counts.classes
     files = list(expand_paths(paths))  # a missing path stops before any work is sent
-    batches = predict_files(scheduler, data, classes, settings, files, abstention, explain)
+    batches = predict_files(
+        scheduler, data, classes, settings, files, abstention, explain, *reading
+    )
     return classes, settings, batches
 
 
@@ -1006,6 +1118,12 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta, text_o
         return _table_top_features(model_path, k, fmt, event_model, estimator, alpha, beta)
     settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
     features = rank(model.active_counts, settings, k)
+    if k > len(features):  # like head -n: list what there is, and say so
+        click.echo(
+            f"top-features: -k {k} is more than the model's {len(features)} words: "
+            "listing all of them",
+            err=True,
+        )
     if model.column_words is not None:  # hashed columns: show the words seen in each
         from dataclasses import replace
 
@@ -1145,7 +1263,8 @@ def _merge_tables(paths, output, quiet, start):
     help="Processes that read and count.  [default: $NBCLASS_JOBS, else every core]",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
-def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet):
+@reading_options
+def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):
     """Subtract documents that were learned by mistake.
 
     CORPUS_DIR is laid out like a training corpus (one subfolder per class; one class is
@@ -1171,16 +1290,18 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet):
     model = load(model_path)
     if model.ledger is not None:
         if lines_path is not None:
-            keys, sources = line_keys(_line_documents(lines_path))
+            keys, sources = line_keys(_line_documents(lines_path, reading))
         else:
             from .corpus import list_corpus
             from .learning import corpus_keys
 
-            keys, sources = corpus_keys(list_corpus(corpus_dir, min_classes=1))
+            keys, sources = corpus_keys(list_corpus(corpus_dir, min_classes=1), *reading)
         removed = len(keys)
     else:
         jobs = jobs or default_jobs()
-        documents = _count(corpus_dir, lines_path, model.tokenizer, False, jobs, quiet, model)
+        documents = _count(
+            corpus_dir, lines_path, model.tokenizer, False, jobs, quiet, model, None, reading
+        )
         removed = documents.counts.n_docs
     with locked(output):
         model = _reload(model_path, model)
@@ -1206,7 +1327,8 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet):
     help="Output format of the report.",
 )
 @click.pass_context
-def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, **options):
+@reading_options
+def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
     """Make MODEL equal to a fresh fit of CORPUS_DIR as it is now.
 
     The model keeps a ledger (a SHA-256 per document and its class), so sync learns new
@@ -1239,13 +1361,14 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, **options):
             _, vocabulary_filter, defaults = _fit_settings(ctx, options, model)
             resettled = (vocabulary_filter, defaults) != (model.vocabulary_filter, model.defaults)
             model = replace(model, vocabulary_filter=vocabulary_filter, defaults=defaults)
-            model, report = sync_model(model, corpus, jobs)
+            model, report = sync_model(model, corpus, jobs, *reading)
         else:
             from .learning import count_documents
             from .model import Model, check_usable
 
             tokenizer, vocabulary_filter, defaults = _fit_settings(ctx, options)
-            documents = count_documents(corpus, tokenizer, True, jobs)
+            policy, log = reading
+            documents = count_documents(corpus, tokenizer, True, jobs, policy=policy, log=log)
             model = Model(
                 documents.counts, tokenizer, vocabulary_filter, defaults, ledger=documents.ledger,
                 column_words=documents.column_words,
@@ -1396,10 +1519,11 @@ def _table_info(model_path, fmt):
     _echo_lines(table_info_lines(table_model_info(model, model_path, fmt_header), fmt))
 
 
-def _test_corpus(test_dir: str):
-    from .corpus import list_corpus
+def _test_corpus(test_dir: str, reading):
+    """The test corpus without the documents the reading policy skips."""
+    from .corpus import list_corpus, readable
 
-    return list_corpus(test_dir, min_classes=1)
+    return readable(list_corpus(test_dir, min_classes=1), *reading)
 
 
 @cli.command(context_settings=CONTEXT)
@@ -1413,9 +1537,10 @@ def _test_corpus(test_dir: str):
 @_table_format_option
 @_format_option("text", "json")
 @estimator_options("Overrides the model's default without refitting.")
+@reading_options
 def evaluate(
     model_path, test_dir, table, table_format, fmt, event_model, estimator, alpha, beta,
-    text_options,
+    text_options, reading,
 ):  # fmt: skip
     """Measure a model on TEST_DIR, labelled documents laid out like a training corpus.
 
@@ -1435,10 +1560,12 @@ def evaluate(
     """
     if (test_dir is None) == (table is None):
         raise UsageError("give a TEST_DIR (text model) or --table FILE (table model)")
+    if table is not None:
+        _refuse_reading_options(reading)
     try:
         return _evaluate(
             model_path, test_dir, table, table_format, fmt, event_model, estimator, alpha, beta,
-            text_options,
+            text_options, reading,
         )  # fmt: skip
     except ModelKindError as exc:
         fix = (
@@ -1451,7 +1578,7 @@ def evaluate(
 
 def _evaluate(
     model_path, test_dir, table, table_format, fmt, event_model, estimator, alpha, beta,
-    text_options,
+    text_options, reading,
 ):  # fmt: skip
     from .evaluation import evaluate as run
     from .modelfile import load
@@ -1468,8 +1595,8 @@ def _evaluate(
     else:
         model = load(model_path)
         settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
-        corpus = _test_corpus(test_dir)
-        evaluation = run(model, settings, corpus)
+        corpus = _test_corpus(test_dir, reading)
+        evaluation = run(model, settings, corpus, reading[0])
         n_classes = len(corpus.classes)
     if fmt == "json":
         from .render import json_text
@@ -1536,6 +1663,7 @@ def _describe_settings(settings, model=None) -> str:
     default=None,
     help="Processes that read and count.  [default: $NBCLASS_JOBS, else every core]",
 )
+@reading_options
 def cv(
     corpus_dir,
     folds,
@@ -1549,6 +1677,7 @@ def cv(
     text_options,
     fmt,
     jobs,
+    reading,
 ):
     """Stratified K-fold cross-validation of CORPUS_DIR (laid out as for fit).
 
@@ -1587,7 +1716,9 @@ def cv(
             EstimatorSettings(),
         )
     settings = _settings(defaults, event_model, estimator, alpha, beta, text_options)
-    corpus = list_corpus(corpus_dir)
+    from .corpus import readable
+
+    corpus = readable(list_corpus(corpus_dir), *reading)
     result = cross_validate(
         corpus,
         tokenizer,
@@ -1597,6 +1728,7 @@ def cv(
         seed,
         learning_curve,
         jobs or default_jobs(),
+        reading[0],
     )
     data = {
         "corpus": corpus_dir,
@@ -1645,6 +1777,7 @@ def cv(
 )
 @_format_option("text", "json")
 @estimator_options("Overrides both models' defaults.")
+@reading_options
 def check(
     model_path,
     baseline_path,
@@ -1657,6 +1790,7 @@ def check(
     alpha,
     beta,
     text_options,
+    reading,
 ):
     """Gate a new MODEL against the BASELINE on TEST_DIR before it replaces it.
 
@@ -1677,7 +1811,8 @@ def check(
 
     new, baseline = load(model_path), load(baseline_path)
     overrides = {"model": event_model, "estimator": estimator, "alpha": alpha, "beta": beta}
-    result = run(new, baseline, _test_corpus(test_dir), max_drop, max_ece, overrides)
+    corpus = _test_corpus(test_dir, reading)
+    result = run(new, baseline, corpus, max_drop, max_ece, overrides, reading[0])
     data = {"model": model_path, "baseline": baseline_path, "test_dir": test_dir}
     data.update(result.to_dict())
     if fmt == "json":

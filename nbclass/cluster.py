@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 
 from . import __version__
@@ -274,29 +274,43 @@ def _classifier(data: bytes, digest: str, settings):
 
 
 def score_part(
-    data: bytes, digest: str, settings, paths: Sequence[str], start: int, abstention, explain
-):
-    """A worker's unit of work: ``(start, end, log_proba, extras)`` of the files at ``paths``.
+    data: bytes, digest: str, settings, paths: Sequence[str], start: int, abstention, explain,
+    policy=None,
+):  # fmt: skip
+    """A worker's unit of work: ``(start, end, log_proba, extras, kept, log)`` of the
+    files at ``paths``.
 
-    ``log_proba`` is an ndarray of shape (len(paths), C), log p(y = c | x), and
+    ``kept`` lists the indices (into ``paths``) of the documents read under ``policy``
+    (:mod:`nbclass.reading`), ``log`` the :class:`~nbclass.reading.ReadLog` of the others.
+    ``log_proba`` is an ndarray of shape (len(kept), C), log p(y = c | x), and
     ``extras`` the per-document log evidence, abstention reason and explanation, all
     computed by the same code as a local predict (:mod:`nbclass.explain`).
     """
-    from .corpus import read_file
     from .explain import extras, score_batch
+    from .reading import DEFAULT_POLICY, ReadLog, read_document
 
+    policy = policy or DEFAULT_POLICY
     classifier = _classifier(data, digest, settings)
-    scored = score_batch(classifier, [(path, read_file(path)) for path in paths])
+    log, kept, batch = ReadLog(), [], []
+    for i, path in enumerate(paths):
+        document = read_document(path, policy, log, walked=False)
+        if document is not None:
+            kept.append(i)
+            batch.append((path, log.decode(document, policy.encoding)))
+    scored = score_batch(classifier, batch)
     return start, start + len(paths), scored.log_proba, extras(
         classifier, scored, abstention, explain
-    )
+    ), kept, log
 
 
 def predict_files(
     address: str, data: bytes, classes: Sequence[str], settings, paths: Sequence[str],
-    abstention, explain: int | None = None,
+    abstention, explain: int | None = None, policy=None, log=None,
 ) -> Iterator:  # fmt: skip
     """Posterior probabilities of the documents at ``paths``, scored on the cluster.
+
+    The workers read them under ``policy``; what they skip is merged into ``log`` with
+    the paths as given, and has no row.
 
     Parameters
     ----------
@@ -327,8 +341,18 @@ def predict_files(
         digest = hashlib.sha256(data).hexdigest()
         absolute = [os.path.abspath(p) for p in paths]
         parts = (
-            (model, digest, settings, absolute[a : a + size], a, abstention, explain)
+            (model, digest, settings, absolute[a : a + size], a, abstention, explain, policy)
             for a in range(0, n, size)
         )
-        for start, end, log_proba, extras in cluster.run_ordered(score_part, parts):
-            yield Predictions(list(paths[start:end]), tuple(classes), log_proba), extras
+        for start, end, log_proba, extras, kept, part_log in cluster.run_ordered(
+            score_part, parts
+        ):
+            if log is not None:
+                given = dict(zip(absolute[start:end], paths[start:end]))
+                part_log.skipped = [
+                    replace(skip, source=given.get(skip.source, skip.source))
+                    for skip in part_log.skipped
+                ]
+                log.add(part_log)
+            sources = [paths[start + i] for i in kept]
+            yield Predictions(sources, tuple(classes), log_proba), extras

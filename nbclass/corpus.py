@@ -1,13 +1,16 @@
 """Reading: labelled corpora and documents to classify.
 
 A training corpus is a folder with one subfolder per class; the subfolder's name is the
-label and every regular file below it, recursively, is one document. Documents are decoded
-as UTF-8 and bytes that are not UTF-8 are replaced by U+FFFD, never an error.
+label and every regular file below it, recursively, is one document. How a document's
+bytes are read and decoded (encoding, size limit, binaries, errors) is the reading policy
+of :mod:`nbclass.reading`; by default UTF-8, with undecodable bytes replaced by U+FFFD and
+counted.
 
 Skipped everywhere, by rule: names starting with ``.`` (hidden files and folders, editor
 swap files, ``.git``) and names ending in ``~`` (editor backups), and anything that is not
 a regular file (FIFOs, sockets, devices). Symbolic links to files are followed; symbolic
-links to folders are not, so a link loop cannot hang the walk.
+links to folders are not, so a link loop cannot hang the walk. A class folder whose name
+is not valid UTF-8 is refused (a class name is stored as UTF-8 text).
 
 This stage knows nothing about tokens: it yields ``(source, text)`` pairs.
 """
@@ -19,9 +22,19 @@ import stat
 import sys
 import warnings
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from .errors import CorpusError, NbclassError, NbclassWarning
+from .errors import CorpusError, NbclassError, NbclassWarning, UsageError
+from .names import escape, is_utf8
+from .reading import (
+    DEFAULT_POLICY,
+    UNREADABLE,
+    ReadLog,
+    ReadPolicy,
+    Skip,
+    iter_lines,
+    read_document,
+)
 
 ENCODING = "utf-8"
 ERRORS = "replace"
@@ -45,14 +58,22 @@ def _is_regular_file(path: str) -> bool:
         return False
 
 
+def _unreadable_folder(exc: OSError):
+    raise CorpusError(
+        f"cannot read folder {exc.filename!r}: {exc.strerror} (it may hold any number of "
+        "documents: make it readable, or move it out of the way)"
+    )
+
+
 def walk_files(folder: str) -> list[str]:
     """Every regular file below ``folder``, recursively, sorted by path.
 
     Skips hidden names, editor backups and non-regular files; does not follow symbolic
-    links to folders.
+    links to folders. A folder that cannot be listed is a :class:`CorpusError`, whatever
+    the reading policy: it may hold any number of documents.
     """
     found = []
-    for dirpath, dirnames, filenames in os.walk(folder):
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=_unreadable_folder):
         dirnames[:] = sorted(d for d in dirnames if not is_skipped_name(d))
         for name in sorted(filenames):
             if is_skipped_name(name):
@@ -111,6 +132,11 @@ def list_corpus(root: str, min_classes: int = 2) -> Corpus:
             continue
         path = os.path.join(root, name)
         if os.path.isdir(path):
+            if not is_utf8(name):
+                raise CorpusError(
+                    f"class folder name '{escape(name)}' in '{escape(root)}' is not valid "
+                    "UTF-8: rename the folder (a class name is stored as UTF-8 text)"
+                )
             class_dirs.append((name, path))
         elif _is_regular_file(path):
             loose_files += 1
@@ -159,6 +185,35 @@ def read_file(path: str) -> str:
     return decode(read_bytes(path))
 
 
+def read_text(path: str, policy: ReadPolicy = DEFAULT_POLICY) -> str:
+    """The text of a document already found readable by :func:`readable`.
+
+    Raises
+    ------
+    NbclassError
+        When it is no longer readable (it changed since).
+    """
+    log = ReadLog()
+    data = read_document(path, replace(policy, on_error="fail"), log)
+    if data is None:
+        raise NbclassError(f"{path!r} changed while it was read: run the command again")
+    return log.decode(data, policy.encoding)
+
+
+def readable(corpus: Corpus, policy: ReadPolicy, log: ReadLog) -> Corpus:
+    """``corpus`` without the documents ``policy`` skips (recorded in ``log``).
+
+    For commands that read each document more than once (evaluate, cv, check), so that
+    every reading sees the same documents.
+    """
+    paths, labels = [], []
+    for path, label in zip(corpus.paths, corpus.labels):
+        if read_document(path, policy, log) is not None:
+            paths.append(path)
+            labels.append(label)
+    return Corpus(classes=list(corpus.classes), paths=paths, labels=labels)
+
+
 def expand_paths(paths: Iterable[str]) -> Iterator[str]:
     """Paths to classify: files as given, folders walked recursively, ``-`` for stdin."""
     for path in paths:
@@ -176,7 +231,12 @@ def _stdin_bytes():
     return sys.stdin.buffer
 
 
-def iter_documents(paths: Iterable[str], lines: bool = False) -> Iterator[tuple[str, str]]:
+def iter_documents(
+    paths: Iterable[str],
+    lines: bool = False,
+    policy: ReadPolicy = DEFAULT_POLICY,
+    log: ReadLog | None = None,
+) -> Iterator[tuple[str, str]]:
     """Yield ``(source, text)`` for every document named by ``paths``.
 
     Parameters
@@ -186,29 +246,45 @@ def iter_documents(paths: Iterable[str], lines: bool = False) -> Iterator[tuple[
     lines : bool
         If true, every line of every input is a document and its source is
         ``path:lineno`` (1-based); a trailing ``\\r`` is dropped from each line.
+    policy : ReadPolicy
+        Encoding, size limit, binary and error rules (:mod:`nbclass.reading`).
+    log : ReadLog, optional
+        Receives the documents skipped and the characters replaced.
     """
-    for path in expand_paths(paths):
+    log = ReadLog() if log is None else log
+    if lines and not policy.splits_lines:
+        raise UsageError(
+            f"--lines splits at the byte \\n, which is not a line end in {policy.encoding}: "
+            "convert the input to UTF-8 first (iconv)"
+        )
+    for path, walked in _expand(paths):
         if not lines:
-            if path == STDIN:
-                yield STDIN, decode(_stdin_bytes().read())
-            else:
-                yield path, read_file(path)
+            handle = _stdin_bytes() if path == STDIN else None
+            data = read_document(path, policy, log, walked, handle)
+            if data is not None:
+                yield path, log.decode(data, policy.encoding)
             continue
         if path == STDIN:
-            yield from _iter_lines(STDIN, _stdin_bytes())
+            yield from iter_lines(STDIN, _stdin_bytes(), policy, log)
+            continue
+        try:
+            handle = open(path, "rb")
+        except OSError as exc:
+            if policy.on_error == "fail":
+                raise NbclassError(
+                    f"cannot read {path!r}: {exc.strerror}; --on-error skip skips such "
+                    "documents"
+                ) from None
+            log.skip(Skip(path, UNREADABLE, (exc.strerror or "").lower()))
+            continue
+        with handle:
+            yield from iter_lines(path, handle, policy, log)
+
+
+def _expand(paths: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """:func:`expand_paths`, with whether each path was found by walking a folder."""
+    for path in paths:
+        if path != STDIN and os.path.isdir(path):
+            yield from ((found, True) for found in walk_files(path))
         else:
-            try:
-                handle = open(path, "rb")
-            except OSError as exc:
-                raise NbclassError(f"cannot read {path!r}: {exc.strerror}") from None
-            with handle:
-                yield from _iter_lines(path, handle)
-
-
-def _iter_lines(source: str, handle) -> Iterator[tuple[str, str]]:
-    for lineno, raw in enumerate(handle, start=1):
-        if raw.endswith(b"\n"):
-            raw = raw[:-1]
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        yield f"{source}:{lineno}", decode(raw)
+            yield from ((p, False) for p in expand_paths([path]))

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
     import scipy.sparse as sp
 
 from .errors import UsageError
+from .reading import DEFAULT_POLICY, ReadLog, ReadPolicy
 from .tally import Tally, tally_part, tally_paths
 from .tokenizer import TokenizerSettings, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
@@ -424,8 +425,13 @@ def count_corpus(
     entries: list | None = None,
     seen: dict | None = None,
     scheduler: str | None = None,
+    policy: ReadPolicy = DEFAULT_POLICY,
+    log: ReadLog | None = None,
 ) -> Counts:
     """Read, tokenize and count documents, on ``jobs`` processes or a Dask cluster.
+
+    Documents are read under ``policy`` (:mod:`nbclass.reading`); those it skips are
+    recorded in ``log`` (and count for nothing).
 
     When ``seen`` is a dict and the tokenizer hashes, the words sampled per column
     (:mod:`nbclass.hashing`) are merged into it.
@@ -452,8 +458,10 @@ def count_corpus(
         tokenize = make_tokenizer(tokenizer)
         for start in range(0, n, PART_SIZE):
             end = min(n, start + PART_SIZE)
-            part = tally_paths(paths[start:end], labels[start:end], C, tokenize, ledger)
+            part = tally_paths(paths[start:end], labels[start:end], C, tokenize, ledger, policy)
             accumulator.add_tally(part, entries, seen)
+            if log is not None:
+                log.add(part[5])
             if on_progress:
                 on_progress(start, end)
         return accumulator.result()
@@ -462,11 +470,13 @@ def count_corpus(
         if scheduler:  # the workers' working folder is not ours
             paths = [os.path.abspath(path) for path in paths]
         parts = (
-            (paths[a : a + size], labels[a : a + size], C, tokenizer, a, ledger)
+            (paths[a : a + size], labels[a : a + size], C, tokenizer, a, ledger, policy)
             for a in range(0, n, size)
         )
         for start, end, part in run(tally_part, parts):
             accumulator.add_tally(part, entries, seen)
+            if log is not None:
+                log.add(part[5])
             if on_progress:
                 on_progress(start, end)
     return accumulator.result()

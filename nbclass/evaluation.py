@@ -26,11 +26,12 @@ from functools import cached_property
 import numpy as np
 
 from . import metrics
-from .corpus import Corpus, read_file
+from .corpus import Corpus, read_text
 from .counts import Counts, count_corpus, merge, subtract
 from .errors import NbclassError, UsageError
 from .estimators import EstimatorSettings
 from .model import BATCH_SIZE, Classifier, Model, VocabularyFilter
+from .reading import DEFAULT_POLICY, ReadPolicy
 from .table import Table
 from .tablemodel import TableClassifier, TableModel
 from .tokenizer import TokenizerSettings
@@ -39,11 +40,17 @@ DEFAULT_SEED = 0
 DEFAULT_FOLDS = 5
 
 
-def score_paths(classifier: Classifier, paths: Sequence[str]) -> np.ndarray:
-    """log p(y = c | x) of the documents at ``paths``, ndarray of shape (n, C)."""
+def score_paths(
+    classifier: Classifier, paths: Sequence[str], policy: ReadPolicy = DEFAULT_POLICY
+) -> np.ndarray:
+    """log p(y = c | x) of the documents at ``paths``, ndarray of shape (n, C).
+
+    Every document must be readable under ``policy`` (see
+    :func:`nbclass.corpus.readable`): one that is not now is an error.
+    """
     rows = [np.empty((0, len(classifier.classes)))]
     for start in range(0, len(paths), BATCH_SIZE):
-        texts = [read_file(p) for p in paths[start : start + BATCH_SIZE]]
+        texts = [read_text(p, policy) for p in paths[start : start + BATCH_SIZE]]
         rows.append(classifier.predict(texts).log_proba)
     return np.vstack(rows)
 
@@ -191,21 +198,25 @@ class Evaluation:
 
 
 def evaluation_of(
-    classifier: Classifier, paths: Sequence[str], class_names: Sequence[str]
-) -> Evaluation:
+    classifier: Classifier, paths: Sequence[str], class_names: Sequence[str],
+    policy: ReadPolicy = DEFAULT_POLICY,
+) -> Evaluation:  # fmt: skip
     """Score the documents at ``paths``, whose true classes are ``class_names``."""
     classes = list(classifier.classes)
     unknown = sorted(set(class_names) - set(classes))
     labels = classes + unknown
     at = {label: i for i, label in enumerate(labels)}
     y_true = np.array([at[name] for name in class_names], dtype=np.int64)
-    return Evaluation(labels, len(classes), y_true, score_paths(classifier, paths))
+    return Evaluation(labels, len(classes), y_true, score_paths(classifier, paths, policy))
 
 
-def evaluate(model: Model, settings: EstimatorSettings, corpus: Corpus) -> Evaluation:
-    """Evaluate ``model`` on a labelled test corpus."""
+def evaluate(
+    model: Model, settings: EstimatorSettings, corpus: Corpus,
+    policy: ReadPolicy = DEFAULT_POLICY,
+) -> Evaluation:  # fmt: skip
+    """Evaluate ``model`` on a labelled test corpus, read under ``policy``."""
     names = [corpus.classes[i] for i in corpus.labels]
-    return evaluation_of(Classifier(model, settings), corpus.paths, names)
+    return evaluation_of(Classifier(model, settings), corpus.paths, names, policy)
 
 
 # --- cross-validation -----------------------------------------------------------------------
@@ -309,6 +320,7 @@ def cross_validate(
     seed: int = DEFAULT_SEED,
     learning_curve: bool = False,
     jobs: int = 1,
+    policy: ReadPolicy = DEFAULT_POLICY,
 ) -> CrossValidation:
     """Stratified k-fold cross-validation, counting each document once.
 
@@ -324,7 +336,8 @@ def cross_validate(
     for f in folds:
         parts.append(
             count_corpus(
-                [paths[i] for i in f], [labels[i] for i in f], corpus.classes, tokenizer, jobs
+                [paths[i] for i in f], [labels[i] for i in f], corpus.classes, tokenizer, jobs,
+                policy=policy,
             )
         )
     total = merge(*parts)
@@ -335,7 +348,7 @@ def cross_validate(
 
         def judge(counts: Counts, test_paths=test_paths, test_names=test_names) -> Evaluation:
             model = Model(counts, tokenizer, vocabulary_filter, settings)
-            return evaluation_of(Classifier(model, settings), test_paths, test_names)
+            return evaluation_of(Classifier(model, settings), test_paths, test_names, policy)
 
         evaluations.append(judge(subtract(total, parts[i])))
         if learning_curve:
@@ -418,6 +431,7 @@ def check(
     max_drop: float,
     max_ece: float | None = None,
     overrides: dict | None = None,
+    policy: ReadPolicy = DEFAULT_POLICY,
 ) -> Check:
     """Evaluate both models on ``corpus``, each under its own defaults plus ``overrides``."""
     if max_drop < 0:
@@ -427,7 +441,8 @@ def check(
     overrides = overrides or {}
 
     def judge(model: Model) -> Evaluation:
-        return evaluate(model, model.defaults.with_overrides(**overrides).validate(), corpus)
+        settings = model.defaults.with_overrides(**overrides).validate()
+        return evaluate(model, settings, corpus, policy)
 
     return Check(judge(baseline), judge(new), max_drop, max_ece)
 

@@ -21,12 +21,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from .corpus import Corpus, decode, read_bytes
+from .corpus import Corpus, decode
 from .counts import CountAccumulator, Counts, count_corpus, merge, subtract
 from .errors import NbclassError, NbclassWarning, UsageError
 from .hashing import keyed, merge_representatives, words_of
 from .ledger import Ledger, canonical, from_entries, match, unify
 from .model import Model, check_usable
+from .reading import DEFAULT_POLICY, ReadLog, ReadPolicy, read_document
 from .tally import digest, tally, tally_ledger
 from .tokenizer import TokenizerSettings, make_tokenizer
 
@@ -94,14 +95,15 @@ def _refuse_selected(model: Model, name: str) -> None:
 def count_documents(
     corpus: Corpus, tokenizer: TokenizerSettings, ledger: bool, jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None, scheduler: str | None = None,
+    policy: ReadPolicy = DEFAULT_POLICY, log: ReadLog | None = None,
 ) -> Documents:  # fmt: skip
     """Count the documents of ``corpus`` (with their ledger entries if ``ledger``), locally
-    or on the Dask cluster of ``scheduler``."""
+    or on the Dask cluster of ``scheduler``, read under ``policy`` (skips go to ``log``)."""
     entries = [] if ledger else None
     seen = {} if tokenizer.hash_features else None
     counts = count_corpus(
         corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen,
-        scheduler=scheduler,
+        scheduler=scheduler, policy=policy, log=log,
     )
     if entries is None:
         return Documents(counts, None, seen)
@@ -111,13 +113,24 @@ def count_documents(
     return Documents(counts, book, seen)
 
 
-def corpus_keys(corpus: Corpus) -> tuple[Keys, list[str]]:
-    """``(digest, class)`` of every document of ``corpus``, and its path."""
-    keys = [
-        (digest(read_bytes(path)), corpus.classes[label])
-        for path, label in zip(corpus.paths, corpus.labels)
-    ]
-    return keys, list(corpus.paths)
+def corpus_keys(
+    corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY, log: ReadLog | None = None
+) -> tuple[Keys, list[str]]:
+    """``(digest, class)`` of every document of ``corpus`` that ``policy`` reads, and its
+    path (skipped documents are recorded in ``log``)."""
+    keys, kept = _keyed(corpus, policy, ReadLog() if log is None else log)
+    return keys, kept.paths
+
+
+def _keyed(corpus: Corpus, policy: ReadPolicy, log: ReadLog) -> tuple[Keys, Corpus]:
+    keys, paths, labels = [], [], []
+    for path, label in zip(corpus.paths, corpus.labels):
+        data = read_document(path, policy, log)
+        if data is not None:
+            keys.append((digest(data), corpus.classes[label]))
+            paths.append(path)
+            labels.append(label)
+    return keys, Corpus(classes=list(corpus.classes), paths=paths, labels=labels)
 
 
 def parse_labelled_line(line: str, where: str) -> tuple[str, str]:
@@ -346,8 +359,14 @@ class SyncReport:
         return bool(self.added or self.removed or self.relabelled)
 
 
-def sync(model: Model, corpus: Corpus, jobs: int = 1) -> tuple[Model, SyncReport]:
+def sync(
+    model: Model, corpus: Corpus, jobs: int = 1, policy: ReadPolicy = DEFAULT_POLICY,
+    log: ReadLog | None = None,
+) -> tuple[Model, SyncReport]:  # fmt: skip
     """Make ``model`` (which keeps a ledger) equal to a fit of ``corpus`` as it is now.
+
+    Documents are read under ``policy``; one it skips is not part of the corpus now (a
+    skipped document that was learned before is unlearned), and is recorded in ``log``.
 
     New files are learned, deleted ones unlearned (from the ledger: their files are gone),
     and a file moved to another class folder moves its counts. Only new content is read
@@ -361,7 +380,8 @@ def sync(model: Model, corpus: Corpus, jobs: int = 1) -> tuple[Model, SyncReport
     _refuse_selected(model, "the model")
     counts = model.counts
     have = model.ledger.keys(counts.classes)
-    want, _ = corpus_keys(corpus)
+    log = ReadLog() if log is None else log
+    want, corpus = _keyed(corpus, policy, log)
     stale, new = match(have, want)
     kept = sorted(set(range(len(have))).difference(stale))
     gone = Counter(have[i][0] for i in stale)
@@ -379,7 +399,9 @@ def sync(model: Model, corpus: Corpus, jobs: int = 1) -> tuple[Model, SyncReport
             paths=[corpus.paths[i] for i in new],
             labels=[corpus.labels[i] for i in new],
         )
-        documents = count_documents(fresh, model.tokenizer, ledger=True, jobs=jobs)
+        documents = count_documents(
+            fresh, model.tokenizer, ledger=True, jobs=jobs, policy=policy, log=log
+        )
         parts.append((documents.ledger, documents.counts.classes, documents.counts.vocabulary))
         words = _joined_words(model.column_words, documents.column_words)
         model = replace(model, column_words=words)

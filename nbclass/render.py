@@ -13,12 +13,13 @@ import math
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from .names import escape
+
 if TYPE_CHECKING:  # rendering imports nothing heavy: one-document predict stays fast
     from .model import Model
     from .selection import RankedFeature
     from .tablemodel import TableFeature, TableModel
 
-_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 
 
 def number(x: float) -> str:
@@ -31,12 +32,13 @@ def number(x: float) -> str:
 
 
 def field(text: str) -> str:
-    """A TSV field: backslash, tab, newline and carriage return escaped.
+    """A TSV field: backslash, tab, newline and carriage return escaped, and other control
+    characters and undecodable bytes too (:func:`nbclass.names.escape`).
 
     >>> field("a\\tb\\nc")
     'a\\\\tb\\\\nc'
     """
-    return text.translate(_ESCAPES)
+    return escape(text)
 
 
 def _ranked(
@@ -87,7 +89,7 @@ def prediction_lines(
         ranked = _ranked(sources, classes, log_proba_rows, top_k)
         for (source, label, pairs), extra in zip(ranked, extras):
             record = {
-                "source": source,
+                "source": escape(source),
                 "label": label,
                 "probability": pairs[0][1] if label else 0.0,
                 "probabilities": dict(pairs),

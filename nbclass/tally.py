@@ -10,8 +10,10 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Iterable
+from itertools import tee
 
-from .corpus import decode, read_bytes
+from .corpus import decode
+from .reading import DEFAULT_POLICY, ReadLog, ReadPolicy, read_document
 from .tokenizer import TokenizerSettings, make_tokenizer
 
 # (N_c as list, [Counter word -> D_jc] per class, [Counter word -> T_jc] per class), and with
@@ -48,7 +50,9 @@ def tally(token_lists: Iterable[list[str]], labels: Iterable[int], n_classes: in
     return class_count, docs, tokens
 
 
-def tally_ledger(documents: Iterable[bytes], labels, n_classes: int, tokenize) -> Tally:
+def tally_ledger(
+    documents: Iterable[bytes], labels, n_classes: int, tokenize, decode=decode
+) -> Tally:
     """:func:`tally` of raw documents, plus each document's ledger entry.
 
     The fourth item lists ``(digest, c, Counter)`` per document: what the model learned
@@ -67,25 +71,47 @@ def tally_ledger(documents: Iterable[bytes], labels, n_classes: int, tokenize) -
     return class_count, docs, tokens, entries
 
 
-def tally_paths(paths, labels, n_classes: int, tokenize, ledger: bool = False) -> Tally:
+def read_labelled(paths, labels, policy: ReadPolicy, log: ReadLog):
+    """``(bytes, label)`` of each document at ``paths`` that the policy reads, one at a
+    time; what it skips is recorded in ``log`` (:mod:`nbclass.reading`)."""
+    for path, label in zip(paths, labels):
+        data = read_document(path, policy, log)
+        if data is not None:
+            yield data, label
+
+
+def tally_paths(
+    paths, labels, n_classes: int, tokenize, ledger: bool = False,
+    policy: ReadPolicy = DEFAULT_POLICY,
+) -> Tally:  # fmt: skip
     """Read, tokenize and :func:`tally` the documents at ``paths``.
 
-    Returns ``(class_count, docs, tokens, entries, seen)``: ``entries`` are the ledger
+    Returns ``(class_count, docs, tokens, entries, seen, log)``: ``entries`` are the ledger
     entries (None without ``ledger``), ``seen`` the words sampled per hashed column (None
-    unless the tokenizer hashes, :mod:`nbclass.hashing`).
+    unless the tokenizer hashes, :mod:`nbclass.hashing`), ``log`` the :class:`ReadLog` of
+    the documents skipped and characters replaced.
     """
+    log = ReadLog()
+    texts, kept = tee(read_labelled(paths, labels, policy, log))
+    texts, kept = (data for data, _ in texts), (label for _, label in kept)
+
+    def decode(data: bytes) -> str:
+        return log.decode(data, policy.encoding)
+
     if ledger:
-        part = tally_ledger(map(read_bytes, paths), labels, n_classes, tokenize)
+        part = tally_ledger(texts, kept, n_classes, tokenize, decode)
     else:
-        part = tally((tokenize(decode(read_bytes(p))) for p in paths), labels, n_classes)
+        part = tally((tokenize(decode(t)) for t in texts), kept, n_classes)
         part = (*part, None)
     take_seen = getattr(tokenize, "take_seen", None)
-    return (*part, take_seen() if take_seen else None)
+    return (*part, take_seen() if take_seen else None, log)
 
 
 def tally_part(
-    paths, labels, n_classes: int, tokenizer: TokenizerSettings, start: int, ledger: bool = False
-):
+    paths, labels, n_classes: int, tokenizer: TokenizerSettings, start: int, ledger: bool = False,
+    policy: ReadPolicy = DEFAULT_POLICY,
+):  # fmt: skip
     """A worker's unit of work: ``(start, end, tally)`` of ``paths`` (corpus[start:end])."""
     tokenize = make_tokenizer(tokenizer)
-    return start, start + len(paths), tally_paths(paths, labels, n_classes, tokenize, ledger)
+    part = tally_paths(paths, labels, n_classes, tokenize, ledger, policy)
+    return start, start + len(paths), part

@@ -226,7 +226,8 @@ except NbclassError as exc:
     assert result.returncode == 0, result.stderr
     gone = str(tmp_path / "gone.txt")
     assert result.stdout == (
-        f"cannot read {gone!r}: No such file or directory (on a Dask worker, which reads "
+        f"cannot read {gone!r}: No such file or directory; --on-error skip skips such "
+        "documents (on a Dask worker, which reads "
         "every file at the absolute path this machine gives: the files must be on a "
         "filesystem that every worker sees at the same path)\n"
     )
@@ -355,3 +356,30 @@ def test_predict_without_dask_says_how_to_install_it():
     assert result.stderr.decode() == (
         "Error: --scheduler needs Dask, which is not installed: pip install 'nbclass[dask]'\n"
     )
+
+
+def test_the_workers_read_under_the_same_policy_as_a_local_run(scheduler, tmp_path):
+    """--on-error skip, binaries and --encoding travel to the workers: the same model, the
+    same rows, the same warnings (naming the paths as given), the same summary."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(DEMO_CORPUS, corpus)
+    first = min(p for p in corpus.iterdir() if p.is_dir())
+    (first / "blob.bin").write_bytes(b"\x00\x01 refund")
+    (first / "latin.txt").write_bytes("refund café".encode("latin-1"))
+    os.symlink("/proc/self/mem", first / "unreadable.txt")  # EIO when read, even for root
+    options = ["--on-error", "skip", "--encoding", "cp1252"]
+    local = run("fit", "corpus", "-o", "local.nbc", "-j", "1", *options, cwd=tmp_path)
+    remote = run("fit", "corpus", "-o", "dask.nbc", *options, "--scheduler", scheduler,
+                 cwd=tmp_path)  # fmt: skip
+    assert (local.returncode, remote.returncode) == (0, 0), remote.stderr
+    assert (tmp_path / "dask.nbc").read_bytes() == (tmp_path / "local.nbc").read_bytes()
+    assert remote.stderr.decode().splitlines()[-1] == (
+        "nbclass: skipped 2 documents: 1 unreadable (input/output error), 1 binary"
+    )
+    args = ("predict", "-m", "local.nbc", "corpus", *options)
+    local = run(*args, cwd=tmp_path)
+    remote = run(*args, "--scheduler", scheduler, cwd=tmp_path)
+    assert (local.returncode, remote.returncode) == (0, 0), remote.stderr
+    assert remote.stdout == local.stdout
+    assert sorted(remote.stderr.splitlines()) == sorted(local.stderr.splitlines())
+    assert f"Warning: skipped 'corpus/{first.name}/blob.bin': binary" in local.stderr.decode()
