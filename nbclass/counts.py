@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,16 +33,17 @@ if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
     import scipy.sparse as sp
 
 from .errors import UsageError
-from .tally import Tally, tally_part, tally_paths
+from .tally import Tally, pack, tally_part, tally_paths
 from .tokenizer import TokenizerSettings, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
 
-PART_SIZE = 1000  # documents per unit of parallel work
-PARALLEL_BACKEND = "loky"
-# Starting worker processes (joblib's loky executor: a new interpreter each, importing
-# this package) costs about half a second on a small machine; below this much text a
-# single process finishes first. The result is the same either way.
-PARALLEL_MIN_BYTES = 64 * 2**20
+PART_SIZE = 1000  # documents per progress report, and per part sent to a Dask cluster
+# Documents tallied in Python dictionaries before their counts go into the arrays: the
+# dictionaries take several times the memory of the arrays' cells, so they stay small.
+CHUNK_SIZE = 10_000
+# Forking a worker process costs a few milliseconds; below this much text one process
+# is about as fast. The result is the same either way.
+PARALLEL_MIN_BYTES = 4 * 2**20
 
 
 @dataclass(frozen=True, eq=False)
@@ -217,6 +219,11 @@ def count_documents(
     return class_count, doc_count, token_count
 
 
+def _int64(values) -> np.ndarray:
+    """An ``array('q')`` (or any int64 buffer) as an ndarray, without copying."""
+    return np.frombuffer(values, dtype=np.int64)
+
+
 class CountAccumulator:
     """Adds up the counts of batches of documents over a vocabulary that grows.
 
@@ -268,30 +275,34 @@ class CountAccumulator:
         A tally with ledger entries (a fourth item) appends them to ``entries``; one with
         words sampled per hashed column (a fifth) merges them into ``seen``.
         """
-        class_count, docs, tokens = tally[:3]
+        self.add_packed(pack(tally), entries, seen)
+
+    def add_packed(self, packed: tuple, entries: list | None = None, seen: dict | None = None):
+        """Add a tally in the compact form of :func:`nbclass.tally.pack`.
+
+        One dictionary look-up per word of the tally places its row; the counts of all
+        classes are then added by numpy, one cell (j, c) each.
+        """
+        class_count, words, lengths, rows, doc_counts, token_counts = packed[:6]
         if entries is not None:
-            entries.extend(tally[3])
-        if seen is not None and len(tally) > 4 and tally[4]:
+            entries.extend(packed[6])
+        if seen is not None and len(packed) > 7 and packed[7]:
             from .hashing import add_representative
 
-            for column, sample in tally[4].items():
+            for column, sample in packed[7].items():
                 for key, word in sample:
                     add_representative(seen, column, key, word)
-        vocabulary, C = self.vocabulary, len(self.classes)
-        new = set().union(*docs).difference(vocabulary)
-        vocabulary.update(zip(sorted(new), range(len(vocabulary), len(vocabulary) + len(new))))
-        self._reserve(len(vocabulary))
+        C = len(self.classes)
+        # GrowingVocabulary gives each new word the next row as it is looked up.
+        at = np.fromiter(map(self.vocabulary.__getitem__, words), dtype=np.int64, count=len(words))
+        self._reserve(len(self.vocabulary))
         self._class_count += np.asarray(class_count, dtype=np.int64)
-        lookup = vocabulary.__getitem__
-        for c in range(C):
-            words = list(docs[c])
-            cells = np.fromiter(map(lookup, words), dtype=np.int64, count=len(words)) * C + c
-            self._doc_count.reshape(-1)[cells] += np.fromiter(
-                docs[c].values(), dtype=np.int64, count=len(words)
-            )
-            self._token_count.reshape(-1)[cells] += np.fromiter(
-                map(tokens[c].__getitem__, words), dtype=np.int64, count=len(words)
-            )
+        if not len(rows):
+            return
+        column = np.repeat(np.arange(C, dtype=np.int64), _int64(lengths))
+        cells = at[_int64(rows)] * C + column  # distinct: a word appears once per class
+        self._doc_count.reshape(-1)[cells] += _int64(doc_counts)
+        self._token_count.reshape(-1)[cells] += _int64(token_counts)
 
     def _add_rows(self, rows, class_count, doc_count, token_count) -> None:
         self._reserve(len(self.vocabulary))
@@ -433,40 +444,47 @@ def count_corpus(
     When ``entries`` is a list, each document's ledger entry ``(digest, class index,
     Counter)`` is appended to it (:mod:`nbclass.ledger`), in no particular order.
 
-    The corpus is cut into parts of at most ``PART_SIZE`` documents; each part is tallied
-    alone (in a worker process when ``jobs`` > 1 and the corpus holds at least
-    ``PARALLEL_MIN_BYTES``) and the tallies are summed. Counts are
-    integers, so the result is the same, bit for bit, for any number of jobs. Memory is
-    bounded by the vocabulary, not by the number of documents. ``on_progress(start, end)``
-    is called when the documents ``paths[start:end]`` are counted.
+    The documents are tallied in plain Python (:mod:`nbclass.tally`) in chunks of at
+    most ``CHUNK_SIZE`` consecutive documents, and each chunk's tally is added to the
+    count arrays. With ``jobs`` > 1 and at least ``PARALLEL_MIN_BYTES`` of text, the
+    chunks are tallied by ``jobs`` forked worker processes (at least two chunks per
+    worker, taken as workers become free). Counts are integers, so the result is the
+    same, bit for bit, for any number of jobs. Memory is bounded by the vocabulary and a
+    chunk, not by the number of documents. ``on_progress(start, end)`` is called when
+    the documents ``paths[start:end]`` are counted.
 
-    With ``scheduler`` (a Dask scheduler's address), the parts are tallied on that
-    cluster's workers instead, whatever the size of the corpus; the workers read the
-    files at their absolute paths.
+    With ``scheduler`` (a Dask scheduler's address), parts of at most ``PART_SIZE``
+    documents (at least four per worker thread) are tallied on that cluster's workers
+    instead, whatever the size of the corpus; the workers read the files at their
+    absolute paths.
     """
     accumulator = CountAccumulator(classes)
     n, C = len(paths), len(classes)
     ledger = entries is not None
-    size = max(1, min(PART_SIZE, -(-n // (max(1, jobs) * 4))))
+    size = max(1, min(CHUNK_SIZE, -(-n // (max(1, jobs) * 2))))
     if not scheduler and (jobs <= 1 or n <= size or _total_bytes(paths) < PARALLEL_MIN_BYTES):
         tokenize = make_tokenizer(tokenizer)
-        for start in range(0, n, PART_SIZE):
-            end = min(n, start + PART_SIZE)
-            part = tally_paths(paths[start:end], labels[start:end], C, tokenize, ledger)
+        for chunk in range(0, n, CHUNK_SIZE):
+            part = None
+            for start in range(chunk, min(n, chunk + CHUNK_SIZE), PART_SIZE):
+                end = min(n, start + PART_SIZE, chunk + CHUNK_SIZE)
+                part = tally_paths(
+                    paths[start:end], labels[start:end], C, tokenize, ledger, into=part
+                )
+                if on_progress:
+                    on_progress(start, end)
             accumulator.add_tally(part, entries, seen)
-            if on_progress:
-                on_progress(start, end)
         return accumulator.result()
     with part_runner(jobs, scheduler) as (workers, run):
-        size = max(1, min(PART_SIZE, -(-n // (workers * 4))))
         if scheduler:  # the workers' working folder is not ours
             paths = [os.path.abspath(path) for path in paths]
+            size = max(1, min(PART_SIZE, -(-n // (workers * 4))))
         parts = (
             (paths[a : a + size], labels[a : a + size], C, tokenizer, a, ledger)
             for a in range(0, n, size)
         )
-        for start, end, part in run(tally_part, parts):
-            accumulator.add_tally(part, entries, seen)
+        for start, end, packed in run(tally_part, parts):
+            accumulator.add_packed(packed, entries, seen)
             if on_progress:
                 on_progress(start, end)
     return accumulator.result()
@@ -478,8 +496,12 @@ def part_runner(jobs: int, scheduler: str | None = None):
 
     ``run(function, parts)`` calls ``function(*args)`` for each ``args`` of ``parts`` and
     yields the results as they finish, in any order, without looking inside them:
-    on ``jobs`` local processes (joblib), or on the Dask cluster whose scheduler is at
+    on ``jobs`` local processes, or on the Dask cluster whose scheduler is at
     ``scheduler`` (:mod:`nbclass.cluster`). ``workers`` is how many run at once.
+
+    Local workers are forked where the system can (a few milliseconds each; they
+    inherit the imported modules) and spawned elsewhere. At most two parts per worker
+    wait at a time, so results are held only until they are added.
     """
     if scheduler:
         from .cluster import connect
@@ -487,7 +509,28 @@ def part_runner(jobs: int, scheduler: str | None = None):
         with connect(scheduler) as cluster:
             yield cluster.threads, cluster.run_unordered
         return
-    from joblib import Parallel, delayed
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    with Parallel(n_jobs=jobs, backend=PARALLEL_BACKEND, return_as="generator_unordered") as run:
-        yield jobs, lambda function, parts: run(delayed(function)(*args) for args in parts)
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method))
+
+    def run(function, parts):
+        parts = iter(parts)
+        live = {pool.submit(function, *args) for args in islice(parts, 2 * jobs)}
+        try:
+            while live:
+                done, live = wait(live, return_when=FIRST_COMPLETED)
+                for future in done:
+                    following = next(parts, None)
+                    if following is not None:
+                        live.add(pool.submit(function, *following))
+                    yield future.result()
+        finally:
+            for future in live:
+                future.cancel()
+
+    try:
+        yield jobs, run
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
