@@ -750,27 +750,16 @@ def predict(
     documents = iter_documents(paths or ["-"], lines)
     if single and not explain:
         # One document: score it without numpy, which would take most of the time to import.
-        from .abstain import log_sum_exp
-        from .quick import QuickModel, log_posterior
+        from .single import predict_one
 
-        model = QuickModel(model_path)
-        settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
-        if model.can_score(settings):
-            abstention.check_classes(model.classes)
+        overrides = dict(text_options or {}, model=event_model, estimator=estimator)
+        overrides.update(alpha=alpha, beta=beta)
+        code = predict_one(
+            model_path, documents, overrides, fmt, top_k, abstention, use_exit_code
+        )
+        if code is not None:
             if use_exit_code:
-                check_exit_classes(model.classes)
-            source, text = next(documents)
-            jll = model.joint_log_likelihood(text, settings)
-            row = log_posterior(jll)
-            # Counting known tokens tokenizes again: only when a threshold needs them.
-            known, tokens = model.known_tokens(text) if abstention.needs_known else (0, 0)
-            reason = abstention.reason(row, known, tokens)
-            extra = {"log_evidence": log_sum_exp(jll), "reason": reason}
-            labels = _print_predictions(
-                [source], model.classes, [row], fmt, top_k, settings, [extra], unsure_label
-            )
-            if use_exit_code:
-                raise click.exceptions.Exit(exit_code(model.classes, labels[0]))
+                raise click.exceptions.Exit(code)
             return
         # Settings that need every count (fitted β, idf, normalised weights): batch path.
     from functools import partial
@@ -844,26 +833,9 @@ def _print_predictions(
     sources, classes, rows, fmt, top_k, settings, extras=None, unsure_label="unsure"
 ) -> list[str]:
     """Print the predictions; returns the labels printed ("" for none)."""
-    from .render import prediction_lines
+    from .single import print_predictions
 
-    _echo_lines(prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label))
-    labels = []
-    for i, (source, row) in enumerate(zip(sources, rows)):
-        if max(row) == float("-inf"):
-            labels.append("")
-            warnings.warn(
-                f"every class has probability 0 for {source!r} under "
-                f"--estimator {settings.estimator}: each class rules it out (it holds a word "
-                "the class never saw, or lacks a word every document of the class had); its "
-                "label is empty. Use --estimator posterior-mean to smooth.",
-                NbclassWarning,
-                stacklevel=1,
-            )
-        elif extras is not None and extras[i]["reason"]:
-            labels.append(unsure_label)
-        else:
-            labels.append(classes[max(range(len(row)), key=row.__getitem__)])
-    return labels
+    return print_predictions(sources, classes, rows, fmt, top_k, settings, extras, unsure_label)
 
 
 @cli.command("top-features", context_settings=CONTEXT)
@@ -1554,10 +1526,9 @@ def diff(old_path, new_path, k, fmt):
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
-    if issubclass(category, NbclassWarning):
-        sys.stderr.write(f"Warning: {message}\n")
-    else:
-        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+    from .single import show_warning
+
+    show_warning(message, category, filename, lineno, file, line)
 
 
 def main(argv=None) -> None:
