@@ -27,6 +27,7 @@ section's (corruption), and that the sections fit the file without overlapping.
 from __future__ import annotations
 
 import json
+import os
 import struct
 import sys
 import zlib
@@ -270,3 +271,72 @@ def _integers(chunk: memoryview, dtype: str):
     values = array(code, chunk)  # pragma: no cover
     values.byteswap()  # pragma: no cover
     return memoryview(values)  # pragma: no cover
+
+
+def read_sections(
+    path: str,
+    required: tuple[str, ...],
+    optional: tuple[str, ...] = (),
+    kind: str = "text",
+) -> tuple[dict, dict]:
+    """``(header, sections)`` of the model file at ``path``, reading only what is needed.
+
+    Reads the prefix, the header and the sections named in ``required``, and checks them
+    as :func:`parse` does (magic, version, size, reserved field, header CRC-32, kind, the
+    section table's names, types, bounds and overlaps, each section read's CRC-32); the
+    optional sections (a ledger can be most of the file) and the padding are neither
+    read nor checked. Whenever anything looks wrong, the whole file is read and checked
+    by :func:`parse` instead, so a damaged file is refused with the same message.
+    """
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            prefix = handle.read(PREFIX.size)
+            magic, version, header_length, header_crc, declared, reserved = PREFIX.unpack(prefix)
+            if (magic, version, declared, reserved) != (MAGIC, FORMAT_VERSION, size, 0):
+                raise ValueError("damaged")
+            header_bytes = handle.read(header_length)
+            if len(header_bytes) != header_length or zlib.crc32(header_bytes) != header_crc:
+                raise ValueError("damaged")
+            header = json.loads(header_bytes)
+            if header.get("format") != FORMAT_NAME or header.get("version") != FORMAT_VERSION:
+                raise ValueError("damaged")
+            if header.get("kind", "text") != kind:
+                raise ValueError("another kind")
+            start = int(header["sections_start"])
+            if start < PREFIX.size + header_length or start % ALIGN:
+                raise ValueError("damaged")
+            table, spans = {}, []
+            for entry in header["sections"]:
+                name, dtype = entry["name"], entry["dtype"]
+                offset, length = start + int(entry["offset"]), int(entry["length"])
+                (items,) = entry["shape"]
+                if (
+                    name in table
+                    or not (name in required or name in optional)
+                    or dtype not in TYPECODES
+                    or offset < start
+                    or offset + length > size
+                    or length < 0
+                    or length != ITEMSIZE[dtype] * int(items)
+                ):
+                    raise ValueError("damaged")
+                table[name] = (dtype, offset, length, int(entry["crc32"]))
+                spans.append((offset, offset + length))
+            spans.sort()
+            if any(b[0] < a[1] for a, b in zip(spans, spans[1:])):
+                raise ValueError("damaged")
+            sections = {}
+            for name in required:
+                dtype, offset, length, crc = table[name]
+                handle.seek(offset)
+                chunk = handle.read(length)
+                if len(chunk) != length or zlib.crc32(chunk) != crc:
+                    raise ValueError("damaged")
+                sections[name] = _integers(memoryview(chunk), dtype)
+            return header, sections
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, struct.error):
+        pass
+    except RecursionError:
+        pass
+    return parse(read(path), path, required, optional, kind)

@@ -31,7 +31,7 @@ from .estimators import (
     log_ratio,
     multinomial_fraction,
 )
-from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, read, refuse
+from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, read_sections, refuse
 from .tokenizer import TokenizerSettings, make_tokenizer
 
 
@@ -46,7 +46,8 @@ class QuickModel:
 
     def __init__(self, path: str):
         self.path = path
-        header, sections = parse(read(path), path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+        # Only the header and the sections used are read and checked (not a ledger).
+        header, sections = read_sections(path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
         try:
             self.classes = [str(c) for c in header["classes"]]
             self.tokenizer = TokenizerSettings.from_dict(header["tokenizer"])
