@@ -292,9 +292,10 @@ class CountAccumulator:
             for column, sample in packed[7].items():
                 for key, word in sample:
                     add_representative(seen, column, key, word)
-        C = len(self.classes)
-        # GrowingVocabulary gives each new word the next row as it is looked up.
-        at = np.fromiter(map(self.vocabulary.__getitem__, words), dtype=np.int64, count=len(words))
+        C, vocabulary = len(self.classes), self.vocabulary
+        new = [word for word in words if word not in vocabulary]  # the next rows, in order
+        vocabulary.update(zip(new, range(len(vocabulary), len(vocabulary) + len(new))))
+        at = np.fromiter(map(vocabulary.__getitem__, words), dtype=np.int64, count=len(words))
         self._reserve(len(self.vocabulary))
         self._class_count += np.asarray(class_count, dtype=np.int64)
         if not len(rows):
