@@ -1,8 +1,9 @@
 """``make bench``: nbclass against scikit-learn and against the floors, in one run.
 
 Every measurement is a whole process, as a user would run it, timed from start to exit,
-with the peak resident memory of its whole process tree (the sum over the tree, sampled
-from /proc every 20 ms, and at least the kernel's own peak for the main process). The corpus is
+with the peak memory of its whole process tree (the main process's resident memory plus
+each descendant's private memory, sampled from /proc, and at least the kernel's own peak
+for the main process). The corpus is
 ``../shared/corpora/20news-bydate.tar.gz``, unpacked once into ``~/.cache/nbclass-corpora``
 (``NBCLASS_CACHE`` overrides), never into the repository.
 
@@ -52,18 +53,35 @@ def corpus() -> Path:
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
+def _private_kb(pid: int) -> int:
+    """Memory only this process uses (kB): its private clean and dirty pages."""
+    total = 0
+    with open(f"/proc/{pid}/smaps_rollup") as handle:
+        for line in handle:
+            if line.startswith(("Private_Clean:", "Private_Dirty:")):
+                total += int(line.split()[1])
+    return total
+
+
 def _tree_rss_kb(root_pid: int) -> int:
-    """Resident memory (kB) of a process and all its descendants, found through
-    /proc/PID/task/TID/children, so a sample costs a few file reads, not a scan of /proc."""
-    total, stack = 0, [root_pid]
+    """Memory (kB) of a process tree: the resident memory of the process, plus the private
+    memory of each descendant, found through /proc/PID/task/TID/children, so a sample
+    costs a few file reads, not a scan of /proc. A forked worker shares the pages of its
+    parent (the interpreter, numpy's libraries) until it writes them: adding its whole
+    resident size would count those pages once per worker; its private pages are what
+    it adds. For a single process this is its resident size."""
+    total, stack = 0, [(root_pid, True)]
     while stack:
-        pid = stack.pop()
+        pid, root = stack.pop()
         try:
-            with open(f"/proc/{pid}/statm") as handle:
-                total += int(handle.read().split()[1]) * PAGE_KB
+            if root:
+                with open(f"/proc/{pid}/statm") as handle:
+                    total += int(handle.read().split()[1]) * PAGE_KB
+            else:
+                total += _private_kb(pid)
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/children") as handle:
-                    stack.extend(int(child) for child in handle.read().split())
+                    stack.extend((int(child), False) for child in handle.read().split())
         except (OSError, ValueError):
             continue
     return total

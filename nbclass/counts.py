@@ -24,7 +24,6 @@ import os
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import islice
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -38,9 +37,13 @@ from .tokenizer import TokenizerSettings, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
 
 PART_SIZE = 1000  # documents per progress report, and per part sent to a Dask cluster
-# Documents tallied in Python dictionaries before their counts go into the arrays: the
-# dictionaries take several times the memory of the arrays' cells, so they stay small.
-CHUNK_SIZE = 10_000
+# (word, class) pairs a process tallies in Python dictionaries before their counts go
+# into the arrays: a pair takes several times the memory of its two array cells (about
+# 100 bytes), so this bounds a process's dictionaries to about 20 MB.
+FLUSH_ENTRIES = 100_000
+# Packed tallies (about this many bytes) kept before the count arrays are made: up to
+# here the arrays are made once, at their size and in order (CountAccumulator.result).
+PENDING_BYTES = 64 * 2**20
 # Forking a worker process costs a few milliseconds; below this much text one process
 # is about as fast. The result is the same either way.
 PARALLEL_MIN_BYTES = 4 * 2**20
@@ -245,10 +248,17 @@ class CountAccumulator:
         self.vocabulary = GrowingVocabulary()
         C = len(self.classes)
         self._class_count = np.zeros(C, dtype=np.int64)
-        self._doc_count = np.zeros((1024, C), dtype=np.int64)
-        self._token_count = np.zeros((1024, C), dtype=np.int64)
+        self._doc_count = self._token_count = None  # (capacity, C), once rows are added
+        # Packed tallies not added yet: while they are few, result() sizes and orders the
+        # arrays once, from the union of their words, with no growing and no reordering.
+        self._pending: list[tuple] = []
+        self._pending_bytes = 0
 
     def _reserve(self, V: int) -> None:
+        if self._doc_count is None:
+            shape = (max(1024, V), len(self.classes))
+            self._doc_count = np.zeros(shape, dtype=np.int64)
+            self._token_count = np.zeros(shape, dtype=np.int64)
         capacity = self._doc_count.shape[0]
         if V <= capacity:
             return
@@ -256,12 +266,16 @@ class CountAccumulator:
             capacity += capacity // 2
         for name in ("_doc_count", "_token_count"):
             old = getattr(self, name)
-            new = np.zeros((capacity, old.shape[1]), dtype=np.int64)
-            new[: old.shape[0]] = old
-            setattr(self, name, new)
+            try:  # in place where the allocator can (no copy, no hole left behind)
+                old.resize((capacity, old.shape[1]))  # the new rows are zeros
+            except ValueError:  # another reference to the array: copy it
+                new = np.zeros((capacity, old.shape[1]), dtype=np.int64)
+                new[: old.shape[0]] = old
+                setattr(self, name, new)
 
     def add(self, X: sp.csr_matrix, labels: Sequence[int]) -> None:
         """Add a batch: ``X`` (n, V_now) counted over ``self.vocabulary``, and its labels."""
+        self._add_pending()
         class_count, doc_count, token_count = count_documents(
             X, np.asarray(labels), len(self.classes)
         )
@@ -281,7 +295,8 @@ class CountAccumulator:
         """Add a tally in the compact form of :func:`nbclass.tally.pack`.
 
         One dictionary look-up per word of the tally places its row; the counts of all
-        classes are then added by numpy, one cell (j, c) each.
+        classes are then added by numpy, one cell (j, c) each. The first tallies wait,
+        up to ``PENDING_BYTES``, so that :meth:`result` can lay out the arrays once.
         """
         class_count, words, lengths, rows, doc_counts, token_counts = packed[:6]
         if entries is not None:
@@ -292,14 +307,33 @@ class CountAccumulator:
             for column, sample in packed[7].items():
                 for key, word in sample:
                     add_representative(seen, column, key, word)
-        C, vocabulary = len(self.classes), self.vocabulary
-        new = [word for word in words if word not in vocabulary]  # the next rows, in order
-        vocabulary.update(zip(new, range(len(vocabulary), len(vocabulary) + len(new))))
-        at = np.fromiter(map(vocabulary.__getitem__, words), dtype=np.int64, count=len(words))
-        self._reserve(len(self.vocabulary))
         self._class_count += np.asarray(class_count, dtype=np.int64)
+        if self._doc_count is None and not self.vocabulary:
+            self._pending.append(packed[1:6])
+            self._pending_bytes += 100 * len(words) + 8 * (len(lengths) + 3 * len(rows))
+            if self._pending_bytes > PENDING_BYTES:
+                self._add_pending()
+            return
+        self._add_cells(words, lengths, rows, doc_counts, token_counts)
+
+    def _add_pending(self) -> None:
+        pending, self._pending, self._pending_bytes = self._pending, [], 0
+        for item in pending:
+            self._add_cells(*item)
+
+    def _add_cells(self, words, lengths, rows, doc_counts, token_counts, row_of=None) -> None:
+        """Add a packed tally's counts; ``row_of`` maps its words to rows (default: the
+        growing vocabulary, given the new words)."""
+        if row_of is None:
+            vocabulary = self.vocabulary
+            new = [word for word in words if word not in vocabulary]  # the next rows
+            vocabulary.update(zip(new, range(len(vocabulary), len(vocabulary) + len(new))))
+            self._reserve(len(vocabulary))
+            row_of = vocabulary
         if not len(rows):
             return
+        C = len(self.classes)
+        at = np.fromiter(map(row_of.__getitem__, words), dtype=np.int64, count=len(words))
         column = np.repeat(np.arange(C, dtype=np.int64), _int64(lengths))
         cells = at[_int64(rows)] * C + column  # distinct: a word appears once per class
         self._doc_count.reshape(-1)[cells] += _int64(doc_counts)
@@ -314,17 +348,34 @@ class CountAccumulator:
     def result(self) -> Counts:
         """The counts, with the vocabulary sorted; the accumulator is spent afterwards.
 
-        Its arrays are released as soon as their sorted copies exist, so the peak memory
-        of a fit holds one spare array, not two.
+        When every tally is still pending, the arrays are made at their size with the
+        words in order, and the tallies added into them. Otherwise the arrays are
+        reordered, each released as soon as its sorted copy exists, so the peak memory
+        holds one spare array, not two.
         """
-        words = sorted(self.vocabulary)
-        order = np.fromiter(
-            map(self.vocabulary.__getitem__, words), dtype=np.int64, count=len(words)
-        )
-        doc_count = self._doc_count[order]
-        self._doc_count = None
-        token_count = self._token_count[order]
-        self._token_count = None
+        if self._doc_count is None and not self.vocabulary:
+            words = sorted(set().union(*(item[0] for item in self._pending)))
+            self._reserve(len(words))
+            row_of = dict(zip(words, range(len(words))))
+            pending, self._pending = self._pending, []
+            while pending:
+                self._add_cells(*pending.pop(), row_of=row_of)
+            del row_of
+            V = len(words)
+            doc_count, token_count = self._doc_count[:V], self._token_count[:V]
+            self._doc_count = self._token_count = None
+        else:
+            self._add_pending()
+            self._reserve(len(self.vocabulary))
+            words = sorted(self.vocabulary)
+            order = np.fromiter(
+                map(self.vocabulary.__getitem__, words), dtype=np.int64, count=len(words)
+            )
+            self.vocabulary = None
+            doc_count = self._doc_count[order]
+            self._doc_count = None
+            token_count = self._token_count[order]
+            self._token_count = None
         return Counts(
             classes=self.classes,
             vocabulary=tuple(words),
@@ -445,14 +496,16 @@ def count_corpus(
     When ``entries`` is a list, each document's ledger entry ``(digest, class index,
     Counter)`` is appended to it (:mod:`nbclass.ledger`), in no particular order.
 
-    The documents are tallied in plain Python (:mod:`nbclass.tally`) in chunks of at
-    most ``CHUNK_SIZE`` consecutive documents, and each chunk's tally is added to the
-    count arrays. With ``jobs`` > 1 and at least ``PARALLEL_MIN_BYTES`` of text, the
-    chunks are tallied by ``jobs`` forked worker processes (at least two chunks per
-    worker, taken as workers become free). Counts are integers, so the result is the
-    same, bit for bit, for any number of jobs. Memory is bounded by the vocabulary and a
-    chunk, not by the number of documents. ``on_progress(start, end)`` is called when
-    the documents ``paths[start:end]`` are counted.
+    The documents are tallied in plain Python (:mod:`nbclass.tally`), part after part
+    of consecutive documents, into one tally until it holds ``FLUSH_ENTRIES`` (word,
+    class) pairs; that tally is packed and added to the count arrays, and the next one
+    starts. With ``jobs`` > 1 and at least ``PARALLEL_MIN_BYTES`` of text, ``jobs`` forked
+    worker processes tally, each taking the next part when free and sending back each
+    packed tally. Counts are integers, so the result is the same, bit for bit, for any
+    number of jobs. Memory is bounded by the vocabulary and ``FLUSH_ENTRIES``, not by
+    the number of documents.
+    ``on_progress(start, end)`` is called as the documents ``paths[start:end]`` are
+    counted (every document once).
 
     With ``scheduler`` (a Dask scheduler's address), parts of at most ``PART_SIZE``
     documents (at least four per worker thread) are tallied on that cluster's workers
@@ -462,76 +515,160 @@ def count_corpus(
     accumulator = CountAccumulator(classes)
     n, C = len(paths), len(classes)
     ledger = entries is not None
-    size = max(1, min(CHUNK_SIZE, -(-n // (max(1, jobs) * 2))))
-    if not scheduler and (jobs <= 1 or n <= size or _total_bytes(paths) < PARALLEL_MIN_BYTES):
-        tokenize = make_tokenizer(tokenizer)
-        for chunk in range(0, n, CHUNK_SIZE):
-            part = None
-            for start in range(chunk, min(n, chunk + CHUNK_SIZE), PART_SIZE):
-                end = min(n, start + PART_SIZE, chunk + CHUNK_SIZE)
-                part = tally_paths(
-                    paths[start:end], labels[start:end], C, tokenize, ledger, into=part
-                )
+    size = max(1, min(PART_SIZE, -(-n // (max(1, jobs) * 8))))
+    if scheduler:
+        with part_runner(jobs, scheduler) as (workers, run):
+            paths = [os.path.abspath(path) for path in paths]  # their folder is not ours
+            size = max(1, min(PART_SIZE, -(-n // (workers * 4))))
+            parts = (
+                (paths[a : a + size], labels[a : a + size], C, tokenizer, a, ledger)
+                for a in range(0, n, size)
+            )
+            for start, end, packed in run(tally_part, parts):
+                accumulator.add_packed(packed, entries, seen)
                 if on_progress:
                     on_progress(start, end)
-            accumulator.add_tally(part, entries, seen)
         return accumulator.result()
-    with part_runner(jobs, scheduler) as (workers, run):
-        if scheduler:  # the workers' working folder is not ours
-            paths = [os.path.abspath(path) for path in paths]
-            size = max(1, min(PART_SIZE, -(-n // (workers * 4))))
-        parts = (
-            (paths[a : a + size], labels[a : a + size], C, tokenizer, a, ledger)
-            for a in range(0, n, size)
-        )
-        for start, end, packed in run(tally_part, parts):
-            accumulator.add_packed(packed, entries, seen)
-            if on_progress:
-                on_progress(start, end)
+    share = _Share(paths, labels, C, tokenizer, ledger, size)
+    if jobs <= 1 or n <= size or _total_bytes(paths) < PARALLEL_MIN_BYTES:
+        packs = share.tally(on_progress)
+    else:
+        packs = share.tally_in_workers(jobs, on_progress)
+    for packed in packs:
+        accumulator.add_packed(packed, entries, seen)
     return accumulator.result()
 
 
-@contextmanager
-def part_runner(jobs: int, scheduler: str | None = None):
-    """Where parts of the work run: ``(workers, run)``.
+class _Share:
+    """The parts of a corpus, handed out one at a time to whichever process is free.
 
-    ``run(function, parts)`` calls ``function(*args)`` for each ``args`` of ``parts`` and
-    yields the results as they finish, in any order, without looking inside them:
-    on ``jobs`` local processes, or on the Dask cluster whose scheduler is at
-    ``scheduler`` (:mod:`nbclass.cluster`). ``workers`` is how many run at once.
-
-    Local workers are forked where the system can (a few milliseconds each; they
-    inherit the imported modules) and spawned elsewhere. At most two parts per worker
-    wait at a time, so results are held only until they are added.
+    ``next_part`` and ``done`` are shared integers (``multiprocessing.Value``) when
+    worker processes take part; the workers inherit this object when they are forked
+    (or receive it pickled where they are spawned).
     """
-    if scheduler:
-        from .cluster import connect
 
-        with connect(scheduler) as cluster:
-            yield cluster.threads, cluster.run_unordered
-        return
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    def __init__(self, paths, labels, n_classes, tokenizer, ledger, size):
+        self.paths, self.labels, self.n_classes = paths, labels, n_classes
+        self.tokenizer, self.ledger, self.size = tokenizer, ledger, size
+        self.next_part = self.done = None  # shared integers, once workers take part
+        self._next = 0  # without workers
+        self._tokenize = None
 
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context(method))
+    def _take(self) -> int:
+        """The start of the next part nobody has taken."""
+        if self.next_part is None:
+            start = self._next
+            self._next += self.size
+            return start
+        with self.next_part.get_lock():
+            start = self.next_part.value
+            self.next_part.value = start + self.size
+        return start
 
-    def run(function, parts):
-        parts = iter(parts)
-        live = {pool.submit(function, *args) for args in islice(parts, 2 * jobs)}
-        try:
-            while live:
-                done, live = wait(live, return_when=FIRST_COMPLETED)
-                for future in done:
-                    following = next(parts, None)
-                    if following is not None:
-                        live.add(pool.submit(function, *following))
-                    yield future.result()
-        finally:
-            for future in live:
-                future.cancel()
+    def left(self) -> bool:
+        """Whether some part has not been taken yet."""
+        taken = self._next if self.next_part is None else self.next_part.value
+        return taken < len(self.paths)
 
+    def tally_window(self, on_progress=None):
+        """Tally parts until the tally holds ``FLUSH_ENTRIES`` (word, class) pairs or no
+        part is left; the packed tally (:func:`nbclass.tally.pack`), or None if no part
+        was left."""
+        if self._tokenize is None:
+            self._tokenize = make_tokenizer(self.tokenizer)
+        n, part = len(self.paths), None
+        while (start := self._take()) < n:
+            end = min(n, start + self.size)
+            part = tally_paths(
+                self.paths[start:end], self.labels[start:end], self.n_classes, self._tokenize,
+                self.ledger, into=part,
+            )  # fmt: skip
+            if on_progress:
+                on_progress(start, end)
+            if self.done is not None:
+                with self.done.get_lock():
+                    self.done.value += end - start
+            if sum(map(len, part[2])) >= FLUSH_ENTRIES:
+                break
+        return None if part is None else pack(part)
+
+    def tally(self, on_progress=None):
+        """Yield packed tallies of every part, in this process."""
+        while (packed := self.tally_window(on_progress)) is not None:
+            yield packed
+
+    def tally_in_workers(self, jobs: int, on_progress=None):
+        """Yield packed tallies of every part, made by ``jobs`` worker processes.
+
+        Each task tallies one window (:meth:`tally_window`) and sends its packed tally
+        back; a worker that finishes one gets another while parts are left, so the
+        packs are added as they come and no process holds more than one window.
+        """
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        context = multiprocessing.get_context(method)
+        self.next_part, self.done = context.Value("q", 0), context.Value("q", 0)
+        reported, n = 0, len(self.paths)
+        with _pool(jobs, context, self) as pool:
+            live = {pool.submit(_tally_window) for _ in range(jobs)}
+            try:
+                while live:
+                    finished, live = wait(live, timeout=0.05, return_when=FIRST_COMPLETED)
+                    if on_progress and self.done.value > reported:
+                        counted = self.done.value
+                        on_progress(reported, counted)
+                        reported = counted
+                    for future in finished:
+                        packed = future.result()
+                        if packed is not None and self.left():
+                            live.add(pool.submit(_tally_window))
+                        if packed is not None:
+                            yield packed
+            finally:
+                with self.next_part.get_lock():
+                    self.next_part.value = n  # on an error, the other workers stop early
+        if on_progress and reported < n:
+            on_progress(reported, n)
+
+
+_SHARE: _Share | None = None  # a worker process's share of the corpus
+
+
+def _start_worker(share: _Share) -> None:
+    global _SHARE
+    _SHARE = share
+
+
+def _tally_window():
+    """A worker's task: one window of parts of the inherited share, packed."""
+    return _SHARE.tally_window()
+
+
+@contextmanager
+def _pool(jobs: int, context, share: _Share):
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=_start_worker, initargs=(share,)
+    )
     try:
-        yield jobs, run
+        yield pool
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextmanager
+def part_runner(jobs: int, scheduler: str):
+    """Where parts of the work run: ``(workers, run)``, on a Dask cluster.
+
+    ``run(function, parts)`` calls ``function(*args)`` for each ``args`` of ``parts`` and
+    yields the results as they finish, in any order, without looking inside them, on
+    the Dask cluster whose scheduler is at ``scheduler`` (:mod:`nbclass.cluster`).
+    ``workers`` is how many run at once. (Local workers: :meth:`_Share.tally_in_workers`.)
+    """
+    from .cluster import connect
+
+    with connect(scheduler) as cluster:
+        yield cluster.threads, cluster.run_unordered

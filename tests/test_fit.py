@@ -50,7 +50,7 @@ def test_chunks_and_workers_give_the_same_model_bit_for_bit(
     corpus = list_corpus(str(news_sample[0]))
     settings = TokenizerSettings(hash_features=hashing)
     whole = dumps(fit(corpus, settings, jobs=1, ledger=ledger))
-    monkeypatch.setattr(nbclass.counts, "CHUNK_SIZE", 37)  # 240 documents: 7 chunks
+    monkeypatch.setattr(nbclass.counts, "FLUSH_ENTRIES", 300)  # several packs per process
     monkeypatch.setattr(nbclass.counts, "PART_SIZE", 10)
     for jobs in (1, 2, 3):
         assert dumps(fit(corpus, settings, jobs=jobs, ledger=ledger)) == whole
@@ -63,13 +63,13 @@ def test_workers_start_only_from_a_few_megabytes_of_text(tmp_path, monkeypatch):
     root = write_corpus(tmp_path / "c", {"a": ["xx yy"] * 3, "b": ["yy zz"] * 3})
     corpus = list_corpus(str(root))
     runs = []
-    real_runner = nbclass.counts.part_runner
+    in_workers = nbclass.counts._Share.tally_in_workers
 
-    def recording_runner(jobs, scheduler=None):
+    def recording(share, jobs, on_progress=None):
         runs.append(jobs)
-        return real_runner(jobs, scheduler)
+        return in_workers(share, jobs, on_progress)
 
-    monkeypatch.setattr(nbclass.counts, "part_runner", recording_runner)
+    monkeypatch.setattr(nbclass.counts._Share, "tally_in_workers", recording)
     small = dumps(fit(corpus, jobs=2))
     assert runs == []
     monkeypatch.setattr(nbclass.counts, "PARALLEL_MIN_BYTES", 12)  # the corpus holds 30 bytes
