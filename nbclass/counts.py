@@ -149,7 +149,7 @@ class Counts:
             found.append("class names are not sorted and unique")
         if not _strictly_increasing(self.vocabulary):
             found.append("vocabulary is not sorted and unique")
-        if any("\x00" in word for word in self.vocabulary):
+        if "\x00" in "".join(self.vocabulary):
             found.append("a word holds a NUL character")
         return found
 
@@ -256,14 +256,13 @@ class CountAccumulator:
 
     def _reserve(self, V: int) -> None:
         if self._doc_count is None:
-            shape = (max(1024, V), len(self.classes))
+            shape = (V if self._pending else max(1024, V), len(self.classes))
             self._doc_count = np.zeros(shape, dtype=np.int64)
             self._token_count = np.zeros(shape, dtype=np.int64)
         capacity = self._doc_count.shape[0]
         if V <= capacity:
             return
-        while capacity < V:
-            capacity += capacity // 2
+        capacity = max(V, capacity + capacity // 2)
         for name in ("_doc_count", "_token_count"):
             old = getattr(self, name)
             try:  # in place where the allocator can (no copy, no hole left behind)
@@ -308,36 +307,37 @@ class CountAccumulator:
                 for key, word in sample:
                     add_representative(seen, column, key, word)
         self._class_count += np.asarray(class_count, dtype=np.int64)
-        if self._doc_count is None and not self.vocabulary:
-            self._pending.append(packed[1:6])
-            self._pending_bytes += 100 * len(words) + 8 * (len(lengths) + 3 * len(rows))
+        vocabulary = self.vocabulary
+        new = [word for word in words if word not in vocabulary]  # the next rows, in order
+        vocabulary.update(zip(new, range(len(vocabulary), len(vocabulary) + len(new))))
+        at = np.fromiter(map(vocabulary.__getitem__, words), dtype=np.int64, count=len(words))
+        cells = (at, _int64(lengths), _int64(rows), _int64(doc_counts), _int64(token_counts))
+        if self._doc_count is None:
+            self._pending.append(cells)
+            self._pending_bytes += sum(part.nbytes for part in cells)
             if self._pending_bytes > PENDING_BYTES:
                 self._add_pending()
             return
-        self._add_cells(words, lengths, rows, doc_counts, token_counts)
+        self._reserve(len(vocabulary))
+        self._add_cells(*cells)
 
-    def _add_pending(self) -> None:
+    def _add_pending(self, rank: np.ndarray | None = None) -> None:
+        """Add the pending tallies, their rows renumbered by ``rank`` if given."""
+        self._reserve(len(self.vocabulary))
         pending, self._pending, self._pending_bytes = self._pending, [], 0
-        for item in pending:
-            self._add_cells(*item)
+        while pending:
+            at, *rest = pending.pop()
+            self._add_cells(at if rank is None else rank[at], *rest)
 
-    def _add_cells(self, words, lengths, rows, doc_counts, token_counts, row_of=None) -> None:
-        """Add a packed tally's counts; ``row_of`` maps its words to rows (default: the
-        growing vocabulary, given the new words)."""
-        if row_of is None:
-            vocabulary = self.vocabulary
-            new = [word for word in words if word not in vocabulary]  # the next rows
-            vocabulary.update(zip(new, range(len(vocabulary), len(vocabulary) + len(new))))
-            self._reserve(len(vocabulary))
-            row_of = vocabulary
+    def _add_cells(self, at, lengths, rows, doc_counts, token_counts) -> None:
+        """Add a packed tally's counts, its words being at rows ``at``."""
         if not len(rows):
             return
         C = len(self.classes)
-        at = np.fromiter(map(row_of.__getitem__, words), dtype=np.int64, count=len(words))
-        column = np.repeat(np.arange(C, dtype=np.int64), _int64(lengths))
-        cells = at[_int64(rows)] * C + column  # distinct: a word appears once per class
-        self._doc_count.reshape(-1)[cells] += _int64(doc_counts)
-        self._token_count.reshape(-1)[cells] += _int64(token_counts)
+        column = np.repeat(np.arange(C, dtype=np.int64), lengths)
+        cells = at[rows] * C + column  # distinct: a word appears once per class
+        self._doc_count.reshape(-1)[cells] += doc_counts
+        self._token_count.reshape(-1)[cells] += token_counts
 
     def _add_rows(self, rows, class_count, doc_count, token_count) -> None:
         self._reserve(len(self.vocabulary))
@@ -353,29 +353,23 @@ class CountAccumulator:
         reordered, each released as soon as its sorted copy exists, so the peak memory
         holds one spare array, not two.
         """
-        if self._doc_count is None and not self.vocabulary:
-            words = sorted(set().union(*(item[0] for item in self._pending)))
-            self._reserve(len(words))
-            row_of = dict(zip(words, range(len(words))))
-            pending, self._pending = self._pending, []
-            while pending:
-                self._add_cells(*pending.pop(), row_of=row_of)
-            del row_of
-            V = len(words)
+        by_row = list(self.vocabulary)  # row j holds the j-th word added (GrowingVocabulary)
+        order = sorted(range(len(by_row)), key=by_row.__getitem__)
+        words = list(map(by_row.__getitem__, order))
+        del by_row
+        order = np.array(order, dtype=np.int64)
+        V = len(words)
+        if self._doc_count is None:  # lay the rows out in order, and add the tallies
+            rank = np.empty(V, dtype=np.int64)
+            rank[order] = np.arange(V, dtype=np.int64)
+            del order
+            self._add_pending(rank)
             doc_count, token_count = self._doc_count[:V], self._token_count[:V]
-            self._doc_count = self._token_count = None
         else:
-            self._add_pending()
-            self._reserve(len(self.vocabulary))
-            words = sorted(self.vocabulary)
-            order = np.fromiter(
-                map(self.vocabulary.__getitem__, words), dtype=np.int64, count=len(words)
-            )
-            self.vocabulary = None
             doc_count = self._doc_count[order]
             self._doc_count = None
             token_count = self._token_count[order]
-            self._token_count = None
+        self._doc_count = self._token_count = self.vocabulary = None
         return Counts(
             classes=self.classes,
             vocabulary=tuple(words),

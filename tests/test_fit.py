@@ -167,3 +167,23 @@ def test_the_ascii_fast_path_finds_the_same_tokens_as_the_documented_pattern(asc
     tokenize = make_tokenizer(TokenizerSettings())
     for text in (ascii, ascii + other, other + ascii.upper(), "\u212a" + ascii):  # Kelvin sign
         assert tokenize(text) == documented(text.replace("\x00", " ").lower())
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(documents, st.integers(1, 5), st.sampled_from([0, 300, 2**40]))
+def test_counts_are_the_same_whether_tallies_wait_or_go_into_growing_arrays(
+    docs, n_parts, pending_bytes
+):
+    """PENDING_BYTES 0: every tally goes into the arrays at once (they grow, then are
+    reordered); 2**40: all wait and result() lays the arrays out in order."""
+    import nbclass.counts
+
+    expected = CountAccumulator(["a", "b", "c"])
+    expected.add(count_matrix([t for t, _ in docs], expected.vocabulary), [c for _, c in docs])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nbclass.counts, "PENDING_BYTES", pending_bytes)
+        merged = CountAccumulator(["a", "b", "c"])
+        for k in range(n_parts):
+            share = docs[k::n_parts]
+            merged.add_tally(tally([t for t, _ in share], [c for _, c in share], 3))
+        assert merged.result().equals(expected.result())
