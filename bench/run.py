@@ -252,6 +252,19 @@ def main() -> None:
         "peak_mb": max(r["peak_mb"] for r in single),
     }
     row(f"nbclass predict one document via stdin (median of {args.single})", single_row, 0)
+    full_cli = {"NBCLASS_FULL_CLI": "1"}  # the same through click, for comparison
+    single_click = [
+        measure([NBCLASS, "predict", "-m", model], stdin=document, env=full_cli)
+        for _ in range(args.single)
+    ]
+    row(
+        f"the same through the click CLI (median of {args.single})",
+        {
+            "seconds": statistics.median(r["seconds"] for r in single_click),
+            "peak_mb": max(r["peak_mb"] for r in single_click),
+        },
+        0,
+    )
 
     for megabytes in [float(x) for x in args.scale.split(",") if x]:
         folder = CACHE / f"generated-{megabytes:g}MB"
