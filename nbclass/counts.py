@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -307,10 +308,16 @@ class CountAccumulator:
                 for key, word in sample:
                     add_representative(seen, column, key, word)
         self._class_count += np.asarray(class_count, dtype=np.int64)
+        words = words.split("\x00") if words else []
         vocabulary = self.vocabulary
-        new = [word for word in words if word not in vocabulary]  # the next rows, in order
-        vocabulary.update(zip(new, range(len(vocabulary), len(vocabulary) + len(new))))
-        at = np.fromiter(map(vocabulary.__getitem__, words), dtype=np.int64, count=len(words))
+        # One look-up per word: known words get their row, new words -1 and then the
+        # next rows, in order.
+        at = np.fromiter(map(vocabulary.get, words, repeat(-1)), dtype=np.int64, count=len(words))
+        new = np.flatnonzero(at < 0)
+        if new.size:
+            V = len(vocabulary)
+            vocabulary.update(zip(map(words.__getitem__, new.tolist()), range(V, V + new.size)))
+            at[new] = np.arange(V, V + new.size)
         cells = (at, _int64(lengths), _int64(rows), _int64(doc_counts), _int64(token_counts))
         if self._doc_count is None:
             self._pending.append(cells)
@@ -606,7 +613,9 @@ class _Share:
         self.next_part, self.done = context.Value("q", 0), context.Value("q", 0)
         reported, n = 0, len(self.paths)
         with _pool(jobs, context, self) as pool:
-            live = {pool.submit(_tally_window) for _ in range(jobs)}
+            # Two tasks per worker: one waits, so a worker never idles while its
+            # packed tally travels back and the next task comes.
+            live = {pool.submit(_tally_window) for _ in range(2 * jobs)}
             try:
                 while live:
                     finished, live = wait(live, timeout=0.05, return_when=FIRST_COMPLETED)

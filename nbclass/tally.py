@@ -82,15 +82,16 @@ def pack(part: Tally) -> tuple:
     """A :func:`tally` (or :func:`tally_paths` result) in a compact form, cheap to send.
 
     Returns ``(class_count, words, lengths, rows, doc_counts, token_counts, *rest)``:
-    ``words`` lists every word of the tally once; for class c, the next ``lengths[c]``
-    items of ``rows`` (indices into ``words``), ``doc_counts`` (D_jc) and ``token_counts``
-    (T_jc) are its nonzero counts (``array('q')`` each, in no particular order). ``rest``
-    holds the tally's items after the third (ledger entries, sampled words) unchanged.
-    Adding this costs one dictionary look-up per word rather than one per word and class
-    (:meth:`nbclass.counts.CountAccumulator.add_packed`).
+    ``words`` holds every word of the tally once, joined by NUL characters (no token
+    holds one; one string pickles and unpickles far faster than many); for class c, the
+    next ``lengths[c]`` items of ``rows`` (indices into the words), ``doc_counts`` (D_jc)
+    and ``token_counts`` (T_jc) are its nonzero counts (``array('q')`` each, in no
+    particular order). ``rest`` holds the tally's items after the third (ledger entries,
+    sampled words) unchanged. Adding this costs one dictionary look-up per word rather
+    than one per word and class (:meth:`nbclass.counts.CountAccumulator.add_packed`).
 
     >>> packed = pack(tally([["b", "a", "b"], ["a"]], [0, 1], 2))
-    >>> packed[0], packed[1], packed[2].tolist(), packed[3].tolist()
+    >>> packed[0], packed[1].split("\\x00"), packed[2].tolist(), packed[3].tolist()
     ([1, 1], ['b', 'a'], [2, 1], [0, 1, 1])
     >>> packed[4].tolist(), packed[5].tolist()
     ([1, 1, 1], [2, 1, 1])
@@ -105,7 +106,7 @@ def pack(part: Tally) -> tuple:
         rows.extend(map(index, keys))
         doc_counts.extend(map(d.__getitem__, keys))
         token_counts.extend(t.values())
-    return (class_count, words, lengths, rows, doc_counts, token_counts, *part[3:])
+    return (class_count, "\x00".join(words), lengths, rows, doc_counts, token_counts, *part[3:])
 
 
 def tally_paths(paths, labels, n_classes: int, tokenize, ledger: bool = False, into=None) -> Tally:
