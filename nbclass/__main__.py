@@ -1,6 +1,6 @@
 """``python -m nbclass``: the same as the ``nbclass`` command."""
 
-from .cli import main
+from .entry import main
 
 if __name__ == "__main__":
     main()

@@ -6,7 +6,6 @@ Results go to stdout; summaries, warnings and errors to stderr. A user's mistake
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 import time
@@ -25,6 +24,7 @@ from .errors import (
     Terminated,
     UsageError,
 )
+from .process import install_sigterm, output_error, reserve_standard_streams
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a filter cut off by `head`
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -61,52 +61,8 @@ class NbclassGroup(click.Group):
         except OSError as exc:
             # The library turns every file it reads or writes into an NbclassError; what is
             # left is writing the results: stdout on a full disk, /dev/full, or closed.
-            _silence_stdout()
-            where = "standard output" if exc.filename is None else repr(exc.filename)
-            reason = exc.strerror or str(exc)
-            if exc.errno == errno.EBADF and exc.filename is None:
-                reason = "it is closed"
-            sys.stderr.write(f"Error: cannot write to {where}: {reason}\n")
+            sys.stderr.write(output_error(exc))
             raise click.exceptions.Exit(EXIT_ERROR) from None
-
-
-def _silence_stdout() -> None:
-    """Point fd 1 at /dev/null so that Python's final flush of stdout cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.close(devnull)
-    except OSError:  # pragma: no cover - no /dev/null
-        pass
-
-
-def _reserve_standard_streams() -> None:
-    """Give closed fds 0-2 (``nbclass ... >&-``) a placeholder, and stdout a stream.
-
-    Otherwise the next file opened (the model being saved) would become fd 1 or 2 and
-    receive what is printed. The placeholder is /dev/null opened read-only, so that writing
-    results to a closed stdout fails with "Bad file descriptor", as for ``cat >&-``, and
-    becomes one ``Error:`` line; a command that prints nothing is unaffected. A closed
-    stdin reads as empty, a closed stderr swallows messages (the exit code still tells).
-    """
-    for fd, mode in ((0, os.O_RDONLY), (1, os.O_RDONLY), (2, os.O_WRONLY)):
-        try:
-            os.fstat(fd)
-        except OSError:
-            placeholder = os.open(os.devnull, mode)
-            if placeholder != fd:  # pragma: no cover - the lowest free fd is the closed one
-                os.dup2(placeholder, fd)
-                os.close(placeholder)
-    if sys.stdin is None:
-        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
-    if sys.stdout is None:
-        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-    if sys.stderr is None:
-        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-
-
-def _terminate(signum, frame):
-    raise Terminated()
 
 
 def _parse_pair(name: str, text: str, kind=int) -> tuple:
@@ -273,13 +229,6 @@ def _max_bytes(ctx, param, value):
         raise click.BadParameter(str(exc), param_hint="--max-bytes") from None
 
 
-def _warn_skip(skip) -> None:
-    from .names import escape
-
-    detail = f" ({skip.detail})" if skip.detail else ""
-    sys.stderr.write(f"Warning: skipped '{escape(skip.source)}': {skip.reason}{detail}\n")
-
-
 def reading_options(command):
     """--encoding, --max-bytes, --binary and --on-error (:mod:`nbclass.reading`).
 
@@ -296,7 +245,9 @@ def reading_options(command):
         from .reading import ReadLog, ReadPolicy
 
         policy = ReadPolicy(**{name: kwargs.pop(name) for name in READING_OPTIONS})
-        log = ReadLog(on_skip=_warn_skip)
+        from .single import warn_skip
+
+        log = ReadLog(on_skip=warn_skip)
         kwargs["reading"] = (policy, log)
         try:
             return command(*args, **kwargs)
@@ -962,33 +913,16 @@ def predict(
     documents = iter_documents(paths or ["-"], lines, *reading)
     if single and not explain:
         # One document: score it without numpy, which would take most of the time to import.
-        from .abstain import log_sum_exp
-        from .quick import QuickModel, log_posterior
+        from .single import predict_one
 
-        model = QuickModel(model_path)
-        settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
-        if model.can_score(settings):
-            abstention.check_classes(model.classes)
+        overrides = dict(text_options or {}, model=event_model, estimator=estimator)
+        overrides.update(alpha=alpha, beta=beta)
+        code = predict_one(
+            model_path, documents, overrides, fmt, top_k, abstention, use_exit_code
+        )
+        if code is not None:
             if use_exit_code:
-                check_exit_classes(model.classes)
-            document = next(documents, None)
-            if document is None:  # skipped (a warning said why): no label
-                if use_exit_code:
-                    raise click.exceptions.Exit(exit_code(model.classes, ""))
-                return
-            source, text = document
-            jll = model.joint_log_likelihood(text, settings)
-            row = log_posterior(jll)
-            # Counting known tokens tokenizes again: only when a threshold needs them.
-            known, tokens = model.known_tokens(text) if abstention.needs_known else (0, 0)
-            reason = abstention.reason(row, known, tokens)
-            evidence = log_sum_exp(jll) if settings.generative else None
-            extra = {"log_evidence": evidence, "reason": reason}
-            labels = _print_predictions(
-                [source], model.classes, [row], fmt, top_k, settings, [extra], unsure_label
-            )
-            if use_exit_code:
-                raise click.exceptions.Exit(exit_code(model.classes, labels[0]))
+                raise click.exceptions.Exit(code)
             return
         # Settings that need every count (fitted β, idf, normalised weights): batch path.
     from functools import partial
@@ -1064,26 +998,9 @@ def _print_predictions(
     sources, classes, rows, fmt, top_k, settings, extras=None, unsure_label="unsure"
 ) -> list[str]:
     """Print the predictions; returns the labels printed ("" for none)."""
-    from .render import prediction_lines
+    from .single import print_predictions
 
-    _echo_lines(prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label))
-    labels = []
-    for i, (source, row) in enumerate(zip(sources, rows)):
-        if max(row) == float("-inf"):
-            labels.append("")
-            warnings.warn(
-                f"every class has probability 0 for {source!r} under "
-                f"--estimator {settings.estimator}: each class rules it out (it holds a word "
-                "the class never saw, or lacks a word every document of the class had); its "
-                "label is empty. Use --estimator posterior-mean to smooth.",
-                NbclassWarning,
-                stacklevel=1,
-            )
-        elif extras is not None and extras[i]["reason"]:
-            labels.append(unsure_label)
-        else:
-            labels.append(classes[max(range(len(row)), key=row.__getitem__)])
-    return labels
+    return print_predictions(sources, classes, rows, fmt, top_k, settings, extras, unsure_label)
 
 
 @cli.command("top-features", context_settings=CONTEXT)
@@ -1878,22 +1795,16 @@ def diff(old_path, new_path, k, fmt):
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
-    if issubclass(category, NbclassWarning):
-        sys.stderr.write(f"Warning: {message}\n")
-    else:
-        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+    from .single import show_warning
+
+    show_warning(message, category, filename, lineno, file, line)
 
 
 def main(argv=None) -> None:
     """Entry point of the ``nbclass`` console script."""
-    import signal
-
     warnings.showwarning = _show_warning
-    _reserve_standard_streams()
-    # SIGTERM unwinds like Ctrl-C (no partial model is left) and exits 143; a SIGTERM that
-    # the parent chose to ignore stays ignored, as Python does for SIGINT.
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _terminate)
+    reserve_standard_streams()
+    install_sigterm()
     try:
         cli.main(args=argv, prog_name="nbclass")
     except KeyboardInterrupt:  # a signal before or after the command itself ran

@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,16 +34,21 @@ if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
 
 from .errors import UsageError
 from .reading import DEFAULT_POLICY, ReadLog, ReadPolicy
-from .tally import Tally, tally_part, tally_paths
+from .tally import Tally, pack, tally_part, tally_paths
 from .tokenizer import TokenizerSettings, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
 
-PART_SIZE = 1000  # documents per unit of parallel work
-PARALLEL_BACKEND = "loky"
-# Starting worker processes (joblib's loky executor: a new interpreter each, importing
-# this package) costs about half a second on a small machine; below this much text a
-# single process finishes first. The result is the same either way.
-PARALLEL_MIN_BYTES = 64 * 2**20
+PART_SIZE = 1000  # documents per progress report, and per part sent to a Dask cluster
+# (word, class) pairs a process tallies in Python dictionaries before their counts go
+# into the arrays: a pair takes several times the memory of its two array cells (about
+# 100 bytes), so this bounds a process's dictionaries to about 30 MB.
+FLUSH_ENTRIES = 200_000
+# Packed tallies (about this many bytes) kept before the count arrays are made: up to
+# here the arrays are made once, at their size and in order (CountAccumulator.result).
+PENDING_BYTES = 64 * 2**20
+# Forking a worker process costs a few milliseconds; below this much text one process
+# is about as fast. The result is the same either way.
+PARALLEL_MIN_BYTES = 4 * 2**20
 
 
 @dataclass(frozen=True, eq=False)
@@ -145,7 +151,7 @@ class Counts:
             found.append("class names are not sorted and unique")
         if not _strictly_increasing(self.vocabulary):
             found.append("vocabulary is not sorted and unique")
-        if any("\x00" in word for word in self.vocabulary):
+        if "\x00" in "".join(self.vocabulary):
             found.append("a word holds a NUL character")
         return found
 
@@ -218,6 +224,11 @@ def count_documents(
     return class_count, doc_count, token_count
 
 
+def _int64(values) -> np.ndarray:
+    """An ``array('q')`` (or any int64 buffer) as an ndarray, without copying."""
+    return np.frombuffer(values, dtype=np.int64)
+
+
 class CountAccumulator:
     """Adds up the counts of batches of documents over a vocabulary that grows.
 
@@ -239,23 +250,33 @@ class CountAccumulator:
         self.vocabulary = GrowingVocabulary()
         C = len(self.classes)
         self._class_count = np.zeros(C, dtype=np.int64)
-        self._doc_count = np.zeros((1024, C), dtype=np.int64)
-        self._token_count = np.zeros((1024, C), dtype=np.int64)
+        self._doc_count = self._token_count = None  # (capacity, C), once rows are added
+        # Packed tallies not added yet: while they are few, result() sizes and orders the
+        # arrays once, from the union of their words, with no growing and no reordering.
+        self._pending: list[tuple] = []
+        self._pending_bytes = 0
 
     def _reserve(self, V: int) -> None:
+        if self._doc_count is None:
+            shape = (V if self._pending else max(1024, V), len(self.classes))
+            self._doc_count = np.zeros(shape, dtype=np.int64)
+            self._token_count = np.zeros(shape, dtype=np.int64)
         capacity = self._doc_count.shape[0]
         if V <= capacity:
             return
-        while capacity < V:
-            capacity += capacity // 2
+        capacity = max(V, capacity + capacity // 2)
         for name in ("_doc_count", "_token_count"):
             old = getattr(self, name)
-            new = np.zeros((capacity, old.shape[1]), dtype=np.int64)
-            new[: old.shape[0]] = old
-            setattr(self, name, new)
+            try:  # in place where the allocator can (no copy, no hole left behind)
+                old.resize((capacity, old.shape[1]))  # the new rows are zeros
+            except ValueError:  # another reference to the array: copy it
+                new = np.zeros((capacity, old.shape[1]), dtype=np.int64)
+                new[: old.shape[0]] = old
+                setattr(self, name, new)
 
     def add(self, X: sp.csr_matrix, labels: Sequence[int]) -> None:
         """Add a batch: ``X`` (n, V_now) counted over ``self.vocabulary``, and its labels."""
+        self._add_pending()
         class_count, doc_count, token_count = count_documents(
             X, np.asarray(labels), len(self.classes)
         )
@@ -269,30 +290,62 @@ class CountAccumulator:
         A tally with ledger entries (a fourth item) appends them to ``entries``; one with
         words sampled per hashed column (a fifth) merges them into ``seen``.
         """
-        class_count, docs, tokens = tally[:3]
+        self.add_packed(pack(tally), entries, seen)
+
+    def add_packed(self, packed: tuple, entries: list | None = None, seen: dict | None = None):
+        """Add a tally in the compact form of :func:`nbclass.tally.pack`.
+
+        One dictionary look-up per word of the tally places its row; the counts of all
+        classes are then added by numpy, one cell (j, c) each. The first tallies wait,
+        up to ``PENDING_BYTES``, so that :meth:`result` can lay out the arrays once.
+        """
+        class_count, words, lengths, rows, doc_counts, token_counts = packed[:6]
         if entries is not None:
-            entries.extend(tally[3])
-        if seen is not None and len(tally) > 4 and tally[4]:
+            entries.extend(packed[6])
+        if seen is not None and len(packed) > 7 and packed[7]:
             from .hashing import add_representative
 
-            for column, sample in tally[4].items():
+            for column, sample in packed[7].items():
                 for key, word in sample:
                     add_representative(seen, column, key, word)
-        vocabulary, C = self.vocabulary, len(self.classes)
-        new = set().union(*docs).difference(vocabulary)
-        vocabulary.update(zip(sorted(new), range(len(vocabulary), len(vocabulary) + len(new))))
-        self._reserve(len(vocabulary))
         self._class_count += np.asarray(class_count, dtype=np.int64)
-        lookup = vocabulary.__getitem__
-        for c in range(C):
-            words = list(docs[c])
-            cells = np.fromiter(map(lookup, words), dtype=np.int64, count=len(words)) * C + c
-            self._doc_count.reshape(-1)[cells] += np.fromiter(
-                docs[c].values(), dtype=np.int64, count=len(words)
-            )
-            self._token_count.reshape(-1)[cells] += np.fromiter(
-                map(tokens[c].__getitem__, words), dtype=np.int64, count=len(words)
-            )
+        words = words.split("\x00") if words else []
+        vocabulary = self.vocabulary
+        # One look-up per word: known words get their row, new words -1 and then the
+        # next rows, in order.
+        at = np.fromiter(map(vocabulary.get, words, repeat(-1)), dtype=np.int64, count=len(words))
+        new = np.flatnonzero(at < 0)
+        if new.size:
+            V = len(vocabulary)
+            vocabulary.update(zip(map(words.__getitem__, new.tolist()), range(V, V + new.size)))
+            at[new] = np.arange(V, V + new.size)
+        cells = (at, _int64(lengths), _int64(rows), _int64(doc_counts), _int64(token_counts))
+        if self._doc_count is None:
+            self._pending.append(cells)
+            self._pending_bytes += sum(part.nbytes for part in cells)
+            if self._pending_bytes > PENDING_BYTES:
+                self._add_pending()
+            return
+        self._reserve(len(vocabulary))
+        self._add_cells(*cells)
+
+    def _add_pending(self, rank: np.ndarray | None = None) -> None:
+        """Add the pending tallies, their rows renumbered by ``rank`` if given."""
+        self._reserve(len(self.vocabulary))
+        pending, self._pending, self._pending_bytes = self._pending, [], 0
+        while pending:
+            at, *rest = pending.pop()
+            self._add_cells(at if rank is None else rank[at], *rest)
+
+    def _add_cells(self, at, lengths, rows, doc_counts, token_counts) -> None:
+        """Add a packed tally's counts, its words being at rows ``at``."""
+        if not len(rows):
+            return
+        C = len(self.classes)
+        column = np.repeat(np.arange(C, dtype=np.int64), lengths)
+        cells = at[rows] * C + column  # distinct: a word appears once per class
+        self._doc_count.reshape(-1)[cells] += doc_counts
+        self._token_count.reshape(-1)[cells] += token_counts
 
     def _add_rows(self, rows, class_count, doc_count, token_count) -> None:
         self._reserve(len(self.vocabulary))
@@ -303,17 +356,28 @@ class CountAccumulator:
     def result(self) -> Counts:
         """The counts, with the vocabulary sorted; the accumulator is spent afterwards.
 
-        Its arrays are released as soon as their sorted copies exist, so the peak memory
-        of a fit holds one spare array, not two.
+        When every tally is still pending, the arrays are made at their size with the
+        words in order, and the tallies added into them. Otherwise the arrays are
+        reordered, each released as soon as its sorted copy exists, so the peak memory
+        holds one spare array, not two.
         """
-        words = sorted(self.vocabulary)
-        order = np.fromiter(
-            map(self.vocabulary.__getitem__, words), dtype=np.int64, count=len(words)
-        )
-        doc_count = self._doc_count[order]
-        self._doc_count = None
-        token_count = self._token_count[order]
-        self._token_count = None
+        by_row = list(self.vocabulary)  # row j holds the j-th word added (GrowingVocabulary)
+        order = sorted(range(len(by_row)), key=by_row.__getitem__)
+        words = list(map(by_row.__getitem__, order))
+        del by_row
+        order = np.array(order, dtype=np.int64)
+        V = len(words)
+        if self._doc_count is None:  # lay the rows out in order, and add the tallies
+            rank = np.empty(V, dtype=np.int64)
+            rank[order] = np.arange(V, dtype=np.int64)
+            del order
+            self._add_pending(rank)
+            doc_count, token_count = self._doc_count[:V], self._token_count[:V]
+        else:
+            doc_count = self._doc_count[order]
+            self._doc_count = None
+            token_count = self._token_count[order]
+        self._doc_count = self._token_count = self.vocabulary = None
         return Counts(
             classes=self.classes,
             vocabulary=tuple(words),
@@ -439,65 +503,186 @@ def count_corpus(
     When ``entries`` is a list, each document's ledger entry ``(digest, class index,
     Counter)`` is appended to it (:mod:`nbclass.ledger`), in no particular order.
 
-    The corpus is cut into parts of at most ``PART_SIZE`` documents; each part is tallied
-    alone (in a worker process when ``jobs`` > 1 and the corpus holds at least
-    ``PARALLEL_MIN_BYTES``) and the tallies are summed. Counts are
-    integers, so the result is the same, bit for bit, for any number of jobs. Memory is
-    bounded by the vocabulary, not by the number of documents. ``on_progress(start, end)``
-    is called when the documents ``paths[start:end]`` are counted.
+    The documents are tallied in plain Python (:mod:`nbclass.tally`), part after part
+    of consecutive documents, into one tally until it holds ``FLUSH_ENTRIES`` (word,
+    class) pairs; that tally is packed and added to the count arrays, and the next one
+    starts. With ``jobs`` > 1 and at least ``PARALLEL_MIN_BYTES`` of text, ``jobs`` forked
+    worker processes tally, each taking the next part when free and sending back each
+    packed tally. Counts are integers, so the result is the same, bit for bit, for any
+    number of jobs. Memory is bounded by the vocabulary and ``FLUSH_ENTRIES``, not by
+    the number of documents.
+    ``on_progress(start, end)`` is called as the documents ``paths[start:end]`` are
+    counted (every document once).
 
-    With ``scheduler`` (a Dask scheduler's address), the parts are tallied on that
-    cluster's workers instead, whatever the size of the corpus; the workers read the
-    files at their absolute paths.
+    With ``scheduler`` (a Dask scheduler's address), parts of at most ``PART_SIZE``
+    documents (at least four per worker thread) are tallied on that cluster's workers
+    instead, whatever the size of the corpus; the workers read the files at their
+    absolute paths.
     """
     accumulator = CountAccumulator(classes)
     n, C = len(paths), len(classes)
     ledger = entries is not None
-    size = max(1, min(PART_SIZE, -(-n // (max(1, jobs) * 4))))
-    if not scheduler and (jobs <= 1 or n <= size or _total_bytes(paths) < PARALLEL_MIN_BYTES):
-        tokenize = make_tokenizer(tokenizer)
-        for start in range(0, n, PART_SIZE):
-            end = min(n, start + PART_SIZE)
-            part = tally_paths(paths[start:end], labels[start:end], C, tokenize, ledger, policy)
-            accumulator.add_tally(part, entries, seen)
-            if log is not None:
-                log.add(part[5])
-            if on_progress:
-                on_progress(start, end)
+    size = max(1, min(PART_SIZE, -(-n // (max(1, jobs) * 8))))
+    if scheduler:
+        with part_runner(jobs, scheduler) as (workers, run):
+            paths = [os.path.abspath(path) for path in paths]  # their folder is not ours
+            size = max(1, min(PART_SIZE, -(-n // (workers * 4))))
+            parts = (
+                (paths[a : a + size], labels[a : a + size], C, tokenizer, a, ledger, policy)
+                for a in range(0, n, size)
+            )
+            for start, end, packed in run(tally_part, parts):
+                accumulator.add_packed(packed, entries, seen)
+                if log is not None:
+                    log.add(packed[8])
+                if on_progress:
+                    on_progress(start, end)
         return accumulator.result()
-    with part_runner(jobs, scheduler) as (workers, run):
-        size = max(1, min(PART_SIZE, -(-n // (workers * 4))))
-        if scheduler:  # the workers' working folder is not ours
-            paths = [os.path.abspath(path) for path in paths]
-        parts = (
-            (paths[a : a + size], labels[a : a + size], C, tokenizer, a, ledger, policy)
-            for a in range(0, n, size)
-        )
-        for start, end, part in run(tally_part, parts):
-            accumulator.add_tally(part, entries, seen)
-            if log is not None:
-                log.add(part[5])
-            if on_progress:
-                on_progress(start, end)
+    share = _Share(paths, labels, C, tokenizer, ledger, size, policy)
+    if jobs <= 1 or n <= size or _total_bytes(paths) < PARALLEL_MIN_BYTES:
+        packs = share.tally(on_progress)
+    else:
+        packs = share.tally_in_workers(jobs, on_progress)
+    for packed in packs:
+        accumulator.add_packed(packed, entries, seen)
+        if log is not None:
+            log.add(packed[8])
     return accumulator.result()
 
 
+class _Share:
+    """The parts of a corpus, handed out one at a time to whichever process is free.
+
+    ``next_part`` and ``done`` are shared integers (``multiprocessing.Value``) when
+    worker processes take part; the workers inherit this object when they are forked
+    (or receive it pickled where they are spawned).
+    """
+
+    def __init__(self, paths, labels, n_classes, tokenizer, ledger, size, policy):
+        self.paths, self.labels, self.n_classes = paths, labels, n_classes
+        self.tokenizer, self.ledger, self.size = tokenizer, ledger, size
+        self.policy = policy
+        self.next_part = self.done = None  # shared integers, once workers take part
+        self._next = 0  # without workers
+        self._tokenize = None
+
+    def _take(self) -> int:
+        """The start of the next part nobody has taken."""
+        if self.next_part is None:
+            start = self._next
+            self._next += self.size
+            return start
+        with self.next_part.get_lock():
+            start = self.next_part.value
+            self.next_part.value = start + self.size
+        return start
+
+    def left(self) -> bool:
+        """Whether some part has not been taken yet."""
+        taken = self._next if self.next_part is None else self.next_part.value
+        return taken < len(self.paths)
+
+    def tally_window(self, on_progress=None):
+        """Tally parts until the tally holds ``FLUSH_ENTRIES`` (word, class) pairs or no
+        part is left; the packed tally (:func:`nbclass.tally.pack`), or None if no part
+        was left."""
+        if self._tokenize is None:
+            self._tokenize = make_tokenizer(self.tokenizer)
+        n, part = len(self.paths), None
+        while (start := self._take()) < n:
+            end = min(n, start + self.size)
+            part = tally_paths(
+                self.paths[start:end], self.labels[start:end], self.n_classes, self._tokenize,
+                self.ledger, self.policy, into=part,
+            )  # fmt: skip
+            if on_progress:
+                on_progress(start, end)
+            if self.done is not None:
+                with self.done.get_lock():
+                    self.done.value += end - start
+            if sum(map(len, part[2])) >= FLUSH_ENTRIES:
+                break
+        return None if part is None else pack(part)
+
+    def tally(self, on_progress=None):
+        """Yield packed tallies of every part, in this process."""
+        while (packed := self.tally_window(on_progress)) is not None:
+            yield packed
+
+    def tally_in_workers(self, jobs: int, on_progress=None):
+        """Yield packed tallies of every part, made by ``jobs`` worker processes.
+
+        Each task tallies one window (:meth:`tally_window`) and sends its packed tally
+        back; a worker that finishes one gets another while parts are left, so the
+        packs are added as they come and no process holds more than one window.
+        """
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        context = multiprocessing.get_context(method)
+        self.next_part, self.done = context.Value("q", 0), context.Value("q", 0)
+        reported, n = 0, len(self.paths)
+        with _pool(jobs, context, self) as pool:
+            # Two tasks per worker: one waits, so a worker never idles while its
+            # packed tally travels back and the next task comes.
+            live = {pool.submit(_tally_window) for _ in range(2 * jobs)}
+            try:
+                while live:
+                    finished, live = wait(live, timeout=0.05, return_when=FIRST_COMPLETED)
+                    if on_progress and self.done.value > reported:
+                        counted = self.done.value
+                        on_progress(reported, counted)
+                        reported = counted
+                    for future in finished:
+                        packed = future.result()
+                        if packed is not None and self.left():
+                            live.add(pool.submit(_tally_window))
+                        if packed is not None:
+                            yield packed
+            finally:
+                with self.next_part.get_lock():
+                    self.next_part.value = n  # on an error, the other workers stop early
+        if on_progress and reported < n:
+            on_progress(reported, n)
+
+
+_SHARE: _Share | None = None  # a worker process's share of the corpus
+
+
+def _start_worker(share: _Share) -> None:
+    global _SHARE
+    _SHARE = share
+
+
+def _tally_window():
+    """A worker's task: one window of parts of the inherited share, packed."""
+    return _SHARE.tally_window()
+
+
 @contextmanager
-def part_runner(jobs: int, scheduler: str | None = None):
-    """Where parts of the work run: ``(workers, run)``.
+def _pool(jobs: int, context, share: _Share):
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=_start_worker, initargs=(share,)
+    )
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextmanager
+def part_runner(jobs: int, scheduler: str):
+    """Where parts of the work run: ``(workers, run)``, on a Dask cluster.
 
     ``run(function, parts)`` calls ``function(*args)`` for each ``args`` of ``parts`` and
-    yields the results as they finish, in any order, without looking inside them:
-    on ``jobs`` local processes (joblib), or on the Dask cluster whose scheduler is at
-    ``scheduler`` (:mod:`nbclass.cluster`). ``workers`` is how many run at once.
+    yields the results as they finish, in any order, without looking inside them, on
+    the Dask cluster whose scheduler is at ``scheduler`` (:mod:`nbclass.cluster`).
+    ``workers`` is how many run at once. (Local workers: :meth:`_Share.tally_in_workers`.)
     """
-    if scheduler:
-        from .cluster import connect
+    from .cluster import connect
 
-        with connect(scheduler) as cluster:
-            yield cluster.threads, cluster.run_unordered
-        return
-    from joblib import Parallel, delayed
-
-    with Parallel(n_jobs=jobs, backend=PARALLEL_BACKEND, return_as="generator_unordered") as run:
-        yield jobs, lambda function, parts: run(delayed(function)(*args) for args in parts)
+    with connect(scheduler) as cluster:
+        yield cluster.threads, cluster.run_unordered

@@ -272,3 +272,5 @@ def _integers(chunk: memoryview, dtype: str):
     values = array(code, chunk)  # pragma: no cover
     values.byteswap()  # pragma: no cover
     return memoryview(values)  # pragma: no cover
+
+

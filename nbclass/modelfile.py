@@ -105,12 +105,15 @@ def _arrays(model: Model) -> dict[str, np.ndarray]:
     rows, cols = np.nonzero(present)  # row-major: grouped by word, classes ascending
     word_ptr = np.zeros(len(counts.vocabulary) + 1, dtype=np.int64)
     np.cumsum(present.sum(axis=1), out=word_ptr[1:])
-    encoded = [word.encode("utf-8") for word in counts.vocabulary]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(word) + 1 for word in encoded], out=offsets[1:])
+    # The words, UTF-8, NUL-separated (no word holds a NUL); word j starts at offsets[j].
+    encoded = np.frombuffer("\x00".join(counts.vocabulary).encode("utf-8"), dtype=np.uint8)
+    offsets = np.zeros(len(counts.vocabulary) + 1, dtype=np.int64)
+    if len(counts.vocabulary):
+        offsets[1:-1] = np.flatnonzero(encoded == 0) + 1
+        offsets[-1] = encoded.size + 1
     return {
         "class_count": counts.class_count,
-        "vocabulary": np.frombuffer(b"\x00".join(encoded), dtype=np.uint8),
+        "vocabulary": encoded,
         "vocabulary_offsets": offsets,
         "word_ptr": word_ptr,
         "class_index": cols,

@@ -47,6 +47,8 @@ class QuickModel:
 
     def __init__(self, path: str):
         self.path = path
+        # Every CRC is checked (a flipped bit anywhere is refused, ledger included); only
+        # the sections used are looked at.
         header, sections = parse(read(path), path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
         try:
             self.classes = [str(c) for c in header["classes"]]

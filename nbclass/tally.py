@@ -8,9 +8,10 @@ tallies into its count arrays (:class:`nbclass.counts.CountAccumulator`).
 from __future__ import annotations
 
 import hashlib
+from array import array
 from collections import Counter
 from collections.abc import Iterable
-from itertools import tee
+from itertools import chain, tee
 
 from .corpus import decode
 from .reading import DEFAULT_POLICY, ReadLog, ReadPolicy, read_document
@@ -26,13 +27,23 @@ def digest(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
 
 
-def tally(token_lists: Iterable[list[str]], labels: Iterable[int], n_classes: int) -> Tally:
+def new_tally(n_classes: int) -> Tally:
+    """An empty :func:`tally` of ``n_classes`` classes, to add documents into."""
+    return [0] * n_classes, [Counter() for _ in range(n_classes)], [
+        Counter() for _ in range(n_classes)
+    ]
+
+
+def tally(
+    token_lists: Iterable[list[str]], labels: Iterable[int], n_classes: int, into=None
+) -> Tally:
     """Per-class counts of a batch of documents, in plain Python (no numpy needed).
 
     Returns ``(class_count, docs, tokens)``: N_c as a list, and for each class c a
     ``Counter`` of documents per word (D_jc) and one of tokens per word (T_jc). Both
     updates run at C speed (``Counter.update`` over a list or a set), and a worker
-    process that only tallies never imports numpy.
+    process that only tallies never imports numpy. With ``into`` (a tally), the
+    documents are added to it and it is returned.
 
     Examples
     --------
@@ -40,28 +51,27 @@ def tally(token_lists: Iterable[list[str]], labels: Iterable[int], n_classes: in
     >>> class_count, sorted(docs[0].items()), sorted(tokens[0].items()), dict(docs[1])
     ([1, 1], [('a', 1), ('b', 1)], [('a', 2), ('b', 1)], {'a': 1})
     """
-    class_count = [0] * n_classes
-    docs = [Counter() for _ in range(n_classes)]
-    tokens = [Counter() for _ in range(n_classes)]
+    class_count, docs, tokens = into[:3] if into is not None else new_tally(n_classes)
+    add_docs = [d.update for d in docs]
+    add_tokens = [t.update for t in tokens]
     for words, c in zip(token_lists, labels):
         class_count[c] += 1
-        tokens[c].update(words)
-        docs[c].update(set(words))
+        add_tokens[c](words)  # hashes each token once (str caches it) ...
+        add_docs[c](set(words))  # ... for the set and both counts
     return class_count, docs, tokens
 
 
 def tally_ledger(
-    documents: Iterable[bytes], labels, n_classes: int, tokenize, decode=decode
+    documents: Iterable[bytes], labels, n_classes: int, tokenize, into=None, decode=decode
 ) -> Tally:
     """:func:`tally` of raw documents, plus each document's ledger entry.
 
     The fourth item lists ``(digest, c, Counter)`` per document: what the model learned
     from it, enough to unlearn it later without reading it again.
     """
-    class_count = [0] * n_classes
-    docs = [Counter() for _ in range(n_classes)]
-    tokens = [Counter() for _ in range(n_classes)]
-    entries = []
+    if into is None:
+        into = (*new_tally(n_classes), [])
+    class_count, docs, tokens, entries = into[:4]
     for data, c in zip(documents, labels):
         bag = Counter(tokenize(decode(data)))
         class_count[c] += 1
@@ -80,16 +90,48 @@ def read_labelled(paths, labels, policy: ReadPolicy, log: ReadLog):
             yield data, label
 
 
+def pack(part: Tally) -> tuple:
+    """A :func:`tally` (or :func:`tally_paths` result) in a compact form, cheap to send.
+
+    Returns ``(class_count, words, lengths, rows, doc_counts, token_counts, *rest)``:
+    ``words`` holds every word of the tally once, joined by NUL characters (no token
+    holds one; one string pickles and unpickles far faster than many); for class c, the
+    next ``lengths[c]`` items of ``rows`` (indices into the words), ``doc_counts`` (D_jc)
+    and ``token_counts`` (T_jc) are its nonzero counts (``array('q')`` each, in no
+    particular order). ``rest`` holds the tally's items after the third (ledger entries,
+    sampled words) unchanged. Adding this costs one dictionary look-up per word rather
+    than one per word and class (:meth:`nbclass.counts.CountAccumulator.add_packed`).
+
+    >>> packed = pack(tally([["b", "a", "b"], ["a"]], [0, 1], 2))
+    >>> packed[0], packed[1].split("\\x00"), packed[2].tolist(), packed[3].tolist()
+    ([1, 1], ['b', 'a'], [2, 1], [0, 1, 1])
+    >>> packed[4].tolist(), packed[5].tolist()
+    ([1, 1, 1], [2, 1, 1])
+    """
+    class_count, docs, tokens = part[:3]
+    words = list(dict.fromkeys(chain.from_iterable(tokens)))  # first-seen order
+    index = dict(zip(words, range(len(words)))).__getitem__
+    lengths, rows, doc_counts, token_counts = array("q"), array("q"), array("q"), array("q")
+    for d, t in zip(docs, tokens):
+        keys = list(t)
+        lengths.append(len(keys))
+        rows.extend(map(index, keys))
+        doc_counts.extend(map(d.__getitem__, keys))
+        token_counts.extend(t.values())
+    return (class_count, "\x00".join(words), lengths, rows, doc_counts, token_counts, *part[3:])
+
+
 def tally_paths(
     paths, labels, n_classes: int, tokenize, ledger: bool = False,
-    policy: ReadPolicy = DEFAULT_POLICY,
+    policy: ReadPolicy = DEFAULT_POLICY, into=None,
 ) -> Tally:  # fmt: skip
     """Read, tokenize and :func:`tally` the documents at ``paths``.
 
     Returns ``(class_count, docs, tokens, entries, seen, log)``: ``entries`` are the ledger
     entries (None without ``ledger``), ``seen`` the words sampled per hashed column (None
     unless the tokenizer hashes, :mod:`nbclass.hashing`), ``log`` the :class:`ReadLog` of
-    the documents skipped and characters replaced.
+    the documents skipped and characters replaced. With ``into`` (an earlier result),
+    the documents are added to it.
     """
     log = ReadLog()
     texts, kept = tee(read_labelled(paths, labels, policy, log))
@@ -99,19 +141,33 @@ def tally_paths(
         return log.decode(data, policy.encoding)
 
     if ledger:
-        part = tally_ledger(texts, kept, n_classes, tokenize, decode)
+        part = tally_ledger(texts, kept, n_classes, tokenize, into, decode)
     else:
-        part = tally((tokenize(decode(t)) for t in texts), kept, n_classes)
+        part = tally((tokenize(decode(t)) for t in texts), kept, n_classes, into)
         part = (*part, None)
     take_seen = getattr(tokenize, "take_seen", None)
-    return (*part, take_seen() if take_seen else None, log)
+    seen = take_seen() if take_seen else None
+    if seen is not None and into is not None and into[4]:
+        from .hashing import add_representative
+
+        for column, sample in seen.items():
+            for key, word in sample:
+                add_representative(into[4], column, key, word)
+        seen = into[4]
+    if into is not None:
+        into[5].add(log)
+        log = into[5]
+    return (*part, seen, log)
 
 
 def tally_part(
     paths, labels, n_classes: int, tokenizer: TokenizerSettings, start: int, ledger: bool = False,
     policy: ReadPolicy = DEFAULT_POLICY,
 ):  # fmt: skip
-    """A worker's unit of work: ``(start, end, tally)`` of ``paths`` (corpus[start:end])."""
+    """A worker's unit of work: ``(start, end, packed tally)`` of ``paths`` (corpus[start:end]).
+
+    The tally is :func:`pack`-ed, so that sending it back and adding it are cheap.
+    """
     tokenize = make_tokenizer(tokenizer)
     part = tally_paths(paths, labels, n_classes, tokenize, ledger, policy)
-    return start, start + len(paths), part
+    return start, start + len(paths), pack(part)

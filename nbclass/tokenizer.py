@@ -27,6 +27,10 @@ DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 # after a one-character run) and greedily ends where the run ends, so the \b assertions
 # never reject anything. Without them the regex engine runs about a third faster.
 _EQUIVALENT_PATTERNS = {DEFAULT_TOKEN_PATTERN: r"\w\w+"}
+# On a text that is all ASCII, Unicode \w matches exactly the ASCII letters, digits and
+# underscore, so the same pattern in ASCII mode finds the same tokens, about a third faster
+# (the engine skips the Unicode tables). Most text is ASCII; str.isascii() is a flag read.
+_ASCII_PATTERNS = {DEFAULT_TOKEN_PATTERN: r"\w\w+"}
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,8 @@ def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
     compile_pattern(settings.token_pattern)
     pattern = _EQUIVALENT_PATTERNS.get(settings.token_pattern, settings.token_pattern)
     findall = re.compile(pattern).findall
+    ascii_pattern = _ASCII_PATTERNS.get(settings.token_pattern)
+    ascii_findall = re.compile(ascii_pattern, re.ASCII).findall if ascii_pattern else None
     lowercase = settings.lowercase
     stop = frozenset(settings.stop_words)
     min_n, max_n = settings.ngram_range
@@ -165,7 +171,10 @@ def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
             text = text.replace("\x00", " ")
         if lowercase:
             text = text.lower()
-        tokens = findall(text)
+        if ascii_findall is not None and text.isascii():
+            tokens = ascii_findall(text)
+        else:
+            tokens = findall(text)
         if stop:
             tokens = [t for t in tokens if t not in stop]
         return tokens

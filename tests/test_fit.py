@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import write_corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,55 @@ def test_progress_reports_every_document_once(news_sample, parallel_always):
             corpus.paths, corpus.labels, corpus.classes, TokenizerSettings(), jobs, on_progress
         )
         assert seen.tolist() == [1] * len(corpus.paths)
+
+
+@pytest.mark.parametrize("ledger", [False, True])
+@pytest.mark.parametrize("hashing", [None, 64])
+def test_chunks_and_workers_give_the_same_model_bit_for_bit(
+    news_sample, parallel_always, monkeypatch, ledger, hashing
+):
+    """Tallies of many small chunks, in 1-3 forked workers, add up to one tally's model."""
+    import nbclass.counts
+
+    corpus = list_corpus(str(news_sample[0]))
+    settings = TokenizerSettings(hash_features=hashing)
+    whole = dumps(fit(corpus, settings, jobs=1, ledger=ledger))
+    monkeypatch.setattr(nbclass.counts, "FLUSH_ENTRIES", 300)  # several packs per process
+    monkeypatch.setattr(nbclass.counts, "PART_SIZE", 10)
+    for jobs in (1, 2, 3):
+        assert dumps(fit(corpus, settings, jobs=jobs, ledger=ledger)) == whole
+
+
+def test_workers_start_only_from_a_few_megabytes_of_text(tmp_path, monkeypatch):
+    """Below PARALLEL_MIN_BYTES one process counts; from it on, the forked workers."""
+    import nbclass.counts
+
+    root = write_corpus(tmp_path / "c", {"a": ["xx yy"] * 3, "b": ["yy zz"] * 3})
+    corpus = list_corpus(str(root))
+    runs = []
+    in_workers = nbclass.counts._Share.tally_in_workers
+
+    def recording(share, jobs, on_progress=None):
+        runs.append(jobs)
+        return in_workers(share, jobs, on_progress)
+
+    monkeypatch.setattr(nbclass.counts._Share, "tally_in_workers", recording)
+    small = dumps(fit(corpus, jobs=2))
+    assert runs == []
+    monkeypatch.setattr(nbclass.counts, "PARALLEL_MIN_BYTES", 12)  # the corpus holds 30 bytes
+    assert dumps(fit(corpus, jobs=2)) == small
+    assert runs == [2]
+    assert nbclass.counts.PARALLEL_MIN_BYTES < 2**23  # "a few megabytes", per the README
+
+
+def test_a_worker_error_stops_the_fit_with_its_message(tmp_path, parallel_always):
+    from nbclass.errors import NbclassError
+
+    root = write_corpus(tmp_path / "c", {"a": ["x y"] * 5, "b": ["y z"] * 5})
+    corpus = list_corpus(str(root))
+    (root / "b" / "003.txt").unlink()
+    with pytest.raises(NbclassError, match="cannot read .*003.txt"):
+        fit(corpus, jobs=2)
 
 
 words = st.sampled_from(["ant", "bee", "cat", "dog", "eel", "fox"])
@@ -103,3 +153,37 @@ def test_jobs_below_one_is_a_usage_error(runner, chinese_corpus, tmp_path, jobs)
     )
     assert result.exit_code == 2
     assert "--jobs" in result.stderr
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)), st.text(max_size=3))
+def test_the_ascii_fast_path_finds_the_same_tokens_as_the_documented_pattern(ascii, other):
+    """An all-ASCII text takes the ASCII-mode regex; any other text the Unicode one."""
+    import re
+
+    from nbclass.tokenizer import DEFAULT_TOKEN_PATTERN, make_tokenizer
+
+    documented = re.compile(DEFAULT_TOKEN_PATTERN).findall
+    tokenize = make_tokenizer(TokenizerSettings())
+    for text in (ascii, ascii + other, other + ascii.upper(), "\u212a" + ascii):  # Kelvin sign
+        assert tokenize(text) == documented(text.replace("\x00", " ").lower())
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(documents, st.integers(1, 5), st.sampled_from([0, 300, 2**40]))
+def test_counts_are_the_same_whether_tallies_wait_or_go_into_growing_arrays(
+    docs, n_parts, pending_bytes
+):
+    """PENDING_BYTES 0: every tally goes into the arrays at once (they grow, then are
+    reordered); 2**40: all wait and result() lays the arrays out in order."""
+    import nbclass.counts
+
+    expected = CountAccumulator(["a", "b", "c"])
+    expected.add(count_matrix([t for t, _ in docs], expected.vocabulary), [c for _, c in docs])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nbclass.counts, "PENDING_BYTES", pending_bytes)
+        merged = CountAccumulator(["a", "b", "c"])
+        for k in range(n_parts):
+            share = docs[k::n_parts]
+            merged.add_tally(tally([t for t, _ in share], [c for _, c in share], 3))
+        assert merged.result().equals(expected.result())

@@ -1,0 +1,75 @@
+"""The process around a command: standard streams, SIGTERM and errors writing results.
+
+Shared by the click command line (:mod:`nbclass.cli`) and the console script's fast
+start for one document (:mod:`nbclass.entry`), so both behave the same when stdout is
+closed or full or a SIGTERM comes. Standard library only.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import sys
+
+from .errors import Terminated
+
+
+def silence_stdout() -> None:
+    """Point fd 1 at /dev/null so that Python's final flush of stdout cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    except OSError:  # pragma: no cover - no /dev/null
+        pass
+
+
+def reserve_standard_streams() -> None:
+    """Give closed fds 0-2 (``nbclass ... >&-``) a placeholder, and stdout a stream.
+
+    Otherwise the next file opened (the model being saved) would become fd 1 or 2 and
+    receive what is printed. The placeholder is /dev/null opened read-only, so that writing
+    results to a closed stdout fails with "Bad file descriptor", as for ``cat >&-``, and
+    becomes one ``Error:`` line; a command that prints nothing is unaffected. A closed
+    stdin reads as empty, a closed stderr swallows messages (the exit code still tells).
+    """
+    for fd, mode in ((0, os.O_RDONLY), (1, os.O_RDONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            placeholder = os.open(os.devnull, mode)
+            if placeholder != fd:  # pragma: no cover - the lowest free fd is the closed one
+                os.dup2(placeholder, fd)
+                os.close(placeholder)
+    if sys.stdin is None:
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+
+
+def terminate(signum, frame):
+    """SIGTERM handler: unwind like Ctrl-C (clean-ups run), then exit 143."""
+    raise Terminated()
+
+
+def install_sigterm() -> None:
+    """SIGTERM unwinds like Ctrl-C (no partial model is left) and exits 143; a SIGTERM that
+    the parent chose to ignore stays ignored, as Python does for SIGINT."""
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, terminate)
+
+
+def output_error(exc: OSError) -> str:
+    """The ``Error:`` line (with its newline) of an OSError writing the results.
+
+    stdout is pointed at /dev/null first, so that Python's final flush cannot fail again.
+    """
+    silence_stdout()
+    where = "standard output" if exc.filename is None else repr(exc.filename)
+    reason = exc.strerror or str(exc)
+    if exc.errno == errno.EBADF and exc.filename is None:
+        reason = "it is closed"
+    return f"Error: cannot write to {where}: {reason}\n"

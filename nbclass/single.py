@@ -1,0 +1,124 @@
+"""One document, scored and printed without numpy, scipy, click or rich.
+
+A cron job that pipes one ticket into ``nbclass predict`` spends most of its time
+starting up. This module is that command's single-document branch as a library
+function, :func:`predict_one`, shared by the click command (:mod:`nbclass.cli`) and the
+console script's fast start (:mod:`nbclass.entry`), so that the two print the same
+bytes: the model is read by :class:`nbclass.quick.QuickModel`, the posterior computed in
+plain Python, the line rendered by :mod:`nbclass.render`. :func:`print_predictions`,
+which prints lines and warns about documents every class rules out, serves the batch
+path too.
+
+Standard library only (and the numpy-free modules of this package).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Iterator
+
+from .errors import NbclassWarning
+
+
+def show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """``warnings.showwarning`` of the command: ``Warning: ...`` for nbclass's warnings."""
+    if issubclass(category, NbclassWarning):
+        sys.stderr.write(f"Warning: {message}\n")
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
+def warn_skip(skip) -> None:
+    """The warning line of a document the reading policy skips (:mod:`nbclass.reading`)."""
+    from .names import escape
+
+    detail = f" ({skip.detail})" if skip.detail else ""
+    sys.stderr.write(f"Warning: skipped '{escape(skip.source)}': {skip.reason}{detail}\n")
+
+
+def echo_lines(lines) -> None:
+    """Write each line and a newline to stdout, then flush."""
+    write = sys.stdout.write
+    for line in lines:
+        write(line)
+        write("\n")
+    sys.stdout.flush()
+
+
+def print_predictions(
+    sources, classes, rows, fmt, top_k, settings, extras=None, unsure_label="unsure"
+) -> list[str]:
+    """Print the predictions (rows of log p(c | x)); returns the labels printed ("" for none).
+
+    A document that every class rules out (all −inf) gets the label "" and a warning.
+    """
+    from .render import prediction_lines
+
+    echo_lines(prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label))
+    labels = []
+    for i, (source, row) in enumerate(zip(sources, rows)):
+        if max(row) == float("-inf"):
+            labels.append("")
+            warnings.warn(
+                f"every class has probability 0 for {source!r} under "
+                f"--estimator {settings.estimator}: each class rules it out (it holds a word "
+                "the class never saw, or lacks a word every document of the class had); its "
+                "label is empty. Use --estimator posterior-mean to smooth.",
+                NbclassWarning,
+                stacklevel=1,
+            )
+        elif extras is not None and extras[i]["reason"]:
+            labels.append(unsure_label)
+        else:
+            labels.append(classes[max(range(len(row)), key=row.__getitem__)])
+    return labels
+
+
+def predict_one(
+    model_path: str,
+    documents: Iterator[tuple[str, str]],
+    overrides: dict,
+    fmt: str,
+    top_k: int | None,
+    abstention,
+    use_exit_code: bool,
+) -> int | None:
+    """Score and print the one document of ``documents`` with the model at ``model_path``.
+
+    ``overrides`` are the estimator options given (``None`` = the model's default), as
+    :meth:`nbclass.estimators.EstimatorSettings.combined` takes them; ``abstention`` an
+    :class:`nbclass.abstain.Abstention`. The document is read only after the model and
+    the options are found usable.
+
+    Returns the exit code (10 + k for the k-th class with ``use_exit_code``, 9 for unsure
+    or no label, else 0), or ``None`` without reading the document when the settings
+    need every count of the model (a fitted β, idf, normalised weights, the DCM): the
+    caller then scores it on the batch path, with the same result.
+    """
+    from .abstain import check_exit_classes, exit_code, log_sum_exp
+    from .quick import QuickModel, log_posterior
+
+    model = QuickModel(model_path)
+    settings = model.defaults.combined(**overrides)
+    if not model.can_score(settings):
+        return None
+    abstention.check_classes(model.classes)
+    if use_exit_code:
+        check_exit_classes(model.classes)
+    document = next(documents, None)
+    if document is None:  # skipped by the reading policy (a warning said why): no label
+        return exit_code(model.classes, "") if use_exit_code else 0
+    source, text = document
+    jll = model.joint_log_likelihood(text, settings)
+    row = log_posterior(jll)
+    # Counting known tokens tokenizes again: only when a threshold needs them.
+    known, tokens = model.known_tokens(text) if abstention.needs_known else (0, 0)
+    reason = abstention.reason(row, known, tokens)
+    # Complement and transformed scores give the posterior but no probability of x.
+    evidence = log_sum_exp(jll) if settings.generative else None
+    extra = {"log_evidence": evidence, "reason": reason}
+    labels = print_predictions(
+        [source], model.classes, [row], fmt, top_k, settings, [extra], abstention.label
+    )
+    return exit_code(model.classes, labels[0]) if use_exit_code else 0

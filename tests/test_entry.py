@@ -1,0 +1,187 @@
+"""The console script's fast start for one document (nbclass.entry) against the click CLI.
+
+Both run as real processes: ``python -m nbclass`` (the fast start where it applies) and the
+same with ``NBCLASS_FULL_CLI=1`` (always click). For every argument list below, they must
+print the same bytes on stdout and stderr and exit with the same code.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from conftest import DEMO_CORPUS, DEMO_DOCS, REPO, nbclass_command
+
+from nbclass.entry import parse_predict
+
+TIMEOUT = 60
+DOCUMENT = b"My card was charged twice for the same invoice, please refund one payment\n"
+RULED_OUT = b"refund outage password\n"  # under --estimator mle every class rules it out
+
+
+def run(args, stdin: bytes = DOCUMENT, full_cli: bool = False, flags=()):
+    env = dict(os.environ)
+    env.pop("NBCLASS_FULL_CLI", None)
+    if full_cli:
+        env["NBCLASS_FULL_CLI"] = "1"
+    command = [sys.executable, *flags, *nbclass_command()[1:], *map(str, args)]
+    return subprocess.run(
+        command, input=stdin, capture_output=True, cwd=REPO, timeout=TIMEOUT, env=env
+    )
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("entry") / "demo.nbc"
+    result = run(["fit", DEMO_CORPUS, "-o", path, "-q"])
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+TICKET = DEMO_DOCS / "ticket-1.txt"
+CASES = [
+    # served by the fast start
+    ["-m", "{M}"],
+    ["--model-file", "{M}", "--format", "jsonl"],
+    ["--model-file={M}", "--format=jsonl", "--top-k=2"],
+    ["-m", "{M}", str(TICKET)],
+    [str(TICKET), "-m", "{M}", "--format", "jsonl"],
+    ["-m", "{M}", "--exit-code"],
+    ["-m", "{M}", "--min-probability", "0.999", "--exit-code"],
+    ["-m", "{M}", "--min-margin", ".5", "--format", "jsonl"],
+    ["-m", "{M}", "--min-known", "3", "--min-known", "90%", "--unsure-label", "dunno"],
+    ["-m", "{M}", "--model", "bernoulli", "--alpha", "2", "--format", "jsonl"],
+    ["-m", "{M}", "--model", "complement", "--no-class-prior"],
+    ["-m", "{M}", "--estimator", "predictive", "--format", "jsonl"],
+    ["-m", "{M}", "--estimator", "mle", "RULED_OUT"],
+    ["-m", "{M}", "--estimator", "mle", "--exit-code", "RULED_OUT"],
+    # errors the library reports (the same in both)
+    ["-m", "{M}", "--min-probability", "2"],
+    ["-m", "{M}", "--unsure-label", "billing"],
+    ["-m", "missing.nbc"],
+    ["-m", str(TICKET)],
+    ["-m", "{M}", "--model", "complement", "--estimator", "mle", "--tf", "raw"],
+    # handed to click unchanged
+    ["-m", "{M}", "--top-k", "0"],
+    ["-m", "{M}", "--format", "xml"],
+    ["-m", "{M}", "--bogus"],
+    ["-m={M}"],
+    ["-m", "{M}", "--lines"],
+    ["-m", "{M}", str(DEMO_DOCS)],
+    ["-m", "{M}", "no-such-file.txt"],
+    ["-m", "{M}", str(TICKET), str(TICKET)],
+    ["-m", "{M}", "--tf", "log", "--idf"],
+    ["-m", "{M}", "--beta", "0.5"],
+    ["-m", "{M}", "--explain", "2"],
+    ["-m", "{M}", "--format", "tsv", "--format", "jsonl"],
+    ["-m", "{M}", "--min-known", "1", "--min-known", "2", "--min-known", "3%"],
+    ["-h"],
+    [],
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[" ".join(c) or "(none)" for c in CASES])
+def test_the_fast_start_and_click_print_the_same_bytes(model, case):
+    stdin = RULED_OUT if "RULED_OUT" in case else DOCUMENT
+    args = ["predict", *(str(a).replace("{M}", str(model)) for a in case if a != "RULED_OUT")]
+    with ThreadPoolExecutor(2) as pool:  # the two processes run side by side
+        fast, full = pool.map(lambda full_cli: run(args, stdin, full_cli), (False, True))
+    assert (fast.returncode, fast.stdout, fast.stderr) == (
+        full.returncode,
+        full.stdout,
+        full.stderr,
+    )
+
+
+def test_the_cases_cover_output_warnings_and_errors(model):
+    """The table above is not vacuous: it prints labels, a warning, usage errors, codes."""
+    ok = run(["predict", "-m", model])
+    assert ok.returncode == 0 and ok.stdout.startswith(b"-\tbilling\t")
+    warned = run(["predict", "-m", model, "--estimator", "mle", "--exit-code"], RULED_OUT)
+    assert warned.returncode == 9 and warned.stderr.startswith(b"Warning: every class")
+    bad = run(["predict", "-m", model, "--min-probability", "2"])
+    message = b"Error: --min-probability 2.0 must be between 0 and 1\n"
+    assert (bad.returncode, bad.stderr) == (2, message)
+    coded = run(["predict", "-m", model, "--exit-code"])
+    assert coded.returncode == 11  # billing, the second class (account, billing, outage)
+
+
+def imported_modules(result) -> set[str]:
+    """The modules ``python -X importtime`` reported importing."""
+    return {
+        line.split("|")[-1].strip()
+        for line in result.stderr.decode().splitlines()
+        if line.startswith("import time:")
+    }
+
+
+def test_one_document_imports_neither_click_nor_numpy_scipy_rich(model):
+    result = run(["predict", "-m", model, "--format", "jsonl"], flags=["-X", "importtime"])
+    assert result.returncode == 0, result.stderr
+    imported = imported_modules(result)
+    assert "nbclass.single" in imported and "nbclass.quick" in imported
+    heavy = {m for m in imported if m.split(".")[0] in {"click", "numpy", "scipy", "rich"}}
+    assert heavy == set()
+    assert "nbclass.cli" not in imported
+
+
+def test_settings_that_need_the_whole_model_take_the_batch_path(model):
+    result = run(["predict", "-m", model, "--tf", "log", "--idf"], flags=["-X", "importtime"])
+    assert result.returncode == 0
+    assert {"numpy", "nbclass.cli"} <= imported_modules(result)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["-m", "M"],
+        ["--model-file=M", "file.txt", "--exit-code"],
+        ["-m", "M", "--min-known", "3", "--min-known", "5%", "--top-k", "12"],
+        ["-m", "M", "--min-probability", "0.5", "--min-margin", "1.", "--alpha", "10"],
+    ],
+)
+def test_parse_accepts_plain_one_document_lists(args):
+    assert parse_predict(args) is not None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],  # no model
+        ["M"],
+        ["-m", "M", "a", "b"],  # two paths
+        ["-m", "M", "-m", "N"],  # repeated
+        ["-m", "--format"],  # a value that looks like an option
+        ["-m=M"],  # click reads the value "=M"
+        ["-mM"],
+        ["-m", "M", "--top-k", "0"],
+        ["-m", "M", "--top-k", "+3"],
+        ["-m", "M", "--top-k", "1_0"],
+        ["-m", "M", "--min-probability", "1e-3"],
+        ["-m", "M", "--min-probability", "nan"],
+        ["-m", "M", "--min-probability", " 0.5"],
+        ["-m", "M", "--format", "TSV"],
+        ["-m", "M", "--exit-code=1"],
+        ["-m", "M", "--lines"],
+        ["-m", "M", "--explain", "3"],
+        ["-m", "M", "--beta", "1"],
+        ["-m", "M", "--scheduler", "tcp://x:1"],
+        ["-m", "M", "--table", "t.csv"],
+        ["-m", "M", "--"],
+        ["-m", "M", "--help"],
+        ["-m", "M", "-h"],
+        ["-m", "M", "--min-known", "1", "--min-known", "2", "--min-known", "3"],
+    ],
+)
+def test_parse_hands_everything_else_to_click(args):
+    assert parse_predict(args) is None
+
+
+def test_the_broken_pipe_exit_is_the_cli_one():
+    import nbclass.cli
+    import nbclass.entry
+
+    assert nbclass.entry.EXIT_BROKEN_PIPE == nbclass.cli.EXIT_BROKEN_PIPE
