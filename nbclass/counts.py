@@ -41,7 +41,9 @@ from .vectorizer import GrowingVocabulary, binarize
 PART_SIZE = 1000  # documents per progress report, and per part sent to a Dask cluster
 # (word, class) pairs a process tallies in Python dictionaries before their counts go
 # into the arrays: a pair takes several times the memory of its two array cells (about
-# 100 bytes), so this bounds a process's dictionaries to about 30 MB.
+# 150 bytes with its word), so this bounds a process's dictionaries to about 30 MB.
+# Larger windows repeat fewer words between windows (faster on large vocabularies) but
+# hold more memory in every worker.
 FLUSH_ENTRIES = 200_000
 # Packed tallies (about this many bytes) kept before the count arrays are made: up to
 # here the arrays are made once, at their size and in order (CountAccumulator.result).

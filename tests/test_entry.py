@@ -98,14 +98,15 @@ def test_the_fast_start_and_click_print_the_same_bytes(model, case):
 
 def test_the_cases_cover_output_warnings_and_errors(model):
     """The table above is not vacuous: it prints labels, a warning, usage errors, codes."""
-    ok = run(["predict", "-m", model])
+    plain = ["--model", "multinomial"]  # whatever the default estimator
+    ok = run(["predict", "-m", model, *plain])
     assert ok.returncode == 0 and ok.stdout.startswith(b"-\tbilling\t")
-    warned = run(["predict", "-m", model, "--estimator", "mle", "--exit-code"], RULED_OUT)
+    warned = run(["predict", "-m", model, *plain, "--estimator", "mle", "--exit-code"], RULED_OUT)
     assert warned.returncode == 9 and warned.stderr.startswith(b"Warning: every class")
     bad = run(["predict", "-m", model, "--min-probability", "2"])
     message = b"Error: --min-probability 2.0 must be between 0 and 1\n"
     assert (bad.returncode, bad.stderr) == (2, message)
-    coded = run(["predict", "-m", model, "--exit-code"])
+    coded = run(["predict", "-m", model, *plain, "--exit-code"])
     assert coded.returncode == 11  # billing, the second class (account, billing, outage)
 
 
