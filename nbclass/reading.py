@@ -1,7 +1,7 @@
 """The reading policy: how the bytes of one document become text, or are skipped.
 
 Every command that reads documents applies the same :class:`ReadPolicy` (in this process,
-in joblib workers and on Dask workers, which receive it with their work):
+in forked worker processes and on Dask workers, which receive it with their work):
 
 * ``encoding`` (``--encoding``, default UTF-8): bytes that do not decode are replaced by
   U+FFFD and *counted*; the command ends with one line saying how many.
