@@ -130,6 +130,24 @@ def idf_weights(doc_count: np.ndarray, n_docs: int) -> np.ndarray:
     return out
 
 
+def transformed_entries(
+    counts: Counts, settings: EstimatorSettings
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, cols, S)``: the nonzero S_jc of :func:`transformed_counts`, (nnz,) each.
+
+    The sums are 0 where D_jc = 0, so these entries are all of them; computing them alone
+    costs memory in proportion to the nonzero counts, not to V × C.
+    """
+    rows, cols = np.nonzero(counts.doc_count)
+    S = counts.token_count[rows, cols].astype(np.float64)
+    if settings.tf == "log":
+        D = counts.doc_count[rows, cols].astype(np.float64)
+        S = D * np.log1p(S / D)
+    if settings.idf:
+        S = S * idf_weights(counts.doc_count, counts.n_docs)[rows]
+    return rows, cols, S
+
+
 def transformed_counts(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
     """S_jc, the per-class sums of the transformed training counts, ndarray of shape (V, C)."""
     T = counts.token_count.astype(np.float64)
@@ -389,9 +407,32 @@ def multinomial_loo(K: np.ndarray, beta) -> np.ndarray:
 
 def _multinomial_loo_function(K: np.ndarray):
     """β ↦ L(β) for counts K, with the histogram of K's values computed once."""
-    V = K.shape[0]
-    values, n = _value_histogram(K)
-    K_c = K.sum(axis=0).astype(np.float64)
+    return _loo_of_histogram(*_value_histogram(K), K.sum(axis=0), K.shape[0])
+
+
+def _complement_loo_function(T: np.ndarray):
+    """β ↦ L(β) for the complement counts T̃_jc = T_j − T_jc, without forming them.
+
+    For word j, the C − m_j classes where T_jc = 0 (m_j classes have it) hold T̃_jc = T_j,
+    the others T_j − T_jc: the histogram comes from the V totals and the nonzero entries.
+    """
+    V, C = T.shape
+    T_j = T.sum(axis=1)
+    rows, cols = np.nonzero(T)
+    absent = C - np.bincount(rows, minlength=V)  # classes without word j
+    values = np.concatenate([T_j, T_j[rows] - T[rows, cols]])
+    weights = np.concatenate([absent, np.ones(rows.size, dtype=np.int64)])
+    keep = (values > 0) & (weights > 0)
+    distinct, inverse = np.unique(values[keep], return_inverse=True)
+    n = np.bincount(inverse, weights=weights[keep])
+    K_c = T_j.sum() - T.sum(axis=0)
+    return _loo_of_histogram(distinct.astype(np.float64), n, K_c, V)
+
+
+def _loo_of_histogram(values: np.ndarray, n: np.ndarray, K_c: np.ndarray, V: int):
+    """β ↦ L(β) from the distinct positive counts ``values``, how often each occurs ``n``,
+    and the class totals ``K_c``."""
+    K_c = np.asarray(K_c).astype(np.float64)
     K_c = K_c[K_c > 0][:, None]
     values, n = values[:, None], n[:, None]
 
@@ -446,8 +487,8 @@ def loo_objective(counts: Counts, model: str):
     if model == "bernoulli":
         return _bernoulli_loo_function(counts)
     if model == "complement":
-        K = complement_counts(counts.token_count)
-    elif model == "dcm":
+        return _complement_loo_function(counts.token_count)
+    if model == "dcm":
         K = counts.doc_count
     else:
         K = counts.token_count
@@ -494,7 +535,7 @@ def resolve_prior(counts: Counts, settings: EstimatorSettings) -> EstimatorSetti
     if settings.model in ("multinomial", "complement") and (settings.tf != "raw" or settings.idf):
         raw = counts.token_count.sum()
         if raw > 0:
-            beta *= float(transformed_counts(counts, settings).sum()) / float(raw)
+            beta *= float(transformed_entries(counts, settings)[2].sum()) / float(raw)
     return replace(settings, beta=(beta, beta))
 
 
@@ -520,10 +561,15 @@ def prepare(counts: Counts, settings: EstimatorSettings) -> Prepared | None:
     beta = resolved.beta[0] if settings.prior_fit else None
     totals = norms = None
     if settings.model in ("multinomial", "complement") and settings.transformed:
-        S = transformed_counts(counts, resolved)
-        data = S.sum(axis=1, keepdims=True) - S if settings.model == "complement" else S
-        totals = tuple(float(v) for v in data.sum(axis=0))
+        # From the nonzero sums alone (memory in proportion to them, not to V × C):
+        # S_c = Σ_j S_jc, and for complement S̃_c = Σ_j (S_j − S_jc) = S − S_c.
+        _, cols, entries = transformed_entries(counts, resolved)
+        class_sums = np.bincount(cols, weights=entries, minlength=len(counts.classes))
+        if settings.model == "complement":
+            class_sums = entries.sum() - class_sums
+        totals = tuple(float(v) for v in class_sums)
         if settings.norm in ("weight", "both"):
+            S = transformed_counts(counts, resolved)
             if settings.model == "complement":
                 weights = complement_weights(S, resolved.beta[0])
             else:
