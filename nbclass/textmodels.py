@@ -226,11 +226,6 @@ def complement_weights(S: np.ndarray, beta: float) -> np.ndarray:
     return -multinomial_weights(complement, "posterior-mean", beta)
 
 
-def complement_counts(token_count: np.ndarray) -> np.ndarray:
-    """T̃_jc = Σ_{c'≠c} T_jc', tokens of word j in the other classes, (V, C) int64."""
-    return token_count.sum(axis=1, keepdims=True) - token_count
-
-
 # --- The Pólya (Dirichlet-multinomial) predictive -------------------------------------
 
 

@@ -551,3 +551,17 @@ def test_mutual_information_under_prior_fit_uses_the_bernoulli_fitted_beta(chine
     assert mutual_information(counts, fitted).tolist() != (
         mutual_information(counts, EstimatorSettings()).tolist()
     )
+
+
+def test_complement_leave_one_out_from_the_nonzero_counts_equals_the_dense_one(news_sample):
+    """The complement counts T̃_jc = T_j − T_jc are never formed: same L(β) as if they were."""
+    from nbclass.textmodels import loo_objective, multinomial_loo
+
+    train, _ = news_sample
+    counts = fit(list_corpus(str(train))).active_counts
+    T = counts.token_count
+    dense = T.sum(axis=1, keepdims=True) - T
+    betas = np.array([1e-3, 0.05, 0.5, 1.0, 7.0])
+    assert loo_objective(counts, "complement")(betas) == pytest.approx(
+        multinomial_loo(dense, betas), rel=1e-12
+    )
