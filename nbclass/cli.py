@@ -25,6 +25,7 @@ from .errors import (
     UsageError,
 )
 from .process import install_sigterm, output_error, reserve_standard_streams
+from .single import echo_lines as _echo_lines
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a filter cut off by `head`
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -397,14 +398,6 @@ def _size(path: str) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
-
-
-def _echo_lines(lines) -> None:
-    write = sys.stdout.write
-    for line in lines:
-        write(line)
-        write("\n")
-    sys.stdout.flush()
 
 
 @click.group(cls=NbclassGroup, context_settings=CONTEXT)

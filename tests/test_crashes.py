@@ -19,26 +19,11 @@ from pathlib import Path
 
 import pytest
 from conftest import DEMO_CORPUS, REPO, nbclass_command
+from test_subprocess import TIMEOUT, bash, run
 
 from nbclass.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
 
-TIMEOUT = 60
 EXIT_BROKEN_PIPE = 141
-
-
-def run(*args, input: bytes | None = None, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*nbclass_command(), *map(str, args)],
-        input=input,
-        capture_output=True,
-        cwd=REPO,
-        timeout=TIMEOUT,
-        **kwargs,
-    )
-
-
-def bash(script: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "-c", script], capture_output=True, cwd=REPO, timeout=TIMEOUT)
 
 
 def _default_signals():  # pragma: no cover - runs in the child
