@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
 from .errors import UsageError
 from .reading import DEFAULT_POLICY, ReadLog, ReadPolicy
 from .tally import Tally, pack, tally_part, tally_paths
-from .tokenizer import TokenizerSettings, make_tokenizer
+from .tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
 
 PART_SIZE = 1000  # documents per progress report, and per part sent to a Dask cluster
@@ -227,7 +227,7 @@ def count_documents(
 
 
 def _int64(values) -> np.ndarray:
-    """An ``array('q')`` (or any int64 buffer) as an ndarray, without copying."""
+    """An int64 buffer (an ``array("q")``, an ndarray) as an ndarray, without copying."""
     return np.frombuffer(values, dtype=np.int64)
 
 
@@ -314,13 +314,18 @@ class CountAccumulator:
         words = words.split("\x00") if words else []
         vocabulary = self.vocabulary
         # One look-up per word: known words get their row, new words -1 and then the
-        # next rows, in order.
+        # next rows, in order (a word listed twice gets one row).
         at = np.fromiter(map(vocabulary.get, words, repeat(-1)), dtype=np.int64, count=len(words))
         new = np.flatnonzero(at < 0)
         if new.size:
             V = len(vocabulary)
-            vocabulary.update(zip(map(words.__getitem__, new.tolist()), range(V, V + new.size)))
-            at[new] = np.arange(V, V + new.size)
+            added = dict.fromkeys(map(words.__getitem__, new.tolist()))
+            vocabulary.update(zip(added, range(V, V + len(added))))
+            if len(added) == new.size:
+                at[new] = np.arange(V, V + new.size)
+            else:
+                found = map(vocabulary.__getitem__, map(words.__getitem__, new.tolist()))
+                at[new] = np.fromiter(found, dtype=np.int64, count=new.size)
         cells = (at, _int64(lengths), _int64(rows), _int64(doc_counts), _int64(token_counts))
         if self._doc_count is None:
             self._pending.append(cells)
@@ -345,9 +350,9 @@ class CountAccumulator:
             return
         C = len(self.classes)
         column = np.repeat(np.arange(C, dtype=np.int64), lengths)
-        cells = at[rows] * C + column  # distinct: a word appears once per class
-        self._doc_count.reshape(-1)[cells] += doc_counts
-        self._token_count.reshape(-1)[cells] += token_counts
+        cells = at[rows] * C + column  # a cell twice when a word was listed twice
+        np.add.at(self._doc_count.reshape(-1), cells, doc_counts)
+        np.add.at(self._token_count.reshape(-1), cells, token_counts)
 
     def _add_rows(self, rows, class_count, doc_count, token_count) -> None:
         self._reserve(len(self.vocabulary))
@@ -566,7 +571,7 @@ class _Share:
         self.policy = policy
         self.next_part = self.done = None  # shared integers, once workers take part
         self._next = 0  # without workers
-        self._tokenize = None
+        self._tokenize = self._splitter = None
 
     def _take(self) -> int:
         """The start of the next part nobody has taken."""
@@ -590,19 +595,21 @@ class _Share:
         was left."""
         if self._tokenize is None:
             self._tokenize = make_tokenizer(self.tokenizer)
+            if not self.ledger:
+                self._splitter = ascii_splitter(self.tokenizer, self.policy.encoding)
         n, part = len(self.paths), None
         while (start := self._take()) < n:
             end = min(n, start + self.size)
             part = tally_paths(
                 self.paths[start:end], self.labels[start:end], self.n_classes, self._tokenize,
-                self.ledger, self.policy, into=part,
+                self.ledger, self.policy, into=part, splitter=self._splitter,
             )  # fmt: skip
             if on_progress:
                 on_progress(start, end)
             if self.done is not None:
                 with self.done.get_lock():
                     self.done.value += end - start
-            if sum(map(len, part[2])) >= FLUSH_ENTRIES:
+            if _entries(part) >= FLUSH_ENTRIES:
                 break
         return None if part is None else pack(part)
 
@@ -647,6 +654,14 @@ class _Share:
                     self.next_part.value = n  # on an error, the other workers stop early
         if on_progress and reported < n:
             on_progress(reported, n)
+
+
+def _entries(part) -> int:
+    """The (word, class) pairs a tally of :func:`nbclass.tally.tally_paths` holds."""
+    entries = sum(map(len, part[2]))
+    if len(part) > 6:  # and the ASCII runs counted apart
+        entries += sum(map(len, part[6][1]))
+    return entries
 
 
 _SHARE: _Share | None = None  # a worker process's share of the corpus

@@ -31,6 +31,10 @@ _EQUIVALENT_PATTERNS = {DEFAULT_TOKEN_PATTERN: r"\w\w+"}
 # underscore, so the same pattern in ASCII mode finds the same tokens, about a third faster
 # (the engine skips the Unicode tables). Most text is ASCII; str.isascii() is a flag read.
 _ASCII_PATTERNS = {DEFAULT_TOKEN_PATTERN: r"\w\w+"}
+# The patterns whose tokens, on ASCII text, are exactly the maximal runs of two or more
+# ASCII word characters: :func:`ascii_splitter` finds those runs without the regex engine.
+_RUN_PATTERNS = frozenset({DEFAULT_TOKEN_PATTERN})
+_WORD_BYTES = b"0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,70 @@ def validate_ngram_range(ngram_range: tuple[int, int]) -> None:
         raise UsageError(
             f"--ngram-range {low},{high} is not valid: give MIN,MAX with 1 <= MIN <= MAX"
         )
+
+
+@dataclass(frozen=True)
+class AsciiSplitter:
+    """The tokenizer of the default pattern, on ASCII bytes, at C speed.
+
+    ``split(data)`` returns the maximal runs of ASCII word characters of ``data`` (bytes
+    that are all ASCII), lower-cased as the settings say: ``bytes.translate`` maps each
+    word character to itself (or its lower case) and every other byte to a space, and
+    ``bytes.split`` cuts the runs, with no regular expression and no decoding. Those
+    runs are the tokens, except that runs of one character and stop words are there
+    too: they are in ``dropped`` (as bytes), and a caller that counts the runs removes
+    those keys afterwards, which gives exactly the counts of the tokens. Decoded with an
+    ASCII-compatible encoding, a token is the same word the regex finds in the text.
+
+    Examples
+    --------
+    >>> splitter = ascii_splitter(TokenizerSettings(stop_words=("the",)), "utf-8")
+    >>> splitter.split(b"The server_2 is DOWN, again!")
+    [b'the', b'server_2', b'is', b'down', b'again']
+    >>> sorted(w for w in splitter.dropped if len(w) > 1)
+    [b'the']
+    """
+
+    split: Callable[[bytes], list[bytes]]
+    dropped: frozenset[bytes]
+
+
+def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter | None:
+    """An :class:`AsciiSplitter` for ``settings`` when one gives the same tokens, else None.
+
+    It does for single words (no n-grams, no hashing) of the default token pattern, read
+    with an ``encoding`` that decodes every ASCII byte to the same character (UTF-8,
+    Latin-1, cp1252, ...; not UTF-16).
+    """
+    if (
+        settings.token_pattern not in _RUN_PATTERNS
+        or settings.ngram_range != (1, 1)
+        or settings.hash_features is not None
+        or not _ascii_compatible(encoding)
+    ):
+        return None
+    table = bytearray(b" " * 256)
+    for byte in _WORD_BYTES:
+        table[byte] = byte
+    if settings.lowercase:
+        table[ord("A") : ord("Z") + 1] = b"abcdefghijklmnopqrstuvwxyz"
+    translate = bytes(table)
+    singles = {bytes([table[byte]]) for byte in _WORD_BYTES}
+    stop = {word.encode("ascii") for word in settings.stop_words if word.isascii()}
+
+    def split(data: bytes) -> list[bytes]:
+        return data.translate(translate).split()
+
+    return AsciiSplitter(split, frozenset(singles | stop))
+
+
+def _ascii_compatible(encoding: str) -> bool:
+    """Whether ``encoding`` decodes every ASCII byte, alone, to the same character."""
+    ascii_bytes = bytes(range(128))
+    try:
+        return ascii_bytes.decode(encoding) == ascii_bytes.decode("ascii")
+    except (LookupError, UnicodeDecodeError):
+        return False
 
 
 def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:

@@ -187,3 +187,83 @@ def test_counts_are_the_same_whether_tallies_wait_or_go_into_growing_arrays(
             share = docs[k::n_parts]
             merged.add_tally(tally([t for t, _ in share], [c for _, c in share], 3))
         assert merged.result().equals(expected.result())
+
+
+ascii_bytes = st.binary(max_size=60).map(lambda data: bytes(b & 0x7F for b in data))
+stop_lists = st.sampled_from([(), ("the", "is"), ("a", "x_1", "Up")])
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(ascii_bytes, st.booleans(), stop_lists)
+def test_the_ascii_splitter_counts_exactly_the_tokenizers_tokens(data, lowercase, stop):
+    """Runs of ASCII word bytes, less the dropped ones (single characters, stop words),
+    counted: the same counts as the tokenizer's tokens of the decoded text."""
+    from collections import Counter
+
+    from nbclass.tokenizer import ascii_splitter, make_tokenizer
+
+    data += b" The is A a x_1 UP Up __ z9 " + data.upper()
+    settings = TokenizerSettings(lowercase=lowercase, stop_words=stop)
+    splitter = ascii_splitter(settings, "utf-8")
+    runs = Counter(splitter.split(data))
+    for run in splitter.dropped:
+        runs.pop(run, None)
+    expected = Counter(make_tokenizer(settings)(data.decode("ascii")))
+    assert {run.decode("ascii"): n for run, n in runs.items()} == expected
+
+
+@pytest.mark.parametrize(
+    "settings, encoding, applies",
+    [
+        (TokenizerSettings(), "utf-8", True),
+        (TokenizerSettings(), "latin-1", True),
+        (TokenizerSettings(), "cp1252", True),
+        (TokenizerSettings(lowercase=False, stop_words=("the",)), "utf-8", True),
+        (TokenizerSettings(), "utf-16", False),  # ASCII bytes are other characters there
+        (TokenizerSettings(), "utf-7", False),  # "+" starts an escape
+        (TokenizerSettings(ngram_range=(1, 2)), "utf-8", False),
+        (TokenizerSettings(hash_features=64), "utf-8", False),
+        (TokenizerSettings(token_pattern=r"\w+"), "utf-8", False),
+    ],
+)
+def test_the_ascii_splitter_is_used_only_where_it_finds_the_same_tokens(
+    settings, encoding, applies
+):
+    from nbclass.tokenizer import ascii_splitter
+
+    assert (ascii_splitter(settings, encoding) is not None) == applies
+
+
+MIXED = {
+    "food": ["Café au lait, CAFE noir; the café is open.", "cafe cafe latte x", "Thé vert",
+             "a b c dd dd_ee 42 4"],
+    "tech": ["Server DOWN again: the server_2 is down!", "naïve Bayes server", "über server",
+             "cafe server 1234 don't"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("stop", [(), ("the", "is", "über")])
+def test_ascii_and_other_documents_give_the_same_model_by_either_path(
+    tmp_path, parallel_always, monkeypatch, stop
+):
+    """Documents all ASCII go through the splitter, the others through the tokenizer; a
+    word met both ways (cafe, server) is one word. The model is byte for byte the one
+    of the tokenizer alone, in one process or several, in one tally or many."""
+    import nbclass.counts
+
+    corpus = list_corpus(str(write_corpus(tmp_path / "mixed", MIXED)))
+    settings = TokenizerSettings(stop_words=stop)
+    models = {dumps(fit(corpus, settings, jobs=jobs)) for jobs in (1, 2)}
+    monkeypatch.setattr(nbclass.counts, "FLUSH_ENTRIES", 3)
+    monkeypatch.setattr(nbclass.counts, "PART_SIZE", 1)
+    models |= {dumps(fit(corpus, settings, jobs=jobs)) for jobs in (1, 2)}
+    monkeypatch.setattr(nbclass.counts, "ascii_splitter", lambda *args: None)
+    models.add(dumps(fit(corpus, settings, jobs=1)))
+    assert len(models) == 1
+    model = fit(corpus, settings, jobs=1)
+    counts = model.counts
+    row = counts.vocabulary.index
+    assert counts.token_count[row("cafe")].tolist() == [3, 1]  # CAFE, cafe cafe | cafe
+    assert counts.doc_count[row("cafe")].tolist() == [2, 1]
+    assert counts.token_count[row("server")].tolist() == [0, 4]
+    assert "x" not in counts.vocabulary and ("the" in counts.vocabulary) == (not stop)
