@@ -25,7 +25,6 @@ from .abstain import Abstention
 from .errors import UsageError
 from .model import Classifier
 from .posterior import log_evidence, log_posterior
-from .vectorizer import count_matrix
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,15 +56,14 @@ class ScoredBatch:
 
 def score_batch(classifier: Classifier, batch: list[tuple[str, str]]) -> ScoredBatch:
     """Score ``(source, text)`` pairs as :meth:`Classifier.predict` does, keeping X."""
-    token_lists = [classifier.tokenize(text) for _, text in batch]
-    X = count_matrix(token_lists, classifier.vocabulary)
+    X, tokens = classifier.count(text for _, text in batch)
     jll = classifier.scorer.joint_log_likelihood(X)
     return ScoredBatch(
         sources=[source for source, _ in batch],
         X=X,
         jll=jll,
         log_proba=log_posterior(jll),
-        tokens=np.array([len(t) for t in token_lists], dtype=np.int64),
+        tokens=tokens,
     )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,8 +29,11 @@ from .ledger import Ledger, canonical, from_entries
 from .posterior import log_posterior, make_scorer
 from .selection import mutual_information, rank_features
 from .textmodels import prepare
-from .tokenizer import TokenizerSettings, make_tokenizer
-from .vectorizer import count_matrix
+from .tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
+from .vectorizer import count_texts
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 BATCH_SIZE = 1000
 
@@ -251,6 +255,7 @@ class Classifier:
     Examples
     --------
     >>> from nbclass.counts import CountAccumulator
+    >>> from nbclass.vectorizer import count_matrix
     >>> acc = CountAccumulator(["ham", "spam"])
     >>> acc.add(count_matrix([["hi", "mum"], ["win", "cash"]], acc.vocabulary), [0, 1])
     >>> clf = Classifier(Model(acc.result(), TokenizerSettings()))
@@ -264,14 +269,29 @@ class Classifier:
         self.classes = counts.classes
         self.vocabulary = {word: j for j, word in enumerate(counts.vocabulary)}
         self.tokenize = make_tokenizer(model.tokenizer)
+        # Texts are str here: an ASCII one is encoded to ASCII for the splitter.
+        self.splitter = ascii_splitter(model.tokenizer, "ascii")
         # The file's prepared numbers (fitted β) belong to the defaults: use them then.
         prepared = model.prepared if self.settings == model.defaults else None
         self.scorer = make_scorer(counts, self.settings, prepared)
 
+    @cached_property
+    def run_vocabulary(self) -> dict[bytes, int] | None:
+        """The ASCII words of the vocabulary, as bytes, for the splitter (None without one)."""
+        if self.splitter is None:
+            return None
+        return {w.encode("ascii"): j for w, j in self.vocabulary.items() if w.isascii()}
+
+    def count(self, texts: Iterable[str]) -> tuple[sp.csr_matrix, np.ndarray]:
+        """``(X, n_tokens)``: the texts' counts over the vocabulary, shape (n, V), and
+        their numbers of tokens, shape (n,) (:func:`nbclass.vectorizer.count_texts`)."""
+        return count_texts(
+            texts, self.tokenize, self.vocabulary, self.splitter, self.run_vocabulary
+        )
+
     def joint_log_likelihood(self, texts: Iterable[str]) -> np.ndarray:
         """b_c = log π_c + log p(x | c) per text, ndarray of shape (n, C)."""
-        X = count_matrix((self.tokenize(t) for t in texts), self.vocabulary)
-        return self.scorer.joint_log_likelihood(X)
+        return self.scorer.joint_log_likelihood(self.count(texts)[0])
 
     def predict(self, texts: Sequence[str], sources: Sequence[str] | None = None) -> Predictions:
         """Posterior probabilities of a batch of texts."""

@@ -57,8 +57,6 @@ def count_matrix(token_lists: Iterable[list[str]], vocabulary: Mapping[str, int]
     >>> X.toarray().tolist()
     [[1, 2], [0, 0]]
     """
-    import scipy.sparse as sp
-
     indptr = [0]
     indices: list[int] = []
     data: list[int] = []
@@ -76,6 +74,58 @@ def count_matrix(token_lists: Iterable[list[str]], vocabulary: Mapping[str, int]
             indices.extend(map(get, counts, unknown))  # -1 for a word outside the vocabulary
             data.extend(counts.values())
             indptr.append(len(indices))
+    return _csr(indices, data, indptr, len(vocabulary))
+
+
+def count_texts(
+    texts: Iterable[str], tokenize, vocabulary: Mapping[str, int], splitter=None,
+    run_vocabulary: Mapping[bytes, int] | None = None,
+) -> tuple[sp.csr_matrix, np.ndarray]:  # fmt: skip
+    """Tokenize and count texts over a fixed vocabulary: ``(X, n_tokens)``.
+
+    ``X`` is :func:`count_matrix` of ``map(tokenize, texts)`` and ``n_tokens``, shape
+    (n,), the number of tokens of each text, known words or not. With a ``splitter``
+    (:func:`nbclass.tokenizer.ascii_splitter` of the tokenizer's settings) and
+    ``run_vocabulary`` (the ASCII words of ``vocabulary``, as bytes), a text that is all
+    ASCII is encoded (a copy), split into runs at C speed and its runs looked up; the
+    runs that are not tokens are dropped. Same result, in about a third of the time.
+
+    Examples
+    --------
+    >>> from nbclass.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
+    >>> settings, vocabulary = TokenizerSettings(), {"café": 0, "server": 1}
+    >>> X, n = count_texts(
+    ...     ["The server, a server!", "Café server"], make_tokenizer(settings), vocabulary,
+    ...     ascii_splitter(settings, "ascii"), {b"server": 1},
+    ... )
+    >>> X.toarray().tolist(), n.tolist()
+    ([[0, 2], [1, 1]], [3, 2])
+    """
+    indptr, indices, data, n_tokens = [0], [], [], []
+    get, unknown = vocabulary.get, repeat(-1)
+    if splitter is not None:
+        split, dropped, get_run = splitter.split, list(splitter.dropped), run_vocabulary.get
+        none = list(repeat(0, len(dropped)))
+    for text in texts:
+        if splitter is not None and text.isascii():
+            runs = split(text.encode("ascii"))
+            counts = Counter(runs)
+            n_tokens.append(len(runs) - sum(map(counts.pop, dropped, none)))
+            indices.extend(map(get_run, counts, unknown))
+        else:
+            tokens = tokenize(text)
+            counts = Counter(tokens)
+            n_tokens.append(len(tokens))
+            indices.extend(map(get, counts, unknown))  # -1 for a word outside the vocabulary
+        data.extend(counts.values())
+        indptr.append(len(indices))
+    return _csr(indices, data, indptr, len(vocabulary)), np.array(n_tokens, dtype=np.int64)
+
+
+def _csr(indices: list[int], data: list[int], indptr: list[int], V: int) -> sp.csr_matrix:
+    """The CSR matrix of rows ``indptr`` over ``V`` columns, entries with column −1 left out."""
+    import scipy.sparse as sp
+
     columns = np.array(indices, dtype=np.int64)
     values = np.array(data, dtype=np.int64)
     row_ends = np.array(indptr, dtype=np.int64)
@@ -83,7 +133,7 @@ def count_matrix(token_lists: Iterable[list[str]], vocabulary: Mapping[str, int]
     if not known.all():
         kept = np.concatenate(([0], np.cumsum(known)))
         columns, values, row_ends = columns[known], values[known], kept[row_ends]
-    X = sp.csr_matrix((values, columns, row_ends), shape=(len(indptr) - 1, len(vocabulary)))
+    X = sp.csr_matrix((values, columns, row_ends), shape=(len(indptr) - 1, V))
     X.sort_indices()
     return X
 

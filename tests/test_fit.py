@@ -267,3 +267,34 @@ def test_ascii_and_other_documents_give_the_same_model_by_either_path(
     assert counts.doc_count[row("cafe")].tolist() == [2, 1]
     assert counts.token_count[row("server")].tolist() == [0, 4]
     assert "x" not in counts.vocabulary and ("the" in counts.vocabulary) == (not stop)
+
+
+texts = st.lists(
+    st.one_of(
+        ascii_bytes.map(lambda data: data.decode("ascii")),
+        st.text(alphabet="abcé AB_1\x00.", max_size=30),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(texts, st.booleans(), stop_lists)
+def test_predict_counts_the_same_with_the_splitter(batch, lowercase, stop):
+    """Classifier.count (ASCII texts split by runs, the others tokenized) gives the matrix
+    and the token numbers of the tokenizer alone."""
+    from nbclass.model import Classifier, Model
+    from nbclass.tokenizer import make_tokenizer
+
+    settings = TokenizerSettings(lowercase=lowercase, stop_words=stop)
+    acc = CountAccumulator(["a", "b"])
+    words = [["ab", "abc", "x_1", "AB", "ab_1", "é1", "é", "the", "up", "Up", "a"]]
+    acc.add(count_matrix(words + [["zz"]], acc.vocabulary), [0, 1])
+    classifier = Classifier(Model(acc.result(), settings))
+    assert classifier.splitter is not None
+    X, n_tokens = classifier.count(batch)
+    tokens = [make_tokenizer(settings)(text) for text in batch]
+    expected = count_matrix(tokens, classifier.vocabulary)
+    assert X.shape == expected.shape and (X != expected).nnz == 0
+    assert X.has_sorted_indices
+    assert n_tokens.tolist() == [len(t) for t in tokens]
