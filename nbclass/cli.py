@@ -850,12 +850,20 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, schedul
     help="One document only: exit 10+k for the k-th class (as 'nbclass info' lists "
     "them), 9 for unsure or no label; 1 and 2 stay errors.",
 )
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes that read and score files (from 4 MB of them). The output is the "
+    "same for any number.  [default: $NBCLASS_JOBS, else every core]",
+)
 @table_predict_options
 @reading_options
 def predict(
     model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
     explain, min_probability, min_margin, min_known, unsure_label, use_exit_code, text_options,
-    reading, **table_options,
+    jobs, reading, **table_options,
 ):  # fmt: skip
     """Classify documents: files, folders (walked recursively) or standard input.
 
@@ -929,29 +937,32 @@ def predict(
         classes, settings, batches = _predict_on_cluster(
             scheduler, model_path, paths, overrides, abstention, explain, reading
         )
+        batches = ((s.sources, s.log_proba.tolist(), extra) for s, extra in batches)
     else:
         model = load(model_path)
         settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
         classifier = Classifier(model, settings)
         classes = classifier.classes
-        batches = (
-            (scored, extras(classifier, scored, abstention, explain))
-            for scored in map(partial(score_batch, classifier), _batches(documents, BATCH_SIZE))
-        )
+        add_extras = partial(extras, abstention=abstention, explain=explain)
+        files, jobs = _files_to_share(paths, lines, jobs, BATCH_SIZE)
+        if files is not None:
+            from .scoring import score_files
+
+            batches = score_files(classifier, files, *reading, add_extras, jobs, BATCH_SIZE)
+        else:
+            batches = (
+                (scored.sources, scored.log_proba.tolist(), add_extras(classifier, scored))
+                for scored in map(
+                    partial(score_batch, classifier), _batches(documents, BATCH_SIZE)
+                )
+            )
     abstention.check_classes(classes)
     if use_exit_code:
         check_exit_classes(classes)
     labels = []
-    for scored, extra in batches:
+    for sources, rows, extra in batches:
         labels = _print_predictions(
-            scored.sources,
-            classes,
-            scored.log_proba.tolist(),
-            fmt,
-            top_k,
-            settings,
-            extra,
-            unsure_label,
+            sources, classes, rows, fmt, top_k, settings, extra, unsure_label
         )
     if use_exit_code:
         raise click.exceptions.Exit(exit_code(classes, labels[0] if labels else ""))
@@ -974,6 +985,27 @@ def _predict_on_cluster(scheduler, model_path, paths, overrides, abstention, exp
         scheduler, data, classes, settings, files, abstention, explain, *reading
     )
     return classes, settings, batches
+
+
+def _files_to_share(paths, lines: bool, jobs: int | None, batch_size: int):
+    """``(files, jobs)``: the ``(path, walked)`` files to score in ``jobs`` worker processes
+    (:mod:`nbclass.scoring`), or None to score in this process: for standard input,
+    --lines, one job, a path that does not exist (its error comes in its turn, after the
+    documents before it), or too little text."""
+    from .corpus import list_inputs
+    from .counts import default_jobs
+    from .scoring import worth_parallel
+
+    if lines or not paths or "-" in paths:
+        return None, 1
+    jobs = jobs or default_jobs()
+    if jobs < 2:
+        return None, 1
+    try:
+        files = list_inputs(paths)
+    except NbclassError:
+        return None, 1
+    return (files if worth_parallel(files, jobs, batch_size) else None), jobs
 
 
 def _batches(items, size: int):

@@ -281,6 +281,13 @@ def iter_documents(
             yield from iter_lines(path, handle, policy, log)
 
 
+def list_inputs(paths: Iterable[str]) -> list[tuple[str, bool]]:
+    """``(path, walked)`` of every document that :func:`iter_documents` would read from
+    ``paths`` (files and folders), in the same order; ``walked`` says it was found in a
+    folder."""
+    return list(_expand(paths))
+
+
 def _expand(paths: Iterable[str]) -> Iterator[tuple[str, bool]]:
     """:func:`expand_paths`, with whether each path was found by walking a folder."""
     for path in paths:
