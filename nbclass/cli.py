@@ -931,6 +931,7 @@ def predict(
     from .explain import extras, score_batch
     from .model import BATCH_SIZE, Classifier
     from .modelfile import load
+    from .scoring import worth_parallel
 
     if scheduler and not lines and paths and "-" not in paths:
         overrides = event_model, estimator, alpha, beta, text_options
@@ -944,12 +945,14 @@ def predict(
         classifier = Classifier(model, settings)
         classes = classifier.classes
         add_extras = partial(extras, abstention=abstention, explain=explain)
-        files, jobs = _files_to_share(paths, lines, jobs, BATCH_SIZE)
-        if files is not None:
+        files, jobs = _listed_files(paths, lines, jobs)
+        if files is not None and worth_parallel(files, BATCH_SIZE):
             from .scoring import score_files
 
             batches = score_files(classifier, files, *reading, add_extras, jobs, BATCH_SIZE)
         else:
+            if files is not None:  # listed already: read them without walking again
+                documents = iter_documents(paths, lines, *reading, listed=files)
             batches = (
                 (scored.sources, scored.log_proba.tolist(), add_extras(classifier, scored))
                 for scored in map(
@@ -987,14 +990,13 @@ def _predict_on_cluster(scheduler, model_path, paths, overrides, abstention, exp
     return classes, settings, batches
 
 
-def _files_to_share(paths, lines: bool, jobs: int | None, batch_size: int):
-    """``(files, jobs)``: the ``(path, walked)`` files to score in ``jobs`` worker processes
-    (:mod:`nbclass.scoring`), or None to score in this process: for standard input,
-    --lines, one job, a path that does not exist (its error comes in its turn, after the
-    documents before it), or too little text."""
+def _listed_files(paths, lines: bool, jobs: int | None):
+    """``(files, jobs)``: the ``(path, walked)`` files of ``paths``, which ``jobs`` worker
+    processes may score (:mod:`nbclass.scoring`), or None (and one job) for standard
+    input, --lines, one job, or a path that does not exist (its error comes in its turn,
+    after the documents before it)."""
     from .corpus import list_inputs
     from .counts import default_jobs
-    from .scoring import worth_parallel
 
     if lines or not paths or "-" in paths:
         return None, 1
@@ -1002,10 +1004,9 @@ def _files_to_share(paths, lines: bool, jobs: int | None, batch_size: int):
     if jobs < 2:
         return None, 1
     try:
-        files = list_inputs(paths)
+        return list_inputs(paths), jobs
     except NbclassError:
         return None, 1
-    return (files if worth_parallel(files, jobs, batch_size) else None), jobs
 
 
 def _batches(items, size: int):

@@ -236,6 +236,7 @@ def iter_documents(
     lines: bool = False,
     policy: ReadPolicy = DEFAULT_POLICY,
     log: ReadLog | None = None,
+    listed: list[tuple[str, bool]] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """Yield ``(source, text)`` for every document named by ``paths``.
 
@@ -250,6 +251,9 @@ def iter_documents(
         Encoding, size limit, binary and error rules (:mod:`nbclass.reading`).
     log : ReadLog, optional
         Receives the documents skipped and the characters replaced.
+    listed : list of (str, bool), optional
+        :func:`list_inputs` of ``paths``, when already made (the folders are not walked
+        again).
     """
     log = ReadLog() if log is None else log
     if lines and not policy.splits_lines:
@@ -257,7 +261,7 @@ def iter_documents(
             f"--lines splits at the byte \\n, which is not a line end in {policy.encoding}: "
             "convert the input to UTF-8 first (iconv)"
         )
-    for path, walked in _expand(paths):
+    for path, walked in _expand(paths) if listed is None else listed:
         if not lines:
             handle = _stdin_bytes() if path == STDIN else None
             data = read_document(path, policy, log, walked, handle)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
     import scipy.sparse as sp
 
 from .errors import UsageError
-from .reading import DEFAULT_POLICY, ReadLog, ReadPolicy
+from .reading import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
 from .tally import Tally, pack, tally_part, tally_paths
 from .tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
@@ -474,18 +474,6 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def _total_bytes(paths: Sequence[str]) -> int:
-    total = 0
-    for path in paths:
-        try:
-            total += os.path.getsize(path)
-        except OSError:
-            pass
-        if total >= PARALLEL_MIN_BYTES:
-            break
-    return total
-
-
 def count_corpus(
     paths: Sequence[str],
     labels: Sequence[int],
@@ -546,7 +534,7 @@ def count_corpus(
                     on_progress(start, end)
         return accumulator.result()
     share = _Share(paths, labels, C, tokenizer, ledger, size, policy)
-    if jobs <= 1 or n <= size or _total_bytes(paths) < PARALLEL_MIN_BYTES:
+    if jobs <= 1 or n <= size or not has_bytes(paths, PARALLEL_MIN_BYTES):
         packs = share.tally(on_progress)
     else:
         packs = share.tally_in_workers(jobs, on_progress)

@@ -27,7 +27,7 @@ import errno
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .errors import NbclassError, UsageError
@@ -225,6 +225,20 @@ def _reason(exc: OSError, walked: bool) -> tuple[str, str]:
     if walked and exc.errno == errno.ENOENT:
         return VANISHED, "removed after the corpus was listed"
     return UNREADABLE, detail
+
+
+def has_bytes(paths: Iterable[str], minimum: int) -> bool:
+    """Whether the files at ``paths`` hold at least ``minimum`` bytes together (sizes from
+    ``stat``, stopping as soon as they do; a file that cannot be read counts nothing)."""
+    total = 0
+    for path in paths:
+        if total >= minimum:
+            return True
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            pass
+    return total >= minimum
 
 
 def read_document(

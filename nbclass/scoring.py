@@ -12,11 +12,10 @@ same code scores each batch.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
-from .reading import ReadLog, ReadPolicy, read_document
+from .reading import ReadLog, ReadPolicy, has_bytes, read_document
 
 # Below this much text, one process: forking and sending back cost more than they save.
 PARALLEL_MIN_BYTES = 4 * 2**20
@@ -24,20 +23,10 @@ PARALLEL_MIN_BYTES = 4 * 2**20
 _WORK: tuple | None = None  # in a worker: (classifier, policy, extras function)
 
 
-def worth_parallel(files: Sequence[tuple[str, bool]], jobs: int, batch_size: int) -> bool:
-    """Whether ``files`` (``(path, walked)`` pairs) are enough work for ``jobs`` workers:
+def worth_parallel(files: Sequence[tuple[str, bool]], batch_size: int) -> bool:
+    """Whether ``files`` (``(path, walked)`` pairs) are enough work for worker processes:
     more than one batch and at least ``PARALLEL_MIN_BYTES``."""
-    if jobs < 2 or len(files) <= batch_size:
-        return False
-    total = 0
-    for path, _ in files:
-        try:
-            total += os.path.getsize(path)
-        except OSError:
-            pass
-        if total >= PARALLEL_MIN_BYTES:
-            return True
-    return False
+    return len(files) > batch_size and has_bytes((p for p, _ in files), PARALLEL_MIN_BYTES)
 
 
 def score_files(
