@@ -276,18 +276,19 @@ class Classifier:
         self.scorer = make_scorer(counts, self.settings, prepared)
 
     @cached_property
-    def run_vocabulary(self) -> dict[bytes, int] | None:
-        """The ASCII words of the vocabulary, as bytes, for the splitter (None without one)."""
+    def runs(self):
+        """The :class:`nbclass.runs.RunCounter` of the vocabulary, or None (no splitter,
+        or words the table cannot tell apart): ASCII texts are then tokenized too."""
         if self.splitter is None:
             return None
-        return {w.encode("ascii"): j for w, j in self.vocabulary.items() if w.isascii()}
+        from .runs import RunCounter
+
+        return RunCounter.for_vocabulary(self.vocabulary, self.splitter)
 
     def count(self, texts: Iterable[str]) -> tuple[sp.csr_matrix, np.ndarray]:
         """``(X, n_tokens)``: the texts' counts over the vocabulary, shape (n, V), and
         their numbers of tokens, shape (n,) (:func:`nbclass.vectorizer.count_texts`)."""
-        return count_texts(
-            texts, self.tokenize, self.vocabulary, self.splitter, self.run_vocabulary
-        )
+        return count_texts(texts, self.tokenize, self.vocabulary, self.runs)
 
     def joint_log_likelihood(self, texts: Iterable[str]) -> np.ndarray:
         """b_c = log π_c + log p(x | c) per text, ndarray of shape (n, C)."""

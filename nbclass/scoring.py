@@ -45,6 +45,7 @@ def score_files(
 
     global _WORK
     batches = (files[i : i + batch_size] for i in range(0, len(files), batch_size))
+    _ = classifier.runs  # built once here (a cached property), shared by the workers
     _WORK = (classifier, policy, extras)  # inherited by the forked workers
     context = multiprocessing.get_context("fork")
     pool = ProcessPoolExecutor(jobs, mp_context=context)

@@ -172,6 +172,7 @@ class AsciiSplitter:
 
     split: Callable[[bytes], list[bytes]]
     dropped: frozenset[bytes]
+    table: bytes  # the translation table of ``bytes.translate``
 
 
 def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter | None:
@@ -200,7 +201,7 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
     def split(data: bytes) -> list[bytes]:
         return data.translate(translate).split()
 
-    return AsciiSplitter(split, frozenset(singles | stop))
+    return AsciiSplitter(split, frozenset(singles | stop), translate)
 
 
 def _ascii_compatible(encoding: str) -> bool:

@@ -1,0 +1,292 @@
+"""ASCII runs counted with numpy: the default tokenizer at array speed, for many texts.
+
+Counting a batch token by token in Python costs a dictionary operation per token (a
+``Counter``) and one per distinct word (the vocabulary lookup), a few hundred
+nanoseconds each. For the texts :class:`nbclass.tokenizer.AsciiSplitter` applies to
+(the default token pattern on ASCII text), :class:`RunCounter` does the same counting
+in a few numpy passes over the bytes of a chunk of texts, with no Python object per
+token:
+
+1. the texts of a chunk are joined by spaces and translated by the splitter's table
+   (word bytes kept, lower-cased as the settings say; every other byte a space);
+2. the runs of word bytes are found where ``byte != space`` changes;
+3. each run gets a 64-bit hash: a polynomial in its bytes, taken from one prefix sum
+   over the chunk, then mixed by splitmix64's finaliser so that every bit is spread;
+4. the hashes are looked up in an open-addressing table holding the vocabulary's and
+   the stop words' hashes (linear probing, all runs at once);
+5. every run found is compared byte for byte with the word it was found as, and a run
+   whose hash equals a word's but whose bytes differ is unknown. A table where two
+   words share a hash is refused (:meth:`WordTable.build` returns None, and the caller
+   counts in Python), so a hash never stands for two words: the counts are exact
+   whatever the hash function does (tests replace it by a constant);
+6. runs of one character and stop words are dropped (they are never tokens), and the
+   (text, word) pairs are counted with ``numpy.unique``.
+
+The result is the tokenizer's, exactly: the same matrix and token numbers (hypothesis
+tests in ``tests/test_runs.py``), in about a third of the time on 20 Newsgroups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .tokenizer import AsciiSplitter
+
+# Texts are joined into chunks of about this many bytes: the arrays of a chunk (8 bytes
+# per byte of text, a few of them at once) stay a few tens of MB. A longer text is
+# counted by the caller in Python.
+CHUNK_BYTES = 1 << 20
+_SPACE = 32
+_BASE = 0x9E3779B97F4A7C15  # odd, so invertible modulo 2**64
+_U64 = 2**64
+_powers_cache: tuple[np.ndarray, np.ndarray] = (np.ones(1, np.uint64), np.ones(1, np.uint64))
+
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(q, qi)``: q[i] = BASE**i and qi[i] = BASE**−i modulo 2**64, for i < n at least."""
+    global _powers_cache
+    q, qi = _powers_cache
+    if q.size < n:
+        size = max(n, 2 * q.size)
+        inverse = pow(_BASE, -1, _U64)
+        q = np.full(size, _BASE, dtype=np.uint64)
+        qi = np.full(size, inverse, dtype=np.uint64)
+        q[0] = qi[0] = 1
+        np.cumprod(q, out=q)  # unsigned arithmetic wraps: products modulo 2**64
+        np.cumprod(qi, out=qi)
+        _powers_cache = q, qi
+    return q, qi
+
+
+def run_bounds(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, ends)`` of the runs of non-space bytes of ``codes`` (uint8, shape (N,)),
+    each int64 of shape (R,): run r is ``codes[starts[r]:ends[r]]``."""
+    word = (codes != _SPACE).view(np.int8)
+    change = np.diff(word, prepend=np.int8(0), append=np.int8(0))
+    return np.flatnonzero(change == 1), np.flatnonzero(change == -1)
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, in place: every input bit reaches every output bit."""
+    h ^= h >> np.uint64(30)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(27)
+    h *= np.uint64(0x94D049BB133111EB)
+    h ^= h >> np.uint64(31)
+    return h
+
+
+def run_hashes(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The 64-bit hash of each run, shape (R,): Σ_t codes[s + t] BASE**t + length, mixed.
+
+    With the prefix sums P[k] = Σ_{i<k} codes[i] BASE**i, a run's polynomial is
+    (P[e] − P[s]) BASE**−s, all modulo 2**64: the same for the same bytes anywhere.
+    """
+    q, qi = _powers(codes.size + 1)
+    prefix = np.zeros(codes.size + 1, dtype=np.uint64)
+    np.cumsum(codes * q[: codes.size], out=prefix[1:])
+    h = (prefix[ends] - prefix[starts]) * qi[starts]
+    h += (ends - starts).astype(np.uint64)
+    return _mix(h)
+
+
+@dataclass(frozen=True, eq=False)
+class WordTable:
+    """A set of ASCII words, found exactly by the hash of a run.
+
+    Attributes
+    ----------
+    keys : uint64 ndarray of shape (S,)
+        The hash in each slot. A hash's home slot is its top ``bits`` bits, with 2**bits
+        at least four times the number of words; the last slot is empty.
+    ids : int64 ndarray of shape (S,)
+        The word in each slot, −1 for an empty slot.
+    codes : uint8 ndarray
+        The words' bytes, joined by spaces; word k is ``codes[starts[k]:ends[k]]``.
+    starts, ends : int64 ndarray of shape (K,)
+    bits : int
+    """
+
+    keys: np.ndarray
+    ids: np.ndarray
+    codes: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    bits: int
+
+    @classmethod
+    def build(cls, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> WordTable | None:
+        """The table of the words ``codes[starts[k]:ends[k]]`` (distinct, non-empty, no
+        space byte), word k with id k; None when two of them share a hash."""
+        hashes = run_hashes(codes, starts, ends)
+        order = np.argsort(hashes)
+        ordered = hashes[order]
+        if (ordered[1:] == ordered[:-1]).any():
+            return None
+        bits = max(4, int(hashes.size * 4).bit_length())
+        # Linear probing, filled in the order of the home slots (the hashes' top bits):
+        # each word takes the first free slot from its home, that is
+        # slot[i] = max(home[i], slot[i − 1] + 1). Past the last home slot the table goes
+        # on (no wrapping round), and it ends with an empty slot, where probing stops.
+        home = _slots(ordered, bits)
+        rank = np.arange(hashes.size)
+        slot = np.maximum.accumulate(home - rank) + rank if hashes.size else home
+        size = max(1 << bits, int(slot[-1]) + 1 if hashes.size else 0) + 1
+        keys = np.zeros(size, dtype=np.uint64)
+        ids = np.full(size, -1, dtype=np.int64)
+        keys[slot], ids[slot] = ordered, order
+        return cls(keys, ids, codes, starts, ends, bits)
+
+    @classmethod
+    def of(cls, words: Sequence[bytes]) -> WordTable | None:
+        """:meth:`build` for a list of words."""
+        codes = np.frombuffer(b" ".join(words), dtype=np.uint8)
+        starts, ends = run_bounds(codes)
+        if starts.size != len(words):
+            raise ValueError("a word is empty or holds a space")
+        return cls.build(codes, starts, ends)
+
+    def find(
+        self, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, hashes: np.ndarray
+    ) -> np.ndarray:
+        """The id of each run of ``codes`` (``run_hashes``), −1 for a run not in the table."""
+        found = np.full(hashes.size, -1, dtype=np.int64)
+        slots = _slots(hashes, self.bits)
+        todo = np.arange(hashes.size)
+        while todo.size:  # linear probing: stop at the word's hash or an empty slot
+            ids = self.ids[slots]
+            hit = (self.keys[slots] == hashes) & (ids >= 0)
+            found[todo[hit]] = ids[hit]
+            again = ~hit & (ids >= 0)
+            todo, hashes = todo[again], hashes[again]
+            slots = slots[again] + 1
+        self._verify(found, codes, starts, ends)
+        return found
+
+    def _verify(self, found, codes, starts, ends) -> None:
+        """Set ``found`` to −1 where the run's bytes differ from its word's."""
+        runs = np.flatnonzero(found >= 0)
+        words = found[runs]
+        length = ends[runs] - starts[runs]
+        same = length == self.ends[words] - self.starts[words]
+        found[runs[~same]] = -1
+        runs, words, length = runs[same], words[same], length[same]
+        if not runs.size:
+            return
+        # Byte i of the matched runs, laid end to end, and the same byte of their words.
+        inside = np.zeros(codes.size + 1, dtype=np.int8)
+        inside[starts[runs]] = 1
+        inside[ends[runs]] = -1
+        positions = np.flatnonzero(np.cumsum(inside[:-1], dtype=np.int8))
+        shift = np.repeat(starts[runs] - self.starts[words], length)
+        equal = codes[positions] == self.codes[positions - shift]
+        if not equal.all():
+            first = np.concatenate(([0], np.cumsum(length)[:-1]))
+            found[runs[~np.logical_and.reduceat(equal, first)]] = -1
+
+
+def _slots(hashes: np.ndarray, bits: int) -> np.ndarray:
+    """The home slot of each hash in a table of 2**bits slots: its top bits."""
+    return (hashes >> np.uint64(64 - bits)).astype(np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class RunCounter:
+    """Counts ASCII texts over a vocabulary as the tokenizer would (see the module).
+
+    Built by :meth:`for_vocabulary`; :meth:`count` takes the texts as ASCII bytes.
+
+    Attributes
+    ----------
+    table : bytes
+        The splitter's translation table.
+    words : WordTable
+        The vocabulary's ASCII words, then the stop words.
+    columns : int64 ndarray of shape (K + 1,)
+        The column of each word of ``words`` (``n_words`` for a stop word), then −1:
+        ``columns[found]`` is −1 for an unknown run.
+    n_words : int
+        V, the number of columns.
+    """
+
+    table: bytes
+    words: WordTable
+    columns: np.ndarray
+    n_words: int
+
+    @classmethod
+    def for_vocabulary(
+        cls, vocabulary: Mapping[str, int], splitter: AsciiSplitter
+    ) -> RunCounter | None:
+        """The counter of ``vocabulary`` (word -> column, the columns 0..V−1 in order)
+        under ``splitter``'s tokens, or None when its table cannot be made (two words with
+        one hash, or a word holding a space)."""
+        table, V = splitter.table, len(vocabulary)
+        stop = sorted(w for w in splitter.dropped if len(w) > 1 and w.translate(table) == w)
+        blob = " ".join(vocabulary).encode("utf-8", "surrogatepass")
+        codes = np.frombuffer(b" ".join([blob, *stop]) if stop else blob, dtype=np.uint8)
+        starts, ends = run_bounds(codes)
+        if starts.size != V + len(stop):
+            return None
+        # Only a word the translation leaves as it is can be a run (never "AB" when text
+        # is lower-cased, nor "café"), and a dropped run (one character, a stop word) is
+        # never a token: no other word is looked for.
+        changed = np.zeros(codes.size + 1, dtype=np.int64)
+        np.cumsum(np.frombuffer(bytes(codes).translate(table), np.uint8) != codes,
+                  out=changed[1:])  # fmt: skip
+        words = (changed[ends[:V]] == changed[starts[:V]]) & (ends[:V] - starts[:V] > 1)
+        for word in stop:
+            j = vocabulary.get(word.decode("ascii"))
+            if j is not None:
+                words[j] = False
+        columns = np.flatnonzero(words)
+        found = np.concatenate((columns, np.arange(V, V + len(stop))))
+        table_words = WordTable.build(codes, starts[found], ends[found])
+        if table_words is None:
+            return None
+        columns = np.concatenate((columns, np.full(len(stop), V), [-1]))
+        return cls(table, table_words, columns.astype(np.int64), V)
+
+    def count(
+        self, texts: Sequence[bytes]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(rows, columns, values, n_tokens)`` of ASCII ``texts``: the nonzero counts,
+        int64 of shape (nnz,) sorted by row then column, and each text's number of
+        tokens, shape (n,). Texts are counted in chunks of about ``CHUNK_BYTES``."""
+        parts, n_tokens = [], np.zeros(len(texts), dtype=np.int64)
+        first = 0
+        while first < len(texts):
+            size, last = len(texts[first]), first + 1
+            while last < len(texts) and size + len(texts[last]) < CHUNK_BYTES:
+                size += len(texts[last]) + 1
+                last += 1
+            rows, columns, values, tokens = self._count_chunk(texts[first:last])
+            parts.append((rows + first, columns, values))
+            n_tokens[first:last] = tokens
+            first = last
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty, n_tokens
+        rows, columns, values = (np.concatenate(p) for p in zip(*parts))
+        return rows, columns, values, n_tokens
+
+    def _count_chunk(self, texts: Sequence[bytes]):
+        n, V = len(texts), self.n_words
+        joined = b" ".join(texts) + b" "
+        codes = np.frombuffer(joined.translate(self.table), dtype=np.uint8)
+        starts, ends = run_bounds(codes)
+        # Text i is bytes [text_start[i], text_start[i] + its length): its runs in order.
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+        text_start = np.cumsum(lengths + 1) - lengths - 1
+        per_text = np.diff(np.searchsorted(starts, np.append(text_start, codes.size)))
+        text = np.repeat(np.arange(n), per_text)
+        found = self.words.find(codes, starts, ends, run_hashes(codes, starts, ends))
+        column = self.columns[found]
+        token = (ends - starts > 1) & (column != V)  # not one character, not a stop word
+        n_tokens = np.bincount(text[token], minlength=n)
+        known = token & (column >= 0)
+        keys, values = np.unique(text[known] * V + column[known], return_counts=True)
+        return keys // V, keys % V, values.astype(np.int64), n_tokens

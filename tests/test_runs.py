@@ -1,0 +1,143 @@
+"""The numpy run counter (nbclass.runs) gives exactly the tokenizer's counts."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nbclass.runs as runs_module
+from nbclass.runs import RunCounter, WordTable, run_bounds, run_hashes
+from nbclass.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
+from nbclass.vectorizer import count_matrix, count_texts
+
+
+def expected_counts(texts, settings, vocabulary):
+    """(X, n_tokens) the plain way: the tokenizer and a Counter per text."""
+    tokens = [make_tokenizer(settings)(text) for text in texts]
+    index = {word: j for j, word in enumerate(vocabulary)}
+    return count_matrix(tokens, index), [len(t) for t in tokens]
+
+
+def counted(texts, settings, vocabulary):
+    index = {word: j for j, word in enumerate(vocabulary)}
+    counter = RunCounter.for_vocabulary(index, ascii_splitter(settings, "ascii"))
+    assert counter is not None
+    return count_texts(texts, make_tokenizer(settings), index, counter)
+
+
+def assert_same(texts, settings, vocabulary):
+    X, n_tokens = counted(texts, settings, vocabulary)
+    expected, expected_tokens = expected_counts(texts, settings, vocabulary)
+    assert X.shape == expected.shape and (X != expected).nnz == 0
+    assert X.has_sorted_indices and X.dtype == np.int64
+    assert n_tokens.tolist() == expected_tokens
+
+
+ascii_text = st.text(alphabet="ab AB_1.\n\t-'é\x00zZ", max_size=40)
+vocabularies = st.lists(
+    st.sampled_from(["ab", "ba", "abb", "a_1", "AB", "Ab", "zz", "z", "b1", "é1", "the", "b_"]),
+    unique=True,
+    max_size=10,
+)
+stop_lists = st.sampled_from([(), ("ab",), ("the", "zz", "b")])
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(ascii_text, max_size=8), vocabularies, st.booleans(), stop_lists)
+def test_runs_count_exactly_the_tokens(texts, vocabulary, lowercase, stop):
+    """Any texts (ASCII or not, NUL bytes, upper case), any vocabulary (with words no
+    run can be: upper case under lower-casing, one character, a stop word, non-ASCII)."""
+    assert_same(texts, TokenizerSettings(lowercase=lowercase, stop_words=stop), vocabulary)
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(st.lists(ascii_text, min_size=1, max_size=12), vocabularies, st.integers(1, 30))
+def test_chunks_of_any_size_count_the_same(texts, vocabulary, chunk):
+    """Texts cut into chunks of a few bytes, and texts longer than a chunk (tokenized in
+    Python), give the same matrix."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        assert_same(texts, TokenizerSettings(), vocabulary)
+
+
+def test_a_large_vocabulary_with_unknown_words():
+    """20,000 words (long probe chains in the table) and texts mixing them with unknown
+    words, punctuation and upper case."""
+    rng = random.Random(7)
+    letters = "abcdefghijklmnopqrstuvwxyz0123456789_"
+
+    def word():
+        return "".join(rng.choice(letters) for _ in range(rng.randint(2, 9)))
+
+    vocabulary = sorted({word() for _ in range(20_000)})
+    pool = vocabulary + [word() + "q" for _ in range(2_000)] + ["x", "The", "Ü"]
+    texts = [
+        " ".join(rng.choice(pool).upper() if rng.random() < 0.1 else rng.choice(pool)
+                 for _ in range(rng.randint(0, 300)))  # fmt: skip
+        + rng.choice(["", ".", "!?\n"])
+        for _ in range(300)
+    ]
+    assert_same(texts, TokenizerSettings(stop_words=("the",)), vocabulary)
+
+
+def test_a_run_with_a_words_hash_but_other_bytes_is_unknown(monkeypatch):
+    """With every hash the same, each run is found as the one word of the table: only
+    the byte-for-byte check tells "ab" from "ba" (same length) and "abc" (another)."""
+    monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
+    texts = ["ab ba abc ab b", "BA, Ab!", "zz"]
+    assert_same(texts, TokenizerSettings(), ["ab"])
+    X, n_tokens = counted(texts, TokenizerSettings(), ["ab"])
+    assert X.toarray().tolist() == [[2], [1], [0]]
+    assert n_tokens.tolist() == [4, 2, 1]
+
+
+def test_a_table_of_words_sharing_a_hash_is_refused(monkeypatch):
+    """Two words with one hash: no table, and the classifier tokenizes instead."""
+    from nbclass.counts import CountAccumulator
+    from nbclass.model import Classifier, Model
+
+    monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
+    assert WordTable.of([b"ab", b"ba"]) is None
+    splitter = ascii_splitter(TokenizerSettings(), "ascii")
+    assert RunCounter.for_vocabulary({"ab": 0, "ba": 1}, splitter) is None
+    acc = CountAccumulator(["x", "y"])
+    acc.add(count_matrix([["ab"], ["ba"]], acc.vocabulary), [0, 1])
+    classifier = Classifier(Model(acc.result(), TokenizerSettings()))
+    assert classifier.runs is None
+    X, n_tokens = classifier.count(["ab ba ba", "ba"])
+    assert X.toarray().tolist() == [[1, 2], [0, 1]] and n_tokens.tolist() == [3, 1]
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.lists(st.binary(min_size=1, max_size=12).map(lambda b: b.replace(b" ", b"x")),
+                min_size=1, max_size=20))  # fmt: skip
+def test_a_runs_hash_depends_only_on_its_bytes(words):
+    """The same word has the same hash wherever it stands in a chunk."""
+    codes = np.frombuffer(b" ".join(words), dtype=np.uint8)
+    starts, ends = run_bounds(codes)
+    assert [codes[s:e].tobytes() for s, e in zip(starts, ends)] == words
+    hashes = run_hashes(codes, starts, ends)
+    alone = [run_hashes(np.frombuffer(w, dtype=np.uint8), np.array([0]), np.array([len(w)]))[0]
+             for w in words]  # fmt: skip
+    assert hashes.tolist() == [int(h) for h in alone]
+    by_word = {}
+    for word, h in zip(words, hashes.tolist()):
+        assert by_word.setdefault(word, h) == h
+
+
+def test_hand_counted_example():
+    """"The server, the SERVER and a server_2." with stop word "the": tokens server,
+    server, and, server_2 (4); over the vocabulary [and, server, zebra]."""
+    X, n_tokens = counted(
+        ["The server, the SERVER and a server_2."],
+        TokenizerSettings(stop_words=("the",)),
+        ["and", "server", "zebra"],
+    )
+    assert X.toarray().tolist() == [[1, 2, 0]] and n_tokens.tolist() == [4]
+    assert Counter(make_tokenizer(TokenizerSettings(stop_words=("the",)))(
+        "The server, the SERVER and a server_2.")) == {"server": 2, "and": 1, "server_2": 1}
