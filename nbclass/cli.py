@@ -933,35 +933,36 @@ def predict(
     from .modelfile import load
     from .scoring import worth_parallel
 
-    if scheduler and not lines and paths and "-" not in paths:
-        overrides = event_model, estimator, alpha, beta, text_options
+    def check_classes(classes) -> None:
+        abstention.check_classes(classes)
+        if use_exit_code:
+            check_exit_classes(classes)
+
+    add_extras = partial(extras, abstention=abstention, explain=explain)
+    overrides = event_model, estimator, alpha, beta, text_options
+    on_cluster = scheduler and not lines and paths and "-" not in paths
+    files, jobs = (None, 1) if on_cluster else _listed_files(paths, lines, jobs)
+    if on_cluster:
         classes, settings, batches = _predict_on_cluster(
             scheduler, model_path, paths, overrides, abstention, explain, reading
         )
         batches = ((s.sources, s.log_proba.tolist(), extra) for s, extra in batches)
+    elif files is not None and worth_parallel(files, BATCH_SIZE):
+        classes, settings, batches = _predict_in_parallel(
+            model_path, files, jobs, overrides, reading, add_extras, check_classes
+        )
     else:
+        if files is not None:  # listed already: read them without walking again
+            documents = iter_documents(paths, lines, *reading, listed=files)
         model = load(model_path)
-        settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+        settings = _settings(model.defaults, *overrides)
         classifier = Classifier(model, settings)
         classes = classifier.classes
-        add_extras = partial(extras, abstention=abstention, explain=explain)
-        files, jobs = _listed_files(paths, lines, jobs)
-        if files is not None and worth_parallel(files, BATCH_SIZE):
-            from .scoring import score_files
-
-            batches = score_files(classifier, files, *reading, add_extras, jobs, BATCH_SIZE)
-        else:
-            if files is not None:  # listed already: read them without walking again
-                documents = iter_documents(paths, lines, *reading, listed=files)
-            batches = (
-                (scored.sources, scored.log_proba.tolist(), add_extras(classifier, scored))
-                for scored in map(
-                    partial(score_batch, classifier), _batches(documents, BATCH_SIZE)
-                )
-            )
-    abstention.check_classes(classes)
-    if use_exit_code:
-        check_exit_classes(classes)
+        batches = (
+            (scored.sources, scored.log_proba.tolist(), add_extras(classifier, scored))
+            for scored in map(partial(score_batch, classifier), _batches(documents, BATCH_SIZE))
+        )
+    check_classes(classes)
     labels = []
     for sources, rows, extra in batches:
         labels = _print_predictions(
@@ -992,9 +993,9 @@ def _predict_on_cluster(scheduler, model_path, paths, overrides, abstention, exp
 
 def _listed_files(paths, lines: bool, jobs: int | None):
     """``(files, jobs)``: the ``(path, walked)`` files of ``paths``, which ``jobs`` worker
-    processes may score (:mod:`nbclass.scoring`), or None (and one job) for standard
-    input, --lines, one job, or a path that does not exist (its error comes in its turn,
-    after the documents before it)."""
+    processes may read and count (:mod:`nbclass.scoring`), or None (and one job) for
+    standard input, --lines, one job, or a path that does not exist (its error comes in
+    its turn, after the documents before it)."""
     from .corpus import list_inputs
     from .counts import default_jobs
 
@@ -1007,6 +1008,30 @@ def _listed_files(paths, lines: bool, jobs: int | None):
         return list_inputs(paths), jobs
     except NbclassError:
         return None, 1
+
+
+def _predict_in_parallel(model_path, files, jobs, overrides, reading, add_extras, check_classes):
+    """``(classes, settings, batches)`` of ``files``, read and counted by ``jobs`` forked
+    workers while this process loads the model (:mod:`nbclass.scoring`); an error before
+    the batches are taken (the model, the options, ``check_classes``) stops the workers."""
+    from .fileformat import read
+    from .model import BATCH_SIZE, Classifier
+    from .modelfile import load_counter, loads
+    from .scoring import CountedBatches, score_counted
+
+    data = read(model_path)
+    counter = load_counter(data, model_path)  # the model file's damage is refused here
+    policy, log = reading
+    counted = CountedBatches(counter, files, policy, jobs, BATCH_SIZE)
+    try:
+        model = loads(data, model_path)
+        settings = _settings(model.defaults, *overrides)
+        classifier = Classifier(model, settings, counter)
+        check_classes(classifier.classes)
+    except BaseException:
+        counted.close()
+        raise
+    return classifier.classes, settings, score_counted(classifier, counted, log, add_extras)
 
 
 def _batches(items, size: int):

@@ -57,13 +57,14 @@ class ScoredBatch:
 def score_batch(classifier: Classifier, batch: list[tuple[str, str]]) -> ScoredBatch:
     """Score ``(source, text)`` pairs as :meth:`Classifier.predict` does, keeping X."""
     X, tokens = classifier.count(text for _, text in batch)
+    return score_counts(classifier, [source for source, _ in batch], X, tokens)
+
+
+def score_counts(classifier: Classifier, sources: list[str], X, tokens) -> ScoredBatch:
+    """Score documents already counted: ``X`` (n, V) and their token numbers (n,)."""
     jll = classifier.scorer.joint_log_likelihood(X)
     return ScoredBatch(
-        sources=[source for source, _ in batch],
-        X=X,
-        jll=jll,
-        log_proba=log_posterior(jll),
-        tokens=tokens,
+        sources=sources, X=X, jll=jll, log_proba=log_posterior(jll), tokens=tokens
     )
 
 

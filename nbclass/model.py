@@ -29,8 +29,8 @@ from .ledger import Ledger, canonical, from_entries
 from .posterior import log_posterior, make_scorer
 from .selection import mutual_information, rank_features
 from .textmodels import prepare
-from .tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
-from .vectorizer import count_texts
+from .tokenizer import TokenizerSettings, make_tokenizer
+from .vectorizer import TextCounter
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -263,32 +263,30 @@ class Classifier:
     'spam'
     """
 
-    def __init__(self, model: Model, settings: EstimatorSettings | None = None):
+    def __init__(
+        self, model: Model, settings: EstimatorSettings | None = None,
+        counter: TextCounter | None = None,
+    ):  # fmt: skip
+        """``counter``: the model's :class:`nbclass.vectorizer.TextCounter`, if one is
+        built already (:func:`nbclass.modelfile.load_counter`); it must hold the model's
+        tokenizer settings and (used) vocabulary."""
         self.settings = (settings or model.defaults).validate()
         counts = model.active_counts
         self.classes = counts.classes
-        self.vocabulary = {word: j for j, word in enumerate(counts.vocabulary)}
-        self.tokenize = make_tokenizer(model.tokenizer)
-        # Texts are str here: an ASCII one is encoded to ASCII for the splitter.
-        self.splitter = ascii_splitter(model.tokenizer, "ascii")
+        if counter is None:
+            counter = TextCounter(model.tokenizer, counts.vocabulary)
+        elif counter.settings != model.tokenizer or counter.words != counts.vocabulary:
+            raise ValueError("the text counter belongs to another model")
+        self.counter = counter
+        self.vocabulary = counter.vocabulary
         # The file's prepared numbers (fitted β) belong to the defaults: use them then.
         prepared = model.prepared if self.settings == model.defaults else None
         self.scorer = make_scorer(counts, self.settings, prepared)
 
-    @cached_property
-    def runs(self):
-        """The :class:`nbclass.runs.RunCounter` of the vocabulary, or None (no splitter,
-        or words the table cannot tell apart): ASCII texts are then tokenized too."""
-        if self.splitter is None:
-            return None
-        from .runs import RunCounter
-
-        return RunCounter.for_vocabulary(self.vocabulary, self.splitter)
-
     def count(self, texts: Iterable[str]) -> tuple[sp.csr_matrix, np.ndarray]:
         """``(X, n_tokens)``: the texts' counts over the vocabulary, shape (n, V), and
-        their numbers of tokens, shape (n,) (:func:`nbclass.vectorizer.count_texts`)."""
-        return count_texts(texts, self.tokenize, self.vocabulary, self.runs)
+        their numbers of tokens, shape (n,) (:meth:`nbclass.vectorizer.TextCounter.count`)."""
+        return self.counter.count(texts)
 
     def joint_log_likelihood(self, texts: Iterable[str]) -> np.ndarray:
         """b_c = log π_c + log p(x | c) per text, ndarray of shape (n, C)."""

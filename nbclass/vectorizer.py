@@ -10,11 +10,14 @@ made dense.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
 from itertools import repeat
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from .tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 
 if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
     import scipy.sparse as sp
@@ -77,40 +80,67 @@ def count_matrix(token_lists: Iterable[list[str]], vocabulary: Mapping[str, int]
     return _csr(indices, data, indptr, len(vocabulary))
 
 
-def count_texts(
-    texts: Iterable[str], tokenize, vocabulary: Mapping[str, int], runs=None,
-) -> tuple[sp.csr_matrix, np.ndarray]:  # fmt: skip
-    """Tokenize and count texts over a fixed vocabulary: ``(X, n_tokens)``.
+class TextCounter:
+    """Texts to token counts over a fixed vocabulary: what predict does before scoring.
 
-    ``X`` is :func:`count_matrix` of ``map(tokenize, texts)`` and ``n_tokens``, shape
-    (n,), the number of tokens of each text, known words or not. With ``runs`` (a
-    :class:`nbclass.runs.RunCounter` of the vocabulary under the tokenizer's settings),
-    the texts that are all ASCII (and at most ``CHUNK_BYTES`` long) are counted by it,
-    with numpy, and the others tokenized here. Same result, in about a third of the time.
+    Holds the tokenizer of ``settings``, the vocabulary (word -> column, in column order)
+    and, when the tokenizer has an :class:`nbclass.tokenizer.AsciiSplitter`, its
+    :class:`nbclass.runs.RunCounter` (built when first needed), which counts the texts
+    that are all ASCII with numpy. Needs numpy but not scipy until :meth:`count`:
+    :meth:`entries` is what a worker process computes (:mod:`nbclass.scoring`).
 
     Examples
     --------
-    >>> from nbclass.runs import RunCounter
-    >>> from nbclass.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
-    >>> settings, vocabulary = TokenizerSettings(), {"café": 0, "server": 1}
-    >>> runs = RunCounter.for_vocabulary(vocabulary, ascii_splitter(settings, "ascii"))
-    >>> X, n = count_texts(
-    ...     ["The server, a server!", "Café server"], make_tokenizer(settings), vocabulary, runs
-    ... )
+    >>> from nbclass.tokenizer import TokenizerSettings
+    >>> counter = TextCounter(TokenizerSettings(), ("café", "server"))
+    >>> X, n = counter.count(["The server, a server!", "Café server"])
     >>> X.toarray().tolist(), n.tolist()
     ([[0, 2], [1, 1]], [3, 2])
     """
-    texts = texts if isinstance(texts, list) else list(texts)
-    fast: list[int] = []
-    if runs is not None:
-        from .runs import CHUNK_BYTES
 
-        fast = [i for i, text in enumerate(texts) if text.isascii() and len(text) <= CHUNK_BYTES]
-    n_tokens = np.zeros(len(texts), dtype=np.int64)
-    if not fast or len(fast) < len(texts):  # the others, token by token
-        slow = sorted(set(range(len(texts))).difference(fast)) if fast else range(len(texts))
+    def __init__(self, settings: TokenizerSettings, words: Sequence[str]):
+        self.settings = settings
+        self.words = tuple(words)
+        self.vocabulary = dict(zip(self.words, range(len(self.words))))
+        self.tokenize = make_tokenizer(settings)
+        # Texts are str here: an ASCII one is encoded to ASCII for the splitter.
+        self.splitter = ascii_splitter(settings, "ascii")
+
+    @cached_property
+    def runs(self):
+        """The :class:`nbclass.runs.RunCounter` of the vocabulary, or None (no splitter,
+        or words the table cannot tell apart): ASCII texts are then tokenized too."""
+        if self.splitter is None:
+            return None
+        from .runs import RunCounter
+
+        return RunCounter.for_vocabulary(self.vocabulary, self.splitter)
+
+    def count(self, texts: Iterable[str]) -> tuple[sp.csr_matrix, np.ndarray]:
+        """``(X, n_tokens)``: :func:`count_matrix` of ``map(tokenize, texts)``, shape
+        (n, V), and each text's number of tokens, known words or not, shape (n,)."""
+        texts = texts if isinstance(texts, list) else list(texts)
+        *entries, n_tokens = self.entries(texts)
+        return entries_matrix(*entries, len(texts), len(self.words)), n_tokens
+
+    def entries(self, texts: Sequence[str]) -> tuple[np.ndarray, ...]:
+        """``(rows, columns, values, n_tokens)``: the nonzero counts of ``texts`` (int64,
+        each (row, column) once, in no particular order) and their numbers of tokens.
+
+        The texts that are all ASCII (and at most ``CHUNK_BYTES`` long) are counted by
+        :attr:`runs`, the others tokenized one by one; the same counts either way.
+        """
+        runs, fast = self.runs, []
+        if runs is not None:
+            from .runs import CHUNK_BYTES
+
+            fast = [
+                i for i, text in enumerate(texts) if text.isascii() and len(text) <= CHUNK_BYTES
+            ]
+        n_tokens = np.zeros(len(texts), dtype=np.int64)
+        slow = range(len(texts)) if not fast else sorted(set(range(len(texts))).difference(fast))
         indptr, indices, data = [0], [], []
-        get, unknown = vocabulary.get, repeat(-1)
+        get, unknown, tokenize = self.vocabulary.get, repeat(-1), self.tokenize
         for i in slow:
             tokens = tokenize(texts[i])
             counts = Counter(tokens)
@@ -120,29 +150,29 @@ def count_texts(
             indptr.append(len(indices))
         rows = np.repeat(np.asarray(slow, dtype=np.int64), np.diff(indptr))
         columns, values = np.array(indices, dtype=np.int64), np.array(data, dtype=np.int64)
-    if fast:
-        fast_rows, fast_columns, fast_values, fast_tokens = runs.count(
-            [texts[i].encode("ascii") for i in fast]
-        )
-        fast = np.asarray(fast, dtype=np.int64)
-        n_tokens[fast] = fast_tokens
-        if len(fast) == len(texts):
-            rows, columns, values = fast_rows, fast_columns, fast_values
-        else:
-            rows = np.concatenate((rows, fast[fast_rows]))
-            columns = np.concatenate((columns, fast_columns))
-            values = np.concatenate((values, fast_values))
-    return _coo_to_csr(rows, columns, values, len(texts), len(vocabulary)), n_tokens
+        known = columns >= 0
+        if not known.all():
+            rows, columns, values = rows[known], columns[known], values[known]
+        if fast:
+            fast_rows, fast_columns, fast_values, fast_tokens = runs.count(
+                [texts[i].encode("ascii") for i in fast]
+            )
+            fast = np.asarray(fast, dtype=np.int64)
+            n_tokens[fast] = fast_tokens
+            if len(fast) == len(texts):
+                rows, columns, values = fast_rows, fast_columns, fast_values
+            else:
+                rows = np.concatenate((rows, fast[fast_rows]))
+                columns = np.concatenate((columns, fast_columns))
+                values = np.concatenate((values, fast_values))
+        return rows, columns, values, n_tokens
 
 
-def _coo_to_csr(rows, columns, values, n: int, V: int) -> sp.csr_matrix:
-    """The (n, V) CSR matrix of entries (rows, columns, values) at distinct positions,
-    with sorted indices; entries with column −1 are left out."""
+def entries_matrix(rows, columns, values, n: int, V: int) -> sp.csr_matrix:
+    """The (n, V) CSR matrix of the entries (rows, columns, values), each position once,
+    with sorted indices."""
     import scipy.sparse as sp
 
-    known = columns >= 0
-    if not known.all():
-        rows, columns, values = rows[known], columns[known], values[known]
     if (np.diff(rows) < 0).any():  # rows in order; sort_indices orders each row's columns
         order = np.argsort(rows, kind="stable")
         rows, columns, values = rows[order], columns[order], values[order]

@@ -291,7 +291,7 @@ def test_predict_counts_the_same_with_the_splitter(batch, lowercase, stop):
     words = [["ab", "abc", "x_1", "AB", "ab_1", "é1", "é", "the", "up", "Up", "a"]]
     acc.add(count_matrix(words + [["zz"]], acc.vocabulary), [0, 1])
     classifier = Classifier(Model(acc.result(), settings))
-    assert classifier.splitter is not None
+    assert classifier.counter.runs is not None
     X, n_tokens = classifier.count(batch)
     tokens = [make_tokenizer(settings)(text) for text in batch]
     expected = count_matrix(tokens, classifier.vocabulary)

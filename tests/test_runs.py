@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import nbclass.runs as runs_module
 from nbclass.runs import RunCounter, WordTable, run_bounds, run_hashes
 from nbclass.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
-from nbclass.vectorizer import count_matrix, count_texts
+from nbclass.vectorizer import TextCounter, count_matrix
 
 
 def expected_counts(texts, settings, vocabulary):
@@ -24,10 +24,9 @@ def expected_counts(texts, settings, vocabulary):
 
 
 def counted(texts, settings, vocabulary):
-    index = {word: j for j, word in enumerate(vocabulary)}
-    counter = RunCounter.for_vocabulary(index, ascii_splitter(settings, "ascii"))
-    assert counter is not None
-    return count_texts(texts, make_tokenizer(settings), index, counter)
+    counter = TextCounter(settings, vocabulary)
+    assert counter.runs is not None
+    return counter.count(texts)
 
 
 def assert_same(texts, settings, vocabulary):
@@ -77,8 +76,10 @@ def test_a_large_vocabulary_with_unknown_words():
     vocabulary = sorted({word() for _ in range(20_000)})
     pool = vocabulary + [word() + "q" for _ in range(2_000)] + ["x", "The", "Ü"]
     texts = [
-        " ".join(rng.choice(pool).upper() if rng.random() < 0.1 else rng.choice(pool)
-                 for _ in range(rng.randint(0, 300)))  # fmt: skip
+        " ".join(
+            rng.choice(pool).upper() if rng.random() < 0.1 else rng.choice(pool)
+            for _ in range(rng.randint(0, 300))
+        )  # fmt: skip
         + rng.choice(["", ".", "!?\n"])
         for _ in range(300)
     ]
@@ -108,7 +109,7 @@ def test_a_table_of_words_sharing_a_hash_is_refused(monkeypatch):
     acc = CountAccumulator(["x", "y"])
     acc.add(count_matrix([["ab"], ["ba"]], acc.vocabulary), [0, 1])
     classifier = Classifier(Model(acc.result(), TokenizerSettings()))
-    assert classifier.runs is None
+    assert classifier.counter.runs is None
     X, n_tokens = classifier.count(["ab ba ba", "ba"])
     assert X.toarray().tolist() == [[1, 2], [0, 1]] and n_tokens.tolist() == [3, 1]
 
@@ -131,7 +132,7 @@ def test_a_runs_hash_depends_only_on_its_bytes(words):
 
 
 def test_hand_counted_example():
-    """"The server, the SERVER and a server_2." with stop word "the": tokens server,
+    """The text "The server, the SERVER and a server_2." with stop word "the": tokens server,
     server, and, server_2 (4); over the vocabulary [and, server, zebra]."""
     X, n_tokens = counted(
         ["The server, the SERVER and a server_2."],
@@ -139,5 +140,6 @@ def test_hand_counted_example():
         ["and", "server", "zebra"],
     )
     assert X.toarray().tolist() == [[1, 2, 0]] and n_tokens.tolist() == [4]
-    assert Counter(make_tokenizer(TokenizerSettings(stop_words=("the",)))(
-        "The server, the SERVER and a server_2.")) == {"server": 2, "and": 1, "server_2": 1}
+    tokenize = make_tokenizer(TokenizerSettings(stop_words=("the",)))
+    tokens = tokenize("The server, the SERVER and a server_2.")
+    assert Counter(tokens) == {"server": 2, "and": 1, "server_2": 1}

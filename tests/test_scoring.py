@@ -84,6 +84,70 @@ def test_an_error_in_a_worker_stops_after_the_batches_before_it(
     assert _predict(runner, "-m", news_model, folder, "-j", "2", "--max-bytes", "10K") == one
 
 
+@pytest.mark.parametrize("fit_options", [["--ngram-range", "1,2"], ["--hash-features", "512"]])
+def test_workers_count_any_tokenizer_and_any_text(
+    runner, news_sample, small_batches, tmp_path, fit_options
+):
+    """Models whose tokens are not ASCII runs (bigrams, hashed columns), and texts in
+    several scripts: the workers tokenize what they cannot count by runs."""
+    model = tmp_path / "model.nbc"
+    fitted = runner.invoke(cli, ["fit", str(news_sample[0]), "-o", str(model), "-q", *fit_options])
+    assert fitted.exit_code == 0
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    texts = ["space shuttle orbit", "Gödel's god, über alles", "東京 graphics card", "", "NASA!"]
+    for i in range(30):
+        (folder / f"{i:03d}.txt").write_text(texts[i % len(texts)] + f" {i}")
+    one = _predict(runner, "-m", model, folder, "-j", "1", "--format", "jsonl")
+    assert one[0] == 0 and one[1].count("\n") == 30
+    assert _predict(runner, "-m", model, folder, "-j", "2", "--format", "jsonl") == one
+
+
+def test_an_accented_corpus_is_counted_the_same_by_the_workers(runner, small_batches, tmp_path):
+    """Texts mixing ASCII and accented words, one process against two: counts known to
+    the model (the --explain words) and token numbers (--min-known) agree."""
+    train = tmp_path / "train"
+    for label, words in (("fr", "café crème été résumé the"), ("en", "coffee cream summer the")):
+        (train / label).mkdir(parents=True)
+        for i in range(5):
+            (train / label / f"{i}.txt").write_text(f"{words} {label}{i}")
+    model = tmp_path / "model.nbc"
+    assert runner.invoke(cli, ["fit", str(train), "-o", str(model), "-q"]).exit_code == 0
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    for i in range(25):
+        text = ["café coffee", "crème crème cream", "the summer été", "unknown words", "x"][i % 5]
+        (folder / f"{i:03d}.txt").write_text(text)
+    options = ["--explain", "2", "--format", "jsonl", "--min-known", "2"]
+    one = _predict(runner, "-m", model, folder, "-j", "1", *options)
+    assert one[0] == 0 and '"few-known-words"' in one[1]
+    assert _predict(runner, "-m", model, folder, "-j", "2", *options) == one
+
+
+def test_errors_before_the_batches_stop_the_workers(
+    runner, news_model, news_sample, small_batches, tmp_path
+):
+    """A damaged model (found before the workers start) and an unsure label that is a
+    class (found after): the error of one process, and no worker left behind."""
+    import multiprocessing
+
+    damaged = tmp_path / "damaged.nbc"
+    data = bytearray(news_model.read_bytes())
+    data[-100] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    test = news_sample[1]
+    cases = [
+        (["-m", damaged, test], 1, "is corrupted"),
+        (["-m", news_model, test, "--unsure-label", "sci.space"], 2, "is a class"),
+    ]
+    for args, code, message in cases:
+        one = _predict(runner, *args, "-j", "1")
+        assert one[0] == code and one[1] == "" and one[2].count("\n") == 1
+        assert message in one[2]
+        assert _predict(runner, *args, "-j", "2") == one
+        assert multiprocessing.active_children() == []
+
+
 def test_real_processes_over_four_megabytes_give_the_same_bytes(tmp_path, news_model):
     """Above PARALLEL_MIN_BYTES (no patching: real subprocesses) -j 2 uses the workers;
     its output is byte for byte that of -j 1."""
