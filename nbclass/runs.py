@@ -80,28 +80,89 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 
 def run_hashes(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The 64-bit hash of each run, shape (R,): Σ_t codes[s + t] BASE**t + length, mixed.
+    """A 64-bit hash of each run, shape (R,): Σ_t codes[s + t] BASE**t + length, mixed.
 
-    With the prefix sums P[k] = Σ_{i<k} codes[i] BASE**i, a run's polynomial is
+    The runs' bytes are laid end to end (runs must not overlap); with the prefix sums
+    P[k] = Σ_{i<k} b[i] BASE**i of those bytes b, a run's polynomial is
     (P[e] − P[s]) BASE**−s, all modulo 2**64: the same for the same bytes anywhere.
     """
-    q, qi = _powers(codes.size + 1)
-    prefix = np.zeros(codes.size + 1, dtype=np.uint64)
-    np.cumsum(codes * q[: codes.size], out=prefix[1:])
+    length = ends - starts
+    data = codes[_positions(codes.size, starts, ends)]
+    ends = np.cumsum(length)
+    starts = ends - length
+    q, qi = _powers(data.size + 1)
+    prefix = np.zeros(data.size + 1, dtype=np.uint64)
+    np.cumsum(data * q[: data.size], out=prefix[1:])
     h = (prefix[ends] - prefix[starts]) * qi[starts]
-    h += (ends - starts).astype(np.uint64)
+    h += length.astype(np.uint64)
     return _mix(h)
+
+
+def _positions(size: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The positions of the bytes of the runs (which must not overlap), in order."""
+    inside = np.zeros(size + 1, dtype=np.int8)
+    inside[starts] = 1
+    inside[ends] -= 1
+    return np.flatnonzero(np.cumsum(inside[:-1], dtype=np.int8))
+
+
+_LONG = np.uint64(1 << 63)  # the flag of a key that is a hash
+
+
+def run_keys(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The key of each run, uint64 of shape (R,).
+
+    A run of at most 8 bytes is its own key: its bytes, little-endian (ASCII bytes are
+    below 128 and never 0, so the key tells the bytes and the length, and its top bit
+    is 0). A longer run's key is its :func:`run_hashes` with the top bit set, which
+    another run may share: only such keys need their bytes compared (:func:`is_long`).
+    """
+    size = codes.size
+    padded = np.zeros(size + 8, dtype=np.uint8)
+    padded[:size] = codes
+    # The 8 bytes from each position, read unaligned (stride 1).
+    eight = np.ndarray((size,), dtype="<u8", buffer=padded, strides=(1,))
+    length = ends - starts
+    drop = (8 * (8 - np.minimum(length, 8))).astype(np.uint64)
+    keys = (eight[starts] << drop) >> drop  # keep the run's own bytes
+    long = np.flatnonzero(length > 8)
+    if long.size:
+        keys[long] = run_hashes(codes, starts[long], ends[long]) | _LONG
+    return keys
+
+
+def is_long(keys: np.ndarray) -> np.ndarray:
+    """Which keys are hashes (runs of more than 8 bytes), bool of the keys' shape."""
+    return keys >= _LONG
+
+
+def same_bytes(codes, starts, ends, other_codes, other_starts) -> np.ndarray:
+    """Whether run r of ``codes`` has the bytes of the run of ``other_codes`` at
+    ``other_starts[r]`` with the same length, bool of shape (R,). The runs must not
+    overlap one another."""
+    length = ends - starts
+    if not length.size:
+        return np.ones(0, dtype=bool)
+    # Byte i of the runs laid end to end, and the same byte of their partners.
+    positions = _positions(codes.size, starts, ends)
+    shift = np.repeat(starts - other_starts, length)
+    equal = codes[positions] == other_codes[positions - shift]
+    if equal.all():
+        return np.ones(length.size, dtype=bool)
+    first = np.concatenate(([0], np.cumsum(length)[:-1]))
+    return np.logical_and.reduceat(equal, first)
 
 
 @dataclass(frozen=True, eq=False)
 class WordTable:
-    """A set of ASCII words, found exactly by the hash of a run.
+    """A set of ASCII words, found exactly by the key of a run (:func:`run_keys`).
 
     Attributes
     ----------
     keys : uint64 ndarray of shape (S,)
-        The hash in each slot. A hash's home slot is its top ``bits`` bits, with 2**bits
-        at least four times the number of words; the last slot is empty.
+        The key in each slot. A key's home slot is the top ``bits`` bits of its mixed
+        value, with 2**bits at least four times the number of words; the last slot
+        is empty.
     ids : int64 ndarray of shape (S,)
         The word in each slot, −1 for an empty slot.
     codes : uint8 ndarray
@@ -120,25 +181,26 @@ class WordTable:
     @classmethod
     def build(cls, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> WordTable | None:
         """The table of the words ``codes[starts[k]:ends[k]]`` (distinct, non-empty, no
-        space byte), word k with id k; None when two of them share a hash."""
-        hashes = run_hashes(codes, starts, ends)
-        order = np.argsort(hashes)
-        ordered = hashes[order]
+        space byte), word k with id k; None when two of them share a key."""
+        keys = run_keys(codes, starts, ends)
+        bits = max(4, int(keys.size * 4).bit_length())
+        home = _slots(keys, bits)
+        order = np.lexsort((keys, home))
+        ordered = keys[order]
         if (ordered[1:] == ordered[:-1]).any():
             return None
-        bits = max(4, int(hashes.size * 4).bit_length())
-        # Linear probing, filled in the order of the home slots (the hashes' top bits):
-        # each word takes the first free slot from its home, that is
-        # slot[i] = max(home[i], slot[i − 1] + 1). Past the last home slot the table goes
-        # on (no wrapping round), and it ends with an empty slot, where probing stops.
-        home = _slots(ordered, bits)
-        rank = np.arange(hashes.size)
-        slot = np.maximum.accumulate(home - rank) + rank if hashes.size else home
-        size = max(1 << bits, int(slot[-1]) + 1 if hashes.size else 0) + 1
-        keys = np.zeros(size, dtype=np.uint64)
+        # Linear probing, filled in the order of the home slots: each word takes the
+        # first free slot from its home, that is slot[i] = max(home[i], slot[i − 1] + 1).
+        # Past the last home slot the table goes on (no wrapping round), and it ends
+        # with an empty slot, where probing stops.
+        home = home[order]
+        rank = np.arange(keys.size)
+        slot = np.maximum.accumulate(home - rank) + rank if keys.size else home
+        size = max(1 << bits, int(slot[-1]) + 1 if keys.size else 0) + 1
+        table = np.zeros(size, dtype=np.uint64)
         ids = np.full(size, -1, dtype=np.int64)
-        keys[slot], ids[slot] = ordered, order
-        return cls(keys, ids, codes, starts, ends, bits)
+        table[slot], ids[slot] = ordered, order
+        return cls(table, ids, codes, starts, ends, bits)
 
     @classmethod
     def of(cls, words: Sequence[bytes]) -> WordTable | None:
@@ -150,47 +212,38 @@ class WordTable:
         return cls.build(codes, starts, ends)
 
     def find(
-        self, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, hashes: np.ndarray
+        self, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray
     ) -> np.ndarray:
-        """The id of each run of ``codes`` (``run_hashes``), −1 for a run not in the table."""
-        found = np.full(hashes.size, -1, dtype=np.int64)
-        slots = _slots(hashes, self.bits)
-        todo = np.arange(hashes.size)
-        while todo.size:  # linear probing: stop at the word's hash or an empty slot
+        """The id of each run of ``codes`` (keys from :func:`run_keys`), −1 for a run
+        not in the table. A long run found by its hash is compared byte for byte with
+        the word, and is −1 when they differ."""
+        slots = _slots(keys, self.bits)
+        ids = self.ids[slots]
+        hit = self.keys[slots] == keys
+        found = np.where(hit, ids, -1)  # an empty slot's id is −1 too
+        todo = np.flatnonzero(~hit & (ids >= 0))  # another word there: probe on
+        keys, slots = keys[todo], slots[todo] + 1
+        while todo.size:  # linear probing: stop at the word's key or an empty slot
             ids = self.ids[slots]
-            hit = (self.keys[slots] == hashes) & (ids >= 0)
+            hit = (self.keys[slots] == keys) & (ids >= 0)
             found[todo[hit]] = ids[hit]
             again = ~hit & (ids >= 0)
-            todo, hashes = todo[again], hashes[again]
+            todo, keys = todo[again], keys[again]
             slots = slots[again] + 1
-        self._verify(found, codes, starts, ends)
+        long = np.flatnonzero((found >= 0) & (ends - starts > 8))
+        if long.size:
+            words = found[long]
+            same = (ends[long] - starts[long]) == (self.ends[words] - self.starts[words])
+            found[long[~same]] = -1
+            long, words = long[same], words[same]
+            equal = same_bytes(codes, starts[long], ends[long], self.codes, self.starts[words])
+            found[long[~equal]] = -1
         return found
 
-    def _verify(self, found, codes, starts, ends) -> None:
-        """Set ``found`` to −1 where the run's bytes differ from its word's."""
-        runs = np.flatnonzero(found >= 0)
-        words = found[runs]
-        length = ends[runs] - starts[runs]
-        same = length == self.ends[words] - self.starts[words]
-        found[runs[~same]] = -1
-        runs, words, length = runs[same], words[same], length[same]
-        if not runs.size:
-            return
-        # Byte i of the matched runs, laid end to end, and the same byte of their words.
-        inside = np.zeros(codes.size + 1, dtype=np.int8)
-        inside[starts[runs]] = 1
-        inside[ends[runs]] = -1
-        positions = np.flatnonzero(np.cumsum(inside[:-1], dtype=np.int8))
-        shift = np.repeat(starts[runs] - self.starts[words], length)
-        equal = codes[positions] == self.codes[positions - shift]
-        if not equal.all():
-            first = np.concatenate(([0], np.cumsum(length)[:-1]))
-            found[runs[~np.logical_and.reduceat(equal, first)]] = -1
 
-
-def _slots(hashes: np.ndarray, bits: int) -> np.ndarray:
-    """The home slot of each hash in a table of 2**bits slots: its top bits."""
-    return (hashes >> np.uint64(64 - bits)).astype(np.int64)
+def _slots(keys: np.ndarray, bits: int) -> np.ndarray:
+    """The home slot of each key in a table of 2**bits slots: the top bits, mixed."""
+    return (_mix(keys.copy()) >> np.uint64(64 - bits)).astype(np.int64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -283,7 +336,7 @@ class RunCounter:
         text_start = np.cumsum(lengths + 1) - lengths - 1
         per_text = np.diff(np.searchsorted(starts, np.append(text_start, codes.size)))
         text = np.repeat(np.arange(n), per_text)
-        found = self.words.find(codes, starts, ends, run_hashes(codes, starts, ends))
+        found = self.words.find(codes, starts, ends, run_keys(codes, starts, ends))
         column = self.columns[found]
         token = (ends - starts > 1) & (column != V)  # not one character, not a stop word
         n_tokens = np.bincount(text[token], minlength=n)

@@ -37,9 +37,16 @@ def assert_same(texts, settings, vocabulary):
     assert n_tokens.tolist() == expected_tokens
 
 
-ascii_text = st.text(alphabet="ab AB_1.\n\t-'é\x00zZ", max_size=40)
+WORDS = ["ab", "ba", "abb", "a_1", "AB", "Ab", "zz", "z", "b1", "é1", "the", "b_"]
+WORDS += ["abababab", "abababab_", "bababababa", "ab_ab_ab_ab", "ABABABABAB", "z" * 20]
+ascii_text = st.one_of(
+    st.text(alphabet="ab AB_1.\n\t-'é\x00zZ", max_size=60),
+    st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from([" ", ", ", "-", "\n"]))).map(
+        lambda pairs: "".join(word + gap for word, gap in pairs)
+    ),
+)
 vocabularies = st.lists(
-    st.sampled_from(["ab", "ba", "abb", "a_1", "AB", "Ab", "zz", "z", "b1", "é1", "the", "b_"]),
+    st.sampled_from(WORDS + ["abababa", "zzzzzzzzz"]),
     unique=True,
     max_size=10,
 )
@@ -86,31 +93,37 @@ def test_a_large_vocabulary_with_unknown_words():
     assert_same(texts, TokenizerSettings(stop_words=("the",)), vocabulary)
 
 
+LONG, ANAGRAM, LONGER = "abcdefghij", "jihgfedcba", "abcdefghijk"  # more than 8 bytes
+
+
 def test_a_run_with_a_words_hash_but_other_bytes_is_unknown(monkeypatch):
-    """With every hash the same, each run is found as the one word of the table: only
-    the byte-for-byte check tells "ab" from "ba" (same length) and "abc" (another)."""
+    """With every hash (and every home slot) the same, a long run is found as the one
+    long word of the table: only the byte-for-byte check tells it from its anagram
+    (same length) and from a longer word. Short words are their own keys: exact."""
     monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
-    texts = ["ab ba abc ab b", "BA, Ab!", "zz"]
-    assert_same(texts, TokenizerSettings(), ["ab"])
-    X, n_tokens = counted(texts, TokenizerSettings(), ["ab"])
-    assert X.toarray().tolist() == [[2], [1], [0]]
-    assert n_tokens.tolist() == [4, 2, 1]
+    texts = [f"{LONG} {ANAGRAM} {LONGER} {LONG} ab", f"{ANAGRAM.upper()}, ba ab!", "zz"]
+    vocabulary = [LONG, "ab", "ba"]
+    assert_same(texts, TokenizerSettings(), vocabulary)
+    X, n_tokens = counted(texts, TokenizerSettings(), vocabulary)
+    assert X.toarray().tolist() == [[2, 1, 0], [0, 1, 1], [0, 0, 0]]
+    assert n_tokens.tolist() == [5, 3, 1]
 
 
 def test_a_table_of_words_sharing_a_hash_is_refused(monkeypatch):
-    """Two words with one hash: no table, and the classifier tokenizes instead."""
+    """Two long words with one hash: no table, and the classifier tokenizes instead."""
     from nbclass.counts import CountAccumulator
     from nbclass.model import Classifier, Model
 
     monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
-    assert WordTable.of([b"ab", b"ba"]) is None
+    assert WordTable.of([LONG.encode(), ANAGRAM.encode()]) is None
+    assert WordTable.of([b"ab", b"ba", LONG.encode()]) is not None
     splitter = ascii_splitter(TokenizerSettings(), "ascii")
-    assert RunCounter.for_vocabulary({"ab": 0, "ba": 1}, splitter) is None
+    assert RunCounter.for_vocabulary({LONG: 0, ANAGRAM: 1}, splitter) is None
     acc = CountAccumulator(["x", "y"])
-    acc.add(count_matrix([["ab"], ["ba"]], acc.vocabulary), [0, 1])
+    acc.add(count_matrix([[LONG], [ANAGRAM]], acc.vocabulary), [0, 1])
     classifier = Classifier(Model(acc.result(), TokenizerSettings()))
     assert classifier.counter.runs is None
-    X, n_tokens = classifier.count(["ab ba ba", "ba"])
+    X, n_tokens = classifier.count([f"{LONG} {ANAGRAM} {ANAGRAM}", ANAGRAM])
     assert X.toarray().tolist() == [[1, 2], [0, 1]] and n_tokens.tolist() == [3, 1]
 
 
