@@ -647,8 +647,8 @@ class _Share:
 def _entries(part) -> int:
     """The (word, class) pairs a tally of :func:`nbclass.tally.tally_paths` holds."""
     entries = sum(map(len, part[2]))
-    if len(part) > 6:  # and the ASCII runs counted apart
-        entries += sum(map(len, part[6][1]))
+    if len(part) > 6 and part[6] is not None:  # and the ASCII documents counted by runs
+        entries += part[6].pairs
     return entries
 
 

@@ -65,8 +65,9 @@ def run_bounds(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(starts, ends)`` of the runs of non-space bytes of ``codes`` (uint8, shape (N,)),
     each int64 of shape (R,): run r is ``codes[starts[r]:ends[r]]``."""
     word = (codes != _SPACE).view(np.int8)
-    change = np.diff(word, prepend=np.int8(0), append=np.int8(0))
-    return np.flatnonzero(change == 1), np.flatnonzero(change == -1)
+    # Where the bytes go from space to word and back, alternately: start, end, ...
+    change = np.flatnonzero(np.diff(word, prepend=np.int8(0), append=np.int8(0)))
+    return change[0::2], change[1::2]
 
 
 def _mix(h: np.ndarray) -> np.ndarray:
@@ -82,12 +83,12 @@ def _mix(h: np.ndarray) -> np.ndarray:
 def run_hashes(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each run, shape (R,): Σ_t codes[s + t] BASE**t + length, mixed.
 
-    The runs' bytes are laid end to end (runs must not overlap); with the prefix sums
+    The runs' bytes are laid end to end; with the prefix sums
     P[k] = Σ_{i<k} b[i] BASE**i of those bytes b, a run's polynomial is
     (P[e] − P[s]) BASE**−s, all modulo 2**64: the same for the same bytes anywhere.
     """
     length = ends - starts
-    data = codes[_positions(codes.size, starts, ends)]
+    data = codes[_positions(starts, ends)]
     ends = np.cumsum(length)
     starts = ends - length
     q, qi = _powers(data.size + 1)
@@ -98,12 +99,11 @@ def run_hashes(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.nd
     return _mix(h)
 
 
-def _positions(size: int, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """The positions of the bytes of the runs (which must not overlap), in order."""
-    inside = np.zeros(size + 1, dtype=np.int8)
-    inside[starts] = 1
-    inside[ends] -= 1
-    return np.flatnonzero(np.cumsum(inside[:-1], dtype=np.int8))
+def _positions(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The positions of the bytes of the runs, run after run."""
+    length = ends - starts
+    total = np.cumsum(length)
+    return np.repeat(starts - (total - length), length) + np.arange(total[-1] if total.size else 0)
 
 
 _LONG = np.uint64(1 << 63)  # the flag of a key that is a hash
@@ -138,13 +138,12 @@ def is_long(keys: np.ndarray) -> np.ndarray:
 
 def same_bytes(codes, starts, ends, other_codes, other_starts) -> np.ndarray:
     """Whether run r of ``codes`` has the bytes of the run of ``other_codes`` at
-    ``other_starts[r]`` with the same length, bool of shape (R,). The runs must not
-    overlap one another."""
+    ``other_starts[r]`` with the same length, bool of shape (R,)."""
     length = ends - starts
     if not length.size:
         return np.ones(0, dtype=bool)
     # Byte i of the runs laid end to end, and the same byte of their partners.
-    positions = _positions(codes.size, starts, ends)
+    positions = _positions(starts, ends)
     shift = np.repeat(starts - other_starts, length)
     equal = codes[positions] == other_codes[positions - shift]
     if equal.all():
@@ -343,3 +342,152 @@ class RunCounter:
         known = token & (column >= 0)
         keys, values = np.unique(text[known] * V + column[known], return_counts=True)
         return keys // V, keys % V, values.astype(np.int64), n_tokens
+
+
+class RunTally:
+    """Per-class counts of ASCII texts by runs, with numpy: a fitting worker's tally of
+    the texts the splitter applies to (:func:`nbclass.tally.tally_paths`).
+
+    For each chunk of texts (about ``CHUNK_BYTES``): the runs and their keys as for
+    :class:`RunCounter`; runs of one character and stop words dropped; the chunk's
+    distinct words found by sorting the keys (each run of a long word compared byte
+    for byte with one run of the word); each distinct word given the tally's number
+    for it (the words met before found by binary search in their sorted keys, a long
+    one compared with the bytes kept); the (text, word) pairs counted by sorting, and
+    summed per (word, class) into D_jc (pairs) and T_jc (tokens). A chunk where two
+    different long words share a hash is not counted: :meth:`add` gives its texts back
+    and the caller tokenizes them, so the counts are exact whatever the hash does.
+
+    Attributes
+    ----------
+    n_words : int
+        The words met, numbered in the order met.
+    pairs : int
+        At least the (word, class) pairs held (summed over the chunks).
+    """
+
+    def __init__(self, splitter: AsciiSplitter, n_classes: int, stop: WordTable | None):
+        self.table, self.n_classes, self.stop = splitter.table, n_classes, stop
+        self.n_words = self.pairs = 0
+        self._keys = np.zeros(0, dtype=np.uint64)  # the words' keys, sorted
+        self._ids = np.zeros(0, dtype=np.int64)  # the number of each, in that order
+        self._long: dict[int, bytes] = {}  # the bytes of each long word, by key
+        self._words: list[bytes] = []  # the words' bytes, NUL-joined, chunk by chunk
+        self._cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    @classmethod
+    def make(cls, splitter: AsciiSplitter, n_classes: int) -> RunTally | None:
+        """A tally for ``splitter``'s tokens, or None when its stop words cannot be told
+        apart by their keys."""
+        table = splitter.table
+        stop = sorted(w for w in splitter.dropped if len(w) > 1 and w.translate(table) == w)
+        words = WordTable.of(stop) if stop else None
+        if stop and words is None:
+            return None
+        return cls(splitter, n_classes, words)
+
+    def add(self, texts: Sequence[bytes], labels: Sequence[int]) -> list[int]:
+        """Count ASCII ``texts`` (each at most ``CHUNK_BYTES``) of classes ``labels``;
+        returns the indices of those not counted (a chunk with a hash clash)."""
+        refused, first = [], 0
+        while first < len(texts):
+            size, last = len(texts[first]), first + 1
+            while last < len(texts) and size + len(texts[last]) < CHUNK_BYTES:
+                size += len(texts[last]) + 1
+                last += 1
+            if not self._add_chunk(texts[first:last], labels[first:last]):
+                refused.extend(range(first, last))
+            first = last
+        return refused
+
+    def _add_chunk(self, texts: Sequence[bytes], labels: Sequence[int]) -> bool:
+        n, C = len(texts), self.n_classes
+        translated = (b" ".join(texts) + b" ").translate(self.table)
+        codes = np.frombuffer(translated, dtype=np.uint8)
+        starts, ends = run_bounds(codes)
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+        text_start = np.cumsum(lengths + 1) - lengths - 1
+        per_text = np.diff(np.searchsorted(starts, np.append(text_start, codes.size)))
+        text = np.repeat(np.arange(n), per_text)
+        keep = ends - starts > 1  # a run of one character is never a token
+        starts, ends, text = starts[keep], ends[keep], text[keep]
+        keys = run_keys(codes, starts, ends)
+        if self.stop is not None:
+            keep = self.stop.find(codes, starts, ends, keys) < 0
+            starts, ends, text, keys = starts[keep], ends[keep], text[keep], keys[keep]
+        if not keys.size:
+            return True
+        # The distinct words (by sorting: numpy's default sort is far faster than the
+        # stable one np.unique needs for first indices) and each run's word.
+        order = np.argsort(keys)
+        ordered = keys[order]
+        group = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+        words, first = ordered[group], order[group]  # first: one run of each word
+        inverse = np.empty(keys.size, dtype=np.int64)
+        inverse[order] = np.cumsum(group) - 1
+        # A long word's runs share a hash: each must have the bytes of the word's run.
+        long = np.flatnonzero(is_long(keys))
+        if long.size:
+            other = first[inverse[long]]
+            same = ends[long] - starts[long] == ends[other] - starts[other]
+            if (
+                not same.all()
+                or not same_bytes(codes, starts[long], ends[long], codes, starts[other]).all()
+            ):
+                return False
+        # The tally's number of each word: the words met before are in the sorted keys.
+        at = np.searchsorted(self._keys, words)
+        met = np.flatnonzero(at < self._keys.size)
+        met = met[self._keys[at[met]] == words[met]]
+        for k in met[is_long(words[met])].tolist():
+            if self._long[int(words[k])] != translated[starts[first[k]] : ends[first[k]]]:
+                return False
+        ids = np.full(words.size, -1, dtype=np.int64)
+        ids[met] = self._ids[at[met]]
+        new = np.flatnonzero(ids < 0)
+        ids[new] = np.arange(self.n_words, self.n_words + new.size)
+        self.n_words += new.size
+        self._keys = np.insert(self._keys, at[new], words[new])
+        self._ids = np.insert(self._ids, at[new], ids[new])
+        spans = zip(starts[first[new]].tolist(), ends[first[new]].tolist())
+        new_words = [translated[s:e] for s, e in spans]
+        if new_words:
+            self._words.append(b"\x00".join(new_words))
+        for k in new[is_long(words[new])].tolist():
+            self._long[int(words[k])] = translated[starts[first[k]] : ends[first[k]]]
+        # (text, word) pairs with their tokens, then summed per (word, class).
+        K = words.size
+        pairs, tokens = np.unique(text * K + inverse, return_counts=True)
+        tokens = tokens.astype(np.int64)
+        classes = np.asarray(labels, dtype=np.int64)[pairs // K]
+        cells, docs, tokens = _sums(ids[pairs % K] * C + classes, np.ones_like(tokens), tokens)
+        self._cells.append((cells, docs, tokens))
+        self.pairs += cells.size
+        return True
+
+    def packed(self) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(words, lengths, rows, doc_counts, token_counts)`` as in
+        :func:`nbclass.tally.pack`: the words met, NUL-joined, in the order met; for
+        class c, the next ``lengths[c]`` entries of the others are its nonzero counts
+        (row = the word's number)."""
+        C = self.n_classes
+        words = b"\x00".join(self._words).decode("ascii")
+        if not self._cells:
+            empty = np.zeros(0, dtype=np.int64)
+            return words, np.zeros(C, dtype=np.int64), empty, empty, empty
+        cells, docs, tokens = (np.concatenate(p) for p in zip(*self._cells))
+        cells, docs, tokens = _sums(cells, docs, tokens)
+        rows, classes = cells // C, cells % C
+        order = np.argsort(classes, kind="stable")
+        lengths = np.bincount(classes, minlength=C).astype(np.int64)
+        return words, lengths, rows[order], docs[order], tokens[order]
+
+
+def _sums(keys: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(the distinct keys, sorted; for each array of values, its sum per key)``."""
+    if not keys.size:
+        return (keys, *values)
+    order = np.argsort(keys)
+    keys = keys[order]
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    return (keys[starts], *(np.add.reduceat(v[order], starts) for v in values))

@@ -101,10 +101,9 @@ def pack(part: Tally) -> tuple:
     words, read log) unchanged. Adding this costs one dictionary look-up per word rather
     than one per word and class (:meth:`nbclass.counts.CountAccumulator.add_packed`).
 
-    The runs counted apart by a :func:`tally_paths` with a splitter are decoded all at
-    once (joined by NUL, decoded, split), less the runs that are not tokens; a word met
-    both as a run and in a document that is not ASCII is listed twice, and the receiver
-    adds both.
+    The ASCII documents a :func:`tally_paths` with a splitter counted by runs (its
+    :class:`nbclass.runs.RunTally`) come first; a word met both there and in a document
+    that is not ASCII is listed twice, and the receiver adds both.
 
     >>> packed = pack(tally([["b", "a", "b"], ["a"]], [0, 1], 2))
     >>> packed[0], packed[1].split("\\x00"), packed[2].tolist(), packed[3].tolist()
@@ -115,43 +114,35 @@ def pack(part: Tally) -> tuple:
     import numpy as np
 
     class_count, docs, tokens = part[:3]
-    groups = [(docs, tokens)]
-    if len(part) > 6:  # the runs of the ASCII documents, counted apart
-        ascii_docs, ascii_tokens, dropped = part[6]
-        for d, t in zip(ascii_docs, ascii_tokens):
-            for run in dropped:
-                if t.pop(run, None) is not None:
-                    del d[run]
-        groups.insert(0, (ascii_docs, ascii_tokens))
-    words, per_class, offset = [], [[] for _ in class_count], 0
-    for group_docs, group_tokens in groups:
-        keys = list(dict.fromkeys(chain.from_iterable(group_tokens)))  # first-seen order
-        if not keys:
-            continue
-        index = dict(zip(keys, range(offset, offset + len(keys)))).__getitem__
-        offset += len(keys)
-        if type(keys[0]) is bytes:
-            words.append(b"\x00".join(keys).decode("ascii"))
-        else:
-            words.append("\x00".join(keys))
-        for c, (d, t) in enumerate(zip(group_docs, group_tokens)):
-            if t:
-                per_class[c].append((d, t, index))
-    lengths = np.zeros(len(class_count), dtype=np.int64)
+    keys = list(dict.fromkeys(chain.from_iterable(tokens)))  # first-seen order
+    index = dict(zip(keys, range(len(keys)))).__getitem__
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
     rows, doc_counts, token_counts = [], [], []
-    for c, entries in enumerate(per_class):
-        for d, t, index in entries:
-            n = len(t)
-            lengths[c] += n
-            rows.append(np.fromiter(map(index, t), dtype=np.int64, count=n))
-            doc_counts.append(np.fromiter(map(d.__getitem__, t), dtype=np.int64, count=n))
-            token_counts.append(np.fromiter(t.values(), dtype=np.int64, count=n))
-    empty = np.zeros(0, dtype=np.int64)
+    for d, t in zip(docs, tokens):
+        n = len(t)
+        rows.append(np.fromiter(map(index, t), dtype=np.int64, count=n))
+        doc_counts.append(np.fromiter(map(d.__getitem__, t), dtype=np.int64, count=n))
+        token_counts.append(np.fromiter(t.values(), dtype=np.int64, count=n))
     rows, doc_counts, token_counts = (
-        np.concatenate(parts) if parts else empty for parts in (rows, doc_counts, token_counts)
+        np.concatenate(p) if p else np.zeros(0, dtype=np.int64)
+        for p in (rows, doc_counts, token_counts)
     )
+    words = "\x00".join(keys)
+    if len(part) > 6 and part[6] is not None:  # the ASCII documents, counted by runs
+        run_words, run_lengths, run_rows, run_docs, run_tokens = part[6].packed()
+        if run_words:
+            words = run_words + "\x00" + words if words else run_words
+        rows += part[6].n_words
+        classes = np.arange(len(class_count))
+        by_class = (np.repeat(classes, run_lengths), np.repeat(classes, lengths))
+        order = np.argsort(np.concatenate(by_class), kind="stable")
+        lengths = lengths + run_lengths
+        rows, doc_counts, token_counts = (
+            np.concatenate(pair)[order]
+            for pair in ((run_rows, rows), (run_docs, doc_counts), (run_tokens, token_counts))
+        )
     rest = part[3:6] if len(part) > 6 else part[3:]
-    return (class_count, "\x00".join(words), lengths, rows, doc_counts, token_counts, *rest)
+    return (class_count, words, lengths, rows, doc_counts, token_counts, *rest)
 
 
 def tally_paths(
@@ -202,30 +193,36 @@ def tally_paths(
 
 
 def _tally_split(documents, labels, n_classes, tokenize, decode, splitter, into):
-    """:func:`tally` of raw documents, those all ASCII split by ``splitter`` and counted
-    by run apart: ``(class_count, docs, tokens, None, ascii)`` (see :func:`tally_paths`)."""
+    """:func:`tally` of raw documents, those all ASCII counted by runs with numpy
+    (:class:`nbclass.runs.RunTally`): ``(class_count, docs, tokens, None, runs)``
+    (see :func:`tally_paths`)."""
+    from .runs import CHUNK_BYTES
+
     if into is None:
         class_count, docs, tokens = new_tally(n_classes)
-        ascii_docs, ascii_tokens = new_tally(n_classes)[1:]
+        runs = None
     else:
         class_count, docs, tokens = into[:3]
-        ascii_docs, ascii_tokens = into[6][:2]
-    split = splitter.split
-    add_docs = [d.update for d in ascii_docs]
-    add_tokens = [t.update for t in ascii_tokens]
-    others = []
+        runs = into[6]
+    if runs is None:
+        from .runs import RunTally
+
+        runs = RunTally.make(splitter, n_classes)
+    fast, fast_labels, others = [], [], []
     for data, c in zip(documents, labels):
-        if data.isascii():
-            runs = split(data)
-            class_count[c] += 1
-            add_tokens[c](runs)
-            add_docs[c](set(runs))
+        class_count[c] += 1
+        if runs is not None and data.isascii() and len(data) <= CHUNK_BYTES:
+            fast.append(data)
+            fast_labels.append(c)
         else:
-            others.append((tokenize(decode(data)), c))
-    if others:
-        words, classes = zip(*others)
-        tally(words, classes, n_classes, (class_count, docs, tokens))
-    return class_count, docs, tokens, None, (ascii_docs, ascii_tokens, splitter.dropped)
+            others.append((data, c))
+    if fast:
+        others.extend((fast[i], fast_labels[i]) for i in runs.add(fast, fast_labels))
+    for data, c in others:
+        tokens_of = tokenize(decode(data))
+        tokens[c].update(tokens_of)
+        docs[c].update(set(tokens_of))
+    return class_count, docs, tokens, None, runs
 
 
 def tally_part(

@@ -156,3 +156,105 @@ def test_hand_counted_example():
     tokenize = make_tokenizer(TokenizerSettings(stop_words=("the",)))
     tokens = tokenize("The server, the SERVER and a server_2.")
     assert Counter(tokens) == {"server": 2, "and": 1, "server_2": 1}
+
+
+def tally_of(runs_tally, n_classes):
+    """{(word, class): (D, T)} from a RunTally's packed counts."""
+    words, lengths, rows, docs, tokens = runs_tally.packed()
+    words = words.split("\x00") if words else []
+    assert len(words) == runs_tally.n_words == len(set(words))
+    classes = np.repeat(np.arange(n_classes), lengths)
+    return {
+        (words[j], int(c)): (int(d), int(t))
+        for j, c, d, t in zip(rows.tolist(), classes, docs.tolist(), tokens.tolist())
+    }
+
+
+def expected_tally(texts, labels, settings):
+    """{(word, class): (D, T)} the plain way, from the tokenizer's tokens."""
+    tokenize = make_tokenizer(settings)
+    out = {}
+    for text, c in zip(texts, labels):
+        for word, n in Counter(tokenize(text.decode("ascii"))).items():
+            d, t = out.get((word, c), (0, 0))
+            out[word, c] = (d + 1, t + n)
+    return out
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(
+    st.lists(
+        st.tuples(ascii_text.map(lambda t: t.replace("é", "e")), st.integers(0, 2)), max_size=12
+    ),  # fmt: skip
+    st.booleans(),
+    stop_lists,
+    st.integers(1, 40),
+    st.integers(1, 4),
+)
+def test_a_run_tally_counts_what_the_tokenizer_finds(documents, lowercase, stop, chunk, adds):
+    """D_jc and T_jc of ASCII texts in chunks of any size, added in several calls (as
+    the parts of a window), equal the tokenizer's."""
+    from nbclass.runs import RunTally
+
+    settings_ = TokenizerSettings(lowercase=lowercase, stop_words=stop)
+    texts = [text.encode("ascii") for text, _ in documents]
+    labels = [c for _, c in documents]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        runs_tally = RunTally.make(ascii_splitter(settings_, "ascii"), 3)
+        step = -(-len(texts) // adds) if texts else 1
+        for start in range(0, len(texts), step):
+            # Texts longer than a chunk are the caller's (tokenized in Python).
+            short = [i for i in range(start, min(len(texts), start + step))
+                     if len(texts[i]) <= chunk]  # fmt: skip
+            refused = runs_tally.add([texts[i] for i in short], [labels[i] for i in short])
+            assert refused == []
+        expected = expected_tally(
+            [texts[i] for i in range(len(texts)) if len(texts[i]) <= chunk],
+            [labels[i] for i in range(len(texts)) if len(texts[i]) <= chunk],
+            settings_,
+        )
+    assert tally_of(runs_tally, 3) == expected
+
+
+def test_a_chunk_with_a_hash_clash_is_given_back(monkeypatch):
+    """With one hash for every long word, a chunk holding two different long words, or
+    a long word other than the one met in an earlier chunk, is not counted: its texts
+    come back (the caller tokenizes them) and the tally is as before it."""
+    from nbclass.runs import RunTally
+
+    monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
+    splitter = ascii_splitter(TokenizerSettings(), "ascii")
+    fresh = RunTally.make(splitter, 2)
+    assert fresh.add([f"{ANAGRAM} ab {LONG}".encode()], [0]) == [0]  # in one chunk
+    assert fresh.n_words == 0 and tally_of(fresh, 2) == {}
+    runs_tally = RunTally.make(splitter, 2)
+    assert runs_tally.add([f"{LONG} ab".encode(), f"ab {LONG}".encode()], [0, 1]) == []
+    before = tally_of(runs_tally, 2)
+    assert before == {(LONG, 0): (1, 1), (LONG, 1): (1, 1), ("ab", 0): (1, 1), ("ab", 1): (1, 1)}
+    assert runs_tally.add([f"{LONG} {ANAGRAM}".encode(), b"ab"], [0, 0]) == [0, 1]
+    assert runs_tally.add([ANAGRAM.encode()], [1]) == [0]  # clashes with the word met
+    assert runs_tally.add([f"{LONG} ba {LONG}".encode()], [1]) == []
+    assert tally_of(runs_tally, 2) == {**before, (LONG, 1): (2, 3), ("ba", 1): (1, 1)}
+
+
+def test_fit_counts_the_same_when_hashes_clash(monkeypatch, tmp_path):
+    """A corpus with anagrams of long words, every long hash the same: the chunks that
+    clash are tokenized and the model is the one fitted without the run tally."""
+    import nbclass.counts
+    from nbclass.corpus import list_corpus
+    from nbclass.model import fit
+
+    monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
+    monkeypatch.setattr(runs_module, "CHUNK_BYTES", 64)
+    for c, words in enumerate([f"{LONG} {ANAGRAM} ab", f"{LONGER} ba {LONG}"]):
+        (tmp_path / f"class{c}").mkdir()
+        for i in range(6):
+            (tmp_path / f"class{c}" / f"{i}.txt").write_text(f"{words} x{i}yz " * (i + 1))
+    corpus = list_corpus(str(tmp_path))
+    clashing = fit(corpus)
+    monkeypatch.setattr(nbclass.counts, "ascii_splitter", lambda *args: None)
+    plain = fit(corpus)
+    assert clashing.counts.equals(plain.counts)
+    tokens = dict(zip(plain.counts.vocabulary, plain.counts.token_count.tolist()))
+    assert tokens[LONG] == [21, 21] and tokens[ANAGRAM] == [21, 0]
