@@ -1,8 +1,10 @@
-"""Tally: per-class word counts of a batch of documents, in plain Python.
+"""Tally: per-class word counts of a batch of documents.
 
-This is the unit of work of a fitting worker process. It needs only the standard
-library (no numpy), so a worker starts fast and stays small; the main process adds the
-tallies into its count arrays (:class:`nbclass.counts.CountAccumulator`).
+This is the unit of work of a fitting worker process: :func:`tally` counts token lists
+in plain Python (``Counter``), and :func:`tally_paths` reads documents and counts those
+that are all ASCII with numpy instead, when the tokenizer allows it
+(:class:`nbclass.runs.RunTally`). The main process adds the packed tallies into its count
+arrays (:class:`nbclass.counts.CountAccumulator`).
 """
 
 from __future__ import annotations
@@ -158,10 +160,10 @@ def tally_paths(
     the documents are added to it.
 
     With a ``splitter`` (:func:`nbclass.tokenizer.ascii_splitter` of the tokenizer's
-    settings; not with ``ledger``), documents that are all ASCII are split by it, never
-    decoded, and counted apart, by run (bytes): a seventh item ``(docs, tokens,
-    dropped)`` holds those counts, which :func:`pack` adds to the others. The counts
-    are the same; the work per token is about half.
+    settings; not with ``ledger``), documents that are all ASCII are never decoded:
+    they are counted by runs, with numpy, apart; a seventh item (a
+    :class:`nbclass.runs.RunTally`, or None) holds those counts, which :func:`pack` adds
+    to the others. The counts are the same, in about a third of the time.
     """
     log = ReadLog()
     texts, kept = tee(read_labelled(paths, labels, policy, log))

@@ -150,16 +150,16 @@ def validate_ngram_range(ngram_range: tuple[int, int]) -> None:
 
 @dataclass(frozen=True)
 class AsciiSplitter:
-    """The tokenizer of the default pattern, on ASCII bytes, at C speed.
+    """The tokenizer of the default pattern, on ASCII bytes, without a regex.
 
-    ``split(data)`` returns the maximal runs of ASCII word characters of ``data`` (bytes
-    that are all ASCII), lower-cased as the settings say: ``bytes.translate`` maps each
-    word character to itself (or its lower case) and every other byte to a space, and
-    ``bytes.split`` cuts the runs, with no regular expression and no decoding. Those
-    runs are the tokens, except that runs of one character and stop words are there
-    too: they are in ``dropped`` (as bytes), and a caller that counts the runs removes
-    those keys afterwards, which gives exactly the counts of the tokens. Decoded with an
-    ASCII-compatible encoding, a token is the same word the regex finds in the text.
+    ``table`` is a ``bytes.translate`` table that maps each ASCII word character to
+    itself (or its lower case, as the settings say) and every other byte to a space:
+    the maximal runs of non-space bytes of a translated text (:meth:`split`) are its
+    tokens, except that runs of one character and stop words are among them too; they
+    are in ``dropped`` (as bytes), and a caller that counts the runs leaves those out,
+    which gives exactly the counts of the tokens. Decoded with an ASCII-compatible
+    encoding, a token is the same word the regex finds in the text.
+    :mod:`nbclass.runs` counts these runs with numpy.
 
     Examples
     --------
@@ -170,9 +170,12 @@ class AsciiSplitter:
     [b'the']
     """
 
-    split: Callable[[bytes], list[bytes]]
+    table: bytes
     dropped: frozenset[bytes]
-    table: bytes  # the translation table of ``bytes.translate``
+
+    def split(self, data: bytes) -> list[bytes]:
+        """The runs of ``data`` (ASCII bytes): the tokens, with the dropped ones."""
+        return data.translate(self.table).split()
 
 
 def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter | None:
@@ -194,14 +197,9 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
         table[byte] = byte
     if settings.lowercase:
         table[ord("A") : ord("Z") + 1] = b"abcdefghijklmnopqrstuvwxyz"
-    translate = bytes(table)
     singles = {bytes([table[byte]]) for byte in _WORD_BYTES}
     stop = {word.encode("ascii") for word in settings.stop_words if word.isascii()}
-
-    def split(data: bytes) -> list[bytes]:
-        return data.translate(translate).split()
-
-    return AsciiSplitter(split, frozenset(singles | stop), translate)
+    return AsciiSplitter(bytes(table), frozenset(singles | stop))
 
 
 def _ascii_compatible(encoding: str) -> bool:
