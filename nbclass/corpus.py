@@ -72,15 +72,23 @@ def walk_files(folder: str) -> list[str]:
     links to folders. A folder that cannot be listed is a :class:`CorpusError`, whatever
     the reading policy: it may hold any number of documents.
     """
-    found = []
-    for dirpath, dirnames, filenames in os.walk(folder, onerror=_unreadable_folder):
-        dirnames[:] = sorted(d for d in dirnames if not is_skipped_name(d))
-        for name in sorted(filenames):
-            if is_skipped_name(name):
+    found, folders = [], [folder]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            _unreadable_folder(exc)
+        for entry in entries:
+            if is_skipped_name(entry.name):
                 continue
-            path = os.path.join(dirpath, name)
-            if _is_regular_file(path):
-                found.append(path)
+            try:  # the type comes with the listing: no stat, but for a symbolic link
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                elif entry.is_file():  # a regular file, or a link to one
+                    found.append(entry.path)
+            except OSError:  # gone since the listing, or a broken link
+                continue
     return sorted(found)
 
 

@@ -40,25 +40,19 @@ from .tokenizer import AsciiSplitter
 # counted by the caller in Python.
 CHUNK_BYTES = 1 << 20
 _SPACE = 32
-_BASE = 0x9E3779B97F4A7C15  # odd, so invertible modulo 2**64
-_U64 = 2**64
-_powers_cache: tuple[np.ndarray, np.ndarray] = (np.ones(1, np.uint64), np.ones(1, np.uint64))
+_BASE = 0x9E3779B97F4A7C15  # odd: its powers modulo 2**64 never vanish
+_powers_cache = np.ones(1, dtype=np.uint64)
 
 
-def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(q, qi)``: q[i] = BASE**i and qi[i] = BASE**−i modulo 2**64, for i < n at least."""
+def _powers(n: int) -> np.ndarray:
+    """BASE**t modulo 2**64 for t < n at least (uint64; products wrap modulo 2**64)."""
     global _powers_cache
-    q, qi = _powers_cache
-    if q.size < n:
-        size = max(n, 2 * q.size)
-        inverse = pow(_BASE, -1, _U64)
-        q = np.full(size, _BASE, dtype=np.uint64)
-        qi = np.full(size, inverse, dtype=np.uint64)
-        q[0] = qi[0] = 1
-        np.cumprod(q, out=q)  # unsigned arithmetic wraps: products modulo 2**64
-        np.cumprod(qi, out=qi)
-        _powers_cache = q, qi
-    return q, qi
+    if _powers_cache.size < n:
+        size = max(n, 2 * _powers_cache.size)
+        powers = np.full(size, _BASE, dtype=np.uint64)
+        powers[0] = 1
+        _powers_cache = np.cumprod(powers, out=powers)
+    return _powers_cache
 
 
 def run_bounds(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -81,20 +75,16 @@ def _mix(h: np.ndarray) -> np.ndarray:
 
 
 def run_hashes(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each run, shape (R,): Σ_t codes[s + t] BASE**t + length, mixed.
-
-    The runs' bytes are laid end to end; with the prefix sums
-    P[k] = Σ_{i<k} b[i] BASE**i of those bytes b, a run's polynomial is
-    (P[e] − P[s]) BASE**−s, all modulo 2**64: the same for the same bytes anywhere.
-    """
+    """A 64-bit hash of each run, shape (R,): Σ_t codes[s + t] BASE**t + length, mixed,
+    all modulo 2**64: the same for the same bytes anywhere. The runs' bytes are laid end
+    to end and each one's terms summed (``numpy.add.reduceat``)."""
     length = ends - starts
-    data = codes[_positions(starts, ends)]
-    ends = np.cumsum(length)
-    starts = ends - length
-    q, qi = _powers(data.size + 1)
-    prefix = np.zeros(data.size + 1, dtype=np.uint64)
-    np.cumsum(data * q[: data.size], out=prefix[1:])
-    h = (prefix[ends] - prefix[starts]) * qi[starts]
+    if not length.size:
+        return np.zeros(0, dtype=np.uint64)
+    offsets = np.cumsum(length) - length
+    position = np.arange(int(length.sum())) - np.repeat(offsets, length)  # t, in its run
+    terms = codes[position + np.repeat(starts, length)] * _powers(int(length.max()))[position]
+    h = np.add.reduceat(terms, offsets)
     h += length.astype(np.uint64)
     return _mix(h)
 

@@ -30,9 +30,11 @@ def digest(data: bytes) -> bytes:
 
 def new_tally(n_classes: int) -> Tally:
     """An empty :func:`tally` of ``n_classes`` classes, to add documents into."""
-    return [0] * n_classes, [Counter() for _ in range(n_classes)], [
-        Counter() for _ in range(n_classes)
-    ]
+    return (
+        [0] * n_classes,
+        [Counter() for _ in range(n_classes)],
+        [Counter() for _ in range(n_classes)],
+    )
 
 
 def tally(
@@ -95,8 +97,8 @@ def pack(part: Tally) -> tuple:
     """A :func:`tally` (or :func:`tally_paths` result) in a compact form, cheap to send.
 
     Returns ``(class_count, words, lengths, rows, doc_counts, token_counts, *rest)``:
-    ``words`` holds the words of the tally, joined by NUL characters (no token holds
-    one; one string pickles and unpickles far faster than many); for class c, the next
+    ``words`` holds the distinct words of the tally, sorted, joined by NUL characters (no
+    token holds one; one string pickles and unpickles far faster than many); for class c, the next
     ``lengths[c]`` items of ``rows`` (indices into the words), ``doc_counts`` (D_jc) and
     ``token_counts`` (T_jc) are its nonzero counts (int64 arrays, in no particular
     order). ``rest`` holds the tally's items after the third (ledger entries, sampled
@@ -104,12 +106,12 @@ def pack(part: Tally) -> tuple:
     than one per word and class (:meth:`nbclass.counts.CountAccumulator.add_packed`).
 
     The ASCII documents a :func:`tally_paths` with a splitter counted by runs (its
-    :class:`nbclass.runs.RunTally`) come first; a word met both there and in a document
-    that is not ASCII is listed twice, and the receiver adds both.
+    :class:`nbclass.runs.RunTally`) are added too; a word met both there and in a document
+    that is not ASCII has two entries for a class, and the receiver adds both.
 
     >>> packed = pack(tally([["b", "a", "b"], ["a"]], [0, 1], 2))
     >>> packed[0], packed[1].split("\\x00"), packed[2].tolist(), packed[3].tolist()
-    ([1, 1], ['b', 'a'], [2, 1], [0, 1, 1])
+    ([1, 1], ['a', 'b'], [2, 1], [1, 0, 0])
     >>> packed[4].tolist(), packed[5].tolist()
     ([1, 1, 1], [2, 1, 1])
     """
@@ -143,6 +145,14 @@ def pack(part: Tally) -> tuple:
             np.concatenate(pair)[order]
             for pair in ((run_rows, rows), (run_docs, doc_counts), (run_tokens, token_counts))
         )
+    # The words sorted (in the worker, while the others work): the receiver's vocabulary
+    # then comes in sorted runs, which its final sort merges in a few milliseconds.
+    names = words.split("\x00") if words else []
+    ordered = sorted(set(names))
+    if ordered != names:
+        position = dict(zip(ordered, range(len(ordered)))).__getitem__
+        rows = np.fromiter(map(position, names), dtype=np.int64, count=len(names))[rows]
+        words = "\x00".join(ordered)
     rest = part[3:6] if len(part) > 6 else part[3:]
     return (class_count, words, lengths, rows, doc_counts, token_counts, *rest)
 
