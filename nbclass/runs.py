@@ -3,27 +3,30 @@
 Counting a batch token by token in Python costs a dictionary operation per token (a
 ``Counter``) and one per distinct word (the vocabulary lookup), a few hundred
 nanoseconds each. For the texts :class:`nbclass.tokenizer.AsciiSplitter` applies to
-(the default token pattern on ASCII text), :class:`RunCounter` does the same counting
-in a few numpy passes over the bytes of a chunk of texts, with no Python object per
-token:
+(the default token pattern on ASCII text), this module does the same counting in a few
+numpy passes over the bytes of a chunk of texts, with no Python object per token:
 
 1. the texts of a chunk are joined by spaces and translated by the splitter's table
    (word bytes kept, lower-cased as the settings say; every other byte a space);
 2. the runs of word bytes are found where ``byte != space`` changes;
-3. each run gets a 64-bit hash: a polynomial in its bytes, taken from one prefix sum
-   over the chunk, then mixed by splitmix64's finaliser so that every bit is spread;
-4. the hashes are looked up in an open-addressing table holding the vocabulary's and
-   the stop words' hashes (linear probing, all runs at once);
-5. every run found is compared byte for byte with the word it was found as, and a run
-   whose hash equals a word's but whose bytes differ is unknown. A table where two
-   words share a hash is refused (:meth:`WordTable.build` returns None, and the caller
-   counts in Python), so a hash never stands for two words: the counts are exact
+3. each run gets a 64-bit key (:func:`run_keys`): a run of at most 8 bytes is its own
+   key (its bytes, little-endian: exact); a longer run's key is a hash of its bytes (a
+   polynomial modulo 2**64, mixed by splitmix64's finaliser) with the top bit set;
+4. predict (:class:`RunCounter`) looks the keys up in an open-addressing table of the
+   vocabulary's and the stop words' keys (:class:`WordTable`, linear probing, all runs
+   at once); fit (:class:`RunTally`) finds each chunk's distinct words by sorting the
+   keys and numbers them by binary search among the words met before;
+5. a long run is compared byte for byte with the word it was taken for: in predict, one
+   whose hash equals a word's but whose bytes differ is unknown, and a table where two
+   words share a key is refused (:meth:`WordTable.build` returns None, and the caller
+   counts in Python); in fit, a chunk where two different words share a hash is given
+   back to be tokenized. A hash never stands for two words: the counts are exact
    whatever the hash function does (tests replace it by a constant);
 6. runs of one character and stop words are dropped (they are never tokens), and the
-   (text, word) pairs are counted with ``numpy.unique``.
+   (text, word) pairs are counted by sorting.
 
-The result is the tokenizer's, exactly: the same matrix and token numbers (hypothesis
-tests in ``tests/test_runs.py``), in about a third of the time on 20 Newsgroups.
+The result is the tokenizer's, exactly (hypothesis tests in ``tests/test_runs.py``),
+in about a third of the time on 20 Newsgroups.
 """
 
 from __future__ import annotations
@@ -102,19 +105,20 @@ _LONG = np.uint64(1 << 63)  # the flag of a key that is a hash
 def run_keys(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """The key of each run, uint64 of shape (R,).
 
-    A run of at most 8 bytes is its own key: its bytes, little-endian (ASCII bytes are
-    below 128 and never 0, so the key tells the bytes and the length, and its top bit
-    is 0). A longer run's key is its :func:`run_hashes` with the top bit set, which
+    A run of at most 8 bytes is its own key: its bytes, big-endian, padded with zero
+    bytes. ASCII bytes are below 128 and never 0, so the key tells the bytes and the
+    length, its top bit is 0, and the keys of such runs are in the order of their
+    words. A longer run's key is its :func:`run_hashes` with the top bit set, which
     another run may share: only such keys need their bytes compared (:func:`is_long`).
     """
     size = codes.size
     padded = np.zeros(size + 8, dtype=np.uint8)
     padded[:size] = codes
-    # The 8 bytes from each position, read unaligned (stride 1).
-    eight = np.ndarray((size,), dtype="<u8", buffer=padded, strides=(1,))
+    # The 8 bytes from each position, read unaligned (stride 1), first byte highest.
+    eight = np.ndarray((size,), dtype=">u8", buffer=padded, strides=(1,))
     length = ends - starts
     drop = (8 * (8 - np.minimum(length, 8))).astype(np.uint64)
-    keys = (eight[starts] << drop) >> drop  # keep the run's own bytes
+    keys = (eight[starts].astype(np.uint64) >> drop) << drop  # the run's own bytes
     long = np.flatnonzero(length > 8)
     if long.size:
         keys[long] = run_hashes(codes, starts[long], ends[long]) | _LONG
@@ -455,19 +459,29 @@ class RunTally:
         self.pairs += cells.size
         return True
 
-    def packed(self) -> tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def packed(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(words, lengths, rows, doc_counts, token_counts)`` as in
-        :func:`nbclass.tally.pack`: the words met, NUL-joined, in the order met; for
+        :func:`nbclass.tally.pack`, but ``words`` a list: the words met, sorted; for
         class c, the next ``lengths[c]`` entries of the others are its nonzero counts
-        (row = the word's number)."""
+        (row = the word's place in ``words``).
+
+        The words of at most 8 bytes are already in order in the sorted keys; the longer
+        ones are sorted apart, and Python's sort merges the two runs."""
         C = self.n_classes
-        words = b"\x00".join(self._words).decode("ascii")
+        names = b"\x00".join(self._words).decode("ascii").split("\x00") if self._words else []
+        n_short = int(np.searchsorted(self._keys, _LONG))
+        order = self._ids[:n_short].tolist()
+        order += sorted(self._ids[n_short:].tolist(), key=names.__getitem__)
+        order.sort(key=names.__getitem__)
+        rank = np.empty(len(names), dtype=np.int64)
+        rank[order] = np.arange(len(names), dtype=np.int64)
+        words = list(map(names.__getitem__, order))
         if not self._cells:
             empty = np.zeros(0, dtype=np.int64)
             return words, np.zeros(C, dtype=np.int64), empty, empty, empty
         cells, docs, tokens = (np.concatenate(p) for p in zip(*self._cells))
         cells, docs, tokens = _sums(cells, docs, tokens)
-        rows, classes = cells // C, cells % C
+        rows, classes = rank[cells // C], cells % C
         order = np.argsort(classes, kind="stable")
         lengths = np.bincount(classes, minlength=C).astype(np.int64)
         return words, lengths, rows[order], docs[order], tokens[order]

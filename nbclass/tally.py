@@ -131,12 +131,11 @@ def pack(part: Tally) -> tuple:
         np.concatenate(p) if p else np.zeros(0, dtype=np.int64)
         for p in (rows, doc_counts, token_counts)
     )
-    words = "\x00".join(keys)
+    names = keys
     if len(part) > 6 and part[6] is not None:  # the ASCII documents, counted by runs
         run_words, run_lengths, run_rows, run_docs, run_tokens = part[6].packed()
-        if run_words:
-            words = run_words + "\x00" + words if words else run_words
-        rows += part[6].n_words
+        names = run_words + keys
+        rows += len(run_words)
         classes = np.arange(len(class_count))
         by_class = (np.repeat(classes, run_lengths), np.repeat(classes, lengths))
         order = np.argsort(np.concatenate(by_class), kind="stable")
@@ -146,13 +145,14 @@ def pack(part: Tally) -> tuple:
             for pair in ((run_rows, rows), (run_docs, doc_counts), (run_tokens, token_counts))
         )
     # The words sorted (in the worker, while the others work): the receiver's vocabulary
-    # then comes in sorted runs, which its final sort merges in a few milliseconds.
-    names = words.split("\x00") if words else []
-    ordered = sorted(set(names))
-    if ordered != names:
+    # then comes in sorted runs, which its final sort merges in a few milliseconds. The
+    # run tally's words come sorted already; the others are few.
+    if keys:
+        ordered = sorted(dict.fromkeys(names))  # the runs' words stay one run: a merge
         position = dict(zip(ordered, range(len(ordered)))).__getitem__
         rows = np.fromiter(map(position, names), dtype=np.int64, count=len(names))[rows]
-        words = "\x00".join(ordered)
+        names = ordered
+    words = "\x00".join(names)
     rest = part[3:6] if len(part) > 6 else part[3:]
     return (class_count, words, lengths, rows, doc_counts, token_counts, *rest)
 

@@ -161,8 +161,7 @@ def test_hand_counted_example():
 def tally_of(runs_tally, n_classes):
     """{(word, class): (D, T)} from a RunTally's packed counts."""
     words, lengths, rows, docs, tokens = runs_tally.packed()
-    words = words.split("\x00") if words else []
-    assert len(words) == runs_tally.n_words == len(set(words))
+    assert len(words) == runs_tally.n_words and words == sorted(set(words))
     classes = np.repeat(np.arange(n_classes), lengths)
     return {
         (words[j], int(c)): (int(d), int(t))
