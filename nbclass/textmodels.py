@@ -561,7 +561,9 @@ def prepare(counts: Counts, settings: EstimatorSettings) -> Prepared | None:
         _, cols, entries = transformed_entries(counts, resolved)
         class_sums = np.bincount(cols, weights=entries, minlength=len(counts.classes))
         if settings.model == "complement":
-            class_sums = entries.sum() - class_sums
+            # S − S_c can round to a hair below 0 where it is 0 (one class): it is a sum
+            # of nonnegative numbers, and the model file refuses negative totals.
+            class_sums = np.maximum(entries.sum() - class_sums, 0.0)
         totals = tuple(float(v) for v in class_sums)
         if settings.norm in ("weight", "both"):
             S = transformed_counts(counts, resolved)

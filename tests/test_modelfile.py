@@ -732,3 +732,14 @@ def test_load_with_header_from_a_file(tmp_path):
     model, header = load_with_header(str(path))
     assert header["classes"] == ["china", "japan"] and header["n_features"] == 6
     assert_same_model(model, tiny_model())
+
+
+def test_a_one_class_model_whose_complement_total_rounds_below_zero_loads():
+    """One class: the complement's total S − S_c is 0, and the floating-point difference
+    came out as −8.9e-16, which the loader refused (found by test_round_trip_property)."""
+    words = ("", "0", "00", "000", "0000", "1", "2", "3")
+    counts = [[1]] * 7 + [[2]]
+    counts = Counts(("0",), words, np.array([2]), np.array(counts), np.array(counts))
+    model = Model(counts, TokenizerSettings())
+    assert model.prepared.class_totals == (0.0,)
+    assert loads(dumps(model)).counts.equals(counts)
