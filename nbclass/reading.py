@@ -264,11 +264,19 @@ def read_document(
         if walked:
             flags |= os.O_NONBLOCK  # opening a FIFO must not wait for a writer
         fd = os.open(path, flags)
-        with os.fdopen(fd, "rb", buffering=0) as stream:
-            if walked and not stat.S_ISREG(os.fstat(fd).st_mode):
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISREG(info.st_mode):
+                return _read_file(path, fd, info.st_size, policy, log)
+            if walked:
                 log.skip(Skip(path, NOT_REGULAR, "changed while the corpus was read"))
                 return None
-            return _read_limited(path, stream, policy, log)
+            stream, fd = os.fdopen(fd, "rb", buffering=0), None  # the stream closes it
+            with stream:
+                return _read_limited(path, stream, policy, log)
+        finally:
+            if fd is not None:
+                os.close(fd)
     except OSError as exc:
         if policy.on_error == "fail":
             raise NbclassError(
@@ -276,6 +284,27 @@ def read_document(
             ) from None
         log.skip(Skip(path, *_reason(exc, walked)))
         return None
+
+
+def _read_file(path: str, fd: int, size: int, policy: ReadPolicy, log: ReadLog) -> bytes | None:
+    """:func:`_read_limited` of a regular file of ``size`` bytes (as ``fstat`` said), open
+    as ``fd``: usually one read of it all and one that finds its end."""
+    limit, parts, total = policy.max_bytes, [], 0
+    want = min(size, limit) + 1  # one byte more: a file grown past the limit shows it
+    while total <= limit:
+        chunk = os.read(fd, want)
+        if not chunk:
+            break
+        if not total and policy.is_binary(chunk):
+            log.skip(Skip(path, BINARY, ""))
+            return None
+        parts.append(chunk)
+        total += len(chunk)
+        want = min(CHUNK, limit + 1 - total)
+    if total > limit:
+        parts.clear()
+        return _too_large(path, policy, log)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _read_limited(path: str, handle, policy: ReadPolicy, log: ReadLog) -> bytes | None:

@@ -133,6 +133,41 @@ def test_read_document_reads_at_most_max_bytes_plus_one(tmp_path):
     ]
 
 
+@pytest.mark.parametrize("stated", [0, 5, 3_000_000])
+@pytest.mark.parametrize("limit", [2_999_999, 3_000_000, 4_000_000])
+def test_a_regular_file_is_read_whole_whatever_size_fstat_said(tmp_path, stated, limit):
+    """A file's size may change between fstat and the reads: a smaller size (it grew)
+    still reads to the end, in chunks, and stops one byte past the limit."""
+    from nbclass.reading import _read_file
+
+    data = bytes(range(1, 256)) * 11_765 + b"end"  # 3,000,000 bytes, no NUL
+    path = tmp_path / "doc"
+    path.write_bytes(data)
+    log = ReadLog()
+    policy = ReadPolicy(max_bytes=limit, on_error="skip")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        got = _read_file(str(path), fd, stated, policy, log)
+    finally:
+        os.close(fd)
+    if limit >= len(data):
+        assert got == data and not log.skipped
+    else:
+        assert got is None and [s.reason for s in log.skipped] == ["too large"]
+
+
+def test_binary_and_empty_regular_files(tmp_path):
+    (tmp_path / "bin").write_bytes(b"text\x00more")
+    (tmp_path / "empty").write_bytes(b"")
+    log = ReadLog()
+    policy = ReadPolicy(on_error="skip")
+    assert read_document(str(tmp_path / "bin"), policy, log) is None
+    assert read_document(str(tmp_path / "empty"), policy, log) == b""
+    binary = ReadPolicy(binary=True)
+    assert read_document(str(tmp_path / "bin"), binary, ReadLog()) == b"text\x00more"
+    assert [(s.reason) for s in log.skipped] == ["binary"]
+
+
 def test_policies_refuse_what_cannot_work():
     for bad in ({"encoding": "nope"}, {"encoding": "rot13"}, {"max_bytes": 0},
                 {"on_error": "ignore"}):  # fmt: skip
