@@ -24,6 +24,7 @@ import os
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import repeat
 from typing import TYPE_CHECKING
 
@@ -76,6 +77,16 @@ class Counts:
     class_count: np.ndarray
     doc_count: np.ndarray
     token_count: np.ndarray
+
+    @cached_property
+    def nonzero(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, cols)`` of the (word, class) pairs with D_jc > 0 (exactly those with
+        T_jc > 0), row-major: by word, classes ascending; int64 of shape (nnz,) each.
+        Computed once (the counts are never changed in place)."""
+        flat = np.flatnonzero(self.doc_count)
+        C = self.doc_count.shape[1] if self.doc_count.ndim == 2 else 1
+        rows = flat // max(C, 1)
+        return rows, flat - rows * C
 
     @property
     def n_docs(self) -> int:

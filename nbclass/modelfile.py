@@ -102,10 +102,9 @@ def derived_sections(model: Model) -> dict[str, np.ndarray]:
 
 def _arrays(model: Model) -> dict[str, np.ndarray]:
     counts = model.counts
-    present = counts.doc_count > 0  # D_jc > 0 exactly when T_jc > 0
-    rows, cols = np.nonzero(present)  # row-major: grouped by word, classes ascending
+    rows, cols = counts.nonzero  # D_jc > 0 exactly when T_jc > 0; grouped by word
     word_ptr = np.zeros(len(counts.vocabulary) + 1, dtype=np.int64)
-    np.cumsum(present.sum(axis=1), out=word_ptr[1:])
+    np.cumsum(np.bincount(rows, minlength=len(counts.vocabulary)), out=word_ptr[1:])
     # The words, UTF-8, NUL-separated (no word holds a NUL); word j starts at offsets[j].
     encoded = np.frombuffer("\x00".join(counts.vocabulary).encode("utf-8"), dtype=np.uint8)
     offsets = np.zeros(len(counts.vocabulary) + 1, dtype=np.int64)

@@ -138,7 +138,7 @@ def transformed_entries(
     The sums are 0 where D_jc = 0, so these entries are all of them; computing them alone
     costs memory in proportion to the nonzero counts, not to V × C.
     """
-    rows, cols = np.nonzero(counts.doc_count)
+    rows, cols = counts.nonzero
     S = counts.token_count[rows, cols].astype(np.float64)
     if settings.tf == "log":
         D = counts.doc_count[rows, cols].astype(np.float64)

@@ -96,7 +96,9 @@ def test_a_signal_during_fit_of_a_folder_leaves_no_model(tmp_path, name):
         time.sleep(0.2)  # and by now counting the corpus
         process.send_signal(signum)
         stdout, stderr = process.communicate(timeout=TIMEOUT)
-        if process.returncode == 0:  # pragma: no cover - the fit was faster than the signal
+        # The fit was faster than the signal: it wrote its model and exited (0), or the
+        # signal came while Python was finishing, after its handlers were reset (-signum).
+        if process.returncode in (0, -signum) and output.exists():  # pragma: no cover
             output.unlink()
             continue
         break
