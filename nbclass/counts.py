@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
 
 from .errors import UsageError
 from .reading import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
-from .tally import Tally, pack, tally_part, tally_paths
+from .tally import Tally, narrow, pack, tally_part, tally_paths
 from .tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
 
@@ -81,12 +81,16 @@ class Counts:
     @cached_property
     def nonzero(self) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, cols)`` of the (word, class) pairs with D_jc > 0 (exactly those with
-        T_jc > 0), row-major: by word, classes ascending; int64 of shape (nnz,) each.
+        T_jc > 0), row-major: by word, classes ascending; int32 (int64 past 2**31 cells)
+        of shape (nnz,) each.
         Computed once (the counts are never changed in place)."""
         flat = np.flatnonzero(self.doc_count)
-        C = self.doc_count.shape[1] if self.doc_count.ndim == 2 else 1
-        rows = flat // max(C, 1)
-        return rows, flat - rows * C
+        C = max(self.doc_count.shape[1] if self.doc_count.ndim == 2 else 1, 1)
+        rows = flat // C
+        cols = flat - rows * C
+        if self.doc_count.size < 2**31:  # half the memory, kept as long as the counts
+            return rows.astype(np.int32), cols.astype(np.int32)
+        return rows, cols
 
     @property
     def n_docs(self) -> int:
@@ -237,11 +241,6 @@ def count_documents(
     return class_count, doc_count, token_count
 
 
-def _int64(values) -> np.ndarray:
-    """An int64 buffer (an ``array("q")``, an ndarray) as an ndarray, without copying."""
-    return np.frombuffer(values, dtype=np.int64)
-
-
 class CountAccumulator:
     """Adds up the counts of batches of documents over a vocabulary that grows.
 
@@ -337,8 +336,9 @@ class CountAccumulator:
             else:
                 found = map(vocabulary.__getitem__, map(words.__getitem__, new.tolist()))
                 at[new] = np.fromiter(found, dtype=np.int64, count=new.size)
-        cells = (at, _int64(lengths), _int64(rows), _int64(doc_counts), _int64(token_counts))
+        cells = (at, *map(np.asarray, (lengths, rows, doc_counts, token_counts)))
         if self._doc_count is None:
+            cells = tuple(map(narrow, cells))  # waiting: in int32 where the values fit
             self._pending.append(cells)
             self._pending_bytes += sum(part.nbytes for part in cells)
             if self._pending_bytes > PENDING_BYTES:

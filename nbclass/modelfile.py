@@ -84,6 +84,11 @@ def _smallest_uint(values: np.ndarray) -> np.dtype:
     raise ValueError("count too large for 64 bits")  # pragma: no cover
 
 
+def _compact(values: np.ndarray) -> np.ndarray:
+    """``values`` in the smallest unsigned type that holds them (as stored)."""
+    return values.astype(_smallest_uint(values), copy=False)
+
+
 def derived_sections(model: Model) -> dict[str, np.ndarray]:
     """The sections computed from the counts and the filter (see the table above)."""
     counts, active = model.counts, model.active_counts
@@ -116,9 +121,10 @@ def _arrays(model: Model) -> dict[str, np.ndarray]:
         "vocabulary": encoded,
         "vocabulary_offsets": offsets,
         "word_ptr": word_ptr,
-        "class_index": cols,
-        "doc_count": counts.doc_count[rows, cols],
-        "token_count": counts.token_count[rows, cols],
+        # The largest sections, each made its smallest type at once (not all in int64).
+        "class_index": _compact(cols),
+        "doc_count": _compact(counts.doc_count[rows, cols]),
+        "token_count": _compact(counts.token_count[rows, cols]),
         **derived_sections(model),
         **_ledger_arrays(model.ledger),
         **_column_word_arrays(model),
@@ -160,7 +166,7 @@ def dumps(model: Model) -> bytes:
     model.defaults.validate()  # never write a file that loads() would refuse
     sections = []
     for name, values in _arrays(model).items():
-        values = values.astype(_smallest_uint(values))
+        values = _compact(values)
         sections.append((name, values.dtype.str, values.size, values.tobytes()))
     header = {
         "nbclass_version": __version__,

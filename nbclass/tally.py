@@ -97,13 +97,14 @@ def pack(part: Tally) -> tuple:
     """A :func:`tally` (or :func:`tally_paths` result) in a compact form, cheap to send.
 
     Returns ``(class_count, words, lengths, rows, doc_counts, token_counts, *rest)``:
-    ``words`` holds the distinct words of the tally, sorted, joined by NUL characters (no
-    token holds one; one string pickles and unpickles far faster than many); for class c, the next
-    ``lengths[c]`` items of ``rows`` (indices into the words), ``doc_counts`` (D_jc) and
-    ``token_counts`` (T_jc) are its nonzero counts (int64 arrays, in no particular
-    order). ``rest`` holds the tally's items after the third (ledger entries, sampled
-    words, read log) unchanged. Adding this costs one dictionary look-up per word rather
-    than one per word and class (:meth:`nbclass.counts.CountAccumulator.add_packed`).
+    ``words`` holds the distinct words of the tally, sorted, joined by NUL characters
+    (no token holds one; one string pickles and unpickles far faster than many); for
+    class c, the next ``lengths[c]`` items of ``rows`` (indices into the words),
+    ``doc_counts`` (D_jc) and ``token_counts`` (T_jc) are its nonzero counts (int32
+    arrays, int64 where a value needs it; in no particular order). ``rest`` holds the
+    tally's items after the third (ledger entries, sampled words, read log) unchanged.
+    Adding this costs one dictionary look-up per word rather than one per word and class
+    (:meth:`nbclass.counts.CountAccumulator.add_packed`).
 
     The ASCII documents a :func:`tally_paths` with a splitter counted by runs (its
     :class:`nbclass.runs.RunTally`) are added too; a word met both there and in a document
@@ -154,7 +155,16 @@ def pack(part: Tally) -> tuple:
         names = ordered
     words = "\x00".join(names)
     rest = part[3:6] if len(part) > 6 else part[3:]
-    return (class_count, words, lengths, rows, doc_counts, token_counts, *rest)
+    arrays = map(narrow, (lengths, rows, doc_counts, token_counts))
+    return (class_count, words, *arrays, *rest)
+
+
+def narrow(values):
+    """An integer ndarray with no negative value as int32 when every value fits (half
+    the memory, and half the bytes to send), else as it is."""
+    if values.size and int(values.max()) >= 2**31:
+        return values
+    return values.astype("int32", copy=False)
 
 
 def tally_paths(

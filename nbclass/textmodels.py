@@ -405,21 +405,26 @@ def _multinomial_loo_function(K: np.ndarray):
     return _loo_of_histogram(*_value_histogram(K), K.sum(axis=0), K.shape[0])
 
 
-def _complement_loo_function(T: np.ndarray):
+def _complement_loo_function(T: np.ndarray, nonzero=None):
     """β ↦ L(β) for the complement counts T̃_jc = T_j − T_jc, without forming them.
 
     For word j, the C − m_j classes where T_jc = 0 (m_j classes have it) hold T̃_jc = T_j,
-    the others T_j − T_jc: the histogram comes from the V totals and the nonzero entries.
+    the others T_j − T_jc: the histogram comes from the V totals and the nonzero entries
+    (``nonzero``: their ``(rows, cols)``, :attr:`nbclass.counts.Counts.nonzero`).
     """
     V, C = T.shape
     T_j = T.sum(axis=1)
-    rows, cols = np.nonzero(T)
+    rows, cols = np.nonzero(T) if nonzero is None else nonzero
     absent = C - np.bincount(rows, minlength=V)  # classes without word j
-    values = np.concatenate([T_j, T_j[rows] - T[rows, cols]])
-    weights = np.concatenate([absent, np.ones(rows.size, dtype=np.int64)])
-    keep = (values > 0) & (weights > 0)
-    distinct, inverse = np.unique(values[keep], return_inverse=True)
-    n = np.bincount(inverse, weights=weights[keep])
+    # The histogram of the positive T̃_jc: T_j, absent[j] times; T_j − T_jc, once each.
+    whole = (T_j > 0) & (absent > 0)
+    totals, where = np.unique(T_j[whole], return_inverse=True)
+    rest = T_j[rows] - T[rows, cols]
+    others, times = np.unique(rest[rest > 0], return_counts=True)
+    del rest
+    distinct, inverse = np.unique(np.concatenate([totals, others]), return_inverse=True)
+    weights = np.concatenate([np.bincount(where, weights=absent[whole]), times])
+    n = np.bincount(inverse, weights=weights)
     K_c = T_j.sum() - T.sum(axis=0)
     return _loo_of_histogram(distinct.astype(np.float64), n, K_c, V)
 
@@ -482,7 +487,7 @@ def loo_objective(counts: Counts, model: str):
     if model == "bernoulli":
         return _bernoulli_loo_function(counts)
     if model == "complement":
-        return _complement_loo_function(counts.token_count)
+        return _complement_loo_function(counts.token_count, counts.nonzero)
     if model == "dcm":
         K = counts.doc_count
     else:
