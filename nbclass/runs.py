@@ -43,6 +43,7 @@ from .tokenizer import AsciiSplitter
 # counted by the caller in Python.
 CHUNK_BYTES = 1 << 20
 _SPACE = 32
+_MERGE_AT = 8  # a run tally sums its chunks' counts together when it holds this many
 _BASE = 0x9E3779B97F4A7C15  # odd: its powers modulo 2**64 never vanish
 _powers_cache = np.ones(1, dtype=np.uint64)
 
@@ -455,9 +456,16 @@ class RunTally:
         tokens = tokens.astype(np.int64)
         classes = np.asarray(labels, dtype=np.int64)[pairs // K]
         cells, docs, tokens = _sums(ids[pairs % K] * C + classes, np.ones_like(tokens), tokens)
-        self._cells.append((cells, docs, tokens))
+        self._cells.append((cells, docs.astype(np.int32), tokens.astype(np.int32)))
         self.pairs += cells.size
+        if len(self._cells) >= _MERGE_AT:  # keep the memory near that of the sums
+            self._cells = [self._merged()]
         return True
+
+    def _merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The chunks' (word, class) cells, D and T summed into one triple."""
+        cells, docs, tokens = (np.concatenate(p) for p in zip(*self._cells))
+        return _sums(cells, docs, tokens)
 
     def packed(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(words, lengths, rows, doc_counts, token_counts)`` as in
@@ -479,19 +487,23 @@ class RunTally:
         if not self._cells:
             empty = np.zeros(0, dtype=np.int64)
             return words, np.zeros(C, dtype=np.int64), empty, empty, empty
-        cells, docs, tokens = (np.concatenate(p) for p in zip(*self._cells))
-        cells, docs, tokens = _sums(cells, docs, tokens)
-        rows, classes = rank[cells // C], cells % C
-        order = np.argsort(classes, kind="stable")
+        cells, docs, tokens = self._cells[0] = self._merged()
+        del self._cells[1:]
+        classes = cells % C
         lengths = np.bincount(classes, minlength=C).astype(np.int64)
-        return words, lengths, rows[order], docs[order], tokens[order]
+        if C <= 2**15:  # a stable sort of small integers is a radix sort: fast and lean
+            classes = classes.astype(np.int16)
+        order = np.argsort(classes, kind="stable")
+        del classes
+        return words, lengths, rank[cells[order] // C], docs[order], tokens[order]
 
 
 def _sums(keys: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``(the distinct keys, sorted; for each array of values, its sum per key)``."""
+    """``(the distinct keys, sorted; for each array of values, its sum per key)``; the
+    sums are int64, whatever the type of the values."""
     if not keys.size:
-        return (keys, *values)
+        return (keys, *(v.astype(np.int64) for v in values))
     order = np.argsort(keys)
     keys = keys[order]
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    return (keys[starts], *(np.add.reduceat(v[order], starts) for v in values))
+    return (keys[starts], *(np.add.reduceat(v[order], starts, dtype=np.int64) for v in values))

@@ -10,6 +10,7 @@ arrays (:class:`nbclass.counts.CountAccumulator`).
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable
 from itertools import chain, tee
@@ -132,31 +133,62 @@ def pack(part: Tally) -> tuple:
         np.concatenate(p) if p else np.zeros(0, dtype=np.int64)
         for p in (rows, doc_counts, token_counts)
     )
-    names = keys
+    run_words = []
     if len(part) > 6 and part[6] is not None:  # the ASCII documents, counted by runs
         run_words, run_lengths, run_rows, run_docs, run_tokens = part[6].packed()
-        names = run_words + keys
         rows += len(run_words)
-        classes = np.arange(len(class_count))
-        by_class = (np.repeat(classes, run_lengths), np.repeat(classes, lengths))
-        order = np.argsort(np.concatenate(by_class), kind="stable")
+        if not rows.size:  # all ASCII: the run tally's counts are all there is
+            rows, doc_counts, token_counts = run_rows, run_docs, run_tokens
+        else:
+            classes = np.arange(len(class_count))
+            by_class = (np.repeat(classes, run_lengths), np.repeat(classes, lengths))
+            order = np.argsort(np.concatenate(by_class), kind="stable")
+            rows, doc_counts, token_counts = (
+                np.concatenate(pair)[order]
+                for pair in ((run_rows, rows), (run_docs, doc_counts), (run_tokens, token_counts))
+            )
         lengths = lengths + run_lengths
-        rows, doc_counts, token_counts = (
-            np.concatenate(pair)[order]
-            for pair in ((run_rows, rows), (run_docs, doc_counts), (run_tokens, token_counts))
-        )
     # The words sorted (in the worker, while the others work): the receiver's vocabulary
     # then comes in sorted runs, which its final sort merges in a few milliseconds. The
-    # run tally's words come sorted already; the others are few.
+    # run tally's words come sorted already; the others are merged in.
+    names = run_words
     if keys:
-        ordered = sorted(dict.fromkeys(names))  # the runs' words stay one run: a merge
-        position = dict(zip(ordered, range(len(ordered)))).__getitem__
-        rows = np.fromiter(map(position, names), dtype=np.int64, count=len(names))[rows]
-        names = ordered
+        names, at_runs, at_keys = _union(run_words, keys)
+        rows = np.concatenate((at_runs, at_keys))[rows]
     words = "\x00".join(names)
     rest = part[3:6] if len(part) > 6 else part[3:]
     arrays = map(narrow, (lengths, rows, doc_counts, token_counts))
     return (class_count, words, *arrays, *rest)
+
+
+def _union(ordered: list[str], others: list[str]):
+    """``(words, at_ordered, at_others)``: the union of ``ordered`` (sorted, distinct)
+    and ``others`` (distinct, any order), sorted, and the place in it of each word of
+    ``ordered`` and of ``others`` (int64 ndarrays). No dictionary of every word is made:
+    the words of ``others`` not in ``ordered`` are placed by binary search.
+
+    >>> words, a, b = _union(["b", "d"], ["e", "a", "d"])
+    >>> words, a.tolist(), b.tolist()
+    (['a', 'b', 'd', 'e'], [1, 2], [3, 0, 2])
+    """
+    import numpy as np
+
+    extra = sorted(set(others).difference(ordered))
+    insert = np.fromiter(
+        (bisect_left(ordered, word) for word in extra), dtype=np.int64, count=len(extra)
+    )
+    n = len(ordered)
+    at_ordered = np.arange(n) + np.searchsorted(insert, np.arange(n), side="right")
+    at_extra = dict(zip(extra, (insert + np.arange(len(extra))).tolist()))
+    at_others = np.fromiter(
+        (
+            at_extra[word] if word in at_extra else int(at_ordered[bisect_left(ordered, word)])
+            for word in others
+        ),
+        dtype=np.int64,
+        count=len(others),
+    )
+    return sorted(ordered + extra), at_ordered, at_others  # two sorted runs: a merge
 
 
 def narrow(values):

@@ -257,3 +257,20 @@ def test_fit_counts_the_same_when_hashes_clash(monkeypatch, tmp_path):
     assert clashing.counts.equals(plain.counts)
     tokens = dict(zip(plain.counts.vocabulary, plain.counts.token_count.tolist()))
     assert tokens[LONG] == [21, 21] and tokens[ANAGRAM] == [21, 0]
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(st.text(alphabet="abcé", min_size=1, max_size=4), unique=True),
+    st.lists(st.text(alphabet="abcé", min_size=1, max_size=4), unique=True),
+)
+def test_pack_merges_the_run_words_with_the_others(ordered, others):
+    """The union of the run tally's sorted words and the other documents' words is
+    sorted, and each word of either list is found at the place given for it."""
+    from nbclass.tally import _union
+
+    ordered = sorted(ordered)
+    words, at_ordered, at_others = _union(ordered, others)
+    assert words == sorted(set(ordered) | set(others))
+    assert [words[i] for i in at_ordered.tolist()] == ordered
+    assert [words[i] for i in at_others.tolist()] == others
