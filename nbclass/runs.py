@@ -31,7 +31,7 @@ in about a third of the time on 20 Newsgroups.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -240,6 +240,40 @@ def _slots(keys: np.ndarray, bits: int) -> np.ndarray:
     return (_mix(keys.copy()) >> np.uint64(64 - bits)).astype(np.int64)
 
 
+def _stop_runs(splitter: AsciiSplitter) -> list[bytes]:
+    """The stop words that a run can be (more than one byte, left as they are by the
+    translation), sorted: the runs one character long are dropped by their length."""
+    table = splitter.table
+    return sorted(w for w in splitter.dropped if len(w) > 1 and w.translate(table) == w)
+
+
+def _chunks(texts: Sequence[bytes]) -> Iterator[tuple[int, int]]:
+    """``(first, last)`` of consecutive texts joined into chunks of about ``CHUNK_BYTES``
+    (a longer text alone)."""
+    first = 0
+    while first < len(texts):
+        size, last = len(texts[first]), first + 1
+        while last < len(texts) and size + len(texts[last]) < CHUNK_BYTES:
+            size += len(texts[last]) + 1
+            last += 1
+        yield first, last
+        first = last
+
+
+def _chunk_runs(texts: Sequence[bytes], table: bytes):
+    """``(translated, codes, starts, ends, text)``: the texts joined by spaces and
+    translated by ``table`` (bytes and uint8 ndarray), its runs, and the text of each run
+    (int64, in order: text i is bytes [start_i, start_i + len) of the chunk)."""
+    n = len(texts)
+    translated = (b" ".join(texts) + b" ").translate(table)
+    codes = np.frombuffer(translated, dtype=np.uint8)
+    starts, ends = run_bounds(codes)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    text_start = np.cumsum(lengths + 1) - lengths - 1
+    per_text = np.diff(np.searchsorted(starts, np.append(text_start, codes.size)))
+    return translated, codes, starts, ends, np.repeat(np.arange(n), per_text)
+
+
 @dataclass(frozen=True, eq=False)
 class RunCounter:
     """Counts ASCII texts over a vocabulary as the tokenizer would (see the module).
@@ -272,7 +306,7 @@ class RunCounter:
         under ``splitter``'s tokens, or None when its table cannot be made (two words with
         one hash, or a word holding a space)."""
         table, V = splitter.table, len(vocabulary)
-        stop = sorted(w for w in splitter.dropped if len(w) > 1 and w.translate(table) == w)
+        stop = _stop_runs(splitter)
         blob = " ".join(vocabulary).encode("utf-8", "surrogatepass")
         codes = np.frombuffer(b" ".join([blob, *stop]) if stop else blob, dtype=np.uint8)
         starts, ends = run_bounds(codes)
@@ -304,16 +338,10 @@ class RunCounter:
         int64 of shape (nnz,) sorted by row then column, and each text's number of
         tokens, shape (n,). Texts are counted in chunks of about ``CHUNK_BYTES``."""
         parts, n_tokens = [], np.zeros(len(texts), dtype=np.int64)
-        first = 0
-        while first < len(texts):
-            size, last = len(texts[first]), first + 1
-            while last < len(texts) and size + len(texts[last]) < CHUNK_BYTES:
-                size += len(texts[last]) + 1
-                last += 1
+        for first, last in _chunks(texts):
             rows, columns, values, tokens = self._count_chunk(texts[first:last])
             parts.append((rows + first, columns, values))
             n_tokens[first:last] = tokens
-            first = last
         if not parts:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, empty, n_tokens
@@ -322,14 +350,7 @@ class RunCounter:
 
     def _count_chunk(self, texts: Sequence[bytes]):
         n, V = len(texts), self.n_words
-        joined = b" ".join(texts) + b" "
-        codes = np.frombuffer(joined.translate(self.table), dtype=np.uint8)
-        starts, ends = run_bounds(codes)
-        # Text i is bytes [text_start[i], text_start[i] + its length): its runs in order.
-        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
-        text_start = np.cumsum(lengths + 1) - lengths - 1
-        per_text = np.diff(np.searchsorted(starts, np.append(text_start, codes.size)))
-        text = np.repeat(np.arange(n), per_text)
+        _, codes, starts, ends, text = _chunk_runs(texts, self.table)
         found = self.words.find(codes, starts, ends, run_keys(codes, starts, ends))
         column = self.columns[found]
         token = (ends - starts > 1) & (column != V)  # not one character, not a stop word
@@ -374,8 +395,7 @@ class RunTally:
     def make(cls, splitter: AsciiSplitter, n_classes: int) -> RunTally | None:
         """A tally for ``splitter``'s tokens, or None when its stop words cannot be told
         apart by their keys."""
-        table = splitter.table
-        stop = sorted(w for w in splitter.dropped if len(w) > 1 and w.translate(table) == w)
+        stop = _stop_runs(splitter)
         words = WordTable.of(stop) if stop else None
         if stop and words is None:
             return None
@@ -384,26 +404,15 @@ class RunTally:
     def add(self, texts: Sequence[bytes], labels: Sequence[int]) -> list[int]:
         """Count ASCII ``texts`` (each at most ``CHUNK_BYTES``) of classes ``labels``;
         returns the indices of those not counted (a chunk with a hash clash)."""
-        refused, first = [], 0
-        while first < len(texts):
-            size, last = len(texts[first]), first + 1
-            while last < len(texts) and size + len(texts[last]) < CHUNK_BYTES:
-                size += len(texts[last]) + 1
-                last += 1
+        refused = []
+        for first, last in _chunks(texts):
             if not self._add_chunk(texts[first:last], labels[first:last]):
                 refused.extend(range(first, last))
-            first = last
         return refused
 
     def _add_chunk(self, texts: Sequence[bytes], labels: Sequence[int]) -> bool:
-        n, C = len(texts), self.n_classes
-        translated = (b" ".join(texts) + b" ").translate(self.table)
-        codes = np.frombuffer(translated, dtype=np.uint8)
-        starts, ends = run_bounds(codes)
-        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
-        text_start = np.cumsum(lengths + 1) - lengths - 1
-        per_text = np.diff(np.searchsorted(starts, np.append(text_start, codes.size)))
-        text = np.repeat(np.arange(n), per_text)
+        C = self.n_classes
+        translated, codes, starts, ends, text = _chunk_runs(texts, self.table)
         keep = ends - starts > 1  # a run of one character is never a token
         starts, ends, text = starts[keep], ends[keep], text[keep]
         keys = run_keys(codes, starts, ends)
