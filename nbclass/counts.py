@@ -362,8 +362,9 @@ class CountAccumulator:
         C = len(self.classes)
         column = np.repeat(np.arange(C, dtype=np.int64), lengths)
         cells = at[rows] * C + column  # a cell twice when a word was listed twice
-        np.add.at(self._doc_count.reshape(-1), cells, doc_counts)
-        np.add.at(self._token_count.reshape(-1), cells, token_counts)
+        # int64 values: numpy's fast path of add.at needs no casting (int32 is 14 × slower)
+        np.add.at(self._doc_count.reshape(-1), cells, doc_counts.astype(np.int64))
+        np.add.at(self._token_count.reshape(-1), cells, token_counts.astype(np.int64))
 
     def _add_rows(self, rows, class_count, doc_count, token_count) -> None:
         self._reserve(len(self.vocabulary))
