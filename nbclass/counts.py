@@ -323,9 +323,19 @@ class CountAccumulator:
         self._class_count += np.asarray(class_count, dtype=np.int64)
         words = words.split("\x00") if words else []
         vocabulary = self.vocabulary
-        # One look-up per word: known words get their row, new words -1 and then the
-        # next rows, in order (a word listed twice gets one row).
-        at = np.fromiter(map(vocabulary.get, words, repeat(-1)), dtype=np.int64, count=len(words))
+        at = None
+        if not vocabulary:  # the first tally: its words are the rows, in order
+            vocabulary.update(zip(words, range(len(words))))
+            if len(vocabulary) == len(words):
+                at = np.arange(len(words), dtype=np.int64)
+            else:  # a word listed twice: the rows as below
+                vocabulary.clear()
+        if at is None:
+            # One look-up per word: known words get their row, new words -1 and then the
+            # next rows, in order (a word listed twice gets one row).
+            at = np.fromiter(
+                map(vocabulary.get, words, repeat(-1)), dtype=np.int64, count=len(words)
+            )
         new = np.flatnonzero(at < 0)
         if new.size:
             V = len(vocabulary)

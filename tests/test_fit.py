@@ -298,3 +298,21 @@ def test_predict_counts_the_same_with_the_splitter(batch, lowercase, stop):
     assert X.shape == expected.shape and (X != expected).nnz == 0
     assert X.has_sorted_indices
     assert n_tokens.tolist() == [len(t) for t in tokens]
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_a_packed_tally_may_list_a_word_twice(first):
+    """A word listed twice in a packed tally (as older packs did for a word met both by
+    runs and by the tokenizer) gets one row, whether the tally is the first or not."""
+    acc = CountAccumulator(["x", "y"])
+    if not first:
+        acc.add_packed(([1, 0], "b", np.array([1, 0]), np.array([0]), np.array([1]),
+                        np.array([2])))  # fmt: skip
+    # Class x: "a" (row 0) 1 doc 1 token, "a" again (row 2) 2 docs 3 tokens; class y: "b".
+    acc.add_packed(([3, 1], "a\x00b\x00a", np.array([2, 1]), np.array([0, 2, 1]),
+                    np.array([1, 2, 1]), np.array([1, 3, 5])))  # fmt: skip
+    counts = acc.result()
+    assert counts.vocabulary == ("a", "b")
+    assert counts.doc_count.tolist() == [[3, 0], [int(not first), 1]]
+    assert counts.token_count.tolist() == [[4, 0], [2 * int(not first), 5]]
+    assert counts.class_count.tolist() == [3 + int(not first), 1]
