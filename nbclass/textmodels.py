@@ -527,15 +527,23 @@ def fit_beta(counts: Counts, model: str) -> float:
     return math.exp(max(candidates)[1])
 
 
-def resolve_prior(counts: Counts, settings: EstimatorSettings) -> EstimatorSettings:
-    """``settings`` with β replaced by the fitted one when ``prior_fit`` is on."""
+def resolve_prior(
+    counts: Counts, settings: EstimatorSettings, entries: np.ndarray | None = None
+) -> EstimatorSettings:
+    """``settings`` with β replaced by the fitted one when ``prior_fit`` is on.
+
+    ``entries``: the nonzero S_jc of :func:`transformed_entries` under ``settings`` (they
+    do not depend on β), if the caller has them already.
+    """
     if not settings.prior_fit:
         return settings
     beta = fit_beta(counts, settings.model)
     if settings.model in ("multinomial", "complement") and (settings.tf != "raw" or settings.idf):
         raw = counts.token_count.sum()
         if raw > 0:
-            beta *= float(transformed_entries(counts, settings)[2].sum()) / float(raw)
+            if entries is None:
+                entries = transformed_entries(counts, settings)[2]
+            beta *= float(entries.sum()) / float(raw)
     return replace(settings, beta=(beta, beta))
 
 
@@ -557,13 +565,15 @@ def prepare(counts: Counts, settings: EstimatorSettings) -> Prepared | None:
     """
     if not needs_preparing(settings):
         return None
-    resolved = resolve_prior(counts, settings)
+    transformed = settings.model in ("multinomial", "complement") and settings.transformed
+    # The nonzero S_jc (they do not depend on β): for the prior fit and the class totals.
+    _, cols, entries = transformed_entries(counts, settings) if transformed else (None,) * 3
+    resolved = resolve_prior(counts, settings, entries)
     beta = resolved.beta[0] if settings.prior_fit else None
     totals = norms = None
-    if settings.model in ("multinomial", "complement") and settings.transformed:
+    if transformed:
         # From the nonzero sums alone (memory in proportion to them, not to V × C):
         # S_c = Σ_j S_jc, and for complement S̃_c = Σ_j (S_j − S_jc) = S − S_c.
-        _, cols, entries = transformed_entries(counts, resolved)
         class_sums = np.bincount(cols, weights=entries, minlength=len(counts.classes))
         if settings.model == "complement":
             # S − S_c can round to a hair below 0 where it is 0 (one class): it is a sum
