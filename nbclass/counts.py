@@ -40,12 +40,12 @@ from .tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
 
 PART_SIZE = 1000  # documents per progress report, and per part sent to a Dask cluster
-# (word, class) pairs a process tallies in Python dictionaries before their counts go
-# into the arrays: a pair takes several times the memory of its two array cells (about
-# 150 bytes with its word), so this bounds a process's dictionaries to about 30 MB.
-# Larger windows repeat fewer words between windows (faster on large vocabularies) but
-# hold more memory in every worker.
-FLUSH_ENTRIES = 200_000
+# (word, class) pairs a process tallies (in a run tally's arrays, or in Python
+# dictionaries for the documents it tokenizes) before it packs and sends them: this bounds
+# a worker's tally to a few tens of MB. Larger windows repeat fewer words between windows
+# but hold more memory in every worker at once (on 20 Newsgroups, windows of 100,000 took
+# 120-123 MB for the whole fit, of 200,000 128-146 MB, in the same time).
+FLUSH_ENTRIES = 100_000
 # Packed tallies (about this many bytes) kept before the count arrays are made: up to
 # here the arrays are made once, at their size and in order (CountAccumulator.result).
 PENDING_BYTES = 64 * 2**20
