@@ -60,24 +60,34 @@ def count_matrix(token_lists: Iterable[list[str]], vocabulary: Mapping[str, int]
     >>> X.toarray().tolist()
     [[1, 2], [0, 0]]
     """
-    indptr = [0]
-    indices: list[int] = []
-    data: list[int] = []
-    if isinstance(vocabulary, GrowingVocabulary):
-        lookup = vocabulary.__getitem__
-        for tokens in token_lists:
-            counts = Counter(tokens)
+    rows, columns, values, n_tokens = count_entries(token_lists, vocabulary)
+    return entries_matrix(rows, columns, values, n_tokens.size, len(vocabulary))
+
+
+def count_entries(
+    token_lists: Iterable[list[str]], vocabulary: Mapping[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, columns, values, n_tokens)``: the nonzero counts of the token lists (row i
+    is the i-th list; int64, each (row, column) once) and each list's length, as
+    :func:`count_matrix` takes its vocabulary (a word outside a fixed one is left out)."""
+    indptr, indices, data, n_tokens = [0], [], [], []
+    growing = isinstance(vocabulary, GrowingVocabulary)
+    lookup, get, unknown = vocabulary.__getitem__, vocabulary.get, repeat(-1)
+    for tokens in token_lists:
+        counts = Counter(tokens)
+        n_tokens.append(len(tokens))
+        if growing:
             indices.extend(map(lookup, counts))
-            data.extend(counts.values())
-            indptr.append(len(indices))
-    else:
-        get, unknown = vocabulary.get, repeat(-1)
-        for tokens in token_lists:
-            counts = Counter(tokens)
+        else:
             indices.extend(map(get, counts, unknown))  # -1 for a word outside the vocabulary
-            data.extend(counts.values())
-            indptr.append(len(indices))
-    return _csr(indices, data, indptr, len(vocabulary))
+        data.extend(counts.values())
+        indptr.append(len(indices))
+    rows = np.repeat(np.arange(len(n_tokens), dtype=np.int64), np.diff(indptr))
+    columns, values = np.array(indices, dtype=np.int64), np.array(data, dtype=np.int64)
+    known = columns >= 0
+    if not known.all():
+        rows, columns, values = rows[known], columns[known], values[known]
+    return rows, columns, values, np.array(n_tokens, dtype=np.int64)
 
 
 class TextCounter:
@@ -139,20 +149,12 @@ class TextCounter:
             ]
         n_tokens = np.zeros(len(texts), dtype=np.int64)
         slow = range(len(texts)) if not fast else sorted(set(range(len(texts))).difference(fast))
-        indptr, indices, data = [0], [], []
-        get, unknown, tokenize = self.vocabulary.get, repeat(-1), self.tokenize
-        for i in slow:
-            tokens = tokenize(texts[i])
-            counts = Counter(tokens)
-            n_tokens[i] = len(tokens)
-            indices.extend(map(get, counts, unknown))  # -1 for a word outside the vocabulary
-            data.extend(counts.values())
-            indptr.append(len(indices))
-        rows = np.repeat(np.asarray(slow, dtype=np.int64), np.diff(indptr))
-        columns, values = np.array(indices, dtype=np.int64), np.array(data, dtype=np.int64)
-        known = columns >= 0
-        if not known.all():
-            rows, columns, values = rows[known], columns[known], values[known]
+        tokenize = self.tokenize
+        rows, columns, values, slow_tokens = count_entries(
+            (tokenize(texts[i]) for i in slow), self.vocabulary
+        )
+        slow = np.asarray(slow, dtype=np.int64)
+        rows, n_tokens[slow] = slow[rows], slow_tokens
         if fast:
             fast_rows, fast_columns, fast_values, fast_tokens = runs.count(
                 [texts[i].encode("ascii") for i in fast]
@@ -179,22 +181,6 @@ def entries_matrix(rows, columns, values, n: int, V: int) -> sp.csr_matrix:
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
     X = sp.csr_matrix((values, columns, indptr), shape=(n, V))
-    X.sort_indices()
-    return X
-
-
-def _csr(indices: list[int], data: list[int], indptr: list[int], V: int) -> sp.csr_matrix:
-    """The CSR matrix of rows ``indptr`` over ``V`` columns, entries with column −1 left out."""
-    import scipy.sparse as sp
-
-    columns = np.array(indices, dtype=np.int64)
-    values = np.array(data, dtype=np.int64)
-    row_ends = np.array(indptr, dtype=np.int64)
-    known = columns >= 0
-    if not known.all():
-        kept = np.concatenate(([0], np.cumsum(known)))
-        columns, values, row_ends = columns[known], values[known], kept[row_ends]
-    X = sp.csr_matrix((values, columns, row_ends), shape=(len(indptr) - 1, V))
     X.sort_indices()
     return X
 
