@@ -85,7 +85,7 @@ class Counts:
         of shape (nnz,) each.
         Computed once (the counts are never changed in place)."""
         flat = np.flatnonzero(self.doc_count)
-        C = max(self.doc_count.shape[1] if self.doc_count.ndim == 2 else 1, 1)
+        C = max(self.doc_count.shape[1], 1)
         rows = flat // C
         cols = flat - rows * C
         if self.doc_count.size < 2**31:  # half the memory, kept as long as the counts

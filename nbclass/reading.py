@@ -29,6 +29,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 from .errors import NbclassError, UsageError
 
@@ -288,11 +289,20 @@ def read_document(
 
 def _read_file(path: str, fd: int, size: int, policy: ReadPolicy, log: ReadLog) -> bytes | None:
     """:func:`_read_limited` of a regular file of ``size`` bytes (as ``fstat`` said), open
-    as ``fd``: usually one read of it all and one that finds its end."""
-    limit, parts, total = policy.max_bytes, [], 0
-    want = min(size, limit) + 1  # one byte more: a file grown past the limit shows it
+    as ``fd``, with ``os.read`` and no file object: usually one read of it all and one
+    that finds its end (one byte more is asked for: a file grown past the limit shows it)."""
+    return _read_limited(path, fd, policy, log, first=min(size, policy.max_bytes) + 1)
+
+
+def _read_limited(
+    path: str, source, policy: ReadPolicy, log: ReadLog, first: int = CHUNK
+) -> bytes | None:
+    """The bytes of ``source`` (a binary stream, or a file descriptor), at most
+    ``max_bytes``, read ``first`` bytes then ``CHUNK`` at a time; None when skipped."""
+    read = source.read if hasattr(source, "read") else partial(os.read, source)
+    limit, parts, total, want = policy.max_bytes, [], 0, first
     while total <= limit:
-        chunk = os.read(fd, want)
+        chunk = read(min(want, limit + 1 - total))
         if not chunk:
             break
         if not total and policy.is_binary(chunk):
@@ -300,30 +310,11 @@ def _read_file(path: str, fd: int, size: int, policy: ReadPolicy, log: ReadLog) 
             return None
         parts.append(chunk)
         total += len(chunk)
-        want = min(CHUNK, limit + 1 - total)
+        want = CHUNK
     if total > limit:
         parts.clear()
         return _too_large(path, policy, log)
     return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-def _read_limited(path: str, handle, policy: ReadPolicy, log: ReadLog) -> bytes | None:
-    limit = policy.max_bytes
-    chunks = []
-    size = 0
-    while size <= limit:
-        chunk = handle.read(min(CHUNK, limit + 1 - size))
-        if not chunk:
-            break
-        if size == 0 and policy.is_binary(chunk):
-            log.skip(Skip(path, BINARY, ""))
-            return None
-        chunks.append(chunk)
-        size += len(chunk)
-    if size > limit:
-        chunks.clear()
-        return _too_large(path, policy, log)
-    return b"".join(chunks)
 
 
 def _too_large(path: str, policy: ReadPolicy, log: ReadLog) -> None:
