@@ -10,6 +10,7 @@ import os
 import sys
 import time
 import warnings
+from array import array
 
 import click
 
@@ -379,7 +380,7 @@ class _progress:
         from .render import ProgressBar
 
         enabled = not quiet and sys.stderr.isatty()
-        self.sizes = [_size(p) for p in paths] if enabled else []
+        self.sizes = array("q", map(_size, paths) if enabled else ())
         self.bar = ProgressBar(verb, len(paths), sum(self.sizes), enabled)
 
     def __enter__(self):
