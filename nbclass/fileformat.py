@@ -71,6 +71,15 @@ def refuse(path: str, problem: str) -> ModelFileError:
     return ModelFileError(f"{path!r} {problem}")
 
 
+def section(name: str, values) -> tuple[str, str, int, memoryview]:
+    """A section of :func:`pack` holding the 1-d array ``values`` (numpy's, in the type
+    to store), as a view of its bytes: no copy of the array is made."""
+    data = memoryview(values)
+    if not data.c_contiguous:
+        data = memoryview(values.copy())
+    return name, values.dtype.str, values.size, data.cast("B")
+
+
 def pack(header: dict, sections: list[tuple[str, str, int, bytes]]) -> bytes:
     """Lay out a model file.
 
@@ -81,7 +90,9 @@ def pack(header: dict, sections: list[tuple[str, str, int, bytes]]) -> bytes:
         ``sections`` are filled in here.
     sections : list of (name, dtype, length, data)
         ``dtype`` is a key of ``TYPECODES``, ``length`` the number of integers and
-        ``data`` their little-endian bytes.
+        ``data`` their little-endian bytes (any bytes-like object, see :func:`section`).
+
+    The file's bytes are made with one copy of the sections' data.
     """
     table, relative = [], 0
     for name, dtype, length, data in sections:
@@ -107,15 +118,14 @@ def pack(header: dict, sections: list[tuple[str, str, int, bytes]]) -> bytes:
     if PREFIX.size + len(text) > start:  # pragma: no cover - the loop above converges
         raise AssertionError("model header did not converge")
     header_bytes = text + b" " * (start - PREFIX.size - len(text))
-    body = bytearray()
-    for _name, _dtype, _shape, data in sections:
-        body += data
-        body += b"\x00" * _pad(len(data))
-    size = start + len(body)
+    size = start + relative
     prefix = PREFIX.pack(
         MAGIC, FORMAT_VERSION, len(header_bytes), zlib.crc32(header_bytes), size, 0
     )
-    return prefix + header_bytes + bytes(body)
+    pieces = [prefix, header_bytes]
+    for _name, _dtype, _shape, data in sections:
+        pieces += (data, b"\x00" * _pad(len(data)))
+    return b"".join(pieces)
 
 
 def read(path: str) -> bytes:

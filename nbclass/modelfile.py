@@ -69,6 +69,7 @@ from .fileformat import (
     parse,
     read,
     refuse,
+    section,
 )
 from .ledger import Ledger
 from .model import Model, VocabularyFilter
@@ -123,8 +124,8 @@ def _arrays(model: Model) -> dict[str, np.ndarray]:
         "word_ptr": word_ptr,
         # The largest sections, each made its smallest type at once (not all in int64).
         "class_index": _compact(cols),
-        "doc_count": _compact(counts.doc_count[rows, cols]),
-        "token_count": _compact(counts.token_count[rows, cols]),
+        "doc_count": counts.at_nonzero(counts.doc_count, _smallest_uint(counts.doc_count)),
+        "token_count": counts.at_nonzero(counts.token_count, _smallest_uint(counts.token_count)),
         **derived_sections(model),
         **_ledger_arrays(model.ledger),
         **_column_word_arrays(model),
@@ -164,10 +165,8 @@ def dumps(model: Model) -> bytes:
     if problems:
         raise ValueError("cannot write impossible counts: " + "; ".join(problems))
     model.defaults.validate()  # never write a file that loads() would refuse
-    sections = []
-    for name, values in _arrays(model).items():
-        values = _compact(values)
-        sections.append((name, values.dtype.str, values.size, values.tobytes()))
+    # The header first: the prepared numbers (fitted β) take their memory before the
+    # sections hold theirs.
     header = {
         "nbclass_version": __version__,
         "classes": list(model.counts.classes),
@@ -180,6 +179,7 @@ def dumps(model: Model) -> bytes:
         "ledger": None if model.ledger is None else model.ledger.n_documents,
         "prepared": None if model.prepared is None else model.prepared.to_dict(),
     }
+    sections = [section(name, _compact(values)) for name, values in _arrays(model).items()]
     return pack(header, sections)
 
 

@@ -46,7 +46,7 @@ from .columns import XX_SHIFT, CategoricalStats, GaussianStats
 from .counts import Counts
 from .errors import NbclassError
 from .estimators import EstimatorSettings
-from .fileformat import pack, parse, read, refuse
+from .fileformat import pack, parse, read, refuse, section
 from .modelfile import _smallest_uint, write_atomic
 from .tablemodel import FEATURE_TYPES, TableColumn, TableModel, validate_var_smoothing
 from .tokenizer import TokenizerSettings, make_tokenizer
@@ -157,10 +157,10 @@ def dumps(model: TableModel) -> bytes:
     problems = model.problems()
     if problems:
         raise ValueError("cannot write an impossible table model: " + "; ".join(problems))
-    sections = []
-    for name, values in _arrays(model).items():
-        values = np.asarray(values).astype(_smallest_uint(values))
-        sections.append((name, values.dtype.str, values.size, values.tobytes()))
+    sections = [
+        section(name, np.asarray(values).astype(_smallest_uint(values)))
+        for name, values in _arrays(model).items()
+    ]
     header = {
         "kind": KIND,
         "nbclass_version": __version__,

@@ -102,7 +102,7 @@ import numpy as np
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-from .counts import Counts, doc_count_histograms
+from .counts import BLOCK_CELLS, Counts, doc_count_histograms
 from .estimators import (
     EstimatorSettings,
     Prepared,
@@ -139,12 +139,15 @@ def transformed_entries(
     costs memory in proportion to the nonzero counts, not to V × C.
     """
     rows, cols = counts.nonzero
-    S = counts.token_count[rows, cols].astype(np.float64)
-    if settings.tf == "log":
-        D = counts.doc_count[rows, cols].astype(np.float64)
-        S = D * np.log1p(S / D)
+    S = counts.at_nonzero(counts.token_count, np.float64)
+    if settings.tf == "log":  # S = D · log(1 + T / D), in place: two (nnz,) arrays at most
+        D = counts.at_nonzero(counts.doc_count, np.float64)
+        S /= D
+        np.log1p(S, out=S)
+        S *= D
+        del D
     if settings.idf:
-        S = S * idf_weights(counts.doc_count, counts.n_docs)[rows]
+        S *= idf_weights(counts.doc_count, counts.n_docs)[rows]
     return rows, cols, S
 
 
@@ -419,9 +422,16 @@ def _complement_loo_function(T: np.ndarray, nonzero=None):
     # The histogram of the positive T̃_jc: T_j, absent[j] times; T_j − T_jc, once each.
     whole = (T_j > 0) & (absent > 0)
     totals, where = np.unique(T_j[whole], return_inverse=True)
-    rest = T_j[rows] - T[rows, cols]
-    others, times = np.unique(rest[rest > 0], return_counts=True)
-    del rest
+    others, times = [], []  # the positive T_j − T_jc and their numbers, a block at a time
+    for start in range(0, rows.size, BLOCK_CELLS):
+        r, c = rows[start : start + BLOCK_CELLS], cols[start : start + BLOCK_CELLS]
+        rest = T_j[r] - T[r, c]
+        values, n = np.unique(rest[rest > 0], return_counts=True)
+        others.append(values)
+        times.append(n)
+    if not others:  # no nonzero count at all
+        others, times = [np.zeros(0, dtype=T.dtype)], [np.zeros(0, dtype=np.int64)]
+    others, times = np.concatenate(others), np.concatenate(times)
     distinct, inverse = np.unique(np.concatenate([totals, others]), return_inverse=True)
     weights = np.concatenate([np.bincount(where, weights=absent[whole]), times])
     n = np.bincount(inverse, weights=weights)
