@@ -73,3 +73,29 @@ def output_error(exc: OSError) -> str:
     if exc.errno == errno.EBADF and exc.filename is None:
         reason = "it is closed"
     return f"Error: cannot write to {where}: {reason}\n"
+
+
+def quick_exit(code: int) -> None:
+    """End the process at once with ``code`` when nothing is left to do; else return.
+
+    Nothing is left when stdout and stderr flush without error, no other thread runs
+    and no child process is alive (worker pools are shut down when a command ends).
+    Python's own exit would then only free every object one by one: after a fit of 20
+    Newsgroups, 50-70 ms spent on 130,000 words and their arrays, which nobody needs.
+    Files are closed by their ``with`` blocks and the model is fsync-ed before this.
+    When anything is left, or a flush fails (its error is then the ordinary exit's),
+    this returns and the caller exits the ordinary way.
+    """
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        return
+    multiprocessing = sys.modules.get("multiprocessing")
+    if multiprocessing is not None and multiprocessing.active_children():
+        return
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)

@@ -212,3 +212,76 @@ def test_errors_are_one_line_and_an_exit_code(tmp_path):
     assert usage.returncode == 2
     assert usage.stderr.decode().startswith("Error: --ngram-range 2,1 is not valid")
     assert usage.stderr.count(b"\n") == 1
+
+
+def test_every_line_arrives_when_the_process_ends_without_teardown(demo_model, tmp_path):
+    """A command ends with :func:`nbclass.process.quick_exit` (no interpreter teardown):
+    the last buffered lines of stdout and stderr must still arrive, through pipes."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    texts = [(DEMO_DOCS / f"ticket-{i}.txt").read_text() for i in (1, 2, 3)]
+    for i in range(1500):
+        (inbox / f"{i:04d}.txt").write_text(texts[i % 3])
+    result = run("predict", "-m", demo_model, "-j", "1", inbox)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.decode().split("\n")
+    assert lines[-1] == "" and len(lines) == 1501  # every line, the last one whole
+    labels = [line.split("\t")[1] for line in lines[:-1]]
+    assert labels == ["billing", "outage", "account"] * 500
+    fit = run("fit", DEMO_CORPUS, "-o", tmp_path / "m.nbc")
+    assert fit.returncode == 0 and fit.stderr.decode().startswith("fit: 42 documents")
+
+
+def _quick_exit_in_a_child(prepare) -> tuple[int, bytes]:
+    """Fork; the child runs ``prepare``, buffers a line on stdout (a pipe), then calls
+    ``quick_exit(7)``; if that returns, the child exits 3 without flushing. Returns the
+    child's exit code and what reached the pipe."""
+    import sys
+
+    from nbclass.process import quick_exit
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 70
+        try:
+            os.close(read)
+            os.dup2(write, 1)
+            sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - buffered, a pipe
+            prepare()
+            sys.stdout.write("buffered line\n")
+            quick_exit(7)
+            code = 3
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), data
+
+
+def test_quick_exit_flushes_and_exits_with_the_code():
+    assert _quick_exit_in_a_child(lambda: None) == (7, b"buffered line\n")
+
+
+def test_quick_exit_returns_while_a_thread_runs():
+    def start_thread():
+        threading.Thread(target=threading.Event().wait, args=(5,), daemon=True).start()
+
+    assert _quick_exit_in_a_child(start_thread) == (3, b"")
+
+
+def test_quick_exit_returns_while_a_child_process_lives():
+    def start_child():
+        import multiprocessing
+
+        multiprocessing.get_context("fork").Process(target=time_sleep, args=(1,)).start()
+
+    assert _quick_exit_in_a_child(start_child) == (3, b"")
+
+
+def time_sleep(seconds: float) -> None:  # pragma: no cover - in a grandchild
+    import time
+
+    time.sleep(seconds)
