@@ -25,7 +25,7 @@ from .errors import (
     Terminated,
     UsageError,
 )
-from .process import install_sigterm, output_error, quick_exit, reserve_standard_streams
+from .process import install_sigterm, output_error, reserve_standard_streams
 from .single import echo_lines as _echo_lines
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a filter cut off by `head`
@@ -1858,12 +1858,7 @@ def main(argv=None) -> None:
     reserve_standard_streams()
     install_sigterm()
     try:
-        try:
-            cli.main(args=argv, prog_name="nbclass")
-        except SystemExit as exc:  # click ends every command so
-            if exc.code is None or isinstance(exc.code, int):
-                quick_exit(exc.code or 0)  # returns if anything is left to do
-            raise
+        cli.main(args=argv, prog_name="nbclass")
     except KeyboardInterrupt:  # a signal before or after the command itself ran
         sys.stderr.write("\nInterrupted\n")
         sys.exit(EXIT_INTERRUPTED)

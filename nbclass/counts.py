@@ -219,11 +219,26 @@ def doc_count_histograms(doc_count: np.ndarray) -> list[list[tuple[int, int]]]:
     -------
     list of C lists of (d, n), d ascending, n > 0; Σ n = V for every class.
     """
+    V, C = doc_count.shape
+    top = int(doc_count.max()) if doc_count.size else 0
+    width = top + 1
+    if C * width <= 4 * V:  # small values: one tally of (class, d) codes, a block at a time
+        tally = np.zeros(C * width, dtype=np.int64)
+        offsets = np.arange(C, dtype=np.int64) * width
+        step = max(1, BLOCK_CELLS // max(C, 1))
+        for start in range(0, V, step):
+            codes = doc_count[start : start + step] + offsets
+            tally += np.bincount(codes.reshape(-1), minlength=tally.size)
+        tally = tally.reshape(C, width)
+        histograms = []
+        for column in tally:
+            values = np.flatnonzero(column)
+            histograms.append(list(zip(values.tolist(), column[values].tolist())))
+        return histograms
     histograms = []
-    V = doc_count.shape[0]
-    for c in range(doc_count.shape[1]):
+    for c in range(C):
         column = doc_count[:, c]
-        if V and column.max() <= 4 * V:  # small values: tally them directly
+        if top <= 4 * V:  # a tally of this column's values
             tally = np.bincount(column)
             values = np.flatnonzero(tally)
             n = tally[values]

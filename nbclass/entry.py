@@ -210,5 +210,11 @@ def main() -> None:
         if code is not None:
             sys.exit(code)
     from .cli import main as cli_main
+    from .process import quick_exit
 
-    cli_main()
+    try:
+        cli_main()
+    except SystemExit as exc:  # how click ends every command
+        if exc.code is None or isinstance(exc.code, int):
+            quick_exit(exc.code or 0)  # returns if anything is left to do
+        raise
