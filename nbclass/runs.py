@@ -62,9 +62,15 @@ def _powers(n: int) -> np.ndarray:
 def run_bounds(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(starts, ends)`` of the runs of non-space bytes of ``codes`` (uint8, shape (N,)),
     each int64 of shape (R,): run r is ``codes[starts[r]:ends[r]]``."""
-    word = (codes != _SPACE).view(np.int8)
-    # Where the bytes go from space to word and back, alternately: start, end, ...
-    change = np.flatnonzero(np.diff(word, prepend=np.int8(0), append=np.int8(0)))
+    word = codes != _SPACE
+    # Where the bytes go from space to word and back, alternately: start, end, ... (a
+    # comparison of neighbours: numpy's diff of int8 with prepend and append took 5 times
+    # as long), with a run at either edge closed there.
+    change = np.flatnonzero(word[1:] != word[:-1]) + 1
+    if word.size and word[0]:
+        change = np.concatenate(([0], change))
+    if word.size and word[-1]:
+        change = np.append(change, word.size)
     return change[0::2], change[1::2]
 
 
@@ -459,12 +465,8 @@ class RunTally:
             self._words.append(b"\x00".join(new_words))
         for k in new[is_long(words[new])].tolist():
             self._long[int(words[k])] = translated[starts[first[k]] : ends[first[k]]]
-        # (text, word) pairs with their tokens, then summed per (word, class).
-        K = words.size
-        pairs, tokens = np.unique(text * K + inverse, return_counts=True)
-        tokens = tokens.astype(np.int64)
-        classes = np.asarray(labels, dtype=np.int64)[pairs // K]
-        cells, docs, tokens = _sums(ids[pairs % K] * C + classes, np.ones_like(tokens), tokens)
+        word, classes, docs, tokens = _cell_sums(text, inverse, labels, words.size, C)
+        cells = ids[word] * C + classes
         self._cells.append((cells, docs.astype(np.int32), tokens.astype(np.int32)))
         self.pairs += cells.size
         if len(self._cells) >= _MERGE_AT:  # keep the memory near that of the sums
@@ -505,6 +507,35 @@ class RunTally:
         order = np.argsort(classes, kind="stable")
         del classes
         return words, lengths, rank[cells[order] // C], docs[order], tokens[order]
+
+
+def _cell_sums(text: np.ndarray, word: np.ndarray, labels: Sequence[int], K: int, C: int):
+    """``(word, class, D, T)`` of one chunk: for each (word, class) cell with a token, the
+    texts holding the word and its tokens, int64 of shape (cells,), from the text and the
+    word (< K) of each token, and the texts' ``labels`` (< C).
+
+    One sort of the (class, word, text) codes of the tokens: equal codes are one text's
+    tokens of a word, and equal (class, word) prefixes one cell's texts.
+
+    >>> _cell_sums(np.array([0, 0, 1, 1, 1]), np.array([1, 1, 0, 1, 1]), [0, 0], 2, 1)
+    (array([0, 1]), array([0, 0]), array([1, 2]), array([1, 4]))
+    """
+    n = len(labels)
+    if C * K * n >= 2**62:  # codes past int64: the pairs first, then the cells
+        pairs, tokens = np.unique(text * K + word, return_counts=True)
+        classes = np.asarray(labels, dtype=np.int64)[pairs // K]
+        cells, docs, tokens = _sums((pairs % K) * C + classes, np.ones_like(tokens), tokens)
+        return cells // C, cells % C, docs, tokens
+    code = (np.asarray(labels, dtype=np.int64)[text] * K + word) * n + text
+    code.sort()
+    pair = np.flatnonzero(np.concatenate(([True], code[1:] != code[:-1])))  # (text, word)
+    cell_of_pair = code[pair] // n  # class * K + word
+    tokens_of_pair = np.diff(np.append(pair, code.size))
+    cell = np.flatnonzero(np.concatenate(([True], cell_of_pair[1:] != cell_of_pair[:-1])))
+    docs = np.diff(np.append(cell, cell_of_pair.size))
+    tokens = np.add.reduceat(tokens_of_pair, cell) if cell.size else tokens_of_pair
+    cell_of_pair = cell_of_pair[cell]
+    return cell_of_pair % K, cell_of_pair // K, docs, tokens
 
 
 def _sums(keys: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, ...]:

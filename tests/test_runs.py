@@ -274,3 +274,22 @@ def test_pack_merges_the_run_words_with_the_others(ordered, others):
     assert words == sorted(set(ordered) | set(others))
     assert [words[i] for i in at_ordered.tolist()] == ordered
     assert [words[i] for i in at_others.tolist()] == others
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 6)), min_size=1, max_size=60),
+       st.lists(st.integers(0, 2), min_size=5, max_size=5))  # fmt: skip
+def test_cell_sums_count_each_cells_texts_and_tokens(tokens, labels):
+    """(word, class) -> (texts holding it, tokens), by one sort of (class, word, text)
+    codes, and by the way taken when the codes would pass int64 (a huge class count)."""
+    from nbclass.runs import _cell_sums
+
+    text = np.array([t for t, _ in tokens])
+    word = np.array([w for _, w in tokens])
+    expected: dict = {}
+    for t, w in set(tokens):
+        docs, count = expected.get((w, labels[t]), (0, 0))
+        expected[(w, labels[t])] = (docs + 1, count + tokens.count((t, w)))
+    for C in (3, 2**60):  # the second: C * K * n >= 2**62
+        cells = zip(*(v.tolist() for v in _cell_sums(text, word, labels, 7, C)))
+        assert {(w, c): (d, t) for w, c, d, t in cells} == expected
