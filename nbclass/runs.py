@@ -106,6 +106,20 @@ def _positions(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.repeat(starts - (total - length), length) + np.arange(total[-1] if total.size else 0)
 
 
+def _joined(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:
+    """The runs ``codes[starts[r]:ends[r]]`` joined by NUL bytes (at least one run).
+
+    >>> _joined(np.frombuffer(b"ab cde f", dtype=np.uint8), np.array([3, 0]), np.array([6, 2]))
+    b'cde\\x00ab'
+    """
+    length = ends - starts
+    out = np.zeros(int(length.sum()) + length.size - 1, dtype=np.uint8)
+    # Run r's bytes move right by r: one NUL before each run but the first.
+    where = np.arange(out.size - length.size + 1) + np.repeat(np.arange(length.size), length)
+    out[where] = codes[_positions(starts, ends)]
+    return out.tobytes()
+
+
 _LONG = np.uint64(1 << 63)  # the flag of a key that is a hash
 
 
@@ -459,10 +473,8 @@ class RunTally:
         self.n_words += new.size
         self._keys = np.insert(self._keys, at[new], words[new])
         self._ids = np.insert(self._ids, at[new], ids[new])
-        spans = zip(starts[first[new]].tolist(), ends[first[new]].tolist())
-        new_words = [translated[s:e] for s, e in spans]
-        if new_words:
-            self._words.append(b"\x00".join(new_words))
+        if new.size:  # their bytes, NUL-joined, gathered at once
+            self._words.append(_joined(codes, starts[first[new]], ends[first[new]]))
         for k in new[is_long(words[new])].tolist():
             self._long[int(words[k])] = translated[starts[first[k]] : ends[first[k]]]
         word, classes, docs, tokens = _cell_sums(text, inverse, labels, words.size, C)
