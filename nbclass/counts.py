@@ -182,17 +182,20 @@ class Counts:
                 found.append(f"{name} counts have shape {array.shape}, expected ({V}, {C})")
         if found:
             return found
-        if (
-            (self.class_count < 0).any()
-            or (self.doc_count < 0).any()
-            or (self.token_count < 0).any()
-        ):
+        D, T = self.doc_count, self.token_count
+        negative = D.size and (D.min() < 0 or T.min() < 0) or (self.class_count < 0).any()
+        if negative:
             found.append("negative counts")
-        if (self.doc_count > self.class_count).any():
+        if (D > self.class_count).any():
             found.append("a word is in more documents of a class than the class has")
-        if (self.doc_count > self.token_count).any():
+        more_documents = (D > T).any()
+        if more_documents:
             found.append("a word is in more documents than it has tokens")
-        if ((self.doc_count == 0) & (self.token_count != 0)).any():
+        if negative or more_documents:
+            tokens_alone = ((D == 0) & (T != 0)).any()
+        else:  # 0 <= D <= T: D > 0 implies T > 0, so the nonzero cells are the same iff
+            tokens_alone = np.count_nonzero(D) != np.count_nonzero(T)  # as many
+        if tokens_alone:
             found.append("a word has tokens in a class but no documents")
         if not _strictly_increasing(self.classes):
             found.append("class names are not sorted and unique")

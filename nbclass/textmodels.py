@@ -426,7 +426,13 @@ def _complement_loo_function(T: np.ndarray, nonzero=None):
     for start in range(0, rows.size, BLOCK_CELLS):
         r, c = rows[start : start + BLOCK_CELLS], cols[start : start + BLOCK_CELLS]
         rest = T_j[r] - T[r, c]
-        values, n = np.unique(rest[rest > 0], return_counts=True)
+        rest = rest[rest > 0]
+        if rest.size and rest.max() <= 4 * rest.size:  # small values: a tally of them
+            n = np.bincount(rest)
+            values = np.flatnonzero(n)
+            n = n[values]
+        else:
+            values, n = np.unique(rest, return_counts=True)
         others.append(values)
         times.append(n)
     if not others:  # no nonzero count at all

@@ -252,6 +252,32 @@ def test_round_trip_property(counts):
     assert loads(dumps(model)).counts.equals(counts)
 
 
+def _two_by_two(N, D, T) -> Counts:
+    return Counts(("a", "b"), ("x", "y"), np.array(N), np.array(D), np.array(T))
+
+
+@pytest.mark.parametrize(
+    ("N", "D", "T", "expected"),
+    [
+        ([2, 2], [[1, 0], [2, 1]], [[3, 0], [2, 5]], []),
+        ([2, 2], [[1, 0], [0, 1]], [[3, 4], [0, 5]], ["no documents"]),
+        ([2, 2], [[-1, 0], [0, 1]], [[3, 4], [0, 5]], ["negative", "no documents"]),
+        ([2, 2], [[1, 0], [0, 1]], [[-3, 0], [0, 5]], ["negative", "more documents than"]),
+        ([2, 2], [[3, 0], [0, 1]], [[3, 4], [0, 5]], ["of a class than", "no documents"]),
+        ([2, 2], [[2, 0], [0, 1]], [[1, 4], [0, 5]], ["more documents than", "no documents"]),
+        ([-1, 2], [[0, 0], [0, 1]], [[0, 0], [0, 5]], ["negative", "of a class than"]),
+    ],
+)
+def test_each_impossible_count_is_named(N, D, T, expected):
+    """Every check of Counts.problems, alone and with others (the "tokens but no
+    documents" check counts nonzero cells once the counts are nonnegative and D <= T, and
+    compares cell by cell otherwise)."""
+    problems = _two_by_two(N, D, T).problems()
+    assert len(problems) == len(expected)
+    for problem, words in zip(problems, expected):
+        assert words in problem
+
+
 # --- atomic save -------------------------------------------------------------------------
 
 
