@@ -380,3 +380,16 @@ def _private_kb() -> int:
             for line in rollup
             if line.startswith(("Private_Clean", "Private_Dirty"))
         )
+
+
+def test_files_whose_names_are_not_utf8_are_learned_in_workers(tmp_path, parallel_always):
+    """The file list holds paths as bytes (PathList): a name that is not UTF-8 comes back
+    as the same file in a worker, and the model is that of the same corpus with the
+    file renamed."""
+    texts = {"ham": ["lunch at noon today", "see you at lunch"], "spam": ["win cash now"] * 3}
+    odd, plain = write_corpus(tmp_path / "odd", texts), write_corpus(tmp_path / "plain", texts)
+    os.rename(os.fsencode(odd / "ham" / "000.txt"), os.fsencode(odd / "ham") + b"/caf\xe9.txt")
+    corpus = list_corpus(str(odd))
+    assert os.fsencode(corpus.paths[1]).endswith(b"/ham/caf\xe9.txt")  # sorted after 001
+    for jobs in (1, 2):
+        assert dumps(fit(corpus, jobs=jobs)) == dumps(fit(list_corpus(str(plain)), jobs=1))
