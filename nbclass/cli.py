@@ -380,6 +380,7 @@ class _progress:
         from .render import ProgressBar
 
         enabled = not quiet and sys.stderr.isatty()
+        self.paths, self.cursor = paths, 0
         self.sizes = array("q", map(_size, paths) if enabled else ())
         self.bar = ProgressBar(verb, len(paths), sum(self.sizes), enabled)
 
@@ -392,6 +393,19 @@ class _progress:
 
     def __call__(self, start: int, end: int) -> None:
         self.bar.advance(end - start, sum(self.sizes[start:end]))
+
+    def past(self, path: str | None, finished: bool = False) -> None:
+        """Advance to just past ``path``, the last file done (the files are done in the
+        order of ``paths``; those skipped on the way count as done), or to the end."""
+        start, n = self.cursor, len(self.paths)
+        end = n if finished else start
+        while path is not None and end < n:
+            end += 1
+            if self.paths[end - 1] == path:
+                break
+        self.cursor = end
+        if end > start:
+            self(start, end)
 
 
 def _size(path: str) -> int:
@@ -859,12 +873,19 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, schedul
     help="Processes that read and score files (from 4 MB of them). The output is the "
     "same for any number.  [default: $NBCLASS_JOBS, else every core]",
 )
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Draw no progress bar (drawn for files and folders when stderr is a terminal "
+    "and stdout is not).",
+)
 @table_predict_options
 @reading_options
 def predict(
     model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
     explain, min_probability, min_margin, min_known, unsure_label, use_exit_code, text_options,
-    jobs, reading, **table_options,
+    jobs, quiet, reading, **table_options,
 ):  # fmt: skip
     """Classify documents: files, folders (walked recursively) or standard input.
 
@@ -943,12 +964,22 @@ def predict(
     overrides = event_model, estimator, alpha, beta, text_options
     on_cluster = scheduler and not lines and paths and "-" not in paths
     files, jobs = (None, 1) if on_cluster else _listed_files(paths, lines, jobs)
+    # The progress bar needs the files listed; never over results printed on a terminal.
+    bar_wanted = not (quiet or on_cluster or lines or not paths or "-" in paths)
+    bar_wanted = bar_wanted and sys.stderr.isatty() and not sys.stdout.isatty()
+    if bar_wanted and files is None:
+        from .corpus import list_inputs
+
+        try:
+            files = list_inputs(paths)
+        except NbclassError:  # a missing path: its error comes in its turn
+            bar_wanted = False
     if on_cluster:
         classes, settings, batches = _predict_on_cluster(
             scheduler, model_path, paths, overrides, abstention, explain, reading
         )
         batches = ((s.sources, s.log_proba.tolist(), extra) for s, extra in batches)
-    elif files is not None and worth_parallel(files, BATCH_SIZE):
+    elif files is not None and jobs > 1 and worth_parallel(files, BATCH_SIZE):
         classes, settings, batches = _predict_in_parallel(
             model_path, files, jobs, overrides, reading, add_extras, check_classes
         )
@@ -965,10 +996,16 @@ def predict(
         )
     check_classes(classes)
     labels = []
-    for sources, rows, extra in batches:
-        labels = _print_predictions(
-            sources, classes, rows, fmt, top_k, settings, extra, unsure_label
-        )
+    listed = [path for path, _ in files] if bar_wanted else []
+    with _progress("predict", listed, not bar_wanted) as bar:
+        for sources, rows, extra in batches:
+            labels = _print_predictions(
+                sources, classes, rows, fmt, top_k, settings, extra, unsure_label
+            )
+            if bar:
+                bar.past(sources[-1] if sources else None)
+        if bar:
+            bar.past(None, finished=True)
     if use_exit_code:
         raise click.exceptions.Exit(exit_code(classes, labels[0] if labels else ""))
 

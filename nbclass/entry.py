@@ -48,6 +48,8 @@ _VALUED = {
 # Flags: name -> (keyword, value).
 _FLAGS = {
     "--exit-code": ("use_exit_code", True),
+    "-q": ("quiet", True),  # no progress bar: there is none for one document anyway
+    "--quiet": ("quiet", True),
     "--idf": ("idf", True),
     "--no-idf": ("idf", False),
     "--prior-fit": ("prior_fit", True),

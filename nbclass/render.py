@@ -361,6 +361,7 @@ class ProgressBar:
             TimeRemainingColumn(),
             console=Console(stderr=True),
             transient=True,
+            redirect_stdout=False,  # results on stdout are never routed through the bar
         )
         self._task = self._progress.add_task(self._describe(), total=total_bytes)
 

@@ -285,3 +285,55 @@ def time_sleep(seconds: float) -> None:  # pragma: no cover - in a grandchild
     import time
 
     time.sleep(seconds)
+
+
+def _stderr_on_a_terminal(*args) -> tuple[int, bytes, str]:
+    """Run nbclass with stderr on a pseudo-terminal (stdout and stdin not): the exit
+    code, stdout, and what the terminal received."""
+    try:
+        master, slave = os.openpty()
+    except (AttributeError, OSError) as exc:  # pragma: no cover - no pty on this system
+        pytest.skip(f"no pseudo-terminal available: {exc}")
+    env = {**os.environ, "TERM": "xterm", "COLUMNS": "120"}
+    process = subprocess.Popen(
+        [*nbclass_command(), *map(str, args)], stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=slave, cwd=REPO, env=env,
+    )  # fmt: skip
+    os.close(slave)
+    screen, out = [], []
+    reader = threading.Thread(target=lambda: out.append(process.stdout.read()))
+    reader.start()
+    try:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: every writer of the terminal has gone
+                break
+            if not data:
+                break
+            screen.append(data)
+    finally:
+        os.close(master)
+        reader.join(TIMEOUT)
+        process.stdout.close()
+        process.wait(TIMEOUT)
+    return process.returncode, out[0], b"".join(screen).decode("utf-8", "replace")
+
+
+def test_progress_bars_on_a_terminal_and_none_with_quiet(news_sample, tmp_path):
+    train, test = news_sample
+    model = tmp_path / "m.nbc"
+    code, _, screen = _stderr_on_a_terminal("fit", train, "-o", model)
+    assert code == 0
+    assert "fit 240/240 files" in screen  # the bar's last state: files, then MB, rate, ETA
+    assert "fit: 240 documents, 4 classes" in screen  # and the summary after it
+    code, _, screen = _stderr_on_a_terminal("fit", train, "-o", model, "-q")
+    assert (code, screen) == (0, "")
+
+    piped = run("predict", "-m", model, test)  # stderr a pipe: no bar
+    assert piped.returncode == 0 and piped.stderr == b""
+    code, out, screen = _stderr_on_a_terminal("predict", "-m", model, test)
+    assert code == 0 and out == piped.stdout  # the results untouched by the bar
+    assert "predict 120/120 files" in screen and "Traceback" not in screen
+    code, out, screen = _stderr_on_a_terminal("predict", "-m", model, test, "-q", "-j", "1")
+    assert (code, out, screen) == (0, piped.stdout, "")
