@@ -240,15 +240,24 @@ def doc_count_histograms(doc_count: np.ndarray) -> list[list[tuple[int, int]]]:
         return histograms
     histograms = []
     for c in range(C):
-        column = doc_count[:, c]
-        if top <= 4 * V:  # a tally of this column's values
-            tally = np.bincount(column)
-            values = np.flatnonzero(tally)
-            n = tally[values]
-        else:
-            values, n = np.unique(column, return_counts=True)
+        values, n = value_counts(doc_count[:, c])
         histograms.append(list(zip(values.tolist(), n.tolist())))
     return histograms
+
+
+def value_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of a nonnegative integer array, ascending, and how often each
+    occurs (int64 ndarrays): a tally when the values are small (at most 8 times their
+    number), else a sort.
+
+    >>> [a.tolist() for a in value_counts(np.array([3, 0, 3, 7]))]
+    [[0, 3, 7], [1, 2, 1]]
+    """
+    if values.size and values.max() <= 8 * values.size:
+        tally = np.bincount(values)
+        found = np.flatnonzero(tally)
+        return found, tally[found]
+    return np.unique(values, return_counts=True)
 
 
 def count_documents(

@@ -102,7 +102,7 @@ import numpy as np
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-from .counts import BLOCK_CELLS, Counts, doc_count_histograms
+from .counts import BLOCK_CELLS, Counts, doc_count_histograms, value_counts
 from .estimators import (
     EstimatorSettings,
     Prepared,
@@ -385,12 +385,7 @@ def dcm_scorer(counts: Counts, settings: EstimatorSettings) -> DcmScorer:
 
 def _value_histogram(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct positive values of ``K`` and how often each occurs."""
-    positive = K[K > 0]
-    if positive.size and positive.max() <= 8 * positive.size:  # small values: tally them
-        tally = np.bincount(positive)
-        values = np.flatnonzero(tally)
-        return values.astype(np.float64), tally[values].astype(np.float64)
-    values, n = np.unique(positive, return_counts=True)
+    values, n = value_counts(K[K > 0])
     return values.astype(np.float64), n.astype(np.float64)
 
 
@@ -426,13 +421,7 @@ def _complement_loo_function(T: np.ndarray, nonzero=None):
     for start in range(0, rows.size, BLOCK_CELLS):
         r, c = rows[start : start + BLOCK_CELLS], cols[start : start + BLOCK_CELLS]
         rest = T_j[r] - T[r, c]
-        rest = rest[rest > 0]
-        if rest.size and rest.max() <= 4 * rest.size:  # small values: a tally of them
-            n = np.bincount(rest)
-            values = np.flatnonzero(n)
-            n = n[values]
-        else:
-            values, n = np.unique(rest, return_counts=True)
+        values, n = value_counts(rest[rest > 0])
         others.append(values)
         times.append(n)
     if not others:  # no nonzero count at all
