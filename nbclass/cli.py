@@ -118,10 +118,11 @@ def estimator_options(defaults_note: str):
             click.option(
                 "--model",
                 "event_model",
-                type=click.Choice(["multinomial", "bernoulli", "complement", "dcm"]),
+                type=click.Choice(["auto", "multinomial", "bernoulli", "complement", "dcm"]),
                 help="Model: word counts (multinomial), word presence (bernoulli), the "
                 "other classes' counts (complement, Rennie et al. 2003) or bursty words "
-                f"(dcm, Elkan's EDCM). {defaults_note}",
+                "(dcm, Elkan's EDCM), each as its formula; auto: the settings fit chose by "
+                f"cross-validation, with their calibration. {defaults_note}",
             ),
             click.option(
                 "--estimator",
@@ -190,10 +191,17 @@ def _collect_text_options(command):
     return wrapper
 
 
-def _settings(base, event_model, estimator, alpha, beta, text_options=None):
-    return base.combined(
+def _overrides(event_model, estimator, alpha, beta, text_options=None) -> dict:
+    """The estimator options as :func:`nbclass.estimators.resolve` takes them."""
+    return dict(
         model=event_model, estimator=estimator, alpha=alpha, beta=beta, **(text_options or {})
     )
+
+
+def _settings(base, event_model, estimator, alpha, beta, text_options=None):
+    from .estimators import resolve
+
+    return resolve(base, **_overrides(event_model, estimator, alpha, beta, text_options))
 
 
 def _format_option(*choices: str):
@@ -515,14 +523,16 @@ def _given(ctx, name: str) -> bool:
 
 
 def _fit_settings(ctx, p: dict, base=None):
-    """(tokenizer, vocabulary filter, defaults) from fit's options, over ``base``'s if given.
+    """(tokenizer, vocabulary filter, defaults, auto) from fit's options, over ``base``'s.
 
-    With a ``base`` model (``--update``, ``sync``), options the user did not give keep the
+    ``auto`` is True when fit is to choose the settings from the data (``--model auto``,
+    the default when no estimator option is given); ``defaults`` is then a stand-in. With
+    a ``base`` model (``--update``, ``sync``), options the user did not give keep the
     model's settings, and tokenizer options that differ from the model's are refused.
     """
     from dataclasses import replace
 
-    from .estimators import DEFAULTS
+    from .estimators import AUTO, DEFAULTS, EstimatorSettings, overridden, resolve
     from .model import VocabularyFilter
     from .tokenizer import (
         DEFAULT_TOKEN_PATTERN,
@@ -544,11 +554,24 @@ def _fit_settings(ctx, p: dict, base=None):
     vocabulary_filter = VocabularyFilter(
         min_df=p["min_df"], max_features=p["max_features"]
     ).validate()
-    if base is None:
-        defaults = _settings(
-            DEFAULTS, p["event_model"], p["estimator"], p["alpha"], p["beta"], p["text_options"]
+    overrides = _overrides(
+        p["event_model"], p["estimator"], p["alpha"], p["beta"], p["text_options"]
+    )
+    others = dict(overrides, model=None)
+    if p["event_model"] == AUTO and overridden(**others):
+        raise UsageError(
+            "--model auto chooses the estimator, priors and transforms itself: give "
+            "--model NAME to set them"
         )
-        return tokenizer, vocabulary_filter, defaults
+    if base is None:
+        if not overridden(**overrides):
+            return tokenizer, vocabulary_filter, DEFAULTS, True
+        return tokenizer, vocabulary_filter, resolve(EstimatorSettings(), **overrides), False
+    if p["event_model"] == AUTO:
+        raise UsageError(
+            "--model auto chooses from a whole corpus; an update keeps the model's choice: "
+            "fit the whole corpus anew to choose again"
+        )
     from .learning import check_same_tokenizer
 
     given = {
@@ -566,18 +589,30 @@ def _fit_settings(ctx, p: dict, base=None):
             base.vocabulary_filter,
             **{k: p[k] for k in ("min_df", "max_features") if _given(ctx, k)},
         )
-    defaults = _settings(
-        base.defaults, p["event_model"], p["estimator"], p["alpha"], p["beta"], p["text_options"]
-    )
-    return base.tokenizer, vocabulary_filter.validate(), defaults
+    defaults = resolve(base.defaults, **overrides)
+    return base.tokenizer, vocabulary_filter.validate(), defaults, False
 
 
-def _summary(verb: str, model, path: str, start: float, extra: str = "") -> None:
+def _with_defaults(model, defaults):
+    """``model`` with new default settings; a choice and calibration made for other
+    settings are dropped with them."""
+    from dataclasses import replace
+
+    if defaults == model.defaults:
+        return model
+    return replace(model, defaults=defaults, choice=None, calibration=None)
+
+
+def _summary(
+    verb: str, model, path: str, start: float, extra: str = "", chose: bool = False
+) -> None:  # fmt: skip
+    """The one line a writing command prints on stderr; with ``chose``, what fit chose."""
     seconds = time.perf_counter() - start
     counts = model.counts
+    choice = f"chose {model.choice['chosen']}, " if chose and model.choice else ""
     click.echo(
         f"{verb}: {extra}{counts.n_docs} documents, {len(counts.classes)} classes, "
-        f"{len(model.active_counts.vocabulary)} words, {seconds:.2f} s -> {path}",
+        f"{len(model.active_counts.vocabulary)} words, {choice}{seconds:.2f} s -> {path}",
         err=True,
     )
 
@@ -699,41 +734,48 @@ def fit(
             raise UsageError(
                 f"{update_path!r} keeps no ledger; --ledger needs one from its first fit"
             )
-    tokenizer, vocabulary_filter, defaults = _fit_settings(ctx, options, base)
+    tokenizer, vocabulary_filter, defaults, auto = _fit_settings(ctx, options, base)
     keep_ledger = ledger if base is None else base.ledger is not None
     # Read and count before taking the lock: the input may be a slow pipe, and the lock
     # should be held only while the model is read, changed and written.
     documents = _count(
-        corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base, scheduler, reading
-    )
+        corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base, scheduler, reading,
+        sample=auto,
+    )  # fmt: skip
+    if base is None:
+        model = _new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
     with locked(output):
-        if base is None:
-            from .model import Model, check_usable
-
-            if len(documents.counts.classes) < 2:
-                raise NbclassError(
-                    f"the input has only one class ({documents.counts.classes[0]!r}): a "
-                    "classifier needs at least two classes"
-                )
-            model = Model(
-                documents.counts, tokenizer, vocabulary_filter, defaults, ledger=documents.ledger,
-                column_words=documents.column_words,
-            )
-            check_usable(model)
-        else:
+        if base is not None:
             from dataclasses import replace
 
             from .learning import update
 
             current = _reload(update_path, base)
-            model = update(
-                replace(current, vocabulary_filter=vocabulary_filter, defaults=defaults),
-                documents,
-            )
+            current = replace(current, vocabulary_filter=vocabulary_filter)
+            model = update(_with_defaults(current, defaults), documents)
         save(model, output)
     if not quiet:
         extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "
-        _summary("update" if base is not None else "fit", model, output, start, extra)
+        _summary("update" if base is not None else "fit", model, output, start, extra, auto)
+
+
+def _new_model(documents, tokenizer, vocabulary_filter, defaults, auto: bool, jobs: int = 1):
+    """The model of freshly counted ``documents``; with ``auto``, its settings chosen by
+    cross-validation on the documents' sample (:func:`nbclass.model.with_choice`) in
+    ``jobs`` processes."""
+    from .model import Model, check_usable, with_choice
+
+    if len(documents.counts.classes) < 2:
+        raise NbclassError(
+            f"the input has only one class ({documents.counts.classes[0]!r}): a "
+            "classifier needs at least two classes"
+        )
+    model = Model(
+        documents.counts, tokenizer, vocabulary_filter, defaults, ledger=documents.ledger,
+        column_words=documents.column_words,
+    )  # fmt: skip
+    check_usable(model)
+    return with_choice(model, documents.sample, jobs) if auto else model
 
 
 def _update_table(ctx, update_path, output, quiet, table_options):
@@ -790,17 +832,23 @@ def _reload(path: str, before):
     return now
 
 
-def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, scheduler, reading):
-    """Count the documents of a corpus folder or of labelled lines."""
+def _count(
+    corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, scheduler, reading,
+    sample=False,
+):  # fmt: skip
+    """Count the documents of a corpus folder or of labelled lines (keeping a sample of
+    them for choosing the model with ``sample``)."""
     from .learning import count_documents, count_lines
 
     if lines_path is not None:
-        return count_lines(_line_documents(lines_path, reading), tokenizer, ledger)
+        return count_lines(_line_documents(lines_path, reading), tokenizer, ledger, sample)
     from .corpus import list_corpus
 
     corpus = list_corpus(corpus_dir, min_classes=1 if base is not None else 2)
     with _progress("fit", corpus.paths, quiet) as bar:
-        return count_documents(corpus, tokenizer, ledger, jobs, bar, scheduler, *reading)
+        return count_documents(
+            corpus, tokenizer, ledger, jobs, bar, scheduler, *reading, sample=sample
+        )
 
 
 @cli.command(context_settings=CONTEXT)
@@ -822,6 +870,12 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, schedul
     metavar="ADDRESS",
     help="Score files and folders on the Dask cluster of this scheduler (tcp://HOST:PORT); "
     "the output is the same.  [default: $DASK_SCHEDULER_ADDRESS, else this process]",
+)
+@click.option(
+    "--no-calibration",
+    is_flag=True,
+    help="Print the posterior of the model's formula, without the calibration fit made "
+    "for it (an estimator option given turns the calibration off too).",
 )
 @click.option(
     "--explain",
@@ -884,8 +938,8 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, schedul
 @reading_options
 def predict(
     model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
-    explain, min_probability, min_margin, min_known, unsure_label, use_exit_code, text_options,
-    jobs, quiet, reading, **table_options,
+    no_calibration, explain, min_probability, min_margin, min_known, unsure_label,
+    use_exit_code, text_options, jobs, quiet, reading, **table_options,
 ):  # fmt: skip
     """Classify documents: files, folders (walked recursively) or standard input.
 
@@ -938,11 +992,11 @@ def predict(
         # One document: score it without numpy, which would take most of the time to import.
         from .single import predict_one
 
-        overrides = dict(text_options or {}, model=event_model, estimator=estimator)
-        overrides.update(alpha=alpha, beta=beta)
+        overrides = _overrides(event_model, estimator, alpha, beta, text_options)
         code = predict_one(
-            model_path, documents, overrides, fmt, top_k, abstention, use_exit_code
-        )
+            model_path, documents, overrides, fmt, top_k, abstention, use_exit_code,
+            not no_calibration,
+        )  # fmt: skip
         if code is not None:
             if use_exit_code:
                 raise click.exceptions.Exit(code)
@@ -951,7 +1005,7 @@ def predict(
     from functools import partial
 
     from .explain import extras, score_batch
-    from .model import BATCH_SIZE, Classifier
+    from .model import BATCH_SIZE, Classifier, scoring_settings
     from .modelfile import load
     from .scoring import worth_parallel
 
@@ -961,7 +1015,8 @@ def predict(
             check_exit_classes(classes)
 
     add_extras = partial(extras, abstention=abstention, explain=explain)
-    overrides = event_model, estimator, alpha, beta, text_options
+    overrides = _overrides(event_model, estimator, alpha, beta, text_options)
+    scoring = overrides, not no_calibration
     on_cluster = scheduler and not lines and paths and "-" not in paths
     files, jobs = (None, 1) if on_cluster else _listed_files(paths, lines, jobs)
     # The progress bar needs the files listed; never over results printed on a terminal.
@@ -976,19 +1031,19 @@ def predict(
             bar_wanted = False
     if on_cluster:
         classes, settings, batches = _predict_on_cluster(
-            scheduler, model_path, paths, overrides, abstention, explain, reading
+            scheduler, model_path, paths, scoring, abstention, explain, reading
         )
         batches = ((s.sources, s.log_proba.tolist(), extra) for s, extra in batches)
     elif files is not None and jobs > 1 and worth_parallel(files, BATCH_SIZE):
         classes, settings, batches = _predict_in_parallel(
-            model_path, files, jobs, overrides, reading, add_extras, check_classes
+            model_path, files, jobs, scoring, reading, add_extras, check_classes
         )
     else:
         if files is not None:  # listed already: read them without walking again
             documents = iter_documents(paths, lines, *reading, listed=files)
         model = load(model_path)
-        settings = _settings(model.defaults, *overrides)
-        classifier = Classifier(model, settings)
+        settings, calibration = scoring_settings(model, *scoring)
+        classifier = Classifier(model, settings, calibration=calibration)
         classes = classifier.classes
         batches = (
             (scored.sources, scored.log_proba.tolist(), add_extras(classifier, scored))
@@ -1010,22 +1065,26 @@ def predict(
         raise click.exceptions.Exit(exit_code(classes, labels[0] if labels else ""))
 
 
-def _predict_on_cluster(scheduler, model_path, paths, overrides, abstention, explain, reading):
+def _predict_on_cluster(
+    scheduler, model_path, paths, scoring, abstention, explain, reading
+):  # fmt: skip
     """``(classes, settings, batches)`` of the files at ``paths``, scored by a Dask cluster."""
     from .cluster import predict_files, require_dask
     from .corpus import expand_paths
     from .fileformat import read
+    from .model import scoring_settings
     from .modelfile import loads
 
     require_dask()
     data = read(model_path)  # the workers get these very bytes
     model = loads(data, model_path)
-    settings = _settings(model.defaults, *overrides)
+    settings, calibration = scoring_settings(model, *scoring)
     classes = model.active_counts.classes
     files = list(expand_paths(paths))  # a missing path stops before any work is sent
     batches = predict_files(
-        scheduler, data, classes, settings, files, abstention, explain, *reading
-    )
+        scheduler, data, classes, settings, files, abstention, explain, *reading,
+        calibration=calibration,
+    )  # fmt: skip
     return classes, settings, batches
 
 
@@ -1048,12 +1107,12 @@ def _listed_files(paths, lines: bool, jobs: int | None):
         return None, 1
 
 
-def _predict_in_parallel(model_path, files, jobs, overrides, reading, add_extras, check_classes):
+def _predict_in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_classes):
     """``(classes, settings, batches)`` of ``files``, read and counted by ``jobs`` forked
     workers while this process loads the model (:mod:`nbclass.scoring`); an error before
     the batches are taken (the model, the options, ``check_classes``) stops the workers."""
     from .fileformat import read
-    from .model import BATCH_SIZE, Classifier
+    from .model import BATCH_SIZE, Classifier, scoring_settings
     from .modelfile import load_counter, loads
     from .scoring import CountedBatches, score_counted
 
@@ -1063,8 +1122,8 @@ def _predict_in_parallel(model_path, files, jobs, overrides, reading, add_extras
     counted = CountedBatches(counter, files, policy, jobs, BATCH_SIZE)
     try:
         model = loads(data, model_path)
-        settings = _settings(model.defaults, *overrides)
-        classifier = Classifier(model, settings, counter)
+        settings, calibration = scoring_settings(model, *scoring)
+        classifier = Classifier(model, settings, counter, calibration)
         check_classes(classifier.classes)
     except BaseException:
         counted.close()
@@ -1364,22 +1423,19 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
             from dataclasses import replace
 
             model = load(model_path)
-            _, vocabulary_filter, defaults = _fit_settings(ctx, options, model)
+            _, vocabulary_filter, defaults, _ = _fit_settings(ctx, options, model)
             resettled = (vocabulary_filter, defaults) != (model.vocabulary_filter, model.defaults)
-            model = replace(model, vocabulary_filter=vocabulary_filter, defaults=defaults)
-            model, report = sync_model(model, corpus, jobs, *reading)
+            model = replace(model, vocabulary_filter=vocabulary_filter)
+            model, report = sync_model(_with_defaults(model, defaults), corpus, jobs, *reading)
         else:
             from .learning import count_documents
-            from .model import Model, check_usable
 
-            tokenizer, vocabulary_filter, defaults = _fit_settings(ctx, options)
+            tokenizer, vocabulary_filter, defaults, auto = _fit_settings(ctx, options)
             policy, log = reading
-            documents = count_documents(corpus, tokenizer, True, jobs, policy=policy, log=log)
-            model = Model(
-                documents.counts, tokenizer, vocabulary_filter, defaults, ledger=documents.ledger,
-                column_words=documents.column_words,
+            documents = count_documents(
+                corpus, tokenizer, True, jobs, policy=policy, log=log, sample=auto
             )
-            check_usable(model)
+            model = _new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
             report, resettled = SyncReport(added=documents.counts.n_docs), True
         if report.changed or resettled:
             save(model, model_path)

@@ -259,23 +259,26 @@ _classifiers: dict = {}
 _classifiers_lock = threading.Lock()
 
 
-def _classifier(data: bytes, digest: str, settings):
-    """The worker's classifier for a model's bytes and settings, built once per process."""
+def _classifier(data: bytes, digest: str, settings, calibration=None):
+    """The worker's classifier for a model's bytes, settings and calibration, built once
+    per process."""
     from .model import Classifier
     from .modelfile import loads
 
-    key = (digest, settings)
+    key = (digest, settings, calibration)
     with _classifiers_lock:
         classifier = _classifiers.get(key)
         if classifier is None:
             _classifiers.clear()  # one model at a time: a worker's memory is not ours
-            classifier = _classifiers[key] = Classifier(loads(data), settings)
+            classifier = _classifiers[key] = Classifier(
+                loads(data), settings, calibration=calibration
+            )
     return classifier
 
 
 def score_part(
     data: bytes, digest: str, settings, paths: Sequence[str], start: int, abstention, explain,
-    policy=None,
+    policy=None, calibration=None,
 ):  # fmt: skip
     """A worker's unit of work: ``(start, end, log_proba, extras, kept, log)`` of the
     files at ``paths``.
@@ -290,7 +293,7 @@ def score_part(
     from .reading import DEFAULT_POLICY, ReadLog, read_document
 
     policy = policy or DEFAULT_POLICY
-    classifier = _classifier(data, digest, settings)
+    classifier = _classifier(data, digest, settings, calibration)
     log, kept, batch = ReadLog(), [], []
     for i, path in enumerate(paths):
         document = read_document(path, policy, log, walked=False)
@@ -305,7 +308,7 @@ def score_part(
 
 def predict_files(
     address: str, data: bytes, classes: Sequence[str], settings, paths: Sequence[str],
-    abstention, explain: int | None = None, policy=None, log=None,
+    abstention, explain: int | None = None, policy=None, log=None, calibration=None,
 ) -> Iterator:  # fmt: skip
     """Posterior probabilities of the documents at ``paths``, scored on the cluster.
 
@@ -321,6 +324,8 @@ def predict_files(
     classes : sequence of str
         The model's classes, C.
     settings : EstimatorSettings
+    calibration : Calibration or None
+        Applied to the probabilities, as by a local predict with these settings.
     paths : sequence of str
         Files to classify; they are printed as given and sent to the workers absolute.
 
@@ -341,7 +346,8 @@ def predict_files(
         digest = hashlib.sha256(data).hexdigest()
         absolute = [os.path.abspath(p) for p in paths]
         parts = (
-            (model, digest, settings, absolute[a : a + size], a, abstention, explain, policy)
+            (model, digest, settings, absolute[a : a + size], a, abstention, explain, policy,
+             calibration)
             for a in range(0, n, size)
         )
         for start, end, log_proba, extras, kept, part_log in cluster.run_ordered(

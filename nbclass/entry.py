@@ -39,7 +39,7 @@ _VALUED = {
     "--min-margin": ("min_margin", "float"),
     "--min-known": ("min_known", "str"),
     "--unsure-label": ("unsure_label", "str"),
-    "--model": ("model", ("multinomial", "bernoulli", "complement", "dcm")),
+    "--model": ("model", ("auto", "multinomial", "bernoulli", "complement", "dcm")),
     "--estimator": ("estimator", ("posterior-mean", "map", "mle", "predictive")),
     "--alpha": ("alpha", "float"),
     "--tf": ("tf", ("raw", "log")),
@@ -56,6 +56,7 @@ _FLAGS = {
     "--no-prior-fit": ("prior_fit", False),
     "--class-prior": ("class_prior", True),
     "--no-class-prior": ("class_prior", False),
+    "--no-calibration": ("no_calibration", True),
 }
 _ESTIMATOR_OPTIONS = ("model", "estimator", "alpha", "tf", "idf", "norm", "prior_fit")
 _ESTIMATOR_OPTIONS += ("class_prior",)
@@ -164,6 +165,7 @@ def _fast_predict(args: list[str]) -> int | None:
         request.get("top_k"),
         abstention,
         request.get("use_exit_code", False),
+        not request.get("no_calibration", False),
     )
     if code is not None:
         for line in log.summary(DEFAULT_POLICY):

@@ -283,15 +283,68 @@ class Prepared:
         )
 
 
-# nbclass's defaults: complement naive Bayes (Rennie et al. 2003) on log(1 + tf), with the
-# prior pseudo-count β fitted by leave-one-out likelihood. Cross-validation on three
-# corpora of different kinds (bench/choose_defaults.py, README "Choosing the defaults")
-# ranks it first of the settings that need no per-corpus tuning; each part has a reason
-# that holds on any text: complement estimates use the other classes' many tokens
-# (skewed class sizes hurt less), log tf damps bursty repeated words, and the fitted β
-# replaces Laplace's β = 1 taken on faith. The dataclass's own field defaults stay the
-# plain multinomial model: old model files and explicit settings keep their meaning.
+@dataclass(frozen=True)
+class Calibration:
+    """Calibrated probabilities p(c | x) = softmax_c(b_c / T(x)), with the temperature
+    T(x) = exp(t0 + t1 · log(1 + n_x)), n_x the document's tokens in the model's
+    vocabulary (:mod:`nbclass.choosing` fits t0 and t1)."""
+
+    t0: float
+    t1: float
+
+    BOUND = 20.0  # |t0|, |t1| at most: e^20 is far past any temperature a fit finds
+
+    def temperature(self, n_tokens: int) -> float:
+        """T(x) for a document of ``n_tokens`` known tokens."""
+        return math.exp(self.t0 + self.t1 * math.log1p(n_tokens))
+
+    def to_dict(self) -> dict:
+        return {"kind": "length-temperature", "t0": self.t0, "t1": self.t1}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Calibration:
+        """Read :meth:`to_dict`'s output; ``ValueError`` when a field is malformed."""
+        if not isinstance(data, dict) or data.get("kind") != "length-temperature":
+            raise ValueError("the calibration is not a length-temperature record")
+        t0, t1 = float(data["t0"]), float(data["t1"])
+        if not (abs(t0) <= cls.BOUND and abs(t1) <= cls.BOUND):
+            raise ValueError(f"calibration parameters must be finite and within ±{cls.BOUND}")
+        return cls(t0, t1)
+
+
+# What scores a model whose file names no choice (a model written by a library call, or a
+# table model's text columns): complement naive Bayes (Rennie et al. 2003) on log(1 + tf)
+# with β fitted by leave-one-out likelihood. ``nbclass fit`` itself chooses the settings
+# from the data (``--model auto``, :mod:`nbclass.choosing`) and stores its choice.
 DEFAULTS = EstimatorSettings(model="complement", tf="log", prior_fit=True)
+
+AUTO = "auto"  # fit's --model default: choose the settings by cross-validation
+FORMULA_OPTIONS = ("model", "estimator", "alpha", "beta")
+
+
+def resolve(defaults: EstimatorSettings, **overrides) -> EstimatorSettings:
+    """The settings a command scores with: a model's ``defaults`` and the options given.
+
+    ``overrides`` are the estimator options (``None`` = not given; a ``model`` of
+    ``"auto"`` means the model's own choice). A model name means its formula: when any of
+    --model, --estimator, --alpha or --beta is given, the result is that model as the
+    maths writes it, on raw counts, with the class prior, β as given (1 if not), plus only
+    the transforms and prior options that are given too; the stored transforms, fitted β
+    and dropped class prior are not carried over. Otherwise the given transforms and prior
+    options change the stored defaults (:meth:`EstimatorSettings.combined`).
+    """
+    if overrides.get("model") == AUTO:
+        overrides = dict(overrides, model=None)
+    given = {k for k, v in overrides.items() if v is not None}
+    base = defaults
+    if given.intersection(FORMULA_OPTIONS):
+        base = EstimatorSettings(model=defaults.model)
+    return base.combined(**overrides)
+
+
+def overridden(**overrides) -> bool:
+    """True when any estimator option is given (then no stored calibration applies)."""
+    return any(v is not None and v != AUTO for v in overrides.values())
 
 
 def _boolean(value) -> bool:

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .abstain import Abstention
+from .choosing import temperatures
 from .errors import UsageError
 from .model import Classifier
-from .posterior import log_evidence, log_posterior
+from .posterior import log_evidence
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +65,7 @@ def score_counts(classifier: Classifier, sources: list[str], X, tokens) -> Score
     """Score documents already counted: ``X`` (n, V) and their token numbers (n,)."""
     jll = classifier.scorer.joint_log_likelihood(X)
     return ScoredBatch(
-        sources=sources, X=X, jll=jll, log_proba=log_posterior(jll), tokens=tokens
+        sources=sources, X=X, jll=jll, log_proba=classifier.log_proba(X, jll), tokens=tokens
     )
 
 
@@ -87,6 +88,13 @@ def explanations(classifier: Classifier, scored: ScoredBatch, n: int) -> list[di
         )
     contributions = scorer.contributions(scored.X, a, r)
     bias = scorer.bias_difference(a, r)
+    if classifier.calibration is not None:
+        # Calibrated probabilities divide a document's scores by T(x): so do its parts,
+        # which then add up to the log-odds of the probabilities printed.
+        scale = 1.0 / temperatures(classifier.calibration, scored.known)
+        contributions = contributions.copy()
+        contributions.data *= np.repeat(scale, np.diff(contributions.indptr))
+        bias = bias * scale
     words = list(classifier.vocabulary)  # insertion order: word j at position j
     out: list[dict | None] = []
     for i in range(scored.X.shape[0]):

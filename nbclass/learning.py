@@ -16,11 +16,15 @@ document the model never learned is caught only when a count would become imposs
 
 from __future__ import annotations
 
+import random
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
+from .choosing import SAMPLE_DOCUMENTS, SEED, sample_indices
 from .corpus import Corpus, decode
 from .counts import CountAccumulator, Counts, count_corpus, merge, subtract
 from .errors import NbclassError, NbclassWarning, UsageError
@@ -46,11 +50,15 @@ class Documents:
         Their ledger entries over ``counts``' classes and vocabulary, if asked for.
     seen : dict or None
         With feature hashing, the words sampled per column (:mod:`nbclass.hashing`).
+    sample : list of (class name, text), or None
+        A sample of the documents for choosing the model (:mod:`nbclass.choosing`), when
+        asked for.
     """
 
     counts: Counts
     ledger: Ledger | None
     seen: dict | None = None
+    sample: list[tuple[str, str]] | None = None
 
     @property
     def column_words(self) -> dict | None:
@@ -95,22 +103,59 @@ def _refuse_selected(model: Model, name: str) -> None:
 def count_documents(
     corpus: Corpus, tokenizer: TokenizerSettings, ledger: bool, jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None, scheduler: str | None = None,
-    policy: ReadPolicy = DEFAULT_POLICY, log: ReadLog | None = None,
+    policy: ReadPolicy = DEFAULT_POLICY, log: ReadLog | None = None, sample: bool = False,
 ) -> Documents:  # fmt: skip
     """Count the documents of ``corpus`` (with their ledger entries if ``ledger``), locally
-    or on the Dask cluster of ``scheduler``, read under ``policy`` (skips go to ``log``)."""
+    or on the Dask cluster of ``scheduler``, read under ``policy`` (skips go to ``log``).
+
+    With ``sample``, the documents of :func:`nbclass.choosing.sample_indices` are read
+    again (here, after the count) for choosing the model."""
     entries = [] if ledger else None
     seen = {} if tokenizer.hash_features else None
     counts = count_corpus(
         corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen,
         scheduler=scheduler, policy=policy, log=log,
     )
+    texts = corpus_sample(corpus, policy) if sample else None
     if entries is None:
-        return Documents(counts, None, seen)
+        return Documents(counts, None, seen, texts)
     book, counts = canonical(
         from_entries(entries, counts.vocabulary), counts.classes, counts.vocabulary
     )
-    return Documents(counts, book, seen)
+    return Documents(counts, book, seen, texts)
+
+
+def corpus_sample(corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY) -> list[tuple[str, str]]:
+    """``(class name, text)`` of a stratified sample of ``corpus`` (:mod:`nbclass.choosing`).
+
+    Documents ``policy`` skips are left out without a word: the count that came first
+    skipped them too, and said so.
+    """
+    log, quiet = ReadLog(), replace(policy, on_error="skip")
+    out = []
+    for i in sample_indices(np.asarray(corpus.labels)).tolist():
+        data = read_document(corpus.paths[i], quiet, log)
+        if data is not None:
+            out.append((corpus.classes[corpus.labels[i]], log.decode(data, policy.encoding)))
+    return out
+
+
+class Reservoir:
+    """A uniform sample of at most ``size`` items of a stream of unknown length (Vitter's
+    algorithm R), drawn with a fixed seed so that the same stream gives the same sample."""
+
+    def __init__(self, size: int, seed: int):
+        self.size, self.seen, self.items = size, 0, []
+        self._random = random.Random(seed)
+
+    def offer(self, item) -> None:
+        self.seen += 1
+        if len(self.items) < self.size:
+            self.items.append(item)
+            return
+        k = self._random.randrange(self.seen)
+        if k < self.size:
+            self.items[k] = item
 
 
 def corpus_keys(
@@ -182,12 +227,16 @@ def line_keys(lines: Iterable[tuple[str, str]]) -> tuple[Keys, list[str]]:
 
 
 def count_lines(
-    lines: Iterable[tuple[str, str]], tokenizer: TokenizerSettings, ledger: bool
-) -> Documents:
+    lines: Iterable[tuple[str, str]], tokenizer: TokenizerSettings, ledger: bool,
+    sample: bool = False,
+) -> Documents:  # fmt: skip
     """Count labelled lines ``(source, text)``, one document per non-blank line.
 
-    The input is read once, in batches, so it may be a stream of any length.
+    The input is read once, in batches, so it may be a stream of any length. With
+    ``sample``, a uniform sample of the lines (:class:`Reservoir`, as many as
+    :data:`nbclass.choosing.SAMPLE_DOCUMENTS`) is kept for choosing the model.
     """
+    reservoir = Reservoir(SAMPLE_DOCUMENTS, SEED) if sample else None
     tokenize = make_tokenizer(tokenizer)
     take_seen = getattr(tokenize, "take_seen", None)
     seen = {} if take_seen else None
@@ -214,6 +263,8 @@ def count_lines(
     for _source, label, data in labelled_lines(lines):
         class_at.setdefault(label, len(class_at))
         batch.append((label, data))
+        if reservoir is not None:
+            reservoir.offer((label, data))
         if len(batch) == BATCH_SIZE:
             flush()
     if batch:
@@ -223,12 +274,13 @@ def count_lines(
             "no labelled lines in the input: write LABEL<TAB>TEXT or __label__LABEL TEXT per line"
         )
     counts = merge(*parts).pruned()
+    texts = None if reservoir is None else [(c, decode(t)) for c, t in reservoir.items]
     if not ledger:
-        return Documents(counts, None, seen)
+        return Documents(counts, None, seen, texts)
     book = from_entries(entries, counts.vocabulary)
     book, classes, vocabulary = unify([(book, list(class_at), counts.vocabulary)])
     book, counts = canonical(book, classes, vocabulary)
-    return Documents(counts, book, seen)
+    return Documents(counts, book, seen, texts)
 
 
 def _from_ledger(model: Model, ledger: Ledger, classes, vocabulary) -> Model:

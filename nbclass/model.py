@@ -20,13 +20,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .choosing import calibrated, choose
 from .corpus import Corpus
 from .counts import Counts, count_corpus
 from .errors import NbclassError, UsageError
-from .estimators import DEFAULTS, EstimatorSettings, Prepared
+from .estimators import (
+    DEFAULTS,
+    Calibration,
+    EstimatorSettings,
+    Prepared,
+    overridden,
+    resolve,
+)
 from .hashing import words_of
 from .ledger import Ledger, canonical, from_entries
-from .posterior import log_posterior, make_scorer
+from .posterior import make_scorer
 from .selection import mutual_information, rank_features
 from .textmodels import prepare
 from .tokenizer import TokenizerSettings, make_tokenizer
@@ -104,6 +112,12 @@ class Model:
     column_words : dict or None
         With feature hashing, ``{column: (word, ...)}``: a sample of the words seen in
         each column (:mod:`nbclass.hashing`), for display.
+    choice : dict or None
+        How fit chose ``defaults`` by cross-validation (:meth:`nbclass.choosing.Choice.to_dict`),
+        when it did.
+    calibration : Calibration or None
+        The calibration of ``defaults``' probabilities fitted with the choice; it applies
+        only when a command scores with the defaults unchanged.
     """
 
     counts: Counts
@@ -113,6 +127,8 @@ class Model:
     selection: dict | None = None
     ledger: Ledger | None = None
     column_words: dict[str, tuple[str, ...]] | None = None
+    choice: dict | None = None
+    calibration: Calibration | None = None
 
     def display(self, token: str) -> str:
         """How to show a vocabulary entry: the word, or a hashed column's sampled words."""
@@ -178,6 +194,21 @@ def fit(
     model = Model(counts, tokenizer, vocabulary_filter, defaults, ledger=book, column_words=words)
     check_usable(model)
     return model
+
+
+def with_choice(model: Model, sample: Sequence[tuple[str, str]], jobs: int = 1) -> Model:
+    """``model`` with the settings chosen by cross-validation on ``sample``, its
+    ``(class name, text)`` documents (:func:`nbclass.choosing.choose`, in ``jobs``
+    processes), their table and calibration. Documents of a class the model does not use
+    are left out."""
+    counts = model.active_counts
+    at = {name: c for c, name in enumerate(counts.classes)}
+    kept = [(at[name], text) for name, text in sample if name in at]
+    X, _ = TextCounter(model.tokenizer, counts.vocabulary).count([text for _, text in kept])
+    choice = choose(counts, X, np.array([c for c, _ in kept], dtype=np.int64), jobs=jobs)
+    return replace(
+        model, defaults=choice.settings, choice=choice.to_dict(), calibration=choice.calibration
+    )
 
 
 def check_usable(model: Model) -> None:
@@ -249,6 +280,21 @@ class Predictions:
         return best
 
 
+def scoring_settings(
+    model: Model, overrides: dict, use_calibration: bool = True
+) -> tuple[EstimatorSettings, Calibration | None]:
+    """The settings and calibration a command scores ``model`` with.
+
+    ``overrides`` are the estimator options given (``None`` = not given), as
+    :func:`nbclass.estimators.resolve` takes them. The stored calibration applies only
+    to the model's own defaults: with any option given, the formula is scored as it is.
+    """
+    settings = resolve(model.defaults, **overrides)
+    if not use_calibration or overridden(**overrides):
+        return settings, None
+    return settings, model.calibration
+
+
 class Classifier:
     """Scores text with a model under given estimator settings.
 
@@ -265,12 +311,14 @@ class Classifier:
 
     def __init__(
         self, model: Model, settings: EstimatorSettings | None = None,
-        counter: TextCounter | None = None,
+        counter: TextCounter | None = None, calibration: Calibration | None = None,
     ):  # fmt: skip
         """``counter``: the model's :class:`nbclass.vectorizer.TextCounter`, if one is
         built already (:func:`nbclass.modelfile.load_counter`); it must hold the model's
-        tokenizer settings and (used) vocabulary."""
+        tokenizer settings and (used) vocabulary. ``calibration``: applied to the
+        probabilities (see :func:`scoring_settings` for when a command uses it)."""
         self.settings = (settings or model.defaults).validate()
+        self.calibration = calibration
         counts = model.active_counts
         self.classes = counts.classes
         if counter is None:
@@ -292,12 +340,18 @@ class Classifier:
         """b_c = log π_c + log p(x | c) per text, ndarray of shape (n, C)."""
         return self.scorer.joint_log_likelihood(self.count(texts)[0])
 
+    def log_proba(self, X: sp.csr_matrix, jll: np.ndarray) -> np.ndarray:
+        """log p(y = c | x) of documents counted as ``X`` (n, V) with scores ``jll`` (n, C):
+        the softmax of the scores, calibrated when the classifier has a calibration."""
+        return calibrated(jll, np.asarray(X.sum(axis=1)).ravel(), self.calibration)
+
     def predict(self, texts: Sequence[str], sources: Sequence[str] | None = None) -> Predictions:
         """Posterior probabilities of a batch of texts."""
-        jll = self.joint_log_likelihood(texts)
+        X = self.count(texts)[0]
+        jll = self.scorer.joint_log_likelihood(X)
         if sources is None:
             sources = [str(i) for i in range(len(texts))]
-        return Predictions(list(sources), self.classes, log_posterior(jll))
+        return Predictions(list(sources), self.classes, self.log_proba(X, jll))
 
     def predict_documents(
         self, documents: Iterable[tuple[str, str]], batch_size: int = BATCH_SIZE

@@ -56,9 +56,10 @@ from contextlib import contextmanager
 import numpy as np
 
 from . import __version__
+from .choosing import check_choice
 from .counts import Counts, doc_count_histograms
 from .errors import ModelFileError, NbclassError
-from .estimators import EstimatorSettings, Prepared
+from .estimators import Calibration, EstimatorSettings, Prepared
 from .fileformat import (
     HASHING_SECTIONS,
     LEDGER_SECTIONS,
@@ -178,6 +179,8 @@ def dumps(model: Model) -> bytes:
         "selection": model.selection,
         "ledger": None if model.ledger is None else model.ledger.n_documents,
         "prepared": None if model.prepared is None else model.prepared.to_dict(),
+        "choice": model.choice,
+        "calibration": None if model.calibration is None else model.calibration.to_dict(),
     }
     sections = [section(name, _compact(values)) for name, values in _arrays(model).items()]
     return pack(header, sections)
@@ -367,6 +370,8 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         selection=selection,
         ledger=_build_ledger(header, arrays, counts),
         column_words=_build_column_words(tokenizer, arrays, vocabulary),
+        choice=check_choice(header.get("choice")),
+        calibration=_build_calibration(header.get("calibration")),
     )
     expected = derived_sections(model)
     if int(header["n_used"]) != len(model.active_counts.vocabulary) or not all(
@@ -382,6 +387,12 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         # taken as they are, as the one-document path takes them, so both paths agree.
         model.__dict__["prepared"] = prepared
     return model
+
+
+def _build_calibration(data) -> Calibration | None:
+    if data is None:
+        return None
+    return Calibration.from_dict(data)
 
 
 def _build_ledger(header: dict, arrays: dict[str, np.ndarray], counts: Counts) -> Ledger | None:

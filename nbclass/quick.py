@@ -24,6 +24,7 @@ from collections import Counter
 
 from .errors import ModelFileError
 from .estimators import (
+    Calibration,
     EstimatorSettings,
     Prepared,
     bernoulli_absent_total,
@@ -43,6 +44,7 @@ class QuickModel:
     ----------
     classes : list of str
     defaults : EstimatorSettings
+    calibration : Calibration or None
     """
 
     def __init__(self, path: str):
@@ -66,6 +68,8 @@ class QuickModel:
             self.used = s["used"]
             prepared = header.get("prepared")
             self.prepared = None if prepared is None else Prepared.from_dict(prepared, C)
+            calibration = header.get("calibration")
+            self.calibration = None if calibration is None else Calibration.from_dict(calibration)
             hist_ptr = s["histogram_ptr"].tolist()
             self._histogram_sections = (hist_ptr, s["histogram_value"], s["histogram_count"])
             if (

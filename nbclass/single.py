@@ -83,12 +83,15 @@ def predict_one(
     top_k: int | None,
     abstention,
     use_exit_code: bool,
+    use_calibration: bool = True,
 ) -> int | None:
     """Score and print the one document of ``documents`` with the model at ``model_path``.
 
     ``overrides`` are the estimator options given (``None`` = the model's default), as
-    :meth:`nbclass.estimators.EstimatorSettings.combined` takes them; ``abstention`` an
-    :class:`nbclass.abstain.Abstention`. The document is read only after the model and
+    :func:`nbclass.estimators.resolve` takes them; ``abstention`` an
+    :class:`nbclass.abstain.Abstention`. The model's calibration applies when no option
+    is given and ``use_calibration`` holds, as on the batch path
+    (:func:`nbclass.model.scoring_settings`). The document is read only after the model and
     the options are found usable.
 
     Returns the exit code (10 + k for the k-th class with ``use_exit_code``, 9 for unsure
@@ -97,10 +100,14 @@ def predict_one(
     caller then scores it on the batch path, with the same result.
     """
     from .abstain import check_exit_classes, exit_code, log_sum_exp
+    from .estimators import overridden, resolve
     from .quick import QuickModel, log_posterior
 
     model = QuickModel(model_path)
-    settings = model.defaults.combined(**overrides)
+    settings = resolve(model.defaults, **overrides)
+    calibration = None
+    if use_calibration and not overridden(**overrides):
+        calibration = model.calibration
     if not model.can_score(settings):
         return None
     abstention.check_classes(model.classes)
@@ -111,9 +118,14 @@ def predict_one(
         return exit_code(model.classes, "") if use_exit_code else 0
     source, text = document
     jll = model.joint_log_likelihood(text, settings)
-    row = log_posterior(jll)
-    # Counting known tokens tokenizes again: only when a threshold needs them.
-    known, tokens = model.known_tokens(text) if abstention.needs_known else (0, 0)
+    # Counting known tokens tokenizes again: only when a threshold or calibration needs them.
+    needs_known = abstention.needs_known or calibration is not None
+    known, tokens = model.known_tokens(text) if needs_known else (0, 0)
+    if calibration is None:
+        row = log_posterior(jll)
+    else:
+        scale = 1.0 / calibration.temperature(known)
+        row = log_posterior([b * scale for b in jll])
     reason = abstention.reason(row, known, tokens)
     # Complement and transformed scores give the posterior but no probability of x.
     evidence = log_sum_exp(jll) if settings.generative else None
