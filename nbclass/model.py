@@ -200,10 +200,12 @@ def with_choice(model: Model, sample: Sequence[tuple[str, str]], jobs: int = 1) 
     """``model`` with the settings chosen by cross-validation on ``sample``, its
     ``(class name, text)`` documents (:func:`nbclass.choosing.choose`, in ``jobs``
     processes), their table and calibration. Documents of a class the model does not use
-    are left out."""
+    are left out. The documents are sorted (by class, then text) before they are dealt to
+    folds, so the choice depends on which documents were read, not on their order: a
+    folder and the same documents as --lines choose alike."""
     counts = model.active_counts
     at = {name: c for c, name in enumerate(counts.classes)}
-    kept = [(at[name], text) for name, text in sample if name in at]
+    kept = sorted((at[name], text) for name, text in sample if name in at)
     X, _ = TextCounter(model.tokenizer, counts.vocabulary).count([text for _, text in kept])
     choice = choose(counts, X, np.array([c for c, _ in kept], dtype=np.int64), jobs=jobs)
     return replace(

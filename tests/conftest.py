@@ -21,6 +21,10 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED_CORPORA = Path(os.environ.get("NBCLASS_SHARED_CORPORA", REPO.parent / "shared" / "corpora"))
 DEMO_CORPUS = REPO / "corpora" / "demo"
 DEMO_DOCS = REPO / "corpora" / "demo-docs"
+# A named model: fit scores that formula and chooses nothing, so two fits of the same
+# counts write the same bytes whatever documents each saw (the laws of update, merge,
+# unlearn and sync are laws of counts; --model auto chooses from the documents).
+NAMED = ("--model", "complement", "--tf", "log", "--prior-fit")
 
 
 def write_corpus(root: Path, documents: dict[str, list[str]]) -> Path:

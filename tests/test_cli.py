@@ -26,7 +26,7 @@ from fractions import Fraction as F
 from pathlib import Path
 
 import pytest
-from conftest import CHINESE_TEST, REPO, write_corpus
+from conftest import CHINESE_TEST, NAMED, REPO, write_corpus
 
 from nbclass import __version__
 from nbclass.cli import _show_warning, cli
@@ -143,7 +143,9 @@ def test_fit_writes_a_model_and_one_summary_line(runner, chinese_corpus, tmp_pat
     assert len(lines) == 1
     assert lines[0].startswith("fit: 4 documents, 2 classes, 6 words, ")
     assert re.fullmatch(
-        r"fit: 4 documents, 2 classes, 6 words, \d+\.\d\d s -> " + re.escape(str(path)), lines[0]
+        r"fit: 4 documents, 2 classes, 6 words, chose [^,]+, \d+\.\d\d s -> "
+        + re.escape(str(path)),
+        lines[0],
     )
     counts = load(str(path)).counts
     assert counts.classes == ("china", "japan")
@@ -566,7 +568,8 @@ def test_info_text(runner, model):
 
 def test_info_shows_the_fitted_beta_of_the_defaults(runner, chinese_corpus, tmp_path):
     path = tmp_path / "default.nbc"
-    assert runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(path), "-q"]).exit_code == 0
+    options = ["fit", str(chinese_corpus), "-o", str(path), "-q", *NAMED]
+    assert runner.invoke(cli, options).exit_code == 0
     model = load(str(path))
     beta = resolve_prior(model.active_counts, DEFAULTS).beta[0]
     text = runner.invoke(cli, ["info", "-m", str(path)]).stdout

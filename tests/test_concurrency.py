@@ -14,7 +14,7 @@ import subprocess
 import threading
 import time
 
-from conftest import DEMO_CORPUS, DEMO_DOCS, nbclass_command
+from conftest import DEMO_CORPUS, DEMO_DOCS, NAMED, nbclass_command
 
 from nbclass.corpus import list_corpus
 from nbclass.model import fit
@@ -122,7 +122,7 @@ def test_overlapping_syncs_end_equal_to_a_fresh_fit(tmp_path):
     inbox = tmp_path / "inbox"
     subprocess.run(["cp", "-r", str(DEMO_CORPUS), str(inbox)], check=True)
     model = tmp_path / "live.nbc"
-    syncs = [start("sync", inbox, "-m", model, "--format", "json") for _ in range(6)]
+    syncs = [start("sync", inbox, "-m", model, "--format", "json", *NAMED) for _ in range(6)]
     outputs = [process.communicate(timeout=TIMEOUT)[0] for process in syncs]
     assert all(process.returncode == 0 for process in syncs)
     # Exactly one of them learned the 42 documents; the others found nothing to do.
@@ -144,7 +144,7 @@ def test_overlapping_updates_and_syncs_lose_nothing_and_readers_never_fail(tmp_p
     folder = tmp_path / "inbox"
     subprocess.run(["cp", "-r", str(DEMO_CORPUS), str(folder)], check=True)
     model = tmp_path / "m.nbc"
-    subprocess.run([*nbclass_command(), "sync", folder, "-m", model, "-q"], check=True)
+    subprocess.run([*nbclass_command(), "sync", folder, "-m", model, "-q", *NAMED], check=True)
     for i in range(5):  # new files for the syncs to learn
         (folder / "billing" / f"new-{i}.txt").write_text(f"invoice {i} was charged twice\n")
     readers_commands = [
@@ -237,8 +237,8 @@ def test_writers_killed_at_100_random_moments_leave_the_old_or_the_new_model(tmp
     lines = tmp_path / "new.tsv"
     lines.write_text("billing\tan extra ticket about a refund\noutage\tthe api is down\n")
     model, other = tmp_path / "m.nbc", tmp_path / "other.nbc"
-    assert run_forked(["fit", DEMO_CORPUS, "-o", model, "-q", "--ledger"]) == 0
-    assert run_forked(["fit", "--lines", lines, "-o", other, "-q", "--ledger"]) == 0
+    assert run_forked(["fit", DEMO_CORPUS, "-o", model, "-q", "--ledger", *NAMED]) == 0
+    assert run_forked(["fit", "--lines", lines, "-o", other, "-q", "--ledger", *NAMED]) == 0
     old = model.read_bytes()
     writers = {
         "fit --update": ["fit", "--lines", lines, "--update", model, "-q"],

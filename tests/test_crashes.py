@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DEMO_CORPUS, REPO, nbclass_command
+from conftest import DEMO_CORPUS, NAMED, REPO, nbclass_command
 from test_subprocess import TIMEOUT, bash, run
 
 from nbclass.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
@@ -58,7 +58,7 @@ def unread_bytes(pipe) -> int:
 @pytest.fixture(scope="module")
 def demo_model(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("demo") / "demo.nbc"
-    assert run("fit", DEMO_CORPUS, "-o", path, "-q", "--ledger").returncode == 0
+    assert run("fit", DEMO_CORPUS, "-o", path, "-q", "--ledger", *NAMED).returncode == 0
     return path
 
 
@@ -299,7 +299,7 @@ def test_a_full_disk_keeps_the_old_model_and_says_so(private_mount, tmp_path, de
     lines = tmp_path / "new.tsv"
     lines.write_text("billing\tcharged twice for one refund\noutage\tthe api is down\n")
     other = tmp_path / "other.nbc"
-    assert run("fit", "--lines", lines, "-o", other, "-q", "--ledger").returncode == 0
+    assert run("fit", "--lines", lines, "-o", other, "-q", "--ledger", *NAMED).returncode == 0
     inbox = tmp_path / "inbox"
     subprocess.run(["cp", "-r", str(DEMO_CORPUS), str(inbox)], check=True)
     (inbox / "billing" / "new.txt").write_text("charged twice for one refund\n")

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import DEMO_CORPUS, DEMO_DOCS, write_corpus
+from conftest import DEMO_CORPUS, DEMO_DOCS, NAMED, write_corpus
 
 from nbclass.cli import cli
 from nbclass.corpus import list_corpus
@@ -76,7 +76,8 @@ def test_update_and_merge_of_hashed_models_equal_one_fit(tmp_path, runner):
     (both / "z" / "000.txt").write_text("eight nine ten")
     m, ma, mb, whole = (tmp_path / f"{name}.nbc" for name in ("m", "ma", "mb", "whole"))
     for corpus, out in ((a, m), (a, ma), (b, mb), (both, whole)):
-        result = runner.invoke(cli, ["fit", str(corpus), "-o", str(out), "--hash-features", "8"])
+        options = ["fit", str(corpus), "-o", str(out), "--hash-features", "8", *NAMED]
+        result = runner.invoke(cli, options)
         assert result.exit_code == 0, result.output
     assert runner.invoke(cli, ["fit", str(b), "--update", str(m)]).exit_code == 0
     assert m.read_bytes() == whole.read_bytes()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DEMO_CORPUS, write_corpus
+from conftest import DEMO_CORPUS, NAMED, write_corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -69,11 +69,11 @@ def test_fit_update_equals_one_fit_bit_for_bit(tmp_path, runner, ledger):
     both = demo_subset(tmp_path / "both", BOTH)
     flag = ["--ledger"] if ledger else []
     model, whole = tmp_path / "m.nbc", tmp_path / "whole.nbc"
-    assert invoke(runner, "fit", first, "-o", model, *flag).exit_code == 0
+    assert invoke(runner, "fit", first, "-o", model, *NAMED, *flag).exit_code == 0
     result = invoke(runner, "fit", second, "--update", model)
     assert result.exit_code == 0, result.output
     assert result.output.startswith("update: +10 documents, now 21 documents, 3 classes, ")
-    assert invoke(runner, "fit", both, "-o", whole, *flag).exit_code == 0
+    assert invoke(runner, "fit", both, "-o", whole, *NAMED, *flag).exit_code == 0
     assert model.read_bytes() == whole.read_bytes()
     assert (load(model).ledger is not None) == ledger
 
@@ -109,9 +109,9 @@ def test_update_a_model_without_a_ledger_cannot_start_one(tmp_path, runner):
 def test_merge_of_shards_equals_one_fit(tmp_path, runner, ledger):
     flag = ["--ledger"] if ledger else []
     a, b, whole = tmp_path / "a.nbc", tmp_path / "b.nbc", tmp_path / "whole.nbc"
-    invoke(runner, "fit", demo_subset(tmp_path / "a", FIRST), "-o", a, *flag)
-    invoke(runner, "fit", demo_subset(tmp_path / "b", SECOND), "-o", b, *flag)
-    invoke(runner, "fit", demo_subset(tmp_path / "whole", BOTH), "-o", whole, *flag)
+    invoke(runner, "fit", demo_subset(tmp_path / "a", FIRST), "-o", a, *NAMED, *flag)
+    invoke(runner, "fit", demo_subset(tmp_path / "b", SECOND), "-o", b, *NAMED, *flag)
+    invoke(runner, "fit", demo_subset(tmp_path / "whole", BOTH), "-o", whole, *NAMED, *flag)
     out = tmp_path / "merged.nbc"
     result = invoke(runner, "merge", a, b, "-o", out)
     assert result.exit_code == 0, result.output
@@ -138,8 +138,8 @@ def test_merge_refuses_different_tokenizers_naming_the_difference(tmp_path, runn
 
 def test_merge_of_a_ledger_and_a_plain_model_drops_the_ledger(tmp_path, runner):
     a, b = tmp_path / "a.nbc", tmp_path / "b.nbc"
-    invoke(runner, "fit", demo_subset(tmp_path / "a", FIRST), "-o", a, "--ledger")
-    invoke(runner, "fit", demo_subset(tmp_path / "b", SECOND), "-o", b)
+    invoke(runner, "fit", demo_subset(tmp_path / "a", FIRST), "-o", a, "--ledger", *NAMED)
+    invoke(runner, "fit", demo_subset(tmp_path / "b", SECOND), "-o", b, *NAMED)
     with pytest.warns(Warning, match="not every model keeps a ledger"):
         merged = combine([load(a), load(b)], ["a", "b"])
     assert merged.ledger is None
@@ -150,8 +150,8 @@ def test_merge_of_a_ledger_and_a_plain_model_drops_the_ledger(tmp_path, runner):
 def test_unlearn_gives_the_fit_of_the_rest(tmp_path, runner, ledger):
     flag = ["--ledger"] if ledger else []
     model, rest = tmp_path / "m.nbc", tmp_path / "rest.nbc"
-    invoke(runner, "fit", demo_subset(tmp_path / "both", BOTH), "-o", model, *flag)
-    invoke(runner, "fit", demo_subset(tmp_path / "first", FIRST), "-o", rest, *flag)
+    invoke(runner, "fit", demo_subset(tmp_path / "both", BOTH), "-o", model, *NAMED, *flag)
+    invoke(runner, "fit", demo_subset(tmp_path / "first", FIRST), "-o", rest, *NAMED, *flag)
     # Unlearning every outage document removes the class, as a fit without it would.
     result = invoke(runner, "unlearn", demo_subset(tmp_path / "second", SECOND), "-m", model)
     assert result.exit_code == 0, result.output
@@ -206,15 +206,15 @@ def test_sync_follows_a_folder_and_equals_a_fresh_fit(tmp_path, runner):
     model, fresh = tmp_path / "live.nbc", tmp_path / "fresh.nbc"
 
     def synced(expected: str):
-        result = invoke(runner, "sync", inbox, "-m", model)
+        result = invoke(runner, "sync", inbox, "-m", model, *NAMED)
         assert result.exit_code == 0, result.output
         assert result.output == expected + f" -> {model}" + "\n"
-        assert invoke(runner, "fit", inbox, "-o", fresh, "--ledger", "-q").exit_code == 0
+        assert invoke(runner, "fit", inbox, "-o", fresh, "--ledger", "-q", *NAMED).exit_code == 0
         assert model.read_bytes() == fresh.read_bytes()
 
     synced("sync: 11 added, 0 removed, 0 relabelled, 0 unchanged, 11 documents")
     mtime = model.stat().st_mtime_ns
-    result = invoke(runner, "sync", inbox, "-m", model)
+    result = invoke(runner, "sync", inbox, "-m", model, *NAMED)
     assert result.output.endswith("11 unchanged, 11 documents -> " + f"{model} (unchanged)\n")
     assert model.stat().st_mtime_ns == mtime  # nothing rewritten
     # A new class, a deletion, a move to another class folder and a brand new file.
