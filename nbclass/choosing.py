@@ -404,6 +404,17 @@ def _macro_f1(y: np.ndarray, pred: np.ndarray, C: int) -> float:
     return float(np.mean(scores)) if scores else 0.0
 
 
+def _no_evidence(candidates) -> Choice:
+    """The choice when no document can be held out (every class has one document): the
+    first, simplest candidate, uncalibrated; its table says no document was scored."""
+    table = [
+        {"name": describe(s), "settings": s.to_dict(), "accuracy": 0.0, "macro_f1": 0.0,
+         "log_loss": 0.0, "chosen": i == 0}
+        for i, s in enumerate(candidates)
+    ]  # fmt: skip
+    return Choice(candidates[0], Calibration(0.0, 0.0), table, 0, 0)
+
+
 def choose(
     counts: Counts, X: sp.csr_matrix, y: np.ndarray, candidates=CANDIDATES, k: int = FOLDS,
     jobs: int = 1,
@@ -415,7 +426,12 @@ def choose(
     their classes (indices into ``counts.classes``).
     """
     y = np.asarray(y, dtype=np.int64)
-    X = sp.csr_matrix(X)
+    # A document whose class has no other document is never scored: held out, its class
+    # would have no training document. Leaving it out of the sample spares the work.
+    scorable = counts.class_count[y] >= 2
+    X, y = sp.csr_matrix(X)[scorable], y[scorable]
+    if y.size == 0:
+        return _no_evidence(candidates)
     fold_ids = stratified_fold_ids(y, k)
     n_tokens = np.asarray(X.sum(axis=1)).ravel()
     rows = []
