@@ -1676,6 +1676,9 @@ def _evaluate(
     show(*evaluation_report(evaluation, title))
 
 
+_AUTO_TEXT = "model auto: each fold's training documents choose and calibrate, as fit does"
+
+
 def _describe_settings(settings, model=None) -> str:
     """The settings line of a report; with ``model``, its fitted β when they are its defaults."""
     from .render import settings_text
@@ -1757,11 +1760,14 @@ def cv(
     """
     from .corpus import list_corpus
     from .counts import default_jobs
-    from .estimators import EstimatorSettings
+    from .estimators import EstimatorSettings, resolve
     from .evaluation import cross_validate
     from .model import VocabularyFilter
     from .tokenizer import TokenizerSettings
 
+    from .estimators import AUTO, overridden
+
+    overrides = _overrides(event_model, estimator, alpha, beta, text_options)
     if like_path:
         from .modelfile import load
 
@@ -1771,13 +1777,21 @@ def cv(
             like.vocabulary_filter,
             like.defaults,
         )
+        auto = like.choice is not None  # chosen by fit: choose the same way in every fold
     else:
         tokenizer, vocabulary_filter, defaults = (
             TokenizerSettings(),
             VocabularyFilter(),
             EstimatorSettings(),
         )
-    settings = _settings(defaults, event_model, estimator, alpha, beta, text_options)
+        auto = True  # fit's default, --model auto
+    if event_model == AUTO and overridden(**dict(overrides, model=None)):
+        raise UsageError(
+            "--model auto chooses the estimator, priors and transforms itself: give "
+            "--model NAME to set them"
+        )
+    auto = event_model == AUTO or (auto and not overridden(**overrides))
+    settings = None if auto else resolve(defaults, **overrides)
     from .corpus import readable
 
     corpus = readable(list_corpus(corpus_dir), *reading)
@@ -1797,7 +1811,7 @@ def cv(
         "documents": len(corpus.paths),
         "classes": list(corpus.classes),
         "seed": seed,
-        "settings": settings.to_dict(),
+        "settings": AUTO if settings is None else settings.to_dict(),
         **result.to_dict(),
     }
     if fmt == "json":
@@ -1809,7 +1823,8 @@ def cv(
 
     title = (
         f"{corpus_dir}: {data['documents']} documents, {len(corpus.classes)} classes, "
-        f"{folds} stratified folds (seed {seed})\n{_describe_settings(settings)}"
+        f"{folds} stratified folds (seed {seed})\n"
+        + (_AUTO_TEXT if settings is None else _describe_settings(settings))
     )
     show(*cross_validation_report(data, title))
 

@@ -29,8 +29,9 @@ from . import metrics
 from .corpus import Corpus, read_text
 from .counts import Counts, count_corpus, merge, subtract
 from .errors import NbclassError, UsageError
-from .estimators import EstimatorSettings
-from .model import BATCH_SIZE, Classifier, Model, VocabularyFilter
+from .estimators import DEFAULTS, EstimatorSettings
+from .learning import corpus_sample
+from .model import BATCH_SIZE, Classifier, Model, VocabularyFilter, with_choice
 from .reading import DEFAULT_POLICY, ReadPolicy
 from .table import Table
 from .tablemodel import TableClassifier, TableModel
@@ -315,7 +316,7 @@ def cross_validate(
     corpus: Corpus,
     tokenizer: TokenizerSettings,
     vocabulary_filter: VocabularyFilter,
-    settings: EstimatorSettings,
+    settings: EstimatorSettings | None,
     k: int = DEFAULT_FOLDS,
     seed: int = DEFAULT_SEED,
     learning_curve: bool = False,
@@ -329,6 +330,10 @@ def cross_validate(
     (counts are additive). The learning curve trains fold k's models on the m folds that
     follow it (k+1, …, k+m, cyclically) for m = 1 … k−1: training sets of about
     m/k of the corpus, each a sum of fold counts, nothing re-read.
+
+    ``settings`` None evaluates what ``fit --model auto`` does: each training set chooses
+    its own settings and calibration (:func:`nbclass.model.with_choice`) from a sample of
+    its own documents, read again for that; the test fold is never among them.
     """
     folds = stratified_folds(corpus, k, seed)
     paths, labels = corpus.paths, corpus.labels
@@ -342,20 +347,28 @@ def cross_validate(
         )
     total = merge(*parts)
     evaluations, per_fold_curve = [], []
+    def judge(counts: Counts, training: list[int], test: np.ndarray) -> Evaluation:
+        model = Model(counts, tokenizer, vocabulary_filter, settings or DEFAULTS)
+        if settings is None:
+            train = Corpus(
+                classes=list(corpus.classes),
+                paths=[paths[j] for j in training],
+                labels=[labels[j] for j in training],
+            )
+            model = with_choice(model, corpus_sample(train, policy), jobs)
+        classifier = Classifier(model, model.defaults, calibration=model.calibration)
+        names = [corpus.classes[labels[j]] for j in test]
+        return evaluation_of(classifier, [paths[j] for j in test], names, policy)
+
     for i, f in enumerate(folds):
-        test_paths = [paths[j] for j in f]
-        test_names = [corpus.classes[labels[j]] for j in f]
-
-        def judge(counts: Counts, test_paths=test_paths, test_names=test_names) -> Evaluation:
-            model = Model(counts, tokenizer, vocabulary_filter, settings)
-            return evaluation_of(Classifier(model, settings), test_paths, test_names, policy)
-
-        evaluations.append(judge(subtract(total, parts[i])))
+        others = [j for step in range(1, k) for j in folds[(i + step) % k].tolist()]
+        evaluations.append(judge(subtract(total, parts[i]), others, f))
         if learning_curve:
             points = []
             for m in range(1, k - 1):
                 counts = merge(*(parts[(i + 1 + step) % k] for step in range(m)))
-                points.append((counts.n_docs, judge(counts).accuracy))
+                training = [j for step in range(m) for j in folds[(i + 1 + step) % k].tolist()]
+                points.append((counts.n_docs, judge(counts, training, f).accuracy))
             points.append((total.n_docs - int(f.size), evaluations[-1].accuracy))
             per_fold_curve.append(points)
     curve = [

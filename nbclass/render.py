@@ -183,6 +183,8 @@ def model_info(model: Model, path: str, header: dict | None = None) -> dict:
         "defaults": model.defaults.to_dict(),
         "fitted_beta": None if model.prepared is None else model.prepared.beta,
         "ledger": None if model.ledger is None else model.ledger.n_documents,
+        "calibration": None if model.calibration is None else model.calibration.to_dict(),
+        "choice": model.choice,
     }
 
 
@@ -230,6 +232,31 @@ def info_lines(info: dict, fmt: str) -> Iterator[str]:
     if info.get("ledger") is not None:
         yield f"ledger       {info['ledger']} documents (SHA-256, class and word counts of each)"
     yield f"defaults     {settings_text(info['defaults'], info.get('fitted_beta'))}"
+    if info.get("calibration"):
+        c = info["calibration"]
+        yield (
+            f"calibration  p(c | x) = softmax(b_c / T(x)), T(x) = exp({c['t0']:.4g} + "
+            f"{c['t1']:.4g} log(1 + known tokens))"
+        )
+    if info.get("choice"):
+        yield from _choice_lines(info["choice"])
+
+
+def _choice_lines(choice: dict) -> Iterator[str]:
+    """The table of the candidates fit cross-validated, the chosen one starred."""
+    yield (
+        f"chosen by    {choice['folds']}-fold cross-validation on {choice['documents']} "
+        f"training documents ({escape(choice['criterion'])})"
+    )
+    names = [escape(row["name"]) for row in choice["candidates"]]
+    width = max(len("candidate"), *map(len, names))
+    yield f"  {'candidate':<{width}}  accuracy  macro-F1  log loss"
+    for name, row in zip(names, choice["candidates"]):
+        star = "*" if row["chosen"] else " "
+        yield (
+            f"{star} {name:<{width}}  {row['accuracy']:8.4f}  {row['macro_f1']:8.4f}  "
+            f"{row['log_loss']:8.4f}"
+        )
 
 
 def settings_text(d: dict, fitted_beta: float | None = None) -> str:
