@@ -242,7 +242,8 @@ def table(results: list[dict]) -> str:
             sizes = f"{corpus['train']} / {corpus['test']}"
             cells = (corpus["corpus"], corpus["classes"], sizes) if i == 0 else ("", "", "")
             lines.append(
-                "| {} | {} | {} ".format(*cells) + f"| {r['tool']} | {r['model']} | {r['accuracy']:.4f} | {r['macro_f1']:.4f} "
+                "| {} | {} | {} ".format(*cells)
+                + f"| {r['tool']} | {r['model']} | {r['accuracy']:.4f} | {r['macro_f1']:.4f} "
                 f"| {r['log_loss']:.4f} | {r['ece']:.4f} | {r['fit_seconds']:.2f} "
                 f"| {r['predict_seconds']:.2f} |"
             )

@@ -15,6 +15,7 @@ from array import array
 import click
 
 from . import __version__
+from .defaults import DEFAULT_FOLDS, DEFAULT_SEED, DEFAULT_VAR_SMOOTHING
 from .errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -25,9 +26,23 @@ from .errors import (
     Terminated,
     UsageError,
 )
+from .estimators import (
+    DEFAULTS,
+    ESTIMATORS,
+    MODELS,
+    NORMS,
+    TABLE_DEFAULTS,
+    TF,
+    EstimatorSettings,
+    as_options,
+)
 from .process import install_sigterm, output_error, reserve_standard_streams
 from .single import echo_lines as _echo_lines
+from .tokenizer import DEFAULT_NGRAM_RANGE, DEFAULT_TOKEN_PATTERN
 
+# cv's estimator without --like: still the plain multinomial, which the README's cv example
+# shows; it becomes fit's DEFAULTS when cv selects the model as fit does.
+CV_DEFAULTS = EstimatorSettings()
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a filter cut off by `head`
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -118,14 +133,14 @@ def estimator_options(defaults_note: str):
             click.option(
                 "--model",
                 "event_model",
-                type=click.Choice(["multinomial", "bernoulli", "complement", "dcm"]),
+                type=click.Choice(MODELS),
                 help="Model: word counts (multinomial), word presence (bernoulli), the "
                 "other classes' counts (complement, Rennie et al. 2003) or bursty words "
                 f"(dcm, Elkan's EDCM). {defaults_note}",
             ),
             click.option(
                 "--estimator",
-                type=click.Choice(["posterior-mean", "map", "mle", "predictive"]),
+                type=click.Choice(ESTIMATORS),
                 help="How π and θ are estimated from the counts (see MATH in the README); "
                 "predictive: the exact Pólya predictive of the whole document.",
             ),
@@ -143,7 +158,7 @@ def estimator_options(defaults_note: str):
             ),
             click.option(
                 "--tf",
-                type=click.Choice(["raw", "log"]),
+                type=click.Choice(TF),
                 help="Term frequency: the count x, or log(1 + x) (multinomial, complement).",
             ),
             click.option(
@@ -153,7 +168,7 @@ def estimator_options(defaults_note: str):
             ),
             click.option(
                 "--norm",
-                type=click.Choice(["none", "length", "weight", "both"]),
+                type=click.Choice(NORMS),
                 help="Divide a document by its length, each class's weights by their sum, "
                 "or both (Rennie et al. 2003).",
             ),
@@ -336,7 +351,7 @@ def table_fit_options(command):
             default=None,
             metavar="EPS",
             help="With --table: variance floor of numeric columns, EPS times the largest "
-            "column variance.  [default: 1e-09]",
+            f"column variance.  [default: {DEFAULT_VAR_SMOOTHING!r}]",
         ),
     ]
     for option in reversed(options):
@@ -452,13 +467,14 @@ def fit_options(command):
             "--token-pattern",
             default=None,
             metavar="REGEX",
-            help=r"Regular expression for one token.  [default: (?u)\b\w\w+\b]",
+            help=f"Regular expression for one token.  [default: {DEFAULT_TOKEN_PATTERN}]",
         ),
         click.option(
             "--ngram-range",
             callback=_ngram_range,
             metavar="MIN,MAX",
-            help="Word n-gram lengths, e.g. 1,2 for words and word pairs.  [default: 1,1]",
+            help="Word n-gram lengths, e.g. 1,2 for words and word pairs.  "
+            f"[default: {DEFAULT_NGRAM_RANGE[0]},{DEFAULT_NGRAM_RANGE[1]}]",
         ),
         click.option(
             "--stop-words",
@@ -490,7 +506,8 @@ def fit_options(command):
             help="Use only the K most frequent words (after --min-df).",
         ),
         estimator_options(
-            "Stored as the model's default.  [defaults: multinomial, posterior-mean, α=1, β=1]"
+            "Stored as the model's default; --update and sync keep the model's own.  "
+            f"[defaults: {as_options(DEFAULTS)}; with --table: {as_options(TABLE_DEFAULTS)}]"
         ),
         click.option(
             "-j",
@@ -522,20 +539,14 @@ def _fit_settings(ctx, p: dict, base=None):
     """
     from dataclasses import replace
 
-    from .estimators import DEFAULTS
     from .model import VocabularyFilter
-    from .tokenizer import (
-        DEFAULT_TOKEN_PATTERN,
-        TokenizerSettings,
-        load_stop_words,
-        make_tokenizer,
-    )
+    from .tokenizer import TokenizerSettings, load_stop_words, make_tokenizer
 
     words, source = load_stop_words(p["stop_words"], p["lowercase"])
     tokenizer = TokenizerSettings(
         lowercase=p["lowercase"],
         token_pattern=DEFAULT_TOKEN_PATTERN if p["token_pattern"] is None else p["token_pattern"],
-        ngram_range=p["ngram_range"] or (1, 1),
+        ngram_range=p["ngram_range"] or DEFAULT_NGRAM_RANGE,
         stop_words=words,
         stop_words_source=source,
         hash_features=p["hash_features"],
@@ -1417,20 +1428,18 @@ def _fit_table(
         raise UsageError("--table needs --label COLUMN, the column that holds the class")
     if min_df != 1 or max_features is not None:
         raise UsageError("--min-df and --max-features apply to text corpora, not --table")
-    from .columns import DEFAULT_VAR_SMOOTHING
-    from .estimators import EstimatorSettings
     from .table import parse_column_types, read_table
     from .tablefile import save
     from .tablemodel import fit_table
-    from .tokenizer import DEFAULT_TOKEN_PATTERN, TokenizerSettings, load_stop_words
+    from .tokenizer import TokenizerSettings, load_stop_words
 
     start = time.perf_counter()
-    defaults = _settings(EstimatorSettings(), event_model, estimator, alpha, beta)
+    defaults = _settings(TABLE_DEFAULTS, event_model, estimator, alpha, beta)
     words, source = load_stop_words(stop_words, lowercase)
     tokenizer = TokenizerSettings(
         lowercase=lowercase,
         token_pattern=DEFAULT_TOKEN_PATTERN if token_pattern is None else token_pattern,
-        ngram_range=ngram_range or (1, 1),
+        ngram_range=ngram_range or DEFAULT_NGRAM_RANGE,
         stop_words=words,
         stop_words_source=source,
     )
@@ -1637,14 +1646,14 @@ def _describe_settings(settings, model=None) -> str:
     "-k",
     "--folds",
     type=int,
-    default=5,
+    default=DEFAULT_FOLDS,
     show_default=True,
     help="Number of folds; every class needs at least this many documents.",
 )
 @click.option(
     "--seed",
     type=int,
-    default=0,
+    default=DEFAULT_SEED,
     show_default=True,
     help="Seed of the stratified split (the split never depends on file listing order).",
 )
@@ -1658,9 +1667,12 @@ def _describe_settings(settings, model=None) -> str:
     "like_path",
     metavar="MODEL",
     help="Tokenize, filter the vocabulary and estimate as this model file does.  "
-    "[default: fit's defaults]",
+    "[default: fit's tokenizer and vocabulary filter, the estimator of --model's defaults]",
 )
-@estimator_options("Overrides the defaults (of --like's model, if given).")
+@estimator_options(
+    "Overrides the defaults (of --like's model, if given).  "
+    f"[defaults: {as_options(CV_DEFAULTS)}]"
+)
 @_format_option("text", "json")
 @click.option(
     "-j",
@@ -1701,7 +1713,6 @@ def cv(
     """
     from .corpus import list_corpus
     from .counts import default_jobs
-    from .estimators import EstimatorSettings
     from .evaluation import cross_validate
     from .model import VocabularyFilter
     from .tokenizer import TokenizerSettings
@@ -1719,7 +1730,7 @@ def cv(
         tokenizer, vocabulary_filter, defaults = (
             TokenizerSettings(),
             VocabularyFilter(),
-            EstimatorSettings(),
+            CV_DEFAULTS,
         )
     settings = _settings(defaults, event_model, estimator, alpha, beta, text_options)
     from .corpus import readable
@@ -1817,6 +1828,7 @@ def check(
 
     new, baseline = load(model_path), load(baseline_path)
     overrides = {"model": event_model, "estimator": estimator, "alpha": alpha, "beta": beta}
+    overrides.update(text_options)
     corpus = _test_corpus(test_dir, reading)
     result = run(new, baseline, corpus, max_drop, max_ece, overrides, reading[0])
     data = {"model": model_path, "baseline": baseline_path, "test_dir": test_dir}

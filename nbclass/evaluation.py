@@ -28,6 +28,7 @@ import numpy as np
 from . import metrics
 from .corpus import Corpus, read_text
 from .counts import Counts, count_corpus, merge, subtract
+from .defaults import DEFAULT_FOLDS, DEFAULT_SEED
 from .errors import NbclassError, UsageError
 from .estimators import EstimatorSettings
 from .model import BATCH_SIZE, Classifier, Model, VocabularyFilter
@@ -35,9 +36,6 @@ from .reading import DEFAULT_POLICY, ReadPolicy
 from .table import Table
 from .tablemodel import TableClassifier, TableModel
 from .tokenizer import TokenizerSettings
-
-DEFAULT_SEED = 0
-DEFAULT_FOLDS = 5
 
 
 def score_paths(
@@ -441,7 +439,7 @@ def check(
     overrides = overrides or {}
 
     def judge(model: Model) -> Evaluation:
-        settings = model.defaults.with_overrides(**overrides).validate()
+        settings = model.defaults.combined(**overrides)
         return evaluate(model, settings, corpus, policy)
 
     return Check(judge(baseline), judge(new), max_drop, max_ece)
