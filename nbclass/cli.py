@@ -1534,11 +1534,35 @@ def _table_info(model_path, fmt):
     _echo_lines(table_info_lines(table_model_info(model, model_path, fmt_header), fmt))
 
 
-def _test_corpus(test_dir: str, reading):
-    """The test corpus without the documents the reading policy skips."""
+def _lines_option(what: str):
+    """--lines FILE|- of evaluate, cv and check: labelled documents, read as fit --lines."""
+    return click.option(
+        "--lines",
+        "lines_path",
+        metavar="FILE|-",
+        help=f"{what} one document per line of FILE (- for standard input): "
+        "LABEL<TAB>TEXT or fastText's __label__LABEL TEXT, as fit --lines reads them.",
+    )
+
+
+def _labelled_corpus(folder: str | None, lines_path: str | None, reading, min_classes: int):
+    """The labelled documents of a corpus folder or of --lines, without those the reading
+    policy skips; lines are held in memory (evaluate, cv and check read them more than
+    once)."""
     from .corpus import list_corpus, readable
 
-    return readable(list_corpus(test_dir, min_classes=1), *reading)
+    if lines_path is not None:
+        from .learning import labelled_corpus
+
+        return labelled_corpus(_line_documents(lines_path, reading), min_classes)
+    return readable(list_corpus(folder, min_classes=min_classes), *reading)
+
+
+def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
+    """The folder or the --lines file, whichever was given (a usage error unless one)."""
+    if (folder is None) == (lines_path is None):
+        raise UsageError(f"give a {name} or --lines FILE (one of them)")
+    return folder if folder is not None else lines_path
 
 
 @cli.command(context_settings=CONTEXT)
@@ -1550,17 +1574,19 @@ def _test_corpus(test_dir: str, reading):
     help="With a table model: evaluate on the labelled rows of FILE (CSV, TSV or JSON lines).",
 )
 @_table_format_option
+@_lines_option("Evaluate on")
 @_format_option("text", "json")
 @estimator_options("Overrides the model's default without refitting.")
 @reading_options
 def evaluate(
-    model_path, test_dir, table, table_format, fmt, event_model, estimator, alpha, beta,
-    text_options, reading,
+    model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator, alpha,
+    beta, text_options, reading,
 ):  # fmt: skip
     """Measure a model on TEST_DIR, labelled documents laid out like a training corpus.
 
-    A table model (fit --table) is measured on --table FILE instead, whose label column
-    holds each row's true class.
+    With --lines FILE, the test documents are the lines of FILE instead, each with its
+    label (as for fit --lines). A table model (fit --table) is measured on --table FILE,
+    whose label column holds each row's true class.
 
     Prints accuracy, macro- and micro-F1, log loss, Brier score (multiclass sum form,
     0 to 2), expected calibration error (10 equal-width confidence bins), precision,
@@ -1571,16 +1597,19 @@ def evaluate(
     Examples:
       nbclass evaluate -m model.nbc test/
       nbclass evaluate -m model.nbc test/ --format json | jq .accuracy
+      nbclass evaluate -m model.nbc --lines test.tsv
       nbclass evaluate -m table-model.nbc --table test.csv
     """
-    if (test_dir is None) == (table is None):
-        raise UsageError("give a TEST_DIR (text model) or --table FILE (table model)")
+    if sum(x is not None for x in (test_dir, lines_path, table)) != 1:
+        raise UsageError(
+            "give a TEST_DIR or --lines FILE (text model), or --table FILE (table model)"
+        )
     if table is not None:
         _refuse_reading_options(reading)
     try:
         return _evaluate(
-            model_path, test_dir, table, table_format, fmt, event_model, estimator, alpha, beta,
-            text_options, reading,
+            model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator,
+            alpha, beta, text_options, reading,
         )  # fmt: skip
     except ModelKindError as exc:
         fix = (
@@ -1592,8 +1621,8 @@ def evaluate(
 
 
 def _evaluate(
-    model_path, test_dir, table, table_format, fmt, event_model, estimator, alpha, beta,
-    text_options, reading,
+    model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator, alpha,
+    beta, text_options, reading,
 ):  # fmt: skip
     from .evaluation import evaluate as run
     from .modelfile import load
@@ -1610,9 +1639,10 @@ def _evaluate(
     else:
         model = load(model_path)
         settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
-        corpus = _test_corpus(test_dir, reading)
+        corpus = _labelled_corpus(test_dir, lines_path, reading, min_classes=1)
         evaluation = run(model, settings, corpus, reading[0])
         n_classes = len(corpus.classes)
+        test_dir = _one_source(test_dir, lines_path, "TEST_DIR")
     if fmt == "json":
         from .render import json_text
 
@@ -1641,7 +1671,8 @@ def _describe_settings(settings, model=None) -> str:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("corpus_dir", metavar="CORPUS_DIR")
+@click.argument("corpus_dir", metavar="[CORPUS_DIR]", required=False)
+@_lines_option("Cross-validate")
 @click.option(
     "-k",
     "--folds",
@@ -1684,6 +1715,7 @@ def _describe_settings(settings, model=None) -> str:
 @reading_options
 def cv(
     corpus_dir,
+    lines_path,
     folds,
     seed,
     learning_curve,
@@ -1697,7 +1729,8 @@ def cv(
     jobs,
     reading,
 ):
-    """Stratified K-fold cross-validation of CORPUS_DIR (laid out as for fit).
+    """Stratified K-fold cross-validation of CORPUS_DIR (laid out as for fit), or of the
+    labelled lines of --lines FILE.
 
     Each fold is counted once; fold k's training counts are the total minus fold k's
     (counts add up), exactly what a refit on the other folds would count, so K folds
@@ -1710,8 +1743,9 @@ def cv(
       nbclass cv corpus/ --folds 10 --seed 7
       nbclass cv corpus/ --learning-curve --like model.nbc
       nbclass cv corpus/ --format json | jq .metrics.accuracy.mean
+      nbclass cv --lines labelled.tsv
     """
-    from .corpus import list_corpus
+    source = _one_source(corpus_dir, lines_path, "CORPUS_DIR")
     from .counts import default_jobs
     from .evaluation import cross_validate
     from .model import VocabularyFilter
@@ -1733,9 +1767,7 @@ def cv(
             CV_DEFAULTS,
         )
     settings = _settings(defaults, event_model, estimator, alpha, beta, text_options)
-    from .corpus import readable
-
-    corpus = readable(list_corpus(corpus_dir), *reading)
+    corpus = _labelled_corpus(corpus_dir, lines_path, reading, min_classes=2)
     result = cross_validate(
         corpus,
         tokenizer,
@@ -1748,7 +1780,7 @@ def cv(
         reading[0],
     )
     data = {
-        "corpus": corpus_dir,
+        "corpus": source,
         "documents": len(corpus.paths),
         "classes": list(corpus.classes),
         "seed": seed,
@@ -1763,7 +1795,7 @@ def cv(
     from .report import cross_validation_report, show
 
     title = (
-        f"{corpus_dir}: {data['documents']} documents, {len(corpus.classes)} classes, "
+        f"{source}: {data['documents']} documents, {len(corpus.classes)} classes, "
         f"{folds} stratified folds (seed {seed})\n{_describe_settings(settings)}"
     )
     show(*cross_validation_report(data, title))
@@ -1778,7 +1810,8 @@ def cv(
     metavar="OLD",
     help="The model in production, that MODEL would replace.",
 )
-@click.argument("test_dir", metavar="TEST_DIR")
+@click.argument("test_dir", metavar="[TEST_DIR]", required=False)
+@_lines_option("Test on")
 @click.option(
     "--max-drop",
     type=float,
@@ -1799,6 +1832,7 @@ def check(
     model_path,
     baseline_path,
     test_dir,
+    lines_path,
     max_drop,
     max_ece,
     fmt,
@@ -1811,7 +1845,8 @@ def check(
 ):
     """Gate a new MODEL against the BASELINE on TEST_DIR before it replaces it.
 
-    Evaluates both models on the same labelled documents and prints them side by side.
+    Evaluates both models on the same labelled documents (TEST_DIR, or the lines of
+    --lines FILE) and prints them side by side.
     Exits 0 if the new model's accuracy and macro-F1 are each at most --max-drop below
     the baseline's (and its ECE at most --max-ece, if given), 3 if not; 1 and 2 are
     errors, as for every command.
@@ -1826,12 +1861,13 @@ def check(
     from .evaluation import check as run
     from .modelfile import load
 
+    source = _one_source(test_dir, lines_path, "TEST_DIR")
     new, baseline = load(model_path), load(baseline_path)
     overrides = {"model": event_model, "estimator": estimator, "alpha": alpha, "beta": beta}
     overrides.update(text_options)
-    corpus = _test_corpus(test_dir, reading)
+    corpus = _labelled_corpus(test_dir, lines_path, reading, min_classes=1)
     result = run(new, baseline, corpus, max_drop, max_ece, overrides, reading[0])
-    data = {"model": model_path, "baseline": baseline_path, "test_dir": test_dir}
+    data = {"model": model_path, "baseline": baseline_path, "test_dir": source}
     data.update(result.to_dict())
     if fmt == "json":
         from .render import json_text
@@ -1841,7 +1877,7 @@ def check(
         from .report import check_report, show
 
         title = (
-            f"{model_path} (new) against {baseline_path} (baseline) on {test_dir}: "
+            f"{model_path} (new) against {baseline_path} (baseline) on {source}: "
             f"{result.new.n_docs} documents"
         )
         show(*check_report(data, title))

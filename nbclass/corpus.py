@@ -179,11 +179,15 @@ class Corpus:
         :class:`PathList` from :func:`list_corpus`, or a list.
     labels : list of int, length N
         ``labels[i]`` is the index into ``classes`` of document ``paths[i]``.
+    texts : sequence of str, length N, or None
+        The documents themselves, when they were read already (labelled lines, ``--lines``:
+        ``paths`` then holds their sources, ``FILE:LINE``); ``None`` for files to read.
     """
 
     classes: list[str]
     paths: Sequence[str]
     labels: list[int]
+    texts: Sequence[str] | None = None
 
 
 def list_corpus(root: str, min_classes: int = 2) -> Corpus:
