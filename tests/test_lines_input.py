@@ -149,3 +149,21 @@ def test_cv_on_lines_of_one_class_is_refused(tmp_path):
     result = run("cv", "--lines", one)
     assert result.returncode == 1
     assert result.stderr.decode().startswith("Error: the lines have only one class ('billing')")
+
+
+def test_check_applies_every_estimator_option_as_evaluate_does(data):
+    """--tf, --idf, --norm, --prior-fit and --class-prior reach both models of check."""
+    options = ["--model", "multinomial", "--beta", "1", "--tf", "raw", "--no-class-prior"]
+    evaluated = json_of(
+        run("evaluate", "-m", data["model"], "--lines", data["tsv"], "--format", "json", *options)
+    )
+    checked = json_of(
+        run("check", "-m", data["model"], "--baseline", data["model"], "--lines", data["tsv"],
+            "--format", "json", *options)  # fmt: skip
+    )
+    assert {k: m["new"] for k, m in checked["metrics"].items()} == {
+        k: evaluated[k] for k in METRICS
+    }
+    default = json_of(run("evaluate", "-m", data["model"], "--lines", data["tsv"], "--format",
+                          "json", "--model", "multinomial", "--beta", "1"))  # fmt: skip
+    assert default["log_loss"] != evaluated["log_loss"]  # --tf raw and the prior matter here
