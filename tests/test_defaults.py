@@ -170,3 +170,10 @@ def test_cv_uses_the_defaults_of_fit(tmp_path):
     info = json.loads(run("info", "-m", model, "--format", "json").stdout)
     assert plain_data["settings"] == info["defaults"]
     assert plain_data["metrics"] == like_data["metrics"]
+
+
+def test_evaluate_states_the_number_of_ece_bins_it_uses():
+    from nbclass.metrics import ECE_BINS
+
+    flat = " ".join(help_of("evaluate").split())
+    assert f"expected calibration error ({ECE_BINS} equal-width confidence bins)" in flat
