@@ -8,10 +8,10 @@ FUZZ_SECONDS ?= 60
 FUZZ_WORK ?= $(or $(TMPDIR),/tmp)/nbclass-fuzz
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test lint bench clean
+.PHONY: help install demo test lint bench bench-accuracy clean
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,9 @@ lint: $(STAMP) ## Check style with ruff
 
 bench: $(STAMP) ## Benchmark against scikit-learn on 20 Newsgroups (minutes; 1 GB generated)
 	$(BIN)/python bench/run.py
+
+bench-accuracy: $(STAMP) ## Accuracy, macro-F1, log loss, ECE against scikit-learn's NB on every shared corpus
+	$(BIN)/python bench/accuracy.py
 
 .PHONY: fuzz
 fuzz: $(STAMP) ## Fuzz the model loader and corpus reader (atheris, FUZZ_SECONDS each)

@@ -15,6 +15,7 @@ from array import array
 import click
 
 from . import __version__
+from .defaults import DEFAULT_FOLDS, DEFAULT_SEED, DEFAULT_VAR_SMOOTHING
 from .errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -25,8 +26,20 @@ from .errors import (
     Terminated,
     UsageError,
 )
+from .estimators import (
+    AUTO,
+    DEFAULTS,
+    ESTIMATORS,
+    MODELS,
+    NORMS,
+    TABLE_DEFAULTS,
+    TF,
+    EstimatorSettings,
+    as_options,
+)
 from .process import install_sigterm, output_error, reserve_standard_streams
 from .single import echo_lines as _echo_lines
+from .tokenizer import DEFAULT_NGRAM_RANGE, DEFAULT_TOKEN_PATTERN
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a filter cut off by `head`
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -118,7 +131,7 @@ def estimator_options(defaults_note: str):
             click.option(
                 "--model",
                 "event_model",
-                type=click.Choice(["auto", "multinomial", "bernoulli", "complement", "dcm"]),
+                type=click.Choice([AUTO, *MODELS]),
                 help="Model: word counts (multinomial), word presence (bernoulli), the "
                 "other classes' counts (complement, Rennie et al. 2003) or bursty words "
                 "(dcm, Elkan's EDCM), each as its formula; auto: the settings fit chose by "
@@ -126,7 +139,7 @@ def estimator_options(defaults_note: str):
             ),
             click.option(
                 "--estimator",
-                type=click.Choice(["posterior-mean", "map", "mle", "predictive"]),
+                type=click.Choice(ESTIMATORS),
                 help="How π and θ are estimated from the counts (see MATH in the README); "
                 "predictive: the exact Pólya predictive of the whole document.",
             ),
@@ -144,7 +157,7 @@ def estimator_options(defaults_note: str):
             ),
             click.option(
                 "--tf",
-                type=click.Choice(["raw", "log"]),
+                type=click.Choice(TF),
                 help="Term frequency: the count x, or log(1 + x) (multinomial, complement).",
             ),
             click.option(
@@ -154,7 +167,7 @@ def estimator_options(defaults_note: str):
             ),
             click.option(
                 "--norm",
-                type=click.Choice(["none", "length", "weight", "both"]),
+                type=click.Choice(NORMS),
                 help="Divide a document by its length, each class's weights by their sum, "
                 "or both (Rennie et al. 2003).",
             ),
@@ -344,7 +357,7 @@ def table_fit_options(command):
             default=None,
             metavar="EPS",
             help="With --table: variance floor of numeric columns, EPS times the largest "
-            "column variance.  [default: 1e-09]",
+            f"column variance.  [default: {DEFAULT_VAR_SMOOTHING!r}]",
         ),
     ]
     for option in reversed(options):
@@ -460,13 +473,14 @@ def fit_options(command):
             "--token-pattern",
             default=None,
             metavar="REGEX",
-            help=r"Regular expression for one token.  [default: (?u)\b\w\w+\b]",
+            help=f"Regular expression for one token.  [default: {DEFAULT_TOKEN_PATTERN}]",
         ),
         click.option(
             "--ngram-range",
             callback=_ngram_range,
             metavar="MIN,MAX",
-            help="Word n-gram lengths, e.g. 1,2 for words and word pairs.  [default: 1,1]",
+            help="Word n-gram lengths, e.g. 1,2 for words and word pairs.  "
+            f"[default: {DEFAULT_NGRAM_RANGE[0]},{DEFAULT_NGRAM_RANGE[1]}]",
         ),
         click.option(
             "--stop-words",
@@ -498,7 +512,8 @@ def fit_options(command):
             help="Use only the K most frequent words (after --min-df).",
         ),
         estimator_options(
-            "Stored as the model's default.  [defaults: multinomial, posterior-mean, α=1, β=1]"
+            "Stored as the model's default; --update and sync keep the model's own.  "
+            f"[default: --model {AUTO}; with --table: {as_options(TABLE_DEFAULTS)}]"
         ),
         click.option(
             "-j",
@@ -532,20 +547,15 @@ def _fit_settings(ctx, p: dict, base=None):
     """
     from dataclasses import replace
 
-    from .estimators import AUTO, DEFAULTS, EstimatorSettings, overridden, resolve
+    from .estimators import overridden, resolve
     from .model import VocabularyFilter
-    from .tokenizer import (
-        DEFAULT_TOKEN_PATTERN,
-        TokenizerSettings,
-        load_stop_words,
-        make_tokenizer,
-    )
+    from .tokenizer import TokenizerSettings, load_stop_words, make_tokenizer
 
     words, source = load_stop_words(p["stop_words"], p["lowercase"])
     tokenizer = TokenizerSettings(
         lowercase=p["lowercase"],
         token_pattern=DEFAULT_TOKEN_PATTERN if p["token_pattern"] is None else p["token_pattern"],
-        ngram_range=p["ngram_range"] or (1, 1),
+        ngram_range=p["ngram_range"] or DEFAULT_NGRAM_RANGE,
         stop_words=words,
         stop_words_source=source,
         hash_features=p["hash_features"],
@@ -1473,20 +1483,18 @@ def _fit_table(
         raise UsageError("--table needs --label COLUMN, the column that holds the class")
     if min_df != 1 or max_features is not None:
         raise UsageError("--min-df and --max-features apply to text corpora, not --table")
-    from .columns import DEFAULT_VAR_SMOOTHING
-    from .estimators import EstimatorSettings
     from .table import parse_column_types, read_table
     from .tablefile import save
     from .tablemodel import fit_table
-    from .tokenizer import DEFAULT_TOKEN_PATTERN, TokenizerSettings, load_stop_words
+    from .tokenizer import TokenizerSettings, load_stop_words
 
     start = time.perf_counter()
-    defaults = _settings(EstimatorSettings(), event_model, estimator, alpha, beta)
+    defaults = _settings(TABLE_DEFAULTS, event_model, estimator, alpha, beta)
     words, source = load_stop_words(stop_words, lowercase)
     tokenizer = TokenizerSettings(
         lowercase=lowercase,
         token_pattern=DEFAULT_TOKEN_PATTERN if token_pattern is None else token_pattern,
-        ngram_range=ngram_range or (1, 1),
+        ngram_range=ngram_range or DEFAULT_NGRAM_RANGE,
         stop_words=words,
         stop_words_source=source,
     )
@@ -1581,11 +1589,35 @@ def _table_info(model_path, fmt):
     _echo_lines(table_info_lines(table_model_info(model, model_path, fmt_header), fmt))
 
 
-def _test_corpus(test_dir: str, reading):
-    """The test corpus without the documents the reading policy skips."""
+def _lines_option(what: str):
+    """--lines FILE|- of evaluate, cv and check: labelled documents, read as fit --lines."""
+    return click.option(
+        "--lines",
+        "lines_path",
+        metavar="FILE|-",
+        help=f"{what} one document per line of FILE (- for standard input): "
+        "LABEL<TAB>TEXT or fastText's __label__LABEL TEXT, as fit --lines reads them.",
+    )
+
+
+def _labelled_corpus(folder: str | None, lines_path: str | None, reading, min_classes: int):
+    """The labelled documents of a corpus folder or of --lines, without those the reading
+    policy skips; lines are held in memory (evaluate, cv and check read them more than
+    once)."""
     from .corpus import list_corpus, readable
 
-    return readable(list_corpus(test_dir, min_classes=1), *reading)
+    if lines_path is not None:
+        from .learning import labelled_corpus
+
+        return labelled_corpus(_line_documents(lines_path, reading), min_classes)
+    return readable(list_corpus(folder, min_classes=min_classes), *reading)
+
+
+def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
+    """The folder or the --lines file, whichever was given (a usage error unless one)."""
+    if (folder is None) == (lines_path is None):
+        raise UsageError(f"give a {name} or --lines FILE (one of them)")
+    return folder if folder is not None else lines_path
 
 
 @cli.command(context_settings=CONTEXT)
@@ -1597,17 +1629,19 @@ def _test_corpus(test_dir: str, reading):
     help="With a table model: evaluate on the labelled rows of FILE (CSV, TSV or JSON lines).",
 )
 @_table_format_option
+@_lines_option("Evaluate on")
 @_format_option("text", "json")
 @estimator_options("Overrides the model's default without refitting.")
 @reading_options
 def evaluate(
-    model_path, test_dir, table, table_format, fmt, event_model, estimator, alpha, beta,
-    text_options, reading,
+    model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator, alpha,
+    beta, text_options, reading,
 ):  # fmt: skip
     """Measure a model on TEST_DIR, labelled documents laid out like a training corpus.
 
-    A table model (fit --table) is measured on --table FILE instead, whose label column
-    holds each row's true class.
+    With --lines FILE, the test documents are the lines of FILE instead, each with its
+    label (as for fit --lines). A table model (fit --table) is measured on --table FILE,
+    whose label column holds each row's true class.
 
     Prints accuracy, macro- and micro-F1, log loss, Brier score (multiclass sum form,
     0 to 2), expected calibration error (10 equal-width confidence bins), precision,
@@ -1618,16 +1652,19 @@ def evaluate(
     Examples:
       nbclass evaluate -m model.nbc test/
       nbclass evaluate -m model.nbc test/ --format json | jq .accuracy
+      nbclass evaluate -m model.nbc --lines test.tsv
       nbclass evaluate -m table-model.nbc --table test.csv
     """
-    if (test_dir is None) == (table is None):
-        raise UsageError("give a TEST_DIR (text model) or --table FILE (table model)")
+    if sum(x is not None for x in (test_dir, lines_path, table)) != 1:
+        raise UsageError(
+            "give a TEST_DIR or --lines FILE (text model), or --table FILE (table model)"
+        )
     if table is not None:
         _refuse_reading_options(reading)
     try:
         return _evaluate(
-            model_path, test_dir, table, table_format, fmt, event_model, estimator, alpha, beta,
-            text_options, reading,
+            model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator,
+            alpha, beta, text_options, reading,
         )  # fmt: skip
     except ModelKindError as exc:
         fix = (
@@ -1639,8 +1676,8 @@ def evaluate(
 
 
 def _evaluate(
-    model_path, test_dir, table, table_format, fmt, event_model, estimator, alpha, beta,
-    text_options, reading,
+    model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator, alpha,
+    beta, text_options, reading,
 ):  # fmt: skip
     from .evaluation import evaluate as run
     from .modelfile import load
@@ -1657,9 +1694,10 @@ def _evaluate(
     else:
         model = load(model_path)
         settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
-        corpus = _test_corpus(test_dir, reading)
+        corpus = _labelled_corpus(test_dir, lines_path, reading, min_classes=1)
         evaluation = run(model, settings, corpus, reading[0])
         n_classes = len(corpus.classes)
+        test_dir = _one_source(test_dir, lines_path, "TEST_DIR")
     if fmt == "json":
         from .render import json_text
 
@@ -1691,19 +1729,20 @@ def _describe_settings(settings, model=None) -> str:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("corpus_dir", metavar="CORPUS_DIR")
+@click.argument("corpus_dir", metavar="[CORPUS_DIR]", required=False)
+@_lines_option("Cross-validate")
 @click.option(
     "-k",
     "--folds",
     type=int,
-    default=5,
+    default=DEFAULT_FOLDS,
     show_default=True,
     help="Number of folds; every class needs at least this many documents.",
 )
 @click.option(
     "--seed",
     type=int,
-    default=0,
+    default=DEFAULT_SEED,
     show_default=True,
     help="Seed of the stratified split (the split never depends on file listing order).",
 )
@@ -1717,9 +1756,12 @@ def _describe_settings(settings, model=None) -> str:
     "like_path",
     metavar="MODEL",
     help="Tokenize, filter the vocabulary and estimate as this model file does.  "
-    "[default: fit's defaults]",
+    "[default: fit's tokenizer and vocabulary filter, the estimator of --model's defaults]",
 )
-@estimator_options("Overrides the defaults (of --like's model, if given).")
+@estimator_options(
+    "Overrides the defaults (of --like's model, if given).  "
+    f"[default: --model {AUTO}]"
+)
 @_format_option("text", "json")
 @click.option(
     "-j",
@@ -1731,6 +1773,7 @@ def _describe_settings(settings, model=None) -> str:
 @reading_options
 def cv(
     corpus_dir,
+    lines_path,
     folds,
     seed,
     learning_curve,
@@ -1744,7 +1787,8 @@ def cv(
     jobs,
     reading,
 ):
-    """Stratified K-fold cross-validation of CORPUS_DIR (laid out as for fit).
+    """Stratified K-fold cross-validation of CORPUS_DIR (laid out as for fit), or of the
+    labelled lines of --lines FILE.
 
     Each fold is counted once; fold k's training counts are the total minus fold k's
     (counts add up), exactly what a refit on the other folds would count, so K folds
@@ -1757,15 +1801,14 @@ def cv(
       nbclass cv corpus/ --folds 10 --seed 7
       nbclass cv corpus/ --learning-curve --like model.nbc
       nbclass cv corpus/ --format json | jq .metrics.accuracy.mean
+      nbclass cv --lines labelled.tsv
     """
-    from .corpus import list_corpus
+    source = _one_source(corpus_dir, lines_path, "CORPUS_DIR")
     from .counts import default_jobs
-    from .estimators import EstimatorSettings, resolve
+    from .estimators import AUTO, overridden, resolve
     from .evaluation import cross_validate
     from .model import VocabularyFilter
     from .tokenizer import TokenizerSettings
-
-    from .estimators import AUTO, overridden
 
     overrides = _overrides(event_model, estimator, alpha, beta, text_options)
     if like_path:
@@ -1782,7 +1825,7 @@ def cv(
         tokenizer, vocabulary_filter, defaults = (
             TokenizerSettings(),
             VocabularyFilter(),
-            EstimatorSettings(),
+            EstimatorSettings(),  # the formula of the options given, if any
         )
         auto = True  # fit's default, --model auto
     if event_model == AUTO and overridden(**dict(overrides, model=None)):
@@ -1792,9 +1835,7 @@ def cv(
         )
     auto = event_model == AUTO or (auto and not overridden(**overrides))
     settings = None if auto else resolve(defaults, **overrides)
-    from .corpus import readable
-
-    corpus = readable(list_corpus(corpus_dir), *reading)
+    corpus = _labelled_corpus(corpus_dir, lines_path, reading, min_classes=2)
     result = cross_validate(
         corpus,
         tokenizer,
@@ -1807,7 +1848,7 @@ def cv(
         reading[0],
     )
     data = {
-        "corpus": corpus_dir,
+        "corpus": source,
         "documents": len(corpus.paths),
         "classes": list(corpus.classes),
         "seed": seed,
@@ -1822,7 +1863,7 @@ def cv(
     from .report import cross_validation_report, show
 
     title = (
-        f"{corpus_dir}: {data['documents']} documents, {len(corpus.classes)} classes, "
+        f"{source}: {data['documents']} documents, {len(corpus.classes)} classes, "
         f"{folds} stratified folds (seed {seed})\n"
         + (_AUTO_TEXT if settings is None else _describe_settings(settings))
     )
@@ -1838,7 +1879,8 @@ def cv(
     metavar="OLD",
     help="The model in production, that MODEL would replace.",
 )
-@click.argument("test_dir", metavar="TEST_DIR")
+@click.argument("test_dir", metavar="[TEST_DIR]", required=False)
+@_lines_option("Test on")
 @click.option(
     "--max-drop",
     type=float,
@@ -1859,6 +1901,7 @@ def check(
     model_path,
     baseline_path,
     test_dir,
+    lines_path,
     max_drop,
     max_ece,
     fmt,
@@ -1871,7 +1914,8 @@ def check(
 ):
     """Gate a new MODEL against the BASELINE on TEST_DIR before it replaces it.
 
-    Evaluates both models on the same labelled documents and prints them side by side.
+    Evaluates both models on the same labelled documents (TEST_DIR, or the lines of
+    --lines FILE) and prints them side by side.
     Exits 0 if the new model's accuracy and macro-F1 are each at most --max-drop below
     the baseline's (and its ECE at most --max-ece, if given), 3 if not; 1 and 2 are
     errors, as for every command.
@@ -1886,11 +1930,13 @@ def check(
     from .evaluation import check as run
     from .modelfile import load
 
+    source = _one_source(test_dir, lines_path, "TEST_DIR")
     new, baseline = load(model_path), load(baseline_path)
     overrides = {"model": event_model, "estimator": estimator, "alpha": alpha, "beta": beta}
-    corpus = _test_corpus(test_dir, reading)
+    overrides.update(text_options)
+    corpus = _labelled_corpus(test_dir, lines_path, reading, min_classes=1)
     result = run(new, baseline, corpus, max_drop, max_ece, overrides, reading[0])
-    data = {"model": model_path, "baseline": baseline_path, "test_dir": test_dir}
+    data = {"model": model_path, "baseline": baseline_path, "test_dir": source}
     data.update(result.to_dict())
     if fmt == "json":
         from .render import json_text
@@ -1900,7 +1946,7 @@ def check(
         from .report import check_report, show
 
         title = (
-            f"{model_path} (new) against {baseline_path} (baseline) on {test_dir}: "
+            f"{model_path} (new) against {baseline_path} (baseline) on {source}: "
             f"{result.new.n_docs} documents"
         )
         show(*check_report(data, title))

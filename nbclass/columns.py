@@ -53,7 +53,6 @@ from .estimators import log_fraction, multinomial_fraction
 
 X_SHIFT = 1074  # S1 is stored as S1 · 2^1074 (an integer for any sum of doubles)
 XX_SHIFT = 2 * X_SHIFT  # S2 as S2 · 2^2148
-DEFAULT_VAR_SMOOTHING = 1e-9
 LOG_2PI = math.log(2 * math.pi)
 
 

@@ -179,11 +179,24 @@ class Corpus:
         :class:`PathList` from :func:`list_corpus`, or a list.
     labels : list of int, length N
         ``labels[i]`` is the index into ``classes`` of document ``paths[i]``.
+    texts : sequence of str, length N, or None
+        The documents themselves, when they were read already (labelled lines, ``--lines``:
+        ``paths`` then holds their sources, ``FILE:LINE``); ``None`` for files to read.
     """
 
     classes: list[str]
     paths: Sequence[str]
     labels: list[int]
+    texts: Sequence[str] | None = None
+
+    def subset(self, indices: Sequence[int]) -> Corpus:
+        """The corpus of the documents at ``indices`` (same classes)."""
+        return Corpus(
+            classes=list(self.classes),
+            paths=[self.paths[i] for i in indices],
+            labels=[self.labels[i] for i in indices],
+            texts=None if self.texts is None else [self.texts[i] for i in indices],
+        )
 
 
 def list_corpus(root: str, min_classes: int = 2) -> Corpus:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
 
 from .errors import UsageError
 from .reading import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
-from .tally import Tally, narrow, pack, tally_part, tally_paths
+from .tally import Tally, narrow, pack, tally, tally_part, tally_paths
 from .tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
 
@@ -551,6 +551,25 @@ def default_jobs() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def count_texts(
+    texts: Sequence[str], labels: Sequence[int], classes: Sequence[str],
+    tokenizer: TokenizerSettings,
+) -> Counts:
+    """The counts of documents already in memory, as :func:`count_corpus` counts files.
+
+    ``texts[i]`` is a document of class ``classes[labels[i]]``; every class of
+    ``classes`` is kept, with N_c = 0 when no text has it.
+    """
+    tokenize = make_tokenizer(tokenizer)
+    accumulator = CountAccumulator(classes)
+    for start in range(0, len(texts), PART_SIZE):
+        part = slice(start, start + PART_SIZE)
+        accumulator.add_tally(
+            tally((tokenize(t) for t in texts[part]), labels[part], len(classes))
+        )
+    return accumulator.result()
 
 
 def count_corpus(

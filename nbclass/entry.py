@@ -27,6 +27,8 @@ import os
 import re
 import sys
 
+from .estimators import AUTO, ESTIMATORS, MODELS, NORMS, TF
+
 EXIT_BROKEN_PIPE = 141  # as nbclass.cli: 128 + SIGPIPE
 # Options of ``predict`` that take a value: name -> (keyword, kind). A kind is a tuple of
 # choices, "int" (a whole number >= 1), "float" (a plain decimal number) or "str".
@@ -39,11 +41,11 @@ _VALUED = {
     "--min-margin": ("min_margin", "float"),
     "--min-known": ("min_known", "str"),
     "--unsure-label": ("unsure_label", "str"),
-    "--model": ("model", ("auto", "multinomial", "bernoulli", "complement", "dcm")),
-    "--estimator": ("estimator", ("posterior-mean", "map", "mle", "predictive")),
+    "--model": ("model", (AUTO, *MODELS)),  # the choices click offers: the same constants
+    "--estimator": ("estimator", ESTIMATORS),
     "--alpha": ("alpha", "float"),
-    "--tf": ("tf", ("raw", "log")),
-    "--norm": ("norm", ("none", "length", "weight", "both")),
+    "--tf": ("tf", TF),
+    "--norm": ("norm", NORMS),
 }
 # Flags: name -> (keyword, value).
 _FLAGS = {

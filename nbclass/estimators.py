@@ -317,6 +317,40 @@ class Calibration:
 # with β fitted by leave-one-out likelihood. ``nbclass fit`` itself chooses the settings
 # from the data (``--model auto``, :mod:`nbclass.choosing`) and stores its choice.
 DEFAULTS = EstimatorSettings(model="complement", tf="log", prior_fit=True)
+# A table model's text columns (fit --table) keep the plain multinomial.
+TABLE_DEFAULTS = EstimatorSettings()
+
+
+def _option_number(x: float) -> str:
+    """``x`` as a user writes it on the command line: 1 for 1.0, else the shortest text."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
+
+
+def as_options(settings: EstimatorSettings) -> str:
+    """The command-line options that select ``settings``, every field spelled out.
+
+    The help texts show the defaults this way, built from the constants the code uses
+    (:data:`DEFAULTS`, :data:`TABLE_DEFAULTS`), so they cannot drift apart; given to
+    ``fit``, the options give those very settings. With ``prior_fit`` the β is fitted,
+    so ``--beta`` is left out (a β given turns the fit off).
+
+    >>> as_options(EstimatorSettings())
+    '--model multinomial --estimator posterior-mean --alpha 1 --beta 1 --tf raw --no-idf \
+--norm none --no-prior-fit --class-prior'
+    >>> as_options(EstimatorSettings(model="bernoulli", alpha=0.5, beta=(1.0, 2.0)))
+    '--model bernoulli --estimator posterior-mean --alpha 0.5 --beta 1,2 --tf raw --no-idf \
+--norm none --no-prior-fit --class-prior'
+    """
+    s = settings
+    words = ["--model", s.model, "--estimator", s.estimator, "--alpha", _option_number(s.alpha)]
+    if not s.prior_fit:
+        beta = [_option_number(b) for b in s.beta]
+        words += ["--beta", beta[0] if beta[0] == beta[1] else ",".join(beta)]
+    words += ["--tf", s.tf, "--idf" if s.idf else "--no-idf", "--norm", s.norm]
+    words.append("--prior-fit" if s.prior_fit else "--no-prior-fit")
+    words.append("--class-prior" if s.class_prior else "--no-class-prior")
+    return " ".join(words)
+
 
 AUTO = "auto"  # fit's --model default: choose the settings by cross-validation
 FORMULA_OPTIONS = ("model", "estimator", "alpha", "beta")

@@ -27,7 +27,8 @@ import numpy as np
 
 from . import metrics
 from .corpus import Corpus, read_text
-from .counts import Counts, count_corpus, merge, subtract
+from .counts import Counts, count_corpus, count_texts, merge, subtract
+from .defaults import DEFAULT_FOLDS, DEFAULT_SEED
 from .errors import NbclassError, UsageError
 from .estimators import DEFAULTS, EstimatorSettings
 from .learning import corpus_sample
@@ -37,22 +38,24 @@ from .table import Table
 from .tablemodel import TableClassifier, TableModel
 from .tokenizer import TokenizerSettings
 
-DEFAULT_SEED = 0
-DEFAULT_FOLDS = 5
-
 
 def score_paths(
-    classifier: Classifier, paths: Sequence[str], policy: ReadPolicy = DEFAULT_POLICY
-) -> np.ndarray:
+    classifier: Classifier, paths: Sequence[str], policy: ReadPolicy = DEFAULT_POLICY,
+    texts: Sequence[str] | None = None,
+) -> np.ndarray:  # fmt: skip
     """log p(y = c | x) of the documents at ``paths``, ndarray of shape (n, C).
 
     Every document must be readable under ``policy`` (see
-    :func:`nbclass.corpus.readable`): one that is not now is an error.
+    :func:`nbclass.corpus.readable`): one that is not now is an error. With ``texts``
+    (the documents, read already), nothing is read.
     """
     rows = [np.empty((0, len(classifier.classes)))]
     for start in range(0, len(paths), BATCH_SIZE):
-        texts = [read_text(p, policy) for p in paths[start : start + BATCH_SIZE]]
-        rows.append(classifier.predict(texts).log_proba)
+        if texts is None:
+            batch = [read_text(p, policy) for p in paths[start : start + BATCH_SIZE]]
+        else:
+            batch = list(texts[start : start + BATCH_SIZE])
+        rows.append(classifier.predict(batch).log_proba)
     return np.vstack(rows)
 
 
@@ -200,24 +203,28 @@ class Evaluation:
 
 def evaluation_of(
     classifier: Classifier, paths: Sequence[str], class_names: Sequence[str],
-    policy: ReadPolicy = DEFAULT_POLICY,
+    policy: ReadPolicy = DEFAULT_POLICY, texts: Sequence[str] | None = None,
 ) -> Evaluation:  # fmt: skip
-    """Score the documents at ``paths``, whose true classes are ``class_names``."""
+    """Score the documents at ``paths`` (or ``texts``, when given), whose true classes are
+    ``class_names``."""
     classes = list(classifier.classes)
     unknown = sorted(set(class_names) - set(classes))
     labels = classes + unknown
     at = {label: i for i, label in enumerate(labels)}
     y_true = np.array([at[name] for name in class_names], dtype=np.int64)
-    return Evaluation(labels, len(classes), y_true, score_paths(classifier, paths, policy))
+    log_proba = score_paths(classifier, paths, policy, texts)
+    return Evaluation(labels, len(classes), y_true, log_proba)
 
 
 def evaluate(
     model: Model, settings: EstimatorSettings, corpus: Corpus,
     policy: ReadPolicy = DEFAULT_POLICY,
 ) -> Evaluation:  # fmt: skip
-    """Evaluate ``model`` on a labelled test corpus, read under ``policy``."""
+    """Evaluate ``model`` on a labelled test corpus, read under ``policy`` (files) or held
+    in memory (``corpus.texts``)."""
     names = [corpus.classes[i] for i in corpus.labels]
-    return evaluation_of(Classifier(model, settings), corpus.paths, names, policy)
+    classifier = Classifier(model, settings)
+    return evaluation_of(classifier, corpus.paths, names, policy, corpus.texts)
 
 
 # --- cross-validation -----------------------------------------------------------------------
@@ -329,36 +336,39 @@ def cross_validate(
     ``subtract(merge(C_1..C_k), C_k)``, exactly the counts of a refit on the other folds
     (counts are additive). The learning curve trains fold k's models on the m folds that
     follow it (k+1, …, k+m, cyclically) for m = 1 … k−1: training sets of about
-    m/k of the corpus, each a sum of fold counts, nothing re-read.
+    m/k of the corpus, each a sum of fold counts, nothing re-read. A corpus held in memory
+    (``corpus.texts``, from labelled lines) is counted from its texts.
 
     ``settings`` None evaluates what ``fit --model auto`` does: each training set chooses
     its own settings and calibration (:func:`nbclass.model.with_choice`) from a sample of
     its own documents, read again for that; the test fold is never among them.
     """
     folds = stratified_folds(corpus, k, seed)
-    paths, labels = corpus.paths, corpus.labels
+    paths, labels, texts = corpus.paths, corpus.labels, corpus.texts
     parts = []
     for f in folds:
-        parts.append(
-            count_corpus(
-                [paths[i] for i in f], [labels[i] for i in f], corpus.classes, tokenizer, jobs,
-                policy=policy,
+        fold_labels = [labels[i] for i in f]
+        if texts is None:
+            fold_paths = [paths[i] for i in f]
+            parts.append(
+                count_corpus(
+                    fold_paths, fold_labels, corpus.classes, tokenizer, jobs, policy=policy
+                )
             )
-        )
+        else:
+            fold_texts = [texts[i] for i in f]
+            parts.append(count_texts(fold_texts, fold_labels, corpus.classes, tokenizer))
     total = merge(*parts)
     evaluations, per_fold_curve = [], []
+
     def judge(counts: Counts, training: list[int], test: np.ndarray) -> Evaluation:
         model = Model(counts, tokenizer, vocabulary_filter, settings or DEFAULTS)
         if settings is None:
-            train = Corpus(
-                classes=list(corpus.classes),
-                paths=[paths[j] for j in training],
-                labels=[labels[j] for j in training],
-            )
-            model = with_choice(model, corpus_sample(train, policy), jobs)
+            model = with_choice(model, corpus_sample(corpus.subset(training), policy), jobs)
         classifier = Classifier(model, model.defaults, calibration=model.calibration)
         names = [corpus.classes[labels[j]] for j in test]
-        return evaluation_of(classifier, [paths[j] for j in test], names, policy)
+        test_texts = None if texts is None else [texts[j] for j in test]
+        return evaluation_of(classifier, [paths[j] for j in test], names, policy, test_texts)
 
     for i, f in enumerate(folds):
         others = [j for step in range(1, k) for j in folds[(i + step) % k].tolist()]
@@ -454,7 +464,7 @@ def check(
     overrides = overrides or {}
 
     def judge(model: Model) -> Evaluation:
-        settings = model.defaults.with_overrides(**overrides).validate()
+        settings = model.defaults.combined(**overrides)
         return evaluate(model, settings, corpus, policy)
 
     return Check(judge(baseline), judge(new), max_drop, max_ece)

@@ -27,7 +27,7 @@ import numpy as np
 from .choosing import SAMPLE_DOCUMENTS, SEED, sample_indices
 from .corpus import Corpus, decode
 from .counts import CountAccumulator, Counts, count_corpus, merge, subtract
-from .errors import NbclassError, NbclassWarning, UsageError
+from .errors import CorpusError, NbclassError, NbclassWarning, UsageError
 from .hashing import keyed, merge_representatives, words_of
 from .ledger import Ledger, canonical, from_entries, match, unify
 from .model import Model, check_usable
@@ -131,9 +131,12 @@ def corpus_sample(corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY) -> list[t
     Documents ``policy`` skips are left out without a word: the count that came first
     skipped them too, and said so.
     """
+    chosen = sample_indices(np.asarray(corpus.labels)).tolist()
+    if corpus.texts is not None:  # read already (labelled lines)
+        return [(corpus.classes[corpus.labels[i]], corpus.texts[i]) for i in chosen]
     log, quiet = ReadLog(), replace(policy, on_error="skip")
     out = []
-    for i in sample_indices(np.asarray(corpus.labels)).tolist():
+    for i in chosen:
         data = read_document(corpus.paths[i], quiet, log)
         if data is not None:
             out.append((corpus.classes[corpus.labels[i]], log.decode(data, policy.encoding)))
@@ -215,6 +218,40 @@ def labelled_lines(lines: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str,
         if line.strip():
             label, text = parse_labelled_line(line, f"line {source}")
             yield source, label, text.encode("utf-8")
+
+
+def labelled_corpus(lines: Iterable[tuple[str, str]], min_classes: int = 1) -> Corpus:
+    """The labelled lines ``(source, text)`` as a :class:`Corpus` held in memory.
+
+    Each non-blank line is one document (``LABEL<TAB>TEXT`` or ``__label__LABEL TEXT``);
+    its source ``FILE:LINE`` stands for its path, its text is kept in ``texts``. Classes
+    are sorted, as a folder corpus's are.
+
+    Raises
+    ------
+    NbclassError
+        When a line has no label, or there is no labelled line; a :class:`CorpusError`
+        when there are fewer than ``min_classes`` classes.
+    """
+    sources, names, texts = [], [], []
+    for source, line in lines:
+        if line.strip():
+            label, text = parse_labelled_line(line, f"line {source}")
+            sources.append(source)
+            names.append(label)
+            texts.append(text)
+    if not sources:
+        raise NbclassError(
+            "no labelled lines in the input: write LABEL<TAB>TEXT or __label__LABEL TEXT per line"
+        )
+    classes = sorted(set(names))
+    if len(classes) < min_classes:
+        raise CorpusError(
+            f"the lines have only one class ({classes[0]!r}): a classifier needs at least "
+            "two classes"
+        )
+    at = {name: c for c, name in enumerate(classes)}
+    return Corpus(classes, sources, [at[name] for name in names], texts)
 
 
 def line_keys(lines: Iterable[tuple[str, str]]) -> tuple[Keys, list[str]]:

@@ -46,18 +46,21 @@ def _ranked(
 ) -> Iterator[tuple[str, str, list]]:
     """(source, label, [(class, probability), ...] best first) per document.
 
+    Classes are ranked by their log posterior, not by its exponential: a class whose
+    probability underflows to 0.0 still ranks above a less probable one (a long document
+    leaves every class but one at 0.0), and equal log posteriors keep the class order.
     The label is the most probable class (the first in class order on a tie), or ``""``
-    when every class has probability 0.
+    when every class has probability 0 (all log posteriors −inf).
     """
     order_all = range(len(classes))
     for source, row in zip(sources, log_proba_rows):
-        proba = [math.exp(v) for v in row]
+        row = [float(v) for v in row]
         if top_k == 1:  # max keeps the first of equals, as the stable sort below does
-            order = [max(order_all, key=proba.__getitem__)]
+            order = [max(order_all, key=row.__getitem__)]
         else:
-            order = sorted(order_all, key=lambda c: -proba[c])[:top_k]
-        label = classes[order[0]] if max(row) > -math.inf else ""
-        yield source, label, [(classes[c], proba[c]) for c in order]
+            order = sorted(order_all, key=lambda c: -row[c])[:top_k]
+        label = classes[order[0]] if row[order[0]] > -math.inf else ""
+        yield source, label, [(classes[c], math.exp(row[c])) for c in order]
 
 
 def prediction_lines(

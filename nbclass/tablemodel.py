@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .columns import (
-    DEFAULT_VAR_SMOOTHING,
     CategoricalStats,
     GaussianStats,
     categorical_log_likelihood,
@@ -43,6 +42,7 @@ from .columns import (
 )
 from .counts import CountAccumulator, Counts
 from .counts import merge as merge_counts
+from .defaults import DEFAULT_VAR_SMOOTHING
 from .errors import NbclassError, NbclassWarning, UsageError
 from .estimators import EstimatorSettings, log_class_prior
 from .model import BATCH_SIZE, Predictions

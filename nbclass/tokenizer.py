@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from .errors import UsageError
 
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+DEFAULT_NGRAM_RANGE = (1, 1)
 # With findall, "\w\w+" finds exactly the same tokens as the default pattern: a match can
 # only start where a run of word characters starts (scanning resumes after a whole run or
 # after a one-character run) and greedily ends where the run ends, so the \b assertions
@@ -59,7 +60,7 @@ class TokenizerSettings:
 
     lowercase: bool = True
     token_pattern: str = DEFAULT_TOKEN_PATTERN
-    ngram_range: tuple[int, int] = (1, 1)
+    ngram_range: tuple[int, int] = DEFAULT_NGRAM_RANGE
     stop_words: tuple[str, ...] = field(default=())
     stop_words_source: str = "none"
     hash_features: int | None = None

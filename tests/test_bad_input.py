@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import re
+import shutil
 import socket
 import subprocess
 import sys

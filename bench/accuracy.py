@@ -1,0 +1,325 @@
+"""``make bench-accuracy``: how right and how calibrated nbclass is, against scikit-learn.
+
+On every corpus of ``../shared/corpora`` (``NBCLASS_SHARED_CORPORA`` overrides), one run
+measures, on a held-out test split:
+
+- scikit-learn's three naive Bayes models at their defaults, each behind
+  ``CountVectorizer()``: ``MultinomialNB()``, ``BernoulliNB()``, ``ComplementNB()``;
+- nbclass through its real command line: ``nbclass fit TRAIN -o MODEL`` at its defaults
+  and with ``--model`` each of multinomial, bernoulli, complement and dcm, then
+  ``nbclass predict -m MODEL TEST --format jsonl``, whose probabilities are read back.
+
+For each: accuracy, macro-F1, log loss, ECE, and the fit and predict wall times.
+
+Splits. 20 Newsgroups has its own (by date: train/test). The other corpora have none:
+each gets a stratified 80/20 split, fixed by ``SEED``: a class's files, sorted by name,
+are shuffled with ``numpy.random.default_rng(SEED)`` (classes in sorted order, one
+generator for the whole corpus) and the first round(0.2 n_c) go to the test split. The
+split is made of symbolic links under the cache folder, never in the repository.
+
+Metrics, the same code for every model (:mod:`nbclass.metrics`): the predicted label is
+the one the model prints (scikit-learn: ``predict``); its probability is the confidence.
+ECE uses ``BINS`` = 15 equal-width bins of the confidence. The log loss is
+−mean log p(true class), with p clipped below at ``EPS`` = 1e-15 (as scikit-learn's
+``log_loss`` long did): both tools print probabilities, and a true class whose
+probability underflows to 0.0 would make it infinite.
+
+Times are wall seconds. nbclass's are whole processes, as a user runs them (start-up,
+reading the files, counting, writing or reading the model file). scikit-learn's are in
+this process on texts already read: ``CountVectorizer().fit_transform`` + ``fit`` for
+fit, ``transform`` + ``predict_proba`` for predict.
+
+Corpora are unpacked once into ``~/.cache/nbclass-corpora`` (``NBCLASS_CACHE``
+overrides), never into the repository.
+
+Usage: python bench/accuracy.py [--corpus NAME]...
+Writes bench/results/accuracy-<UTC time>.md and .json and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(REPO))
+
+from nbclass import metrics  # noqa: E402
+
+SHARED = Path(os.environ.get("NBCLASS_SHARED_CORPORA", REPO.parent / "shared" / "corpora"))
+CACHE = Path(os.environ.get("NBCLASS_CACHE", Path.home() / ".cache" / "nbclass-corpora"))
+NBCLASS = str(Path(sys.executable).parent / "nbclass")
+SEED = 2026
+TEST_SHARE = 0.2
+BINS = 15
+EPS = 1e-15
+NBCLASS_MODELS = ("multinomial", "bernoulli", "complement", "dcm")
+
+# name -> (archive, folder in the archive, (train, test) subfolders or None: make a split)
+CORPORA = {
+    "20news": ("20news-bydate.tar.gz", "20news", ("train", "test")),
+    "sms_spam": ("sms_spam.tar.gz", "sms_spam", None),
+    "movie_reviews": ("movie_reviews.tar.gz", "movie_reviews", None),
+    "nps_chat": ("nps_chat.tar.gz", "nps_chat", None),
+    "pros_cons": ("pros_cons.tar.gz", "pros_cons", None),
+}
+
+
+def unpacked(archive: str, folder: str) -> Path:
+    """The archive's folder under the cache, unpacked on first use (whole or not at all)."""
+    root = CACHE / folder
+    if root.is_dir():
+        return root
+    source = SHARED / archive
+    if not source.exists():
+        sys.exit(f"bench-accuracy: {source} not found (the shared corpora live beside the repo)")
+    partial = CACHE / f".unpacking-{folder}-{os.getpid()}"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    with tarfile.open(source) as tar:
+        tar.extractall(partial, filter="data")
+    (partial / folder).rename(root)
+    shutil.rmtree(partial)
+    return root
+
+
+def class_files(root: Path) -> dict[str, list[Path]]:
+    """{class: its files sorted by name}, classes sorted (the corpora are one level deep)."""
+    return {
+        d.name: sorted(p for p in d.iterdir() if p.is_file() and not p.name.startswith("."))
+        for d in sorted(root.iterdir())
+        if d.is_dir() and not d.name.startswith(".")
+    }
+
+
+def split(name: str, root: Path) -> tuple[Path, Path]:
+    """(train, test) folders of links: the stratified 80/20 split fixed by SEED."""
+    target = CACHE / "splits" / f"{name}-seed{SEED}"
+    if (target / "train").is_dir() and (target / "test").is_dir():
+        return target / "train", target / "test"
+    partial = target.with_name(target.name + f".partial-{os.getpid()}")
+    shutil.rmtree(partial, ignore_errors=True)
+    rng = np.random.default_rng(SEED)
+    for label, files in class_files(root).items():
+        order = rng.permutation(len(files))
+        n_test = round(TEST_SHARE * len(files))
+        for rank, i in enumerate(order.tolist()):
+            folder = partial / ("test" if rank < n_test else "train") / label
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / files[i].name).symlink_to(files[i].resolve())
+    shutil.rmtree(target, ignore_errors=True)
+    partial.rename(target)
+    return target / "train", target / "test"
+
+
+def corpus_split(name: str) -> tuple[Path, Path]:
+    archive, folder, parts = CORPORA[name]
+    root = unpacked(archive, folder)
+    if parts is not None:
+        return root / parts[0], root / parts[1]
+    return split(name, root)
+
+
+def read(root: Path) -> tuple[list[str], list[str]]:
+    """Texts and labels of a folder corpus, read as nbclass reads them (UTF-8, replaced)."""
+    texts, labels = [], []
+    for label, files in class_files(root).items():
+        for path in files:
+            texts.append(path.read_bytes().decode("utf-8", "replace"))
+            labels.append(label)
+    return texts, labels
+
+
+def scores(classes: list[str], truth: list[str], predicted: list[str], proba: np.ndarray) -> dict:
+    """Accuracy, macro-F1, log loss and ECE from labels and probabilities (n, C)."""
+    at = {c: i for i, c in enumerate(classes)}
+    y_true = np.array([at[t] for t in truth], dtype=np.int64)
+    y_pred = np.array([at.get(p, -1) for p in predicted], dtype=np.int64)
+    n, L = y_true.size, len(classes)
+    confusion = metrics.confusion_matrix(y_true, y_pred, L)
+    per_class = metrics.class_metrics(confusion, np.bincount(y_true, minlength=L))
+    p_true = np.clip(proba[np.arange(n), y_true], EPS, 1.0)
+    confidence = np.where(y_pred >= 0, proba[np.arange(n), np.maximum(y_pred, 0)], 0.0)
+    calibration = metrics.calibration(confidence, y_pred == y_true, BINS)
+    return {
+        "accuracy": metrics.accuracy(confusion, n),
+        "macro_f1": metrics.macro_f1(per_class),
+        "log_loss": float(-np.mean(np.log(p_true))),
+        "ece": calibration.ece,
+    }
+
+
+def run_sklearn(train, test) -> list[dict]:
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.naive_bayes import BernoulliNB, ComplementNB, MultinomialNB
+
+    (train_texts, train_labels), (test_texts, test_labels) = train, test
+    rows = []
+    for model in (MultinomialNB, BernoulliNB, ComplementNB):
+        start = time.perf_counter()
+        vectorizer = CountVectorizer()
+        classifier = model().fit(vectorizer.fit_transform(train_texts), train_labels)
+        fitted = time.perf_counter()
+        X = vectorizer.transform(test_texts)
+        proba = classifier.predict_proba(X)
+        predicted = classifier.predict(X)
+        done = time.perf_counter()
+        classes = [str(c) for c in classifier.classes_]
+        row = {"tool": "scikit-learn", "model": f"{model.__name__}()"}
+        row.update(scores(classes, test_labels, list(predicted), proba))
+        row.update(fit_seconds=fitted - start, predict_seconds=done - fitted)
+        rows.append(row)
+    return rows
+
+
+def _timed(cmd: list[str]) -> tuple[float, bytes]:
+    start = time.perf_counter()
+    result = subprocess.run(cmd, capture_output=True)
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        sys.exit(f"bench-accuracy: {' '.join(cmd)} failed:\n{result.stderr.decode()}")
+    return seconds, result.stdout
+
+
+def run_nbclass(train: Path, test: Path, work: Path, model: str | None) -> dict:
+    path = str(work / f"{model or 'defaults'}.nbc")
+    options = [] if model is None else ["--model", model]
+    fit_seconds, _ = _timed([NBCLASS, "fit", str(train), "-o", path, "-q", *options])
+    predict_seconds, output = _timed(
+        [NBCLASS, "predict", "-m", path, str(test), "--format", "jsonl", "-q"]
+    )
+    records = [json.loads(line) for line in output.decode().splitlines()]
+    classes = sorted(records[0]["probabilities"])
+    proba = np.array([[r["probabilities"][c] for c in classes] for r in records])
+    truth = [Path(r["source"]).parent.name for r in records]
+    predicted = [r["label"] for r in records]
+    row = {"tool": "nbclass", "model": "defaults" if model is None else f"--model {model}"}
+    row.update(scores(classes, truth, predicted, proba))
+    row.update(fit_seconds=fit_seconds, predict_seconds=predict_seconds)
+    return row
+
+
+def machine() -> str:
+    import scipy
+    import sklearn
+
+    return (
+        f"{os.cpu_count()} cores; {platform.platform()}; Python {platform.python_version()}, "
+        f"numpy {np.__version__}, scipy {scipy.__version__}, scikit-learn {sklearn.__version__}"
+    )
+
+
+def commit() -> str:
+    result = subprocess.run(
+        ["git", "-C", str(REPO), "describe", "--always", "--dirty"], capture_output=True
+    )
+    return result.stdout.decode().strip() or "unknown"
+
+
+HEADER = (
+    "| corpus | classes | train / test | tool | model | accuracy | macro-F1 | log loss "
+    "| ECE | fit s | predict s |\n"
+    "|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|"
+)
+
+
+def table(results: list[dict]) -> str:
+    lines = [HEADER]
+    for corpus in results:
+        for i, r in enumerate(corpus["rows"]):
+            sizes = f"{corpus['train']} / {corpus['test']}"
+            cells = (corpus["corpus"], corpus["classes"], sizes) if i == 0 else ("", "", "")
+            lines.append(
+                "| {} | {} | {} ".format(*cells)
+                + f"| {r['tool']} | {r['model']} | {r['accuracy']:.4f} | {r['macro_f1']:.4f} "
+                f"| {r['log_loss']:.4f} | {r['ece']:.4f} | {r['fit_seconds']:.2f} "
+                f"| {r['predict_seconds']:.2f} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--corpus", action="append", choices=list(CORPORA), help="only these (repeatable)"
+    )
+    args = parser.parse_args()
+    names = args.corpus or list(CORPORA)
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"nbclass-bench-accuracy-{os.getpid()}"
+    work.mkdir(parents=True, exist_ok=True)
+    results = []
+    started = time.perf_counter()
+    try:
+        for name in names:
+            train_dir, test_dir = corpus_split(name)
+            train, test = read(train_dir), read(test_dir)
+            classes = sorted(set(train[1]))
+            print(
+                f"bench-accuracy: {name}: {len(classes)} classes, {len(train[0])} train / "
+                f"{len(test[0])} test documents",
+                flush=True,
+            )
+            rows = run_sklearn(train, test)
+            for model in (None, *NBCLASS_MODELS):
+                rows.append(run_nbclass(train_dir, test_dir, work, model))
+            for r in rows:
+                print(
+                    f"  {r['tool']:12} {r['model']:22} accuracy {r['accuracy']:.4f}  "
+                    f"macro-F1 {r['macro_f1']:.4f}  log loss {r['log_loss']:.4f}  "
+                    f"ECE {r['ece']:.4f}  fit {r['fit_seconds']:.2f} s  "
+                    f"predict {r['predict_seconds']:.2f} s",
+                    flush=True,
+                )
+            results.append(
+                {
+                    "corpus": name,
+                    "classes": len(classes),
+                    "train": len(train[0]),
+                    "test": len(test[0]),
+                    "split": "its own" if CORPORA[name][2] else f"stratified 80/20, seed {SEED}",
+                    "rows": rows,
+                }
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
+    described = (
+        f"nbclass {commit()}, {stamp}; {machine()}. Log loss clipped at p >= {EPS:g}; "
+        f"ECE over {BINS} equal-width bins of the top probability; splits: 20news by date, "
+        f"the others stratified 80/20 with seed {SEED}. Whole run "
+        f"{time.perf_counter() - started:.0f} s."
+    )
+    text = f"# Accuracy benchmark {stamp}\n\n{described}\n\n{table(results)}\n"
+    out = HERE / "results"
+    out.mkdir(exist_ok=True)
+    (out / f"accuracy-{stamp}.md").write_text(text)
+    data = {
+        "stamp": stamp,
+        "commit": commit(),
+        "machine": machine(),
+        "seed": SEED,
+        "test_share": TEST_SHARE,
+        "ece_bins": BINS,
+        "log_loss_eps": EPS,
+        "corpora": results,
+    }
+    (out / f"accuracy-{stamp}.json").write_text(json.dumps(data, indent=1) + "\n")
+    print()
+    print(table(results))
+    print(f"\nbench-accuracy: wrote bench/results/accuracy-{stamp}.md and .json")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+"""Defaults of the command line that live outside the estimator settings, in a light module.
+
+The help texts of ``nbclass`` are built from these constants (and from
+:data:`nbclass.estimators.DEFAULTS` and :data:`nbclass.tokenizer.DEFAULT_TOKEN_PATTERN`),
+the very values the code uses, so the help cannot drift from them. Importing this module
+costs nothing (no numpy): the command line reads it when it builds its options.
+"""
+
+from __future__ import annotations
+
+DEFAULT_FOLDS = 5  # cv: stratified folds
+DEFAULT_SEED = 0  # cv: seed of the stratified split
+DEFAULT_VAR_SMOOTHING = 1e-9  # fit --table: variance floor, times the largest variance
