@@ -544,6 +544,8 @@ def test_info_json(runner, model):
         },
         "fitted_beta": None,
         "ledger": None,
+        "calibration": None,
+        "choice": None,
     }
     assert list(info["classes"]) == ["china", "japan"]
 

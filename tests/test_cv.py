@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import CHINESE, DEMO_CORPUS, write_corpus
 
-from nbclass.cli import CV_DEFAULTS, cli
+from nbclass.cli import cli
 from nbclass.corpus import Corpus, list_corpus
 from nbclass.counts import count_corpus, merge, subtract
 from nbclass.errors import UsageError
@@ -151,7 +151,7 @@ def test_cv_json(runner):
         list_corpus(str(DEMO_CORPUS)),
         TokenizerSettings(),
         VocabularyFilter(),
-        CV_DEFAULTS,
+        None,  # --model auto, fit's default
         3,
         2,
     ).summary()

@@ -153,7 +153,7 @@ def test_cv_on_lines_of_one_class_is_refused(tmp_path):
 
 def test_check_applies_every_estimator_option_as_evaluate_does(data):
     """--tf, --idf, --norm, --prior-fit and --class-prior reach both models of check."""
-    options = ["--model", "multinomial", "--beta", "1", "--tf", "raw", "--no-class-prior"]
+    options = ["--model", "multinomial", "--beta", "1", "--tf", "log", "--no-class-prior"]
     evaluated = json_of(
         run("evaluate", "-m", data["model"], "--lines", data["tsv"], "--format", "json", *options)
     )
@@ -166,4 +166,4 @@ def test_check_applies_every_estimator_option_as_evaluate_does(data):
     }
     default = json_of(run("evaluate", "-m", data["model"], "--lines", data["tsv"], "--format",
                           "json", "--model", "multinomial", "--beta", "1"))  # fmt: skip
-    assert default["log_loss"] != evaluated["log_loss"]  # --tf raw and the prior matter here
+    assert default["log_loss"] != evaluated["log_loss"]  # --tf log matters here
