@@ -1411,7 +1411,8 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
     counts of a file that moved to another class folder. Running it twice changes
     nothing; after any sequence of syncs the model equals `fit --ledger` of the folder,
     bit for bit. When MODEL does not exist it is created (with the fit options given
-    here). Prints what it did: added, removed, relabelled, unchanged. The model is locked
+    here). A model whose settings fit chose (--model auto) is chosen and calibrated again
+    whenever the folder changed. Prints what it did: added, removed, relabelled, unchanged. The model is locked
     meanwhile, so overlapping cron runs queue up.
 
     \b
@@ -1437,6 +1438,13 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
             resettled = (vocabulary_filter, defaults) != (model.vocabulary_filter, model.defaults)
             model = replace(model, vocabulary_filter=vocabulary_filter)
             model, report = sync_model(_with_defaults(model, defaults), corpus, jobs, *reading)
+            if report.changed and model.choice is not None:
+                # A model that fit chose is chosen again from the folder as it is now, so
+                # that sync stays equal to a fresh fit of the folder.
+                from .learning import corpus_sample
+                from .model import with_choice
+
+                model = with_choice(model, corpus_sample(corpus, reading[0]), jobs)
         else:
             from .learning import count_documents
 
