@@ -668,6 +668,9 @@ def fit(
         if output is None:
             raise UsageError("give -o MODEL")
         _refuse_reading_options(reading)
+        from .modelfile import check_destination
+
+        check_destination(output)
         o = options
         return _fit_table(
             corpus_dir, output, o["lowercase"], o["token_pattern"], o["ngram_range"],
@@ -675,7 +678,7 @@ def fit(
             o["alpha"], o["beta"], quiet, **table_options,
         )  # fmt: skip
     from .counts import default_jobs
-    from .modelfile import locked, save
+    from .modelfile import check_destination, locked, save
 
     if scheduler:
         from .cluster import require_dask
@@ -689,6 +692,7 @@ def fit(
     output = output or update_path
     if output is None:
         raise UsageError("give -o MODEL (or --update MODEL)")
+    check_destination(output)  # before reading and counting, which may take long
     jobs = jobs or default_jobs()
     base = None
     if update_path is not None:
@@ -751,13 +755,14 @@ def _update_table(ctx, update_path, output, quiet, table_options):
         raise UsageError(
             f"--update adds rows with the table model's own settings: leave out {given[0]}"
         )
-    from .modelfile import locked
+    from .modelfile import check_destination, locked
     from .table import read_table
     from .tablefile import load, save
     from .tablemodel import merge_tables, table_part
 
     start = time.perf_counter()
     output = output or update_path
+    check_destination(output)
     base = load(update_path)
     part = table_part(base, read_table(table_options["table"], table_options["table_format"]),
                       table_options["label"])  # fmt: skip

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -65,6 +66,7 @@ from .fileformat import (
     MODEL_SECTIONS,
     OPTIONAL_SECTIONS,
     TYPECODES,
+    file_kind,
     pack,
     parse,
     read,
@@ -189,6 +191,32 @@ def lock_path(path: str) -> str:
     return os.path.join(folder, f".{name}.lock")
 
 
+def check_destination(path: str) -> None:
+    """Refuse to write a model over anything but a regular file (or nothing).
+
+    A write renames a new file over ``path``: over a device (/dev/full), a named pipe or a
+    socket that would silently replace it with a regular file. Such a destination is a
+    :class:`ModelFileError`, raised before any lock file is created beside it. A symbolic
+    link is judged by what it points to (a link to a model is replaced by the new model).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ModelFileError(f"cannot write model {path!r}: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        raise ModelFileError(
+            f"cannot write model {path!r}: it is a folder; give a file name, e.g. "
+            f"{os.path.join(path, 'model.nbc')!r}"
+        )
+    if not stat.S_ISREG(mode):
+        raise ModelFileError(
+            f"cannot write model {path!r}: it is a {file_kind(mode)}, not a regular file, "
+            "and writing would replace it; give the path of a new or existing model file"
+        )
+
+
 @contextmanager
 def locked(path: str) -> Iterator[None]:
     """Hold the exclusive write lock of the model at ``path`` (waiting for it if needed).
@@ -202,6 +230,7 @@ def locked(path: str) -> Iterator[None]:
     """
     import fcntl
 
+    check_destination(path)
     try:
         fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:
@@ -246,7 +275,11 @@ def save(model: Model, path: str) -> int:
 
 
 def write_atomic(data: bytes, path: str) -> int:
-    """Write the bytes of a model file to ``path`` atomically; returns their number."""
+    """Write the bytes of a model file to ``path`` atomically; returns their number.
+
+    ``path`` must not exist or be a regular file (:func:`check_destination`); it is
+    checked again just before the rename."""
+    check_destination(path)
     folder = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=_temporary_prefix(path), suffix=".tmp")
@@ -260,6 +293,7 @@ def write_atomic(data: bytes, path: str) -> int:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
+        check_destination(path)
         os.replace(tmp, path)
     except BaseException as exc:
         try:

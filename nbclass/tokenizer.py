@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
-from .errors import UsageError
+from .errors import NbclassError, UsageError
 
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 # With findall, "\w\w+" finds exactly the same tokens as the default pattern: a match can
@@ -96,7 +96,9 @@ def load_stop_words(spec: str, lowercase: bool = True) -> tuple[tuple[str, ...],
     """Resolve ``--stop-words english|FILE|none`` to ``(sorted words, source)``.
 
     A FILE holds one stop word per line (blank lines and lines starting with ``#`` are
-    ignored). Words are lower-cased when the tokenizer lower-cases.
+    ignored), at most :data:`nbclass.limits.MAX_STOP_WORDS_BYTES` (16 MiB): a larger file,
+    or an endless one, is a :class:`UsageError`. Words are lower-cased when the tokenizer
+    lower-cases.
     """
     if spec == "none":
         return (), "none"
@@ -104,14 +106,24 @@ def load_stop_words(spec: str, lowercase: bool = True) -> tuple[tuple[str, ...],
         from .stop_words import ENGLISH
 
         return tuple(sorted(ENGLISH)), "english"
+    from .limits import MAX_STOP_WORDS_BYTES, format_limit, read_bounded
+
     try:
-        with open(spec, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
+        with open(spec, "rb") as handle:
+            data = read_bounded(
+                handle,
+                MAX_STOP_WORDS_BYTES,
+                f"stop-word file {spec!r} is larger than {format_limit(MAX_STOP_WORDS_BYTES)}: "
+                "give a file with one word per line",
+            )
     except OSError as exc:
         raise UsageError(
             f"cannot read stop-word file {spec!r} ({exc.strerror}): give 'english', 'none' "
             "or a file with one word per line"
         ) from None
+    except NbclassError as exc:
+        raise UsageError(str(exc)) from None
+    lines = data.decode("utf-8", "replace").splitlines()
     words = {ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")}
     if lowercase:
         words = {w.lower() for w in words}
