@@ -572,12 +572,20 @@ def _fit_settings(ctx, p: dict, base=None):
     return base.tokenizer, vocabulary_filter.validate(), defaults
 
 
+def _shown(name: str) -> str:
+    """A path or name as printed in text output: control characters escaped, as predict
+    escapes its sources (:func:`nbclass.names.escape`)."""
+    from .names import escape
+
+    return escape(str(name))
+
+
 def _summary(verb: str, model, path: str, start: float, extra: str = "") -> None:
     seconds = time.perf_counter() - start
     counts = model.counts
     click.echo(
         f"{verb}: {extra}{counts.n_docs} documents, {len(counts.classes)} classes, "
-        f"{len(model.active_counts.vocabulary)} words, {seconds:.2f} s -> {path}",
+        f"{len(model.active_counts.vocabulary)} words, {seconds:.2f} s -> {_shown(path)}",
         err=True,
     )
 
@@ -772,7 +780,7 @@ def _update_table(ctx, update_path, output, quiet, table_options):
     if not quiet:
         click.echo(
             f"update: +{part.n_rows} rows, now {model.n_rows} rows, {len(model.classes)} "
-            f"classes, {time.perf_counter() - start:.2f} s -> {output}",
+            f"classes, {time.perf_counter() - start:.2f} s -> {_shown(output)}",
             err=True,
         )
 
@@ -933,6 +941,10 @@ def predict(
     single = not lines and (
         not paths or paths == ("-",) or (len(paths) == 1 and os.path.isfile(paths[0]))
     )
+    if use_exit_code and not single and len(paths) == 1 and not lines:
+        from .corpus import expand_paths
+
+        list(expand_paths(paths))  # a path that does not exist says so (exit 1)
     if use_exit_code and not single:
         raise UsageError(
             "--exit-code needs exactly one document (standard input or one file, without "
@@ -1170,7 +1182,7 @@ def select_features(
     if not quiet:
         click.echo(
             f"select-features: kept {len(pruned.counts.vocabulary)} of "
-            f"{len(model.active_counts.vocabulary)} words -> {output}",
+            f"{len(model.active_counts.vocabulary)} words -> {_shown(output)}",
             err=True,
         )
 
@@ -1251,7 +1263,7 @@ def _merge_tables(paths, output, quiet, start):
     if not quiet:
         click.echo(
             f"merge: {len(paths)} models, {merged.n_rows} rows, {len(merged.classes)} classes, "
-            f"{time.perf_counter() - start:.2f} s -> {output}",
+            f"{time.perf_counter() - start:.2f} s -> {_shown(output)}",
             err=True,
         )
 
@@ -1402,7 +1414,7 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
     else:
         click.echo(
             "sync: " + ", ".join(f"{value} {name}" for name, value in fields.items())
-            + f" -> {model_path}" + ("" if report.changed else " (unchanged)")
+            + f" -> {_shown(model_path)}" + ("" if report.changed else " (unchanged)")
         )
 
 
@@ -1457,7 +1469,7 @@ def _fit_table(
         )
         click.echo(
             f"fit: {model.n_rows} rows, {len(model.classes)} classes, {len(kinds)} columns "
-            f"({described}), {seconds:.2f} s -> {output}",
+            f"({described}), {seconds:.2f} s -> {_shown(output)}",
             err=True,
         )
 
@@ -1619,7 +1631,8 @@ def _evaluate(
     from .report import evaluation_report, show
 
     title = (
-        f"{model_path} on {test_dir}: {evaluation.n_docs} {'rows' if table else 'documents'}, "
+        f"{_shown(model_path)} on {_shown(test_dir)}: {evaluation.n_docs} "
+        f"{'rows' if table else 'documents'}, "
         f"{n_classes} classes\n{_describe_settings(settings, model)}"
     )
     show(*evaluation_report(evaluation, title))
@@ -1757,7 +1770,7 @@ def cv(
     from .report import cross_validation_report, show
 
     title = (
-        f"{corpus_dir}: {data['documents']} documents, {len(corpus.classes)} classes, "
+        f"{_shown(corpus_dir)}: {data['documents']} documents, {len(corpus.classes)} classes, "
         f"{folds} stratified folds (seed {seed})\n{_describe_settings(settings)}"
     )
     show(*cross_validation_report(data, title))
@@ -1834,7 +1847,8 @@ def check(
         from .report import check_report, show
 
         title = (
-            f"{model_path} (new) against {baseline_path} (baseline) on {test_dir}: "
+            f"{_shown(model_path)} (new) against {_shown(baseline_path)} (baseline) on "
+            f"{_shown(test_dir)}: "
             f"{result.new.n_docs} documents"
         )
         show(*check_report(data, title))
@@ -1885,7 +1899,7 @@ def diff(old_path, new_path, k, fmt):
         return
     from .report import diff_report, show
 
-    show(*diff_report(data, f"{old_path} (old) -> {new_path} (new)"))
+    show(*diff_report(data, f"{_shown(old_path)} (old) -> {_shown(new_path)} (new)"))
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):

@@ -154,9 +154,10 @@ def read(path: str) -> bytes:
     """The bytes of a model file, read with a bound; a problem is a :class:`ModelFileError`.
 
     A model file is untrusted input, so reading it never blocks and never grows without
-    bound: the path must name a regular file (the null device reads as empty; a named pipe, a device such as /dev/zero or
-    a socket is refused before anything is read; it is opened with ``O_NONBLOCK`` and
-    checked again with ``fstat``, so a file swapped in meanwhile is refused too), and at
+    bound: the path must name a regular file (the null device reads as empty; a named
+    pipe, a device such as /dev/zero or a socket is refused before anything is read; it
+    is opened with ``O_NONBLOCK`` and checked again with ``fstat``, so a file swapped in
+    meanwhile is refused too), and at
     most the size its fixed 32-byte prefix declares is read. A file longer than that is
     refused without reading the rest; a shorter one is read whole and refused as
     truncated by :func:`parse`.

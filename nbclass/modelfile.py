@@ -57,9 +57,10 @@ from contextlib import contextmanager
 import numpy as np
 
 from . import __version__
+from . import header as checked
 from .counts import Counts, doc_count_histograms
 from .errors import ModelFileError, NbclassError
-from .estimators import EstimatorSettings, Prepared
+from .estimators import Prepared
 from .fileformat import (
     HASHING_SECTIONS,
     LEDGER_SECTIONS,
@@ -75,7 +76,7 @@ from .fileformat import (
 )
 from .ledger import Ledger
 from .model import Model, VocabularyFilter
-from .tokenizer import TokenizerSettings, make_tokenizer
+from .tokenizer import TokenizerSettings
 from .vectorizer import TextCounter
 
 
@@ -346,7 +347,7 @@ def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[Model, dict]:
 
 
 def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
-    classes = tuple(str(c) for c in header["classes"])
+    classes = tuple(checked.classes(header))
     C, V = len(classes), int(header["n_features"])
     blob = arrays["vocabulary"]
     vocabulary = tuple(blob.tobytes().decode("utf-8").split("\x00")) if V else ()
@@ -388,8 +389,7 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
     problems = counts.problems()
     if problems:
         raise ValueError("; ".join(problems))
-    tokenizer = TokenizerSettings.from_dict(header["tokenizer"])
-    make_tokenizer(tokenizer)  # raises UsageError for a pattern or range that cannot work
+    tokenizer, _ = checked.tokenizer(header)  # UsageError for what fit would refuse
     selection = header["selection"]
     if selection is not None and not isinstance(selection, dict):
         raise ValueError("the selection record is not an object")
@@ -397,7 +397,7 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         counts=counts,
         tokenizer=tokenizer,
         vocabulary_filter=VocabularyFilter.from_dict(header["vocabulary_filter"]).validate(),
-        defaults=EstimatorSettings.from_dict(header["defaults"]).validate(),
+        defaults=checked.defaults(header),
         selection=selection,
         ledger=_build_ledger(header, arrays, counts),
         column_words=_build_column_words(tokenizer, arrays, vocabulary),
@@ -407,15 +407,32 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         np.array_equal(arrays[name], values) for name, values in expected.items()
     ):
         raise ValueError("the derived sections disagree with the counts")
-    prepared = header.get("prepared")
+    prepared = checked.prepared(header, C, model.defaults)
     if prepared is not None:
-        prepared = Prepared.from_dict(prepared, C)
-        if prepared.settings != model.defaults:
-            raise ValueError("the prepared numbers belong to other settings than the defaults")
-        # Written by every save from these counts (the header's checksum covers them):
-        # taken as they are, as the one-document path takes them, so both paths agree.
+        _check_prepared(prepared, model.active_counts)
+        # Written by every save from these counts: the class totals are recomputed and
+        # compared, the fitted β checked against the range the prior fit can give (fitting
+        # it again would cost a fit's tail); used as they are, as the one-document path
+        # uses them, so both paths agree.
         model.__dict__["prepared"] = prepared
     return model
+
+
+def _check_prepared(prepared: Prepared, active: Counts) -> None:
+    """Refuse prepared numbers that these counts cannot give (:mod:`nbclass.header`)."""
+    from .textmodels import transformed_entries
+
+    settings = prepared.settings
+    total = checked.transformed_total(prepared)
+    if total is not None:
+        _, cols, entries = transformed_entries(active, settings)
+        total = float(entries.sum())
+        sums = np.bincount(cols, weights=entries, minlength=len(active.classes))
+        if settings.model == "complement":
+            sums = np.maximum(entries.sum() - sums, 0.0)
+        if not np.allclose(prepared.class_totals, sums, rtol=1e-9, atol=1e-9):
+            raise ValueError("the prepared class totals disagree with the counts")
+    checked.check_beta(prepared, int(active.token_count.sum()), total)
 
 
 def _build_ledger(header: dict, arrays: dict[str, np.ndarray], counts: Counts) -> Ledger | None:

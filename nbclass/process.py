@@ -12,7 +12,10 @@ import os
 import signal
 import sys
 
-from .errors import Terminated
+from .errors import NbclassError, Terminated
+
+# The standard streams (0, 1, 2) that were closed when the command started.
+CLOSED: set[int] = set()
 
 
 def silence_stdout() -> None:
@@ -32,12 +35,14 @@ def reserve_standard_streams() -> None:
     receive what is printed. The placeholder is /dev/null opened read-only, so that writing
     results to a closed stdout fails with "Bad file descriptor", as for ``cat >&-``, and
     becomes one ``Error:`` line; a command that prints nothing is unaffected. A closed
-    stdin reads as empty, a closed stderr swallows messages (the exit code still tells).
+    stdin is remembered: reading it (:func:`standard_input`) is an error, not an empty
+    document; a closed stderr swallows messages (the exit code still tells).
     """
     for fd, mode in ((0, os.O_RDONLY), (1, os.O_RDONLY), (2, os.O_WRONLY)):
         try:
             os.fstat(fd)
         except OSError:
+            CLOSED.add(fd)
             placeholder = os.open(os.devnull, mode)
             if placeholder != fd:  # pragma: no cover - the lowest free fd is the closed one
                 os.dup2(placeholder, fd)
@@ -48,6 +53,16 @@ def reserve_standard_streams() -> None:
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
     if sys.stderr is None:
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+
+
+def standard_input():
+    """``sys.stdin.buffer``, or an :class:`NbclassError` when stdin was closed (``<&-``):
+    nothing was piped in, which is not the same as an empty document."""
+    if 0 in CLOSED:
+        raise NbclassError(
+            "standard input is closed: pipe the input into nbclass, or give a file to read"
+        )
+    return sys.stdin.buffer
 
 
 def terminate(signum, frame):

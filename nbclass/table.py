@@ -41,7 +41,6 @@ import json
 import math
 import os
 import re
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -114,7 +113,9 @@ def _open_lines(path: str, total_limit: int | None) -> Iterator[str]:
     from .limits import bounded_lines
 
     if path == STDIN:
-        return bounded_lines(sys.stdin.buffer, path, total_limit)
+        from .process import standard_input
+
+        return bounded_lines(standard_input(), path, total_limit)
 
     def opened():
         try:
