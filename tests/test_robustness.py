@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, nbclass_command
 
-from nbclass.fileformat import PREFIX
+from nbclass.fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, PREFIX, pack, parse
 
 DEMO = REPO / "corpora" / "demo"
 TABLE = REPO / "corpora" / "table-demo.csv"
@@ -347,3 +347,265 @@ def test_a_streamed_table_is_scored_as_it_is_read(tmp_path, table_model):
         reader.stdout.close()
         reader.stderr.close()
     assert lines == [f"-:{n}\t{rest}\n" for n in range(1, 50_001)]
+
+
+# --- 5. Forged models: a header asks for nothing nbclass would not write ------------------
+
+
+def forged(model: Path, folder: Path, edit, name: str = "forged.nbc") -> Path:
+    """A copy of ``model`` whose JSON header ``edit`` changed, with every checksum and
+    offset made valid again: only the checks of the header's content can refuse it."""
+    data = model.read_bytes()
+    header, sections = parse(data, str(model), MODEL_SECTIONS, OPTIONAL_SECTIONS)
+    table = [
+        (entry["name"], entry["dtype"], entry["shape"][0], sections[entry["name"]].tobytes())
+        for entry in header["sections"]
+    ]
+    edit(header)
+    path = folder / name
+    path.write_bytes(pack(header, table))
+    return path
+
+
+PATHS = {
+    "one document": lambda m, doc: (["predict", "-m", m], b"refund my invoice", {}),
+    "one document, click": lambda m, doc: (
+        ["predict", "-m", m], b"refund my invoice", {"NBCLASS_FULL_CLI": "1"}
+    ),
+    "one file": lambda m, doc: (["predict", "-m", m, doc], None, {}),
+    "batch": lambda m, doc: (["predict", "-m", m, doc, doc], None, {}),
+    "info": lambda m, doc: (["info", "-m", m], None, {}),
+    "fit --update": lambda m, doc: (["fit", DEMO, "--update", m, "-o", Path(doc).parent / "o"],
+                                    None, {}),  # fmt: skip
+}
+
+
+def refused_everywhere(path: Path, doc: Path, problem: str) -> None:
+    """Every path that reads a model refuses ``path`` at once, in one line."""
+    for name, make in PATHS.items():
+        args, stdin, env = make(path, doc)
+        started = time.monotonic()
+        result = run(*args, input=stdin, env=env, timeout=30)
+        line = one_error(result, 1)
+        assert line == f"Error: {str(path)!r} is not a valid nbclass model ({problem})", name
+        assert time.monotonic() - started < 20, name
+        assert result.stdout == b"", name
+
+
+def test_the_forged_model_harness_changes_nothing_by_itself(tmp_path, model):
+    same = forged(model, tmp_path, lambda header: None)
+    assert same.read_bytes() == model.read_bytes()
+
+
+@pytest.fixture
+def doc(tmp_path) -> Path:
+    path = tmp_path / "doc.txt"
+    path.write_text("I was charged twice for the same invoice, please refund")
+    return path
+
+
+def test_a_catastrophic_token_pattern_is_refused_on_every_path(tmp_path, model, doc):
+    """(\\w+)+! takes time exponential in the length of a word without '!': over 40 s
+    for 40 characters. Refused from the pattern's shape, before any text is matched."""
+    pattern = r"(?u)(\w+)+!"
+    path = forged(model, tmp_path, lambda h: h["tokenizer"].update(token_pattern=pattern))
+    doc.write_text("a" * 40)
+    refused_everywhere(path, doc, (
+        f"--token-pattern {pattern!r} repeats a part that is itself repeated, which can "
+        "take exponential time on some texts; write it without (e.g. \\w+ instead of (\\w+)+)"
+    ))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("pattern", "hazard"),
+    [
+        (r"(a|ab)*c", "repeats an alternation"),
+        (r"(?:\w+\s?)+$", "repeats a part that is itself repeated"),
+        (r"(\w)\1+", "refers back to a group"),
+    ],
+)
+def test_fit_refuses_the_patterns_a_model_may_not_hold(tmp_path, pattern, hazard):
+    result = run("fit", DEMO, "-o", tmp_path / "m.nbc", "--token-pattern", pattern)
+    assert one_error(result, 2) == (
+        f"Error: --token-pattern {pattern!r} {hazard}, which can take exponential time on "
+        "some texts; write it without (e.g. \\w+ instead of (\\w+)+)"
+    )
+    assert not (tmp_path / "m.nbc").exists()
+
+
+def test_a_huge_ngram_range_is_refused_on_every_path(tmp_path, model, doc):
+    path = forged(model, tmp_path, lambda h: h["tokenizer"].update(ngram_range=[1, 100000000]))
+    refused_everywhere(path, doc, (
+        "--ngram-range 1,100000000 is not valid: give MIN,MAX with 1 <= MIN <= MAX <= 10"
+    ))  # fmt: skip
+    result = run("fit", DEMO, "-o", tmp_path / "m.nbc", "--ngram-range", "1,11")
+    assert one_error(result, 2) == (
+        "Error: --ngram-range 1,11 is not valid: give MIN,MAX with 1 <= MIN <= MAX <= 10"
+    )
+    result = run("fit", DEMO, "-o", tmp_path / "m.nbc", "--ngram-range", "1,10", "-q")
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("beta", [1e-300, 1e6])
+def test_a_fitted_beta_the_prior_fit_cannot_give_is_refused(tmp_path, model, doc, beta):
+    header = parse(model.read_bytes(), "m", MODEL_SECTIONS, OPTIONAL_SECTIONS)[0]
+    assert header["defaults"]["prior_fit"] and header["defaults"]["tf"] == "log"
+    real = header["prepared"]["beta"]
+    path = forged(model, tmp_path, lambda h: h["prepared"].update(beta=beta))
+    for name, make in PATHS.items():
+        args, stdin, env = make(path, doc)
+        line = one_error(run(*args, input=stdin, env=env, timeout=30), 1)
+        prefix = (
+            f"Error: {str(path)!r} is not a valid nbclass model (the fitted β {beta!r} is "
+            "outside the range the prior fit can give (0.0001 to 100, times "
+        )
+        assert line.startswith(prefix), (name, line)
+        assert line.endswith(" for the transformed sums))"), (name, line)
+        scale = float(line[len(prefix):].split(" ")[0])
+        assert 0 < scale <= 1  # log(1 + tf) sums are below the raw counts
+    # the real β passes, and so do the other numbers as written
+    assert 1e-4 <= real / scale <= 100
+    result = run("info", "-m", model)
+    assert result.returncode == 0 and f"beta {real:.4g} fitted" in result.stdout.decode()
+
+
+def test_forged_class_totals_are_recomputed_by_the_full_loader(tmp_path, model, doc):
+    def double(header):
+        header["prepared"]["class_totals"] = [2 * v for v in header["prepared"]["class_totals"]]
+
+    path = forged(model, tmp_path, double)
+    for name in ("batch", "info", "fit --update"):
+        args, stdin, env = PATHS[name](path, doc)
+        assert one_error(run(*args, input=stdin, env=env), 1) == (
+            f"Error: {str(path)!r} is not a valid nbclass model (the prepared class totals "
+            "disagree with the counts)"
+        ), name
+
+
+def test_prepared_numbers_the_defaults_do_not_need_are_refused(tmp_path, model, doc):
+    path = forged(model, tmp_path, lambda h: h["prepared"].update(class_totals=None))
+    refused_everywhere(path, doc, "the prepared class_totals is missing for the default settings")
+
+
+def test_duplicate_class_names_are_refused_on_every_path(tmp_path, model, doc):
+    def duplicate(header):
+        header["classes"][1] = header["classes"][0]
+
+    path = forged(model, tmp_path, duplicate)
+    refused_everywhere(path, doc, "class names are not sorted and unique")
+
+
+# --- 6. The small ones ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("full_cli", ["", "1"])
+def test_exit_code_on_a_missing_file_says_it_does_not_exist(tmp_path, model, full_cli):
+    result = run("predict", "-m", model, "--exit-code", tmp_path / "missing.txt",
+                 env={"NBCLASS_FULL_CLI": full_cli})  # fmt: skip
+    assert one_error(result, 1) == f"Error: {str(tmp_path / 'missing.txt')!r} does not exist"
+
+
+def _closed_stdin() -> None:
+    os.close(0)
+    _limit_memory()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["predict", "-m", "{model}"],
+        ["predict", "-m", "{model}", "-"],
+        ["predict", "-m", "{model}", "--lines"],
+        ["predict", "-m", "{model}", "--exit-code"],
+        ["fit", "--lines", "-", "-o", "{tmp}/new.nbc"],
+        ["predict", "-m", "{table}", "--table", "-", "--table-format", "csv"],
+    ],
+)
+@pytest.mark.parametrize("full_cli", ["", "1"])
+def test_a_closed_stdin_is_an_error_not_an_empty_document(
+    tmp_path, model, table_model, args, full_cli
+):
+    filled = [a.format(model=model, table=table_model, tmp=tmp_path) for a in args]
+    result = subprocess.run(
+        [*nbclass_command(), *filled],
+        capture_output=True,
+        timeout=TIMEOUT,
+        env={**os.environ, "NBCLASS_FULL_CLI": full_cli},
+        preexec_fn=_closed_stdin,
+    )
+    assert one_error(result, 1) == (
+        "Error: standard input is closed: pipe the input into nbclass, or give a file to read"
+    )
+    assert result.stdout == b""
+    assert not (tmp_path / "new.nbc").exists()
+
+
+CONTROL_CLASSES = {"bill\x1b[31ming": "bill\\x1b[31ming", "tech\rsupport": "tech\\rsupport"}
+
+
+@pytest.fixture
+def control_corpus(tmp_path) -> Path:
+    root = tmp_path / "corpus\x07"
+    texts = {"bill\x1b[31ming": ["refund my invoice", "charged twice"],
+             "tech\rsupport": ["server is down", "cannot log in"]}  # fmt: skip
+    for label, docs in texts.items():
+        (root / label).mkdir(parents=True)
+        for i, text in enumerate(docs):
+            (root / label / f"{i}.txt").write_text(text)
+    return root
+
+
+def _printable(text: str) -> bool:
+    return all(ch in "\t\n" or ch.isprintable() for ch in text)
+
+
+def test_control_characters_are_escaped_in_every_text_output(tmp_path, control_corpus):
+    out = tmp_path / "m\x07.nbc"
+    fit = run("fit", control_corpus, "-o", out, "-j", "1")
+    assert fit.returncode == 0, fit.stderr
+    summary = fit.stderr.decode()
+    assert _printable(summary) and summary.endswith(f"-> {tmp_path}/m\\x07.nbc\n"), summary
+    info = run("info", "-m", out)
+    text = info.stdout.decode()
+    assert info.returncode == 0 and _printable(text), text
+    assert f"model        {tmp_path}/m\\x07.nbc\n" in text
+    for raw, shown in CONTROL_CLASSES.items():
+        assert f"\n  {shown}" in text and raw not in text
+    as_json = json.loads(run("info", "-m", out, "--format", "json").stdout)
+    assert set(as_json["classes"]) == set(CONTROL_CLASSES)  # JSON keeps the real names
+    names_shown = "bill\\x1b[31ming"
+    for args, lists_classes in (
+        (["evaluate", "-m", out, control_corpus], True),
+        (["diff", out, out], True),
+        (["cv", control_corpus, "-k", "2", "-j", "1"], False),
+        (["check", "-m", out, "--baseline", out, control_corpus], False),
+        (["top-features", "-m", out], True),
+        (["predict", "-m", out, control_corpus], True),
+    ):
+        result = run(*args)
+        output = result.stdout.decode() + result.stderr.decode()
+        assert result.returncode == 0, (args, output)
+        assert _printable(output), (args, output)
+        assert "corpus\\x07" in output or args[0] in ("diff", "top-features"), (args, output)
+        assert not lists_classes or names_shown in output, (args, output)
+
+
+def test_click_usage_errors_end_with_the_error_line(tmp_path):
+    """click's own usage errors (what nbclass does not parse itself) print the usage line,
+    a hint, a blank line and the Error line, with exit 2, as docs/robustness.md says."""
+    result = run("info")
+    assert result.returncode == 2 and result.stdout == b""
+    assert result.stderr.decode() == (
+        "Usage: nbclass info [OPTIONS]\n"
+        "Try 'nbclass info --help' for help.\n"
+        "\n"
+        "Error: Missing option '-m' / '--model-file'.\n"
+    )
+    result = run("fit", DEMO, "-o", tmp_path / "m.nbc", "--zzz")
+    assert result.returncode == 2
+    assert result.stderr.decode().splitlines() == [
+        "Usage: nbclass fit [OPTIONS] [CORPUS_DIR]",
+        "Try 'nbclass fit --help' for help.",
+        "",
+        "Error: No such option '--zzz'.",
+    ]
