@@ -590,6 +590,17 @@ def _summary(verb: str, model, path: str, start: float, extra: str = "") -> None
     )
 
 
+def _check_scheduler(ctx, address: str) -> None:
+    """Refuse a malformed scheduler address at once, naming where it came from."""
+    from click.core import ParameterSource
+
+    from .cluster import check_address_form
+
+    source = ctx.get_parameter_source("scheduler")
+    name = "DASK_SCHEDULER_ADDRESS" if source == ParameterSource.ENVIRONMENT else "--scheduler"
+    check_address_form(address, name)
+
+
 def _line_documents(lines_path: str, reading):
     """``(source, text)`` per line of ``lines_path`` (``-`` for standard input)."""
     from .corpus import iter_documents
@@ -691,6 +702,7 @@ def fit(
     if scheduler:
         from .cluster import require_dask
 
+        _check_scheduler(ctx, scheduler)
         require_dask()
     start = time.perf_counter()
     if (corpus_dir is None) == (lines_path is None):
@@ -980,6 +992,8 @@ def predict(
     add_extras = partial(extras, abstention=abstention, explain=explain)
     overrides = event_model, estimator, alpha, beta, text_options
     on_cluster = scheduler and not lines and paths and "-" not in paths
+    if on_cluster:
+        _check_scheduler(click.get_current_context(), scheduler)
     files, jobs = (None, 1) if on_cluster else _listed_files(paths, lines, jobs)
     # The progress bar needs the files listed; never over results printed on a terminal.
     bar_wanted = not (quiet or on_cluster or lines or not paths or "-" in paths)

@@ -609,3 +609,99 @@ def test_click_usage_errors_end_with_the_error_line(tmp_path):
         "",
         "Error: No such option '--zzz'.",
     ]
+
+
+# --- 4. Scheduler addresses ------------------------------------------------------------------
+
+
+def _address_error(name: str, address: str) -> str:
+    return (
+        f"Error: {name} {address!r} is not a Dask scheduler address: give tcp://HOST:PORT "
+        "(or tls://HOST:PORT)"
+    )
+
+
+BAD_ADDRESSES = ["bogus", "tcp://host", "tcp://host:0", "tcp://host:65536", "udp://host:8786",
+                 "tcp://host:port", "tcp://a b:1"]  # fmt: skip
+
+
+@pytest.mark.parametrize("address", BAD_ADDRESSES)
+@pytest.mark.parametrize("command", ["fit", "predict"])
+def test_a_malformed_scheduler_address_is_a_usage_error_at_once(
+    tmp_path, model, command, address
+):
+    args = {
+        "fit": ["fit", DEMO, "-o", tmp_path / "m.nbc"],
+        "predict": ["predict", "-m", model, DEMO / "billing", DEMO / "technical"],
+    }[command]
+    started = time.monotonic()
+    result = run(*args, "--scheduler", address, timeout=30)
+    assert one_error(result, 2) == _address_error("--scheduler", address)
+    assert time.monotonic() - started < 15  # Dask's own connect timeout is 20 s
+    from_env = run(*args, env={"DASK_SCHEDULER_ADDRESS": address}, timeout=30)
+    assert one_error(from_env, 2) == _address_error("DASK_SCHEDULER_ADDRESS", address)
+    assert result.stdout == from_env.stdout == b""
+    assert not (tmp_path / "m.nbc").exists()
+
+
+def test_a_scheduler_address_in_the_environment_does_not_matter_for_one_document(model):
+    """A piped document is scored here whatever the scheduler setting, on both paths."""
+    for full_cli in ("", "1"):
+        result = run("predict", "-m", model, input=b"refund my invoice",
+                     env={"DASK_SCHEDULER_ADDRESS": "bogus", "NBCLASS_FULL_CLI": full_cli})  # fmt: skip
+        assert result.returncode == 0, result.stderr
+
+
+def _server(mode: str):
+    """A TCP server on 127.0.0.1 that accepts and says nothing, or answers with bytes that
+    are not Dask's protocol; a child process, stopped by pid."""
+    code = (
+        "import socket, sys\n"
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(8)\n"
+        "print(s.getsockname()[1], flush=True)\n"
+        "held = []\n"
+        "while True:\n"
+        "    c, _ = s.accept(); held.append(c)\n"
+        f"    if {mode == 'garbage'}: c.sendall(b'HTTP/1.1 400 Bad Request\\r\\n\\r\\n' * 4)\n"
+    )
+    server = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+    port = int(server.stdout.readline())
+    return server, port
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # closed when the block ends: nothing listens
+
+
+@pytest.mark.parametrize("mode", ["closed", "silent", "garbage"])
+def test_an_unreachable_scheduler_is_one_line_after_the_timeout(tmp_path, mode):
+    pytest.importorskip("distributed")
+    server = None
+    if mode == "closed":
+        port = _closed_port()
+    else:
+        server, port = _server(mode)
+    address = f"tcp://127.0.0.1:{port}"
+    try:
+        started = time.monotonic()
+        result = run("fit", DEMO, "-o", tmp_path / "m.nbc", "--scheduler", address,
+                     env={"NBCLASS_SCHEDULER_TIMEOUT": "1"}, timeout=60)  # fmt: skip
+        elapsed = time.monotonic() - started
+    finally:
+        if server is not None:
+            os.kill(server.pid, signal.SIGKILL)
+            server.wait()
+            server.stdout.close()
+    line = one_error(result, 1)
+    if mode == "garbage":
+        assert line.startswith(f"Error: what answers at {address} is not a Dask scheduler (")
+        assert line.endswith(" on connecting): check the address and port")
+    else:
+        assert line == (
+            f"Error: cannot reach the Dask scheduler at {address} within 1 s: check the address "
+            "and that the scheduler is running (the wait is set by NBCLASS_SCHEDULER_TIMEOUT)"
+        )
+    assert elapsed < 15, elapsed  # the timeout, twice at most, and the start-up
+    assert not (tmp_path / "m.nbc").exists()
