@@ -15,11 +15,9 @@ import resource
 import signal
 import socket
 import stat
-import struct
 import subprocess
 import sys
 import time
-import zlib
 from pathlib import Path
 
 import pytest
@@ -647,8 +645,8 @@ def test_a_malformed_scheduler_address_is_a_usage_error_at_once(
 def test_a_scheduler_address_in_the_environment_does_not_matter_for_one_document(model):
     """A piped document is scored here whatever the scheduler setting, on both paths."""
     for full_cli in ("", "1"):
-        result = run("predict", "-m", model, input=b"refund my invoice",
-                     env={"DASK_SCHEDULER_ADDRESS": "bogus", "NBCLASS_FULL_CLI": full_cli})  # fmt: skip
+        env = {"DASK_SCHEDULER_ADDRESS": "bogus", "NBCLASS_FULL_CLI": full_cli}
+        result = run("predict", "-m", model, input=b"refund my invoice", env=env)
         assert result.returncode == 0, result.stderr
 
 
