@@ -18,7 +18,6 @@ from . import __version__
 from .errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
-    EXIT_TERMINATED,
     ModelKindError,
     NbclassError,
     NbclassWarning,
@@ -57,9 +56,9 @@ class NbclassGroup(click.Group):
         except KeyboardInterrupt:
             sys.stderr.write("\nInterrupted\n")
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
-        except Terminated:
-            sys.stderr.write("\nTerminated\n")
-            raise click.exceptions.Exit(EXIT_TERMINATED) from None
+        except Terminated as exc:
+            sys.stderr.write(exc.message)
+            raise click.exceptions.Exit(exc.exit_code) from None
         except OSError as exc:
             # The library turns every file it reads or writes into an NbclassError; what is
             # left is writing the results: stdout on a full disk, /dev/full, or closed.
@@ -1932,6 +1931,6 @@ def main(argv=None) -> None:
     except KeyboardInterrupt:  # a signal before or after the command itself ran
         sys.stderr.write("\nInterrupted\n")
         sys.exit(EXIT_INTERRUPTED)
-    except Terminated:
-        sys.stderr.write("\nTerminated\n")
-        sys.exit(EXIT_TERMINATED)
+    except Terminated as exc:
+        sys.stderr.write(exc.message)
+        sys.exit(exc.exit_code)

@@ -180,7 +180,6 @@ def main() -> None:
         from .errors import (
             EXIT_ERROR,
             EXIT_INTERRUPTED,
-            EXIT_TERMINATED,
             NbclassError,
             Terminated,
         )
@@ -203,9 +202,9 @@ def main() -> None:
         except KeyboardInterrupt:
             sys.stderr.write("\nInterrupted\n")
             sys.exit(EXIT_INTERRUPTED)
-        except Terminated:
-            sys.stderr.write("\nTerminated\n")
-            sys.exit(EXIT_TERMINATED)
+        except Terminated as exc:
+            sys.stderr.write(exc.message)
+            sys.exit(exc.exit_code)
         except OSError as exc:  # writing the result: stdout closed or full
             sys.stderr.write(output_error(exc))
             sys.exit(EXIT_ERROR)

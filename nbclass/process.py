@@ -66,15 +66,61 @@ def standard_input():
 
 
 def terminate(signum, frame):
-    """SIGTERM handler: unwind like Ctrl-C (clean-ups run), then exit 143."""
-    raise Terminated()
+    """SIGTERM (SIGHUP) handler: unwind like Ctrl-C (clean-ups run), then exit 143 (129)."""
+    raise Terminated(hangup=signum == getattr(signal, "SIGHUP", None))
 
 
 def install_sigterm() -> None:
-    """SIGTERM unwinds like Ctrl-C (no partial model is left) and exits 143; a SIGTERM that
-    the parent chose to ignore stays ignored, as Python does for SIGINT."""
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, terminate)
+    """SIGTERM unwinds like Ctrl-C (no partial model is left) and exits 143; SIGHUP (the
+    terminal or ssh session closed) the same way, exiting 129. A signal that the parent
+    chose to ignore (``nohup``) stays ignored, as Python does for SIGINT."""
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) == signal.SIG_DFL:
+            signal.signal(signum, terminate)
+
+
+def start_worker(parent: int) -> None:
+    """Set up a forked worker process of the process ``parent`` (its pid, taken before
+    the fork): it must never outlive its parent.
+
+    On Linux the kernel sends the worker SIGKILL when the parent dies, however it dies
+    (``kill -9`` included: ``prctl(PR_SET_PDEATHSIG)``); elsewhere a thread checks every
+    half second that the parent is still the same. A parent that died before this ran is
+    seen at once. SIGTERM and SIGHUP get their default action back (the parent's
+    handlers, inherited by the fork, would unwind a worker into its pool's loop).
+    """
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) == terminate:
+            signal.signal(signum, signal.SIG_DFL)
+    if not _parent_death_signal():
+        import threading
+
+        def watch():
+            import time
+
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="nbclass-parent-watch", daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
+
+
+def _parent_death_signal() -> bool:
+    """Ask Linux to SIGKILL this process when its parent dies; whether that was done."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        return libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # pragma: no cover - no C library, no prctl
+        return False
 
 
 def output_error(exc: OSError) -> str:

@@ -703,3 +703,122 @@ def test_an_unreachable_scheduler_is_one_line_after_the_timeout(tmp_path, mode):
         )
     assert elapsed < 15, elapsed  # the timeout, twice at most, and the start-up
     assert not (tmp_path / "m.nbc").exists()
+
+
+# --- 3. Workers never outlive their parent; SIGHUP is handled like SIGTERM --------------------
+
+
+def _big_corpus(root: Path, files: int) -> Path:
+    """Three classes of ``files`` files of 400 kB each: a fit with workers that lasts."""
+    block = " ".join(f"word{i % 4999} token{i % 313}" for i in range(40_000)).encode()
+    for label in ("a", "b", "c"):
+        (root / label).mkdir(parents=True, exist_ok=True)
+        for i in range(files):
+            (root / label / f"{i}.txt").write_bytes(block)
+    return root
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory) -> tuple[Path, Path]:
+    """(corpus, its model): about 77 MB, a few seconds of work for two workers."""
+    root = tmp_path_factory.mktemp("big")
+    corpus = _big_corpus(root / "corpus", 64)
+    result = run("fit", corpus, "-o", root / "big.nbc", "-q", "-j", "2")
+    assert result.returncode == 0, result.stderr
+    return corpus, root / "big.nbc"
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.add(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie (dead, not reaped yet by its new parent)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _start_with_workers(args: list, tmp_path: Path):
+    """nbclass started with ``args``, once it has forked its two workers: (process, pids)."""
+    if not Path("/proc/self/stat").exists():  # pragma: no cover - not Linux
+        pytest.skip("needs /proc to find the worker processes")
+    process = subprocess.Popen(
+        [*nbclass_command(), *map(str, args)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        preexec_fn=_default_signals,
+    )
+    deadline = time.monotonic() + TIMEOUT
+    workers: set[int] = set()
+    while len(workers) < 2 and time.monotonic() < deadline and process.poll() is None:
+        workers = _children(process.pid)
+        time.sleep(0.01)
+    if len(workers) < 2:  # pragma: no cover - finished before its workers were seen
+        process.kill()
+        process.communicate()
+        pytest.fail("the command never had two workers at once")
+    return process, workers
+
+
+def _default_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def _wait_gone(pids: set[int], seconds: float = 5.0) -> set[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = {pid for pid in pids if _alive(pid)}
+        if not left:
+            return left
+        time.sleep(0.05)
+    return {pid for pid in pids if _alive(pid)}
+
+
+@pytest.mark.parametrize("command", ["fit", "predict"])
+def test_workers_die_with_a_killed_parent(tmp_path, big, command):
+    corpus, model = big
+    args = {
+        "fit": ["fit", corpus, "-o", tmp_path / "m.nbc", "-q", "-j", "2"],
+        "predict": ["predict", "-m", model, *[corpus] * 6, "-j", "2", "-q"],  # > 1000 files
+    }[command]
+    process, workers = _start_with_workers(args, tmp_path)
+    try:
+        process.kill()  # SIGKILL: no handler, no clean-up in the parent
+        process.communicate(timeout=TIMEOUT)
+        left = _wait_gone(workers)
+    finally:
+        for pid in workers:
+            if _alive(pid):  # pragma: no cover - only when the test fails
+                os.kill(pid, signal.SIGKILL)
+    assert left == set(), f"workers {left} outlived their parent"
+    assert not (tmp_path / "m.nbc").exists()
+
+
+def test_sighup_is_handled_like_sigterm(tmp_path, big):
+    corpus, _ = big
+    out = tmp_path / "out"
+    out.mkdir()
+    process, workers = _start_with_workers(
+        ["fit", corpus, "-o", out / "m.nbc", "-q", "-j", "2"], tmp_path
+    )
+    process.send_signal(signal.SIGHUP)
+    stdout, stderr = process.communicate(timeout=TIMEOUT)
+    assert process.returncode == 129, stderr
+    assert stdout == b"" and stderr == b"\nHangup\n"
+    assert _wait_gone(workers) == set()
+    assert sorted(os.listdir(out)) == []  # nothing written: no model, no temporary
