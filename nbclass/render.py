@@ -195,6 +195,12 @@ def _class_lines(classes: dict) -> Iterator[str]:
         yield f"  {name:<{width}}  {n}"
 
 
+def _visible(text: str) -> str:
+    """``text`` with control characters escaped but backslashes kept (a regex stays
+    readable as written)."""
+    return "".join(ch if ch == "\\" else escape(ch) for ch in text)
+
+
 def info_lines(info: dict, fmt: str) -> Iterator[str]:
     """``nbclass info`` as JSON (one object) or as aligned text."""
     if fmt == "json":
@@ -224,7 +230,7 @@ def info_lines(info: dict, fmt: str) -> Iterator[str]:
     t = info["tokenizer"]
     yield (
         f"tokenizer    lowercase {str(t['lowercase']).lower()}, token_pattern "
-        f"{escape(t['token_pattern'])}, ngram_range {t['ngram_range'][0]},"
+        f"{_visible(t['token_pattern'])}, ngram_range {t['ngram_range'][0]},"
         f"{t['ngram_range'][1]}, stop_words {escape(t['stop_words_source'])} "
         f"({t['stop_words']} words)"
         + (f", hash_features {t['hash_features']}" if t.get("hash_features") else "")
