@@ -15,7 +15,7 @@ table read whole       256 MiB           ``fit --table``, ``fit --update``, ``ev
 one table row          16 MiB            one line (CSV, TSV, JSON lines); a quoted CSV cell
                                          is at most 128 KiB (Python's csv module)
 streamed table         none              ``predict --table`` reads, scores and prints a
-                                         batch of rows at a time, in bounded memory
+                                         batch of 1,000 rows at a time, in bounded memory
 =====================  ================  ==================================================
 
 Standard library only (the one-document path imports it).
