@@ -41,11 +41,13 @@ bench-accuracy: $(STAMP) ## Accuracy, macro-F1, log loss, ECE against scikit-lea
 	$(BIN)/python bench/accuracy.py
 
 .PHONY: fuzz
-fuzz: $(STAMP) ## Fuzz the model loader and corpus reader (atheris, FUZZ_SECONDS each)
+fuzz: $(STAMP) ## Fuzz the model loaders, forged headers, corpus and table readers (atheris, FUZZ_SECONDS each)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,fuzz]' --config-settings editable_mode=compat
 	$(BIN)/python fuzz/seeds.py $(FUZZ_WORK)
 	$(BIN)/python fuzz/run.py model_loader $(FUZZ_SECONDS) $(FUZZ_WORK)
 	$(BIN)/python fuzz/run.py corpus_reader $(FUZZ_SECONDS) $(FUZZ_WORK)
+	$(BIN)/python fuzz/run.py model_header $(FUZZ_SECONDS) $(FUZZ_WORK)
+	$(BIN)/python fuzz/run.py table_reader $(FUZZ_SECONDS) $(FUZZ_WORK)
 
 clean: ## Remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,4 +1,4 @@
-"""Fuzz targets: the model loaders and the corpus reader on arbitrary bytes.
+"""Fuzz targets: the model loaders, forged model headers, the corpus and table readers.
 
 Each target takes bytes and must either succeed or raise the error nbclass reports to
 users (:class:`nbclass.errors.ModelFileError` for a model, :class:`NbclassError` for input):
@@ -22,7 +22,7 @@ import zlib
 
 from nbclass import modelfile, tablefile
 from nbclass.errors import ModelFileError, NbclassError
-from nbclass.fileformat import MAGIC, PREFIX
+from nbclass.fileformat import MAGIC, MODEL_SECTIONS, OPTIONAL_SECTIONS, PREFIX, pack, parse
 from nbclass.learning import count_lines
 from nbclass.quick import QuickModel
 from nbclass.tokenizer import TokenizerSettings
@@ -33,6 +33,7 @@ _FOLDER = tempfile.mkdtemp(prefix="nbclass-fuzz-", dir=_SHM)
 atexit.register(shutil.rmtree, _FOLDER, True)
 _MODEL = os.path.join(_FOLDER, "input.nbc")
 _LINES = os.path.join(_FOLDER, "input.tsv")
+_TABLE = os.path.join(_FOLDER, "input.table")
 
 
 def repaired(data: bytes) -> bytes | None:
@@ -115,4 +116,105 @@ def corpus_reader(data: bytes) -> None:
         assert counted.ledger.n_documents == counted.counts.n_docs
 
 
-TARGETS = {"model_loader": model_loader, "corpus_reader": corpus_reader}
+_BASE: list = []  # the model whose header model_header edits, fitted once
+
+
+def _base_model() -> tuple[dict, list]:
+    """The header and section table of a model of the demo corpus (nbclass's defaults)."""
+    if not _BASE:
+        from click.testing import CliRunner
+
+        from nbclass.cli import cli
+
+        path = os.path.join(_FOLDER, "base.nbc")
+        demo = os.path.join(os.path.dirname(os.path.dirname(__file__)), "corpora", "demo")
+        result = CliRunner().invoke(cli, ["fit", demo, "-o", path, "-q"])
+        assert result.exit_code == 0, result.output
+        with open(path, "rb") as handle:
+            data = handle.read()
+        header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+        table = [
+            (e["name"], e["dtype"], e["shape"][0], sections[e["name"]].tobytes())
+            for e in header["sections"]
+        ]
+        _BASE.append((header, table))
+    header, table = _BASE[0]
+    return json.loads(json.dumps(header)), table
+
+
+def model_header(data: bytes) -> None:
+    """A valid model whose JSON header was changed by ``data`` (a JSON object: each key
+    replaces the header's field, or updates it when both are objects), with every
+    checksum right: only the checks of the header's content stand between it and use.
+
+    Both loaders must answer with a :class:`ModelFileError` or a model, within the
+    target's time limit (a forged token pattern or n-gram range must not hang them), and
+    what the one-document loader refuses the full loader refuses too.
+    """
+    try:
+        edit = json.loads(data)
+    except (ValueError, RecursionError):
+        return
+    if not isinstance(edit, dict):
+        return
+    header, table = _base_model()
+    for key, value in edit.items():
+        if isinstance(value, dict) and isinstance(header.get(key), dict):
+            header[key].update(value)
+        else:
+            header[key] = value
+    try:
+        forged = pack(header, table)
+    except (TypeError, ValueError, RecursionError):  # not JSON-serialisable as nbclass writes
+        return
+    with open(_MODEL, "wb") as handle:
+        handle.write(forged)
+    quick_refused = full_refused = False
+    try:
+        quick = QuickModel(_MODEL)
+    except ModelFileError:
+        quick_refused = True
+    try:
+        modelfile.load(_MODEL)
+    except ModelFileError:
+        full_refused = True
+    assert full_refused or not quick_refused, "the one-document path refuses what loads"
+    if not quick_refused and quick.can_score(quick.defaults):
+        try:
+            quick.joint_log_likelihood("a" * 64 + " refund my invoice", quick.defaults)
+        except ModelFileError:
+            pass
+
+
+def table_reader(data: bytes) -> None:
+    """A table file of ``data`` read as CSV, TSV and JSON lines, and its lines as read.
+
+    Reading raises nothing but :class:`NbclassError`; the lines, joined, are the text of
+    the file (UTF-8 with replacement, a leading byte order mark dropped).
+    """
+    import io
+
+    from nbclass.limits import bounded_lines
+    from nbclass.table import iter_rows
+
+    text = data.decode("utf-8", "replace")
+    if data.startswith(b"\xef\xbb\xbf"):
+        text = data[3:].decode("utf-8", "replace")
+    assert "".join(bounded_lines(io.BytesIO(data), "fuzz")) == text
+    with open(_TABLE, "wb") as handle:
+        handle.write(data)
+    for fmt in ("csv", "tsv", "jsonl"):
+        try:
+            _header, rows = iter_rows(_TABLE, fmt, 1 << 20)
+            for _ in rows:
+                pass
+        except NbclassError:
+            continue
+
+
+TARGETS = {
+    "model_loader": model_loader,
+    "corpus_reader": corpus_reader,
+    "model_header": model_header,
+    "table_reader": table_reader,
+}

@@ -19,7 +19,6 @@ from .defaults import DEFAULT_FOLDS, DEFAULT_SEED, DEFAULT_VAR_SMOOTHING
 from .errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
-    EXIT_TERMINATED,
     ModelKindError,
     NbclassError,
     NbclassWarning,
@@ -70,9 +69,9 @@ class NbclassGroup(click.Group):
         except KeyboardInterrupt:
             sys.stderr.write("\nInterrupted\n")
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
-        except Terminated:
-            sys.stderr.write("\nTerminated\n")
-            raise click.exceptions.Exit(EXIT_TERMINATED) from None
+        except Terminated as exc:
+            sys.stderr.write(exc.message)
+            raise click.exceptions.Exit(exc.exit_code) from None
         except OSError as exc:
             # The library turns every file it reads or writes into an NbclassError; what is
             # left is writing the results: stdout on a full disk, /dev/full, or closed.
@@ -613,18 +612,38 @@ def _with_defaults(model, defaults):
     return replace(model, defaults=defaults, choice=None, calibration=None)
 
 
+def _shown(name: str) -> str:
+    """A path or name as printed in text output: control characters escaped, as predict
+    escapes its sources (:func:`nbclass.names.escape`)."""
+    from .names import escape
+
+    return escape(str(name))
+
+
 def _summary(
     verb: str, model, path: str, start: float, extra: str = "", chose: bool = False
 ) -> None:  # fmt: skip
     """The one line a writing command prints on stderr; with ``chose``, what fit chose."""
     seconds = time.perf_counter() - start
     counts = model.counts
-    choice = f"chose {model.choice['chosen']}, " if chose and model.choice else ""
+    choice = f"chose {_shown(model.choice['chosen'])}, " if chose and model.choice else ""
     click.echo(
         f"{verb}: {extra}{counts.n_docs} documents, {len(counts.classes)} classes, "
-        f"{len(model.active_counts.vocabulary)} words, {choice}{seconds:.2f} s -> {path}",
+        f"{len(model.active_counts.vocabulary)} words, {choice}{seconds:.2f} s -> "
+        f"{_shown(path)}",
         err=True,
     )
+
+
+def _check_scheduler(ctx, address: str) -> None:
+    """Refuse a malformed scheduler address at once, naming where it came from."""
+    from click.core import ParameterSource
+
+    from .cluster import check_address_form
+
+    source = ctx.get_parameter_source("scheduler")
+    name = "DASK_SCHEDULER_ADDRESS" if source == ParameterSource.ENVIRONMENT else "--scheduler"
+    check_address_form(address, name)
 
 
 def _line_documents(lines_path: str, reading):
@@ -713,6 +732,9 @@ def fit(
         if output is None:
             raise UsageError("give -o MODEL")
         _refuse_reading_options(reading)
+        from .modelfile import check_destination
+
+        check_destination(output)
         o = options
         return _fit_table(
             corpus_dir, output, o["lowercase"], o["token_pattern"], o["ngram_range"],
@@ -720,11 +742,12 @@ def fit(
             o["alpha"], o["beta"], quiet, **table_options,
         )  # fmt: skip
     from .counts import default_jobs
-    from .modelfile import locked, save
+    from .modelfile import check_destination, locked, save
 
     if scheduler:
         from .cluster import require_dask
 
+        _check_scheduler(ctx, scheduler)
         require_dask()
     start = time.perf_counter()
     if (corpus_dir is None) == (lines_path is None):
@@ -734,6 +757,7 @@ def fit(
     output = output or update_path
     if output is None:
         raise UsageError("give -o MODEL (or --update MODEL)")
+    check_destination(output)  # before reading and counting, which may take long
     jobs = jobs or default_jobs()
     base = None
     if update_path is not None:
@@ -803,13 +827,14 @@ def _update_table(ctx, update_path, output, quiet, table_options):
         raise UsageError(
             f"--update adds rows with the table model's own settings: leave out {given[0]}"
         )
-    from .modelfile import locked
+    from .modelfile import check_destination, locked
     from .table import read_table
     from .tablefile import load, save
     from .tablemodel import merge_tables, table_part
 
     start = time.perf_counter()
     output = output or update_path
+    check_destination(output)
     base = load(update_path)
     part = table_part(base, read_table(table_options["table"], table_options["table_format"]),
                       table_options["label"])  # fmt: skip
@@ -819,7 +844,7 @@ def _update_table(ctx, update_path, output, quiet, table_options):
     if not quiet:
         click.echo(
             f"update: +{part.n_rows} rows, now {model.n_rows} rows, {len(model.classes)} "
-            f"classes, {time.perf_counter() - start:.2f} s -> {output}",
+            f"classes, {time.perf_counter() - start:.2f} s -> {_shown(output)}",
             err=True,
         )
 
@@ -992,6 +1017,10 @@ def predict(
     single = not lines and (
         not paths or paths == ("-",) or (len(paths) == 1 and os.path.isfile(paths[0]))
     )
+    if use_exit_code and not single and len(paths) == 1 and not lines:
+        from .corpus import expand_paths
+
+        list(expand_paths(paths))  # a path that does not exist says so (exit 1)
     if use_exit_code and not single:
         raise UsageError(
             "--exit-code needs exactly one document (standard input or one file, without "
@@ -1028,6 +1057,8 @@ def predict(
     overrides = _overrides(event_model, estimator, alpha, beta, text_options)
     scoring = overrides, not no_calibration
     on_cluster = scheduler and not lines and paths and "-" not in paths
+    if on_cluster:
+        _check_scheduler(click.get_current_context(), scheduler)
     files, jobs = (None, 1) if on_cluster else _listed_files(paths, lines, jobs)
     # The progress bar needs the files listed; never over results printed on a terminal.
     bar_wanted = not (quiet or on_cluster or lines or not paths or "-" in paths)
@@ -1234,7 +1265,7 @@ def select_features(
     if not quiet:
         click.echo(
             f"select-features: kept {len(pruned.counts.vocabulary)} of "
-            f"{len(model.active_counts.vocabulary)} words -> {output}",
+            f"{len(model.active_counts.vocabulary)} words -> {_shown(output)}",
             err=True,
         )
 
@@ -1315,7 +1346,7 @@ def _merge_tables(paths, output, quiet, start):
     if not quiet:
         click.echo(
             f"merge: {len(paths)} models, {merged.n_rows} rows, {len(merged.classes)} classes, "
-            f"{time.perf_counter() - start:.2f} s -> {output}",
+            f"{time.perf_counter() - start:.2f} s -> {_shown(output)}",
             err=True,
         )
 
@@ -1471,7 +1502,7 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
     else:
         click.echo(
             "sync: " + ", ".join(f"{value} {name}" for name, value in fields.items())
-            + f" -> {model_path}" + ("" if report.changed else " (unchanged)")
+            + f" -> {_shown(model_path)}" + ("" if report.changed else " (unchanged)")
         )
 
 
@@ -1524,7 +1555,7 @@ def _fit_table(
         )
         click.echo(
             f"fit: {model.n_rows} rows, {len(model.classes)} classes, {len(kinds)} columns "
-            f"({described}), {seconds:.2f} s -> {output}",
+            f"({described}), {seconds:.2f} s -> {_shown(output)}",
             err=True,
         )
 
@@ -1716,7 +1747,8 @@ def _evaluate(
     from .report import evaluation_report, show
 
     title = (
-        f"{model_path} on {test_dir}: {evaluation.n_docs} {'rows' if table else 'documents'}, "
+        f"{_shown(model_path)} on {_shown(test_dir)}: {evaluation.n_docs} "
+        f"{'rows' if table else 'documents'}, "
         f"{n_classes} classes\n{_describe_settings(settings, model)}"
     )
     show(*evaluation_report(evaluation, title))
@@ -1871,7 +1903,7 @@ def cv(
     from .report import cross_validation_report, show
 
     title = (
-        f"{source}: {data['documents']} documents, {len(corpus.classes)} classes, "
+        f"{_shown(source)}: {data['documents']} documents, {len(corpus.classes)} classes, "
         f"{folds} stratified folds (seed {seed})\n"
         + (_AUTO_TEXT if settings is None else _describe_settings(settings))
     )
@@ -1954,7 +1986,8 @@ def check(
         from .report import check_report, show
 
         title = (
-            f"{model_path} (new) against {baseline_path} (baseline) on {source}: "
+            f"{_shown(model_path)} (new) against {_shown(baseline_path)} (baseline) on "
+            f"{_shown(source)}: "
             f"{result.new.n_docs} documents"
         )
         show(*check_report(data, title))
@@ -2005,7 +2038,7 @@ def diff(old_path, new_path, k, fmt):
         return
     from .report import diff_report, show
 
-    show(*diff_report(data, f"{old_path} (old) -> {new_path} (new)"))
+    show(*diff_report(data, f"{_shown(old_path)} (old) -> {_shown(new_path)} (new)"))
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
@@ -2024,6 +2057,6 @@ def main(argv=None) -> None:
     except KeyboardInterrupt:  # a signal before or after the command itself ran
         sys.stderr.write("\nInterrupted\n")
         sys.exit(EXIT_INTERRUPTED)
-    except Terminated:
-        sys.stderr.write("\nTerminated\n")
-        sys.exit(EXIT_TERMINATED)
+    except Terminated as exc:
+        sys.stderr.write(exc.message)
+        sys.exit(exc.exit_code)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -195,11 +196,19 @@ def _connect(distributed, address: str) -> Iterator[Cluster]:
     _check_address(address)
     timeout = scheduler_timeout()
     try:
-        client = distributed.Client(address, timeout=timeout, set_as_default=False)
+        with _deadline(2 * timeout):  # a server that accepts and never answers: Dask waits
+            client = distributed.Client(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError):
+        _mute_abandoned_client()
         raise NbclassError(
             f"cannot reach the Dask scheduler at {address} within {timeout:g} s: check the "
             f"address and that the scheduler is running (the wait is set by {TIMEOUT_VARIABLE})"
+        ) from None
+    except Exception as exc:  # something answered, but not as a Dask scheduler does
+        _mute_abandoned_client()
+        raise NbclassError(
+            f"what answers at {address} is not a Dask scheduler ({type(exc).__name__} on "
+            "connecting): check the address and port"
         ) from None
     try:
         try:
@@ -216,16 +225,83 @@ def _connect(distributed, address: str) -> Iterator[Cluster]:
         client.close()
 
 
+_ADDRESS = re.compile(
+    r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?"
+    r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})"
+)
+
+
+def check_address_form(address: str, name: str = "--scheduler") -> None:
+    """Refuse, at once and without Dask, what is not ``[tcp|tls://]HOST:PORT``.
+
+    ``name`` is where the address came from (the option, or the environment variable),
+    for the message. A :class:`UsageError`: Dask itself would wait for its own connect
+    timeout (20 s) before failing on a missing port.
+
+    >>> check_address_form("tcp://10.0.0.5:8786")
+    >>> check_address_form("tcp://host")
+    Traceback (most recent call last):
+    ...
+    nbclass.errors.UsageError: --scheduler 'tcp://host' is not a Dask scheduler address: \
+give tcp://HOST:PORT (or tls://HOST:PORT)
+    """
+    address = address.strip()
+    if not address:  # Client("") would start a cluster of its own
+        raise UsageError(f"{name} is empty: give the address, e.g. tcp://HOST:8786")
+    match = _ADDRESS.fullmatch(address)
+    if (
+        match is None
+        or (match["scheme"] or "tcp") not in SCHEMES
+        or not 0 < int(match["port"]) < 65536
+    ):
+        raise UsageError(
+            f"{name} {address!r} is not a Dask scheduler address: give tcp://HOST:PORT "
+            "(or tls://HOST:PORT)"
+        )
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Raise ``TimeoutError`` in the main thread if the block lasts more than ``seconds``
+    (a real-time alarm; nothing is bounded in other threads, where no alarm can be set)."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise TimeoutError(f"no answer within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _mute_abandoned_client() -> None:
+    """The half-made client of a failed connection tries to close itself when collected,
+    waits, and prints a traceback as an "ignored" exception: the failure has been said in
+    one line already, so such reports are dropped from now on."""
+    import sys
+
+    sys.unraisablehook = lambda unraisable: None
+
+
 def _check_address(address: str) -> None:
     """Refuse what is not a network address before a client exists (it would linger)."""
     from distributed.comm import parse_address, parse_host_port
     from distributed.security import Security
 
+    check_address_form(address)
     try:
         scheme, location = parse_address(address)
         if scheme not in SCHEMES:
             raise ValueError(scheme)
-        parse_host_port(location, 8786)
+        parse_host_port(location)
     except (ValueError, TypeError):
         raise UsageError(
             f"--scheduler {address!r} is not a Dask scheduler address: give tcp://HOST:PORT "

@@ -324,7 +324,9 @@ def expand_paths(paths: Iterable[str]) -> Iterator[str]:
 
 
 def _stdin_bytes():
-    return sys.stdin.buffer
+    from .process import standard_input
+
+    return standard_input()
 
 
 def iter_documents(

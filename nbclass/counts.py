@@ -753,8 +753,11 @@ def _entries(part) -> int:
 _SHARE: _Share | None = None  # a worker process's share of the corpus
 
 
-def _start_worker(share: _Share) -> None:
+def _start_worker(share: _Share, parent: int) -> None:
     global _SHARE
+    from .process import start_worker
+
+    start_worker(parent)  # never outlive the fit (kill -9 of the parent included)
     _SHARE = share
 
 
@@ -768,7 +771,7 @@ def _pool(jobs: int, context, share: _Share):
     from concurrent.futures import ProcessPoolExecutor
 
     pool = ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=_start_worker, initargs=(share,)
+        jobs, mp_context=context, initializer=_start_worker, initargs=(share, os.getpid())
     )
     try:
         yield pool

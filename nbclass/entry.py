@@ -184,7 +184,6 @@ def main() -> None:
         from .errors import (
             EXIT_ERROR,
             EXIT_INTERRUPTED,
-            EXIT_TERMINATED,
             NbclassError,
             Terminated,
         )
@@ -207,9 +206,9 @@ def main() -> None:
         except KeyboardInterrupt:
             sys.stderr.write("\nInterrupted\n")
             sys.exit(EXIT_INTERRUPTED)
-        except Terminated:
-            sys.stderr.write("\nTerminated\n")
-            sys.exit(EXIT_TERMINATED)
+        except Terminated as exc:
+            sys.stderr.write(exc.message)
+            sys.exit(exc.exit_code)
         except OSError as exc:  # writing the result: stdout closed or full
             sys.stderr.write(output_error(exc))
             sys.exit(EXIT_ERROR)

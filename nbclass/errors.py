@@ -17,6 +17,7 @@ code  meaning
 10+k  ``predict --exit-code``: the k-th class (0-based), k < 115
 130   interrupted (Ctrl-C, SIGINT)
 141   the output pipe was closed (``| head``): nothing more is printed
+129   hung up (SIGHUP: the terminal or session went away), handled as SIGTERM
 143   terminated (SIGTERM, as sent by ``kill``, ``timeout`` or a service manager)
 ====  ==========================================================================
 """
@@ -27,6 +28,7 @@ EXIT_USAGE = 2
 EXIT_CHECK_FAILED = 3
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM
+EXIT_HANGUP = 129  # 128 + SIGHUP
 
 
 class NbclassError(Exception):
@@ -62,7 +64,13 @@ class Terminated(BaseException):
 
     A ``BaseException`` so that no ``except Exception`` swallows it, and every ``finally``
     and cleanup on the way (a half-written temporary model file) runs before the exit.
+    SIGHUP is handled the same way, with its own exit code and word.
     """
+
+    def __init__(self, hangup: bool = False):
+        super().__init__()
+        self.exit_code = EXIT_HANGUP if hangup else EXIT_TERMINATED
+        self.message = "\nHangup\n" if hangup else "\nTerminated\n"
 
 
 class NbclassWarning(UserWarning):

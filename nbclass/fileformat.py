@@ -27,6 +27,8 @@ section's (corruption), and that the sections fit the file without overlapping.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import struct
 import sys
 import zlib
@@ -128,19 +130,106 @@ def pack(header: dict, sections: list[tuple[str, str, int, bytes]]) -> bytes:
     return b"".join(pieces)
 
 
+def file_kind(mode: int) -> str:
+    """What a ``st_mode`` is, in words: ``"regular file"``, ``"named pipe (FIFO)"``, ...
+
+    >>> import stat
+    >>> file_kind(stat.S_IFCHR | 0o666)
+    'character device'
+    """
+    for test, name in (
+        (stat.S_ISREG, "regular file"),
+        (stat.S_ISDIR, "folder"),
+        (stat.S_ISFIFO, "named pipe (FIFO)"),
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISSOCK, "socket"),
+    ):
+        if test(mode):
+            return name
+    return "special file"  # pragma: no cover - every kind Linux has is above
+
+
 def read(path: str) -> bytes:
-    """The bytes of a model file; a missing or unreadable file is a :class:`ModelFileError`."""
+    """The bytes of a model file, read with a bound; a problem is a :class:`ModelFileError`.
+
+    A model file is untrusted input, so reading it never blocks and never grows without
+    bound: the path must name a regular file (the null device reads as empty; a named
+    pipe, a device such as /dev/zero or a socket is refused before anything is read; it
+    is opened with ``O_NONBLOCK`` and checked again with ``fstat``, so a file swapped in
+    meanwhile is refused too), and at
+    most the size its fixed 32-byte prefix declares is read. A file longer than that is
+    refused without reading the rest; a shorter one is read whole and refused as
+    truncated by :func:`parse`.
+    """
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        before = os.stat(path)
     except FileNotFoundError:
         raise ModelFileError(
             f"model file {path!r} does not exist: create one with 'nbclass fit'"
         ) from None
-    except IsADirectoryError:
-        raise ModelFileError(f"{path!r} is a folder, not a model file") from None
     except OSError as exc:
         raise ModelFileError(f"cannot read model file {path!r}: {exc.strerror}") from None
+    if _is_devnull(before):
+        return b""  # parse() says "is empty (0 bytes)", as for an empty file
+    _require_regular(path, before.st_mode)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise ModelFileError(
+            f"model file {path!r} does not exist: create one with 'nbclass fit'"
+        ) from None
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path!r}: {exc.strerror}") from None
+    try:
+        status = os.fstat(fd)
+        _require_regular(path, status.st_mode)
+        prefix = _read_exactly(fd, PREFIX.size, path)
+        if len(prefix) < PREFIX.size or not prefix.startswith(MAGIC):
+            return prefix  # parse() says what it is (empty, truncated, a pickle, not ours)
+        declared = PREFIX.unpack_from(prefix)[4]
+        if status.st_size > declared:
+            raise refuse(path, f"is corrupted ({status.st_size - declared} bytes after its end)")
+        os.lseek(fd, 0, os.SEEK_SET)  # one read of the whole file: one buffer, no copy
+        return _read_exactly(fd, max(declared, PREFIX.size), path)
+    finally:
+        os.close(fd)
+
+
+def _is_devnull(status: os.stat_result) -> bool:
+    """Whether ``status`` is the null device's (it reads as empty, without side effects)."""
+    try:
+        null = os.stat(os.devnull)
+    except OSError:  # pragma: no cover - no /dev/null
+        return False
+    return stat.S_ISCHR(status.st_mode) and status.st_rdev == null.st_rdev
+
+
+def _require_regular(path: str, mode: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise ModelFileError(f"{path!r} is a folder, not a model file")
+    if not stat.S_ISREG(mode):
+        raise ModelFileError(
+            f"{path!r} is not an nbclass model file: it is a {file_kind(mode)}, and a model "
+            "must be a regular file (nbclass never reads a model from a pipe or a device)"
+        )
+
+
+def _read_exactly(fd: int, n: int, path: str) -> bytes:
+    """Up to ``n`` bytes of ``fd`` (fewer only at the end of the file); one buffer when a
+    single read returns them all, as it does for a regular file on Linux below 2 GB."""
+    pieces, left = [], n
+    try:
+        while left > 0:
+            chunk = os.read(fd, min(left, 0x7FFFF000))
+            if not chunk:
+                break
+            pieces.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path!r}: {exc.strerror}") from None
+    return b"".join(pieces)
 
 
 def parse(

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -56,16 +57,18 @@ from contextlib import contextmanager
 import numpy as np
 
 from . import __version__
+from . import header as checked
 from .choosing import check_choice
 from .counts import Counts, doc_count_histograms
 from .errors import ModelFileError, NbclassError
-from .estimators import Calibration, EstimatorSettings, Prepared
+from .estimators import Prepared
 from .fileformat import (
     HASHING_SECTIONS,
     LEDGER_SECTIONS,
     MODEL_SECTIONS,
     OPTIONAL_SECTIONS,
     TYPECODES,
+    file_kind,
     pack,
     parse,
     read,
@@ -74,7 +77,7 @@ from .fileformat import (
 )
 from .ledger import Ledger
 from .model import Model, VocabularyFilter
-from .tokenizer import TokenizerSettings, make_tokenizer
+from .tokenizer import TokenizerSettings
 from .vectorizer import TextCounter
 
 
@@ -192,6 +195,32 @@ def lock_path(path: str) -> str:
     return os.path.join(folder, f".{name}.lock")
 
 
+def check_destination(path: str) -> None:
+    """Refuse to write a model over anything but a regular file (or nothing).
+
+    A write renames a new file over ``path``: over a device (/dev/full), a named pipe or a
+    socket that would silently replace it with a regular file. Such a destination is a
+    :class:`ModelFileError`, raised before any lock file is created beside it. A symbolic
+    link is judged by what it points to (a link to a model is replaced by the new model).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ModelFileError(f"cannot write model {path!r}: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        raise ModelFileError(
+            f"cannot write model {path!r}: it is a folder; give a file name, e.g. "
+            f"{os.path.join(path, 'model.nbc')!r}"
+        )
+    if not stat.S_ISREG(mode):
+        raise ModelFileError(
+            f"cannot write model {path!r}: it is a {file_kind(mode)}, not a regular file, "
+            "and writing would replace it; give the path of a new or existing model file"
+        )
+
+
 @contextmanager
 def locked(path: str) -> Iterator[None]:
     """Hold the exclusive write lock of the model at ``path`` (waiting for it if needed).
@@ -205,6 +234,7 @@ def locked(path: str) -> Iterator[None]:
     """
     import fcntl
 
+    check_destination(path)
     try:
         fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:
@@ -249,7 +279,11 @@ def save(model: Model, path: str) -> int:
 
 
 def write_atomic(data: bytes, path: str) -> int:
-    """Write the bytes of a model file to ``path`` atomically; returns their number."""
+    """Write the bytes of a model file to ``path`` atomically; returns their number.
+
+    ``path`` must not exist or be a regular file (:func:`check_destination`); it is
+    checked again just before the rename."""
+    check_destination(path)
     folder = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=_temporary_prefix(path), suffix=".tmp")
@@ -263,6 +297,7 @@ def write_atomic(data: bytes, path: str) -> int:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
+        check_destination(path)
         os.replace(tmp, path)
     except BaseException as exc:
         try:
@@ -315,7 +350,7 @@ def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[Model, dict]:
 
 
 def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
-    classes = tuple(str(c) for c in header["classes"])
+    classes = tuple(checked.classes(header))
     C, V = len(classes), int(header["n_features"])
     blob = arrays["vocabulary"]
     vocabulary = tuple(blob.tobytes().decode("utf-8").split("\x00")) if V else ()
@@ -357,8 +392,7 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
     problems = counts.problems()
     if problems:
         raise ValueError("; ".join(problems))
-    tokenizer = TokenizerSettings.from_dict(header["tokenizer"])
-    make_tokenizer(tokenizer)  # raises UsageError for a pattern or range that cannot work
+    tokenizer, _ = checked.tokenizer(header)  # UsageError for what fit would refuse
     selection = header["selection"]
     if selection is not None and not isinstance(selection, dict):
         raise ValueError("the selection record is not an object")
@@ -366,33 +400,44 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         counts=counts,
         tokenizer=tokenizer,
         vocabulary_filter=VocabularyFilter.from_dict(header["vocabulary_filter"]).validate(),
-        defaults=EstimatorSettings.from_dict(header["defaults"]).validate(),
+        defaults=checked.defaults(header),
         selection=selection,
         ledger=_build_ledger(header, arrays, counts),
         column_words=_build_column_words(tokenizer, arrays, vocabulary),
         choice=check_choice(header.get("choice")),
-        calibration=_build_calibration(header.get("calibration")),
+        calibration=checked.calibration(header),
     )
     expected = derived_sections(model)
     if int(header["n_used"]) != len(model.active_counts.vocabulary) or not all(
         np.array_equal(arrays[name], values) for name, values in expected.items()
     ):
         raise ValueError("the derived sections disagree with the counts")
-    prepared = header.get("prepared")
+    prepared = checked.prepared(header, C, model.defaults)
     if prepared is not None:
-        prepared = Prepared.from_dict(prepared, C)
-        if prepared.settings != model.defaults:
-            raise ValueError("the prepared numbers belong to other settings than the defaults")
-        # Written by every save from these counts (the header's checksum covers them):
-        # taken as they are, as the one-document path takes them, so both paths agree.
+        _check_prepared(prepared, model.active_counts)
+        # Written by every save from these counts: the class totals are recomputed and
+        # compared, the fitted β checked against the range the prior fit can give (fitting
+        # it again would cost a fit's tail); used as they are, as the one-document path
+        # uses them, so both paths agree.
         model.__dict__["prepared"] = prepared
     return model
 
 
-def _build_calibration(data) -> Calibration | None:
-    if data is None:
-        return None
-    return Calibration.from_dict(data)
+def _check_prepared(prepared: Prepared, active: Counts) -> None:
+    """Refuse prepared numbers that these counts cannot give (:mod:`nbclass.header`)."""
+    from .textmodels import transformed_entries
+
+    settings = prepared.settings
+    total = checked.transformed_total(prepared)
+    if total is not None:
+        _, cols, entries = transformed_entries(active, settings)
+        total = float(entries.sum())
+        sums = np.bincount(cols, weights=entries, minlength=len(active.classes))
+        if settings.model == "complement":
+            sums = np.maximum(entries.sum() - sums, 0.0)
+        if not np.allclose(prepared.class_totals, sums, rtol=1e-9, atol=1e-9):
+            raise ValueError("the prepared class totals disagree with the counts")
+    checked.check_beta(prepared, int(active.token_count.sum()), total)
 
 
 def _build_ledger(header: dict, arrays: dict[str, np.ndarray], counts: Counts) -> Ledger | None:

@@ -22,11 +22,10 @@ import math
 from bisect import bisect_left
 from collections import Counter
 
+from . import header as checked
 from .errors import ModelFileError
 from .estimators import (
-    Calibration,
     EstimatorSettings,
-    Prepared,
     bernoulli_absent_total,
     bernoulli_fraction,
     class_prior_fraction,
@@ -34,7 +33,6 @@ from .estimators import (
     multinomial_fraction,
 )
 from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, read, refuse
-from .tokenizer import TokenizerSettings, make_tokenizer
 
 
 class QuickModel:
@@ -53,10 +51,10 @@ class QuickModel:
         # the sections used are looked at.
         header, sections = parse(read(path), path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
         try:
-            self.classes = [str(c) for c in header["classes"]]
-            self.tokenizer = TokenizerSettings.from_dict(header["tokenizer"])
-            self.tokenize = make_tokenizer(self.tokenizer)
-            self.defaults = EstimatorSettings.from_dict(header["defaults"]).validate()
+            # Field by field, as the full loader reads them (nbclass.header).
+            self.classes = checked.classes(header)
+            self.tokenizer, self.tokenize = checked.tokenizer(header)
+            self.defaults = checked.defaults(header)
             self.n_used = int(header["n_used"])
             V, C = int(header["n_features"]), len(self.classes)
             s = sections
@@ -66,10 +64,8 @@ class QuickModel:
             self.word_ptr, self.class_index = s["word_ptr"], s["class_index"]
             self.doc_count, self.token_count = s["doc_count"], s["token_count"]
             self.used = s["used"]
-            prepared = header.get("prepared")
-            self.prepared = None if prepared is None else Prepared.from_dict(prepared, C)
-            calibration = header.get("calibration")
-            self.calibration = None if calibration is None else Calibration.from_dict(calibration)
+            self.prepared = checked.prepared(header, C, self.defaults)
+            self.calibration = checked.calibration(header)
             hist_ptr = s["histogram_ptr"].tolist()
             self._histogram_sections = (hist_ptr, s["histogram_value"], s["histogram_count"])
             if (
@@ -82,6 +78,9 @@ class QuickModel:
                 or not _sizes_agree(s, header, V, C)
             ):
                 raise ValueError("inconsistent section sizes")
+            if self.prepared is not None:
+                total = checked.transformed_total(self.prepared)
+                checked.check_beta(self.prepared, sum(self.class_tokens), total)
         except ModelFileError:
             raise
         except Exception as exc:  # any malformed field: the same answer as the full loader

@@ -194,9 +194,16 @@ def model_info(model: Model, path: str, header: dict | None = None) -> dict:
 def _class_lines(classes: dict) -> Iterator[str]:
     """``classes  C`` then one aligned ``name  count`` line per class."""
     yield f"classes      {len(classes)}"
-    width = max(len(c) for c in classes)
-    for name, n in classes.items():
+    names = {escape(c): n for c, n in classes.items()}
+    width = max(len(c) for c in names)
+    for name, n in names.items():
         yield f"  {name:<{width}}  {n}"
+
+
+def _visible(text: str) -> str:
+    """``text`` with control characters escaped but backslashes kept (a regex stays
+    readable as written)."""
+    return "".join(ch if ch == "\\" else escape(ch) for ch in text)
 
 
 def info_lines(info: dict, fmt: str) -> Iterator[str]:
@@ -205,7 +212,7 @@ def info_lines(info: dict, fmt: str) -> Iterator[str]:
         yield json.dumps(info, ensure_ascii=False, indent=2)
         return
     fmt_info = info["format"] or {}
-    yield f"model        {info['model']}"
+    yield f"model        {escape(info['model'])}"
     yield (
         f"format       {fmt_info.get('format')} version {fmt_info.get('version')} "
         f"(written by nbclass {fmt_info.get('nbclass_version')})"
@@ -228,8 +235,9 @@ def info_lines(info: dict, fmt: str) -> Iterator[str]:
     t = info["tokenizer"]
     yield (
         f"tokenizer    lowercase {str(t['lowercase']).lower()}, token_pattern "
-        f"{t['token_pattern']}, ngram_range {t['ngram_range'][0]},{t['ngram_range'][1]}, "
-        f"stop_words {t['stop_words_source']} ({t['stop_words']} words)"
+        f"{_visible(t['token_pattern'])}, ngram_range {t['ngram_range'][0]},"
+        f"{t['ngram_range'][1]}, stop_words {escape(t['stop_words_source'])} "
+        f"({t['stop_words']} words)"
         + (f", hash_features {t['hash_features']}" if t.get("hash_features") else "")
     )
     if info.get("ledger") is not None:
@@ -336,21 +344,21 @@ def table_info_lines(info: dict, fmt: str) -> Iterator[str]:
         yield json.dumps(info, ensure_ascii=False, indent=2)
         return
     f = info["format"] or {}
-    yield f"model        {info['model']}"
+    yield f"model        {escape(info['model'])}"
     yield (
         f"format       {f.get('format')} version {f.get('version')}, kind {f.get('kind')} "
         f"(written by nbclass {f.get('nbclass_version')})"
     )
     yield f"rows         {info['rows']}"
-    yield f"label        {info['label']}"
+    yield f"label        {escape(info['label'])}"
     yield from _class_lines(info["classes"])
     yield f"columns      {len(info['columns'])}"
-    width = max(len(c["name"]) for c in info["columns"])
+    width = max(len(escape(c["name"])) for c in info["columns"])
     for c in info["columns"]:
         size = next(f"{v} {k}" for k, v in c.items() if k not in ("name", "type"))
-        yield f"  {c['name']:<{width}}  {c['type']:<11}  {size}"
+        yield f"  {escape(c['name']):<{width}}  {c['type']:<11}  {size}"
     if info["ignored"]:
-        yield f"ignored      {', '.join(info['ignored'])}"
+        yield f"ignored      {', '.join(map(escape, info['ignored']))}"
     yield f"variance     floor {info['var_smoothing']!r} x the largest column variance"
     d = info["defaults"]
     beta = d["beta"][0] if d["beta"][0] == d["beta"][1] else f"{d['beta'][0]},{d['beta'][1]}"

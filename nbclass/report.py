@@ -21,6 +21,8 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
+from .names import escape
+
 WIDTH = 80
 BAR = 30
 _EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -119,7 +121,7 @@ def per_class_table(labels, per_class) -> Table:
         table.add_column(name, justify="right")
     for i, label in enumerate(labels):
         table.add_row(
-            label,
+            escape(label),
             num(float(per_class.precision[i])),
             num(float(per_class.recall[i])),
             num(float(per_class.f1[i])),
@@ -130,6 +132,7 @@ def per_class_table(labels, per_class) -> Table:
 
 
 def _short(label: str, width: int) -> str:
+    label = escape(label)
     return label if len(label) <= width else label[: width - 1] + "…"
 
 
@@ -399,8 +402,8 @@ def diff_report(data: dict, title: str) -> list:
     for note in data.get("notes", []):
         out.append(Text(f"note: {note}"))
     d, v = data["documents"], data["vocabulary"]
-    added = ", ".join(data["classes_added"]) or "none"
-    removed = ", ".join(data["classes_removed"]) or "none"
+    added = ", ".join(map(escape, data["classes_added"])) or "none"
+    removed = ", ".join(map(escape, data["classes_removed"])) or "none"
     out.append(
         metrics_table(
             [

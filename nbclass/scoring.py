@@ -19,6 +19,7 @@ process. The numbers are the same: the same code counts and scores each batch.
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
@@ -58,7 +59,14 @@ class CountedBatches:
         _ = counter.runs  # built once here (a cached property), shared by the workers
         _WORK = (counter, policy)  # inherited by the forked workers
         self._batches = (files[i : i + batch_size] for i in range(0, len(files), batch_size))
-        self._pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"))
+        from .process import start_worker
+
+        self._pool = ProcessPoolExecutor(
+            jobs,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=start_worker,  # workers never outlive this process
+            initargs=(os.getpid(),),
+        )
         self._pending = deque()
         for _ in range(2 * jobs):
             self._submit()

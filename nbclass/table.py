@@ -37,16 +37,13 @@ A column with no value at all is ``ignore``\\ d. ``--column-types`` overrides th
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import os
 import re
-import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from .corpus import decode
 from .errors import NbclassError, UsageError
 
 FORMATS = ("csv", "tsv", "jsonl")
@@ -110,32 +107,52 @@ def _json_cell(value, row: int, key: str, source: str) -> Cell:
     )
 
 
-def _open_text(path: str) -> io.TextIOBase:
+def _open_lines(path: str, total_limit: int | None) -> Iterator[str]:
+    """The decoded lines of a table file, or of standard input for ``-``, read as they are
+    needed and within the limits of :mod:`nbclass.limits`."""
+    from .limits import bounded_lines
+
     if path == STDIN:
-        data = sys.stdin.buffer.read()
-    else:
+        from .process import standard_input
+
+        return bounded_lines(standard_input(), path, total_limit)
+
+    def opened():
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            return open(path, "rb")  # noqa: SIM115 - closed by lines() below
         except FileNotFoundError:
             raise NbclassError(f"table {path!r} does not exist") from None
         except IsADirectoryError:
             raise NbclassError(f"{path!r} is a folder, not a table") from None
         except OSError as exc:
             raise NbclassError(f"cannot read table {path!r}: {exc.strerror}") from None
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    return io.StringIO(decode(data), newline="")
+
+    def lines():
+        with opened() as handle:
+            try:
+                yield from bounded_lines(handle, path, total_limit)
+            except IsADirectoryError:
+                raise NbclassError(f"{path!r} is a folder, not a table") from None
+            except OSError as exc:
+                raise NbclassError(f"cannot read table {path!r}: {exc.strerror}") from None
+
+    if os.path.isdir(path) or not os.path.lexists(path):
+        opened()  # the error now, not at the first row
+    return lines()
 
 
-def iter_rows(path: str, fmt: str) -> tuple[tuple[str, ...] | None, Iterator[dict[str, Cell]]]:
+def iter_rows(
+    path: str, fmt: str, total_limit: int | None = None
+) -> tuple[tuple[str, ...] | None, Iterator[dict[str, Cell]]]:
     """The header and an iterator of rows (``{column: cell}``) of a table.
 
     For CSV and TSV the header is known at once; for JSON lines it is ``None`` (the keys
     of each record are its columns). A row of CSV/TSV with another number of cells than
-    the header is an :class:`NbclassError` naming the row.
+    the header is an :class:`NbclassError` naming the row. Rows are read as they are
+    needed (a line is at most :data:`nbclass.limits.MAX_ROW_BYTES`); ``total_limit``
+    bounds the bytes read in all (``None``: no bound, for a table that is streamed).
     """
-    handle = _open_text(path)
+    handle = _open_lines(path, total_limit)
     if fmt == "jsonl":
         return None, _jsonl_rows(handle, path)
     if fmt == "csv":
@@ -224,9 +241,12 @@ class Table:
 
 
 def read_table(path: str, fmt: str | None = None) -> Table:
-    """Read a whole table (the format from the extension unless ``fmt`` is given)."""
+    """Read a whole table (the format from the extension unless ``fmt`` is given), at most
+    :func:`nbclass.limits.table_limit` bytes."""
+    from .limits import table_limit
+
     fmt = table_format(path, fmt)
-    header, rows = iter_rows(path, fmt)
+    header, rows = iter_rows(path, fmt, table_limit())
     records = list(rows)
     if header is None:
         names: dict[str, None] = {}

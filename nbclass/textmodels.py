@@ -110,8 +110,8 @@ from .estimators import (
     log_fraction,
     multinomial_fraction,
 )
+from .header import BETA_RANGE
 
-BETA_RANGE = (1e-4, 100.0)
 S_MAX = 1e12  # DCM concentration when a class shows no burstiness at all (the multinomial limit)
 
 

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
-from .errors import UsageError
+from .errors import NbclassError, UsageError
 
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 DEFAULT_NGRAM_RANGE = (1, 1)
@@ -35,6 +35,8 @@ _ASCII_PATTERNS = {DEFAULT_TOKEN_PATTERN: r"\w\w+"}
 # The patterns whose tokens, on ASCII text, are exactly the maximal runs of two or more
 # ASCII word characters: :func:`ascii_splitter` finds those runs without the regex engine.
 _RUN_PATTERNS = frozenset({DEFAULT_TOKEN_PATTERN})
+MAX_NGRAM = 10  # the longest word n-gram a model may ask for
+MAX_PATTERN_LENGTH = 1000  # characters of a token pattern
 _WORD_BYTES = b"0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
@@ -97,7 +99,9 @@ def load_stop_words(spec: str, lowercase: bool = True) -> tuple[tuple[str, ...],
     """Resolve ``--stop-words english|FILE|none`` to ``(sorted words, source)``.
 
     A FILE holds one stop word per line (blank lines and lines starting with ``#`` are
-    ignored). Words are lower-cased when the tokenizer lower-cases.
+    ignored), at most :data:`nbclass.limits.MAX_STOP_WORDS_BYTES` (16 MiB): a larger file,
+    or an endless one, is a :class:`UsageError`. Words are lower-cased when the tokenizer
+    lower-cases.
     """
     if spec == "none":
         return (), "none"
@@ -105,14 +109,24 @@ def load_stop_words(spec: str, lowercase: bool = True) -> tuple[tuple[str, ...],
         from .stop_words import ENGLISH
 
         return tuple(sorted(ENGLISH)), "english"
+    from .limits import MAX_STOP_WORDS_BYTES, format_limit, read_bounded
+
     try:
-        with open(spec, encoding="utf-8", errors="replace") as handle:
-            lines = handle.read().splitlines()
+        with open(spec, "rb") as handle:
+            data = read_bounded(
+                handle,
+                MAX_STOP_WORDS_BYTES,
+                f"stop-word file {spec!r} is larger than {format_limit(MAX_STOP_WORDS_BYTES)}: "
+                "give a file with one word per line",
+            )
     except OSError as exc:
         raise UsageError(
             f"cannot read stop-word file {spec!r} ({exc.strerror}): give 'english', 'none' "
             "or a file with one word per line"
         ) from None
+    except NbclassError as exc:
+        raise UsageError(str(exc)) from None
+    lines = data.decode("utf-8", "replace").splitlines()
     words = {ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")}
     if lowercase:
         words = {w.lower() for w in words}
@@ -120,13 +134,25 @@ def load_stop_words(spec: str, lowercase: bool = True) -> tuple[tuple[str, ...],
 
 
 def compile_pattern(pattern: str) -> re.Pattern:
-    """Compile a token pattern, refusing ones that cannot tokenize."""
+    """Compile a token pattern, refusing ones that cannot tokenize or that may take
+    exponential time (:func:`pattern_hazard`)."""
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        raise UsageError(
+            f"--token-pattern is {len(pattern)} characters long; give at most "
+            f"{MAX_PATTERN_LENGTH}"
+        )
     try:
         regex = re.compile(pattern)
     except re.error as exc:
         raise UsageError(
             f"--token-pattern {pattern!r} is not a valid regular expression: {exc}"
         ) from None
+    hazard = pattern_hazard(pattern)
+    if hazard:
+        raise UsageError(
+            f"--token-pattern {pattern!r} {hazard}, which can take exponential time on some "
+            "texts; write it without (e.g. \\w+ instead of (\\w+)+)"
+        )
     if regex.groups > 1:
         raise UsageError(
             f"--token-pattern {pattern!r} has {regex.groups} capturing groups; use at most one "
@@ -143,10 +169,67 @@ def compile_pattern(pattern: str) -> re.Pattern:
 
 def validate_ngram_range(ngram_range: tuple[int, int]) -> None:
     low, high = ngram_range
-    if low < 1 or high < low:
+    if low < 1 or high < low or high > MAX_NGRAM:
         raise UsageError(
-            f"--ngram-range {low},{high} is not valid: give MIN,MAX with 1 <= MIN <= MAX"
+            f"--ngram-range {low},{high} is not valid: give MIN,MAX with 1 <= MIN <= MAX "
+            f"<= {MAX_NGRAM}"
         )
+
+
+def pattern_hazard(pattern: str) -> str | None:
+    """What makes ``pattern`` (a valid regular expression) risky, or None.
+
+    Python's regex engine backtracks: a repeated part that can itself match in many ways
+    (``(\\w+)+``, ``(a|ab)*``) or a back-reference can take time exponential in the
+    length of a text that almost matches. Refused, wherever it is in the pattern:
+
+    - a repeat (``*``, ``+``, ``{m,n}`` with n > 1) inside a repeat;
+    - an alternation ``|`` inside a repeat (an alternation of single characters is a
+      character class, which is fine);
+    - a back-reference (``\\1``, ``(?P=name)``, ``(?(1)...)``).
+
+    >>> pattern_hazard(r"(?u)\\b\\w\\w+\\b") is None
+    True
+    >>> pattern_hazard(r"(?u)(\\w+)+!")
+    'repeats a part that is itself repeated'
+    """
+    try:
+        from re import _constants as c
+        from re import _parser as parser
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_constants as c
+        import sre_parse as parser
+
+    repeats = {c.MAX_REPEAT, c.MIN_REPEAT}
+    repeats |= {getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)}
+
+    def walk(items, repeated: bool) -> str | None:
+        for op, av in items:
+            found = None
+            if op in repeats:
+                low, high, sub = av
+                many = high == c.MAXREPEAT or high > 1
+                if many and repeated:
+                    return "repeats a part that is itself repeated"
+                found = walk(sub, repeated or many)
+            elif op is c.BRANCH:
+                if repeated:
+                    return "repeats an alternation"
+                for alternative in av[1]:
+                    found = found or walk(alternative, repeated)
+            elif op is c.SUBPATTERN:
+                found = walk(av[3], repeated)
+            elif op in (c.ASSERT, c.ASSERT_NOT):
+                found = walk(av[1], repeated)
+            elif op in (c.GROUPREF, c.GROUPREF_EXISTS, getattr(c, "GROUPREF_IGNORE", None)):
+                return "refers back to a group"
+            elif op is getattr(c, "ATOMIC_GROUP", None):
+                found = walk(av, repeated)
+            if found:
+                return found
+        return None
+
+    return walk(parser.parse(pattern), False)
 
 
 @dataclass(frozen=True)
@@ -258,7 +341,7 @@ def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
     def ngrams(text: str) -> list[str]:
         tokens = words(text)
         out = tokens[:] if min_n == 1 else []
-        for n in range(max(min_n, 2), max_n + 1):
+        for n in range(max(min_n, 2), min(max_n, len(tokens)) + 1):
             out.extend(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
         return out
 

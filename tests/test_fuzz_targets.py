@@ -8,6 +8,7 @@ does). Each target raises nothing but the errors nbclass reports to users.
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -18,6 +19,8 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(REPO / "fuzz"))
 import seeds  # noqa: E402
 import targets  # noqa: E402
+
+from nbclass.fileformat import pack  # noqa: E402
 
 REGRESSIONS = REPO / "tests" / "data" / "fuzz"
 
@@ -100,3 +103,74 @@ def test_model_loader_on_mutated_seeds(seed_files, data):
 @given(data=st.binary(max_size=400) | st.text(max_size=200).map(str.encode))
 def test_corpus_reader_on_random_bytes(data):
     targets.corpus_reader(data)
+
+
+def test_the_forged_header_seeds_are_refused_by_both_loaders(seed_files, tmp_path):
+    """The model_header seeds that forge a field reach the checks, and fail them."""
+    from nbclass import modelfile
+    from nbclass.errors import ModelFileError
+    from nbclass.quick import QuickModel
+
+    header, table = targets._base_model()
+    for data in seed_files["model_header"]:
+        edit = json.loads(data)
+        forged = json.loads(json.dumps(header))
+        for key, value in edit.items():
+            if isinstance(value, dict):
+                forged[key].update(value)
+            else:
+                forged[key] = value
+        path = tmp_path / "forged.nbc"
+        path.write_bytes(pack(forged, table))
+        if "nbclass_version" in edit:  # the harmless edit: both load it
+            modelfile.load(str(path))
+            QuickModel(str(path))
+            continue
+        for loader in (modelfile.load, QuickModel):
+            with pytest.raises(ModelFileError, match="is not a valid nbclass model"):
+                loader(str(path))
+
+
+SCALARS = (
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False) | st.text(max_size=12)
+)  # fmt: skip
+PATTERN_PIECES = st.sampled_from(
+    ["\\w", "\\w+", "(", ")", "+", "*", "?", "|", "a", "(?:", "\\1", "{2,}", "[a-z]", "\\b"]
+)
+HEADER_EDITS = st.fixed_dictionaries(
+    {},
+    optional={
+        "classes": st.lists(st.sampled_from(["account", "billing", "outage", ""]), max_size=4),
+        "tokenizer": st.fixed_dictionaries(
+            {},
+            optional={
+                "token_pattern": st.lists(PATTERN_PIECES, max_size=8).map("".join),
+                "ngram_range": st.lists(st.integers(-2, 2**40), min_size=2, max_size=2),
+                "lowercase": SCALARS,
+            },
+        ),
+        "prepared": st.fixed_dictionaries(
+            {},
+            optional={
+                "beta": SCALARS,
+                "class_totals": st.none() | st.lists(st.floats(0, 1e6), max_size=4),
+                "weight_norms": st.none() | st.lists(st.floats(0, 1e6), max_size=4),
+            },
+        ),
+        "defaults": st.fixed_dictionaries({}, optional={"alpha": SCALARS, "tf": SCALARS}),
+        "n_used": SCALARS,
+    },
+)
+
+
+@settings(max_examples=120, deadline=None, database=None)
+@given(edit=HEADER_EDITS)
+def test_model_header_on_forged_fields(edit):
+    targets.model_header(json.dumps(edit).encode())
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(data=st.binary(max_size=400) | st.text(max_size=200).map(str.encode))
+def test_table_reader_on_random_bytes(data):
+    targets.table_reader(data)
