@@ -1443,8 +1443,8 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
     nothing; after any sequence of syncs the model equals `fit --ledger` of the folder,
     bit for bit. When MODEL does not exist it is created (with the fit options given
     here). A model whose settings fit chose (--model auto) is chosen and calibrated again
-    whenever the folder changed. Prints what it did: added, removed, relabelled, unchanged. The model is locked
-    meanwhile, so overlapping cron runs queue up.
+    whenever the folder changed. Prints what it did: added, removed, relabelled,
+    unchanged. The model is locked meanwhile, so overlapping cron runs queue up.
 
     \b
     Example (crontab, every five minutes):

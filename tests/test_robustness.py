@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, nbclass_command
+from conftest import NAMED, REPO, nbclass_command
 
 from nbclass.fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, PREFIX, pack, parse
 
@@ -71,7 +71,7 @@ def char_device(path: Path, minor: int) -> Path:
 @pytest.fixture(scope="module")
 def model(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("model") / "model.nbc"
-    result = run("fit", DEMO, "-o", path, "-q", "-j", "1")
+    result = run("fit", DEMO, "-o", path, "-q", "-j", "1", *NAMED)  # a fitted β, log tf
     assert result.returncode == 0, result.stderr
     return path
 
