@@ -1097,9 +1097,19 @@ def _print_predictions(
 @click.option(
     "-k", "k", type=click.IntRange(min=1), default=20, show_default=True, help="How many words."
 )
+@click.option(
+    "--per-class",
+    "per_class",
+    type=click.IntRange(min=1),
+    metavar="K",
+    help="Instead: the K words that most favour each class, by log θ_jc − log θ_j,rest "
+    "(prints class<TAB>word<TAB>log_ratio).",
+)
 @_format_option("tsv", "jsonl")
-@estimator_options("Only --estimator, --alpha and --beta matter here.")
-def top_features(model_path, k, fmt, event_model, estimator, alpha, beta, text_options):
+@estimator_options("Only --model, --estimator, --alpha and --beta matter here.")
+def top_features(
+    model_path, k, per_class, fmt, event_model, estimator, alpha, beta, text_options
+):
     """Rank words by mutual information with the class.
 
     Prints word<TAB>mi<TAB>class, best first: the mutual information (in nats) between
@@ -1108,9 +1118,15 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta, text_o
     model's estimator unless --estimator says otherwise; with --estimator mle this is the
     empirical mutual information.
 
+    With --per-class K: for each class, the K words with the largest
+    log θ_jc − log θ_j,rest, the log-odds an occurrence adds to the class against all
+    the others pooled (θ: presence probability for --model bernoulli, token probability
+    otherwise), printed class<TAB>word<TAB>log_ratio.
+
     \b
-    Example:
+    Examples:
       nbclass top-features -m model.nbc -k 10
+      nbclass top-features -m model.nbc --per-class 5 --format jsonl
     """
     from .modelfile import load
     from .render import feature_lines
@@ -1121,8 +1137,15 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta, text_o
     except ModelKindError as exc:
         if exc.kind != "table":
             raise
+        if per_class is not None:
+            raise UsageError(
+                "top-features --per-class ranks the words of a text model; this is a table "
+                "model: use -k"
+            ) from None
         return _table_top_features(model_path, k, fmt, event_model, estimator, alpha, beta)
     settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+    if per_class is not None:
+        return _per_class_features(model, settings, per_class, fmt)
     features = rank(model.active_counts, settings, k)
     if k > len(features):  # like head -n: list what there is, and say so
         click.echo(
@@ -1135,6 +1158,25 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta, text_o
 
         features = [replace(f, word=model.display(f.word)) for f in features]
     _echo_lines(feature_lines(features, fmt))
+
+
+def _per_class_features(model, settings, k: int, fmt: str) -> None:
+    from dataclasses import replace
+
+    from .render import class_feature_lines
+    from .selection import class_top_features
+
+    features = class_top_features(model.active_counts, settings, k)
+    V = len(model.active_counts.vocabulary)
+    if k > V:
+        click.echo(
+            f"top-features: --per-class {k} is more than the model's {V} words: "
+            "listing all of them",
+            err=True,
+        )
+    if model.column_words is not None:
+        features = [replace(f, word=model.display(f.word)) for f in features]
+    _echo_lines(class_feature_lines(features, fmt))
 
 
 @cli.command("select-features", context_settings=CONTEXT)
