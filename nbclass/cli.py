@@ -118,16 +118,18 @@ def estimator_options(defaults_note: str):
             click.option(
                 "--model",
                 "event_model",
-                type=click.Choice(["multinomial", "bernoulli", "complement", "dcm"]),
+                type=click.Choice(["multinomial", "bernoulli", "complement", "dcm", "poisson"]),
                 help="Model: word counts (multinomial), word presence (bernoulli), the "
-                "other classes' counts (complement, Rennie et al. 2003) or bursty words "
-                f"(dcm, Elkan's EDCM). {defaults_note}",
+                "other classes' counts (complement, Rennie et al. 2003), bursty words "
+                "(dcm, Elkan's EDCM) or Poisson counts per token (poisson). "
+                f"{defaults_note}",
             ),
             click.option(
                 "--estimator",
                 type=click.Choice(["posterior-mean", "map", "mle", "predictive"]),
                 help="How π and θ are estimated from the counts (see MATH in the README); "
-                "predictive: the exact Pólya predictive of the whole document.",
+                "predictive: the exact Pólya (poisson: negative binomial) predictive of the "
+                "whole document.",
             ),
             click.option(
                 "--alpha",

@@ -39,7 +39,7 @@ _VALUED = {
     "--min-margin": ("min_margin", "float"),
     "--min-known": ("min_known", "str"),
     "--unsure-label": ("unsure_label", "str"),
-    "--model": ("model", ("multinomial", "bernoulli", "complement", "dcm")),
+    "--model": ("model", ("multinomial", "bernoulli", "complement", "dcm", "poisson")),
     "--estimator": ("estimator", ("posterior-mean", "map", "mle", "predictive")),
     "--alpha": ("alpha", "float"),
     "--tf": ("tf", ("raw", "log")),
