@@ -1216,6 +1216,42 @@ def select_features(
 
 @cli.command(context_settings=CONTEXT)
 @_model_option
+@click.option("-o", "--output", required=True, metavar="FILE", help="Export file to write.")
+@_format_option("json", "npz")
+@estimator_options("Default: the model's own, as predict uses them.")
+@click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
+def export(model_path, output, fmt, event_model, estimator, alpha, beta, text_options, quiet):
+    """Write the model as W, b and the document transform, for scoring outside nbclass.
+
+    p(c | x) = softmax(f(x) W + b), exactly predict's probabilities, with f(x) the
+    document's counts or presences after --tf, --idf and --norm; the file also holds the
+    tokenizer settings and the vocabulary (docs/export.md has a reference scorer).
+    Exports the multinomial, bernoulli, complement and poisson models, and dcm (with its
+    per-class length term); not --estimator predictive, whose scores are not linear.
+
+    \b
+    Examples:
+      nbclass export -m model.nbc -o model.json
+      nbclass export -m model.nbc -o model.npz --format npz
+    """
+    from .export import export as write_export
+    from .modelfile import load
+
+    start = time.perf_counter()
+    model = load(model_path)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+    write_export(model, settings, output, fmt)
+    if not quiet:
+        click.echo(
+            f"export: {len(model.active_counts.vocabulary)} words, "
+            f"{len(model.active_counts.classes)} classes, {settings.model} model, "
+            f"{time.perf_counter() - start:.2f} s -> {output}",
+            err=True,
+        )
+
+
+@cli.command(context_settings=CONTEXT)
+@_model_option
 @_format_option("text", "json")
 def info(model_path, fmt):
     """Describe a model: classes with their document counts, vocabulary, settings."""
