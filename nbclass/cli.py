@@ -614,6 +614,13 @@ def _line_documents(lines_path: str, reading):
     help="Keep a ledger of every document (its SHA-256, class and word counts), so that "
     "sync and unlearn know exactly what was learned. Grows with the corpus.",
 )
+@click.option(
+    "--typicality",
+    is_flag=True,
+    help="Also store how typical training documents are (their per-token evidence under "
+    "models that did not see them), for predict --min-typicality. Reads up to 1,000 "
+    "documents again.",
+)
 @fit_options
 @click.option(
     "--scheduler",
@@ -627,8 +634,8 @@ def _line_documents(lines_path: str, reading):
 @click.pass_context
 @reading_options
 def fit(
-    ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, scheduler, reading,
-    **options,
+    ctx, corpus_dir, output, lines_path, update_path, ledger, typicality, jobs, quiet, scheduler,
+    reading, **options,
 ):
     """Learn a model from CORPUS_DIR, a folder with one subfolder per class.
 
@@ -661,9 +668,10 @@ def fit(
         for name in ("table", "label", "table_format", "column_types", "var_smoothing")
     }
     if table_options["table"] is not None:
-        if lines_path or ledger or options["hash_features"]:
+        if lines_path or ledger or options["hash_features"] or typicality:
             raise UsageError(
-                "--table cannot be combined with --lines, --ledger or --hash-features"
+                "--table cannot be combined with --lines, --ledger, --hash-features or "
+                "--typicality"
             )
         if update_path is not None:
             return _update_table(ctx, update_path, output, quiet, table_options)
@@ -688,6 +696,11 @@ def fit(
         raise UsageError("give a CORPUS_DIR, --lines FILE or --table FILE (one of them)")
     if scheduler and lines_path is not None:
         raise UsageError("--scheduler counts the files of a CORPUS_DIR; --lines is read here")
+    if typicality and (lines_path is not None or update_path is not None):
+        raise UsageError(
+            "--typicality reads training documents again: use it when fitting a CORPUS_DIR "
+            "anew (not with --lines or --update)"
+        )
     output = output or update_path
     if output is None:
         raise UsageError("give -o MODEL (or --update MODEL)")
@@ -705,7 +718,7 @@ def fit(
     keep_ledger = ledger if base is None else base.ledger is not None
     # Read and count before taking the lock: the input may be a slow pipe, and the lock
     # should be held only while the model is read, changed and written.
-    documents = _count(
+    documents, corpus = _count(
         corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base, scheduler, reading
     )
     with locked(output):
@@ -722,6 +735,12 @@ def fit(
                 column_words=documents.column_words,
             )
             check_usable(model)
+            if typicality and corpus is not None:  # typical training documents (novelty.py)
+                from dataclasses import replace
+
+                from .novelty import fit_typicality
+
+                model = replace(model, typicality=fit_typicality(model, corpus, reading[0]))
         else:
             from dataclasses import replace
 
@@ -797,12 +816,13 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, schedul
     from .learning import count_documents, count_lines
 
     if lines_path is not None:
-        return count_lines(_line_documents(lines_path, reading), tokenizer, ledger)
+        return count_lines(_line_documents(lines_path, reading), tokenizer, ledger), None
     from .corpus import list_corpus
 
     corpus = list_corpus(corpus_dir, min_classes=1 if base is not None else 2)
     with _progress("fit", corpus.paths, quiet) as bar:
-        return count_documents(corpus, tokenizer, ledger, jobs, bar, scheduler, *reading)
+        documents = count_documents(corpus, tokenizer, ledger, jobs, bar, scheduler, *reading)
+    return documents, corpus
 
 
 @cli.command(context_settings=CONTEXT)
@@ -855,6 +875,15 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, schedul
     "them, are words the model knows. May be given twice (N and P%).",
 )
 @click.option(
+    "--min-typicality",
+    type=float,
+    default=None,
+    metavar="P",
+    help="Label a document unsure (unlike-training) when its log-evidence per known token "
+    "is below the P-th percentile of the training documents' (a model fitted with "
+    "--typicality).",
+)
+@click.option(
     "--unsure-label",
     default="unsure",
     show_default=True,
@@ -886,8 +915,8 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, schedul
 @reading_options
 def predict(
     model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
-    explain, min_probability, min_margin, min_known, unsure_label, use_exit_code, text_options,
-    jobs, quiet, reading, **table_options,
+    explain, min_probability, min_margin, min_known, min_typicality, unsure_label, use_exit_code,
+    text_options, jobs, quiet, reading, **table_options,
 ):  # fmt: skip
     """Classify documents: files, folders (walked recursively) or standard input.
 
@@ -926,7 +955,9 @@ def predict(
     from .abstain import Abstention, check_exit_classes, exit_code
     from .corpus import iter_documents
 
-    abstention = Abstention.from_options(min_probability, min_margin, min_known, unsure_label)
+    abstention = Abstention.from_options(
+        min_probability, min_margin, min_known, unsure_label, min_typicality
+    )
     single = not lines and (
         not paths or paths == ("-",) or (len(paths) == 1 and os.path.isfile(paths[0]))
     )
@@ -1385,7 +1416,7 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):
         removed = len(keys)
     else:
         jobs = jobs or default_jobs()
-        documents = _count(
+        documents, _ = _count(
             corpus_dir, lines_path, model.tokenizer, False, jobs, quiet, model, None, reading
         )
         removed = documents.counts.n_docs

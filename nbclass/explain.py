@@ -24,7 +24,7 @@ import numpy as np
 from .abstain import Abstention
 from .errors import UsageError
 from .model import Classifier
-from .posterior import log_evidence, log_posterior
+from .posterior import log_posterior
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,19 +118,26 @@ def extras(
     abstention: Abstention,
     explain: int | None = None,
 ) -> list[dict]:
-    """Per document: ``log_evidence``, ``reason`` and, if asked, ``explanation``.
+    """Per document: ``log_evidence``, ``evidence_model``, ``reason`` and, if asked,
+    ``explanation``.
 
-    ``log_evidence`` is None unless the settings are generative (see
-    :attr:`nbclass.estimators.EstimatorSettings.generative`).
+    ``log_evidence`` comes from the chosen model when its settings are generative (see
+    :attr:`nbclass.estimators.EstimatorSettings.generative`), else from the multinomial of
+    the same counts (:func:`nbclass.novelty.evidence_of`); ``evidence_model`` names it.
     """
-    if classifier.settings.generative:
-        evidence = log_evidence(scored.jll).tolist()
-    else:  # complement or transformed scores: no probability of the document
-        evidence = [None] * scored.jll.shape[0]
+    from .novelty import evidence_of
+
+    evidence, evidence_model = evidence_of(classifier, scored.X, scored.jll)
+    evidence = evidence.tolist()
+    abstention = abstention.for_model(classifier.typicality, classifier.settings)
     known, tokens = scored.known.tolist(), scored.tokens.tolist()
     rows = scored.log_proba.tolist()
     out = [
-        {"log_evidence": evidence[i], "reason": abstention.reason(rows[i], known[i], tokens[i])}
+        {
+            "log_evidence": evidence[i],
+            "evidence_model": evidence_model,
+            "reason": abstention.reason(rows[i], known[i], tokens[i], evidence[i]),
+        }
         for i in range(len(rows))
     ]
     if explain:

@@ -104,6 +104,9 @@ class Model:
     column_words : dict or None
         With feature hashing, ``{column: (word, ...)}``: a sample of the words seen in
         each column (:mod:`nbclass.hashing`), for display.
+    typicality : dict or None
+        The training documents' out-of-fold per-token evidence (:mod:`nbclass.novelty`);
+        saved only while it still describes the counts and defaults.
     """
 
     counts: Counts
@@ -113,6 +116,7 @@ class Model:
     selection: dict | None = None
     ledger: Ledger | None = None
     column_words: dict[str, tuple[str, ...]] | None = None
+    typicality: dict | None = None
 
     def display(self, token: str) -> str:
         """How to show a vocabulary entry: the word, or a hashed column's sampled words."""
@@ -279,6 +283,7 @@ class Classifier:
             raise ValueError("the text counter belongs to another model")
         self.counter = counter
         self.vocabulary = counter.vocabulary
+        self.counts, self.typicality = counts, model.typicality
         # The file's prepared numbers (fitted β) belong to the defaults: use them then.
         prepared = model.prepared if self.settings == model.defaults else None
         self.scorer = make_scorer(counts, self.settings, prepared)

@@ -67,6 +67,7 @@ class QuickModel:
             self.used = s["used"]
             prepared = header.get("prepared")
             self.prepared = None if prepared is None else Prepared.from_dict(prepared, C)
+            self.typicality = header.get("typicality")
             hist_ptr = s["histogram_ptr"].tolist()
             self._histogram_sections = (hist_ptr, s["histogram_value"], s["histogram_count"])
             if (
@@ -83,6 +84,12 @@ class QuickModel:
             raise
         except Exception as exc:  # any malformed field: the same answer as the full loader
             raise refuse(path, f"is not a valid nbclass model ({exc})") from None
+        if self.typicality is not None:  # kept only while it describes these counts
+            from .novelty import quick_fingerprint, record_applies
+
+            counted = quick_fingerprint(self.class_count, self.class_tokens, self.n_used)
+            if not record_applies(self.typicality, self.defaults, counted):
+                self.typicality = None
 
     def histogram(self, c: int) -> list[tuple[int, int]]:
         """Class c's pairs (d, n): n used words have D_jc = d (Bernoulli scoring needs them)."""

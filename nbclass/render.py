@@ -78,8 +78,9 @@ def prediction_lines(
     label ``""`` and probability 0.
 
     ``extras``, one dict per document, adds what ``predict`` knows beyond the posterior:
-    ``log_evidence`` (JSONL), ``reason`` (why the document is unsure, or ``None``: the
-    label becomes ``unsure_label``; JSONL) and, if present, ``explanation``
+    ``log_evidence`` and ``evidence_model`` (JSONL), ``reason`` (why the document is
+    unsure, or ``None``: the label becomes ``unsure_label``; JSONL) and, if present,
+    ``explanation``
     (``{"versus": class, "log_odds": float, "words": [(word, count, contribution)]}``:
     in JSONL an object, in TSV the runner-up class then ``word<TAB>contribution`` pairs).
     """
@@ -100,6 +101,7 @@ def prediction_lines(
                 evidence = extra["log_evidence"]
                 finite = evidence is not None and math.isfinite(evidence)
                 record["log_evidence"] = evidence if finite else None
+                record["evidence_model"] = extra.get("evidence_model")
                 record["reason"] = extra["reason"]
                 if "explanation" in extra:
                     record["explanation"] = _explanation_record(extra["explanation"])

@@ -97,12 +97,17 @@ def predict_one(
     caller then scores it on the batch path, with the same result.
     """
     from .abstain import check_exit_classes, exit_code, log_sum_exp
+    from .novelty import evidence_settings
     from .quick import QuickModel, log_posterior
 
     model = QuickModel(model_path)
     settings = model.defaults.combined(**overrides)
-    if not model.can_score(settings):
+    # Complement and transformed scores give the posterior but no probability of x: the
+    # multinomial of the same counts gives the evidence (nbclass.novelty).
+    evidence_by = evidence_settings(settings)
+    if not (model.can_score(settings) and model.can_score(evidence_by)):
         return None
+    abstention = abstention.for_model(model.typicality, settings)
     abstention.check_classes(model.classes)
     if use_exit_code:
         check_exit_classes(model.classes)
@@ -113,11 +118,14 @@ def predict_one(
     jll = model.joint_log_likelihood(text, settings)
     row = log_posterior(jll)
     # Counting known tokens tokenizes again: only when a threshold needs them.
-    known, tokens = model.known_tokens(text) if abstention.needs_known else (0, 0)
-    reason = abstention.reason(row, known, tokens)
-    # Complement and transformed scores give the posterior but no probability of x.
-    evidence = log_sum_exp(jll) if settings.generative else None
-    extra = {"log_evidence": evidence, "reason": reason}
+    needs_known = abstention.needs_known or abstention.min_typicality is not None
+    known, tokens = model.known_tokens(text) if needs_known else (0, 0)
+    if evidence_by == settings:
+        evidence = log_sum_exp(jll)
+    else:
+        evidence = log_sum_exp(model.joint_log_likelihood(text, evidence_by))
+    reason = abstention.reason(row, known, tokens, evidence)
+    extra = {"log_evidence": evidence, "evidence_model": evidence_by.model, "reason": reason}
     labels = print_predictions(
         [source], model.classes, [row], fmt, top_k, settings, [extra], abstention.label
     )
