@@ -103,7 +103,7 @@ def json_bytes(data: dict) -> bytes:
 
 def npz_bytes(data: dict) -> bytes:
     """The export as ``numpy.savez_compressed`` writes it: arrays of numbers and of str
-    only, so ``numpy.load(path, allow_pickle=False)`` reads it."""
+    only, so numpy loads it with ``allow_pickle=False``."""
     import io
 
     header = {k: v for k, v in data.items() if k not in ARRAYS}
