@@ -993,7 +993,7 @@ def predict(
         if use_exit_code:
             check_exit_classes(classes)
 
-    add_extras = partial(extras, abstention=abstention, explain=explain)
+    add_extras = partial(extras, abstention=abstention, explain=explain, evidence=fmt == "jsonl")
     overrides = event_model, estimator, alpha, beta, text_options
     on_cluster = scheduler and not lines and paths and "-" not in paths
     files, jobs = (None, 1) if on_cluster else _listed_files(paths, lines, jobs)

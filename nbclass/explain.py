@@ -117,6 +117,7 @@ def extras(
     scored: ScoredBatch,
     abstention: Abstention,
     explain: int | None = None,
+    evidence: bool = True,
 ) -> list[dict]:
     """Per document: ``log_evidence``, ``evidence_model``, ``reason`` and, if asked,
     ``explanation``.
@@ -124,11 +125,17 @@ def extras(
     ``log_evidence`` comes from the chosen model when its settings are generative (see
     :attr:`nbclass.estimators.EstimatorSettings.generative`), else from the multinomial of
     the same counts (:func:`nbclass.novelty.evidence_of`); ``evidence_model`` names it.
+    Without ``evidence`` (TSV prints none) that second scoring is skipped unless
+    ``--min-typicality`` needs it: both are then None.
     """
     from .novelty import evidence_of
 
-    evidence, evidence_model = evidence_of(classifier, scored.X, scored.jll)
-    evidence = evidence.tolist()
+    n = scored.jll.shape[0]
+    if evidence or classifier.settings.generative or abstention.min_typicality is not None:
+        values, evidence_model = evidence_of(classifier, scored.X, scored.jll)
+        evidence = values.tolist()
+    else:
+        evidence, evidence_model = [None] * n, None
     abstention = abstention.for_model(classifier.typicality, classifier.settings)
     known, tokens = scored.known.tolist(), scored.tokens.tolist()
     rows = scored.log_proba.tolist()
