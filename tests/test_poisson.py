@@ -179,3 +179,28 @@ def test_poisson_refuses_transforms_and_map_below_one():
         EstimatorSettings(model="poisson", tf="log").validate()
     with pytest.raises(UsageError, match="--estimator map needs"):
         EstimatorSettings(model="poisson", estimator="map", beta=(0.5, 0.5)).validate()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [("--model", "poisson", "--estimator", "predictive"), ("--model", "dcm"),
+     ("--model", "multinomial", "--estimator", "predictive")],
+)  # fmt: skip
+def test_table_text_columns_refuse_the_scorers_that_are_not_linear(runner, tmp_path, options):
+    from conftest import REPO
+
+    from nbclass.cli import cli
+
+    model = tmp_path / "t.nbc"
+    table = REPO / "corpora" / "table-demo.csv"
+    fitted = runner.invoke(
+        cli, ["fit", "--table", str(table), "--label", "team", "-o", str(model), "-q",
+              "--model", "poisson"],
+    )  # fmt: skip
+    assert fitted.exit_code == 0, fitted.stderr
+    new = REPO / "corpora" / "table-new.csv"
+    ok = runner.invoke(cli, ["predict", "-m", str(model), "--table", str(new)])
+    assert ok.exit_code == 0 and ok.stdout.count("\n") == 3
+    result = runner.invoke(cli, ["predict", "-m", str(model), "--table", str(new), *options])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("Error: the text columns of a table model need a linear")
