@@ -9,6 +9,9 @@ reason                 test (p1 ≥ p2 the two highest posterior probabilities)
 =====================  =========================================================
 ``few-known-words``    known tokens < ``--min-known N``, or known tokens / tokens
                        < ``--min-known P%`` (a document with no token has share 0)
+``unlike-training``    per-token log-evidence log p(x) / known tokens below the
+                       ``--min-typicality P``-th percentile of the training
+                       documents' (:mod:`nbclass.novelty`; no known token: not judged)
 ``low-probability``    p1 < ``--min-probability``
 ``low-margin``         p1 − p2 < ``--min-margin``
 =====================  =========================================================
@@ -53,6 +56,10 @@ class Abstention:
         A smaller share of known tokens (0 to 1) than this is unsure.
     label : str
         The label written instead of the class.
+    min_typicality : float or None
+        P, a percentile (0 to 100) of the training documents' per-token evidence.
+    typicality_threshold : float or None
+        That percentile's value for the model at hand (:meth:`for_model`).
     """
 
     min_probability: float | None = None
@@ -60,6 +67,8 @@ class Abstention:
     min_known_tokens: int | None = None
     min_known_share: float | None = None
     label: str = UNSURE
+    min_typicality: float | None = None
+    typicality_threshold: float | None = None
 
     @classmethod
     def from_options(
@@ -68,6 +77,7 @@ class Abstention:
         min_margin: float | None,
         min_known: tuple[str, ...] = (),
         label: str = UNSURE,
+        min_typicality: float | None = None,
     ) -> Abstention:
         """Validate the command-line values; ``--min-known`` is ``N`` or ``P%``, maybe both.
 
@@ -96,7 +106,23 @@ class Abstention:
                 ) from None
         if not label or any(ch in label for ch in "\t\n\r"):
             raise UsageError("--unsure-label must be a non-empty name without tabs or newlines")
-        return cls(min_probability, min_margin, tokens, share, label)
+        if min_typicality is not None and not 0 <= min_typicality <= 100:
+            raise UsageError(
+                f"--min-typicality {min_typicality} must be a percentile between 0 and 100"
+            )
+        return cls(min_probability, min_margin, tokens, share, label, min_typicality)
+
+    def for_model(self, record: dict | None, settings) -> Abstention:
+        """With ``--min-typicality``: these thresholds with the model's percentile value
+        (:func:`nbclass.novelty.typicality_threshold`, which refuses a model without one)."""
+        if self.min_typicality is None:
+            return self
+        from dataclasses import replace
+
+        from .novelty import typicality_threshold
+
+        value = typicality_threshold(record, settings, self.min_typicality)
+        return replace(self, typicality_threshold=value)
 
     @property
     def active(self) -> bool:
@@ -107,6 +133,7 @@ class Abstention:
                 self.min_margin,
                 self.min_known_tokens,
                 self.min_known_share,
+                self.min_typicality,
             )
         )
 
@@ -122,7 +149,9 @@ class Abstention:
                 f"--unsure-label {self.label!r} is a class of the model: choose another name"
             )
 
-    def reason(self, log_proba: list[float], known: int, tokens: int) -> str | None:
+    def reason(
+        self, log_proba: list[float], known: int, tokens: int, evidence: float | None = None
+    ) -> str | None:
         """Why a document is unsure, or ``None``.
 
         Parameters
@@ -131,6 +160,8 @@ class Abstention:
             log p(c | x).
         known, tokens : int
             The document's known tokens and all its tokens.
+        evidence : float or None
+            log p(x) (needed with ``--min-typicality``).
         """
         if max(log_proba) == -math.inf:
             return None
@@ -140,6 +171,13 @@ class Abstention:
             (known / tokens if tokens else 0.0) < self.min_known_share
         ):
             return "few-known-words"
+        if (
+            self.typicality_threshold is not None
+            and known > 0
+            and evidence is not None
+            and evidence / known < self.typicality_threshold
+        ):
+            return "unlike-training"
         proba = sorted((math.exp(v) for v in log_proba), reverse=True)
         if self.min_probability is not None and proba[0] < self.min_probability:
             return "low-probability"

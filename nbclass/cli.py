@@ -132,15 +132,17 @@ def estimator_options(defaults_note: str):
                 "event_model",
                 type=click.Choice([AUTO, *MODELS]),
                 help="Model: word counts (multinomial), word presence (bernoulli), the "
-                "other classes' counts (complement, Rennie et al. 2003) or bursty words "
-                "(dcm, Elkan's EDCM), each as its formula; auto: the settings fit chose by "
-                f"cross-validation, with their calibration. {defaults_note}",
+                "other classes' counts (complement, Rennie et al. 2003), bursty words "
+                "(dcm, Elkan's EDCM) or Poisson counts per token (poisson), each as its "
+                "formula; auto: the settings fit chose by cross-validation, with their "
+                f"calibration. {defaults_note}",
             ),
             click.option(
                 "--estimator",
                 type=click.Choice(ESTIMATORS),
                 help="How π and θ are estimated from the counts (see MATH in the README); "
-                "predictive: the exact Pólya predictive of the whole document.",
+                "predictive: the exact Pólya (poisson: negative binomial) predictive of the "
+                "whole document.",
             ),
             click.option(
                 "--alpha",
@@ -676,6 +678,13 @@ def _line_documents(lines_path: str, reading):
     help="Keep a ledger of every document (its SHA-256, class and word counts), so that "
     "sync and unlearn know exactly what was learned. Grows with the corpus.",
 )
+@click.option(
+    "--typicality",
+    is_flag=True,
+    help="Also store how typical training documents are (their per-token evidence under "
+    "models that did not see them), for predict --min-typicality. Reads up to 1,000 "
+    "documents again.",
+)
 @fit_options
 @click.option(
     "--scheduler",
@@ -689,8 +698,8 @@ def _line_documents(lines_path: str, reading):
 @click.pass_context
 @reading_options
 def fit(
-    ctx, corpus_dir, output, lines_path, update_path, ledger, jobs, quiet, scheduler, reading,
-    **options,
+    ctx, corpus_dir, output, lines_path, update_path, ledger, typicality, jobs, quiet, scheduler,
+    reading, **options,
 ):
     """Learn a model from CORPUS_DIR, a folder with one subfolder per class.
 
@@ -723,9 +732,10 @@ def fit(
         for name in ("table", "label", "table_format", "column_types", "var_smoothing")
     }
     if table_options["table"] is not None:
-        if lines_path or ledger or options["hash_features"]:
+        if lines_path or ledger or options["hash_features"] or typicality:
             raise UsageError(
-                "--table cannot be combined with --lines, --ledger or --hash-features"
+                "--table cannot be combined with --lines, --ledger, --hash-features or "
+                "--typicality"
             )
         if update_path is not None:
             return _update_table(ctx, update_path, output, quiet, table_options)
@@ -754,6 +764,11 @@ def fit(
         raise UsageError("give a CORPUS_DIR, --lines FILE or --table FILE (one of them)")
     if scheduler and lines_path is not None:
         raise UsageError("--scheduler counts the files of a CORPUS_DIR; --lines is read here")
+    if typicality and (lines_path is not None or update_path is not None):
+        raise UsageError(
+            "--typicality reads training documents again: use it when fitting a CORPUS_DIR "
+            "anew (not with --lines or --update)"
+        )
     output = output or update_path
     if output is None:
         raise UsageError("give -o MODEL (or --update MODEL)")
@@ -772,12 +787,18 @@ def fit(
     keep_ledger = ledger if base is None else base.ledger is not None
     # Read and count before taking the lock: the input may be a slow pipe, and the lock
     # should be held only while the model is read, changed and written.
-    documents = _count(
+    documents, corpus = _count(
         corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base, scheduler, reading,
         sample=auto,
     )  # fmt: skip
     if base is None:
         model = _new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
+        if typicality and corpus is not None:  # typical training documents (novelty.py)
+            from dataclasses import replace
+
+            from .novelty import fit_typicality
+
+            model = replace(model, typicality=fit_typicality(model, corpus, reading[0]))
     with locked(output):
         if base is not None:
             from dataclasses import replace
@@ -876,14 +897,18 @@ def _count(
     from .learning import count_documents, count_lines
 
     if lines_path is not None:
-        return count_lines(_line_documents(lines_path, reading), tokenizer, ledger, sample)
+        documents = count_lines(
+            _line_documents(lines_path, reading), tokenizer, ledger, sample
+        )
+        return documents, None
     from .corpus import list_corpus
 
     corpus = list_corpus(corpus_dir, min_classes=1 if base is not None else 2)
     with _progress("fit", corpus.paths, quiet) as bar:
-        return count_documents(
+        documents = count_documents(
             corpus, tokenizer, ledger, jobs, bar, scheduler, *reading, sample=sample
         )
+    return documents, corpus
 
 
 @cli.command(context_settings=CONTEXT)
@@ -942,6 +967,15 @@ def _count(
     "them, are words the model knows. May be given twice (N and P%).",
 )
 @click.option(
+    "--min-typicality",
+    type=float,
+    default=None,
+    metavar="P",
+    help="Label a document unsure (unlike-training) when its log-evidence per known token "
+    "is below the P-th percentile of the training documents' (a model fitted with "
+    "--typicality).",
+)
+@click.option(
     "--unsure-label",
     default="unsure",
     show_default=True,
@@ -973,8 +1007,8 @@ def _count(
 @reading_options
 def predict(
     model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
-    no_calibration, explain, min_probability, min_margin, min_known, unsure_label,
-    use_exit_code, text_options, jobs, quiet, reading, **table_options,
+    no_calibration, explain, min_probability, min_margin, min_known, min_typicality,
+    unsure_label, use_exit_code, text_options, jobs, quiet, reading, **table_options,
 ):  # fmt: skip
     """Classify documents: files, folders (walked recursively) or standard input.
 
@@ -1013,7 +1047,9 @@ def predict(
     from .abstain import Abstention, check_exit_classes, exit_code
     from .corpus import iter_documents
 
-    abstention = Abstention.from_options(min_probability, min_margin, min_known, unsure_label)
+    abstention = Abstention.from_options(
+        min_probability, min_margin, min_known, unsure_label, min_typicality
+    )
     single = not lines and (
         not paths or paths == ("-",) or (len(paths) == 1 and os.path.isfile(paths[0]))
     )
@@ -1053,7 +1089,7 @@ def predict(
         if use_exit_code:
             check_exit_classes(classes)
 
-    add_extras = partial(extras, abstention=abstention, explain=explain)
+    add_extras = partial(extras, abstention=abstention, explain=explain, evidence=fmt == "jsonl")
     overrides = _overrides(event_model, estimator, alpha, beta, text_options)
     scoring = overrides, not no_calibration
     on_cluster = scheduler and not lines and paths and "-" not in paths
@@ -1197,9 +1233,19 @@ def _print_predictions(
 @click.option(
     "-k", "k", type=click.IntRange(min=1), default=20, show_default=True, help="How many words."
 )
+@click.option(
+    "--per-class",
+    "per_class",
+    type=click.IntRange(min=1),
+    metavar="K",
+    help="Instead: the K words that most favour each class, by log θ_jc − log θ_j,rest "
+    "(prints class<TAB>word<TAB>log_ratio).",
+)
 @_format_option("tsv", "jsonl")
-@estimator_options("Only --estimator, --alpha and --beta matter here.")
-def top_features(model_path, k, fmt, event_model, estimator, alpha, beta, text_options):
+@estimator_options("Only --model, --estimator, --alpha and --beta matter here.")
+def top_features(
+    model_path, k, per_class, fmt, event_model, estimator, alpha, beta, text_options
+):
     """Rank words by mutual information with the class.
 
     Prints word<TAB>mi<TAB>class, best first: the mutual information (in nats) between
@@ -1208,9 +1254,15 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta, text_o
     model's estimator unless --estimator says otherwise; with --estimator mle this is the
     empirical mutual information.
 
+    With --per-class K: for each class, the K words with the largest
+    log θ_jc − log θ_j,rest, the log-odds an occurrence adds to the class against all
+    the others pooled (θ: presence probability for --model bernoulli, token probability
+    otherwise), printed class<TAB>word<TAB>log_ratio.
+
     \b
-    Example:
+    Examples:
       nbclass top-features -m model.nbc -k 10
+      nbclass top-features -m model.nbc --per-class 5 --format jsonl
     """
     from .modelfile import load
     from .render import feature_lines
@@ -1221,8 +1273,15 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta, text_o
     except ModelKindError as exc:
         if exc.kind != "table":
             raise
+        if per_class is not None:
+            raise UsageError(
+                "top-features --per-class ranks the words of a text model; this is a table "
+                "model: use -k"
+            ) from None
         return _table_top_features(model_path, k, fmt, event_model, estimator, alpha, beta)
     settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+    if per_class is not None:
+        return _per_class_features(model, settings, per_class, fmt)
     features = rank(model.active_counts, settings, k)
     if k > len(features):  # like head -n: list what there is, and say so
         click.echo(
@@ -1235,6 +1294,25 @@ def top_features(model_path, k, fmt, event_model, estimator, alpha, beta, text_o
 
         features = [replace(f, word=model.display(f.word)) for f in features]
     _echo_lines(feature_lines(features, fmt))
+
+
+def _per_class_features(model, settings, k: int, fmt: str) -> None:
+    from dataclasses import replace
+
+    from .render import class_feature_lines
+    from .selection import class_top_features
+
+    features = class_top_features(model.active_counts, settings, k)
+    V = len(model.active_counts.vocabulary)
+    if k > V:
+        click.echo(
+            f"top-features: --per-class {k} is more than the model's {V} words: "
+            "listing all of them",
+            err=True,
+        )
+    if model.column_words is not None:
+        features = [replace(f, word=model.display(f.word)) for f in features]
+    _echo_lines(class_feature_lines(features, fmt))
 
 
 @cli.command("select-features", context_settings=CONTEXT)
@@ -1266,6 +1344,42 @@ def select_features(
         click.echo(
             f"select-features: kept {len(pruned.counts.vocabulary)} of "
             f"{len(model.active_counts.vocabulary)} words -> {_shown(output)}",
+            err=True,
+        )
+
+
+@cli.command(context_settings=CONTEXT)
+@_model_option
+@click.option("-o", "--output", required=True, metavar="FILE", help="Export file to write.")
+@_format_option("json", "npz")
+@estimator_options("Default: the model's own, as predict uses them.")
+@click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
+def export(model_path, output, fmt, event_model, estimator, alpha, beta, text_options, quiet):
+    """Write the model as W, b and the document transform, for scoring outside nbclass.
+
+    p(c | x) = softmax(f(x) W + b), exactly predict's probabilities, with f(x) the
+    document's counts or presences after --tf, --idf and --norm; the file also holds the
+    tokenizer settings and the vocabulary (docs/export.md has a reference scorer).
+    Exports the multinomial, bernoulli, complement and poisson models, and dcm (with its
+    per-class length term); not --estimator predictive, whose scores are not linear.
+
+    \b
+    Examples:
+      nbclass export -m model.nbc -o model.json
+      nbclass export -m model.nbc -o model.npz --format npz
+    """
+    from .export import export as write_export
+    from .modelfile import load
+
+    start = time.perf_counter()
+    model = load(model_path)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+    write_export(model, settings, output, fmt)
+    if not quiet:
+        click.echo(
+            f"export: {len(model.active_counts.vocabulary)} words, "
+            f"{len(model.active_counts.classes)} classes, {settings.model} model, "
+            f"{time.perf_counter() - start:.2f} s -> {output}",
             err=True,
         )
 
@@ -1405,7 +1519,7 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):
         removed = len(keys)
     else:
         jobs = jobs or default_jobs()
-        documents = _count(
+        documents, _ = _count(
             corpus_dir, lines_path, model.tokenizer, False, jobs, quiet, model, None, reading
         )
         removed = documents.counts.n_docs

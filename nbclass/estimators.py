@@ -41,7 +41,7 @@ from dataclasses import dataclass, replace
 
 from .errors import UsageError
 
-MODELS = ("multinomial", "bernoulli", "complement", "dcm")
+MODELS = ("multinomial", "bernoulli", "complement", "dcm", "poisson")
 ESTIMATORS = ("posterior-mean", "map", "mle", "predictive")
 TF = ("raw", "log")
 NORMS = ("none", "length", "weight", "both")
@@ -53,15 +53,17 @@ class EstimatorSettings:
 
     Attributes
     ----------
-    model : {"multinomial", "bernoulli", "complement", "dcm"}
+    model : {"multinomial", "bernoulli", "complement", "dcm", "poisson"}
     estimator : {"posterior-mean", "map", "mle", "predictive"}
         ``predictive`` is the exact Dirichlet-multinomial (Pólya) predictive of a whole
-        document (multinomial); for bernoulli it equals ``posterior-mean``.
+        document (multinomial), the negative binomial (poisson); for bernoulli it equals
+        ``posterior-mean``.
     alpha : float
         α, the Dirichlet pseudo-count of every class (α_0 = Cα).
     beta : tuple of float (β_1, β_0)
         Bernoulli: Beta(β_1, β_0) pseudo-counts for "present" and "absent".
         Multinomial, complement, dcm: the symmetric Dirichlet's β, given as (β, β).
+        Poisson: the Gamma(β, Vβ) prior of every rate λ_jc (:mod:`nbclass.poisson`).
     tf : {"raw", "log"}
         Term frequency: x_j or log(1 + x_j) (multinomial and complement).
     idf : bool
@@ -127,6 +129,11 @@ class EstimatorSettings:
             raise UsageError(f"unknown --tf {self.tf!r}: use one of {', '.join(TF)}")
         if self.norm not in NORMS:
             raise UsageError(f"unknown --norm {self.norm!r}: use one of {', '.join(NORMS)}")
+        if self.transformed and self.model == "poisson":
+            raise UsageError(
+                "--tf, --idf and --norm transform word counts; --model poisson models the "
+                "raw counts: use them with --model multinomial or complement"
+            )
         if self.transformed and self.model in ("bernoulli", "dcm"):
             raise UsageError(
                 f"--tf, --idf and --norm transform word counts; --model {self.model} uses "

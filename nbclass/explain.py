@@ -25,7 +25,6 @@ from .abstain import Abstention
 from .choosing import temperatures
 from .errors import UsageError
 from .model import Classifier
-from .posterior import log_evidence
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,20 +124,34 @@ def extras(
     scored: ScoredBatch,
     abstention: Abstention,
     explain: int | None = None,
+    evidence: bool = True,
 ) -> list[dict]:
-    """Per document: ``log_evidence``, ``reason`` and, if asked, ``explanation``.
+    """Per document: ``log_evidence``, ``evidence_model``, ``reason`` and, if asked,
+    ``explanation``.
 
-    ``log_evidence`` is None unless the settings are generative (see
-    :attr:`nbclass.estimators.EstimatorSettings.generative`).
+    ``log_evidence`` comes from the chosen model when its settings are generative (see
+    :attr:`nbclass.estimators.EstimatorSettings.generative`), else from the multinomial of
+    the same counts (:func:`nbclass.novelty.evidence_of`); ``evidence_model`` names it.
+    Without ``evidence`` (TSV prints none) that second scoring is skipped unless
+    ``--min-typicality`` needs it: both are then None.
     """
-    if classifier.settings.generative:
-        evidence = log_evidence(scored.jll).tolist()
-    else:  # complement or transformed scores: no probability of the document
-        evidence = [None] * scored.jll.shape[0]
+    from .novelty import evidence_of
+
+    n = scored.jll.shape[0]
+    if evidence or classifier.settings.generative or abstention.min_typicality is not None:
+        values, evidence_model = evidence_of(classifier, scored.X, scored.jll)
+        evidence = values.tolist()
+    else:
+        evidence, evidence_model = [None] * n, None
+    abstention = abstention.for_model(classifier.typicality, classifier.settings)
     known, tokens = scored.known.tolist(), scored.tokens.tolist()
     rows = scored.log_proba.tolist()
     out = [
-        {"log_evidence": evidence[i], "reason": abstention.reason(rows[i], known[i], tokens[i])}
+        {
+            "log_evidence": evidence[i],
+            "evidence_model": evidence_model,
+            "reason": abstention.reason(rows[i], known[i], tokens[i], evidence[i]),
+        }
         for i in range(len(rows))
     ]
     if explain:

@@ -118,6 +118,9 @@ class Model:
     calibration : Calibration or None
         The calibration of ``defaults``' probabilities fitted with the choice; it applies
         only when a command scores with the defaults unchanged.
+    typicality : dict or None
+        The training documents' out-of-fold per-token evidence (:mod:`nbclass.novelty`);
+        saved only while it still describes the counts and defaults.
     """
 
     counts: Counts
@@ -129,6 +132,7 @@ class Model:
     column_words: dict[str, tuple[str, ...]] | None = None
     choice: dict | None = None
     calibration: Calibration | None = None
+    typicality: dict | None = None
 
     def display(self, token: str) -> str:
         """How to show a vocabulary entry: the word, or a hashed column's sampled words."""
@@ -329,6 +333,7 @@ class Classifier:
             raise ValueError("the text counter belongs to another model")
         self.counter = counter
         self.vocabulary = counter.vocabulary
+        self.counts, self.typicality = counts, model.typicality
         # The file's prepared numbers (fitted β) belong to the defaults: use them then.
         prepared = model.prepared if self.settings == model.defaults else None
         self.scorer = make_scorer(counts, self.settings, prepared)

@@ -184,9 +184,22 @@ def dumps(model: Model) -> bytes:
         "prepared": None if model.prepared is None else model.prepared.to_dict(),
         "choice": model.choice,
         "calibration": None if model.calibration is None else model.calibration.to_dict(),
+        "typicality": _typicality(model),
     }
     sections = [section(name, _compact(values)) for name, values in _arrays(model).items()]
     return pack(header, sections)
+
+
+def _typicality(model: Model) -> dict | None:
+    """The model's typicality record while it describes these counts and defaults."""
+    from .novelty import fingerprint, record_applies
+
+    record = model.typicality
+    if record is None or not record_applies(
+        record, model.defaults, fingerprint(model.active_counts)
+    ):
+        return None
+    return record
 
 
 def lock_path(path: str) -> str:
@@ -407,6 +420,12 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         choice=check_choice(header.get("choice")),
         calibration=checked.calibration(header),
     )
+    typicality = header.get("typicality")
+    if typicality is not None:  # written by dumps only when it applied: check it still does
+        from .novelty import fingerprint, record_applies
+
+        if record_applies(typicality, model.defaults, fingerprint(model.active_counts)):
+            model.__dict__["typicality"] = typicality
     expected = derived_sections(model)
     if int(header["n_used"]) != len(model.active_counts.vocabulary) or not all(
         np.array_equal(arrays[name], values) for name, values in expected.items()

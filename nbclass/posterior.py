@@ -152,7 +152,9 @@ def make_scorer(counts: Counts, settings: EstimatorSettings, prepared: Prepared 
 
     A :class:`LinearScorer` for every model but ``--estimator predictive``
     (:class:`nbclass.textmodels.PolyaScorer`) and ``--model dcm``
-    (:class:`nbclass.textmodels.DcmScorer`, linear in word presences plus a length term).
+    (:class:`nbclass.textmodels.DcmScorer`, linear in word presences plus a length term);
+    ``--model poisson --estimator predictive`` gives a
+    :class:`nbclass.poisson.NegativeBinomialScorer`.
     All have ``joint_log_likelihood(X)``.
     """
     if prepared is not None and prepared.settings == settings:
@@ -166,6 +168,10 @@ def make_scorer(counts: Counts, settings: EstimatorSettings, prepared: Prepared 
     log_pi = log_class_prior(counts.class_count, settings.estimator, settings.alpha)
     if not settings.class_prior:
         log_pi = np.zeros(len(log_pi))
+    if settings.model == "poisson":
+        from .poisson import poisson_scorer
+
+        return poisson_scorer(counts, settings, log_pi)
     if settings.model in ("multinomial", "complement") and settings.transformed:
         return _transformed_scorer(counts, settings, log_pi)
     if settings.model == "complement":

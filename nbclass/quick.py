@@ -33,6 +33,7 @@ from .estimators import (
     multinomial_fraction,
 )
 from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, read, refuse
+from .poisson import negative_binomial_length_term, poisson_fraction, poisson_rate_total
 
 
 class QuickModel:
@@ -66,6 +67,7 @@ class QuickModel:
             self.used = s["used"]
             self.prepared = checked.prepared(header, C, self.defaults)
             self.calibration = checked.calibration(header)
+            self.typicality = header.get("typicality")
             hist_ptr = s["histogram_ptr"].tolist()
             self._histogram_sections = (hist_ptr, s["histogram_value"], s["histogram_count"])
             if (
@@ -85,6 +87,12 @@ class QuickModel:
             raise
         except Exception as exc:  # any malformed field: the same answer as the full loader
             raise refuse(path, f"is not a valid nbclass model ({exc})") from None
+        if self.typicality is not None:  # kept only while it describes these counts
+            from .novelty import quick_fingerprint, record_applies
+
+            counted = quick_fingerprint(self.class_count, self.class_tokens, self.n_used)
+            if not record_applies(self.typicality, self.defaults, counted):
+                self.typicality = None
 
     def histogram(self, c: int) -> list[tuple[int, int]]:
         """Class c's pairs (d, n): n used words have D_jc = d (Bernoulli scoring needs them)."""
@@ -161,6 +169,8 @@ class QuickModel:
         scores = [0.0] * C
         if s.model in ("multinomial", "complement") and s.transformed:
             return self._transformed(rows, s, prepared, log_pi)
+        if s.model == "poisson":
+            return self._poisson(rows, s, log_pi)
         if s.model == "complement":
             return [b + p for b, p in zip(self._complement(rows, s.beta[0]), log_pi)]
         if s.model == "multinomial" and s.estimator == "predictive":
@@ -279,6 +289,32 @@ class QuickModel:
             length = math.lgamma(A + n) - math.lgamma(A) if n else 0.0
             scores.append(words[c] - length + log_pi[c])
         return scores
+
+
+    def _poisson(self, rows: list[tuple[int, int]], s: EstimatorSettings, log_pi) -> list[float]:
+        """Poisson counts (:mod:`nbclass.poisson`): Σ_j x_j (log λ_jc − Λ_c) for the plug-in
+        estimators; the negative binomial predictive under ``predictive``."""
+        C, V, T_c, beta = len(self.classes), self.n_used, self.class_tokens, s.beta[0]
+        scores = [0.0] * C
+        if s.estimator == "predictive":
+            for j, x in rows:
+                entries = self._entries(j)
+                for c in range(C):
+                    a = entries.get(c, (0, 0))[1] + beta
+                    scores[c] += math.lgamma(a + x) - math.lgamma(a)
+            n = sum(x for _, x in rows)
+            return [
+                scores[c] + negative_binomial_length_term(T_c[c] + V * beta, n) + log_pi[c]
+                for c in range(C)
+            ]
+        totals = [poisson_rate_total(T_c[c], V, s.estimator, beta) for c in range(C)]
+        for j, x in rows:
+            entries = self._entries(j)
+            for c in range(C):
+                T_jc = entries.get(c, (0, 0))[1]
+                log_lambda = log_ratio(*poisson_fraction(T_jc, T_c[c], V, s.estimator, beta))
+                scores[c] += x * (log_lambda - totals[c])
+        return [score + log_pi[c] for c, score in enumerate(scores)]
 
 
 _COUNT_SECTIONS = (

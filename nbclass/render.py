@@ -17,7 +17,7 @@ from .names import escape
 
 if TYPE_CHECKING:  # rendering imports nothing heavy: one-document predict stays fast
     from .model import Model
-    from .selection import RankedFeature
+    from .selection import ClassFeature, RankedFeature
     from .tablemodel import TableFeature, TableModel
 
 
@@ -81,8 +81,9 @@ def prediction_lines(
     label ``""`` and probability 0.
 
     ``extras``, one dict per document, adds what ``predict`` knows beyond the posterior:
-    ``log_evidence`` (JSONL), ``reason`` (why the document is unsure, or ``None``: the
-    label becomes ``unsure_label``; JSONL) and, if present, ``explanation``
+    ``log_evidence`` and ``evidence_model`` (JSONL), ``reason`` (why the document is
+    unsure, or ``None``: the label becomes ``unsure_label``; JSONL) and, if present,
+    ``explanation``
     (``{"versus": class, "log_odds": float, "words": [(word, count, contribution)]}``:
     in JSONL an object, in TSV the runner-up class then ``word<TAB>contribution`` pairs).
     """
@@ -103,6 +104,7 @@ def prediction_lines(
                 evidence = extra["log_evidence"]
                 finite = evidence is not None and math.isfinite(evidence)
                 record["log_evidence"] = evidence if finite else None
+                record["evidence_model"] = extra.get("evidence_model")
                 record["reason"] = extra["reason"]
                 if "explanation" in extra:
                     record["explanation"] = _explanation_record(extra["explanation"])
@@ -164,6 +166,21 @@ def feature_lines(features: list[RankedFeature], fmt: str) -> Iterator[str]:
             yield json.dumps({"word": f.word, "mi": f.mi, "class": f.label}, ensure_ascii=False)
         else:
             yield f"{field(f.word)}\t{number(f.mi)}\t{field(f.label)}"
+
+
+def class_feature_lines(features: list[ClassFeature], fmt: str) -> Iterator[str]:
+    """``class<TAB>word<TAB>log_ratio`` per feature, or JSONL ``{"class", "word", "log_ratio"}``.
+
+    An infinite ratio (``--estimator mle``) is written ``inf`` / ``-inf`` in TSV and as a
+    string ``"inf"`` / ``"-inf"`` in JSONL (JSON has no infinity).
+    """
+    for f in features:
+        if fmt == "jsonl":
+            value = f.log_ratio if math.isfinite(f.log_ratio) else str(f.log_ratio)
+            record = {"class": f.label, "word": f.word, "log_ratio": value}
+            yield json.dumps(record, ensure_ascii=False)
+        else:
+            yield f"{field(f.label)}\t{field(f.word)}\t{number(f.log_ratio)}"
 
 
 def model_info(model: Model, path: str, header: dict | None = None) -> dict:

@@ -19,7 +19,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .counts import Counts
-from .estimators import EstimatorSettings, bernoulli_fractions, class_prior_fractions
+from .estimators import (
+    EstimatorSettings,
+    bernoulli_fraction,
+    bernoulli_fractions,
+    class_prior_fractions,
+)
 
 
 def mutual_information(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
@@ -92,3 +97,75 @@ def rank_features(I: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` largest values of ``I``, largest first; ties keep index order."""
     order = np.argsort(-I, kind="stable")
     return order[:k]
+
+
+# --- Per-class features: the words that most favour each class -----------------------------
+
+
+@dataclass(frozen=True)
+class ClassFeature:
+    """One word of a class's ranking: log θ_jc − log θ_j,rest (nats)."""
+
+    label: str
+    word: str
+    log_ratio: float
+
+
+def class_log_ratios(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
+    """log θ_jc − log θ_j,rest for every word and class, ndarray of shape (V, C).
+
+    "rest" is every other class pooled: its counts are the totals minus class c's.
+    θ is the event model's word probability under ``settings.estimator`` and β:
+
+    - bernoulli: p(word j present | c) = (D_jc + β_1) / (N_c + β_1 + β_0) (posterior mean),
+      against (D_j − D_jc + β_1) / (N − N_c + β_1 + β_0);
+    - every other model: p(a token is word j | c) = (T_jc + β) / (T_c + Vβ), against
+      (T_j − T_jc + β) / (T − T_c + Vβ), on raw counts (--tf, --idf and --norm do not
+      apply; complement's weights are this ratio's "rest" half).
+
+    Under ``prior_fit`` β is the one the leave-one-out likelihood of that event model
+    chooses. A positive value is the log-odds a word adds to class c against the rest each
+    time it occurs (bernoulli: when it is present). Under ``mle`` a word never seen outside
+    c has +inf, one never seen in c −inf (also when it is seen nowhere).
+    """
+    from .estimators import log_fraction, multinomial_fraction
+
+    bernoulli = settings.model == "bernoulli"
+    if settings.prior_fit:
+        from .textmodels import fit_beta
+
+        beta = fit_beta(counts, "bernoulli" if bernoulli else "multinomial")
+        settings = replace(settings, beta=(beta, beta), prior_fit=False)
+    if bernoulli:
+        D = counts.doc_count.astype(np.float64)
+        N_c = counts.class_count.astype(np.float64)
+        inside, _, inside_total = bernoulli_fraction(D, N_c, settings.estimator, settings.beta)
+        rest, _, rest_total = bernoulli_fraction(
+            D.sum(axis=1, keepdims=True) - D, N_c.sum() - N_c, settings.estimator, settings.beta
+        )
+    else:
+        T = counts.token_count.astype(np.float64)
+        V, T_c, beta = T.shape[0], T.sum(axis=0), settings.beta[0]
+        inside, inside_total = multinomial_fraction(T, T_c, V, settings.estimator, beta)
+        rest, rest_total = multinomial_fraction(
+            T.sum(axis=1, keepdims=True) - T, T_c.sum() - T_c, V, settings.estimator, beta
+        )
+    log_inside = log_fraction(inside, np.broadcast_to(inside_total, inside.shape))
+    log_rest = log_fraction(rest, np.broadcast_to(rest_total, rest.shape))
+    with np.errstate(invalid="ignore"):
+        out = log_inside - log_rest
+    out[np.isneginf(log_inside)] = -np.inf  # never in c: it favours c in no way
+    return out
+
+
+def class_top_features(
+    counts: Counts, settings: EstimatorSettings, k: int
+) -> list[ClassFeature]:
+    """The ``k`` words with the largest :func:`class_log_ratios` of each class, class by
+    class (in the counts' order), best first; ties keep vocabulary (alphabetical) order."""
+    ratios = class_log_ratios(counts, settings)
+    out = []
+    for c, label in enumerate(counts.classes):
+        for j in rank_features(ratios[:, c], k).tolist():
+            out.append(ClassFeature(label, counts.vocabulary[j], float(ratios[j, c])))
+    return out

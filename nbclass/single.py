@@ -101,6 +101,7 @@ def predict_one(
     """
     from .abstain import check_exit_classes, exit_code, log_sum_exp
     from .estimators import overridden, resolve
+    from .novelty import evidence_settings
     from .quick import QuickModel, log_posterior
 
     model = QuickModel(model_path)
@@ -108,8 +109,12 @@ def predict_one(
     calibration = None
     if use_calibration and not overridden(**overrides):
         calibration = model.calibration
-    if not model.can_score(settings):
+    # Complement and transformed scores give the posterior but no probability of x: the
+    # multinomial of the same counts gives the evidence (nbclass.novelty).
+    evidence_by = evidence_settings(settings)
+    if not (model.can_score(settings) and model.can_score(evidence_by)):
         return None
+    abstention = abstention.for_model(model.typicality, settings)
     abstention.check_classes(model.classes)
     if use_exit_code:
         check_exit_classes(model.classes)
@@ -119,17 +124,21 @@ def predict_one(
     source, text = document
     jll = model.joint_log_likelihood(text, settings)
     # Counting known tokens tokenizes again: only when a threshold or calibration needs them.
-    needs_known = abstention.needs_known or calibration is not None
+    needs_known = (
+        abstention.needs_known or abstention.min_typicality is not None or calibration is not None
+    )
     known, tokens = model.known_tokens(text) if needs_known else (0, 0)
     if calibration is None:
         row = log_posterior(jll)
     else:
         scale = 1.0 / calibration.temperature(known)
         row = log_posterior([b * scale for b in jll])
-    reason = abstention.reason(row, known, tokens)
-    # Complement and transformed scores give the posterior but no probability of x.
-    evidence = log_sum_exp(jll) if settings.generative else None
-    extra = {"log_evidence": evidence, "reason": reason}
+    if evidence_by == settings:
+        evidence = log_sum_exp(jll)
+    else:
+        evidence = log_sum_exp(model.joint_log_likelihood(text, evidence_by))
+    reason = abstention.reason(row, known, tokens, evidence)
+    extra = {"log_evidence": evidence, "evidence_model": evidence_by.model, "reason": reason}
     labels = print_predictions(
         [source], model.classes, [row], fmt, top_k, settings, [extra], abstention.label
     )

@@ -393,6 +393,12 @@ class TableClassifier:
 def _text_scorer(counts: Counts, settings: EstimatorSettings):
     """(vocabulary, scorer) giving log p(words | c) of a text column, without log π."""
     scorer = make_scorer(counts, settings)
+    if not isinstance(scorer, LinearScorer):  # the Pólya and negative binomial, DCM
+        raise UsageError(
+            f"the text columns of a table model need a linear model: --model {settings.model} "
+            f"with --estimator {settings.estimator} is not one; use --model multinomial, "
+            "bernoulli, complement or poisson with --estimator posterior-mean, map or mle"
+        )
     log_pi = log_class_prior(counts.class_count, settings.estimator, settings.alpha)
     # make_scorer's bias is log π_c (+ the Bernoulli absent-word sum); keep only the latter.
     finite = np.isfinite(log_pi)

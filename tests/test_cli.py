@@ -36,7 +36,9 @@ from nbclass.modelfile import load
 from nbclass.selection import mutual_information
 from nbclass.textmodels import resolve_prior
 
-JSONL_KEYS = ["source", "label", "probability", "probabilities", "log_evidence", "reason"]
+JSONL_KEYS = [
+    "source", "label", "probability", "probabilities", "log_evidence", "evidence_model", "reason"
+]  # fmt: skip
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -405,6 +407,7 @@ def test_mle_with_every_class_impossible_jsonl(runner, model):
         "probability": 0.0,
         "probabilities": {"china": 0.0, "japan": 0.0},
         "log_evidence": None,
+        "evidence_model": "multinomial",
         "reason": None,
     }
     assert result.stderr.startswith("Warning: every class has probability 0")
@@ -741,6 +744,7 @@ def test_every_command_is_documented_in_the_readme():
     readme = REPO / "README.md"
     if not readme.exists():
         pytest.skip("README.md does not exist yet")
-    text = readme.read_text(encoding="utf-8")
+    pages = [readme, *sorted((REPO / "docs").glob("*.md"))]  # the README and its pages
+    text = "".join(page.read_text(encoding="utf-8") for page in pages)
     missing = [name for name in cli.commands if f"nbclass {name}" not in text]
     assert missing == []

@@ -25,6 +25,18 @@ SETTINGS = [
         ("mle", 1.0, (1.0, 1.0)),
     )
 ] + [EstimatorSettings(model="bernoulli", estimator="posterior-mean", beta=(2.0, 3.0))]
+SETTINGS += [
+    EstimatorSettings(model="poisson", estimator=e, alpha=a, beta=b)
+    for e, a, b in (
+        ("posterior-mean", 1.0, (1.0, 1.0)),
+        ("posterior-mean", 0.5, (0.25, 0.25)),
+        ("map", 2.0, (2.0, 2.0)),
+        ("map", 1.0, (1.0, 1.0)),
+        ("mle", 1.0, (1.0, 1.0)),
+        ("predictive", 1.0, (1.0, 1.0)),
+        ("predictive", 1.0, (0.1, 0.1)),
+    )
+]
 
 
 def assert_same(quick: list[float], batch: np.ndarray) -> None:
@@ -65,7 +77,7 @@ def test_chinese_corpus(chinese_corpus, tmp_path, settings):
     both_paths(model, str(tmp_path / "m.nbc"), texts, settings)
 
 
-@pytest.mark.parametrize("settings", SETTINGS[:3] + SETTINGS[5:8], ids=str)
+@pytest.mark.parametrize("settings", SETTINGS[:3] + SETTINGS[5:8] + SETTINGS[11:], ids=str)
 def test_news_sample_with_a_vocabulary_filter(news_sample, tmp_path, settings):
     train, test = news_sample
     model = fit(
@@ -91,7 +103,11 @@ def test_selected_model(news_sample, tmp_path):
     both_paths(model, str(tmp_path / "m.nbc"), texts, EstimatorSettings(model="bernoulli"))
 
 
-@pytest.mark.parametrize("defaults", [DEFAULTS, EstimatorSettings()], ids=["defaults", "plain"])
+@pytest.mark.parametrize(
+    "defaults",
+    [DEFAULTS, EstimatorSettings(), EstimatorSettings(model="poisson", estimator="predictive")],
+    ids=["defaults", "plain", "poisson-predictive"],
+)
 def test_quick_path_does_not_import_numpy(tmp_path, chinese_corpus, defaults):
     """nbclass's defaults (fitted β, log tf) are served from the header's prepared numbers."""
     import subprocess

@@ -1,0 +1,255 @@
+"""nbclass export: the reference scorer of docs/export.md reproduces predict's probabilities.
+
+The scorer is the ```python block of docs/export.md that defines ``probabilities``, run as
+written; scikit-learn's estimators get their attributes from the second block. Both run on
+a sample of 20 Newsgroups (tests/conftest.py) for every model and transform.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import REPO, nbclass_command
+
+from nbclass.cli import cli
+from nbclass.corpus import list_corpus
+from nbclass.estimators import DEFAULTS, EstimatorSettings
+from nbclass.model import Classifier, fit
+from nbclass.modelfile import load, save
+from nbclass.tokenizer import TokenizerSettings, load_stop_words
+
+DOC = REPO / "docs" / "export.md"
+
+
+def doc_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
+
+
+def doc_namespace() -> dict:
+    namespace: dict = {}
+    for block in doc_blocks():
+        exec(compile(block, str(DOC), "exec"), namespace)
+    return namespace
+
+
+def test_the_reference_scorer_is_at_most_30_lines():
+    scorer = [b for b in doc_blocks() if "def probabilities" in b]
+    assert len(scorer) == 1 and len(scorer[0].splitlines()) <= 30
+
+
+SETTINGS = {
+    "defaults": DEFAULTS,
+    "multinomial": EstimatorSettings(),
+    "multinomial-map": EstimatorSettings(estimator="map", alpha=2.0, beta=(2.0, 2.0)),
+    "multinomial-log-idf-length": EstimatorSettings(tf="log", idf=True, norm="length"),
+    "multinomial-weight-norm": EstimatorSettings(tf="log", norm="weight"),
+    "bernoulli": EstimatorSettings(model="bernoulli", beta=(0.5, 2.0)),
+    "bernoulli-fitted": EstimatorSettings(model="bernoulli", prior_fit=True),
+    "complement": EstimatorSettings(model="complement"),
+    "complement-idf-both": EstimatorSettings(model="complement", tf="log", idf=True, norm="both"),
+    "complement-no-prior": EstimatorSettings(model="complement", class_prior=False),
+    "dcm": EstimatorSettings(model="dcm"),
+    "poisson": EstimatorSettings(model="poisson"),
+    "poisson-map": EstimatorSettings(model="poisson", estimator="map", beta=(1.5, 1.5)),
+}
+
+
+@pytest.fixture(scope="module")
+def news(news_sample, tmp_path_factory):
+    train, test = news_sample
+    texts = [
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in sorted(test.rglob("*"))
+        if p.is_file()
+    ][::3]
+    texts += ["", "zzzz qqqq", "space space space graphics"]
+    return train, texts
+
+
+@pytest.fixture(scope="module")
+def fitted(news):
+    train, _ = news
+    return fit(list_corpus(str(train)))
+
+
+def expected(model, settings, texts) -> np.ndarray:
+    return np.exp(Classifier(model, settings).predict(texts).log_proba)
+
+
+def reference(path, texts, classes) -> np.ndarray:
+    ns = doc_namespace()
+    m = ns["load_export"](str(path))
+    rows = [ns["probabilities"](m, text) for text in texts]
+    return np.array([[row[c] for c in classes] for row in rows])
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", list(SETTINGS))
+@pytest.mark.parametrize("fmt", ["json", "npz"])
+def test_reference_scorer_equals_predict(fitted, news, tmp_path, runner, name, fmt):
+    _, texts = news
+    settings = SETTINGS[name].validate()
+    model = fitted
+    if settings != model.defaults:  # saved with these defaults, exported as stored
+        from dataclasses import replace
+
+        model = replace(fitted, defaults=settings)
+    save(model, str(tmp_path / "m.nbc"))
+    model = load(str(tmp_path / "m.nbc"))
+    out = tmp_path / f"m.{fmt}"
+    result = runner.invoke(
+        cli, ["export", "-m", str(tmp_path / "m.nbc"), "-o", str(out), "--format", fmt, "-q"]
+    )
+    assert result.exit_code == 0, result.stderr
+    got = reference(out, texts, model.counts.classes)
+    want = expected(model, settings, texts)
+    assert np.abs(got - want).max() <= 1e-12
+
+
+@pytest.mark.corpus
+def test_tokenizer_settings_travel(news, tmp_path, runner):
+    """n-grams, stop words, no lower-casing and a pattern with a group."""
+    train, texts = news
+    stop, source = load_stop_words("english", lowercase=False)
+    tokenizer = TokenizerSettings(
+        lowercase=False, token_pattern=r"(?u)\b(\w\w+)\b", ngram_range=(1, 2),
+        stop_words=stop, stop_words_source=source,
+    )  # fmt: skip
+    model = fit(list_corpus(str(train)), tokenizer=tokenizer, defaults=EstimatorSettings())
+    save(model, str(tmp_path / "m.nbc"))
+    for fmt in ("json", "npz"):
+        out = tmp_path / f"m.{fmt}"
+        assert runner.invoke(cli, ["export", "-m", str(tmp_path / "m.nbc"), "-o", str(out),
+                                   "--format", fmt, "-q"]).exit_code == 0  # fmt: skip
+        got = reference(out, texts, model.counts.classes)
+        assert np.abs(got - expected(model, model.defaults, texts)).max() <= 1e-12
+
+
+@pytest.mark.corpus
+def test_against_the_predict_command(news_sample, tmp_path):
+    """The real commands: fit, export, predict --format jsonl, in subprocesses."""
+    train, test = news_sample
+    model, out = tmp_path / "m.nbc", tmp_path / "m.json"
+    run = [*nbclass_command()]
+    subprocess.run([*run, "fit", str(train), "-o", str(model), "-q"], check=True)
+    subprocess.run([*run, "export", "-m", str(model), "-o", str(out), "-q"], check=True)
+    lines = subprocess.run(
+        [*run, "predict", "-m", str(model), str(test), "--format", "jsonl"],
+        check=True, capture_output=True, text=True,
+    ).stdout.splitlines()  # fmt: skip
+    records = [json.loads(line) for line in lines]
+    classes = json.loads(out.read_text(encoding="utf-8"))["classes"]
+    texts = [Path(r["source"]).read_text(encoding="utf-8", errors="replace") for r in records]
+    got = reference(out, texts, classes)
+    for record, row in zip(records, got):
+        for c, p in record["probabilities"].items():
+            assert abs(row[classes.index(c)] - p) <= 1e-12
+
+
+def test_npz_holds_no_pickles_and_json_is_strict(chinese_corpus, tmp_path, runner):
+    model = tmp_path / "m.nbc"
+    assert runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(model), "-q"]).exit_code == 0
+    assert runner.invoke(cli, ["export", "-m", str(model), "-o", str(tmp_path / "m.npz"),
+                               "--format", "npz", "-q"]).exit_code == 0  # fmt: skip
+    assert runner.invoke(cli, ["export", "-m", str(model), "-o", str(tmp_path / "m.json"),
+                               "-q"]).exit_code == 0  # fmt: skip
+    with np.load(tmp_path / "m.npz", allow_pickle=False) as z:
+        assert sorted(z.files) == ["bias", "classes", "header", "vocabulary", "weights"]
+        assert all(z[k].dtype != object for k in z.files)
+        assert z["weights"].shape == (6, 2) and z["vocabulary"].tolist()[:2] == [
+            "beijing", "chinese",
+        ]
+    with zipfile.ZipFile(tmp_path / "m.npz") as archive:
+        assert sorted(archive.namelist()) == [
+            "bias.npy", "classes.npy", "header.npy", "vocabulary.npy", "weights.npy",
+        ]
+    data = json.loads(
+        (tmp_path / "m.json").read_text(encoding="utf-8"),
+        parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"),
+    )
+    assert data["format"] == "nbclass-export" and data["version"] == 1
+    assert data["calibration"] is None and data["idf"] is None
+    assert data["transform"] == {"binary": False, "tf": "log", "length_norm": False}
+
+
+def test_calibration_divides_the_scores(chinese_corpus, tmp_path, runner):
+    """A calibration {t0, t1} divides f(x) W + b by exp(t0 + t1 log(1 + n)) in the scorer."""
+    model_path, out = tmp_path / "m.nbc", tmp_path / "m.json"
+    plain = ["--model", "multinomial", "--tf", "raw", "--no-prior-fit"]
+    runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(model_path), "-q", *plain])
+    assert runner.invoke(cli, ["export", "-m", str(model_path), "-o", str(out)]).exit_code == 0
+    data = json.loads(out.read_text(encoding="utf-8"))
+    data["calibration"] = {"t0": 0.25, "t1": 0.5}
+    out.write_text(json.dumps(data), encoding="utf-8")
+    text = "Chinese Chinese Chinese Tokyo Japan"  # n = 5 known tokens
+    jll = Classifier(load(str(model_path))).joint_log_likelihood([text])[0]
+    scaled = jll / np.exp(0.25 + 0.5 * np.log(6))
+    want = np.exp(scaled - scaled.max()) / np.exp(scaled - scaled.max()).sum()
+    got = reference(out, [text], ["china", "japan"])[0]
+    assert np.abs(got - want).max() <= 1e-12
+
+
+@pytest.mark.parametrize(
+    "options, fragment",
+    [
+        (["--estimator", "predictive", "--model", "multinomial"], "is not linear in the counts"),
+        (["--estimator", "predictive", "--model", "poisson"], "is not linear in the counts"),
+        (["--estimator", "mle", "--model", "multinomial"], "export needs finite weights"),
+        (["--estimator", "mle", "--model", "bernoulli"], "export needs finite weights"),
+    ],
+)
+def test_refusals_are_one_line(chinese_corpus, tmp_path, runner, options, fragment):
+    model = tmp_path / "m.nbc"
+    runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(model), "-q"])
+    result = runner.invoke(cli, ["export", "-m", str(model), "-o", str(tmp_path / "x"), *options])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("Error: ") and fragment in result.stderr
+    assert result.stderr.count("\n") == 1 and not (tmp_path / "x").exists()
+
+
+def test_hashed_models_are_refused(chinese_corpus, tmp_path, runner):
+    model = tmp_path / "m.nbc"
+    runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(model), "-q",
+                        "--hash-features", "64"])  # fmt: skip
+    result = runner.invoke(cli, ["export", "-m", str(model), "-o", str(tmp_path / "x")])
+    assert result.exit_code == 1 and "--hash-features" in result.stderr
+
+
+# --- scikit-learn --------------------------------------------------------------------------
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(
+    "settings",
+    [
+        EstimatorSettings(),
+        EstimatorSettings(beta=(0.3, 0.3)),
+        EstimatorSettings(model="bernoulli"),
+        EstimatorSettings(model="bernoulli", beta=(0.5, 2.0)),
+        EstimatorSettings(model="complement", class_prior=False),
+    ],
+    ids=lambda s: f"{s.model}-{s.beta[0]}",
+)
+def test_sklearn_attributes_from_the_export(fitted, news, tmp_path, settings):
+    from dataclasses import replace
+
+    _, texts = news
+    model = replace(fitted, defaults=settings)
+    save(model, str(tmp_path / "m.nbc"))
+    model = load(str(tmp_path / "m.nbc"))
+    from nbclass.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["export", "-m", str(tmp_path / "m.nbc"), "-o", str(tmp_path / "m.json"), "-q"])
+    assert exit_.value.code == 0
+    ns = doc_namespace()
+    vectorizer, classifier = ns["sklearn_model"](ns["load_export"](str(tmp_path / "m.json")))
+    got = classifier.predict_proba(vectorizer.transform(texts))
+    assert list(classifier.classes_) == list(model.counts.classes)
+    assert np.abs(got - expected(model, settings, texts)).max() <= 1e-9

@@ -1,0 +1,146 @@
+"""top-features --per-class: each class's words ranked by log θ_jc − log θ_j,rest.
+
+Expected rankings and ratios are worked out by hand from the "Chinese Beijing" corpus
+(tests/conftest.py): V = 6 words (beijing, chinese, japan, macao, shanghai, tokyo).
+
+==========  =======================================  ====  ==============================
+class       T_jc (tokens)                            T_c   D_jc (documents), N_c
+==========  =======================================  ====  ==============================
+china       beijing 1, chinese 5, macao 1, shanghai 1  8   beijing 1, chinese 3, macao 1,
+                                                           shanghai 1; N_c = 3
+japan       chinese 1, japan 1, tokyo 1                3   each 1; N_c = 1
+==========  =======================================  ====  ==============================
+
+With two classes, "rest" of china is japan and the other way round.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction as F
+
+import pytest
+
+from nbclass.cli import cli
+
+
+@pytest.fixture
+def chinese_model(runner, chinese_corpus, tmp_path):
+    path = tmp_path / "chinese.nbc"
+    result = runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(path), "-q"])
+    assert result.exit_code == 0, result.stderr
+    return path
+
+
+def rows(result) -> list[tuple[str, str, float]]:
+    assert result.exit_code == 0, result.stderr
+    out = []
+    for line in result.stdout.splitlines():
+        label, word, value = line.split("\t")
+        assert value == repr(float(value))  # the full float, read back exactly
+        out.append((label, word, float(value)))
+    return out
+
+
+def log(fraction: F) -> float:
+    return math.log(fraction.numerator) - math.log(fraction.denominator)
+
+
+def test_multinomial_posterior_mean_ranking_by_hand(runner, chinese_model):
+    # china: θ = (T_jc + 1) / (8 + 6), rest: (T_j,japan + 1) / (3 + 6)
+    #   chinese (6/14)/(2/9) = 27/14; beijing, macao, shanghai (2/14)/(1/9) = 9/7
+    #   japan, tokyo (1/14)/(2/9) = 9/28
+    # japan: θ = (T_jc + 1) / 9, rest: (T_j,china + 1) / 14
+    #   japan, tokyo (2/9)/(1/14) = 28/9; beijing... (1/9)/(2/14) = 7/9; chinese 14/27
+    args = ["--model", "multinomial", "--estimator", "posterior-mean", "--beta", "1"]
+    result = runner.invoke(
+        cli, ["top-features", "-m", str(chinese_model), "--per-class", "3", *args]
+    )
+    got = rows(result)
+    expected = [
+        ("china", "chinese", F(27, 14)),
+        ("china", "beijing", F(9, 7)),  # ties keep alphabetical order
+        ("china", "macao", F(9, 7)),
+        ("japan", "japan", F(28, 9)),
+        ("japan", "tokyo", F(28, 9)),
+        ("japan", "beijing", F(7, 9)),
+    ]
+    assert [(c, w) for c, w, _ in got] == [(c, w) for c, w, _ in expected]
+    for (_, _, value), (_, _, ratio) in zip(got, expected):
+        assert value == pytest.approx(log(ratio), rel=1e-14, abs=1e-15)
+
+
+def test_bernoulli_ranks_by_presence(runner, chinese_model):
+    # china: θ = (D_jc + 1) / (3 + 2), rest (japan): (D_j,japan + 1) / (1 + 2)
+    #   beijing (2/5)/(1/3) = chinese (4/5)/(2/3) = macao = shanghai = 6/5; japan 3/10
+    # japan: θ = (D_jc + 1) / 3, rest: (D_j,china + 1) / 5
+    #   japan = tokyo (2/3)/(1/5) = 10/3; chinese (2/3)/(4/5) = 5/6; beijing (1/3)/(2/5) = 5/6
+    args = ["--model", "bernoulli", "--estimator", "posterior-mean", "--beta", "1"]
+    result = runner.invoke(
+        cli, ["top-features", "-m", str(chinese_model), "--per-class", "4", *args]
+    )
+    got = rows(result)
+    expected = [
+        ("china", "beijing", F(6, 5)),
+        ("china", "chinese", F(6, 5)),
+        ("china", "macao", F(6, 5)),
+        ("china", "shanghai", F(6, 5)),
+        ("japan", "japan", F(10, 3)),
+        ("japan", "tokyo", F(10, 3)),
+        ("japan", "beijing", F(5, 6)),
+        ("japan", "chinese", F(5, 6)),
+    ]
+    assert [(c, w) for c, w, _ in got] == [(c, w) for c, w, _ in expected]
+    for (_, _, value), (_, _, ratio) in zip(got, expected):
+        assert value == pytest.approx(log(ratio), rel=1e-14, abs=1e-15)
+
+
+def test_mle_words_never_seen_elsewhere_come_first_with_infinity(runner, chinese_model):
+    # china, mle: beijing (1/8)/(0/3) = +inf (so macao, shanghai); chinese (5/8)/(1/3) = 15/8;
+    # japan (0/8)/(1/3): never in china, -inf
+    args = ["--model", "multinomial", "--estimator", "mle"]
+    result = runner.invoke(
+        cli, ["top-features", "-m", str(chinese_model), "--per-class", "6", *args]
+    )
+    got = [r for r in rows(result) if r[0] == "china"]
+    assert [w for _, w, _ in got] == ["beijing", "macao", "shanghai", "chinese", "japan", "tokyo"]
+    assert [v for _, _, v in got[:3]] == [math.inf] * 3
+    assert got[3][2] == pytest.approx(log(F(15, 8)), rel=1e-14)
+    assert [v for _, _, v in got[4:]] == [-math.inf] * 2
+    jsonl = runner.invoke(
+        cli,
+        ["top-features", "-m", str(chinese_model), "--per-class", "1", "--format", "jsonl", *args],
+    )
+    assert jsonl.exit_code == 0
+    assert [json.loads(line) for line in jsonl.stdout.splitlines()] == [
+        {"class": "china", "word": "beijing", "log_ratio": "inf"},
+        {"class": "japan", "word": "japan", "log_ratio": "inf"},
+    ]
+
+
+def test_jsonl_matches_tsv(runner, chinese_model):
+    base = ["top-features", "-m", str(chinese_model), "--per-class", "2"]
+    tsv = runner.invoke(cli, base)
+    jsonl = runner.invoke(cli, [*base, "--format", "jsonl"])
+    assert jsonl.exit_code == 0 and jsonl.stderr == ""
+    records = [json.loads(line) for line in jsonl.stdout.splitlines()]
+    assert all(list(r) == ["class", "word", "log_ratio"] for r in records)
+    assert [f"{r['class']}\t{r['word']}\t{r['log_ratio']!r}" for r in records] == (
+        tsv.stdout.splitlines()
+    )
+    assert len(records) == 4
+
+
+def test_more_than_the_vocabulary_lists_every_word_and_says_so(runner, chinese_model):
+    result = runner.invoke(cli, ["top-features", "-m", str(chinese_model), "--per-class", "9"])
+    assert result.exit_code == 0
+    assert result.stderr == (
+        "top-features: --per-class 9 is more than the model's 6 words: listing all of them\n"
+    )
+    assert len(result.stdout.splitlines()) == 12
+
+
+def test_per_class_zero_is_a_usage_error(runner, chinese_model):
+    result = runner.invoke(cli, ["top-features", "-m", str(chinese_model), "--per-class", "0"])
+    assert result.exit_code == 2 and "Invalid value for '--per-class'" in result.stderr
