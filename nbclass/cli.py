@@ -1353,8 +1353,17 @@ def select_features(
 @click.option("-o", "--output", required=True, metavar="FILE", help="Export file to write.")
 @_format_option("json", "npz")
 @estimator_options("Default: the model's own, as predict uses them.")
+@click.option(
+    "--no-calibration",
+    is_flag=True,
+    help="Export the formula's weights without the model's calibration (as predict "
+    "--no-calibration scores).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
-def export(model_path, output, fmt, event_model, estimator, alpha, beta, text_options, quiet):
+def export(
+    model_path, output, fmt, event_model, estimator, alpha, beta, text_options, no_calibration,
+    quiet,
+):  # fmt: skip
     """Write the model as W, b and the document transform, for scoring outside nbclass.
 
     p(c | x) = softmax(f(x) W + b), exactly predict's probabilities, with f(x) the
@@ -1369,12 +1378,14 @@ def export(model_path, output, fmt, event_model, estimator, alpha, beta, text_op
       nbclass export -m model.nbc -o model.npz --format npz
     """
     from .export import export as write_export
+    from .model import scoring_settings
     from .modelfile import load
 
     start = time.perf_counter()
     model = load(model_path)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
-    write_export(model, settings, output, fmt)
+    overrides = _overrides(event_model, estimator, alpha, beta, text_options)
+    settings, calibration = scoring_settings(model, overrides, not no_calibration)
+    write_export(model, settings, output, fmt, calibration)
     if not quiet:
         click.echo(
             f"export: {len(model.active_counts.vocabulary)} words, "

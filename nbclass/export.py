@@ -9,8 +9,9 @@ with f(x) the document's features (counts or presences, then log(1 + x), idf and
 length normalisation), W of shape (V, C) and b of shape (C,). DCM adds a per-class
 length term: f(x) W + b − lnΓ(s_c + n), n the document's in-vocabulary tokens, with
 f(x) its word presences. An export holds what scoring needs: the tokenizer settings, the
-vocabulary, W, b, the transform, DCM's s_c, and a calibration (none yet): when present,
-{"t0", "t1"}, the scores are divided by T(x) = exp(t0 + t1 log(1 + n)) before the softmax.
+vocabulary, W, b, the transform, DCM's s_c, and the calibration fit chose with the
+settings (null for a named formula): when present, {"t0", "t1"}, the scores are divided by
+T(x) = exp(t0 + t1 log(1 + n)) before the softmax, n the document's in-vocabulary tokens.
 
 Two files of the same content: JSON (one object) and NPZ (``numpy.savez_compressed``: the arrays
 ``vocabulary``, ``classes``, ``weights``, ``bias`` and, when there are any, ``idf`` and
@@ -25,7 +26,7 @@ import json
 import numpy as np
 
 from .errors import NbclassError
-from .estimators import EstimatorSettings
+from .estimators import Calibration, EstimatorSettings
 from .model import Classifier, Model
 
 FORMAT = "nbclass-export"
@@ -33,8 +34,11 @@ VERSION = 1
 EXPORTED = "multinomial, bernoulli, complement, poisson and dcm"
 
 
-def export_data(model: Model, settings: EstimatorSettings) -> dict:
-    """What an export holds, as plain data (numpy arrays for W, b, idf, s_c).
+def export_data(
+    model: Model, settings: EstimatorSettings, calibration: Calibration | None = None
+) -> dict:
+    """What an export holds, as plain data (numpy arrays for W, b, idf, s_c), with the
+    ``calibration`` predict applies to these settings, if any.
 
     Raises
     ------
@@ -83,7 +87,9 @@ def export_data(model: Model, settings: EstimatorSettings) -> dict:
             "tf": getattr(scorer, "tf", "raw"),
             "length_norm": bool(getattr(scorer, "length_norm", False)),
         },
-        "calibration": None,
+        "calibration": None
+        if calibration is None
+        else {"t0": calibration.t0, "t1": calibration.t1},
         "vocabulary": list(counts.vocabulary),
         "weights": weights,
         "bias": bias,
@@ -122,10 +128,13 @@ def npz_bytes(data: dict) -> bytes:
     return buffer.getvalue()
 
 
-def export(model: Model, settings: EstimatorSettings, path: str, fmt: str = "json") -> int:
-    """Write the export of ``model`` under ``settings`` to ``path`` (atomically, as model
-    files are written); returns the bytes written."""
+def export(
+    model: Model, settings: EstimatorSettings, path: str, fmt: str = "json",
+    calibration: Calibration | None = None,
+) -> int:  # fmt: skip
+    """Write the export of ``model`` under ``settings`` (and ``calibration``) to ``path``
+    (atomically, as model files are written); returns the bytes written."""
     from .modelfile import write_atomic
 
-    data = export_data(model, settings)
+    data = export_data(model, settings, calibration)
     return write_atomic(json_bytes(data) if fmt == "json" else npz_bytes(data), path)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, nbclass_command
+from conftest import NAMED, REPO, nbclass_command
 
 from nbclass.cli import cli
 from nbclass.corpus import list_corpus
@@ -144,7 +144,9 @@ def test_against_the_predict_command(news_sample, tmp_path):
         check=True, capture_output=True, text=True,
     ).stdout.splitlines()  # fmt: skip
     records = [json.loads(line) for line in lines]
-    classes = json.loads(out.read_text(encoding="utf-8"))["classes"]
+    exported = json.loads(out.read_text(encoding="utf-8"))
+    classes = exported["classes"]
+    assert exported["calibration"] is not None  # fit chose: the calibration travels along
     texts = [Path(r["source"]).read_text(encoding="utf-8", errors="replace") for r in records]
     got = reference(out, texts, classes)
     for record, row in zip(records, got):
@@ -154,7 +156,8 @@ def test_against_the_predict_command(news_sample, tmp_path):
 
 def test_npz_holds_no_pickles_and_json_is_strict(chinese_corpus, tmp_path, runner):
     model = tmp_path / "m.nbc"
-    assert runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(model), "-q"]).exit_code == 0
+    options = ["fit", str(chinese_corpus), "-o", str(model), "-q", *NAMED]
+    assert runner.invoke(cli, options).exit_code == 0
     assert runner.invoke(cli, ["export", "-m", str(model), "-o", str(tmp_path / "m.npz"),
                                "--format", "npz", "-q"]).exit_code == 0  # fmt: skip
     assert runner.invoke(cli, ["export", "-m", str(model), "-o", str(tmp_path / "m.json"),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import CHINESE_TEST, REPO, write_corpus
+from conftest import CHINESE_TEST, NAMED, REPO, write_corpus
 
 from nbclass.cli import cli
 from nbclass.corpus import Corpus, list_corpus
@@ -38,9 +38,10 @@ def jsonl(runner, *args, input=None):
 
 @pytest.fixture
 def chinese_default(runner, chinese_corpus, tmp_path):
-    """The Chinese corpus under nbclass's defaults (complement, log tf: not generative)."""
+    """The Chinese corpus under complement, log tf (not generative)."""
     path = tmp_path / "default.nbc"
-    assert runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(path), "-q"]).exit_code == 0
+    options = ["fit", str(chinese_corpus), "-o", str(path), "-q", *NAMED]
+    assert runner.invoke(cli, options).exit_code == 0
     return path
 
 
