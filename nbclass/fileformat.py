@@ -129,8 +129,15 @@ def pack(header: dict, sections: list[tuple[str, str, int, bytes]]) -> bytes:
 
 
 def read(path: str) -> bytes:
-    """The bytes of a model file; a missing or unreadable file is a :class:`ModelFileError`."""
+    """The bytes of a model file; a missing or unreadable file is a :class:`ModelFileError`.
+
+    ``path`` may be a URL (:mod:`nbclass.storage`)."""
     try:
+        if "://" in path:
+            from .storage import is_url, read_bytes
+
+            if is_url(path):
+                return read_bytes(path)
         with open(path, "rb") as handle:
             return handle.read()
     except FileNotFoundError:
