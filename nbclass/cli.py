@@ -684,8 +684,6 @@ def fit(
     start = time.perf_counter()
     if (corpus_dir is None) == (lines_path is None):
         raise UsageError("give a CORPUS_DIR, --lines FILE or --table FILE (one of them)")
-    if scheduler and lines_path is not None:
-        raise UsageError("--scheduler counts the files of a CORPUS_DIR; --lines is read here")
     output = output or update_path
     if output is None:
         raise UsageError("give -o MODEL (or --update MODEL)")
@@ -794,11 +792,18 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, schedul
     """Count the documents of a corpus folder or of labelled lines."""
     from .learning import count_documents, count_lines
 
+    min_classes = 1 if base is not None else 2
+    if scheduler:
+        from .cluster import count_on_cluster
+
+        return count_on_cluster(
+            scheduler, corpus_dir, lines_path, tokenizer, ledger, min_classes, *reading
+        )
     if lines_path is not None:
         return count_lines(_line_documents(lines_path, reading), tokenizer, ledger)
     from .corpus import list_corpus
 
-    corpus = list_corpus(corpus_dir, min_classes=1 if base is not None else 2)
+    corpus = list_corpus(corpus_dir, min_classes=min_classes)
     with _progress("fit", corpus.paths, quiet) as bar:
         return count_documents(corpus, tokenizer, ledger, jobs, bar, scheduler, *reading)
 

@@ -113,6 +113,34 @@ def count_documents(
     return Documents(counts, book, seen)
 
 
+def documents_of(
+    classes: Sequence[str], packed: tuple, ledger: bool, log: ReadLog | None = None,
+    lines: bool = False,
+) -> Documents:  # fmt: skip
+    """The :class:`Documents` of one packed tally over ``classes`` (the sum that a Dask
+    cluster sends back, :mod:`nbclass.cluster`), as :func:`count_documents` makes them
+    of a corpus folder, or :func:`count_lines` of labelled lines if ``lines``; the read
+    log of the tally is merged into ``log``."""
+    entries = [] if ledger else None
+    seen = {} if len(packed) > 7 and packed[7] is not None else None
+    accumulator = CountAccumulator(classes)
+    accumulator.add_packed(packed, entries, seen)
+    if log is not None and len(packed) > 8:
+        log.add(packed[8])
+    counts = accumulator.result()
+    if lines:
+        counts = merge(counts).pruned()  # classes sorted, as count_lines gives them
+    if entries is None:
+        return Documents(counts, None, seen)
+    book = from_entries(entries, counts.vocabulary)
+    if lines:
+        book, classes, vocabulary = unify([(book, list(classes), counts.vocabulary)])
+    else:
+        classes, vocabulary = counts.classes, counts.vocabulary
+    book, counts = canonical(book, classes, vocabulary)
+    return Documents(counts, book, seen)
+
+
 def corpus_keys(
     corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY, log: ReadLog | None = None
 ) -> tuple[Keys, list[str]]:
