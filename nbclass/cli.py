@@ -659,6 +659,11 @@ def fit(
         for name in ("table", "label", "table_format", "column_types", "var_smoothing")
     }
     if table_options["table"] is not None:
+        if scheduler:
+            raise UsageError(
+                "--table is fitted in this process, not on a Dask cluster: leave out "
+                "--scheduler (and unset DASK_SCHEDULER_ADDRESS)"
+            )
         if lines_path or ledger or options["hash_features"]:
             raise UsageError(
                 "--table cannot be combined with --lines, --ledger or --hash-features"
@@ -885,12 +890,19 @@ def _count(corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, schedul
     help="Draw no progress bar (drawn for files and folders when stderr is a terminal "
     "and stdout is not).",
 )
+@click.option(
+    "--output-dir",
+    metavar="DIR|URL",
+    help="Write the predictions as part files DIR/part-NNNNNN.tsv (or .jsonl), one per "
+    "part of the input, instead of to stdout: with --scheduler each worker writes its "
+    "own. Sorted and concatenated, they are what stdout would show.",
+)
 @table_predict_options
 @reading_options
 def predict(
     model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
     explain, min_probability, min_margin, min_known, unsure_label, use_exit_code, text_options,
-    jobs, quiet, reading, **table_options,
+    jobs, quiet, reading, output_dir, **table_options,
 ):  # fmt: skip
     """Classify documents: files, folders (walked recursively) or standard input.
 
@@ -933,6 +945,12 @@ def predict(
     single = not lines and (
         not paths or paths == ("-",) or (len(paths) == 1 and os.path.isfile(paths[0]))
     )
+    if output_dir is not None and use_exit_code:
+        raise UsageError("--exit-code names one document's label: leave out --output-dir")
+    if output_dir is not None:
+        from .output import prepare
+
+        single, output_dir = False, prepare(output_dir)
     if use_exit_code and not single:
         raise UsageError(
             "--exit-code needs exactly one document (standard input or one file, without "
@@ -979,6 +997,11 @@ def predict(
             files = list_inputs(paths)
         except NbclassError:  # a missing path: its error comes in its turn
             bar_wanted = False
+    if on_cluster and output_dir is not None:
+        return _write_on_cluster(
+            scheduler, model_path, paths, overrides, abstention, explain, reading, output_dir,
+            fmt, top_k,
+        )  # fmt: skip
     if on_cluster:
         classes, settings, batches = _predict_on_cluster(
             scheduler, model_path, paths, overrides, abstention, explain, reading
@@ -1003,7 +1026,13 @@ def predict(
     labels = []
     listed = [path for path, _ in files] if bar_wanted else []
     with _progress("predict", listed, not bar_wanted) as bar:
-        for sources, rows, extra in batches:
+        for index, (sources, rows, extra) in enumerate(batches):
+            if output_dir is not None:
+                _write_predictions(
+                    output_dir, index, sources, classes, rows, fmt, top_k, settings, extra,
+                    unsure_label,
+                )  # fmt: skip
+                continue
             labels = _print_predictions(
                 sources, classes, rows, fmt, top_k, settings, extra, unsure_label
             )
@@ -1013,6 +1042,48 @@ def predict(
             bar.past(None, finished=True)
     if use_exit_code:
         raise click.exceptions.Exit(exit_code(classes, labels[0] if labels else ""))
+
+
+def _write_predictions(
+    folder, index, sources, classes, rows, fmt, top_k, settings, extras, unsure_label
+):  # fmt: skip
+    """--output-dir here: one batch of predictions as the part file ``index``."""
+    import warnings
+
+    from .output import part_name, write_part
+    from .render import prediction_lines
+    from .single import prediction_labels
+
+    lines = prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label)
+    write_part(folder, part_name(index, fmt), lines)
+    for problem in prediction_labels(sources, classes, rows, settings, extras, unsure_label)[1]:
+        warnings.warn(problem, NbclassWarning, stacklevel=1)
+
+
+def _write_on_cluster(
+    scheduler, model_path, paths, overrides, abstention, explain, reading, folder, fmt, top_k
+):  # fmt: skip
+    """--output-dir with --scheduler: each worker writes the parts it scores."""
+    import warnings
+
+    from .cluster import require_dask, write_predictions
+    from .corpus import expand_paths
+    from .fileformat import read
+    from .modelfile import loads
+
+    require_dask()
+    data = read(model_path)  # the workers get these very bytes
+    model = loads(data, model_path)
+    settings = _settings(model.defaults, *overrides)
+    classes = model.active_counts.classes
+    abstention.check_classes(classes)
+    files = list(expand_paths(paths))  # a missing path stops before any work is sent
+    _, _, problems = write_predictions(
+        scheduler, data, classes, settings, files, abstention, explain, *reading, folder, fmt,
+        top_k, abstention.label,
+    )  # fmt: skip
+    for problem in problems:
+        warnings.warn(problem, NbclassWarning, stacklevel=1)
 
 
 def _predict_on_cluster(scheduler, model_path, paths, overrides, abstention, explain, reading):

@@ -407,6 +407,78 @@ def predict_files(
             yield Predictions(sources, tuple(classes), log_proba), extras
 
 
+def write_part(
+    data: bytes, digest: str, settings, paths: Sequence[str], start: int, abstention, explain,
+    policy, classes, fmt: str, top_k, unsure_label: str, folder: str, name: str,
+    shown: Sequence[str],
+):  # fmt: skip
+    """A worker's unit of ``predict --output-dir``: score the files at ``paths`` as
+    :func:`score_part` does and write their lines, each named by ``shown`` (the paths as
+    the user gave them), as the part file ``name`` of ``folder`` (:mod:`nbclass.output`).
+
+    Returns ``(start, end, rows, log, warnings)``: the rows written, the
+    :class:`~nbclass.reading.ReadLog` and the warnings of the documents that every class
+    rules out; nothing of the predictions comes back."""
+    from .output import write_part as write
+    from .render import prediction_lines
+    from .single import prediction_labels
+
+    start, end, log_proba, extras, kept, log = score_part(
+        data, digest, settings, paths, start, abstention, explain, policy
+    )
+    sources = [shown[i] for i in kept]
+    rows = log_proba.tolist()
+    write(folder, name, prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label))
+    _, problems = prediction_labels(sources, classes, rows, settings, extras, unsure_label)
+    return start, end, len(rows), log, problems
+
+
+def write_predictions(
+    address: str, data: bytes, classes: Sequence[str], settings, paths: Sequence[str],
+    abstention, explain: int | None, policy, log, folder: str, fmt: str, top_k,
+    unsure_label: str,
+) -> tuple[int, int, list[str]]:  # fmt: skip
+    """Score the documents at ``paths`` on the cluster, each part written by the worker
+    that scores it into ``folder`` (already made by :func:`nbclass.output.prepare`), one
+    file per part, named in the order of ``paths``.
+
+    Sources are written as given (local paths relative to this process's folder stay
+    so); skipped documents are merged into ``log`` in the order of ``paths``.
+
+    Returns
+    -------
+    (documents written, parts, warnings)
+    """
+    from .model import BATCH_SIZE
+    from .output import digits_for, part_name
+
+    written, problems = 0, []
+    with connect(address) as cluster:
+        n = len(paths)
+        size = max(1, min(BATCH_SIZE, -(-n // (cluster.threads * 4))))
+        count = -(-n // size)
+        digits = digits_for(count)
+        model = cluster.client.scatter(data, broadcast=True, hash=False)
+        digest = hashlib.sha256(data).hexdigest()
+        parts = (
+            (model, digest, settings, [_absolute(p) for p in paths[a : a + size]], a,
+             abstention, explain, policy, tuple(classes), fmt, top_k, unsure_label, folder,
+             part_name(a // size, fmt, digits), list(paths[a : a + size]))
+            for a in range(0, n, size)
+        )  # fmt: skip
+        for start, end, rows, part_log, part_problems in cluster.run_ordered(write_part, parts):
+            if log is not None:
+                given = dict(zip(map(_absolute, paths[start:end]), paths[start:end]))
+                part_log.skipped = [
+                    replace(skip, source=given.get(skip.source, skip.source))
+                    for skip in part_log.skipped
+                ]
+                log.add(part_log)
+            written += rows
+            problems.extend(part_problems)
+    return written, count, problems
+
+
 # fit ----------------------------------------------------------------------------------
 
 
