@@ -417,3 +417,74 @@ def test_fit_table_with_a_scheduler_is_refused_never_run_here(world, tmp_path):
             b"--scheduler (and unset DASK_SCHEDULER_ADDRESS)\n"
         )
         assert not (tmp_path / "m.nbc").exists()
+
+
+# --- a worker killed mid-fit -------------------------------------------------------------
+
+KILL_MID_FIT = """
+import os, signal, sys, threading, time
+from distributed import Client
+from nbclass.cluster import count_on_cluster
+from nbclass.corpus import list_corpus
+from nbclass.learning import count_documents
+from nbclass.tokenizer import TokenizerSettings
+
+address, url, local, victim, pid = sys.argv[1:6]
+done, killed = threading.Event(), []
+
+def holding(dask_worker):
+    return len(dask_worker.data)
+
+def watch():
+    with Client(address, timeout=30) as client:
+        workers = client.scheduler_info()["workers"]
+        at = next(a for a, w in workers.items() if w["name"] == victim)
+        while not done.is_set():
+            held = client.run(holding, workers=[at]).get(at, 0)
+            if held and not done.is_set():
+                os.kill(int(pid), signal.SIGKILL)
+                killed.append(held)
+                return
+            time.sleep(0.01)
+
+watcher = threading.Thread(target=watch)
+watcher.start()
+remote = count_on_cluster(address, url, None, TokenizerSettings(), False)
+done.set()
+watcher.join()
+here = count_documents(list_corpus(local), TokenizerSettings(), False)
+print(bool(killed), remote.counts.equals(here.counts), remote.counts.n_docs)
+"""
+
+
+def test_a_worker_killed_mid_fit_still_gives_the_same_counts(world, news_s3, tmp_path):
+    """A third worker joins, is killed (SIGKILL) as soon as it holds a part's tally,
+    before the fit ends: the scheduler counts its parts again elsewhere, and the counts
+    equal a local count of the same corpus."""
+    address, env = world
+    train, _ = news_s3
+    log = tmp_path / "victim.log"
+    with open(log, "wb") as handle:
+        victim = subprocess.Popen(
+            [_dask(), "worker", address, "--host", "127.0.0.1", "--nthreads", "1",
+             "--no-dashboard", "--no-nanny", "--name", "victim"],
+            cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=handle, stderr=subprocess.STDOUT,
+            env=env,
+        )  # fmt: skip
+    try:
+        wait = (
+            "from distributed import Client\n"
+            f"with Client({address!r}, timeout=30) as c: c.wait_for_workers(3, 30)"
+        )
+        ready = script(env, wait)
+        assert ready.returncode == 0, ready.stderr + _log(log)
+        result = subprocess.run(
+            [sys.executable, "-c", KILL_MID_FIT, address, f"s3://{BUCKET}/news/train",
+             str(train), "victim", str(victim.pid)],
+            capture_output=True, text=True, timeout=TIMEOUT, env=env, cwd=tmp_path,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == "True True 240\n"
+        assert victim.wait(timeout=10) == -9
+    finally:
+        _stop(victim)
