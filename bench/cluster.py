@@ -9,7 +9,10 @@ it submitted (tasks and the pickled bytes of their arguments), and the number of
 The model must equal a local fit's, byte for byte. Also reports the pickled size of one
 part's tally: what each part would cost the client if it gathered every part.
 
-Usage: python bench/cluster.py [WORKERS ...]   (default: 1 2 4)
+Usage: python bench/cluster.py [--corpus DIR] [WORKERS ...]   (default: 1 2 4)
+
+``--corpus`` fits another folder, e.g. the 100 MB corpus that ``bench/run.py`` generates
+into ``~/.cache/nbclass-corpora/generated-100MB``.
 """
 
 from __future__ import annotations
@@ -124,21 +127,26 @@ def part_bytes(train: Path, documents: int) -> int:
 
 
 def main() -> None:
-    counts = [int(a) for a in sys.argv[1:]] or [1, 2, 4]
+    args = sys.argv[1:]
     train = corpus() / "train"
+    if args[:1] == ["--corpus"]:
+        train, args = Path(args[1]), args[2:]
+    counts = [int(a) for a in args] or [1, 2, 4]
     root = Path(tempfile.mkdtemp(prefix="nbclass-cluster-bench-"))
     try:
         local = root / "local.nbc"
         start = time.perf_counter()
         subprocess.run([BIN / "nbclass", "fit", train, "-o", local, "-q", "-j", "1"], check=True)
-        print(f"local fit, one process: {time.perf_counter() - start:.2f} s")
+        print(f"{train}: local fit, one process: {time.perf_counter() - start:.2f} s")
         rows = []
         for workers in counts:
             stats = measure(workers, train, root)
             assert stats.pop("model") == local.read_bytes(), "the model differs from a local fit"
             rows.append((workers, stats))
             print(workers, json.dumps(stats), flush=True)
-        documents = 11314
+        from nbclass.corpus import list_corpus
+
+        documents = len(list_corpus(str(train)).paths)
         print("\n| worker processes | time | client peak memory | parts | results gathered "
               "| bytes gathered | tasks submitted | bytes submitted | per part |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
@@ -148,7 +156,7 @@ def main() -> None:
                   f"| {s['parts']} | {s['gathered']} | {s['gathered_bytes'] / 1e6:.2f} MB "
                   f"| {s['submitted']} | {s['submitted_bytes'] / 1e3:.1f} kB "
                   f"| {per_part:.0f} B |")  # fmt: skip
-        size = -(-documents // (4 * max(counts)))
+        size = min(1000, -(-documents // (4 * max(counts))))
         print(f"\none part's tally ({size} documents), pickled: "
               f"{part_bytes(train, size) / 1e6:.2f} MB")
     finally:

@@ -507,15 +507,17 @@ def list_folder(folder: str):
     return PathList(walk_files(folder))
 
 
-def tally_listed(
-    listing, start: int, end: int, label: int, classes, tokenizer, ledger: bool, policy
-):  # fmt: skip
-    """``(classes, packed tally)`` of the documents ``listing[start:end]``, all of class
+def take(listing, start: int, end: int) -> list[str]:
+    """``listing[start:end]``: run where the listing is, so that only the slice moves."""
+    return listing[start:end]
+
+
+def tally_listed(paths, label: int, classes, tokenizer, ledger: bool, policy):
+    """``(classes, packed tally)`` of the documents at ``paths``, all of class
     ``classes[label]``: a leaf of the reduction of :func:`count_folder`."""
     from .tally import tally_part
 
-    paths = listing[start:end]
-    part = tally_part(paths, [label] * len(paths), len(classes), tokenizer, start, ledger, policy)
+    part = tally_part(paths, [label] * len(paths), len(classes), tokenizer, 0, ledger, policy)
     return tuple(classes), part[2]
 
 
@@ -571,10 +573,11 @@ def count_folder(
     the cluster.
 
     This process lists the top of ``root`` only (its class folders); each class folder
-    is listed by a worker, whose listing stays on the cluster, and only its length comes
-    back. Parts of the listings are tallied where the workers choose, and the tallies
-    summed there in a tree (:meth:`Cluster.reduce`): this process receives one integer
-    per class and one table of counts. ``on_progress(n)`` as each part of ``n``
+    is listed by a worker, whose listing stays there, and only its length comes back.
+    Parts of the listings are cut where they are (:func:`take`) and tallied where the
+    scheduler chooses, and the tallies summed on the workers in a tree
+    (:meth:`Cluster.reduce`): this process receives one integer per class and one table
+    of counts. ``on_progress(n)`` as each part of ``n``
     documents is counted.
 
     Raises
@@ -605,13 +608,17 @@ def count_folder(
                 raise CorpusError(empty_class(path))
         check_classes(root, classes, min_classes)
         size = part_size(sum(sizes), cluster.threads)
-        parts = (
-            (min(n, a + size) - a,
-             (listing, a, min(n, a + size), c, classes, tokenizer, ledger, policy))
-            for c, (listing, n) in enumerate(zip(listings, sizes))
-            for a in range(0, n, size)
-        )  # fmt: skip
-        return cluster.reduce(tally_listed, parts, _merge, on_progress)
+
+        def parts():
+            for c, (listing, n) in enumerate(zip(listings, sizes)):
+                for a in range(0, n, size):
+                    b = min(n, a + size)
+                    # the slice is cut where the listing is: a class's listing, which
+                    # may be large, never moves; each part gets its own paths only
+                    paths = client.submit(take, listing, a, b, pure=False)
+                    yield b - a, (paths, c, classes, tokenizer, ledger, policy)
+
+        return cluster.reduce(tally_listed, parts(), _merge, on_progress)
 
 
 def count_on_cluster(
