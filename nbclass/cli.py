@@ -928,6 +928,8 @@ def predict(
     its source is FILE:ROW (rows counted from 1 after the header) or the --id column.
     """
     if table_options["table"] is not None or table_options["id_column"] is not None:
+        if output_dir is not None:
+            raise UsageError("--output-dir writes the predictions of documents: not with --table")
         _refuse_reading_options(reading)
         return _predict_table(
             model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta,

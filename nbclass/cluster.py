@@ -388,7 +388,7 @@ def predict_files(
         size = max(1, min(BATCH_SIZE, -(-n // (cluster.threads * 4))))
         model = cluster.client.scatter(data, broadcast=True, hash=False)
         digest = hashlib.sha256(data).hexdigest()
-        absolute = [os.path.abspath(p) for p in paths]
+        absolute = [_absolute(p) for p in paths]
         parts = (
             (model, digest, settings, absolute[a : a + size], a, abstention, explain, policy)
             for a in range(0, n, size)

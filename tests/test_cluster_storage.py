@@ -273,6 +273,9 @@ def test_predict_output_dir_parts_concatenate_to_the_local_output(world, news_s3
     assert parts == [f"{BUCKET}/out-{fmt}/part-{i:06d}.{fmt}" for i in range(8)]  # 60 docs
     assert b"".join(s3_bytes(env, f"s3://{part}") for part in parts) == expected
     assert len(expected.splitlines()) == 60
+    if fmt == "tsv":  # and printed by the client, as the workers send the rows back
+        printed = run(env, "predict", "-m", model, *inputs, "--scheduler", address)
+        assert (printed.returncode, printed.stdout, printed.stderr) == (0, expected, b"")
 
 
 def test_predict_output_dir_here_and_on_the_cluster_from_local_files(
