@@ -484,7 +484,7 @@ def write_predictions(
 
 def _absolute(path: str) -> str:
     """``path`` as a worker must be given it: a URL as it is, a local path absolute."""
-    if "://" in path:
+    if isinstance(path, str) and "://" in path:
         from .storage import is_url
 
         if is_url(path):
@@ -700,7 +700,7 @@ class _Range:
 
 
 def _open_binary(path: str):
-    if "://" in path:
+    if isinstance(path, str) and "://" in path:
         from .storage import is_url, open_binary
 
         if is_url(path):
@@ -709,7 +709,7 @@ def _open_binary(path: str):
 
 
 def _size(path: str) -> int:
-    if "://" in path:
+    if isinstance(path, str) and "://" in path:
         from .storage import is_url, size
 
         if is_url(path):

@@ -68,7 +68,7 @@ def _unreadable_folder(exc: OSError):
 
 def _is_url(path: str) -> bool:
     """Whether ``path`` is a URL (:mod:`nbclass.storage`, imported only for one)."""
-    if "://" not in path:
+    if not isinstance(path, str) or "://" not in path:
         return False
     from .storage import is_url
 

@@ -133,7 +133,7 @@ def read(path: str) -> bytes:
 
     ``path`` may be a URL (:mod:`nbclass.storage`)."""
     try:
-        if "://" in path:
+        if isinstance(path, str) and "://" in path:
             from .storage import is_url, read_bytes
 
             if is_url(path):

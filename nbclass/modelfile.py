@@ -221,7 +221,7 @@ def locked(path: str) -> Iterator[None]:
 
 
 def _is_url(path: str) -> bool:
-    if "://" not in path:
+    if not isinstance(path, str) or "://" not in path:
         return False
     from .storage import is_url
 

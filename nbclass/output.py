@@ -31,7 +31,7 @@ def digits_for(parts: int) -> int:
 
 
 def _is_url(path: str) -> bool:
-    if "://" not in path:
+    if not isinstance(path, str) or "://" not in path:
         return False
     from .storage import is_url
 

@@ -261,7 +261,7 @@ def read_document(
     try:
         if handle is not None:
             return _read_limited(path, handle, policy, log)
-        if "://" in path:  # maybe a URL: read through fsspec (imported only then)
+        if isinstance(path, str) and "://" in path:  # maybe a URL: fsspec, imported only then
             from .storage import is_url
 
             if is_url(path):

@@ -37,7 +37,7 @@ def is_url(path: str) -> bool:
     >>> is_url("s3://bucket/key"), is_url("file:///tmp/x"), is_url("corpus/a"), is_url("-")
     (True, True, False, False)
     """
-    return _URL.match(path) is not None
+    return isinstance(path, str) and _URL.match(path) is not None
 
 
 def filesystem(url: str):
