@@ -491,3 +491,23 @@ def test_a_worker_killed_mid_fit_still_gives_the_same_counts(world, news_s3, tmp
         assert victim.wait(timeout=10) == -9
     finally:
         _stop(victim)
+
+
+def test_output_dir_on_the_cluster_warns_as_a_local_predict(world, tmp_path):
+    """Skipped documents and documents every class rules out: the same warnings on the
+    client's stderr, in the same order, and the same rows in the parts."""
+    address, env = world
+    docs = tmp_path / "docs"
+    shutil.copytree(DEMO_CORPUS, docs)
+    first = min(p for p in docs.iterdir() if p.is_dir())
+    (first / "blob.bin").write_bytes(b"\x00\x01 refund")
+    (first / "zzz-ruled-out.txt").write_text("refund outage password")
+    local(env, "fit", DEMO_CORPUS, "-o", tmp_path / "m.nbc", "-q")
+    args = ("predict", "-m", "m.nbc", "docs", "--on-error", "skip", "--estimator", "mle")
+    here = local(env, *args, cwd=tmp_path)
+    there = run(env, *args, "--output-dir", "out", "--scheduler", address, cwd=tmp_path)
+    assert (there.returncode, there.stdout) == (0, b""), there.stderr
+    assert there.stderr == here.stderr
+    assert b"binary" in here.stderr and b"every class has probability 0" in here.stderr
+    parts = sorted((tmp_path / "out").iterdir())
+    assert b"".join(p.read_bytes() for p in parts) == here.stdout
