@@ -255,14 +255,21 @@ def test_an_empty_class_folder_found_by_a_worker_is_the_local_error(world, tmp_p
 # --- predict: models and documents in the bucket, parts written by the workers ----------
 
 
+@pytest.fixture(scope="module")
+def model_s3(world, news_s3) -> str:
+    """A model of the 20news training sample, in the bucket."""
+    _, env = world
+    model = f"s3://{BUCKET}/models/predict.nbc"
+    local(env, "fit", news_s3[0], "-o", model, "-q")
+    return model
+
+
 @pytest.mark.parametrize("fmt", ["tsv", "jsonl"])
-def test_predict_output_dir_parts_concatenate_to_the_local_output(world, news_s3, tmp_path, fmt):
+def test_predict_output_dir_parts_concatenate_to_the_local_output(world, model_s3, fmt):
     """Workers write one part each to the bucket; sorted and concatenated, the parts are
     what a local predict of the same URLs prints; stdout stays empty."""
     address, env = world
-    train, _ = news_s3
-    model = f"s3://{BUCKET}/models/predict-{fmt}.nbc"
-    local(env, "fit", train, "-o", model, "-q")
+    model = model_s3
     inputs = [f"s3://{BUCKET}/news/test/sci.space", f"s3://{BUCKET}/news/test/alt.atheism"]
     expected = local(env, "predict", "-m", model, *inputs, "--format", fmt).stdout
     out = f"s3://{BUCKET}/out-{fmt}"
