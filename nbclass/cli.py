@@ -732,6 +732,11 @@ def fit(
         for name in ("table", "label", "table_format", "column_types", "var_smoothing")
     }
     if table_options["table"] is not None:
+        if scheduler:
+            raise UsageError(
+                "--table is fitted in this process, not on a Dask cluster: leave out "
+                "--scheduler (and unset DASK_SCHEDULER_ADDRESS)"
+            )
         if lines_path or ledger or options["hash_features"] or typicality:
             raise UsageError(
                 "--table cannot be combined with --lines, --ledger, --hash-features or "
@@ -762,8 +767,6 @@ def fit(
     start = time.perf_counter()
     if (corpus_dir is None) == (lines_path is None):
         raise UsageError("give a CORPUS_DIR, --lines FILE or --table FILE (one of them)")
-    if scheduler and lines_path is not None:
-        raise UsageError("--scheduler counts the files of a CORPUS_DIR; --lines is read here")
     if typicality and (lines_path is not None or update_path is not None):
         raise UsageError(
             "--typicality reads training documents again: use it when fitting a CORPUS_DIR "
@@ -894,16 +897,31 @@ def _count(
 ):  # fmt: skip
     """Count the documents of a corpus folder or of labelled lines (keeping a sample of
     them for choosing the model with ``sample``)."""
+    from .corpus import list_corpus
     from .learning import count_documents, count_lines
 
+    min_classes = 1 if base is not None else 2
+    if scheduler:
+        from .cluster import count_on_cluster
+
+        documents = count_on_cluster(
+            scheduler, corpus_dir, lines_path, tokenizer, ledger, min_classes, *reading
+        )
+        if sample:  # the sample for choosing the model is read here, as a local fit reads it
+            from .learning import corpus_sample, lines_sample
+
+            if lines_path is not None:
+                documents.sample = lines_sample(_line_documents(lines_path, reading))
+            else:
+                corpus = list_corpus(corpus_dir, min_classes=min_classes)
+                documents.sample = corpus_sample(corpus, reading[0])
+        return documents, None
     if lines_path is not None:
         documents = count_lines(
             _line_documents(lines_path, reading), tokenizer, ledger, sample
         )
         return documents, None
-    from .corpus import list_corpus
-
-    corpus = list_corpus(corpus_dir, min_classes=1 if base is not None else 2)
+    corpus = list_corpus(corpus_dir, min_classes=min_classes)
     with _progress("fit", corpus.paths, quiet) as bar:
         documents = count_documents(
             corpus, tokenizer, ledger, jobs, bar, scheduler, *reading, sample=sample
@@ -1003,12 +1021,19 @@ def _count(
     help="Draw no progress bar (drawn for files and folders when stderr is a terminal "
     "and stdout is not).",
 )
+@click.option(
+    "--output-dir",
+    metavar="DIR|URL",
+    help="Write the predictions as part files DIR/part-NNNNNN.tsv (or .jsonl), one per "
+    "part of the input, instead of to stdout: with --scheduler each worker writes its "
+    "own. Sorted and concatenated, they are what stdout would show.",
+)
 @table_predict_options
 @reading_options
 def predict(
     model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
     no_calibration, explain, min_probability, min_margin, min_known, min_typicality,
-    unsure_label, use_exit_code, text_options, jobs, quiet, reading, **table_options,
+    unsure_label, use_exit_code, text_options, jobs, quiet, reading, output_dir, **table_options,
 ):  # fmt: skip
     """Classify documents: files, folders (walked recursively) or standard input.
 
@@ -1034,6 +1059,8 @@ def predict(
     its source is FILE:ROW (rows counted from 1 after the header) or the --id column.
     """
     if table_options["table"] is not None or table_options["id_column"] is not None:
+        if output_dir is not None:
+            raise UsageError("--output-dir writes the predictions of documents: not with --table")
         _refuse_reading_options(reading)
         return _predict_table(
             model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta,
@@ -1057,6 +1084,12 @@ def predict(
         from .corpus import expand_paths
 
         list(expand_paths(paths))  # a path that does not exist says so (exit 1)
+    if output_dir is not None and use_exit_code:
+        raise UsageError("--exit-code names one document's label: leave out --output-dir")
+    if output_dir is not None:
+        from .output import prepare
+
+        single, output_dir = False, prepare(output_dir)
     if use_exit_code and not single:
         raise UsageError(
             "--exit-code needs exactly one document (standard input or one file, without "
@@ -1106,6 +1139,11 @@ def predict(
             files = list_inputs(paths)
         except NbclassError:  # a missing path: its error comes in its turn
             bar_wanted = False
+    if on_cluster and output_dir is not None:
+        return _write_on_cluster(
+            scheduler, model_path, paths, scoring, abstention, explain, reading, output_dir,
+            fmt, top_k,
+        )  # fmt: skip
     if on_cluster:
         classes, settings, batches = _predict_on_cluster(
             scheduler, model_path, paths, scoring, abstention, explain, reading
@@ -1130,7 +1168,13 @@ def predict(
     labels = []
     listed = [path for path, _ in files] if bar_wanted else []
     with _progress("predict", listed, not bar_wanted) as bar:
-        for sources, rows, extra in batches:
+        for index, (sources, rows, extra) in enumerate(batches):
+            if output_dir is not None:
+                _write_predictions(
+                    output_dir, index, sources, classes, rows, fmt, top_k, settings, extra,
+                    unsure_label,
+                )  # fmt: skip
+                continue
             labels = _print_predictions(
                 sources, classes, rows, fmt, top_k, settings, extra, unsure_label
             )
@@ -1140,6 +1184,49 @@ def predict(
             bar.past(None, finished=True)
     if use_exit_code:
         raise click.exceptions.Exit(exit_code(classes, labels[0] if labels else ""))
+
+
+def _write_predictions(
+    folder, index, sources, classes, rows, fmt, top_k, settings, extras, unsure_label
+):  # fmt: skip
+    """--output-dir here: one batch of predictions as the part file ``index``."""
+    import warnings
+
+    from .output import part_name, write_part
+    from .render import prediction_lines
+    from .single import prediction_labels
+
+    lines = prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label)
+    write_part(folder, part_name(index, fmt), lines)
+    for problem in prediction_labels(sources, classes, rows, settings, extras, unsure_label)[1]:
+        warnings.warn(problem, NbclassWarning, stacklevel=1)
+
+
+def _write_on_cluster(
+    scheduler, model_path, paths, scoring, abstention, explain, reading, folder, fmt, top_k
+):  # fmt: skip
+    """--output-dir with --scheduler: each worker writes the parts it scores."""
+    import warnings
+
+    from .cluster import require_dask, write_predictions
+    from .corpus import expand_paths
+    from .fileformat import read
+    from .model import scoring_settings
+    from .modelfile import loads
+
+    require_dask()
+    data = read(model_path)  # the workers get these very bytes
+    model = loads(data, model_path)
+    settings, calibration = scoring_settings(model, *scoring)
+    classes = model.active_counts.classes
+    abstention.check_classes(classes)
+    files = list(expand_paths(paths))  # a missing path stops before any work is sent
+    _, _, problems = write_predictions(
+        scheduler, data, classes, settings, files, abstention, explain, *reading, folder, fmt,
+        top_k, abstention.label, calibration=calibration,
+    )  # fmt: skip
+    for problem in problems:
+        warnings.warn(problem, NbclassWarning, stacklevel=1)
 
 
 def _predict_on_cluster(

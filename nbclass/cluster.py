@@ -3,15 +3,20 @@
 Dask is an optional extra (``pip install 'nbclass[dask]'``); this is the only module that
 imports it, and only when a scheduler address is given, so nothing else pays for it.
 
-The work sent to the workers is the same as for local processes: ``fit`` sends parts of
-the file list to :func:`nbclass.tally.tally_part` and adds the integer tallies it gets back
-into one :class:`nbclass.counts.CountAccumulator`, so the model is the same, bit for bit,
-as a local fit. ``predict`` sends the model file's bytes once to every worker and parts of
-the file list to :func:`score_part`, then prints the parts in the order of the input.
+The work sent to the workers is the same as for local processes: ``fit`` has the
+workers list the class folders (:func:`count_folder`), tally parts of the listings with
+:func:`nbclass.tally.tally_part` and sum the tallies among themselves in a tree
+(:meth:`Cluster.reduce`, :func:`nbclass.tally.combine`), so this process receives one
+table of integer counts whatever the size of the corpus, and the model is the same, bit
+for bit, as a local fit. ``fit --lines FILE`` splits the file into byte ranges, one per
+part (:func:`count_lines_file`). ``predict`` sends the model file's bytes once to every
+worker and parts of the file list to :func:`score_part`, then prints the parts in the
+order of the input, or has the workers write them (:func:`write_part`).
 
-Workers read the documents themselves, by absolute path: the files must be on a
-filesystem that every worker sees at the same path as this machine. Workers need
-nbclass installed, at the same version as the client (checked on connecting).
+Workers read the documents themselves, by absolute path or URL: the files must be on a
+filesystem that every worker sees at the same path as this machine, or in object
+storage (:mod:`nbclass.storage`) that every worker can reach. Workers need nbclass
+installed, at the same version as the client (checked on connecting).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ INSTALL = "pip install 'nbclass[dask]'"
 TIMEOUT_VARIABLE = "NBCLASS_SCHEDULER_TIMEOUT"
 DEFAULT_TIMEOUT = 10.0  # seconds to reach the scheduler, and then to find a worker
 SCHEMES = ("tcp", "tls")
+SPLIT_EVERY = 8  # results merged into one on a worker, at each level of a reduction
 WORKER_HINT = (
     "on a Dask worker, which reads every file at the absolute path this machine gives: "
     "the files must be on a filesystem that every worker sees at the same path"
@@ -96,28 +102,6 @@ class Cluster:
     def _submit(self, function: Callable, args: tuple):
         return self.client.submit(function, *args, pure=False)
 
-    def run_unordered(self, function: Callable, parts: Iterable[tuple]) -> Iterator:
-        """``function(*args)`` for each ``args`` of ``parts``, yielded as they finish.
-
-        At most :attr:`window` parts are on the cluster at a time, so neither the
-        scheduler nor the workers hold more than that many parts or results.
-        """
-        distributed = _distributed()
-        parts = iter(parts)
-        live = {self._submit(function, args) for args in islice(parts, self.window)}
-        running = distributed.as_completed(list(live), loop=self.client.loop)
-        try:
-            for future in running:
-                live.discard(future)
-                result = self._result(future)
-                following = next(parts, None)
-                if following is not None:
-                    live.add(new := self._submit(function, following))
-                    running.add(new)
-                yield result
-        finally:
-            self.client.cancel(list(live))
-
     def run_ordered(self, function: Callable, parts: Iterable[tuple]) -> Iterator:
         """``function(*args)`` for each ``args`` of ``parts``, yielded in their order.
 
@@ -133,6 +117,71 @@ class Cluster:
                 if following is not None:
                     live.append(self._submit(function, following))
                 yield result
+        finally:
+            self.client.cancel(list(live))
+
+    def reduce(
+        self, function: Callable, parts: Iterable[tuple], merge: Callable,
+        on_done: Callable | None = None, split_every: int = SPLIT_EVERY,
+    ):  # fmt: skip
+        """``merge`` of ``function(*args)`` over ``(tag, args)`` of ``parts``, merged on the
+        workers in a tree: this process gathers one result, whatever the number of parts.
+
+        At most :attr:`window` parts run at a time. Results merge level by level, as they
+        finish: ``split_every`` results of one level make one of the next (merged where
+        they are), so each result is merged with others of its size, and no more than
+        ``split_every - 1`` per level wait. ``on_done(tag)`` is called as each part
+        finishes; its result stays on the cluster. None when ``parts`` is empty.
+
+        A worker lost midway loses the results it held: the scheduler computes them again
+        from the parts still known to it, so the sum is the same.
+        """
+        distributed = _distributed()
+        client = self.client
+        parts = iter(parts)
+        level, tags, live = {}, {}, set()
+        waiting: dict[int, list] = {}
+
+        def submit(fn, args, at_level, tag=None):
+            future = client.submit(fn, *args, pure=False)
+            level[future.key], tags[future.key] = at_level, tag
+            live.add(future)
+            return future
+
+        def leaf():
+            item = next(parts, None)
+            return None if item is None else submit(function, item[1], 0, item[0])
+
+        first = [future for future in (leaf() for _ in range(self.window)) if future]
+        running = distributed.as_completed(first, loop=client.loop)
+        try:
+            for future in running:
+                live.discard(future)
+                if future.status != "finished":
+                    self._result(future)  # raises the worker's error, said for a user
+                at, tag = level.pop(future.key), tags.pop(future.key)
+                if at == 0:
+                    following = leaf()
+                    if following is not None:
+                        running.add(following)
+                    if on_done is not None:
+                        on_done(tag)
+                group = waiting.setdefault(at, [])
+                group.append(future)
+                if len(group) == split_every:
+                    running.add(submit(merge, group, at + 1))
+                    waiting[at] = []
+            rest = [future for at in sorted(waiting) for future in waiting[at]]
+            waiting.clear()
+            while len(rest) > split_every:
+                rest = [
+                    submit(merge, rest[i : i + split_every], -1)
+                    for i in range(0, len(rest), split_every)
+                ]
+            if not rest:
+                return None
+            final = rest[0] if len(rest) == 1 else submit(merge, rest, -1)
+            return self._result(final)
         finally:
             self.client.cancel(list(live))
 
@@ -420,7 +469,7 @@ def predict_files(
         size = max(1, min(BATCH_SIZE, -(-n // (cluster.threads * 4))))
         model = cluster.client.scatter(data, broadcast=True, hash=False)
         digest = hashlib.sha256(data).hexdigest()
-        absolute = [os.path.abspath(p) for p in paths]
+        absolute = [_absolute(p) for p in paths]
         parts = (
             (model, digest, settings, absolute[a : a + size], a, abstention, explain, policy,
              calibration)
@@ -438,3 +487,443 @@ def predict_files(
                 log.add(part_log)
             sources = [paths[start + i] for i in kept]
             yield Predictions(sources, tuple(classes), log_proba), extras
+
+
+def write_part(
+    data: bytes, digest: str, settings, paths: Sequence[str], start: int, abstention, explain,
+    policy, classes, fmt: str, top_k, unsure_label: str, folder: str, name: str,
+    shown: Sequence[str], calibration=None,
+):  # fmt: skip
+    """A worker's unit of ``predict --output-dir``: score the files at ``paths`` as
+    :func:`score_part` does and write their lines, each named by ``shown`` (the paths as
+    the user gave them), as the part file ``name`` of ``folder`` (:mod:`nbclass.output`).
+
+    Returns ``(start, end, rows, log, warnings)``: the rows written, the
+    :class:`~nbclass.reading.ReadLog` and the warnings of the documents that every class
+    rules out; nothing of the predictions comes back."""
+    from .output import write_part as write
+    from .render import prediction_lines
+    from .single import prediction_labels
+
+    start, end, log_proba, extras, kept, log = score_part(
+        data, digest, settings, paths, start, abstention, explain, policy, calibration
+    )
+    sources = [shown[i] for i in kept]
+    rows = log_proba.tolist()
+    write(folder, name, prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label))
+    _, problems = prediction_labels(sources, classes, rows, settings, extras, unsure_label)
+    return start, end, len(rows), log, problems
+
+
+def write_predictions(
+    address: str, data: bytes, classes: Sequence[str], settings, paths: Sequence[str],
+    abstention, explain: int | None, policy, log, folder: str, fmt: str, top_k,
+    unsure_label: str, calibration=None,
+) -> tuple[int, int, list[str]]:  # fmt: skip
+    """Score the documents at ``paths`` on the cluster, each part written by the worker
+    that scores it into ``folder`` (already made by :func:`nbclass.output.prepare`), one
+    file per part, named in the order of ``paths``.
+
+    Sources are written as given (local paths relative to this process's folder stay
+    so); skipped documents are merged into ``log`` in the order of ``paths``.
+
+    Returns
+    -------
+    (documents written, parts, warnings)
+    """
+    from .model import BATCH_SIZE
+    from .output import digits_for, part_name
+
+    written, problems = 0, []
+    with connect(address) as cluster:
+        n = len(paths)
+        size = max(1, min(BATCH_SIZE, -(-n // (cluster.threads * 4))))
+        count = -(-n // size)
+        digits = digits_for(count)
+        model = cluster.client.scatter(data, broadcast=True, hash=False)
+        digest = hashlib.sha256(data).hexdigest()
+        parts = (
+            (model, digest, settings, [_absolute(p) for p in paths[a : a + size]], a,
+             abstention, explain, policy, tuple(classes), fmt, top_k, unsure_label, folder,
+             part_name(a // size, fmt, digits), list(paths[a : a + size]), calibration)
+            for a in range(0, n, size)
+        )  # fmt: skip
+        for start, end, rows, part_log, part_problems in cluster.run_ordered(write_part, parts):
+            if log is not None:
+                given = dict(zip(map(_absolute, paths[start:end]), paths[start:end]))
+                part_log.skipped = [
+                    replace(skip, source=given.get(skip.source, skip.source))
+                    for skip in part_log.skipped
+                ]
+                log.add(part_log)
+            written += rows
+            problems.extend(part_problems)
+    return written, count, problems
+
+
+# fit ----------------------------------------------------------------------------------
+
+
+def _absolute(path: str) -> str:
+    """``path`` as a worker must be given it: a URL as it is, a local path absolute."""
+    if isinstance(path, str) and "://" in path:
+        from .storage import is_url
+
+        if is_url(path):
+            return path
+    return os.path.abspath(path)
+
+
+def part_size(n: int, threads: int) -> int:
+    """Documents per part: at most ``PART_SIZE``, and at least four parts per thread."""
+    from .counts import PART_SIZE
+
+    return max(1, min(PART_SIZE, -(-n // (threads * 4))))
+
+
+def list_folder(folder: str):
+    """A worker's listing of one class folder: its files, sorted (a
+    :class:`nbclass.corpus.PathList`)."""
+    from .corpus import PathList, walk_files
+
+    return PathList(walk_files(folder))
+
+
+def take(listing, start: int, end: int) -> list[str]:
+    """``listing[start:end]``: run where the listing is, so that only the slice moves."""
+    return listing[start:end]
+
+
+def tally_listed(paths, label: int, classes, tokenizer, ledger: bool, policy):
+    """``(classes, packed tally)`` of the documents at ``paths``, all of class
+    ``classes[label]``: a leaf of the reduction of :func:`count_folder`."""
+    from .tally import tally_part
+
+    part = tally_part(paths, [label] * len(paths), len(classes), tokenizer, 0, ledger, policy)
+    return tuple(classes), part[2]
+
+
+def tally_given(paths, labels, classes, tokenizer, ledger: bool, policy):
+    """``(classes, packed tally)`` of the documents at ``paths``: a leaf of
+    :func:`count_paths`."""
+    from .tally import tally_part
+
+    return tuple(classes), tally_part(paths, labels, len(classes), tokenizer, 0, ledger, policy)[2]
+
+
+def _merge(*parts):
+    from .tally import combine
+
+    return combine(*parts)
+
+
+def count_paths(
+    address: str, paths, labels, classes, tokenizer, ledger: bool, policy,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple:  # fmt: skip
+    """The packed tally (:func:`nbclass.tally.pack`) of the documents at ``paths``,
+    counted in parts on the cluster and summed there (:meth:`Cluster.reduce`): one
+    result comes back. ``on_progress(start, end)`` as each part is counted."""
+    n = len(paths)
+    with connect(address) as cluster:
+        size = part_size(n, cluster.threads)
+        parts = (
+            (
+                (a, min(n, a + size)),
+                ([_absolute(p) for p in paths[a : a + size]], list(labels[a : a + size]),
+                 tuple(classes), tokenizer, ledger, policy),
+            )
+            for a in range(0, n, size)
+        )  # fmt: skip
+        done = None if on_progress is None else (lambda span: on_progress(*span))
+        result = cluster.reduce(tally_given, parts, _merge, done)
+    return _empty(classes) if result is None else result[1]
+
+
+def _empty(classes) -> tuple:
+    from .reading import ReadLog
+    from .tally import new_tally, pack
+
+    return pack((*new_tally(len(classes)), None, None, ReadLog()))
+
+
+def count_folder(
+    address: str, root: str, tokenizer, ledger: bool, policy, min_classes: int = 2,
+    on_progress: Callable[[int], None] | None = None,
+) -> tuple:  # fmt: skip
+    """``(classes, packed tally)`` of the corpus folder ``root``, listed and counted on
+    the cluster.
+
+    This process lists the top of ``root`` only (its class folders); each class folder
+    is listed by a worker, whose listing stays there, and only its length comes back.
+    Parts of the listings are cut where they are (:func:`take`) and tallied where the
+    scheduler chooses, and the tallies summed on the workers in a tree
+    (:meth:`Cluster.reduce`): this process receives one integer per class and one table
+    of counts. ``on_progress(n)`` as each part of ``n``
+    documents is counted.
+
+    Raises
+    ------
+    CorpusError
+        As :func:`nbclass.corpus.list_corpus` does.
+    """
+    from .corpus import check_classes, class_folders, empty_class
+    from .errors import CorpusError
+
+    folders = class_folders(root)
+    classes = tuple(name for name, _ in folders)
+    with connect(address) as cluster:
+        client = cluster.client
+        listings = [
+            client.submit(list_folder, _absolute(path), pure=False) for _, path in folders
+        ]
+        lengths = [client.submit(len, listing, pure=False) for listing in listings]
+        try:
+            sizes = client.gather(lengths)
+        except Exception:
+            for future in lengths:
+                if future.status != "finished":
+                    cluster._result(future)
+            raise
+        for (_, path), n in zip(folders, sizes):
+            if not n:
+                raise CorpusError(empty_class(path))
+        check_classes(root, classes, min_classes)
+        size = part_size(sum(sizes), cluster.threads)
+
+        def parts():
+            for c, (listing, n) in enumerate(zip(listings, sizes)):
+                for a in range(0, n, size):
+                    b = min(n, a + size)
+                    # the slice is cut where the listing is: a class's listing, which
+                    # may be large, never moves; each part gets its own paths only
+                    paths = client.submit(take, listing, a, b, pure=False)
+                    yield b - a, (paths, c, classes, tokenizer, ledger, policy)
+
+        return cluster.reduce(tally_listed, parts(), _merge, on_progress)
+
+
+def count_on_cluster(
+    address: str, corpus_dir: str | None, lines_path: str | None, tokenizer, ledger: bool,
+    min_classes: int = 2, policy=None, log=None,
+):  # fmt: skip
+    """The :class:`nbclass.learning.Documents` of a corpus folder (:func:`count_folder`)
+    or a labelled-lines file (:func:`count_lines_file`), counted on the cluster; the
+    documents skipped are merged into ``log``."""
+    from .learning import documents_of
+    from .reading import DEFAULT_POLICY
+
+    policy = policy or DEFAULT_POLICY
+    if lines_path is not None:
+        classes, packed = count_lines_file(address, lines_path, tokenizer, ledger, policy)
+        if not classes:
+            if log is not None:
+                log.add(packed[8])
+            raise NbclassError(
+                "no labelled lines in the input: write LABEL<TAB>TEXT or __label__LABEL TEXT "
+                "per line"
+            )
+        return documents_of(classes, packed, ledger, log, lines=True)
+    else:
+        classes, packed = count_folder(
+            address, corpus_dir, tokenizer, ledger, policy, min_classes
+        )
+    return documents_of(classes, packed, ledger, log)
+
+
+# fit --lines FILE: byte ranges --------------------------------------------------------
+
+LINES_RANGE = 64 * 1024 * 1024  # the largest byte range of a --lines file in one part
+
+
+class _Range:
+    """A binary stream of the lines of ``handle`` (open at ``start``) that belong to the
+    byte range ``[start, end)``: those after the first newline at or after ``start``
+    (from the beginning of the file when ``start`` is 0), up to and with the first
+    newline at or after ``end`` (or the end of the file). Consecutive ranges thus hold
+    every line once, as Hadoop's and Dask's text readers split files.
+    """
+
+    def __init__(self, handle, start: int, end: int):
+        from .reading import CHUNK
+
+        self.handle, self.position, self.end, self.chunk = handle, start, end, CHUNK
+        self.skipping = start > 0
+        self.first = 0 if start == 0 else None  # where the range's first line starts
+        self.done = False
+
+    def read(self, n: int = -1) -> bytes:
+        while not self.done:
+            chunk = self.handle.read(self.chunk)
+            if not chunk:
+                self.done = True
+                break
+            if self.skipping:
+                i = chunk.find(b"\n")
+                if i < 0:
+                    self.position += len(chunk)
+                    continue
+                self.skipping = False
+                if self.position + i >= self.end:  # that newline ends the range too
+                    self.done = True
+                    break
+                self.position += i + 1
+                self.first = self.position
+                chunk = chunk[i + 1 :]
+            if self.position + len(chunk) > self.end:
+                i = chunk.find(b"\n", max(0, self.end - self.position))
+                if i >= 0:
+                    self.done = True
+                    return chunk[: i + 1]
+            self.position += len(chunk)
+            if chunk:
+                return chunk
+        return b""
+
+
+def _open_binary(path: str):
+    if isinstance(path, str) and "://" in path:
+        from .storage import is_url, open_binary
+
+        if is_url(path):
+            return open_binary(path)
+    return open(path, "rb")
+
+
+def _size(path: str) -> int:
+    if isinstance(path, str) and "://" in path:
+        from .storage import is_url, size
+
+        if is_url(path):
+            return size(path)
+    return os.path.getsize(path)
+
+
+def _lines_before(path: str, position: int) -> int:
+    """The number of newlines in the first ``position`` bytes of the file at ``path``."""
+    from .reading import CHUNK
+
+    n = 0
+    with _open_binary(path) as handle:
+        while position > 0:
+            chunk = handle.read(min(CHUNK, position))
+            if not chunk:
+                break
+            n += chunk.count(b"\n")
+            position -= len(chunk)
+    return n
+
+
+def tally_range(path: str, start: int, end: int, tokenizer, ledger: bool, policy):
+    """``(classes, packed tally)`` of the labelled lines of ``path`` in the byte range
+    ``[start, end)`` (:class:`_Range`): a leaf of :func:`count_lines_file`.
+
+    Lines are read, limited, decoded and parsed as a local ``fit --lines`` does
+    (:func:`nbclass.reading.iter_lines`, :func:`nbclass.learning.labelled_lines`); the
+    classes are those met, in the order met. A line named in an error or a skip is
+    numbered in the whole file, as locally (the newlines before the range are counted
+    only then).
+    """
+    import re
+    from collections import Counter
+
+    from .corpus import decode
+    from .learning import labelled_lines
+    from .reading import BINARY, BINARY_PROBE, ReadLog, Skip, iter_lines
+    from .tally import pack, tally, tally_ledger
+    from .tokenizer import make_tokenizer
+
+    log = ReadLog()
+    tokenize = make_tokenizer(tokenizer)
+    class_at: dict[str, int] = {}
+    part = ([], [], [], [] if ledger else None)
+    reader = None
+
+    def renumber(text: str) -> str:
+        if reader is None or not reader.first:
+            return text
+        base = _lines_before(path, reader.first)
+        return re.sub(
+            re.escape(path) + r":(\d+)", lambda m: f"{path}:{int(m.group(1)) + base}", text
+        )
+
+    def add(batch):
+        labels = [class_at[label] for label, _ in batch]
+        texts = [data for _, data in batch]
+        if ledger:
+            tally_ledger(texts, labels, len(class_at), tokenize, into=part)
+        else:
+            tally((tokenize(decode(t)) for t in texts), labels, len(class_at), into=part)
+
+    try:
+        with _open_binary(path) as handle:
+            if policy.is_binary(handle.read(BINARY_PROBE)):  # the rule for the whole file
+                if start == 0:
+                    log.skip(Skip(path, BINARY, ""))
+                return (), pack(((), [], [], None, None, log))
+            handle.seek(start)
+            reader = _Range(handle, start, end)
+            lines = iter_lines(path, reader, replace(policy, binary=True), log)
+            batch = []
+            for _source, label, data in labelled_lines(lines):
+                if label not in class_at:
+                    class_at[label] = len(class_at)
+                    part[0].append(0)
+                    part[1].append(Counter())
+                    part[2].append(Counter())
+                batch.append((label, data))
+                if len(batch) == 1000:
+                    add(batch)
+                    batch = []
+            if batch:
+                add(batch)
+    except NbclassError as exc:
+        raise type(exc)(renumber(str(exc))) from None
+    except OSError as exc:
+        raise NbclassError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+    if log.skipped:
+        log.skipped = [replace(skip, source=renumber(skip.source)) for skip in log.skipped]
+    take_seen = getattr(tokenize, "take_seen", None)
+    seen = take_seen() if take_seen else None
+    return tuple(class_at), pack((*part[:3], part[3], seen, log))
+
+
+def count_lines_file(address: str, path: str, tokenizer, ledger: bool, policy) -> tuple:
+    """``(classes, packed tally)`` of the labelled lines of the file ``path`` (a local
+    path that every worker sees, or a URL), split into byte ranges counted by the workers
+    (:func:`tally_range`) and summed among them: this process reads nothing of the file
+    but its size, and receives one table of counts.
+
+    Raises
+    ------
+    UsageError
+        For standard input (it cannot be split), or an encoding whose line end is not
+        the byte ``\\n``.
+    NbclassError
+        When the file cannot be read, or holds no labelled line.
+    """
+    from .errors import UsageError
+
+    if path == "-":
+        raise UsageError(
+            "--scheduler splits --lines FILE into byte ranges that the workers read: "
+            "standard input cannot be split; give a FILE, or count here without --scheduler"
+        )
+    if not policy.splits_lines:
+        raise UsageError(
+            f"--lines splits at the byte \\n, which is not a line end in {policy.encoding}: "
+            "convert the input to UTF-8 first (iconv)"
+        )
+    target = _absolute(path)
+    try:
+        total = _size(target)
+    except OSError as exc:
+        raise NbclassError(f"cannot read {path!r}: {exc.strerror or exc}") from None
+    with connect(address) as cluster:
+        step = max(1, min(LINES_RANGE, -(-total // (cluster.threads * 4))))
+        parts = (
+            ((a, b), (target, a, b, tokenizer, ledger, policy))
+            for a, b in ((a, min(total, a + step)) for a in range(0, total, step))
+        )
+        result = cluster.reduce(tally_range, parts, _merge)
+    return result or ((), _empty(()))

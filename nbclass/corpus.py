@@ -66,13 +66,30 @@ def _unreadable_folder(exc: OSError):
     )
 
 
+def _is_url(path: str) -> bool:
+    """Whether ``path`` is a URL (:mod:`nbclass.storage`, imported only for one)."""
+    if not isinstance(path, str) or "://" not in path:
+        return False
+    from .storage import is_url
+
+    return is_url(path)
+
+
 def walk_files(folder: str) -> list[str]:
     """Every regular file below ``folder``, recursively, sorted by path.
 
     Skips hidden names, editor backups and non-regular files; does not follow symbolic
     links to folders. A folder that cannot be listed is a :class:`CorpusError`, whatever
-    the reading policy: it may hold any number of documents.
+    the reading policy: it may hold any number of documents. ``folder`` may be a URL
+    (:mod:`nbclass.storage`): its objects are listed as URLs.
     """
+    if _is_url(folder):
+        from .storage import walk
+
+        try:
+            return walk(folder, is_skipped_name)
+        except OSError as exc:
+            _unreadable_folder(OSError(exc.errno, exc.strerror or str(exc), folder))
     found, folders = [], [folder]
     while folders:
         try:
@@ -203,7 +220,8 @@ def list_corpus(root: str, min_classes: int = 2) -> Corpus:
     """List a training corpus laid out as one subfolder per class.
 
     ``min_classes`` is 2 for a new model; documents added to (or removed from) an existing
-    model, or a test corpus (``nbclass evaluate``), may all belong to one class.
+    model, or a test corpus (``nbclass evaluate``), may all belong to one class. ``root``
+    may be a URL (:mod:`nbclass.storage`).
 
     Raises
     ------
@@ -211,6 +229,45 @@ def list_corpus(root: str, min_classes: int = 2) -> Corpus:
         When ``root`` is missing or not a folder, has fewer than ``min_classes`` class
         folders, or a class folder holds no documents.
     """
+    class_dirs = class_folders(root)
+    classes, paths, labels = [], PathList(), []
+    for name, path in class_dirs:
+        files = walk_files(path)
+        if not files:
+            raise CorpusError(empty_class(path))
+        index = len(classes)
+        classes.append(name)
+        paths.extend(files)
+        labels.extend([index] * len(files))
+    check_classes(root, classes, min_classes)
+    return Corpus(classes=classes, paths=paths, labels=labels)
+
+
+def empty_class(path: str) -> str:
+    """The error of a class folder with no documents."""
+    return f"class folder {path!r} has no documents: add files to it or remove it"
+
+
+def check_classes(root: str, classes: Sequence[str], min_classes: int) -> None:
+    """Refuse a corpus with fewer than ``min_classes`` classes (:class:`CorpusError`)."""
+    if len(classes) < min_classes:
+        raise CorpusError(
+            f"{root!r} has only one class folder ({classes[0]!r}): a classifier needs at "
+            "least two classes"
+        )
+
+
+def class_folders(root: str) -> list[tuple[str, str]]:
+    """``(class name, folder)`` of each class folder of the corpus ``root``, sorted by
+    name: the top level of the corpus only (loose files there are warned about).
+
+    Raises
+    ------
+    CorpusError
+        When ``root`` is missing, not a folder, or has no class folders.
+    """
+    if _is_url(root):
+        return _class_urls(root)
     if not os.path.exists(root):
         raise CorpusError(f"corpus folder {root!r} does not exist")
     if not os.path.isdir(root):
@@ -236,6 +293,10 @@ def list_corpus(root: str, min_classes: int = 2) -> Corpus:
             class_dirs.append((name, path))
         elif _is_regular_file(path):
             loose_files += 1
+    return _checked_classes(root, class_dirs, loose_files)
+
+
+def _checked_classes(root: str, class_dirs: list, loose_files: int) -> list[tuple[str, str]]:
     if not class_dirs:
         raise CorpusError(
             f"no class folders in {root!r}: put each class's documents in a subfolder "
@@ -246,25 +307,32 @@ def list_corpus(root: str, min_classes: int = 2) -> Corpus:
             f"ignoring {loose_files} file(s) at the top of {root!r}: documents belong in "
             "class folders",
             NbclassWarning,
-            stacklevel=2,
+            stacklevel=4,
         )
-    classes, paths, labels = [], PathList(), []
-    for name, path in class_dirs:
-        files = walk_files(path)
-        if not files:
-            raise CorpusError(
-                f"class folder {path!r} has no documents: add files to it or remove it"
-            )
-        index = len(classes)
-        classes.append(name)
-        paths.extend(files)
-        labels.extend([index] * len(files))
-    if len(classes) < min_classes:
+    return class_dirs
+
+
+def _class_urls(root: str) -> list[tuple[str, str]]:
+    """:func:`class_folders` of a corpus at a URL: its prefixes are the class folders."""
+    from .storage import info, join, listdir
+
+    found = info(root)
+    if found is None:
+        raise CorpusError(f"corpus folder {root!r} does not exist")
+    if found.get("type") != "directory":
         raise CorpusError(
-            f"{root!r} has only one class folder ({classes[0]!r}): a classifier needs at "
-            "least two classes"
+            f"{root!r} is a file, not a corpus folder: give a folder with one subfolder per class"
         )
-    return Corpus(classes=classes, paths=paths, labels=labels)
+    try:
+        entries = listdir(root)
+    except OSError as exc:
+        raise CorpusError(f"cannot read corpus folder {root!r}: {exc.strerror or exc}") from None
+    class_dirs = [
+        (name, join(root, name)) for name, folder in entries
+        if folder and not is_skipped_name(name)
+    ]  # fmt: skip
+    loose = sum(1 for name, folder in entries if not folder and not is_skipped_name(name))
+    return _checked_classes(root, class_dirs, loose)
 
 
 def read_bytes(path: str) -> bytes:
@@ -315,6 +383,16 @@ def expand_paths(paths: Iterable[str]) -> Iterator[str]:
     for path in paths:
         if path == STDIN:
             yield path
+        elif _is_url(path):
+            from .storage import info
+
+            found = info(path)
+            if found is None:
+                raise NbclassError(f"{path!r} does not exist")
+            if found.get("type") == "directory":
+                yield from walk_files(path)
+            else:
+                yield path
         elif os.path.isdir(path):
             yield from walk_files(path)
         elif os.path.exists(path):
@@ -370,7 +448,7 @@ def iter_documents(
             yield from iter_lines(STDIN, _stdin_bytes(), policy, log)
             continue
         try:
-            handle = open(path, "rb")
+            handle = _open_lines(path)
         except OSError as exc:
             if policy.on_error == "fail":
                 raise NbclassError(
@@ -383,6 +461,15 @@ def iter_documents(
             yield from iter_lines(path, handle, policy, log)
 
 
+def _open_lines(path: str):
+    """``path`` open for reading bytes (a URL through :mod:`nbclass.storage`)."""
+    if _is_url(path):
+        from .storage import open_binary
+
+        return open_binary(path)
+    return open(path, "rb")
+
+
 def list_inputs(paths: Iterable[str]) -> list[tuple[str, bool]]:
     """``(path, walked)`` of every document that :func:`iter_documents` would read from
     ``paths`` (files and folders), in the same order; ``walked`` says it was found in a
@@ -393,7 +480,12 @@ def list_inputs(paths: Iterable[str]) -> list[tuple[str, bool]]:
 def _expand(paths: Iterable[str]) -> Iterator[tuple[str, bool]]:
     """:func:`expand_paths`, with whether each path was found by walking a folder."""
     for path in paths:
-        if path != STDIN and os.path.isdir(path):
+        if path != STDIN and not _is_url(path) and os.path.isdir(path):
             yield from ((found, True) for found in walk_files(path))
+        elif _is_url(path):
+            from .storage import isdir
+
+            walked = isdir(path)
+            yield from ((p, walked) for p in expand_paths([path]))
         else:
             yield from ((p, False) for p in expand_paths([path]))

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
 
 from .errors import UsageError
 from .reading import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
-from .tally import Tally, narrow, pack, tally, tally_part, tally_paths
+from .tally import Tally, narrow, pack, tally, tally_paths
 from .tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
 
@@ -609,27 +609,23 @@ def count_corpus(
 
     With ``scheduler`` (a Dask scheduler's address), parts of at most ``PART_SIZE``
     documents (at least four per worker thread) are tallied on that cluster's workers
-    instead, whatever the size of the corpus; the workers read the files at their
-    absolute paths.
+    instead, whatever the size of the corpus, and summed there
+    (:func:`nbclass.cluster.count_paths`); the workers read the files at their absolute
+    paths (URLs as they are).
     """
     accumulator = CountAccumulator(classes)
     n, C = len(paths), len(classes)
     ledger = entries is not None
     size = max(1, min(PART_SIZE, -(-n // (max(1, jobs) * 8))))
-    if scheduler:
-        with part_runner(jobs, scheduler) as (workers, run):
-            paths = [os.path.abspath(path) for path in paths]  # their folder is not ours
-            size = max(1, min(PART_SIZE, -(-n // (workers * 4))))
-            parts = (
-                (paths[a : a + size], labels[a : a + size], C, tokenizer, a, ledger, policy)
-                for a in range(0, n, size)
-            )
-            for start, end, packed in run(tally_part, parts):
-                accumulator.add_packed(packed, entries, seen)
-                if log is not None:
-                    log.add(packed[8])
-                if on_progress:
-                    on_progress(start, end)
+    if scheduler:  # counted and summed on the cluster: one table comes back
+        from .cluster import count_paths
+
+        packed = count_paths(
+            scheduler, paths, labels, classes, tokenizer, ledger, policy, on_progress
+        )
+        accumulator.add_packed(packed, entries, seen)
+        if log is not None:
+            log.add(packed[8])
         return accumulator.result()
     share = _Share(paths, labels, C, tokenizer, ledger, size, policy)
     if jobs <= 1 or n <= size or not has_bytes(paths, PARALLEL_MIN_BYTES):
@@ -777,18 +773,3 @@ def _pool(jobs: int, context, share: _Share):
         yield pool
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-@contextmanager
-def part_runner(jobs: int, scheduler: str):
-    """Where parts of the work run: ``(workers, run)``, on a Dask cluster.
-
-    ``run(function, parts)`` calls ``function(*args)`` for each ``args`` of ``parts`` and
-    yields the results as they finish, in any order, without looking inside them, on
-    the Dask cluster whose scheduler is at ``scheduler`` (:mod:`nbclass.cluster`).
-    ``workers`` is how many run at once. (Local workers: :meth:`_Share.tally_in_workers`.)
-    """
-    from .cluster import connect
-
-    with connect(scheduler) as cluster:
-        yield cluster.threads, cluster.run_unordered

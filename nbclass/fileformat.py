@@ -160,9 +160,15 @@ def read(path: str) -> bytes:
     meanwhile is refused too), and at
     most the size its fixed 32-byte prefix declares is read. A file longer than that is
     refused without reading the rest; a shorter one is read whole and refused as
-    truncated by :func:`parse`.
+    truncated by :func:`parse`. ``path`` may be a URL (:mod:`nbclass.storage`): the object
+    is read whole, and refused by :func:`parse` if it is not a model.
     """
     try:
+        if isinstance(path, str) and "://" in path:
+            from .storage import is_url, read_bytes
+
+            if is_url(path):
+                return read_bytes(path)
         before = os.stat(path)
     except FileNotFoundError:
         raise ModelFileError(

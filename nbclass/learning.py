@@ -151,6 +151,10 @@ class Reservoir:
         self.size, self.seen, self.items = size, 0, []
         self._random = random.Random(seed)
 
+    def texts(self) -> list[tuple[str, str]]:
+        """The sample of ``(label, bytes)`` lines as ``(label, text)``, decoded as fit does."""
+        return [(label, decode(data)) for label, data in self.items]
+
     def offer(self, item) -> None:
         self.seen += 1
         if len(self.items) < self.size:
@@ -159,6 +163,34 @@ class Reservoir:
         k = self._random.randrange(self.seen)
         if k < self.size:
             self.items[k] = item
+
+
+def documents_of(
+    classes: Sequence[str], packed: tuple, ledger: bool, log: ReadLog | None = None,
+    lines: bool = False,
+) -> Documents:  # fmt: skip
+    """The :class:`Documents` of one packed tally over ``classes`` (the sum that a Dask
+    cluster sends back, :mod:`nbclass.cluster`), as :func:`count_documents` makes them
+    of a corpus folder, or :func:`count_lines` of labelled lines if ``lines``; the read
+    log of the tally is merged into ``log``."""
+    entries = [] if ledger else None
+    seen = {} if len(packed) > 7 and packed[7] is not None else None
+    accumulator = CountAccumulator(classes)
+    accumulator.add_packed(packed, entries, seen)
+    if log is not None and len(packed) > 8:
+        log.add(packed[8])
+    counts = accumulator.result()
+    if lines:
+        counts = merge(counts).pruned()  # classes sorted, as count_lines gives them
+    if entries is None:
+        return Documents(counts, None, seen)
+    book = from_entries(entries, counts.vocabulary)
+    if lines:
+        book, classes, vocabulary = unify([(book, list(classes), counts.vocabulary)])
+    else:
+        classes, vocabulary = counts.classes, counts.vocabulary
+    book, counts = canonical(book, classes, vocabulary)
+    return Documents(counts, book, seen)
 
 
 def corpus_keys(
@@ -263,6 +295,15 @@ def line_keys(lines: Iterable[tuple[str, str]]) -> tuple[Keys, list[str]]:
     return keys, sources
 
 
+def lines_sample(lines: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The sample of labelled lines :func:`count_lines` keeps with ``sample``, read alone
+    (when the lines were counted elsewhere, on a cluster)."""
+    reservoir = Reservoir(SAMPLE_DOCUMENTS, SEED)
+    for _source, label, data in labelled_lines(lines):
+        reservoir.offer((label, data))
+    return reservoir.texts()
+
+
 def count_lines(
     lines: Iterable[tuple[str, str]], tokenizer: TokenizerSettings, ledger: bool,
     sample: bool = False,
@@ -311,7 +352,7 @@ def count_lines(
             "no labelled lines in the input: write LABEL<TAB>TEXT or __label__LABEL TEXT per line"
         )
     counts = merge(*parts).pruned()
-    texts = None if reservoir is None else [(c, decode(t)) for c, t in reservoir.items]
+    texts = None if reservoir is None else reservoir.texts()
     if not ledger:
         return Documents(counts, None, seen, texts)
     book = from_entries(entries, counts.vocabulary)

@@ -247,6 +247,9 @@ def locked(path: str) -> Iterator[None]:
     """
     import fcntl
 
+    if _is_url(path):  # object stores have no locks: a write is one put, whole or nothing
+        yield
+        return
     check_destination(path)
     try:
         fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o666)
@@ -261,6 +264,14 @@ def locked(path: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def _is_url(path: str) -> bool:
+    if not isinstance(path, str) or "://" not in path:
+        return False
+    from .storage import is_url
+
+    return is_url(path)
 
 
 def _temporary_prefix(path: str) -> str:
@@ -295,7 +306,16 @@ def write_atomic(data: bytes, path: str) -> int:
     """Write the bytes of a model file to ``path`` atomically; returns their number.
 
     ``path`` must not exist or be a regular file (:func:`check_destination`); it is
-    checked again just before the rename."""
+    checked again just before the rename. At a URL (:mod:`nbclass.storage`), the object is
+    written in one put."""
+    if _is_url(path):
+        from .storage import write_bytes
+
+        try:
+            write_bytes(path, data)
+        except OSError as exc:
+            raise ModelFileError(f"cannot write model {path!r}: {exc.strerror}") from None
+        return len(data)
     check_destination(path)
     folder = os.path.dirname(os.path.abspath(path))
     try:

@@ -261,6 +261,11 @@ def read_document(
     try:
         if handle is not None:
             return _read_limited(path, handle, policy, log)
+        if isinstance(path, str) and "://" in path:  # maybe a URL: fsspec, imported only then
+            from .storage import is_url
+
+            if is_url(path):
+                return _read_url(path, policy, log)
         flags = os.O_RDONLY | getattr(os, "O_NOCTTY", 0)
         if walked:
             flags |= os.O_NONBLOCK  # opening a FIFO must not wait for a writer
@@ -285,6 +290,23 @@ def read_document(
             ) from None
         log.skip(Skip(path, *_reason(exc, walked)))
         return None
+
+
+def _read_url(path: str, policy: ReadPolicy, log: ReadLog) -> bytes | None:
+    """:func:`_read_limited` of the object at the URL ``path`` (:mod:`nbclass.storage`);
+    a storage error is an OSError naming what went wrong."""
+    from .storage import open_binary, why
+
+    try:
+        with open_binary(path) as handle:
+            return _read_limited(path, handle, policy, log)
+    except NbclassError:
+        raise
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT)) from None
+    except Exception as exc:  # the filesystem's own errors (network, credentials)
+        code = exc.errno if isinstance(exc, OSError) and exc.errno else errno.EIO
+        raise OSError(code, why(exc)) from None
 
 
 def _read_file(path: str, fd: int, size: int, policy: ReadPolicy, log: ReadLog) -> bytes | None:

@@ -291,3 +291,78 @@ def tally_part(
     splitter = None if ledger else ascii_splitter(tokenizer, policy.encoding)
     part = tally_paths(paths, labels, n_classes, tokenize, ledger, policy, splitter=splitter)
     return start, start + len(paths), pack(part)
+
+
+def combine(*parts: tuple) -> tuple:
+    """The sum of tallies ``(classes, packed)`` (class names, and a :func:`pack`-ed tally
+    over them), in the same form: the merge step of a reduction on a Dask cluster.
+
+    Classes are matched by name: when every part has the same classes, in the same
+    order, the sum keeps them; otherwise it has the sorted union. Words are matched by
+    name too; the sum's words are sorted, and its cells are grouped by class as
+    :func:`pack` makes them, one per (word, class) pair, with the counts added. Ledger
+    entries are concatenated (their class indices renumbered), sampled words of hashed
+    columns merged, read logs merged. Counts are integers, so any grouping of the parts
+    gives the same sum.
+
+    >>> a = ("ab", pack(tally([["x", "y"], ["y"]], [0, 1], 2)))
+    >>> b = ("b", pack(tally([["y", "z", "z"]], [0], 1)))
+    >>> classes, packed = combine(a, b)
+    >>> classes, packed[0], packed[1].split("\\x00"), packed[2].tolist()
+    (('a', 'b'), [1, 2], ['x', 'y', 'z'], [2, 2])
+    >>> packed[3].tolist(), packed[4].tolist(), packed[5].tolist()
+    ([0, 1, 1, 2], [1, 1, 2, 1], [1, 1, 2, 2])
+    """
+    import numpy as np
+
+    named = [tuple(names) for names, _ in parts]
+    if all(names == named[0] for names in named):
+        classes = named[0]
+    else:
+        classes = tuple(sorted(set().union(*named)))
+    at_class = {name: c for c, name in enumerate(classes)}
+    word_lists = [packed[1].split("\x00") if packed[1] else [] for _, packed in parts]
+    words = sorted(set().union(*word_lists))
+    index = dict(zip(words, range(len(words))))
+    C, V = len(classes), max(1, len(words))
+    class_count = [0] * C
+    keys, doc_counts, token_counts = [], [], []
+    entries = seen = None
+    log = ReadLog()
+    for names, (_, packed), listed in zip(named, parts, word_lists):
+        columns = np.array([at_class[name] for name in names], dtype=np.int64)
+        for c, n in zip(columns.tolist(), packed[0]):
+            class_count[c] += int(n)
+        at = np.fromiter(map(index.__getitem__, listed), dtype=np.int64, count=len(listed))
+        column = np.repeat(columns, np.asarray(packed[2], dtype=np.int64))
+        keys.append(column * V + at[np.asarray(packed[3], dtype=np.int64)])
+        doc_counts.append(np.asarray(packed[4], dtype=np.int64))
+        token_counts.append(np.asarray(packed[5], dtype=np.int64))
+        rest = (*packed[6:9], None, None, None)[:3]  # entries, seen, log (if any)
+        if rest[0] is not None:
+            mapped = columns.tolist()
+            entries = entries if entries is not None else []
+            entries.extend((key, mapped[c], bag) for key, c, bag in rest[0])
+        if rest[1]:
+            from .hashing import add_representative
+
+            seen = seen if seen is not None else {}
+            for column_name, sample in rest[1].items():
+                for key, word in sample:
+                    add_representative(seen, column_name, key, word)
+        log.add(rest[2])
+    key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else key
+    sums = []
+    for values in (doc_counts, token_counts):
+        values = np.concatenate(values)[order] if key.size else key
+        sums.append(np.add.reduceat(values, first) if key.size else values)
+    unique = key[first]
+    lengths = np.bincount(unique // V, minlength=C).astype(np.int64)
+    packed = (
+        class_count, "\x00".join(words), *map(narrow, (lengths, unique % V, *sums)),
+        entries, seen, log,
+    )  # fmt: skip
+    return classes, packed
