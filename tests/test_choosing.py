@@ -1,0 +1,383 @@
+"""fit --model auto: the named formulas, the choice from the data, and the calibration.
+
+- A model name means its formula: through the real command, --model multinomial /
+  bernoulli with --beta 1 give scikit-learn's MultinomialNB / BernoulliNB probabilities,
+  and --model complement --no-class-prior ComplementNB's decisions.
+- The folds' training counts are exactly a refit without the fold.
+- On planted corpora (documents drawn from a Bernoulli, a multinomial and a bursty
+  model) fit chooses a model of the right kind.
+- The calibration lowers the held-out log loss of an overconfident model, never
+  changes a label, and travels with the model file (kept by update, merge and unlearn,
+  chosen again by sync).
+- Selection reads only training documents.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from click.testing import CliRunner
+from conftest import DEMO_CORPUS, DEMO_DOCS, nbclass_command, write_corpus
+
+from nbclass import choosing
+from nbclass.choosing import (
+    CANDIDATES,
+    choose,
+    fit_calibration,
+    fold_of,
+    sample_indices,
+    stratified_fold_ids,
+)
+from nbclass.cli import cli
+from nbclass.counts import CountAccumulator
+from nbclass.estimators import Calibration, EstimatorSettings
+from nbclass.modelfile import load
+from nbclass.vectorizer import count_matrix
+
+
+def run(*args, input: bytes | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*nbclass_command(), *map(str, args)], input=input, capture_output=True, timeout=300
+    )
+
+
+def invoke(*args, input=None):
+    return CliRunner().invoke(cli, [str(a) for a in args], input=input)
+
+
+def jsonl_probabilities(model, folder, *options) -> dict[str, dict[str, float]]:
+    result = run("predict", "-m", model, folder, "--format", "jsonl", *options)
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    return {r["source"]: r["probabilities"] for r in records}
+
+
+# --- a model name means its formula ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def news_vectors(news_sample):
+    """scikit-learn's view of the 20 Newsgroups sample: X_train, y_train, X_test, paths."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    train, test = news_sample
+    classes = sorted(p.name for p in train.iterdir())
+
+    def documents(root):
+        paths = sorted(p for c in classes for p in (root / c).iterdir())
+        texts = [p.read_text(encoding="utf-8", errors="replace") for p in paths]
+        return paths, texts, [classes.index(p.parent.name) for p in paths]
+
+    _, train_texts, y = documents(train)
+    test_paths, test_texts, _ = documents(test)
+    vectorizer = CountVectorizer()
+    X = vectorizer.fit_transform(train_texts)
+    return X, np.array(y), vectorizer.transform(test_texts), test_paths, classes
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(
+    "options, estimator",
+    [
+        (["--model", "multinomial", "--beta", "1"], "MultinomialNB"),
+        (["--model", "bernoulli", "--beta", "1"], "BernoulliNB"),
+        (["--model", "multinomial"], "MultinomialNB"),  # β = 1 is the formula's default
+    ],
+)
+def test_a_named_model_gives_scikit_learns_probabilities(
+    news_sample, news_vectors, tmp_path, options, estimator
+):
+    import sklearn.naive_bayes as nb
+
+    train, test = news_sample
+    X, y, X_test, test_paths, classes = news_vectors
+    model = tmp_path / "m.nbc"
+    assert run("fit", train, "-o", model, "-q", *options).returncode == 0
+    assert load(str(model)).calibration is None and load(str(model)).choice is None
+    ours = jsonl_probabilities(model, test)
+    theirs = getattr(nb, estimator)(alpha=1.0).fit(X, y).predict_proba(X_test)
+    for path, row in zip(test_paths, theirs):
+        got = ours[str(path)]
+        assert max(abs(got[c] - row[k]) for k, c in enumerate(classes)) <= 1e-9
+
+
+@pytest.mark.corpus
+def test_named_complement_without_the_prior_decides_as_complementnb(
+    news_sample, news_vectors, tmp_path
+):
+    from sklearn.naive_bayes import ComplementNB
+
+    train, test = news_sample
+    X, y, X_test, test_paths, classes = news_vectors
+    model = tmp_path / "m.nbc"
+    options = ["--model", "complement", "--beta", "1", "--no-class-prior"]
+    assert run("fit", train, "-o", model, "-q", *options).returncode == 0
+    result = run("predict", "-m", model, test)
+    labels = dict(line.split("\t")[:2] for line in result.stdout.decode().splitlines())
+    theirs = ComplementNB(alpha=1.0).fit(X, y).predict(X_test)
+    assert [labels[str(p)] for p in test_paths] == [classes[k] for k in theirs]
+
+
+def test_predict_with_a_model_name_scores_that_formula_not_the_stored_transform(tmp_path):
+    """A model fit chose (complement, log tf, ...) scored with --model multinomial is the
+    plain multinomial: the same as a model fitted with --model multinomial."""
+    chosen, plain = tmp_path / "auto.nbc", tmp_path / "plain.nbc"
+    assert run("fit", DEMO_CORPUS, "-o", chosen, "-q").returncode == 0
+    assert run("fit", DEMO_CORPUS, "-o", plain, "-q", "--model", "multinomial").returncode == 0
+    assert jsonl_probabilities(chosen, DEMO_DOCS, "--model", "multinomial") == (
+        jsonl_probabilities(plain, DEMO_DOCS)
+    )
+
+
+def test_a_given_option_turns_the_calibration_off(tmp_path):
+    model = tmp_path / "m.nbc"
+    assert run("fit", DEMO_CORPUS, "-o", model, "-q").returncode == 0
+    stored = load(str(model))
+    assert stored.calibration is not None
+    plain = jsonl_probabilities(model, DEMO_DOCS, "--no-calibration")
+    formula = {"--model": stored.defaults.model}
+    given = jsonl_probabilities(model, DEMO_DOCS, *sum(map(list, formula.items()), []))
+    calibrated = jsonl_probabilities(model, DEMO_DOCS)
+    assert calibrated != plain
+    for source, row in calibrated.items():  # the same order of the classes, other numbers
+        assert sorted(row, key=row.get) == sorted(plain[source], key=plain[source].get)
+    if stored.defaults == EstimatorSettings(model=stored.defaults.model):
+        assert given == plain  # the stored settings are the formula itself
+
+
+# --- the folds ------------------------------------------------------------------------------
+
+
+def counts_of(documents: list[list[str]], labels: list[int], classes=("a", "b")):
+    accumulator = CountAccumulator(list(classes))
+    accumulator.add(count_matrix(documents, accumulator.vocabulary), labels)
+    return accumulator.result()
+
+
+def test_a_folds_training_counts_are_a_refit_without_it():
+    documents = [["x", "y", "y"], ["y", "z"], ["x", "w"], ["w", "w", "v"], ["v"]]
+    labels = [0, 0, 1, 1, 0]
+    counts = counts_of(documents, labels)
+    at = {w: j for j, w in enumerate(counts.vocabulary)}
+    X = count_matrix(documents, at)
+    held = np.array([1, 4])  # the second and the last document
+    fold = fold_of(counts, sp.csr_matrix(X), np.array(labels), held)
+    rest = [0, 2, 3]
+    refit = counts_of([documents[i] for i in rest], [labels[i] for i in rest])
+    assert fold.counts.equals(refit)  # "z" and "v" are gone, as a refit never saw them
+    assert [counts.vocabulary[j] for j in fold.words] == list(refit.vocabulary)
+
+
+def test_a_class_left_without_documents_is_dropped_from_the_fold():
+    documents = [["x"], ["y"], ["x", "y"]]
+    counts = counts_of(documents, [0, 0, 1])
+    X = sp.csr_matrix(count_matrix(documents, {w: j for j, w in enumerate(counts.vocabulary)}))
+    fold = fold_of(counts, X, np.array([0, 0, 1]), np.array([2]))
+    assert fold.counts.classes == ("a",) and fold.classes.tolist() == [0]
+
+
+def test_stratified_folds_deal_each_class_in_turn():
+    y = np.array([0] * 7 + [1] * 3)
+    fold = stratified_fold_ids(y, 5)
+    assert np.bincount(fold, minlength=5).tolist() == [2, 2, 2, 2, 2]
+    for c in (0, 1):
+        sizes = np.bincount(fold[y == c], minlength=5)
+        assert sizes.max() - sizes.min() <= 1
+
+
+def test_the_sample_keeps_every_class_and_its_share():
+    labels = np.array([0] * 9000 + [1] * 990 + [2] * 10)
+    chosen = sample_indices(labels, limit=1000)
+    shares = np.bincount(labels[chosen], minlength=3).tolist()
+    assert shares == [900, 99, 1]
+    assert (np.diff(chosen) > 0).all()
+    assert sample_indices(labels[:500], limit=1000).tolist() == list(range(500))
+
+
+def test_a_sample_of_single_document_classes_chooses_the_first_candidate():
+    documents = [["x"], ["y"]]
+    counts = counts_of(documents, [0, 1])
+    X = sp.csr_matrix(count_matrix(documents, {w: j for j, w in enumerate(counts.vocabulary)}))
+    choice = choose(counts, X, np.array([0, 1]))
+    assert choice.settings == CANDIDATES[0] and choice.documents == 0
+    assert choice.calibration == Calibration(0.0, 0.0)
+
+
+# --- planted corpora: the right kind of model wins -------------------------------------------
+
+
+def planted(tmp_path, kind: str, seed: int = 7):
+    """Two classes over 60 words, 150 documents each, drawn from one generative model."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{j:02d}" for j in range(60)]
+    # each class favours its own 12 words a little; the rest are shared
+    profiles = []
+    for c in range(2):
+        theta = np.full(60, 1.0)
+        theta[c * 12 : c * 12 + 12] = 1.6
+        profiles.append(theta / theta.sum())
+    documents = {}
+    for c, theta in enumerate(profiles):
+        texts = []
+        for _ in range(150):
+            if kind == "bernoulli":  # each word present or not, once at most; the classes
+                # differ only in how many words a document holds (the same proportions), so
+                # only the absent words tell them apart
+                present = rng.random(60) < (0.2 if c == 0 else 0.45)
+                tokens = [w for w, p in zip(words, present) if p]
+            elif kind == "multinomial":  # 40 independent draws
+                tokens = list(rng.choice(words, size=40, p=theta))
+            else:  # bursty: 6 distinct words, each repeated many times
+                distinct = rng.choice(60, size=6, replace=False, p=theta)
+                tokens = [words[j] for j in distinct for _ in range(int(rng.integers(3, 12)))]
+            rng.shuffle(tokens)
+            texts.append(" ".join(tokens) or "w00")
+        documents[f"c{c}"] = texts
+    return write_corpus(tmp_path / kind, documents)
+
+
+@pytest.mark.parametrize(
+    "kind, expected",
+    [
+        ("bernoulli", {"bernoulli", "dcm"}),  # absences (or the DCM's length term) tell
+        ("multinomial", {"multinomial", "complement"}),  # models of counts
+        ("bursty", {"dcm", "bernoulli", "log"}),  # repeats carry no news: presence, the
+    ],  # DCM, or counts damped by log(1 + tf)
+)
+def test_fit_chooses_a_model_of_the_kind_the_documents_were_drawn_from(tmp_path, kind, expected):
+    corpus = planted(tmp_path, kind)
+    model = tmp_path / "m.nbc"
+    result = invoke("fit", corpus, "-o", model, "-j", "1")
+    assert result.exit_code == 0, result.output
+    chosen = load(str(model))
+    kind_of = {chosen.defaults.model, chosen.defaults.tf}
+    assert kind_of & expected, chosen.choice["chosen"]
+    assert f"chose {chosen.choice['chosen']}, " in result.output
+    table = {row["name"]: row for row in chosen.choice["candidates"]}
+    assert len(table) == len(CANDIDATES) and sum(r["chosen"] for r in table.values()) == 1
+
+
+# --- the calibration -------------------------------------------------------------------------
+
+
+def test_the_calibration_lowers_the_held_out_log_loss_of_an_overconfident_model():
+    """Scores ten times too sure (the true log-odds are jll / 10): the fitted temperature
+    brings the log loss of new documents from the same source down, labels unchanged."""
+    rng = np.random.default_rng(3)
+
+    def draw(n):
+        lengths = rng.integers(5, 200, size=n)
+        margin = rng.normal(0.0, 1.0, size=n) * np.sqrt(lengths) * 0.3
+        p_true = 1 / (1 + np.exp(-margin))
+        y = (rng.random(n) > p_true).astype(np.int64)  # class 0 with probability p_true
+        jll = np.stack([margin * 10, np.zeros(n)], axis=1)
+        return jll, y, lengths
+
+    jll, y, lengths = draw(4000)
+    calibration = fit_calibration(jll, y, lengths)
+    assert calibration.t0 > 0 or calibration.t1 > 0  # a temperature above 1: less sure
+    new_jll, new_y, new_lengths = draw(4000)
+    before = choosing.log_loss_of(choosing.calibrated(new_jll, new_lengths, None), new_y)
+    after = choosing.log_loss_of(choosing.calibrated(new_jll, new_lengths, calibration), new_y)
+    assert after < 0.8 * before
+    same = choosing.calibrated(new_jll, new_lengths, calibration).argmax(axis=1)
+    assert (same == new_jll.argmax(axis=1)).all()
+
+
+def test_a_perfect_sample_does_not_drive_the_temperature_to_zero():
+    """Platt's targets: n documents all right still leave room for doubt."""
+    jll = np.array([[2.0, 0.0]] * 20 + [[0.0, 2.0]] * 20)
+    y = np.array([0] * 20 + [1] * 20)
+    calibration = fit_calibration(jll, y, np.full(40, 10))
+    top = math.exp(choosing.calibrated(jll[:1], np.array([10]), calibration)[0, 0])
+    assert top <= 1 - 1 / (40 + 2) + 1e-6
+
+
+def test_the_temperature_formula_by_hand():
+    calibration = Calibration(t0=math.log(2), t1=0.5)
+    # T = 2 · (1 + 8)^0.5 = 6 for a document of 8 known tokens
+    assert calibration.temperature(8) == pytest.approx(6.0, rel=1e-15)
+    row = choosing.calibrated(np.array([[12.0, 0.0]]), np.array([8]), calibration)[0]
+    p = F(1) / (1 + F(math.exp(-2.0)))  # softmax of (12/6, 0)
+    assert math.exp(row[0]) == pytest.approx(float(p), rel=1e-12)
+
+
+# --- the choice travels with the model --------------------------------------------------------
+
+
+def test_the_choice_and_calibration_round_trip_and_survive_update_merge_unlearn(tmp_path):
+    model, shard = tmp_path / "m.nbc", tmp_path / "shard.nbc"
+    assert invoke("fit", DEMO_CORPUS, "-o", model, "-q").exit_code == 0
+    first = load(str(model))
+    assert first.choice is not None and first.calibration is not None
+    info = json.loads(invoke("info", "-m", model, "--format", "json").stdout)
+    assert info["choice"] == first.choice and info["calibration"] == first.calibration.to_dict()
+    lines = "billing\tmy invoice was charged twice\noutage\tthe api is down\n"
+    assert invoke("fit", "--lines", "-", "--update", model, input=lines).exit_code == 0
+    updated = load(str(model))
+    assert (updated.defaults, updated.choice, updated.calibration) == (
+        first.defaults, first.choice, first.calibration,
+    )  # fmt: skip
+    assert invoke("unlearn", "--lines", "-", "-m", model, input=lines).exit_code == 0
+    assert load(str(model)).calibration == first.calibration
+    assert invoke("fit", "--lines", "-", "-o", shard, "-q", input=lines * 3).exit_code == 0
+    merged = tmp_path / "merged.nbc"
+    result = run("merge", model, shard, "-o", merged, "-q")  # a warning: other defaults
+    assert result.returncode == 0 and b"has a different default" in result.stderr
+    assert load(str(merged)).calibration == first.calibration  # the first model's
+    # an estimator option on update changes the settings: their calibration goes
+    options = ["--model", "multinomial"]
+    assert invoke("fit", "--lines", "-", "--update", model, *options, input=lines).exit_code == 0
+    assert load(str(model)).calibration is None and load(str(model)).choice is None
+
+
+def test_sync_chooses_again_and_equals_a_fresh_fit(tmp_path):
+    import shutil
+
+    inbox = tmp_path / "inbox"
+    shutil.copytree(DEMO_CORPUS, inbox)
+    live, fresh = tmp_path / "live.nbc", tmp_path / "fresh.nbc"
+    assert invoke("sync", inbox, "-m", live, "-q").exit_code == 0
+    for i in range(6):
+        (inbox / "outage" / f"new{i}.txt").write_text(f"the api times out again {i}\n")
+    assert invoke("sync", inbox, "-m", live, "-q").exit_code == 0
+    assert invoke("fit", inbox, "-o", fresh, "--ledger", "-q").exit_code == 0
+    assert live.read_bytes() == fresh.read_bytes()
+
+
+def test_auto_with_other_estimator_options_is_a_usage_error(tmp_path):
+    result = run("fit", DEMO_CORPUS, "-o", tmp_path / "m.nbc", "--model", "auto", "--tf", "log")
+    assert result.returncode == 2
+    assert b"--model auto chooses the estimator, priors and transforms itself" in result.stderr
+
+
+# --- selection reads only the training documents ---------------------------------------------
+
+
+def test_fit_reads_only_its_corpus(tmp_path, monkeypatch):
+    """Every document fit opens, for counting and for choosing, is in the training folder."""
+    from nbclass import reading
+
+    train = write_corpus(
+        tmp_path / "train",
+        {"a": [f"alpha word{i} common" for i in range(8)], "b": [f"beta w{i}" for i in range(8)]},
+    )
+    opened = []
+    real = reading.read_document
+
+    def spy(path, *args, **kwargs):
+        opened.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(reading, "read_document", spy)
+    monkeypatch.setattr("nbclass.learning.read_document", spy)
+    assert invoke("fit", train, "-o", tmp_path / "m.nbc", "-j", "1", "-q").exit_code == 0
+    assert opened and all(p.startswith(str(train)) for p in opened)
+    listed = {str(p) for p in train.rglob("*.txt")}
+    assert set(opened) <= listed
