@@ -31,6 +31,7 @@ in about a third of the time on 20 Newsgroups.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -123,14 +124,18 @@ def _joined(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:
 _LONG = np.uint64(1 << 63)  # the flag of a key that is a hash
 
 
-def run_keys(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def run_keys(
+    codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, ascii: bool = False
+) -> np.ndarray:
     """The key of each run, uint64 of shape (R,).
 
-    A run of at most 8 bytes is its own key: its bytes, big-endian, padded with zero
-    bytes. ASCII bytes are below 128 and never 0, so the key tells the bytes and the
-    length, its top bit is 0, and the keys of such runs are in the order of their
-    words. A longer run's key is its :func:`run_hashes` with the top bit set, which
-    another run may share: only such keys need their bytes compared (:func:`is_long`).
+    A run of at most 8 bytes whose first byte is ASCII is its own key: its bytes,
+    big-endian, padded with zero bytes. The bytes of a run (ASCII, or UTF-8 of word
+    characters) are never 0, so the key tells the bytes and the length, its top bit is
+    0, and the keys of such runs are in the order of their words. Another run's key
+    (longer, or starting with a byte of a UTF-8 sequence) is its :func:`run_hashes` with
+    the top bit set, which another run may share: only such keys need their bytes
+    compared (:func:`is_long`). ``ascii`` says every byte is ASCII (no test needed).
     """
     size = codes.size
     padded = np.zeros(size + 8, dtype=np.uint8)
@@ -140,14 +145,18 @@ def run_keys(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndar
     length = ends - starts
     drop = (8 * (8 - np.minimum(length, 8))).astype(np.uint64)
     keys = (eight[starts].astype(np.uint64) >> drop) << drop  # the run's own bytes
-    long = np.flatnonzero(length > 8)
+    if ascii:
+        long = np.flatnonzero(length > 8)
+    else:
+        long = np.flatnonzero((length > 8) | (keys >= _LONG))  # first byte not ASCII
     if long.size:
         keys[long] = run_hashes(codes, starts[long], ends[long]) | _LONG
     return keys
 
 
 def is_long(keys: np.ndarray) -> np.ndarray:
-    """Which keys are hashes (runs of more than 8 bytes), bool of the keys' shape."""
+    """Which keys are hashes (runs of more than 8 bytes, or not starting with an ASCII
+    byte), bool of the keys' shape."""
     return keys >= _LONG
 
 
@@ -231,6 +240,7 @@ class WordTable:
         """The id of each run of ``codes`` (keys from :func:`run_keys`), −1 for a run
         not in the table. A long run found by its hash is compared byte for byte with
         the word, and is −1 when they differ."""
+        long = is_long(keys)
         slots = _slots(keys, self.bits)
         ids = self.ids[slots]
         hit = self.keys[slots] == keys
@@ -244,7 +254,7 @@ class WordTable:
             again = ~hit & (ids >= 0)
             todo, keys = todo[again], keys[again]
             slots = slots[again] + 1
-        long = np.flatnonzero((found >= 0) & (ends - starts > 8))
+        long = np.flatnonzero((found >= 0) & long)
         if long.size:
             words = found[long]
             same = (ends[long] - starts[long]) == (self.ends[words] - self.starts[words])
@@ -261,10 +271,17 @@ def _slots(keys: np.ndarray, bits: int) -> np.ndarray:
 
 
 def _stop_runs(splitter: AsciiSplitter) -> list[bytes]:
-    """The stop words that a run can be (more than one byte, left as they are by the
-    translation), sorted: the runs one character long are dropped by their length."""
+    """The stop words that a run can be, as UTF-8, sorted: those that are ASCII, more
+    than one byte and left as they are by the translation, and the others of two or
+    more word characters. (The runs one character long are dropped by their length.)"""
     table = splitter.table
-    return sorted(w for w in splitter.dropped if len(w) > 1 and w.translate(table) == w)
+    words = [w for w in splitter.dropped if len(w) > 1 and w.translate(table) == w]
+    words += [
+        w.encode("utf-8")
+        for w in splitter.stop_words
+        if not w.isascii() and len(w) > 1 and _WORDS.fullmatch(w)
+    ]
+    return sorted(words)
 
 
 def _chunks(texts: Sequence[bytes]) -> Iterator[tuple[int, int]]:
@@ -294,6 +311,76 @@ def _chunk_runs(texts: Sequence[bytes], table: bytes):
     return translated, codes, starts, ends, np.repeat(np.arange(n), per_text)
 
 
+# Whether each code point is a word character of the token pattern (``\w`` of Python's
+# re on str: letters, digits and underscore of every script), filled a plane (65,536
+# code points) at a time, when a text first holds one of the plane's code points: the
+# Basic Multilingual Plane costs a few milliseconds, all 17 planes about 0.15 s.
+_PLANE_BITS = 16
+_IS_WORD = np.zeros(0x110000, dtype=bool)
+_PLANES_DONE = np.zeros(0x110000 >> _PLANE_BITS, dtype=bool)
+_NOT_WORD = re.compile(r"\W")
+_LINE = 10  # ends each text of a chunk of str texts
+_WORDS = re.compile(r"\w+")
+_HIGH_BYTES = bytes(range(128, 256))
+
+
+def _fill_plane(plane: int) -> None:
+    """Mark the word characters of ``plane`` in ``_IS_WORD``, as the regex engine sees
+    them: every other code point of the plane replaced by a space, what is left is \\w."""
+    first = plane << _PLANE_BITS
+    points = np.arange(first, first + (1 << _PLANE_BITS), dtype="<u4")
+    text = str(points.data, "utf-32-le", "surrogatepass")
+    kept = _NOT_WORD.sub(" ", text).encode("utf-32-le", "surrogatepass")
+    _IS_WORD[first : first + points.size] = np.frombuffer(kept, dtype="<u4") != _SPACE
+    _PLANES_DONE[plane] = True
+
+
+def is_word(points: np.ndarray) -> np.ndarray:
+    """Whether each code point of ``points`` (uint32) is a word character (``\\w``), bool
+    of the same shape."""
+    if not _PLANES_DONE[0]:
+        _fill_plane(0)
+    if points.size and int(points.max()) >> _PLANE_BITS:
+        for plane in np.unique(points[points >> _PLANE_BITS > 0] >> _PLANE_BITS).tolist():
+            if not _PLANES_DONE[plane]:
+                _fill_plane(plane)
+    return _IS_WORD[points]
+
+
+def _text_chunk_runs(texts: Sequence[str], lowercase: bool):
+    """:func:`_chunk_runs` of str texts (any script), with the regex's ``\\w``:
+    ``(translated, codes, starts, ends, text)``, where ``translated`` holds the UTF-8
+    bytes of the texts' tokens (lower-cased if ``lowercase``, as ``str.lower`` does),
+    every other character a space and each text ended by a newline.
+
+    The texts are lower-cased one by one (a length-changing case mapping such as
+    ``'İ'.lower()``, two code points, and Greek final sigma are then what the tokenizer
+    sees), joined, and viewed as code points; a word character next to another one is
+    part of a run of two or more, a token; every other code point becomes a space (a
+    newline at the end of a text), and the result is encoded as UTF-8. The runs of bytes
+    above the space are the tokens, whole, and never one character long."""
+    if lowercase:
+        texts = [text.lower() for text in texts]
+    joined = "\n".join(texts) + "\n"
+    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    word = is_word(points)
+    token = np.zeros(word.size, dtype=bool)  # a word character beside another one
+    np.logical_and(word[1:], word[:-1], out=token[1:])
+    token[:-1] |= token[1:]
+    points = np.where(token, points, np.uint32(_SPACE))
+    ends_of_texts = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1)
+    points[ends_of_texts - 1] = _LINE
+    translated = str(points.data, "utf-32-le").encode("utf-8")
+    codes = np.frombuffer(translated, dtype=np.uint8)
+    word = codes > _SPACE
+    change = np.flatnonzero(word[1:] != word[:-1]) + 1
+    if word.size and word[0]:
+        change = np.concatenate(([0], change))
+    starts, ends = change[0::2], change[1::2]  # the last byte is a newline: runs close
+    text = np.searchsorted(np.flatnonzero(codes == _LINE), starts)
+    return translated, codes, starts, ends, text
+
+
 @dataclass(frozen=True, eq=False)
 class RunCounter:
     """Counts ASCII texts over a vocabulary as the tokenizer would (see the module).
@@ -311,12 +398,15 @@ class RunCounter:
         ``columns[found]`` is −1 for an unknown run.
     n_words : int
         V, the number of columns.
+    lowercase : bool
+        Whether str texts are lower-cased before their runs are found.
     """
 
     table: bytes
     words: WordTable
     columns: np.ndarray
     n_words: int
+    lowercase: bool = True
 
     @classmethod
     def for_vocabulary(
@@ -332,15 +422,16 @@ class RunCounter:
         starts, ends = run_bounds(codes)
         if starts.size != V + len(stop):
             return None
-        # Only a word the translation leaves as it is can be a run (never "AB" when text
-        # is lower-cased, nor "café"), and a dropped run (one character, a stop word) is
-        # never a token: no other word is looked for.
+        # Only a word whose ASCII bytes the translation leaves as they are can be a run
+        # (never "AB" when text is lower-cased, nor "a-b" or a word with a NUL), and a
+        # dropped run (one character, a stop word) is never a token: no other word is
+        # looked for. (A word with other bytes that are not a run's is never found.)
         changed = np.zeros(codes.size + 1, dtype=np.int64)
-        np.cumsum(np.frombuffer(bytes(codes).translate(table), np.uint8) != codes,
-                  out=changed[1:])  # fmt: skip
+        kept = bytes(codes).translate(table[:128] + _HIGH_BYTES)
+        np.cumsum(np.frombuffer(kept, np.uint8) != codes, out=changed[1:])
         words = (changed[ends[:V]] == changed[starts[:V]]) & (ends[:V] - starts[:V] > 1)
         for word in stop:
-            j = vocabulary.get(word.decode("ascii"))
+            j = vocabulary.get(word.decode("utf-8"))
             if j is not None:
                 words[j] = False
         columns = np.flatnonzero(words)
@@ -349,17 +440,24 @@ class RunCounter:
         if table_words is None:
             return None
         columns = np.concatenate((columns, np.full(len(stop), V), [-1]))
-        return cls(table, table_words, columns.astype(np.int64), V)
+        return cls(table, table_words, columns.astype(np.int64), V, splitter.lowercase)
 
     def count(
-        self, texts: Sequence[bytes]
+        self, texts: Sequence[bytes] | Sequence[str]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``(rows, columns, values, n_tokens)`` of ASCII ``texts``: the nonzero counts,
-        int64 of shape (nnz,) sorted by row then column, and each text's number of
-        tokens, shape (n,). Texts are counted in chunks of about ``CHUNK_BYTES``."""
+        """``(rows, columns, values, n_tokens)`` of ``texts``, all ASCII bytes or all str
+        (any script): the nonzero counts, int64 of shape (nnz,) sorted by row then
+        column, and each text's number of tokens, shape (n,). Texts are counted in
+        chunks of about ``CHUNK_BYTES`` (characters, for str)."""
         parts, n_tokens = [], np.zeros(len(texts), dtype=np.int64)
+        text = bool(texts) and isinstance(texts[0], str)
         for first, last in _chunks(texts):
-            rows, columns, values, tokens = self._count_chunk(texts[first:last])
+            chunk = texts[first:last]
+            if text:
+                runs = _text_chunk_runs(chunk, self.lowercase)
+            else:
+                runs = _chunk_runs(chunk, self.table)
+            rows, columns, values, tokens = self._count_chunk(len(chunk), runs, not text)
             parts.append((rows + first, columns, values))
             n_tokens[first:last] = tokens
         if not parts:
@@ -368,10 +466,10 @@ class RunCounter:
         rows, columns, values = (np.concatenate(p) for p in zip(*parts))
         return rows, columns, values, n_tokens
 
-    def _count_chunk(self, texts: Sequence[bytes]):
-        n, V = len(texts), self.n_words
-        _, codes, starts, ends, text = _chunk_runs(texts, self.table)
-        found = self.words.find(codes, starts, ends, run_keys(codes, starts, ends))
+    def _count_chunk(self, n: int, runs, ascii: bool):
+        V = self.n_words
+        _, codes, starts, ends, text = runs
+        found = self.words.find(codes, starts, ends, run_keys(codes, starts, ends, ascii))
         column = self.columns[found]
         token = (ends - starts > 1) & (column != V)  # not one character, not a stop word
         n_tokens = np.bincount(text[token], minlength=n)
@@ -404,6 +502,7 @@ class RunTally:
 
     def __init__(self, splitter: AsciiSplitter, n_classes: int, stop: WordTable | None):
         self.table, self.n_classes, self.stop = splitter.table, n_classes, stop
+        self.lowercase = splitter.lowercase
         self.n_words = self.pairs = 0
         self._keys = np.zeros(0, dtype=np.uint64)  # the words' keys, sorted
         self._ids = np.zeros(0, dtype=np.int64)  # the number of each, in that order
@@ -421,21 +520,28 @@ class RunTally:
             return None
         return cls(splitter, n_classes, words)
 
-    def add(self, texts: Sequence[bytes], labels: Sequence[int]) -> list[int]:
-        """Count ASCII ``texts`` (each at most ``CHUNK_BYTES``) of classes ``labels``;
-        returns the indices of those not counted (a chunk with a hash clash)."""
+    def add(self, texts: Sequence[bytes] | Sequence[str], labels: Sequence[int]) -> list[int]:
+        """Count ``texts`` (all ASCII bytes, or all str of any script; each at most
+        ``CHUNK_BYTES``) of classes ``labels``; returns the indices of those not counted
+        (a chunk with a hash clash)."""
         refused = []
+        text = bool(texts) and isinstance(texts[0], str)
         for first, last in _chunks(texts):
-            if not self._add_chunk(texts[first:last], labels[first:last]):
+            chunk = texts[first:last]
+            if text:
+                runs = _text_chunk_runs(chunk, self.lowercase)
+            else:
+                runs = _chunk_runs(chunk, self.table)
+            if not self._add_chunk(runs, labels[first:last], not text):
                 refused.extend(range(first, last))
         return refused
 
-    def _add_chunk(self, texts: Sequence[bytes], labels: Sequence[int]) -> bool:
+    def _add_chunk(self, runs, labels: Sequence[int], ascii: bool) -> bool:
         C = self.n_classes
-        translated, codes, starts, ends, text = _chunk_runs(texts, self.table)
+        translated, codes, starts, ends, text = runs
         keep = ends - starts > 1  # a run of one character is never a token
         starts, ends, text = starts[keep], ends[keep], text[keep]
-        keys = run_keys(codes, starts, ends)
+        keys = run_keys(codes, starts, ends, ascii)
         if self.stop is not None:
             keep = self.stop.find(codes, starts, ends, keys) < 0
             starts, ends, text, keys = starts[keep], ends[keep], text[keep], keys[keep]
@@ -496,10 +602,10 @@ class RunTally:
         class c, the next ``lengths[c]`` entries of the others are its nonzero counts
         (row = the word's place in ``words``).
 
-        The words of at most 8 bytes are already in order in the sorted keys; the longer
-        ones are sorted apart, and Python's sort merges the two runs."""
+        The words whose keys are their bytes are already in order in the sorted keys;
+        the others are sorted apart, and Python's sort merges the two runs."""
         C = self.n_classes
-        names = b"\x00".join(self._words).decode("ascii").split("\x00") if self._words else []
+        names = b"\x00".join(self._words).decode("utf-8").split("\x00") if self._words else []
         n_short = int(np.searchsorted(self._keys, _LONG))
         order = self._ids[:n_short].tolist()
         order += sorted(self._ids[n_short:].tolist(), key=names.__getitem__)

@@ -247,9 +247,11 @@ def tally_paths(
 
 
 def _tally_split(documents, labels, n_classes, tokenize, decode, splitter, into):
-    """:func:`tally` of raw documents, those all ASCII counted by runs with numpy
-    (:class:`nbclass.runs.RunTally`): ``(class_count, docs, tokens, None, runs)``
-    (see :func:`tally_paths`)."""
+    """:func:`tally` of raw documents, counted by runs with numpy
+    (:class:`nbclass.runs.RunTally`): those all ASCII as bytes, never decoded, the others
+    decoded and counted as str; only documents longer than ``CHUNK_BYTES`` (or a chunk
+    with a hash clash) are tokenized in Python. Returns ``(class_count, docs, tokens,
+    None, runs)`` (see :func:`tally_paths`)."""
     from .runs import CHUNK_BYTES
 
     if into is None:
@@ -262,18 +264,24 @@ def _tally_split(documents, labels, n_classes, tokenize, decode, splitter, into)
         from .runs import RunTally
 
         runs = RunTally.make(splitter, n_classes)
-    fast, fast_labels, others = [], [], []
+    fast, fast_labels, texts, text_labels, others = [], [], [], [], []
     for data, c in zip(documents, labels):
         class_count[c] += 1
-        if runs is not None and data.isascii() and len(data) <= CHUNK_BYTES:
+        if runs is None or len(data) > CHUNK_BYTES:
+            others.append((decode(data), c))
+        elif data.isascii():
             fast.append(data)
             fast_labels.append(c)
         else:
-            others.append((data, c))
+            texts.append(decode(data))
+            text_labels.append(c)
     if fast:
-        others.extend((fast[i], fast_labels[i]) for i in runs.add(fast, fast_labels))
-    for data, c in others:
-        tokens_of = tokenize(decode(data))
+        others.extend((decode(fast[i]), fast_labels[i])
+                      for i in runs.add(fast, fast_labels))  # fmt: skip
+    if texts:
+        others.extend((texts[i], text_labels[i]) for i in runs.add(texts, text_labels))
+    for text, c in others:
+        tokens_of = tokenize(text)
         tokens[c].update(tokens_of)
         docs[c].update(set(tokens_of))
     return class_count, docs, tokens, None, runs

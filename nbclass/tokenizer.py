@@ -172,6 +172,8 @@ class AsciiSplitter:
 
     table: bytes
     dropped: frozenset[bytes]
+    lowercase: bool = True
+    stop_words: tuple[str, ...] = ()
 
     def split(self, data: bytes) -> list[bytes]:
         """The runs of ``data`` (ASCII bytes): the tokens, with the dropped ones."""
@@ -199,7 +201,9 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
         table[ord("A") : ord("Z") + 1] = b"abcdefghijklmnopqrstuvwxyz"
     singles = {bytes([table[byte]]) for byte in _WORD_BYTES}
     stop = {word.encode("ascii") for word in settings.stop_words if word.isascii()}
-    return AsciiSplitter(bytes(table), frozenset(singles | stop))
+    return AsciiSplitter(
+        bytes(table), frozenset(singles | stop), settings.lowercase, settings.stop_words
+    )
 
 
 def _ascii_compatible(encoding: str) -> bool:
