@@ -29,7 +29,7 @@ import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 
 from .errors import NbclassError, UsageError
 
@@ -117,7 +117,7 @@ class ReadPolicy:
         if self.on_error not in ON_ERROR:
             raise UsageError(f"--on-error must be fail or skip, not {self.on_error!r}")
 
-    @property
+    @cached_property
     def detects_binary(self) -> bool:
         """True when a NUL byte marks a binary document (not for UTF-16 or UTF-32 text)."""
         return not self.binary and b"\0" not in "\n".encode(self.encoding)
@@ -128,7 +128,7 @@ class ReadPolicy:
         return "\n".encode(self.encoding) == b"\n"
 
     def is_binary(self, head: bytes) -> bool:
-        return self.detects_binary and b"\0" in head[:BINARY_PROBE]
+        return self.detects_binary and head.find(b"\0", 0, BINARY_PROBE) >= 0
 
 
 DEFAULT_POLICY = ReadPolicy()
@@ -242,6 +242,10 @@ def has_bytes(paths: Iterable[str], minimum: int) -> bool:
     return total >= minimum
 
 
+_NAMED_FLAGS = os.O_RDONLY | getattr(os, "O_NOCTTY", 0)
+_WALKED_FLAGS = _NAMED_FLAGS | os.O_NONBLOCK
+
+
 def read_document(
     path: str, policy: ReadPolicy, log: ReadLog, walked: bool = True, handle=None
 ) -> bytes | None:
@@ -261,10 +265,8 @@ def read_document(
     try:
         if handle is not None:
             return _read_limited(path, handle, policy, log)
-        flags = os.O_RDONLY | getattr(os, "O_NOCTTY", 0)
-        if walked:
-            flags |= os.O_NONBLOCK  # opening a FIFO must not wait for a writer
-        fd = os.open(path, flags)
+        # Opening a FIFO found by a listing must not wait for a writer.
+        fd = os.open(path, _WALKED_FLAGS if walked else _NAMED_FLAGS)
         try:
             info = os.fstat(fd)
             if stat.S_ISREG(info.st_mode):
@@ -289,8 +291,17 @@ def read_document(
 
 def _read_file(path: str, fd: int, size: int, policy: ReadPolicy, log: ReadLog) -> bytes | None:
     """:func:`_read_limited` of a regular file of ``size`` bytes (as ``fstat`` said), open
-    as ``fd``, with ``os.read`` and no file object: usually one read of it all and one
-    that finds its end (one byte more is asked for: a file grown past the limit shows it)."""
+    as ``fd``, with ``os.read`` and no file object: usually one read of one byte more
+    than its size, which comes back short, at the file's end (a regular file's read is
+    only short there); a file that has grown since ``fstat`` is read on to its end."""
+    if size < policy.max_bytes:
+        data = os.read(fd, size + 1)
+        if len(data) <= size:
+            if policy.is_binary(data):
+                log.skip(Skip(path, BINARY, ""))
+                return None
+            return data
+        os.lseek(fd, 0, os.SEEK_SET)
     return _read_limited(path, fd, policy, log, first=min(size, policy.max_bytes) + 1)
 
 
