@@ -45,6 +45,7 @@ from .tokenizer import AsciiSplitter
 CHUNK_BYTES = 1 << 20
 _SPACE = 32
 _MERGE_AT = 8  # a run tally sums its chunks' counts together when it holds this many
+_RECENT = 1 << 15  # a run tally's latest words, kept apart from the others up to this many
 _BASE = 0x9E3779B97F4A7C15  # odd: its powers modulo 2**64 never vanish
 _powers_cache = np.ones(1, dtype=np.uint64)
 
@@ -504,10 +505,15 @@ class RunTally:
         self.table, self.n_classes, self.stop = splitter.table, n_classes, stop
         self.lowercase = splitter.lowercase
         self.n_words = self.pairs = 0
-        self._keys = np.zeros(0, dtype=np.uint64)  # the words' keys, sorted
-        self._ids = np.zeros(0, dtype=np.int64)  # the number of each, in that order
-        self._long: dict[int, bytes] = {}  # the bytes of each long word, by key
-        self._words: list[bytes] = []  # the words' bytes, NUL-joined, chunk by chunk
+        # The words' keys, sorted, and the number of each, in that order: most in the
+        # first pair, the latest in the second, merged into the first when it holds
+        # _RECENT words (a chunk's new words are inserted into a short array).
+        self._keys = np.zeros(0, dtype=np.uint64)
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._recent_keys = np.zeros(0, dtype=np.uint64)
+        self._recent_ids = np.zeros(0, dtype=np.int64)
+        self._bytes = bytearray()  # the words' bytes, each followed by a NUL, by number
+        self._starts = np.zeros(1024, dtype=np.int64)  # where each word starts in them
         self._cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     @classmethod
@@ -565,24 +571,37 @@ class RunTally:
                 or not same_bytes(codes, starts[long], ends[long], codes, starts[other]).all()
             ):
                 return False
-        # The tally's number of each word: the words met before are in the sorted keys.
-        at = np.searchsorted(self._keys, words)
-        met = np.flatnonzero(at < self._keys.size)
-        met = met[self._keys[at[met]] == words[met]]
-        for k in met[is_long(words[met])].tolist():
-            if self._long[int(words[k])] != translated[starts[first[k]] : ends[first[k]]]:
+        # The tally's number of each word: the words met before are in the sorted keys;
+        # a long one must have the bytes of the word met.
+        ids = self._find(words)
+        met = np.flatnonzero(ids >= 0)
+        met = met[is_long(words[met])]
+        if met.size:
+            runs, known = first[met], ids[met]
+            lengths = ends[runs] - starts[runs]
+            if not (lengths == self._starts[known + 1] - self._starts[known] - 1).all():
                 return False
-        ids = np.full(words.size, -1, dtype=np.int64)
-        ids[met] = self._ids[at[met]]
+            held = np.frombuffer(self._bytes, dtype=np.uint8)
+            same = same_bytes(codes, starts[runs], ends[runs], held, self._starts[known])
+            del held  # the byte array grows below
+            if not same.all():
+                return False
         new = np.flatnonzero(ids < 0)
-        ids[new] = np.arange(self.n_words, self.n_words + new.size)
-        self.n_words += new.size
-        self._keys = np.insert(self._keys, at[new], words[new])
-        self._ids = np.insert(self._ids, at[new], ids[new])
-        if new.size:  # their bytes, NUL-joined, gathered at once
-            self._words.append(_joined(codes, starts[first[new]], ends[first[new]]))
-        for k in new[is_long(words[new])].tolist():
-            self._long[int(words[k])] = translated[starts[first[k]] : ends[first[k]]]
+        if new.size:
+            ids[new] = np.arange(self.n_words, self.n_words + new.size)
+            self._insert(words[new], ids[new])
+            runs = first[new]
+            lengths = ends[runs] - starts[runs] + 1  # with the NUL after each
+            if self._starts.size < self.n_words + new.size + 1:
+                grown = np.zeros(2 * (self.n_words + new.size + 1), dtype=np.int64)
+                grown[: self.n_words + 1] = self._starts[: self.n_words + 1]
+                self._starts = grown
+            self._starts[self.n_words + 1 : self.n_words + new.size + 1] = (
+                len(self._bytes) + np.cumsum(lengths)
+            )
+            self._bytes += _joined(codes, starts[runs], ends[runs])  # their bytes at once
+            self._bytes.append(0)
+            self.n_words += new.size
         word, classes, docs, tokens = _cell_sums(text, inverse, labels, words.size, C)
         cells = ids[word] * C + classes
         self._cells.append((cells, docs.astype(np.int32), tokens.astype(np.int32)))
@@ -590,6 +609,32 @@ class RunTally:
         if len(self._cells) >= _MERGE_AT:  # keep the memory near that of the sums
             self._cells = [self._merged()]
         return True
+
+    def _find(self, words: np.ndarray) -> np.ndarray:
+        """The number of each key of ``words`` (sorted, distinct) met before, −1 for a
+        new one."""
+        ids = np.full(words.size, -1, dtype=np.int64)
+        for keys, numbers in ((self._keys, self._ids), (self._recent_keys, self._recent_ids)):
+            if keys.size:
+                at = np.minimum(np.searchsorted(keys, words), keys.size - 1)
+                hit = np.flatnonzero(keys[at] == words)
+                ids[hit] = numbers[at[hit]]
+        return ids
+
+    def _insert(self, words: np.ndarray, ids: np.ndarray) -> None:
+        """Add new keys ``words`` (sorted) numbered ``ids`` to the sorted keys."""
+        at = np.searchsorted(self._recent_keys, words)
+        self._recent_keys = np.insert(self._recent_keys, at, words)
+        self._recent_ids = np.insert(self._recent_ids, at, ids)
+        if self._recent_keys.size >= _RECENT:
+            self._merge_keys()
+
+    def _merge_keys(self) -> None:
+        at = np.searchsorted(self._keys, self._recent_keys)
+        self._keys = np.insert(self._keys, at, self._recent_keys)
+        self._ids = np.insert(self._ids, at, self._recent_ids)
+        self._recent_keys = self._recent_keys[:0]
+        self._recent_ids = self._recent_ids[:0]
 
     def _merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chunks' (word, class) cells, D and T summed into one triple."""
@@ -605,7 +650,8 @@ class RunTally:
         The words whose keys are their bytes are already in order in the sorted keys;
         the others are sorted apart, and Python's sort merges the two runs."""
         C = self.n_classes
-        names = b"\x00".join(self._words).decode("utf-8").split("\x00") if self._words else []
+        names = self._bytes[:-1].decode("utf-8").split("\x00") if self._bytes else []
+        self._merge_keys()
         n_short = int(np.searchsorted(self._keys, _LONG))
         order = self._ids[:n_short].tolist()
         order += sorted(self._ids[n_short:].tolist(), key=names.__getitem__)

@@ -133,15 +133,20 @@ def tally_of(runs_tally, n_classes):
     st.sampled_from(STOP_LISTS),
     st.integers(1, 50),
     st.integers(1, 3),
+    st.sampled_from([1, 3, 1 << 15]),
 )
-def test_a_run_tally_counts_any_script_as_the_tokenizer(documents, lowercase, stop, chunk, adds):
+def test_a_run_tally_counts_any_script_as_the_tokenizer(
+    documents, lowercase, stop, chunk, adds, recent
+):
     """D_jc and T_jc of str texts of many scripts, mixed with ASCII bytes of others, in
-    chunks of any size and several calls, equal the tokenizer's; the words come sorted."""
+    chunks of any size and several calls, equal the tokenizer's; the words come sorted,
+    whenever the latest words are merged with the others."""
     settings_ = TokenizerSettings(lowercase=lowercase, stop_words=stop)
     texts = [text for text, _ in documents]
     labels = [c for _, c in documents]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        patch.setattr(runs_module, "_RECENT", recent)
         runs_tally = RunTally.make(ascii_splitter(settings_, "utf-8"), 3)
         counted = []
         step = -(-len(texts) // adds) if texts else 1
