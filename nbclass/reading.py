@@ -26,7 +26,6 @@ import codecs
 import errno
 import os
 import stat
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -178,9 +177,10 @@ class ReadLog:
             return data.decode(encoding)
         except UnicodeDecodeError:
             pass
-        _counter.n = 0
+        counter = _counter()
+        counter.n = 0
         text = data.decode(encoding, _COUNT_ERRORS)
-        self.replaced += _counter.n
+        self.replaced += counter.n
         self.replaced_docs += 1
         return text
 
@@ -210,12 +210,22 @@ class ReadLog:
         return lines
 
 
-_counter = threading.local()
 _COUNT_ERRORS = "nbclass-count-replace"
+_counters = []  # the thread-local counter of replacements, made when first needed
+
+
+def _counter():
+    """This thread's count of replacements (an object with ``n``); threading is
+    imported only when a document fails to decode (one document starts faster)."""
+    if not _counters:
+        import threading
+
+        _counters.append(threading.local())
+    return _counters[0]
 
 
 def _count_replace(exc: UnicodeDecodeError):
-    _counter.n += 1
+    _counter().n += 1
     return "\ufffd", exc.end
 
 
