@@ -86,16 +86,42 @@ def _mix(h: np.ndarray) -> np.ndarray:
     return h
 
 
-def run_hashes(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each run, shape (R,): Σ_t codes[s + t] BASE**t + length, mixed,
-    all modulo 2**64: the same for the same bytes anywhere. The runs' bytes are laid end
-    to end and each one's terms summed (``numpy.add.reduceat``)."""
+def _eight(codes: np.ndarray) -> np.ndarray:
+    """The 8 bytes from each position of ``codes`` as one big-endian integer (first byte
+    highest; past the end, zero bytes): a ``>u8`` view of a padded copy, stride 1."""
+    padded = np.zeros(codes.size + 8, dtype=np.uint8)
+    padded[: codes.size] = codes
+    return np.ndarray((codes.size,), dtype=">u8", buffer=padded, strides=(1,))
+
+
+def _blocks(starts: np.ndarray, length: np.ndarray):
+    """The runs cut into blocks of 8 bytes: ``(offsets, at, j, mask)``: run r's blocks
+    are those from ``offsets[r]``; each block's position, its number j in its run, and
+    the mask of the run's bytes in it (:data:`_PREFIX_MASKS`). Runs are not empty."""
+    blocks = (length + 7) >> 3
+    offsets = np.cumsum(blocks) - blocks
+    j = np.arange(int(offsets[-1] + blocks[-1])) - np.repeat(offsets, blocks)
+    left = np.repeat(length, blocks) - 8 * j  # bytes of the run from the block on
+    at = np.repeat(starts, blocks) + 8 * j
+    return offsets, at, j, _PREFIX_MASKS[np.minimum(left, 8)]
+
+
+def run_hashes(
+    codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, eight: np.ndarray | None = None
+) -> np.ndarray:
+    """A 64-bit hash of each run, shape (R,): Σ_j b_j BASE**j + length, mixed, all
+    modulo 2**64, where b_j is the run's j-th block of 8 bytes (big-endian, the bytes
+    past the run's end zero): the same for the same bytes anywhere. The blocks of all
+    runs are laid end to end and each run's terms summed (``numpy.add.reduceat``).
+    ``eight`` is :func:`_eight` of ``codes``, if already made."""
     length = ends - starts
     if not length.size:
         return np.zeros(0, dtype=np.uint64)
-    offsets = np.cumsum(length) - length
-    position = np.arange(int(length.sum())) - np.repeat(offsets, length)  # t, in its run
-    terms = codes[position + np.repeat(starts, length)] * _powers(int(length.max()))[position]
+    eight = _eight(codes) if eight is None else eight
+    offsets, at, j, mask = _blocks(starts, length)
+    terms = eight[at].astype(np.uint64)
+    terms &= mask
+    terms *= _powers(int(j.max()) + 1)[j]
     h = np.add.reduceat(terms, offsets)
     h += length.astype(np.uint64)
     return _mix(h)
@@ -123,6 +149,11 @@ def _joined(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:
 
 
 _LONG = np.uint64(1 << 63)  # the flag of a key that is a hash
+_BLOCK = np.dtype(">u8")  # the type of the view of :func:`_eight`
+# The mask of the first n of 8 big-endian bytes, for n = 0..8.
+_PREFIX_MASKS = np.array(
+    [(1 << 64) - (1 << 8 * (8 - n)) for n in range(9)], dtype=np.uint64
+)
 
 
 def run_keys(
@@ -138,20 +169,16 @@ def run_keys(
     the top bit set, which another run may share: only such keys need their bytes
     compared (:func:`is_long`). ``ascii`` says every byte is ASCII (no test needed).
     """
-    size = codes.size
-    padded = np.zeros(size + 8, dtype=np.uint8)
-    padded[:size] = codes
-    # The 8 bytes from each position, read unaligned (stride 1), first byte highest.
-    eight = np.ndarray((size,), dtype=">u8", buffer=padded, strides=(1,))
+    eight = _eight(codes)
     length = ends - starts
-    drop = (8 * (8 - np.minimum(length, 8))).astype(np.uint64)
-    keys = (eight[starts].astype(np.uint64) >> drop) << drop  # the run's own bytes
+    keys = eight[starts].astype(np.uint64)
+    keys &= _PREFIX_MASKS[np.minimum(length, 8)]  # the run's own bytes
     if ascii:
         long = np.flatnonzero(length > 8)
     else:
         long = np.flatnonzero((length > 8) | (keys >= _LONG))  # first byte not ASCII
     if long.size:
-        keys[long] = run_hashes(codes, starts[long], ends[long]) | _LONG
+        keys[long] = run_hashes(codes, starts[long], ends[long], eight) | _LONG
     return keys
 
 
@@ -163,18 +190,22 @@ def is_long(keys: np.ndarray) -> np.ndarray:
 
 def same_bytes(codes, starts, ends, other_codes, other_starts) -> np.ndarray:
     """Whether run r of ``codes`` has the bytes of the run of ``other_codes`` at
-    ``other_starts[r]`` with the same length, bool of shape (R,)."""
+    ``other_starts[r]`` with the same length, bool of shape (R,). (``codes`` and
+    ``other_codes`` may be their :func:`_eight` views instead.) The runs are compared 8
+    bytes at a time."""
     length = ends - starts
     if not length.size:
         return np.ones(0, dtype=bool)
-    # Byte i of the runs laid end to end, and the same byte of their partners.
-    positions = _positions(starts, ends)
-    shift = np.repeat(starts - other_starts, length)
-    equal = codes[positions] == other_codes[positions - shift]
+    eight = codes if codes.dtype == _BLOCK else _eight(codes)
+    other = other_codes if other_codes.dtype == _BLOCK else _eight(other_codes)
+    offsets, at, j, mask = _blocks(starts, length)
+    differ = eight[at].astype(np.uint64)
+    differ ^= other[at + np.repeat(other_starts - starts, (length + 7) >> 3)]
+    differ &= mask
+    equal = differ == 0
     if equal.all():
         return np.ones(length.size, dtype=bool)
-    first = np.concatenate(([0], np.cumsum(length)[:-1]))
-    return np.logical_and.reduceat(equal, first)
+    return np.logical_and.reduceat(equal, offsets)
 
 
 @dataclass(frozen=True, eq=False)
