@@ -351,14 +351,21 @@ def main() -> None:
     row("nbclass predict test", nb_pred, test_mb, tsv_accuracy(nb_pred["stdout"]))
     document = next(p for p in sorted((test / "sci.space").iterdir())).read_bytes()
     measure([NBCLASS, "predict", "-m", model], stdin=document)  # writes the .pyc files once
-    single = [
-        measure([NBCLASS, "predict", "-m", model], stdin=document) for _ in range(args.single)
-    ]
+    # Side by side with the interpreter's own start: one run of each in turn.
+    single, bare = [], []
+    for _ in range(args.single):
+        single.append(measure([NBCLASS, "predict", "-m", model], stdin=document))
+        bare.append(measure([py, "-c", "pass"]))
     single_row = {
         "seconds": statistics.median(r["seconds"] for r in single),
         "peak_mb": max(r["peak_mb"] for r in single),
     }
+    bare_row = {
+        "seconds": statistics.median(r["seconds"] for r in bare),
+        "peak_mb": max(r["peak_mb"] for r in bare),
+    }
     row(f"nbclass predict one document via stdin (median of {args.single})", single_row, 0)
+    row(f"python -c pass, in turn with it (median of {args.single})", bare_row, 0)
     full_cli = {"NBCLASS_FULL_CLI": "1"}  # the same through click, for comparison
     single_click = [
         measure([NBCLASS, "predict", "-m", model], stdin=document, env=full_cli)
@@ -393,6 +400,7 @@ def main() -> None:
         "predict / scikit-learn predict": nb_pred["seconds"] / sk_pred["seconds"],
         "fit peak memory / scikit-learn's": nb_fit["peak_mb"] / sk_fit["peak_mb"],
         "one-document predict (ms)": single_row["seconds"] * 1000,
+        "one-document predict / python -c pass": single_row["seconds"] / bare_row["seconds"],
         "two floors at once / one (1: a second core; 2: none)": rows[2]["seconds"] / floor,
     }
     if multi:
