@@ -29,7 +29,8 @@ from nbclass.vectorizer import TextCounter, count_matrix
 
 # Characters with the hard cases: case mappings that change length or depend on context,
 # combining marks and vowel signs (not word characters), digits and numerals of other
-# scripts, letters outside the Basic Multilingual Plane, emoji, NUL, no-break space.
+# scripts, letters outside the Basic Multilingual Plane, emoji, NUL, no-break space, a
+# lone surrogate.
 HARD = (
     "aZ_1 \n.-'"
     "İıIiΣσςΟΔÉéßẞǅǄŉﬁKΩΩ"  # Turkish I, sigma, ß, titlecase, Kelvin and Ohm signs
@@ -39,7 +40,7 @@ HARD = (
     "Привет мирЁё"  # Cyrillic
     "²½Ⅻⅻ①"  # superscript, fraction, Roman numerals, circled digit
     "😀𝐀𝐚𐐀𐐨"  # emoji, mathematical bold letters, Deseret (astral cased letters)
-    "\x00\u00a0\ufffd\u200d\t"
+    "\x00\u00a0\ufffd\u200d\t\udc80"  # ... and a lone surrogate (surrogateescape)
 )
 WORDS = [
     "İstanbul", "ISTANBUL", "ıi", "ΟΔΟΣ", "Σίσυφος", "σοφός", "ΣΑΣ", "straße", "STRASSE",
