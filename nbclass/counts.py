@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
 
 from .errors import UsageError
 from .reading import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
-from .tally import Tally, narrow, pack, tally_part, tally_paths
+from .tally import Tally, narrow, pack, settle, tally_part, tally_paths
 from .tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
 
@@ -678,7 +678,10 @@ class _Share:
                     self.done.value += end - start
             if _entries(part) >= FLUSH_ENTRIES:
                 break
-        return None if part is None else pack(part)
+        if part is None:
+            return None
+        settle(part, self._tokenize)  # the short documents the run tally still gathers
+        return pack(part)
 
     def tally(self, on_progress=None):
         """Yield packed tallies of every part, in this process."""

@@ -546,6 +546,7 @@ class RunTally:
         self._bytes = bytearray()  # the words' bytes, each followed by a NUL, by number
         self._starts = np.zeros(1024, dtype=np.int64)  # where each word starts in them
         self._cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._waiting = {False: [[], [], 0], True: [[], [], 0]}  # by kind: texts, labels, size
 
     @classmethod
     def make(cls, splitter: AsciiSplitter, n_classes: int) -> RunTally | None:
@@ -556,6 +557,33 @@ class RunTally:
         if stop and words is None:
             return None
         return cls(splitter, n_classes, words)
+
+    def gather(self, texts: Sequence[bytes] | Sequence[str], labels: Sequence[int]) -> list:
+        """:meth:`add` ``texts`` (all ASCII bytes, or all str) once about ``CHUNK_BYTES``
+        of their kind are gathered, so that many short texts still make full chunks (a
+        chunk has a fixed cost of a few dozen numpy calls); returns the ``(text, label)``
+        pairs not counted, from this call or earlier ones. :meth:`flush` counts the rest.
+        """
+        text = bool(texts) and isinstance(texts[0], str)
+        waiting = self._waiting[text]
+        waiting[0].extend(texts)
+        waiting[1].extend(labels)
+        waiting[2] += sum(map(len, texts))
+        return self._add_waiting(text) if waiting[2] >= CHUNK_BYTES else []
+
+    def flush(self) -> list:
+        """Count the texts :meth:`gather` holds; the ``(text, label)`` pairs not counted."""
+        return self._add_waiting(False) + self._add_waiting(True)
+
+    def _add_waiting(self, text: bool) -> list:
+        texts, labels, _ = self._waiting[text]
+        self._waiting[text] = [[], [], 0]
+        return [(texts[i], labels[i]) for i in self.add(texts, labels)]
+
+    @property
+    def waiting(self) -> bool:
+        """Whether :meth:`gather` holds texts not counted yet."""
+        return bool(self._waiting[False][0] or self._waiting[True][0])
 
     def add(self, texts: Sequence[bytes] | Sequence[str], labels: Sequence[int]) -> list[int]:
         """Count ``texts`` (all ASCII bytes, or all str of any script; each at most
@@ -680,6 +708,8 @@ class RunTally:
 
         The words whose keys are their bytes are already in order in the sorted keys;
         the others are sorted apart, and Python's sort merges the two runs."""
+        if self.waiting:
+            raise ValueError("a run tally with gathered texts not counted: flush it first")
         C = self.n_classes
         names = self._bytes[:-1].decode("utf-8").split("\x00") if self._bytes else []
         self._merge_keys()

@@ -276,15 +276,29 @@ def _tally_split(documents, labels, n_classes, tokenize, decode, splitter, into)
             texts.append(decode(data))
             text_labels.append(c)
     if fast:
-        others.extend((decode(fast[i]), fast_labels[i])
-                      for i in runs.add(fast, fast_labels))  # fmt: skip
+        others.extend(runs.gather(fast, fast_labels))
     if texts:
-        others.extend((texts[i], text_labels[i]) for i in runs.add(texts, text_labels))
-    for text, c in others:
-        tokens_of = tokenize(text)
+        others.extend(runs.gather(texts, text_labels))
+    _tokenized(others, tokenize, docs, tokens)
+    return class_count, docs, tokens, None, runs
+
+
+def _tokenized(documents, tokenize, docs, tokens) -> None:
+    """Add ``(text, label)`` pairs, tokenized, to the Counters ``docs`` and ``tokens``
+    (by class); a text may still be ASCII bytes (any ASCII-compatible encoding, which
+    a splitter needs, decodes them as ASCII does)."""
+    for text, c in documents:
+        tokens_of = tokenize(text if isinstance(text, str) else text.decode("ascii"))
         tokens[c].update(tokens_of)
         docs[c].update(set(tokens_of))
-    return class_count, docs, tokens, None, runs
+
+
+def settle(part, tokenize) -> None:
+    """Count what the run tally of a :func:`tally_paths` result still gathers (see
+    :meth:`nbclass.runs.RunTally.gather`); what it gives back is tokenized into the
+    part's Counters. Call before :func:`pack`."""
+    if len(part) > 6 and part[6] is not None:
+        _tokenized(part[6].flush(), tokenize, part[1], part[2])
 
 
 def tally_part(
@@ -298,4 +312,5 @@ def tally_part(
     tokenize = make_tokenizer(tokenizer)
     splitter = None if ledger else ascii_splitter(tokenizer, policy.encoding)
     part = tally_paths(paths, labels, n_classes, tokenize, ledger, policy, splitter=splitter)
+    settle(part, tokenize)
     return start, start + len(paths), pack(part)

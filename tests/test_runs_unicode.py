@@ -236,3 +236,47 @@ def test_predict_scores_every_script_as_the_regex_path(multilingual, tmp_path):
         [sys.executable, "-c", forced, *command[3:]], check=True, capture_output=True
     ).stdout
     assert fast == slow and fast.count(b"\n") == 9 * 9
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(
+    st.lists(st.tuples(texts_strategy, st.integers(0, 2)), max_size=16),
+    st.integers(1, 60),
+    st.integers(1, 5),
+)
+def test_gathered_texts_count_the_same_once_flushed(documents, chunk, calls):
+    """Texts gathered over several calls (counted a chunk at a time as they add up) and
+    flushed give the tokenizer's counts; packing before the flush is refused."""
+    settings_ = TokenizerSettings()
+    texts = [text for text, _ in documents if len(text) <= chunk]
+    labels = [c for text, c in documents if len(text) <= chunk]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        runs_tally = RunTally.make(ascii_splitter(settings_, "utf-8"), 3)
+        refused = []
+        step = -(-len(texts) // calls) if texts else 1
+        for start in range(0, len(texts), step):
+            part = range(start, min(len(texts), start + step))
+            ascii_ = [i for i in part if texts[i].isascii()]
+            other = [i for i in part if not texts[i].isascii()]
+            refused += runs_tally.gather([texts[i].encode() for i in ascii_],
+                                         [labels[i] for i in ascii_])  # fmt: skip
+            refused += runs_tally.gather([texts[i] for i in other], [labels[i] for i in other])
+        if runs_tally.waiting:
+            with pytest.raises(ValueError, match="flush it first"):
+                runs_tally.packed()
+        refused += runs_tally.flush()
+        assert refused == [] and not runs_tally.waiting
+    assert tally_of(runs_tally, 3) == expected_tally(texts, labels, settings_)
+
+
+def test_gathered_texts_that_clash_come_back_with_their_labels(monkeypatch):
+    """With one hash for every hashed word, a gathered text whose word clashes with one
+    met before comes back from the flush as (text, label); the rest is counted."""
+    monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
+    runs_tally = RunTally.make(ascii_splitter(TokenizerSettings(), "utf-8"), 2)
+    assert runs_tally.gather(["мир мир"], [0]) == [] and runs_tally.waiting
+    assert runs_tally.gather([b"abcdefghij", b"ab"], [1, 0]) == []
+    # The ASCII texts are counted first; мир then has the hash of abcdefghij.
+    assert runs_tally.flush() == [("мир мир", 0)] and not runs_tally.waiting
+    assert tally_of(runs_tally, 2) == {("abcdefghij", 1): (1, 1), ("ab", 0): (1, 1)}
