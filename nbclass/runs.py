@@ -1,32 +1,41 @@
-"""ASCII runs counted with numpy: the default tokenizer at array speed, for many texts.
+"""Runs counted with numpy: the default tokenizer at array speed, for many texts.
 
 Counting a batch token by token in Python costs a dictionary operation per token (a
 ``Counter``) and one per distinct word (the vocabulary lookup), a few hundred
-nanoseconds each. For the texts :class:`nbclass.tokenizer.AsciiSplitter` applies to
-(the default token pattern on ASCII text), this module does the same counting in a few
+nanoseconds each. For the settings :class:`nbclass.tokenizer.AsciiSplitter` applies to
+(the default token pattern, single words), this module does the same counting in a few
 numpy passes over the bytes of a chunk of texts, with no Python object per token:
 
-1. the texts of a chunk are joined by spaces and translated by the splitter's table
-   (word bytes kept, lower-cased as the settings say; every other byte a space);
-2. the runs of word bytes are found where ``byte != space`` changes;
-3. each run gets a 64-bit key (:func:`run_keys`): a run of at most 8 bytes is its own
-   key (its bytes, little-endian: exact); a longer run's key is a hash of its bytes (a
-   polynomial modulo 2**64, mixed by splitmix64's finaliser) with the top bit set;
+1. the texts of a chunk become one array of bytes where the tokens are the runs of
+   bytes above the space. Texts all ASCII are joined by spaces and translated by the
+   splitter's table (word bytes kept, lower-cased as the settings say; every other byte
+   a space). Other texts (any script, as str) are lower-cased as ``str.lower`` does,
+   joined, viewed as code points (UTF-32) and classified by a table of the regex
+   engine's own ``\\w`` (:func:`is_word`); the word characters that stand alone
+   (runs of one character, never tokens) and every other character become spaces, each
+   text ends with a newline, and the result is encoded as UTF-8
+   (:func:`_text_chunk_runs`);
+2. the runs are found where the bytes go from separators (space, newline) to others and
+   back;
+3. each run gets a 64-bit key (:func:`run_keys`): a run of at most 8 bytes starting with
+   an ASCII byte is its own key (its bytes, big-endian: exact, and in the words' order);
+   any other run's key is a hash of its bytes (a polynomial over its blocks of 8 bytes,
+   modulo 2**64, mixed by splitmix64's finaliser) with the top bit set;
 4. predict (:class:`RunCounter`) looks the keys up in an open-addressing table of the
    vocabulary's and the stop words' keys (:class:`WordTable`, linear probing, all runs
    at once); fit (:class:`RunTally`) finds each chunk's distinct words by sorting the
    keys and numbers them by binary search among the words met before;
-5. a long run is compared byte for byte with the word it was taken for: in predict, one
-   whose hash equals a word's but whose bytes differ is unknown, and a table where two
-   words share a key is refused (:meth:`WordTable.build` returns None, and the caller
-   counts in Python); in fit, a chunk where two different words share a hash is given
-   back to be tokenized. A hash never stands for two words: the counts are exact
+5. a hashed run is compared byte for byte with the word it was taken for: in predict,
+   one whose hash equals a word's but whose bytes differ is unknown, and a table where
+   two words share a key is refused (:meth:`WordTable.build` returns None, and the
+   caller counts in Python); in fit, a chunk where two different words share a hash is
+   given back to be tokenized. A hash never stands for two words: the counts are exact
    whatever the hash function does (tests replace it by a constant);
 6. runs of one character and stop words are dropped (they are never tokens), and the
    (text, word) pairs are counted by sorting.
 
-The result is the tokenizer's, exactly (hypothesis tests in ``tests/test_runs.py``),
-in about a third of the time on 20 Newsgroups.
+The result is the tokenizer's, exactly (hypothesis tests in ``tests/test_runs.py`` and,
+for text of many scripts, ``tests/test_runs_unicode.py``).
 """
 
 from __future__ import annotations

@@ -159,7 +159,8 @@ class AsciiSplitter:
     are in ``dropped`` (as bytes), and a caller that counts the runs leaves those out,
     which gives exactly the counts of the tokens. Decoded with an ASCII-compatible
     encoding, a token is the same word the regex finds in the text.
-    :mod:`nbclass.runs` counts these runs with numpy.
+    :mod:`nbclass.runs` counts these runs with numpy, and counts texts of any script
+    the same way from ``lowercase`` and ``stop_words`` (the settings' own).
 
     Examples
     --------
