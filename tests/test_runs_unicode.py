@@ -135,19 +135,22 @@ def tally_of(runs_tally, n_classes):
     st.integers(1, 50),
     st.integers(1, 3),
     st.sampled_from([1, 3, 1 << 15]),
+    st.sampled_from([2, 3, 8]),
 )
 def test_a_run_tally_counts_any_script_as_the_tokenizer(
-    documents, lowercase, stop, chunk, adds, recent
+    documents, lowercase, stop, chunk, adds, recent, merge_at
 ):
     """D_jc and T_jc of str texts of many scripts, mixed with ASCII bytes of others, in
     chunks of any size and several calls, equal the tokenizer's; the words come sorted,
-    whenever the latest words are merged with the others."""
+    whenever the latest words are merged with the others, and the chunks' sums are the
+    same whenever they are merged."""
     settings_ = TokenizerSettings(lowercase=lowercase, stop_words=stop)
     texts = [text for text, _ in documents]
     labels = [c for _, c in documents]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runs_module, "CHUNK_BYTES", chunk)
         patch.setattr(runs_module, "_RECENT", recent)
+        patch.setattr(runs_module, "_MERGE_AT", merge_at)
         runs_tally = RunTally.make(ascii_splitter(settings_, "utf-8"), 3)
         counted = []
         step = -(-len(texts) // adds) if texts else 1
