@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from nbclass.corpus import PathList
 from nbclass.reading import (
     HAS_BYTES_SAMPLE,
     ReadLog,
@@ -77,3 +80,20 @@ def test_a_long_list_is_sized_from_an_even_sample(tmp_path):
     assert has_bytes(iter(paths), 10_000) and not has_bytes(iter(paths), 10_001)
     missing = [str(tmp_path / "gone.txt")] * 1000  # nothing readable: nothing counted
     assert not has_bytes(missing, 1)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(st.lists(st.text(alphabet="ab/é日\udce9\udcff.x", min_size=1, max_size=8),
+                      max_size=6), max_size=4)  # fmt: skip
+)
+def test_a_path_list_holds_the_paths_given(batches):
+    """Paths added in batches (ASCII, UTF-8, undecodable bytes as surrogate escapes) come
+    back as given, by index, slice and iteration; the bytes are os.fsencode's."""
+    paths = PathList()
+    for batch in batches:
+        paths.extend(iter(batch) if len(batch) % 2 else batch)
+    flat = [path for batch in batches for path in batch]
+    assert list(paths) == flat and len(paths) == len(flat)
+    assert [paths[i] for i in range(len(flat))] == flat and paths[1:-1] == flat[1:-1]
+    assert bytes(paths._data) == b"".join(os.fsencode(p) + b"\x00" for p in flat)
