@@ -552,6 +552,7 @@ class RunTally:
         self._ids = np.zeros(0, dtype=np.int64)
         self._recent_keys = np.zeros(0, dtype=np.uint64)
         self._recent_ids = np.zeros(0, dtype=np.int64)
+        self._sent = 0  # the words numbered before the last packed_new()
         self._bytes = bytearray()  # the words' bytes, each followed by a NUL, by number
         self._starts = np.zeros(1024, dtype=np.int64)  # where each word starts in them
         self._cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -719,7 +720,6 @@ class RunTally:
         the others are sorted apart, and Python's sort merges the two runs."""
         if self.waiting:
             raise ValueError("a run tally with gathered texts not counted: flush it first")
-        C = self.n_classes
         names = self._bytes[:-1].decode("utf-8").split("\x00") if self._bytes else []
         self._merge_keys()
         n_short = int(np.searchsorted(self._keys, _LONG))
@@ -729,9 +729,36 @@ class RunTally:
         rank = np.empty(len(names), dtype=np.int64)
         rank[order] = np.arange(len(names), dtype=np.int64)
         words = list(map(names.__getitem__, order))
+        lengths, ids, docs, tokens = self._by_class()
+        return words, lengths, rank[ids], docs, tokens
+
+    def packed_new(self) -> tuple:
+        """``(new_words, new_ids, lengths, rows, doc_counts, token_counts)``: the counts
+        added since the last call, as :meth:`packed` gives them but with each row the
+        tally's own number of the word, and the words numbered since the last call,
+        sorted, with their numbers (the receiver learns each word once). The counts are
+        then cleared; the words are kept, with their numbers."""
+        if self.waiting:
+            raise ValueError("a run tally with gathered texts not counted: flush it first")
+        sent, n = self._sent, self.n_words
+        new_words, new_ids = [], np.zeros(0, dtype=np.int64)
+        if n > sent:
+            held = self._bytes[self._starts[sent] : self._starts[n] - 1]
+            names = held.decode("utf-8").split("\x00")
+            order = sorted(range(n - sent), key=names.__getitem__)
+            new_words = list(map(names.__getitem__, order))
+            new_ids = np.array(order, dtype=np.int64) + sent
+        counts = self._by_class()
+        self._cells, self.pairs, self._sent = [], 0, n
+        return (new_words, new_ids, *counts)
+
+    def _by_class(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(lengths, ids, doc_counts, token_counts)`` of the counts: class by class,
+        ``lengths[c]`` (word number, D, T) of class c."""
+        C = self.n_classes
         if not self._cells:
             empty = np.zeros(0, dtype=np.int64)
-            return words, np.zeros(C, dtype=np.int64), empty, empty, empty
+            return np.zeros(C, dtype=np.int64), empty, empty, empty
         cells, docs, tokens = self._cells[0] = self._merged()
         del self._cells[1:]
         classes = cells % C
@@ -740,7 +767,7 @@ class RunTally:
             classes = classes.astype(np.int16)
         order = np.argsort(classes, kind="stable")
         del classes
-        return words, lengths, rank[cells[order] // C], docs[order], tokens[order]
+        return lengths, cells[order] // C, docs[order], tokens[order]
 
 
 def _cell_sums(text: np.ndarray, word: np.ndarray, labels: Sequence[int], K: int, C: int):

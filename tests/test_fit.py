@@ -53,7 +53,6 @@ def test_chunks_and_workers_give_the_same_model_bit_for_bit(
     settings = TokenizerSettings(hash_features=hashing)
     whole = dumps(fit(corpus, settings, jobs=1, ledger=ledger))
     monkeypatch.setattr(nbclass.counts, "FLUSH_ENTRIES", 300)  # several packs per process
-    monkeypatch.setattr(nbclass.counts, "FLUSH_RUN_PAIRS", 300)
     monkeypatch.setattr(nbclass.counts, "PART_SIZE", 10)
     for jobs in (1, 2, 3):
         assert dumps(fit(corpus, settings, jobs=jobs, ledger=ledger)) == whole
@@ -258,7 +257,6 @@ def test_ascii_and_other_documents_give_the_same_model_by_either_path(
     settings = TokenizerSettings(stop_words=stop)
     models = {dumps(fit(corpus, settings, jobs=jobs)) for jobs in (1, 2)}
     monkeypatch.setattr(nbclass.counts, "FLUSH_ENTRIES", 3)
-    monkeypatch.setattr(nbclass.counts, "FLUSH_RUN_PAIRS", 3)
     monkeypatch.setattr(nbclass.counts, "PART_SIZE", 1)
     models |= {dumps(fit(corpus, settings, jobs=jobs)) for jobs in (1, 2)}
     monkeypatch.setattr(nbclass.counts, "ascii_splitter", lambda *args: None)

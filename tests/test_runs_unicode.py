@@ -283,3 +283,42 @@ def test_gathered_texts_that_clash_come_back_with_their_labels(monkeypatch):
     # The ASCII texts are counted first; мир then has the hash of abcdefghij.
     assert runs_tally.flush() == [("мир мир", 0)] and not runs_tally.waiting
     assert tally_of(runs_tally, 2) == {("abcdefghij", 1): (1, 1), ("ab", 0): (1, 1)}
+
+
+def test_windows_packed_by_word_numbers_add_up_to_the_plain_counts(tmp_path, monkeypatch):
+    """One process's run tally counts three windows and packs each with an origin (its
+    words sent once, by number), another process's tally packs the old way, and a text
+    longer than a chunk goes through the Counters: the counts are the tokenizer's."""
+    from nbclass.counts import CountAccumulator
+    from nbclass.tally import pack, settle, tally, tally_paths
+
+    monkeypatch.setattr(runs_module, "CHUNK_BYTES", 40)
+    texts = ["мир ab МИР", "ab cd ab", "日本語 ab", "x" * 50 + " ab мир", "cd мир 日本語",
+             "ΟΔΟΣ ab", "ef gh ij kl mn op qr", "мир"]  # fmt: skip
+    labels = [0, 1, 0, 1, 1, 0, 1, 0]
+    paths = []
+    for i, text in enumerate(texts):
+        path = tmp_path / f"{i}.txt"
+        path.write_text(text, "utf-8")
+        paths.append(str(path))
+    settings_ = TokenizerSettings()
+    tokenize = make_tokenizer(settings_)
+    splitter = ascii_splitter(settings_, "utf-8")
+    accumulator = CountAccumulator(["a", "b"])
+    runs = None
+    for start, end in ((0, 3), (3, 5), (5, 6)):  # one process, three windows
+        part = tally_paths(paths[start:end], labels[start:end], 2, tokenize,
+                           splitter=splitter, runs=runs)  # fmt: skip
+        settle(part, tokenize)
+        runs = part[6]
+        packed = pack(part, b"origin-1")
+        assert isinstance(packed[1], tuple) and packed[1][0] == b"origin-1"
+        accumulator.add_packed(packed)
+    other = tally_paths(paths[6:], labels[6:], 2, tokenize, splitter=splitter)
+    settle(other, tokenize)
+    accumulator.add_packed(pack(other))  # another process, its words by name
+    counts = accumulator.result()
+    expected = CountAccumulator(["a", "b"])
+    expected.add_packed(pack(tally([tokenize(t) for t in texts], labels, 2)))
+    assert counts.equals(expected.result())
+    assert counts.token_count[counts.vocabulary.index("мир")].tolist() == [3, 2]
