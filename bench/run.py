@@ -3,9 +3,11 @@
 Every measurement is a whole process, as a user would run it, timed from start to exit,
 with the peak memory of its whole process tree (the main process's resident memory plus
 each descendant's private memory, sampled from /proc, and at least the kernel's own peak
-for the main process). The corpus is
+for the main process). The corpora are
 ``../shared/corpora/20news-bydate.tar.gz``, unpacked once into ``~/.cache/nbclass-corpora``
-(``NBCLASS_CACHE`` overrides), never into the repository.
+(``NBCLASS_CACHE`` overrides), never into the repository, and a multilingual corpus built
+there once from the machine's translated message catalogs (``bench/multilingual.py``;
+see docs/performance.md for the set-up).
 
 Usage: python bench/run.py [--repeat N] [--single N] [--scale SIZES]
 Writes bench/results/<UTC time>.md and .json, and bench/results/latest.md.
@@ -161,6 +163,91 @@ def folder_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
 
 
+def folder_files(folder: Path) -> int:
+    return sum(1 for p in folder.rglob("*") if p.is_file())
+
+
+def alternating(repeat: int, commands: dict[str, list[str]]) -> dict[str, dict]:
+    """:func:`best_of` of several commands, their runs taken in turn (A B A B ...), so
+    that a change in the machine's load falls on all of them alike."""
+    runs: dict[str, list[dict]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, cmd in commands.items():
+            runs[name].append(measure(cmd))
+    return {
+        name: {
+            "seconds": statistics.median(r["seconds"] for r in results),
+            "peak_mb": max(r["peak_mb"] for r in results),
+            "stdout": results[-1]["stdout"],
+        }
+        for name, results in runs.items()
+    }
+
+
+def multilingual_rows(repeat: int, work: Path, row) -> dict | None:
+    """The multilingual corpus (bench/multilingual.py, built once into the cache from
+    the installed message catalogs): the floors, scikit-learn and nbclass, fit and
+    predict, each pair of rivals in alternating runs. None when the corpus cannot be
+    built on this machine (the reason is printed)."""
+    root = CACHE / "multilingual"
+    py = sys.executable
+    if not (root / "train").is_dir():
+        print(f"bench: building the multilingual corpus into {root}", flush=True)
+        built = subprocess.run([py, str(HERE / "multilingual.py"), str(root)])
+        if built.returncode != 0:
+            print("bench: no multilingual corpus; see docs/performance.md", flush=True)
+            return None
+    train, test = root / "train", root / "test"
+    train_mb, test_mb = folder_mb(train), folder_mb(test)
+    train_docs = folder_files(train)
+    languages = len([p for p in train.iterdir() if p.is_dir()])
+    print(
+        f"bench: multilingual train {train_mb:.1f} MB in {train_docs} documents, "
+        f"{languages} languages; test {test_mb:.1f} MB",
+        flush=True,
+    )
+    model, sk_model = str(work / "multi.nbc"), str(work / "multi.joblib")
+    measure([py, str(HERE / "floor_read.py"), str(train)])  # into the page cache
+    floors = alternating(
+        repeat,
+        {
+            "read": [py, str(HERE / "floor_read.py"), str(train)],
+            "regex": [py, str(HERE / "floor_regex.py"), str(train)],
+        },
+    )
+    row("multilingual floor: read train files", floors["read"], train_mb)
+    row("multilingual floor: read + regex tokenize train (1 core)", floors["regex"], train_mb)
+    fits = alternating(
+        repeat,
+        {
+            "sk": [py, str(HERE / "sklearn_pipeline.py"), "fit", str(train), sk_model],
+            "nb": [NBCLASS, "fit", str(train), "-o", model, "-q"],
+        },
+    )
+    row("multilingual: scikit-learn fit", fits["sk"], train_mb)
+    row("multilingual: nbclass fit", fits["nb"], train_mb)
+    predicts = alternating(
+        repeat,
+        {
+            "sk": [py, str(HERE / "sklearn_pipeline.py"), "predict", sk_model, str(test)],
+            "nb": [NBCLASS, "predict", "-m", model, str(test)],
+        },
+    )
+    row("multilingual: scikit-learn predict test", predicts["sk"], test_mb,
+        float(predicts["sk"]["stdout"]))  # fmt: skip
+    row("multilingual: nbclass predict test", predicts["nb"], test_mb,
+        tsv_accuracy(predicts["nb"]["stdout"]))  # fmt: skip
+    return {
+        "fit": fits["nb"]["seconds"],
+        "sk_fit": fits["sk"]["seconds"],
+        "predict": predicts["nb"]["seconds"],
+        "sk_predict": predicts["sk"]["seconds"],
+        "floor": floors["regex"]["seconds"],
+        "train_mb": train_mb,
+        "train_docs": train_docs,
+    }
+
+
 def tsv_accuracy(output: bytes) -> float:
     lines = output.decode().splitlines()
     right = sum(line.split("\t")[0].split("/")[-2] == line.split("\t")[1] for line in lines)
@@ -207,6 +294,7 @@ def main() -> None:
     work.mkdir(parents=True)
     model, sk_model = str(work / "model.nbc"), str(work / "sklearn.joblib")
     train_mb, test_mb = folder_mb(train), folder_mb(test)
+    train_docs = folder_files(train)
     py = sys.executable
     rows = []
 
@@ -263,14 +351,21 @@ def main() -> None:
     row("nbclass predict test", nb_pred, test_mb, tsv_accuracy(nb_pred["stdout"]))
     document = next(p for p in sorted((test / "sci.space").iterdir())).read_bytes()
     measure([NBCLASS, "predict", "-m", model], stdin=document)  # writes the .pyc files once
-    single = [
-        measure([NBCLASS, "predict", "-m", model], stdin=document) for _ in range(args.single)
-    ]
+    # Side by side with the interpreter's own start: one run of each in turn.
+    single, bare = [], []
+    for _ in range(args.single):
+        single.append(measure([NBCLASS, "predict", "-m", model], stdin=document))
+        bare.append(measure([py, "-c", "pass"]))
     single_row = {
         "seconds": statistics.median(r["seconds"] for r in single),
         "peak_mb": max(r["peak_mb"] for r in single),
     }
+    bare_row = {
+        "seconds": statistics.median(r["seconds"] for r in bare),
+        "peak_mb": max(r["peak_mb"] for r in bare),
+    }
     row(f"nbclass predict one document via stdin (median of {args.single})", single_row, 0)
+    row(f"python -c pass, in turn with it (median of {args.single})", bare_row, 0)
     full_cli = {"NBCLASS_FULL_CLI": "1"}  # the same through click, for comparison
     single_click = [
         measure([NBCLASS, "predict", "-m", model], stdin=document, env=full_cli)
@@ -284,6 +379,8 @@ def main() -> None:
         },
         0,
     )
+
+    multi = multilingual_rows(args.repeat, work, row)
 
     for megabytes in [float(x) for x in args.scale.split(",") if x]:
         folder = CACHE / f"generated-{megabytes:g}MB"
@@ -303,8 +400,25 @@ def main() -> None:
         "predict / scikit-learn predict": nb_pred["seconds"] / sk_pred["seconds"],
         "fit peak memory / scikit-learn's": nb_fit["peak_mb"] / sk_fit["peak_mb"],
         "one-document predict (ms)": single_row["seconds"] * 1000,
+        "one-document predict / python -c pass": single_row["seconds"] / bare_row["seconds"],
         "two floors at once / one (1: a second core; 2: none)": rows[2]["seconds"] / floor,
     }
+    if multi:
+        ratios.update(
+            {
+                "multilingual: fit / scikit-learn fit": multi["fit"] / multi["sk_fit"],
+                "multilingual: predict / scikit-learn predict": (
+                    multi["predict"] / multi["sk_predict"]
+                ),
+                "multilingual: fit / read+regex floor": multi["fit"] / multi["floor"],
+                "20news fit MB/s / multilingual fit MB/s": (
+                    (train_mb / nb_fit["seconds"]) / (multi["train_mb"] / multi["fit"])
+                ),
+                "20news fit documents/s / multilingual's": (
+                    (train_docs / nb_fit["seconds"]) / (multi["train_docs"] / multi["fit"])
+                ),
+            }
+        )
     report(rows, ratios, machine())
 
 

@@ -24,6 +24,8 @@ import warnings
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from itertools import accumulate, count
+from operator import add
 
 from .errors import CorpusError, NbclassError, NbclassWarning, UsageError
 from .names import escape, is_utf8
@@ -134,15 +136,22 @@ class PathList(Sequence):
         self.extend(paths)
 
     def extend(self, paths: Iterable[str]) -> None:
-        """Add ``paths`` at the end (no path holds a NUL: the file system forbids it)."""
-        encoded = [os.fsencode(path) for path in paths]
-        if not encoded:
+        """Add ``paths`` at the end (no path holds a NUL: the file system forbids it).
+
+        The paths are encoded at once, joined by NULs (as :func:`os.fsencode` encodes
+        each); when that takes one byte a character, each path's bytes are as many as
+        its characters, and the ends come from the lengths without a Python loop."""
+        paths = paths if isinstance(paths, list) else list(paths)
+        if not paths:
             return
-        at = len(self._data)
-        for item in encoded:
-            self._ends.append(at + len(item))
-            at += len(item) + 1
-        self._data += b"\x00".join(encoded)
+        joined = "\x00".join(paths)
+        data = joined.encode(self._ENCODING, self._ERRORS)
+        lengths = map(len, paths)
+        if len(data) != len(joined):  # some character takes several bytes
+            lengths = [len(os.fsencode(path)) for path in paths]
+        # Path i ends after its own bytes, those of the paths before it and their NULs.
+        self._ends.extend(map(add, accumulate(lengths), count(len(self._data))))
+        self._data += data
         self._data += b"\x00"
 
     def __len__(self) -> int:

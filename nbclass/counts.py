@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
 
 from .errors import UsageError
 from .reading import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
-from .tally import Tally, narrow, pack, tally, tally_paths
+from .tally import Tally, narrow, pack, settle, tally, tally_paths
 from .tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from .vectorizer import GrowingVocabulary, binarize
 
@@ -324,6 +324,7 @@ class CountAccumulator:
         # arrays once, from the union of their words, with no growing and no reordering.
         self._pending: list[tuple] = []
         self._pending_bytes = 0
+        self._origins: dict = {}  # origin -> the row of each word number of a run tally
 
     def _reserve(self, V: int) -> None:
         if self._doc_count is None:
@@ -364,9 +365,11 @@ class CountAccumulator:
     def add_packed(self, packed: tuple, entries: list | None = None, seen: dict | None = None):
         """Add a tally in the compact form of :func:`nbclass.tally.pack`.
 
-        One dictionary look-up per word of the tally places its row; the counts of all
-        classes are then added by numpy, one cell (j, c) each. The first tallies wait,
-        up to ``PENDING_BYTES``, so that :meth:`result` can lay out the arrays once.
+        One dictionary look-up per word of the tally places its row (per new word, for
+        a run tally's words sent by their numbers: the rows of an origin's numbers are
+        kept); the counts of all classes are then added by numpy, one cell (j, c) each.
+        The first tallies wait, up to ``PENDING_BYTES``, so that :meth:`result` can lay
+        out the arrays once.
         """
         class_count, words, lengths, rows, doc_counts, token_counts = packed[:6]
         if entries is not None:
@@ -378,6 +381,24 @@ class CountAccumulator:
                 for key, word in sample:
                     add_representative(seen, column, key, word)
         self._class_count += np.asarray(class_count, dtype=np.int64)
+        if isinstance(words, tuple):  # a run tally's words by its own numbers (tally.pack)
+            origin, new_words, new_ids, others = words
+            known = self._origins.get(origin, np.zeros(0, dtype=np.int64))
+            if len(new_ids):
+                need = int(np.max(new_ids)) + 1
+                if known.size < need:  # room for the new numbers, doubling
+                    grown = np.full(max(need, 2 * known.size), -1, dtype=np.int64)
+                    grown[: known.size] = known
+                    known = grown
+                known[np.asarray(new_ids)] = self._rows(new_words)
+                self._origins[origin] = known
+            rows = np.concatenate((self._rows(others), known))[np.asarray(rows)]
+            self._add(None, lengths, rows, doc_counts, token_counts)
+            return
+        self._add(self._rows(words), lengths, rows, doc_counts, token_counts)
+
+    def _rows(self, words: str) -> np.ndarray:
+        """The row of each of ``words`` (NUL-joined), the new ones added in order."""
         words = words.split("\x00") if words else []
         vocabulary = self.vocabulary
         at = None
@@ -403,32 +424,45 @@ class CountAccumulator:
             else:
                 found = map(vocabulary.__getitem__, map(words.__getitem__, new.tolist()))
                 at[new] = np.fromiter(found, dtype=np.int64, count=new.size)
-        cells = (at, *map(np.asarray, (lengths, rows, doc_counts, token_counts)))
+        return at
+
+    def _add(self, at, lengths, rows, doc_counts, token_counts) -> None:
+        """Add counts whose rows are ``at[rows]`` (``rows`` when ``at`` is None)."""
+        cells = tuple(map(np.asarray, (lengths, rows, doc_counts, token_counts)))
         if self._doc_count is None:
             cells = tuple(map(narrow, cells))  # waiting: in int32 where the values fit
-            self._pending.append(cells)
+            if at is not None:
+                at = narrow(at)
+            self._pending.append((at, *cells))
             self._pending_bytes += sum(part.nbytes for part in cells)
+            self._pending_bytes += 0 if at is None else at.nbytes
             if self._pending_bytes > PENDING_BYTES:
                 self._add_pending()
             return
-        self._reserve(len(vocabulary))
-        self._add_cells(*cells)
+        self._reserve(len(self.vocabulary))
+        self._add_cells(at, *cells)
 
     def _add_pending(self, rank: np.ndarray | None = None) -> None:
         """Add the pending tallies, their rows renumbered by ``rank`` if given."""
         self._reserve(len(self.vocabulary))
         pending, self._pending, self._pending_bytes = self._pending, [], 0
         while pending:
-            at, *rest = pending.pop()
-            self._add_cells(at if rank is None else rank[at], *rest)
+            at, lengths, rows, *counts = pending.pop()
+            if rank is not None and at is None:
+                rows = rank[rows]
+            elif rank is not None:
+                at = rank[at]
+            self._add_cells(at, lengths, rows, *counts)
 
     def _add_cells(self, at, lengths, rows, doc_counts, token_counts) -> None:
-        """Add a packed tally's counts, its words being at rows ``at``."""
+        """Add a packed tally's counts, its words being at rows ``at`` (or, when ``at``
+        is None, ``rows`` being the rows)."""
         if not len(rows):
             return
         C = len(self.classes)
         column = np.repeat(np.arange(C, dtype=np.int64), lengths)
-        cells = at[rows] * C + column  # a cell twice when a word was listed twice
+        where = rows if at is None else at[rows]
+        cells = where * C + column  # a cell twice when a word was listed twice
         # int64 values: numpy's fast path of add.at needs no casting (int32 is 14 × slower)
         np.add.at(self._doc_count.reshape(-1), cells, doc_counts.astype(np.int64))
         np.add.at(self._token_count.reshape(-1), cells, token_counts.astype(np.int64))
@@ -596,14 +630,15 @@ def count_corpus(
     When ``entries`` is a list, each document's ledger entry ``(digest, class index,
     Counter)`` is appended to it (:mod:`nbclass.ledger`), in no particular order.
 
-    The documents are tallied in plain Python (:mod:`nbclass.tally`), part after part
-    of consecutive documents, into one tally until it holds ``FLUSH_ENTRIES`` (word,
-    class) pairs; that tally is packed and added to the count arrays, and the next one
-    starts. With ``jobs`` > 1 and at least ``PARALLEL_MIN_BYTES`` of text, ``jobs`` forked
-    worker processes tally, each taking the next part when free and sending back each
-    packed tally. Counts are integers, so the result is the same, bit for bit, for any
-    number of jobs. Memory is bounded by the vocabulary and ``FLUSH_ENTRIES``, not by
-    the number of documents.
+    The documents are tallied (:mod:`nbclass.tally`: by runs with numpy, or in plain
+    Python), part after part of consecutive documents, into one tally until it holds
+    ``FLUSH_ENTRIES`` (word, class) pairs; that tally is packed and added to the count
+    arrays, and the next one starts (a process's run tally goes on with the same
+    numbers for its words, which the count arrays' side learns once). With ``jobs`` > 1
+    and at least ``PARALLEL_MIN_BYTES`` of text, ``jobs`` forked worker processes tally,
+    each taking the next part when free and sending back each packed tally. Counts are
+    integers, so the result is the same, bit for bit, for any number of jobs. Memory is
+    bounded by the vocabulary and ``FLUSH_ENTRIES``, not by the number of documents.
     ``on_progress(start, end)`` is called as the documents ``paths[start:end]`` are
     counted (every document once).
 
@@ -654,6 +689,7 @@ class _Share:
         self.next_part = self.done = None  # shared integers, once workers take part
         self._next = 0  # without workers
         self._tokenize = self._splitter = None
+        self._runs = self._origin = None  # this process's run tally, once it has one
 
     def _take(self) -> int:
         """The start of the next part nobody has taken."""
@@ -684,7 +720,7 @@ class _Share:
             end = min(n, start + self.size)
             part = tally_paths(
                 self.paths[start:end], self.labels[start:end], self.n_classes, self._tokenize,
-                self.ledger, self.policy, into=part, splitter=self._splitter,
+                self.ledger, self.policy, into=part, splitter=self._splitter, runs=self._runs,
             )  # fmt: skip
             if on_progress:
                 on_progress(start, end)
@@ -693,7 +729,17 @@ class _Share:
                     self.done.value += end - start
             if _entries(part) >= FLUSH_ENTRIES:
                 break
-        return None if part is None else pack(part)
+        if part is None:
+            return None
+        settle(part, self._tokenize)  # the short documents the run tally still gathers
+        if len(part) > 6 and part[6] is not None:
+            # This process's run tally counts its next windows too, with the same numbers
+            # for the words: the receiver learns each of them once (tally.pack's origin).
+            self._runs = part[6]
+            if self._origin is None:
+                self._origin = os.urandom(8)  # this process's, whatever its pid
+            return pack(part, self._origin)
+        return pack(part)
 
     def tally(self, on_progress=None):
         """Yield packed tallies of every part, in this process."""
@@ -741,7 +787,7 @@ class _Share:
 def _entries(part) -> int:
     """The (word, class) pairs a tally of :func:`nbclass.tally.tally_paths` holds."""
     entries = sum(map(len, part[2]))
-    if len(part) > 6 and part[6] is not None:  # and the ASCII documents counted by runs
+    if len(part) > 6 and part[6] is not None:  # and the documents counted by runs
         entries += part[6].pairs
     return entries
 

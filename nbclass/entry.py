@@ -134,6 +134,46 @@ def parse_predict(args: list[str]) -> dict | None:
     return found
 
 
+def _defer(*names: str) -> None:
+    """Put off importing the modules ``names`` until one of their attributes is used.
+
+    :mod:`dataclasses` imports :mod:`inspect` (through ``ast``, ``dis`` and ``tokenize``,
+    a third of a one-document run's imports) and :mod:`copy` (and ``weakref``), but uses
+    the first only for a class with no docstring and the second only in ``asdict`` and
+    ``astuple``, neither of which this path meets. A stand-in module takes each one's
+    place; the first attribute asked of it imports the real module, which replaces it.
+    """
+    for name in names:
+        if name in sys.modules:
+            continue
+        stand_in = type(sys)(name)
+
+        def __getattr__(attribute: str, name=name, stand_in=stand_in):
+            if sys.modules.get(name) is stand_in:
+                del sys.modules[name]
+            return getattr(__import__(name), attribute)
+
+        stand_in.__getattr__ = __getattr__
+        sys.modules[name] = stand_in
+
+
+def _document(path: str, log):
+    """``(source, text)`` of the one document at ``path`` (``-``: standard input), as
+    :func:`nbclass.corpus.iter_documents` yields it, under the default reading policy,
+    without importing the corpus module."""
+    from .errors import NbclassError
+    from .reading import DEFAULT_POLICY, read_document
+
+    handle = None
+    if path == "-":
+        handle = sys.stdin.buffer
+    elif not os.path.exists(path):  # gone since it was looked at
+        raise NbclassError(f"{path!r} does not exist")
+    data = read_document(path, DEFAULT_POLICY, log, False, handle)
+    if data is not None:
+        yield path, log.decode(data, DEFAULT_POLICY.encoding)
+
+
 def _fast_predict(args: list[str]) -> int | None:
     """Run a one-document predict; the exit code, or ``None`` to hand over to click."""
     request = parse_predict(args)
@@ -145,8 +185,8 @@ def _fast_predict(args: list[str]) -> int | None:
             return None  # click prints its usage hint
     elif not os.path.isfile(path):
         return None  # a folder (batch), or a missing path: click's path
+    _defer("inspect", "copy")
     from .abstain import Abstention
-    from .corpus import iter_documents
     from .reading import DEFAULT_POLICY, ReadLog
     from .single import predict_one, warn_skip
 
@@ -161,7 +201,7 @@ def _fast_predict(args: list[str]) -> int | None:
     log = ReadLog(on_skip=warn_skip)  # the reading options' defaults, as click's path
     code = predict_one(
         request["model_path"],
-        iter_documents([path or "-"], False, DEFAULT_POLICY, log),
+        _document(path or "-", log),
         overrides,
         request.get("fmt", "tsv"),
         request.get("top_k"),
@@ -187,7 +227,7 @@ def main() -> None:
             NbclassError,
             Terminated,
         )
-        from .process import install_sigterm, output_error, reserve_standard_streams
+        from .process import install_sigterm, output_error, quick_exit, reserve_standard_streams
         from .single import show_warning
 
         warnings.showwarning = show_warning
@@ -213,6 +253,7 @@ def main() -> None:
             sys.stderr.write(output_error(exc))
             sys.exit(EXIT_ERROR)
         if code is not None:
+            quick_exit(code)  # returns when anything is left for Python's own exit
             sys.exit(code)
     from .cli import main as cli_main
     from .process import quick_exit

@@ -26,15 +26,15 @@ import codecs
 import errno
 import os
 import stat
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 
 from .errors import NbclassError, UsageError
 
 BINARY_PROBE = 8 * 1024  # bytes looked at for a NUL byte, as grep and git do
 CHUNK = 1024 * 1024  # bytes read at a time
+HAS_BYTES_SAMPLE = 200  # files stat-ed to estimate the size of a longer list
 # 16 MiB is several times the largest books (the King James Bible is 4.4 MB of text) and
 # tokenizing it takes a few hundred MB of memory; a log file or disk image that strays
 # into a corpus is refused instead of filling the memory of a cron job.
@@ -117,7 +117,7 @@ class ReadPolicy:
         if self.on_error not in ON_ERROR:
             raise UsageError(f"--on-error must be fail or skip, not {self.on_error!r}")
 
-    @property
+    @cached_property
     def detects_binary(self) -> bool:
         """True when a NUL byte marks a binary document (not for UTF-16 or UTF-32 text)."""
         return not self.binary and b"\0" not in "\n".encode(self.encoding)
@@ -128,7 +128,7 @@ class ReadPolicy:
         return "\n".encode(self.encoding) == b"\n"
 
     def is_binary(self, head: bytes) -> bool:
-        return self.detects_binary and b"\0" in head[:BINARY_PROBE]
+        return self.detects_binary and head.find(b"\0", 0, BINARY_PROBE) >= 0
 
 
 DEFAULT_POLICY = ReadPolicy()
@@ -177,9 +177,10 @@ class ReadLog:
             return data.decode(encoding)
         except UnicodeDecodeError:
             pass
-        _counter.n = 0
+        counter = _counter()
+        counter.n = 0
         text = data.decode(encoding, _COUNT_ERRORS)
-        self.replaced += _counter.n
+        self.replaced += counter.n
         self.replaced_docs += 1
         return text
 
@@ -209,12 +210,22 @@ class ReadLog:
         return lines
 
 
-_counter = threading.local()
 _COUNT_ERRORS = "nbclass-count-replace"
+_counters = []  # the thread-local counter of replacements, made when first needed
+
+
+def _counter():
+    """This thread's count of replacements (an object with ``n``); threading is
+    imported only when a document fails to decode (one document starts faster)."""
+    if not _counters:
+        import threading
+
+        _counters.append(threading.local())
+    return _counters[0]
 
 
 def _count_replace(exc: UnicodeDecodeError):
-    _counter.n += 1
+    _counter().n += 1
     return "\ufffd", exc.end
 
 
@@ -230,7 +241,15 @@ def _reason(exc: OSError, walked: bool) -> tuple[str, str]:
 
 def has_bytes(paths: Iterable[str], minimum: int) -> bool:
     """Whether the files at ``paths`` hold at least ``minimum`` bytes together (sizes from
-    ``stat``, stopping as soon as they do; a file that cannot be read counts nothing)."""
+    ``stat``, stopping as soon as they do; a file that cannot be read counts nothing).
+
+    For a list of more than ``HAS_BYTES_SAMPLE`` paths, the answer is estimated from
+    that many spread evenly through it: a corpus of many small files is not stat-ed
+    whole before it is read."""
+    if isinstance(paths, Sequence) and len(paths) > HAS_BYTES_SAMPLE:
+        step = len(paths) / HAS_BYTES_SAMPLE
+        sample = [paths[int(i * step)] for i in range(HAS_BYTES_SAMPLE)]
+        return has_bytes(sample, -(-minimum * HAS_BYTES_SAMPLE // len(paths)))
     total = 0
     for path in paths:
         if total >= minimum:
@@ -240,6 +259,10 @@ def has_bytes(paths: Iterable[str], minimum: int) -> bool:
         except OSError:
             pass
     return total >= minimum
+
+
+_NAMED_FLAGS = os.O_RDONLY | getattr(os, "O_NOCTTY", 0)
+_WALKED_FLAGS = _NAMED_FLAGS | os.O_NONBLOCK
 
 
 def read_document(
@@ -266,10 +289,8 @@ def read_document(
 
             if is_url(path):
                 return _read_url(path, policy, log)
-        flags = os.O_RDONLY | getattr(os, "O_NOCTTY", 0)
-        if walked:
-            flags |= os.O_NONBLOCK  # opening a FIFO must not wait for a writer
-        fd = os.open(path, flags)
+        # Opening a FIFO found by a listing must not wait for a writer.
+        fd = os.open(path, _WALKED_FLAGS if walked else _NAMED_FLAGS)
         try:
             info = os.fstat(fd)
             if stat.S_ISREG(info.st_mode):
@@ -311,8 +332,17 @@ def _read_url(path: str, policy: ReadPolicy, log: ReadLog) -> bytes | None:
 
 def _read_file(path: str, fd: int, size: int, policy: ReadPolicy, log: ReadLog) -> bytes | None:
     """:func:`_read_limited` of a regular file of ``size`` bytes (as ``fstat`` said), open
-    as ``fd``, with ``os.read`` and no file object: usually one read of it all and one
-    that finds its end (one byte more is asked for: a file grown past the limit shows it)."""
+    as ``fd``, with ``os.read`` and no file object: usually one read of one byte more
+    than its size, which comes back short, at the file's end (a regular file's read is
+    only short there); a file that has grown since ``fstat`` is read on to its end."""
+    if size < policy.max_bytes:
+        data = os.read(fd, size + 1)
+        if len(data) <= size:
+            if policy.is_binary(data):
+                log.skip(Skip(path, BINARY, ""))
+                return None
+            return data
+        os.lseek(fd, 0, os.SEEK_SET)
     return _read_limited(path, fd, policy, log, first=min(size, policy.max_bytes) + 1)
 
 

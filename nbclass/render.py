@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from .names import escape
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (one document)
 
 if TYPE_CHECKING:  # rendering imports nothing heavy: one-document predict stays fast
     from .model import Model

@@ -33,8 +33,9 @@ _WORK: tuple | None = None  # in a worker: (text counter, read policy)
 
 def worth_parallel(files: Sequence[tuple[str, bool]], batch_size: int) -> bool:
     """Whether ``files`` (``(path, walked)`` pairs) are enough work for worker processes:
-    more than one batch and at least ``PARALLEL_MIN_BYTES``."""
-    return len(files) > batch_size and has_bytes((p for p, _ in files), PARALLEL_MIN_BYTES)
+    more than one batch and at least ``PARALLEL_MIN_BYTES`` (estimated from a sample of
+    the files by :func:`nbclass.reading.has_bytes`, given them as a list)."""
+    return len(files) > batch_size and has_bytes([p for p, _ in files], PARALLEL_MIN_BYTES)
 
 
 class CountedBatches:

@@ -94,7 +94,7 @@ def read_labelled(paths, labels, policy: ReadPolicy, log: ReadLog):
             yield data, label
 
 
-def pack(part: Tally) -> tuple:
+def pack(part: Tally, origin=None) -> tuple:
     """A :func:`tally` (or :func:`tally_paths` result) in a compact form, cheap to send.
 
     Returns ``(class_count, words, lengths, rows, doc_counts, token_counts, *rest)``:
@@ -116,6 +116,14 @@ def pack(part: Tally) -> tuple:
     ([1, 1], ['a', 'b'], [2, 1], [1, 0, 0])
     >>> packed[4].tolist(), packed[5].tolist()
     ([1, 1, 1], [2, 1, 1])
+
+    With an ``origin`` (a name for the run tally, the same for every window it counts:
+    the receiver keeps its numbers of the words), ``words`` is instead ``(origin,
+    new_words, new_ids, others)``: the run tally's words numbered since its last pack,
+    sorted, NUL-joined, with their numbers (:meth:`nbclass.runs.RunTally.packed_new`),
+    and the other documents' words, NUL-joined; a row below ``len(others)`` is one of
+    those, a row ``len(others) + i`` is the run tally's word number i. The run tally's
+    words then cost a look-up once per fit, not once per window.
     """
     import numpy as np
 
@@ -133,9 +141,12 @@ def pack(part: Tally) -> tuple:
         np.concatenate(p) if p else np.zeros(0, dtype=np.int64)
         for p in (rows, doc_counts, token_counts)
     )
+    runs = part[6] if len(part) > 6 else None
+    if origin is not None and runs is not None:
+        return _pack_by_numbers(part, origin, keys, lengths, rows, doc_counts, token_counts)
     run_words = []
-    if len(part) > 6 and part[6] is not None:  # the ASCII documents, counted by runs
-        run_words, run_lengths, run_rows, run_docs, run_tokens = part[6].packed()
+    if runs is not None:  # the documents counted by runs
+        run_words, run_lengths, run_rows, run_docs, run_tokens = runs.packed()
         rows += len(run_words)
         if not rows.size:  # all ASCII: the run tally's counts are all there is
             rows, doc_counts, token_counts = run_rows, run_docs, run_tokens
@@ -159,6 +170,28 @@ def pack(part: Tally) -> tuple:
     rest = part[3:6] if len(part) > 6 else part[3:]
     arrays = map(narrow, (lengths, rows, doc_counts, token_counts))
     return (class_count, words, *arrays, *rest)
+
+
+def _pack_by_numbers(part, origin, keys, lengths, rows, doc_counts, token_counts) -> tuple:
+    """:func:`pack` with an ``origin``: the Counters' counts (``keys``, rows into them)
+    and the run tally's by its own numbers of the words, class by class."""
+    import numpy as np
+
+    new_words, new_ids, run_lengths, run_rows, run_docs, run_tokens = part[6].packed_new()
+    run_rows = run_rows + len(keys)
+    if not rows.size:
+        rows, doc_counts, token_counts = run_rows, run_docs, run_tokens
+    else:
+        classes = np.arange(len(part[0]))
+        by_class = (np.repeat(classes, run_lengths), np.repeat(classes, lengths))
+        order = np.argsort(np.concatenate(by_class), kind="stable")
+        rows, doc_counts, token_counts = (
+            np.concatenate(pair)[order]
+            for pair in ((run_rows, rows), (run_docs, doc_counts), (run_tokens, token_counts))
+        )
+    words = (origin, "\x00".join(new_words), narrow(new_ids), "\x00".join(keys))
+    arrays = map(narrow, (lengths + run_lengths, rows, doc_counts, token_counts))
+    return (part[0], words, *arrays, *part[3:6])
 
 
 def _union(ordered: list[str], others: list[str]):
@@ -202,6 +235,7 @@ def narrow(values):
 def tally_paths(
     paths, labels, n_classes: int, tokenize, ledger: bool = False,
     policy: ReadPolicy = DEFAULT_POLICY, into=None, splitter: AsciiSplitter | None = None,
+    runs=None,
 ) -> Tally:  # fmt: skip
     """Read, tokenize and :func:`tally` the documents at ``paths``.
 
@@ -212,25 +246,28 @@ def tally_paths(
     the documents are added to it.
 
     With a ``splitter`` (:func:`nbclass.tokenizer.ascii_splitter` of the tokenizer's
-    settings; not with ``ledger``), documents that are all ASCII are never decoded:
-    they are counted by runs, with numpy, apart; a seventh item (a
-    :class:`nbclass.runs.RunTally`, or None) holds those counts, which :func:`pack` adds
-    to the others. The counts are the same, in about a third of the time.
+    settings; not with ``ledger``), documents are counted by runs, with numpy, apart
+    (those all ASCII never decoded); a seventh item (a :class:`nbclass.runs.RunTally`,
+    or None) holds those counts, which :func:`pack` adds to the others. The counts are
+    the same, in about a third of the time. Without ``into``, ``runs`` (a run tally
+    packed before, with an origin) counts them, so that it keeps its words' numbers.
     """
     log = ReadLog()
-    texts, kept = tee(read_labelled(paths, labels, policy, log))
-    texts, kept = (data for data, _ in texts), (label for _, label in kept)
+    read = read_labelled(paths, labels, policy, log)
 
     def decode(data: bytes) -> str:
         return log.decode(data, policy.encoding)
 
-    if ledger:
-        part = tally_ledger(texts, kept, n_classes, tokenize, into, decode)
-    elif splitter is not None:
-        part = _tally_split(texts, kept, n_classes, tokenize, decode, splitter, into)
+    if splitter is not None and not ledger:
+        part = _tally_split(read, n_classes, tokenize, decode, splitter, into, runs)
     else:
-        part = tally((tokenize(decode(t)) for t in texts), kept, n_classes, into)
-        part = (*part, None)
+        texts, kept = tee(read)
+        texts, kept = (data for data, _ in texts), (label for _, label in kept)
+        if ledger:
+            part = tally_ledger(texts, kept, n_classes, tokenize, into, decode)
+        else:
+            part = tally((tokenize(decode(t)) for t in texts), kept, n_classes, into)
+            part = (*part, None)
     take_seen = getattr(tokenize, "take_seen", None)
     seen = take_seen() if take_seen else None
     if seen is not None and into is not None and into[4]:
@@ -246,15 +283,16 @@ def tally_paths(
     return (*part[:4], seen, log, *part[4:])
 
 
-def _tally_split(documents, labels, n_classes, tokenize, decode, splitter, into):
-    """:func:`tally` of raw documents, those all ASCII counted by runs with numpy
-    (:class:`nbclass.runs.RunTally`): ``(class_count, docs, tokens, None, runs)``
-    (see :func:`tally_paths`)."""
+def _tally_split(documents, n_classes, tokenize, decode, splitter, into, runs=None):
+    """:func:`tally` of raw ``(document, label)`` pairs, counted by runs with numpy
+    (:class:`nbclass.runs.RunTally`): those all ASCII as bytes, never decoded, the others
+    decoded and counted as str; only documents longer than ``CHUNK_BYTES`` (or a chunk
+    with a hash clash) are tokenized in Python. Returns ``(class_count, docs, tokens,
+    None, runs)`` (see :func:`tally_paths`)."""
     from .runs import CHUNK_BYTES
 
     if into is None:
         class_count, docs, tokens = new_tally(n_classes)
-        runs = None
     else:
         class_count, docs, tokens = into[:3]
         runs = into[6]
@@ -262,21 +300,41 @@ def _tally_split(documents, labels, n_classes, tokenize, decode, splitter, into)
         from .runs import RunTally
 
         runs = RunTally.make(splitter, n_classes)
-    fast, fast_labels, others = [], [], []
-    for data, c in zip(documents, labels):
+    fast, fast_labels, texts, text_labels, others = [], [], [], [], []
+    for data, c in documents:
         class_count[c] += 1
-        if runs is not None and data.isascii() and len(data) <= CHUNK_BYTES:
+        if runs is None or len(data) > CHUNK_BYTES:
+            others.append((decode(data), c))
+        elif data.isascii():
             fast.append(data)
             fast_labels.append(c)
         else:
-            others.append((data, c))
+            texts.append(decode(data))
+            text_labels.append(c)
     if fast:
-        others.extend((fast[i], fast_labels[i]) for i in runs.add(fast, fast_labels))
-    for data, c in others:
-        tokens_of = tokenize(decode(data))
+        others.extend(runs.gather(fast, fast_labels))
+    if texts:
+        others.extend(runs.gather(texts, text_labels))
+    _tokenized(others, tokenize, docs, tokens)
+    return class_count, docs, tokens, None, runs
+
+
+def _tokenized(documents, tokenize, docs, tokens) -> None:
+    """Add ``(text, label)`` pairs, tokenized, to the Counters ``docs`` and ``tokens``
+    (by class); a text may still be ASCII bytes (any ASCII-compatible encoding, which
+    a splitter needs, decodes them as ASCII does)."""
+    for text, c in documents:
+        tokens_of = tokenize(text if isinstance(text, str) else text.decode("ascii"))
         tokens[c].update(tokens_of)
         docs[c].update(set(tokens_of))
-    return class_count, docs, tokens, None, runs
+
+
+def settle(part, tokenize) -> None:
+    """Count what the run tally of a :func:`tally_paths` result still gathers (see
+    :meth:`nbclass.runs.RunTally.gather`); what it gives back is tokenized into the
+    part's Counters. Call before :func:`pack`."""
+    if len(part) > 6 and part[6] is not None:
+        _tokenized(part[6].flush(), tokenize, part[1], part[2])
 
 
 def tally_part(
@@ -290,6 +348,7 @@ def tally_part(
     tokenize = make_tokenizer(tokenizer)
     splitter = None if ledger else ascii_splitter(tokenizer, policy.encoding)
     part = tally_paths(paths, labels, n_classes, tokenize, ledger, policy, splitter=splitter)
+    settle(part, tokenize)
     return start, start + len(paths), pack(part)
 
 

@@ -243,7 +243,8 @@ class AsciiSplitter:
     are in ``dropped`` (as bytes), and a caller that counts the runs leaves those out,
     which gives exactly the counts of the tokens. Decoded with an ASCII-compatible
     encoding, a token is the same word the regex finds in the text.
-    :mod:`nbclass.runs` counts these runs with numpy.
+    :mod:`nbclass.runs` counts these runs with numpy, and counts texts of any script
+    the same way from ``lowercase`` and ``stop_words`` (the settings' own).
 
     Examples
     --------
@@ -256,6 +257,8 @@ class AsciiSplitter:
 
     table: bytes
     dropped: frozenset[bytes]
+    lowercase: bool = True
+    stop_words: tuple[str, ...] = ()
 
     def split(self, data: bytes) -> list[bytes]:
         """The runs of ``data`` (ASCII bytes): the tokens, with the dropped ones."""
@@ -283,7 +286,9 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
         table[ord("A") : ord("Z") + 1] = b"abcdefghijklmnopqrstuvwxyz"
     singles = {bytes([table[byte]]) for byte in _WORD_BYTES}
     stop = {word.encode("ascii") for word in settings.stop_words if word.isascii()}
-    return AsciiSplitter(bytes(table), frozenset(singles | stop))
+    return AsciiSplitter(
+        bytes(table), frozenset(singles | stop), settings.lowercase, settings.stop_words
+    )
 
 
 def _ascii_compatible(encoding: str) -> bool:

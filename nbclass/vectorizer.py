@@ -96,7 +96,7 @@ class TextCounter:
     Holds the tokenizer of ``settings``, the vocabulary (word -> column, in column order)
     and, when the tokenizer has an :class:`nbclass.tokenizer.AsciiSplitter`, its
     :class:`nbclass.runs.RunCounter` (built when first needed), which counts the texts
-    that are all ASCII with numpy. Needs numpy but not scipy until :meth:`count`:
+    with numpy (of any script). Needs numpy but not scipy until :meth:`count`:
     :meth:`entries` is what a worker process computes (:mod:`nbclass.scoring`).
 
     Examples
@@ -119,7 +119,7 @@ class TextCounter:
     @cached_property
     def runs(self):
         """The :class:`nbclass.runs.RunCounter` of the vocabulary, or None (no splitter,
-        or words the table cannot tell apart): ASCII texts are then tokenized too."""
+        or words the table cannot tell apart): every text is then tokenized."""
         if self.splitter is None:
             return None
         from .runs import RunCounter
@@ -137,17 +137,24 @@ class TextCounter:
         """``(rows, columns, values, n_tokens)``: the nonzero counts of ``texts`` (int64,
         each (row, column) once, in no particular order) and their numbers of tokens.
 
-        The texts that are all ASCII (and at most ``CHUNK_BYTES`` long) are counted by
-        :attr:`runs`, the others tokenized one by one; the same counts either way.
+        The texts of at most ``CHUNK_BYTES`` characters are counted by :attr:`runs` (those
+        all ASCII as bytes, the others as str), the longer ones tokenized one by one; the
+        same counts either way.
         """
-        runs, fast = self.runs, []
+        runs, groups = self.runs, []
         if runs is not None:
             from .runs import CHUNK_BYTES
 
-            fast = [
-                i for i, text in enumerate(texts) if text.isascii() and len(text) <= CHUNK_BYTES
-            ]
+            ascii_, other = [], []
+            for i, text in enumerate(texts):
+                if len(text) <= CHUNK_BYTES:
+                    (ascii_ if text.isascii() else other).append(i)
+            if ascii_:
+                groups.append((ascii_, [texts[i].encode("ascii") for i in ascii_]))
+            if other:
+                groups.append((other, [texts[i] for i in other]))
         n_tokens = np.zeros(len(texts), dtype=np.int64)
+        fast = [i for indices, _ in groups for i in indices]
         slow = range(len(texts)) if not fast else sorted(set(range(len(texts))).difference(fast))
         tokenize = self.tokenize
         rows, columns, values, slow_tokens = count_entries(
@@ -155,18 +162,18 @@ class TextCounter:
         )
         slow = np.asarray(slow, dtype=np.int64)
         rows, n_tokens[slow] = slow[rows], slow_tokens
-        if fast:
-            fast_rows, fast_columns, fast_values, fast_tokens = runs.count(
-                [texts[i].encode("ascii") for i in fast]
-            )
-            fast = np.asarray(fast, dtype=np.int64)
-            n_tokens[fast] = fast_tokens
-            if len(fast) == len(texts):
-                rows, columns, values = fast_rows, fast_columns, fast_values
-            else:
-                rows = np.concatenate((rows, fast[fast_rows]))
-                columns = np.concatenate((columns, fast_columns))
-                values = np.concatenate((values, fast_values))
+        parts = [(rows, columns, values)]
+        for indices, group in groups:
+            fast_rows, fast_columns, fast_values, fast_tokens = runs.count(group)
+            indices = np.asarray(indices, dtype=np.int64)
+            n_tokens[indices] = fast_tokens
+            parts.append((indices[fast_rows], fast_columns, fast_values))
+        if len(parts) > 1 and not slow.size:
+            del parts[0]
+        if len(parts) > 1:
+            rows, columns, values = (np.concatenate(p) for p in zip(*parts))
+        else:
+            rows, columns, values = parts[0]
         return rows, columns, values, n_tokens
 
 

@@ -1,0 +1,98 @@
+"""What one document through the fast start imports, and that what it leaves out still
+works when something asks for it (real processes; the timings are the benchmark's)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import DEMO_CORPUS, REPO, nbclass_command
+
+TIMEOUT = 60
+DOCUMENT = b"My card was charged twice for the same invoice, please refund one payment\n"
+
+
+def run(args, stdin: bytes = DOCUMENT, full_cli: bool = False, flags=()):
+    env = dict(os.environ)
+    env.pop("NBCLASS_FULL_CLI", None)
+    if full_cli:
+        env["NBCLASS_FULL_CLI"] = "1"
+    command = [sys.executable, *flags, *nbclass_command()[1:], *map(str, args)]
+    return subprocess.run(
+        command, input=stdin, capture_output=True, cwd=REPO, timeout=TIMEOUT, env=env
+    )
+
+
+def imported_modules(result) -> set[str]:
+    return {
+        line.split("|")[-1].strip()
+        for line in result.stderr.decode().splitlines()
+        if line.startswith("import time:")
+    }
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("start") / "demo.nbc"
+    result = run(["fit", DEMO_CORPUS, "-o", path, "-q"])
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+def test_one_document_leaves_out_what_it_does_not_use(model):
+    """Neither inspect's parsers (ast, dis, tokenize), typing, threading nor the corpus
+    module are imported to score a piped document."""
+    result = run(["predict", "-m", model], flags=["-X", "importtime"])
+    assert result.returncode == 0, result.stderr
+    imported = imported_modules(result)
+    assert {"nbclass.quick", "nbclass.reading", "dataclasses", "json"} <= imported
+    unused = {"ast", "dis", "tokenize", "typing", "threading", "weakref", "nbclass.corpus"}
+    assert imported & unused == set()
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [DOCUMENT, b"caf\xe9 \xff refund twice\n", b"\xef\xbb\xbfrefund \xc3\xa9t\xc3\xa9\n"],
+)
+def test_one_document_prints_what_the_click_cli_prints(model, stdin):
+    """Valid UTF-8, undecodable bytes (counted and reported by the decoder, which then
+    imports threading for its counter) and a byte order mark: same bytes, same code."""
+    fast = run(["predict", "-m", model, "--format", "jsonl"], stdin=stdin)
+    full = run(["predict", "-m", model, "--format", "jsonl"], stdin=stdin, full_cli=True)
+    assert (fast.returncode, fast.stdout, fast.stderr) == (
+        full.returncode,
+        full.stdout,
+        full.stderr,
+    )
+    if b"\xff" in stdin:
+        assert b"replaced 2 undecodable byte sequences by U+FFFD in 1 document" in fast.stderr
+
+
+def test_a_deferred_module_is_the_real_one_once_used():
+    """After ``_defer``, a dataclass with no docstring (which asks inspect for its
+    signature) and ``dataclasses.asdict`` (which asks copy) work, and the modules in
+    sys.modules are then the real ones."""
+    code = (
+        "import sys\n"
+        "from nbclass.entry import _defer\n"
+        "_defer('inspect', 'copy')\n"
+        "assert '__file__' not in vars(sys.modules['inspect'])\n"
+        "import dataclasses\n"
+        "@dataclasses.dataclass\n"
+        "class Point:\n"
+        "    x: int\n"
+        "    y: list\n"
+        "print(Point.__doc__, dataclasses.asdict(Point(1, [2])))\n"
+        "import inspect, copy\n"
+        "print(inspect.__file__.endswith('inspect.py'), copy.__file__.endswith('copy.py'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, cwd=REPO, timeout=TIMEOUT
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.decode().splitlines() == [
+        "Point(x: int, y: list) {'x': 1, 'y': [2]}",
+        "True True",
+    ]

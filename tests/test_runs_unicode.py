@@ -1,0 +1,324 @@
+"""Texts of every script on the numpy run path give exactly the regex tokenizer's counts.
+
+The default token pattern's ``\\w`` is Unicode (letters, digits, underscore of every
+script, as Python's re sees them), after ``str.lower``, which may change a text's length
+('İ' becomes 'i' and a combining dot, which is not a word character) and looks at
+neighbours (a Greek final sigma). The run path must agree on all of it.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nbclass.counts
+import nbclass.runs as runs_module
+from nbclass.corpus import list_corpus
+from nbclass.model import fit
+from nbclass.modelfile import dumps
+from nbclass.runs import RunTally, is_word
+from nbclass.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
+from nbclass.vectorizer import TextCounter, count_matrix
+
+# Characters with the hard cases: case mappings that change length or depend on context,
+# combining marks and vowel signs (not word characters), digits and numerals of other
+# scripts, letters outside the Basic Multilingual Plane, emoji, NUL, no-break space, a
+# lone surrogate.
+HARD = (
+    "aZ_1 \n.-'"
+    "İıIiΣσςΟΔÉéßẞǅǄŉﬁKΩΩ"  # Turkish I, sigma, ß, titlecase, Kelvin and Ohm signs
+    "日本語東京ｱアー"  # CJK, katakana (full and half width), prolonged sound mark
+    "عربي١٢٣"  # Arabic letters and Arabic-Indic digits
+    "नमस्तेि०१\u0301\u0307"  # Devanagari: virama, vowel signs, digits; combining marks
+    "Привет мирЁё"  # Cyrillic
+    "²½Ⅻⅻ①"  # superscript, fraction, Roman numerals, circled digit
+    "😀𝐀𝐚𐐀𐐨"  # emoji, mathematical bold letters, Deseret (astral cased letters)
+    "\x00\u00a0\ufffd\u200d\t\udc80"  # ... and a lone surrogate (surrogateescape)
+)
+WORDS = [
+    "İstanbul", "ISTANBUL", "ıi", "ΟΔΟΣ", "Σίσυφος", "σοφός", "ΣΑΣ", "straße", "STRASSE",
+    "ǅemal", "日本語", "東京タワー", "مرحبا", "١٢٣٤", "नमस्ते", "किताब", "Привет", "МИР",
+    "мир", "𝐀𝐁𝐂", "𐐀𐐨𐐩", "😀😀", "café", "CAFÉ", "naïve", "x²", "Ⅻth", "the", "ab",
+    "abcdefghij", "日本語日本語日本語",
+]  # fmt: skip
+GAPS = [" ", ", ", "-", "\n", "", "😀", "\u0301", "\x00", "。"]
+texts_strategy = st.one_of(
+    st.text(alphabet=HARD, max_size=40),
+    st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(GAPS)), max_size=12).map(
+        lambda pairs: "".join(word + gap for word, gap in pairs)
+    ),
+)
+STOP_LISTS = [(), ("ab",), ("мир", "σοφός", "the", "日本語"), ("x", "ab", "東京タワー")]
+
+
+def tokens_of(settings_):
+    return make_tokenizer(settings_)
+
+
+def test_the_word_table_is_the_regex_word_class_on_every_code_point():
+    """All 1,114,112 code points, surrogates included: the table says \\w exactly where
+    the regex engine finds one."""
+    points = np.arange(0x110000, dtype="<u4")
+    text = str(points.data, "utf-32-le", "surrogatepass")
+    expected = np.zeros(points.size, dtype=bool)
+    expected[[m.start() for m in re.finditer(r"\w", text)]] = True
+    assert expected.sum() > 100_000  # letters of every script, not only ASCII
+    assert np.array_equal(is_word(points), expected)
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(
+    st.lists(texts_strategy, max_size=8),
+    st.lists(st.sampled_from(WORDS + ["a b", "x", "ǆemal", "i̇stanbul", "σας"]), max_size=8),
+    st.booleans(),
+    st.sampled_from(STOP_LISTS),
+)
+def test_a_text_counter_counts_any_script_as_the_tokenizer(texts, extra, lowercase, stop):
+    """Counts and token numbers of texts of many scripts, over a vocabulary holding their
+    tokens and words no run can be (a space, one character, upper case)."""
+    settings_ = TokenizerSettings(lowercase=lowercase, stop_words=stop)
+    tokenize = tokens_of(settings_)
+    token_lists = [tokenize(text) for text in texts]
+    vocabulary = sorted({t for tokens in token_lists for t in tokens} | set(extra))
+    counter = TextCounter(settings_, vocabulary)
+    assert counter.runs is not None or "a b" in vocabulary
+    X, n_tokens = counter.count(texts)
+    expected = count_matrix(token_lists, counter.vocabulary)
+    assert X.shape == expected.shape and (X != expected).nnz == 0
+    assert n_tokens.tolist() == [len(tokens) for tokens in token_lists]
+
+
+def test_a_counter_without_the_space_word_counts_by_runs():
+    """The hard cases by hand: 'İ' lower-cases to 'i' and a combining dot, which ends the
+    word; a final sigma is its own letter; digits of other scripts are word characters."""
+    settings_ = TokenizerSettings()
+    words = ["stanbul", "οδος", "οδοσ", "١٢٣", "नमस", "日本語", "𝐀𝐁", "𐐨𐐩"]
+    counter = TextCounter(settings_, words)
+    assert counter.runs is not None
+    X, n = counter.count(["İSTANBUL ΟΔΟΣ ΟΔΟΣΟΣ", "١٢٣ नमस्ते 日本語 𝐀𝐁 𐐀𐐩 😀😀"])
+    assert X.toarray().tolist() == [[1, 1, 0, 0, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1, 1, 1]]
+    assert n.tolist() == [3, 5]  # 'οδοσος' is a token outside the vocabulary
+
+
+def expected_tally(texts, labels, settings_):
+    tokenize = tokens_of(settings_)
+    out = {}
+    for text, c in zip(texts, labels):
+        for word, n in Counter(tokenize(text)).items():
+            d, t = out.get((word, c), (0, 0))
+            out[word, c] = (d + 1, t + n)
+    return out
+
+
+def tally_of(runs_tally, n_classes):
+    words, lengths, rows, docs, tokens = runs_tally.packed()
+    assert words == sorted(set(words)) and len(words) == runs_tally.n_words
+    classes = np.repeat(np.arange(n_classes), lengths)
+    return {
+        (words[j], int(c)): (int(d), int(t))
+        for j, c, d, t in zip(rows.tolist(), classes, docs.tolist(), tokens.tolist())
+    }
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(st.tuples(texts_strategy, st.integers(0, 2)), max_size=10),
+    st.booleans(),
+    st.sampled_from(STOP_LISTS),
+    st.integers(1, 50),
+    st.integers(1, 3),
+    st.sampled_from([1, 3, 1 << 15]),
+    st.sampled_from([2, 3, 8]),
+)
+def test_a_run_tally_counts_any_script_as_the_tokenizer(
+    documents, lowercase, stop, chunk, adds, recent, merge_at
+):
+    """D_jc and T_jc of str texts of many scripts, mixed with ASCII bytes of others, in
+    chunks of any size and several calls, equal the tokenizer's; the words come sorted,
+    whenever the latest words are merged with the others, and the chunks' sums are the
+    same whenever they are merged."""
+    settings_ = TokenizerSettings(lowercase=lowercase, stop_words=stop)
+    texts = [text for text, _ in documents]
+    labels = [c for _, c in documents]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        patch.setattr(runs_module, "_RECENT", recent)
+        patch.setattr(runs_module, "_MERGE_AT", merge_at)
+        runs_tally = RunTally.make(ascii_splitter(settings_, "utf-8"), 3)
+        counted = []
+        step = -(-len(texts) // adds) if texts else 1
+        for start in range(0, len(texts), step):
+            end = min(len(texts), start + step)
+            part = [i for i in range(start, end) if len(texts[i]) <= chunk]
+            ascii_ = [i for i in part if texts[i].isascii()]
+            other = [i for i in part if not texts[i].isascii()]
+            as_bytes = [texts[i].encode() for i in ascii_]
+            assert runs_tally.add(as_bytes, [labels[i] for i in ascii_]) == []
+            assert runs_tally.add([texts[i] for i in other], [labels[i] for i in other]) == []
+            counted += part
+    expected = expected_tally([texts[i] for i in counted], [labels[i] for i in counted], settings_)
+    assert tally_of(runs_tally, 3) == expected
+
+
+def test_a_clash_of_hashes_in_a_text_chunk_gives_it_back(monkeypatch):
+    """With one hash for every hashed word, two different non-ASCII words in a chunk
+    clash: the chunk's texts come back for the tokenizer, the tally is unchanged."""
+    monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
+    runs_tally = RunTally.make(ascii_splitter(TokenizerSettings(), "utf-8"), 2)
+    assert runs_tally.add(["мир мир"], [0]) == []
+    assert runs_tally.add(["мир", "日本"], [1, 1]) == [0, 1]
+    assert runs_tally.add(["日本"], [1]) == [0]  # another word than the one met
+    assert tally_of(runs_tally, 2) == {("мир", 0): (1, 2)}
+
+
+SCRIPTS = {
+    "de": "Die Straße ist lang. STRASSE und Maß, Übergröße, naïve Café-Gäste.",
+    "tr": "İstanbul'da IŞIK ve ılık; Iğdır ile İzmir arası 1234 km.",
+    "el": "ΟΔΟΣ και οδός· ΣΟΦΟΣ Σίσυφος σοφός, ΑΣ ΠΑΜΕ.",
+    "ru": "Привет, МИР! Ёжик и ёлка; мир — 2024 год.",
+    "ar": "مرحبا بالعالم ١٢٣ كتاب الكتب، اللغة العربية.",
+    "hi": "नमस्ते दुनिया। किताबें ० १ २ पढ़ो, हिन्दी भाषा।",
+    "ja": "東京タワーは日本語で書かれた。ｱｲｳ カタカナ",
+    "zh": "中文文本分类测试，简体字与數字１２３。",
+    "emoji": "ab😀cd 😀😀 x²y Ⅻth ½ 𝐀𝐁𝐂 𐐀𐐨𐐩 under_score",
+}
+
+
+@pytest.fixture
+def multilingual(tmp_path):
+    root = tmp_path / "corpus"
+    for label, text in SCRIPTS.items():
+        (root / label).mkdir(parents=True)
+        words = text.split()
+        for i in range(8):  # documents of several sizes, some with a word repeated
+            body = " ".join(words[i % len(words) :] + words[: i % len(words)] * (i % 3))
+            (root / label / f"{i}.txt").write_text(body + "\n", "utf-8")
+        (root / label / "ascii.txt").write_text(f"plain ascii {label} text\n")
+    return root
+
+
+def test_fit_writes_the_models_bytes_of_the_regex_path(multilingual, monkeypatch):
+    """A corpus of nine scripts: the model file is byte for byte the one fitted with
+    every document tokenized by the regex (no splitter), on one process or two."""
+    corpus = list_corpus(str(multilingual))
+    fast = dumps(fit(corpus))
+    monkeypatch.setattr(nbclass.counts, "PARALLEL_MIN_BYTES", 1)
+    workers = dumps(fit(corpus, jobs=2))
+    monkeypatch.setattr(nbclass.counts, "ascii_splitter", lambda *args: None)
+    plain = dumps(fit(corpus))
+    assert fast == plain and workers == plain
+    vocabulary = set(fit(corpus).counts.vocabulary)
+    hard = {"stanbul", "οδος", "οδός", "١٢٣", "𝐀𝐁𝐂", "𐐨𐐨𐐩", "東京タワーは日本語で書かれた"}
+    assert hard <= vocabulary
+
+
+def test_predict_scores_every_script_as_the_regex_path(multilingual, tmp_path):
+    """``nbclass predict`` on the folder, through real processes: the scores are those
+    of the same documents counted by the tokenizer (the run counter switched off)."""
+    model = tmp_path / "m.nbc"
+    subprocess.run(
+        [sys.executable, "-m", "nbclass", "fit", str(multilingual), "-o", str(model), "-q"],
+        check=True,
+    )
+    command = [sys.executable, "-m", "nbclass", "predict", "-m", str(model), str(multilingual),
+               "--format", "jsonl"]  # fmt: skip
+    fast = subprocess.run(command, check=True, capture_output=True).stdout
+    forced = (
+        "import sys, nbclass.vectorizer as v; "
+        "v.TextCounter.runs = property(lambda self: None); "
+        "from nbclass.__main__ import main; sys.argv = ['nbclass'] + sys.argv[1:]; main()"
+    )
+    slow = subprocess.run(
+        [sys.executable, "-c", forced, *command[3:]], check=True, capture_output=True
+    ).stdout
+    assert fast == slow and fast.count(b"\n") == 9 * 9
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(
+    st.lists(st.tuples(texts_strategy, st.integers(0, 2)), max_size=16),
+    st.integers(1, 60),
+    st.integers(1, 5),
+)
+def test_gathered_texts_count_the_same_once_flushed(documents, chunk, calls):
+    """Texts gathered over several calls (counted a chunk at a time as they add up) and
+    flushed give the tokenizer's counts; packing before the flush is refused."""
+    settings_ = TokenizerSettings()
+    texts = [text for text, _ in documents if len(text) <= chunk]
+    labels = [c for text, c in documents if len(text) <= chunk]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        runs_tally = RunTally.make(ascii_splitter(settings_, "utf-8"), 3)
+        refused = []
+        step = -(-len(texts) // calls) if texts else 1
+        for start in range(0, len(texts), step):
+            part = range(start, min(len(texts), start + step))
+            ascii_ = [i for i in part if texts[i].isascii()]
+            other = [i for i in part if not texts[i].isascii()]
+            refused += runs_tally.gather([texts[i].encode() for i in ascii_],
+                                         [labels[i] for i in ascii_])  # fmt: skip
+            refused += runs_tally.gather([texts[i] for i in other], [labels[i] for i in other])
+        if runs_tally.waiting:
+            with pytest.raises(ValueError, match="flush it first"):
+                runs_tally.packed()
+        refused += runs_tally.flush()
+        assert refused == [] and not runs_tally.waiting
+    assert tally_of(runs_tally, 3) == expected_tally(texts, labels, settings_)
+
+
+def test_gathered_texts_that_clash_come_back_with_their_labels(monkeypatch):
+    """With one hash for every hashed word, a gathered text whose word clashes with one
+    met before comes back from the flush as (text, label); the rest is counted."""
+    monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
+    runs_tally = RunTally.make(ascii_splitter(TokenizerSettings(), "utf-8"), 2)
+    assert runs_tally.gather(["мир мир"], [0]) == [] and runs_tally.waiting
+    assert runs_tally.gather([b"abcdefghij", b"ab"], [1, 0]) == []
+    # The ASCII texts are counted first; мир then has the hash of abcdefghij.
+    assert runs_tally.flush() == [("мир мир", 0)] and not runs_tally.waiting
+    assert tally_of(runs_tally, 2) == {("abcdefghij", 1): (1, 1), ("ab", 0): (1, 1)}
+
+
+def test_windows_packed_by_word_numbers_add_up_to_the_plain_counts(tmp_path, monkeypatch):
+    """One process's run tally counts three windows and packs each with an origin (its
+    words sent once, by number), another process's tally packs the old way, and a text
+    longer than a chunk goes through the Counters: the counts are the tokenizer's."""
+    from nbclass.counts import CountAccumulator
+    from nbclass.tally import pack, settle, tally, tally_paths
+
+    monkeypatch.setattr(runs_module, "CHUNK_BYTES", 40)
+    texts = ["мир ab МИР", "ab cd ab", "日本語 ab", "x" * 50 + " ab мир", "cd мир 日本語",
+             "ΟΔΟΣ ab", "ef gh ij kl mn op qr", "мир"]  # fmt: skip
+    labels = [0, 1, 0, 1, 1, 0, 1, 0]
+    paths = []
+    for i, text in enumerate(texts):
+        path = tmp_path / f"{i}.txt"
+        path.write_text(text, "utf-8")
+        paths.append(str(path))
+    settings_ = TokenizerSettings()
+    tokenize = make_tokenizer(settings_)
+    splitter = ascii_splitter(settings_, "utf-8")
+    accumulator = CountAccumulator(["a", "b"])
+    runs = None
+    for start, end in ((0, 3), (3, 5), (5, 6)):  # one process, three windows
+        part = tally_paths(paths[start:end], labels[start:end], 2, tokenize,
+                           splitter=splitter, runs=runs)  # fmt: skip
+        settle(part, tokenize)
+        runs = part[6]
+        packed = pack(part, b"origin-1")
+        assert isinstance(packed[1], tuple) and packed[1][0] == b"origin-1"
+        accumulator.add_packed(packed)
+    other = tally_paths(paths[6:], labels[6:], 2, tokenize, splitter=splitter)
+    settle(other, tokenize)
+    accumulator.add_packed(pack(other))  # another process, its words by name
+    counts = accumulator.result()
+    expected = CountAccumulator(["a", "b"])
+    expected.add_packed(pack(tally([tokenize(t) for t in texts], labels, 2)))
+    assert counts.equals(expected.result())
+    assert counts.token_count[counts.vocabulary.index("мир")].tolist() == [3, 2]
