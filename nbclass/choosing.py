@@ -194,8 +194,14 @@ def fold_scores(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarra
 _SAMPLE = None  # a worker's (counts, X, y, candidates), inherited through fork
 
 
-def _start_worker(sample) -> None:
+def _start_worker(sample, parent: int | None = None) -> None:
+    """Hold ``sample`` for the tasks; in a forked worker of ``parent``, also never outlive
+    it (:func:`nbclass.process.start_worker`)."""
     global _SAMPLE
+    if parent is not None:
+        from .process import start_worker
+
+        start_worker(parent)
     _SAMPLE = sample
 
 
@@ -236,11 +242,12 @@ def _run(tasks, sample, jobs: int):
         finally:
             _start_worker(None)
         return
+    import os
     from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(
-        jobs, mp_context=context, initializer=_start_worker, initargs=(sample,)
+        jobs, mp_context=context, initializer=_start_worker, initargs=(sample, os.getpid())
     ) as pool:
         yield from pool.map(_fold_task, tasks)
 

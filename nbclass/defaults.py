@@ -8,6 +8,15 @@ costs nothing (no numpy): the command line reads it when it builds its options.
 
 from __future__ import annotations
 
+# The choices of the estimator options, shared by the click options and the one-document
+# path's own parser (:mod:`nbclass.entry`), which must not import dataclasses before it
+# has deferred what they import.
+MODELS = ("multinomial", "bernoulli", "complement", "dcm", "poisson")
+ESTIMATORS = ("posterior-mean", "map", "mle", "predictive")
+TF = ("raw", "log")
+NORMS = ("none", "length", "weight", "both")
+AUTO = "auto"  # fit's --model default: choose the settings by cross-validation
+
 DEFAULT_FOLDS = 5  # cv: stratified folds
 DEFAULT_SEED = 0  # cv: seed of the stratified split
 DEFAULT_VAR_SMOOTHING = 1e-9  # fit --table: variance floor, times the largest variance

@@ -27,7 +27,7 @@ import os
 import re
 import sys
 
-from .estimators import AUTO, ESTIMATORS, MODELS, NORMS, TF
+from .defaults import AUTO, ESTIMATORS, MODELS, NORMS, TF
 
 EXIT_BROKEN_PIPE = 141  # as nbclass.cli: 128 + SIGPIPE
 # Options of ``predict`` that take a value: name -> (keyword, kind). A kind is a tuple of
@@ -162,11 +162,12 @@ def _document(path: str, log):
     :func:`nbclass.corpus.iter_documents` yields it, under the default reading policy,
     without importing the corpus module."""
     from .errors import NbclassError
+    from .process import standard_input
     from .reading import DEFAULT_POLICY, read_document
 
     handle = None
     if path == "-":
-        handle = sys.stdin.buffer
+        handle = standard_input()  # a closed stdin is an error, not an empty document
     elif not os.path.exists(path):  # gone since it was looked at
         raise NbclassError(f"{path!r} does not exist")
     data = read_document(path, DEFAULT_POLICY, log, False, handle)

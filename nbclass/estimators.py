@@ -39,12 +39,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from .defaults import AUTO, ESTIMATORS, MODELS, NORMS, TF  # noqa: F401 - the choices
 from .errors import UsageError
-
-MODELS = ("multinomial", "bernoulli", "complement", "dcm", "poisson")
-ESTIMATORS = ("posterior-mean", "map", "mle", "predictive")
-TF = ("raw", "log")
-NORMS = ("none", "length", "weight", "both")
 
 
 @dataclass(frozen=True)
@@ -359,7 +355,6 @@ def as_options(settings: EstimatorSettings) -> str:
     return " ".join(words)
 
 
-AUTO = "auto"  # fit's --model default: choose the settings by cross-validation
 FORMULA_OPTIONS = ("model", "estimator", "alpha", "beta")
 
 

@@ -30,8 +30,8 @@ where the one-document path needs it (no numpy at import).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # the one-document path imports this module: no typing import
 if TYPE_CHECKING:
     import numpy as np
     import scipy.sparse as sp

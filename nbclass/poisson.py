@@ -51,7 +51,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # the one-document path imports this module: no typing import
 
 if TYPE_CHECKING:
     import numpy as np
