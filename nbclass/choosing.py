@@ -179,16 +179,18 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
 
 
 def fold_scores(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray,
-                candidates) -> tuple[Fold, list[np.ndarray]]:  # fmt: skip
-    """The fold holding out ``rows`` and every candidate's scores b_c of those documents
-    under its training counts, each of shape (len(rows), C_k)."""
+                candidates) -> tuple[Fold, np.ndarray, list[np.ndarray]]:  # fmt: skip
+    """The fold holding out ``rows``, the known tokens of those documents (those in the
+    fold's training vocabulary, as predict counts a document's known tokens), shape
+    (len(rows),), and every candidate's scores b_c of them under the fold's training
+    counts, each of shape (len(rows), C_k)."""
     fold = fold_of(counts, X, y, rows)
     held_out = X[rows][:, fold.words]
     scores = []
     for settings in candidates:
         scorer = make_scorer(fold.counts, settings, prepare(fold.counts, settings))
         scores.append(scorer.joint_log_likelihood(held_out))
-    return fold, scores
+    return fold, np.asarray(held_out.sum(axis=1)).ravel(), scores
 
 
 _SAMPLE = None  # a worker's (counts, X, y, candidates), inherited through fork
@@ -206,16 +208,16 @@ def _start_worker(sample, parent: int | None = None) -> None:
 
 
 def _fold_task(rows: np.ndarray):
-    fold, scores = fold_scores(*_SAMPLE[:3], rows, _SAMPLE[3])
-    return fold.rows, fold.classes, scores
+    fold, known, scores = fold_scores(*_SAMPLE[:3], rows, _SAMPLE[3])
+    return fold.rows, fold.classes, known, scores
 
 
 def held_out_scores(
     counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.ndarray, candidates,
     jobs: int = 1,
-) -> list[np.ndarray]:  # fmt: skip
+) -> tuple[list[np.ndarray], np.ndarray]:  # fmt: skip
     """Every candidate's b_c of every sampled document under the model of its fold,
-    shape (n, C) each.
+    shape (n, C) each, and each document's known tokens under that model, shape (n,).
 
     One fold's training counts are held at a time (per process); with ``jobs`` > 1 the
     folds are spread over that many forked processes. A class the fold's training counts
@@ -223,11 +225,13 @@ def held_out_scores(
     """
     n, C = X.shape[0], len(counts.classes)
     out = [np.full((n, C), -np.inf) for _ in candidates]
+    known = np.zeros(n, dtype=np.int64)
     tasks = [np.flatnonzero(fold_ids == k) for k in np.unique(fold_ids).tolist()]
-    for rows, classes, scores in _run(tasks, (counts, X, y, candidates), jobs):
+    for rows, classes, fold_known, scores in _run(tasks, (counts, X, y, candidates), jobs):
+        known[rows] = fold_known
         for jll, part in zip(out, scores):
             jll[np.ix_(rows, classes)] = part
-    return out
+    return out, known
 
 
 def _run(tasks, sample, jobs: int):
@@ -348,6 +352,11 @@ class Choice:
         Per candidate: its name, settings, held-out accuracy, macro-F1 and log loss.
     documents : int
         Held-out documents scored (the sample, less those no fold could score).
+    evidence : ndarray of shape (m,), or None
+        The held-out per-token log-evidence e(x) = log p(x) / n_x of the sampled documents
+        with a known token, under the winner's evidence model
+        (:func:`nbclass.novelty.evidence_settings`, itself a candidate): the typicality
+        of the training documents, measured by the same folds at no extra cost.
     """
 
     settings: EstimatorSettings
@@ -355,6 +364,7 @@ class Choice:
     table: list[dict]
     documents: int
     folds: int
+    evidence: np.ndarray | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -440,9 +450,8 @@ def choose(
     if y.size == 0:
         return _no_evidence(candidates)
     fold_ids = stratified_fold_ids(y, k)
-    n_tokens = np.asarray(X.sum(axis=1)).ravel()
     rows = []
-    scores = held_out_scores(counts, X, y, fold_ids, candidates, jobs)
+    scores, n_tokens = held_out_scores(counts, X, y, fold_ids, candidates, jobs)
     for settings, jll in zip(candidates, scores):
         scored = np.isfinite(jll[np.arange(y.size), y])
         log_proba = log_posterior(jll[scored])
@@ -480,5 +489,22 @@ def choose(
     )
     return Choice(
         replace(winner["settings"]), calibration, table, int(scored.sum()),
-        int(np.unique(fold_ids).size),
+        int(np.unique(fold_ids).size), _evidence(candidates, rows, winner, n_tokens),
     )  # fmt: skip
+
+
+def _evidence(candidates, rows: list[dict], winner: dict, n_tokens: np.ndarray):
+    """e(x) of the held-out documents under the winner's evidence model, or None when
+    that model is not among the candidates."""
+    from scipy.special import logsumexp
+
+    from .novelty import evidence_settings
+
+    wanted = evidence_settings(winner["settings"])
+    found = [r for s, r in zip(candidates, rows) if s == wanted]
+    if not found:
+        return None
+    jll, known = found[0]["jll"], n_tokens > 0
+    with np.errstate(divide="ignore"):
+        evidence = logsumexp(jll[known], axis=1)
+    return evidence / n_tokens[known]

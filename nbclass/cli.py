@@ -682,8 +682,9 @@ def _line_documents(lines_path: str, reading):
     "--typicality",
     is_flag=True,
     help="Also store how typical training documents are (their per-token evidence under "
-    "models that did not see them), for predict --min-typicality. Reads up to 1,000 "
-    "documents again.",
+    "models that did not see them), for predict --min-typicality, when a model is named. "
+    "Reads up to 1,000 documents again. (--model auto, the default, always stores it: "
+    "its cross-validation measures it.)",
 )
 @fit_options
 @click.option(
@@ -796,7 +797,7 @@ def fit(
     )  # fmt: skip
     if base is None:
         model = _new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
-        if typicality and corpus is not None:  # typical training documents (novelty.py)
+        if typicality and not auto and corpus is not None:  # typical documents (novelty.py)
             from dataclasses import replace
 
             from .novelty import fit_typicality

@@ -203,8 +203,9 @@ def fit(
 def with_choice(model: Model, sample: Sequence[tuple[str, str]], jobs: int = 1) -> Model:
     """``model`` with the settings chosen by cross-validation on ``sample``, its
     ``(class name, text)`` documents (:func:`nbclass.choosing.choose`, in ``jobs``
-    processes), their table and calibration. Documents of a class the model does not use
-    are left out. The documents are sorted (by class, then text) before they are dealt to
+    processes), their table and calibration, and the typicality of the training documents
+    (:mod:`nbclass.novelty`) measured by the same folds. Documents of a class the model
+    does not use are left out. The documents are sorted (by class, then text) before they are dealt to
     folds, so the choice depends on which documents were read, not on their order: a
     folder and the same documents as --lines choose alike."""
     counts = model.active_counts
@@ -212,9 +213,16 @@ def with_choice(model: Model, sample: Sequence[tuple[str, str]], jobs: int = 1) 
     kept = sorted((at[name], text) for name, text in sample if name in at)
     X, _ = TextCounter(model.tokenizer, counts.vocabulary).count([text for _, text in kept])
     choice = choose(counts, X, np.array([c for c, _ in kept], dtype=np.int64), jobs=jobs)
+    typicality = None
+    if choice.evidence is not None:
+        from .novelty import evidence_settings, typicality_record
+
+        settings = evidence_settings(choice.settings)
+        typicality = typicality_record(choice.evidence, settings, counts, choice.folds)
     return replace(
-        model, defaults=choice.settings, choice=choice.to_dict(), calibration=choice.calibration
-    )
+        model, defaults=choice.settings, choice=choice.to_dict(), calibration=choice.calibration,
+        typicality=typicality,
+    )  # fmt: skip
 
 
 def check_usable(model: Model) -> None:

@@ -130,7 +130,8 @@ def test_out_of_fold_evidence_equals_a_refit_without_the_fold(tmp_path, settings
 @pytest.fixture
 def demo_model(runner, tmp_path):
     path = tmp_path / "demo.nbc"
-    result = runner.invoke(cli, ["fit", str(DEMO), "-o", str(path), "--typicality", "-q"])
+    options = ["fit", str(DEMO), "-o", str(path), "--typicality", "-q", *NAMED]
+    result = runner.invoke(cli, options)
     assert result.exit_code == 0, result.stderr
     return path
 
@@ -241,7 +242,7 @@ def test_typicality_needs_a_corpus_folder(runner, tmp_path):
 
 def test_a_class_of_one_document_gives_no_record(runner, chinese_corpus, tmp_path):
     path = tmp_path / "m.nbc"
-    runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(path), "--typicality", "-q"])
+    runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(path), "--typicality", "-q", *NAMED])
     assert load_with_header(str(path))[1]["typicality"] is None  # japan has 1 document
 
 
@@ -291,7 +292,8 @@ def application_log(n: int = 60) -> str:
 def test_newsgroups_given_french_and_a_log_file(runner, news_sample, tmp_path):
     train, test = news_sample
     model = tmp_path / "news.nbc"
-    result = runner.invoke(cli, ["fit", str(train), "-o", str(model), "--typicality", "-q"])
+    options = ["fit", str(train), "-o", str(model), "--typicality", "-q", *NAMED]
+    result = runner.invoke(cli, options)
     assert result.exit_code == 0, result.stderr
     odd = tmp_path / "odd"
     odd.mkdir()
@@ -305,3 +307,24 @@ def test_newsgroups_given_french_and_a_log_file(runner, news_sample, tmp_path):
     records = jsonl(runner, "-m", model, test, "--min-typicality", "1")
     share = sum(r["reason"] == "unlike-training" for r in records) / len(records)
     assert len(records) == 120 and share <= 0.05
+
+
+def test_fit_at_its_default_stores_the_typicality_its_folds_measured(runner, tmp_path):
+    """--model auto scores every sampled document out of fold anyway: the record is the
+    percentiles of those documents' e(x) under the winner's evidence model."""
+    from nbclass.choosing import choose
+    from nbclass.learning import corpus_sample
+    from nbclass.novelty import evidence_settings
+
+    path = tmp_path / "auto.nbc"
+    assert runner.invoke(cli, ["fit", str(DEMO), "-o", str(path), "-q"]).exit_code == 0
+    model = load(str(path))
+    record = model.typicality
+    assert record is not None and record["documents"] == 42 and record["folds"] == 5
+    assert record["evidence_settings"] == evidence_settings(model.defaults).to_dict()
+    sample = sorted(corpus_sample(list_corpus(str(DEMO))))
+    counts = model.active_counts
+    X, _ = TextCounter(model.tokenizer, counts.vocabulary).count([t for _, t in sample])
+    y = np.array([counts.classes.index(c) for c, _ in sample])
+    choice = choose(counts, X, y)
+    assert record["percentiles"] == np.percentile(choice.evidence, range(101)).tolist()
