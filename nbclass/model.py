@@ -205,9 +205,9 @@ def with_choice(model: Model, sample: Sequence[tuple[str, str]], jobs: int = 1) 
     ``(class name, text)`` documents (:func:`nbclass.choosing.choose`, in ``jobs``
     processes), their table and calibration, and the typicality of the training documents
     (:mod:`nbclass.novelty`) measured by the same folds. Documents of a class the model
-    does not use are left out. The documents are sorted (by class, then text) before they are dealt to
-    folds, so the choice depends on which documents were read, not on their order: a
-    folder and the same documents as --lines choose alike."""
+    does not use are left out. The documents are sorted (by class, then text) before
+    they are dealt to folds, so the choice depends on which documents were read, not on
+    their order: a folder and the same documents as --lines choose alike."""
     counts = model.active_counts
     at = {name: c for c, name in enumerate(counts.classes)}
     kept = sorted((at[name], text) for name, text in sample if name in at)
