@@ -8,8 +8,8 @@ So the default fit chooses, on the training corpus alone:
    (every class keeps its share, and at least one document), drawn with a fixed seed, so
    the same corpus always gives the same choice. Their counts over the model's vocabulary
    are the rows of ``X`` (shape (n, V)) with labels ``y`` (shape (n,)).
-2. **K-fold cross-validation by subtraction.** The sample is dealt into :data:`FOLDS`
-   stratified folds. Fold k's model is the model of the *whole* training corpus minus
+2. **K-fold cross-validation by subtraction.** The sample is dealt into K stratified
+   folds, K = :func:`folds_for` (at most :data:`FOLDS`). Fold k's model is the model of the *whole* training corpus minus
    fold k's documents: counts add up, so its counts are the total counts less the fold's
    rows, exactly what a refit without them would count (words and classes left with no
    count are dropped, as such a fit would never see them; a held-out document whose class
@@ -107,6 +107,26 @@ def sample_indices(labels: np.ndarray, limit: int = SAMPLE_DOCUMENTS, seed: int 
         take = max(1, round(limit * members.size / labels.size))
         chosen.append(rng.choice(members, size=min(take, members.size), replace=False))
     return np.sort(np.concatenate(chosen))
+
+
+HELD_OUT_SHARE = 0.2  # of the corpus, at most, held out of a fold's training counts
+
+
+def folds_for(n: int, N: int, most: int = FOLDS) -> int:
+    """How many folds the sample of ``n`` of the corpus's ``N`` documents is dealt into.
+
+    As few as keep every fold's held-out documents within :data:`HELD_OUT_SHARE` of the
+    corpus (so every held-out document is scored by a model of at least 80 % of it, as
+    5-fold cross-validation of the whole corpus does), at most ``most``:
+    ⌈n / (0.2 N)⌉ clipped to [1, most]. A corpus no larger than the sample takes ``most``
+    folds; one five times the sample or more takes one (the sample is held out at once,
+    the rest of the corpus is the training set), so the cost of the choice stops growing
+    with the corpus.
+
+    >>> folds_for(42, 42), folds_for(6000, 11314), folds_for(6000, 36694)
+    (5, 3, 1)
+    """
+    return max(1, min(most, math.ceil(n / (HELD_OUT_SHARE * N))))
 
 
 def stratified_fold_ids(y: np.ndarray, k: int = FOLDS, seed: int = SEED) -> np.ndarray:
@@ -449,7 +469,7 @@ def choose(
     X, y = sp.csr_matrix(X)[scorable], y[scorable]
     if y.size == 0:
         return _no_evidence(candidates)
-    fold_ids = stratified_fold_ids(y, k)
+    fold_ids = stratified_fold_ids(y, folds_for(y.size, counts.n_docs, k))
     rows = []
     scores, n_tokens = held_out_scores(counts, X, y, fold_ids, candidates, jobs)
     for settings, jll in zip(candidates, scores):
