@@ -9,12 +9,13 @@ So the default fit chooses, on the training corpus alone:
    the same corpus always gives the same choice. Their counts over the model's vocabulary
    are the rows of ``X`` (shape (n, V)) with labels ``y`` (shape (n,)).
 2. **K-fold cross-validation by subtraction.** The sample is dealt into K stratified
-   folds, K = :func:`folds_for` (at most :data:`FOLDS`). Fold k's model is the model of the *whole* training corpus minus
-   fold k's documents: counts add up, so its counts are the total counts less the fold's
-   rows, exactly what a refit without them would count (words and classes left with no
-   count are dropped, as such a fit would never see them; a held-out document whose class
-   is left with no document is not scored, since no refit could name its class). Every
-   candidate is scored on every held-out document: one count of the corpus, K scorings.
+   folds, K = :func:`folds_for` (at most :data:`FOLDS`). Fold k's model is the model of
+   the *whole* training corpus minus fold k's documents: counts add up, so its counts
+   are the total counts less the fold's rows, exactly what a refit without them would
+   count (words and classes left with no count are dropped, as such a fit would never
+   see them; a held-out document whose class is left with no document is not scored,
+   since no refit could name its class). Every candidate is scored on every held-out
+   document: one count of the corpus, K scorings.
 3. **The criterion.** The candidate with the most held-out documents classified right
    wins (accuracy); a tie goes to the lower held-out log loss, then to the earlier
    candidate in :data:`CANDIDATES` (the simpler one). Accuracy is what a user of the
