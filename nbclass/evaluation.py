@@ -364,7 +364,7 @@ def cross_validate(
     def judge(counts: Counts, training: list[int], test: np.ndarray) -> Evaluation:
         model = Model(counts, tokenizer, vocabulary_filter, settings or DEFAULTS)
         if settings is None:
-            model = with_choice(model, corpus_sample(corpus.subset(training), policy), jobs)
+            model = with_choice(model, corpus_sample(corpus.subset(training), policy))
         classifier = Classifier(model, model.defaults, calibration=model.calibration)
         names = [corpus.classes[labels[j]] for j in test]
         test_texts = None if texts is None else [texts[j] for j in test]

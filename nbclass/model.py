@@ -200,10 +200,10 @@ def fit(
     return model
 
 
-def with_choice(model: Model, sample: Sequence[tuple[str, str]], jobs: int = 1) -> Model:
+def with_choice(model: Model, sample: Sequence[tuple[str, str]]) -> Model:
     """``model`` with the settings chosen by cross-validation on ``sample``, its
-    ``(class name, text)`` documents (:func:`nbclass.choosing.choose`, in ``jobs``
-    processes), their table and calibration, and the typicality of the training documents
+    ``(class name, text)`` documents (:func:`nbclass.choosing.choose`), their table and
+    calibration, and the typicality of the training documents
     (:mod:`nbclass.novelty`) measured by the same folds. Documents of a class the model
     does not use are left out. The documents are sorted (by class, then text) before
     they are dealt to folds, so the choice depends on which documents were read, not on
@@ -212,7 +212,7 @@ def with_choice(model: Model, sample: Sequence[tuple[str, str]], jobs: int = 1) 
     at = {name: c for c, name in enumerate(counts.classes)}
     kept = sorted((at[name], text) for name, text in sample if name in at)
     X, _ = TextCounter(model.tokenizer, counts.vocabulary).count([text for _, text in kept])
-    choice = choose(counts, X, np.array([c for c, _ in kept], dtype=np.int64), jobs=jobs)
+    choice = choose(counts, X, np.array([c for c, _ in kept], dtype=np.int64))
     typicality = None
     if choice.evidence is not None:
         from .novelty import evidence_settings, typicality_record
