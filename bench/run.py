@@ -342,7 +342,10 @@ def main() -> None:
     )
     row("scikit-learn predict test", sk_pred, test_mb, float(sk_pred["stdout"]))
     nb_fit = best_of(args.repeat, [NBCLASS, "fit", str(train), "-o", model, "-q"])
-    row("nbclass fit", nb_fit, train_mb)
+    row("nbclass fit (--model auto: chooses and calibrates)", nb_fit, train_mb)
+    named = [NBCLASS, "fit", str(train), "-o", model + ".named", "-q", "--model", "multinomial"]
+    nb_named = best_of(args.repeat, named)
+    row("nbclass fit --model multinomial (scikit-learn's model)", nb_named, train_mb)
     nb_fit1 = best_of(
         args.repeat, [NBCLASS, "fit", str(train), "-o", model, "-q"], env={"NBCLASS_JOBS": "1"}
     )
@@ -396,6 +399,10 @@ def main() -> None:
     floor = rows[1]["seconds"]
     ratios = {
         "fit / scikit-learn fit": nb_fit["seconds"] / sk_fit["seconds"],
+        "fit --model multinomial / scikit-learn fit": nb_named["seconds"] / sk_fit["seconds"],
+        "fit --model multinomial peak memory / scikit-learn's": (
+            nb_named["peak_mb"] / sk_fit["peak_mb"]
+        ),
         "fit / read+regex floor": nb_fit["seconds"] / floor,
         "predict / scikit-learn predict": nb_pred["seconds"] / sk_pred["seconds"],
         "fit peak memory / scikit-learn's": nb_fit["peak_mb"] / sk_fit["peak_mb"],
