@@ -1202,25 +1202,34 @@ def _write_predictions(
         warnings.warn(problem, NbclassWarning, stacklevel=1)
 
 
-def _write_on_cluster(
-    scheduler, model_path, paths, scoring, abstention, explain, reading, folder, fmt, top_k
-):  # fmt: skip
-    """--output-dir with --scheduler: each worker writes the parts it scores."""
-    import warnings
-
-    from .cluster import require_dask, write_predictions
+def _cluster_model(model_path, paths, scoring):
+    """What a predict on a Dask cluster sends: ``(data, settings, calibration, classes,
+    files)``, the model file's bytes (the workers get these very bytes), the settings and
+    calibration it is scored with, its classes and the files of ``paths``."""
+    from .cluster import require_dask
     from .corpus import expand_paths
     from .fileformat import read
     from .model import scoring_settings
     from .modelfile import loads
 
     require_dask()
-    data = read(model_path)  # the workers get these very bytes
+    data = read(model_path)
     model = loads(data, model_path)
     settings, calibration = scoring_settings(model, *scoring)
-    classes = model.active_counts.classes
-    abstention.check_classes(classes)
     files = list(expand_paths(paths))  # a missing path stops before any work is sent
+    return data, settings, calibration, model.active_counts.classes, files
+
+
+def _write_on_cluster(
+    scheduler, model_path, paths, scoring, abstention, explain, reading, folder, fmt, top_k
+):  # fmt: skip
+    """--output-dir with --scheduler: each worker writes the parts it scores."""
+    import warnings
+
+    from .cluster import write_predictions
+
+    data, settings, calibration, classes, files = _cluster_model(model_path, paths, scoring)
+    abstention.check_classes(classes)
     _, _, problems = write_predictions(
         scheduler, data, classes, settings, files, abstention, explain, *reading, folder, fmt,
         top_k, abstention.label, calibration=calibration,
@@ -1233,18 +1242,9 @@ def _predict_on_cluster(
     scheduler, model_path, paths, scoring, abstention, explain, reading
 ):  # fmt: skip
     """``(classes, settings, batches)`` of the files at ``paths``, scored by a Dask cluster."""
-    from .cluster import predict_files, require_dask
-    from .corpus import expand_paths
-    from .fileformat import read
-    from .model import scoring_settings
-    from .modelfile import loads
+    from .cluster import predict_files
 
-    require_dask()
-    data = read(model_path)  # the workers get these very bytes
-    model = loads(data, model_path)
-    settings, calibration = scoring_settings(model, *scoring)
-    classes = model.active_counts.classes
-    files = list(expand_paths(paths))  # a missing path stops before any work is sent
+    data, settings, calibration, classes, files = _cluster_model(model_path, paths, scoring)
     batches = predict_files(
         scheduler, data, classes, settings, files, abstention, explain, *reading,
         calibration=calibration,
