@@ -170,24 +170,16 @@ def read(path: str) -> bytes:
             if is_url(path):
                 return read_bytes(path)
         before = os.stat(path)
-    except FileNotFoundError:
-        raise ModelFileError(
-            f"model file {path!r} does not exist: create one with 'nbclass fit'"
-        ) from None
     except OSError as exc:
-        raise ModelFileError(f"cannot read model file {path!r}: {exc.strerror}") from None
+        raise _read_error(exc, path) from None
     if _is_devnull(before):
         return b""  # parse() says "is empty (0 bytes)", as for an empty file
     _require_regular(path, before.st_mode)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise ModelFileError(
-            f"model file {path!r} does not exist: create one with 'nbclass fit'"
-        ) from None
     except OSError as exc:
-        raise ModelFileError(f"cannot read model file {path!r}: {exc.strerror}") from None
+        raise _read_error(exc, path) from None
     try:
         status = os.fstat(fd)
         _require_regular(path, status.st_mode)
@@ -201,6 +193,13 @@ def read(path: str) -> bytes:
         return _read_exactly(fd, max(declared, PREFIX.size), path)
     finally:
         os.close(fd)
+
+
+def _read_error(exc: OSError, path: str) -> ModelFileError:
+    """The one-line error of a model file that cannot be looked at or opened."""
+    if isinstance(exc, FileNotFoundError):
+        return ModelFileError(f"model file {path!r} does not exist: create one with 'nbclass fit'")
+    return ModelFileError(f"cannot read model file {path!r}: {exc.strerror}")
 
 
 def _is_devnull(status: os.stat_result) -> bool:
