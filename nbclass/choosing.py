@@ -392,14 +392,12 @@ def check_choice(data):
 
 
 def _macro_f1(y: np.ndarray, pred: np.ndarray, C: int) -> float:
-    present = np.union1d(y, pred[pred >= 0])
-    scores = []
-    for c in present.tolist():
-        tp = np.sum((pred == c) & (y == c))
-        fp = np.sum((pred == c) & (y != c))
-        fn = np.sum((pred != c) & (y == c))
-        scores.append(0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn))
-    return float(np.mean(scores)) if scores else 0.0
+    """Macro-F1 of predictions ``pred`` (−1: none) of the true classes ``y``, as
+    ``evaluate`` computes it (:mod:`nbclass.metrics`)."""
+    from . import metrics
+
+    M = metrics.confusion_matrix(y, pred, C)
+    return metrics.macro_f1(metrics.class_metrics(M, np.bincount(y, minlength=C)))
 
 
 def _no_evidence(candidates) -> Choice:
