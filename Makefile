@@ -3,7 +3,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-DEMO_MODEL ?= $(or $(TMPDIR),/tmp)/nbclass-demo.nbc
+RUNTIME := $(VENV)/.runtime
+DEMO_DIR ?= demo-output
+DEMO_MODEL ?= $(DEMO_DIR)/model.nbc
 FUZZ_SECONDS ?= 60
 FUZZ_WORK ?= $(or $(TMPDIR),/tmp)/nbclass-fuzz
 
@@ -13,14 +15,19 @@ FUZZ_WORK ?= $(or $(TMPDIR),/tmp)/nbclass-fuzz
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e . --config-settings editable_mode=compat
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install nbclass with its test dependencies
 
-demo: $(STAMP) ## Fit the demo corpus, classify a piped document, show top features
+demo: $(RUNTIME) ## Fit the demo corpus, classify a piped document, show top features
+	mkdir -p $(DEMO_DIR)
 	$(BIN)/nbclass fit corpora/demo -o $(DEMO_MODEL)
 	echo "My card was charged twice for the same invoice, please refund one payment" \
 	  | $(BIN)/nbclass predict -m $(DEMO_MODEL) --format jsonl
@@ -50,5 +57,5 @@ fuzz: $(STAMP) ## Fuzz the model loaders, forged headers, corpus and table reade
 	$(BIN)/python fuzz/run.py table_reader $(FUZZ_SECONDS) $(FUZZ_WORK)
 
 clean: ## Remove the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache build *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

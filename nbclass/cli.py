@@ -44,6 +44,22 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a filter cut o
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+class ModelChoice(click.Choice):
+    """--model's choices; a model file given to it is pointed at -m."""
+
+    def convert(self, value, param, ctx):
+        if value not in self.choices and (
+            str(value).endswith(".nbc") or os.path.isfile(str(value))
+        ):
+            self.fail(
+                f"{value!r} looks like a model file: give it with -m (--model names the "
+                f"formula: {', '.join(self.choices)})",
+                param,
+                ctx,
+            )
+        return super().convert(value, param, ctx)
+
+
 class NbclassGroup(click.Group):
     """Turns library errors, Ctrl-C and a closed output pipe into the documented exits."""
 
@@ -130,7 +146,7 @@ def estimator_options(defaults_note: str):
             click.option(
                 "--model",
                 "event_model",
-                type=click.Choice([AUTO, *MODELS]),
+                type=ModelChoice([AUTO, *MODELS]),
                 help="Model: word counts (multinomial), word presence (bernoulli), the "
                 "other classes' counts (complement, Rennie et al. 2003), bursty words "
                 "(dcm, Elkan's EDCM) or Poisson counts per token (poisson), each as its "

@@ -381,3 +381,13 @@ def test_fit_reads_only_its_corpus(tmp_path, monkeypatch):
     assert opened and all(p.startswith(str(train)) for p in opened)
     listed = {str(p) for p in train.rglob("*.txt")}
     assert set(opened) <= listed
+
+
+def test_a_model_file_given_to_model_points_at_m(tmp_path):
+    model = tmp_path / "demo.nbc"
+    assert run("fit", DEMO_CORPUS, "-o", model, "-q").returncode == 0
+    for value in (model, "missing.nbc"):
+        result = run("predict", "--model", value, input=b"refund")
+        assert result.returncode == 2
+        assert f"Error: Invalid value for '--model': '{value}' looks like a model file: give it " \
+            "with -m (--model names the formula: auto, multinomial," in result.stderr.decode()
