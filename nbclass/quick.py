@@ -273,15 +273,21 @@ class QuickModel:
             log_pi = [0.0] * C
         return [score + log_pi[c] for c, score in enumerate(scores)]
 
+    def _gamma_ratios(self, rows: list[tuple[int, int]], beta: float) -> list[float]:
+        """Σ_j [lnΓ(a_jc + x_j) − lnΓ(a_jc)], a_jc = T_jc + β, per class: the words' part of
+        both exact predictives (Pólya and negative binomial)."""
+        words = [0.0] * len(self.classes)
+        for j, x in rows:
+            entries = self._entries(j)
+            for c in range(len(words)):
+                a = entries.get(c, (0, 0))[1] + beta
+                words[c] += math.lgamma(a + x) - math.lgamma(a)
+        return words
+
     def _polya(self, rows: list[tuple[int, int]], beta: float, log_pi) -> list[float]:
         """The Pólya predictive: Σ_j [lnΓ(a_jc + x_j) − lnΓ(a_jc)] − [lnΓ(A_c + n) − lnΓ(A_c)]."""
         C, V, T_c = len(self.classes), self.n_used, self.class_tokens
-        words = [0.0] * C
-        for j, x in rows:
-            entries = self._entries(j)
-            for c in range(C):
-                a = entries.get(c, (0, 0))[1] + beta
-                words[c] += math.lgamma(a + x) - math.lgamma(a)
+        words = self._gamma_ratios(rows, beta)
         n = sum(x for _, x in rows)
         scores = []
         for c in range(C):
@@ -295,19 +301,15 @@ class QuickModel:
         """Poisson counts (:mod:`nbclass.poisson`): Σ_j x_j (log λ_jc − Λ_c) for the plug-in
         estimators; the negative binomial predictive under ``predictive``."""
         C, V, T_c, beta = len(self.classes), self.n_used, self.class_tokens, s.beta[0]
-        scores = [0.0] * C
         if s.estimator == "predictive":
-            for j, x in rows:
-                entries = self._entries(j)
-                for c in range(C):
-                    a = entries.get(c, (0, 0))[1] + beta
-                    scores[c] += math.lgamma(a + x) - math.lgamma(a)
+            scores = self._gamma_ratios(rows, beta)
             n = sum(x for _, x in rows)
             return [
                 scores[c] + negative_binomial_length_term(T_c[c] + V * beta, n) + log_pi[c]
                 for c in range(C)
             ]
         totals = [poisson_rate_total(T_c[c], V, s.estimator, beta) for c in range(C)]
+        scores = [0.0] * C
         for j, x in rows:
             entries = self._entries(j)
             for c in range(C):

@@ -27,6 +27,16 @@ DEMO_DOCS = REPO / "corpora" / "demo-docs"
 NAMED = ("--model", "complement", "--tf", "log", "--prior-fit")
 
 
+def big_corpus(root: Path, files: int) -> Path:
+    """Three classes of ``files`` files of 400 kB each: a fit that takes a while."""
+    block = " ".join(f"word{i % 4999} token{i % 313}" for i in range(40_000)).encode()
+    for label in ("a", "b", "c"):
+        (root / label).mkdir(parents=True, exist_ok=True)
+        for i in range(files):
+            (root / label / f"{i}.txt").write_bytes(block)
+    return root
+
+
 def write_corpus(root: Path, documents: dict[str, list[str]]) -> Path:
     """Write ``{class: [text, ...]}`` as root/class/NNN.txt; returns root."""
     for label, texts in documents.items():

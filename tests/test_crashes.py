@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DEMO_CORPUS, NAMED, REPO, nbclass_command
+from conftest import DEMO_CORPUS, NAMED, REPO, big_corpus, nbclass_command
 from test_subprocess import TIMEOUT, bash, run
 
 from nbclass.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
@@ -60,16 +60,6 @@ def demo_model(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("demo") / "demo.nbc"
     assert run("fit", DEMO_CORPUS, "-o", path, "-q", "--ledger", *NAMED).returncode == 0
     return path
-
-
-def big_corpus(root: Path, files: int) -> Path:
-    """Three classes of ``files`` files of 400 kB each: a fit that takes a while."""
-    block = " ".join(f"word{i % 4999} token{i % 313}" for i in range(40_000)).encode()
-    for label in ("a", "b", "c"):
-        (root / label).mkdir(parents=True, exist_ok=True)
-        for i in range(files):
-            (root / label / f"{i}.txt").write_bytes(block)
-    return root
 
 
 # --- SIGTERM and Ctrl-C during fit -----------------------------------------------------------

@@ -3,26 +3,12 @@ works when something asks for it (real processes; the timings are the benchmark'
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
-from conftest import DEMO_CORPUS, REPO, nbclass_command
-
-TIMEOUT = 60
-DOCUMENT = b"My card was charged twice for the same invoice, please refund one payment\n"
-
-
-def run(args, stdin: bytes = DOCUMENT, full_cli: bool = False, flags=()):
-    env = dict(os.environ)
-    env.pop("NBCLASS_FULL_CLI", None)
-    if full_cli:
-        env["NBCLASS_FULL_CLI"] = "1"
-    command = [sys.executable, *flags, *nbclass_command()[1:], *map(str, args)]
-    return subprocess.run(
-        command, input=stdin, capture_output=True, cwd=REPO, timeout=TIMEOUT, env=env
-    )
+from conftest import DEMO_CORPUS, REPO
+from test_entry import DOCUMENT, TIMEOUT, run  # the console script, with its environment
 
 
 def imported_modules(result) -> set[str]:

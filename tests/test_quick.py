@@ -14,25 +14,22 @@ from nbclass.model import Classifier, VocabularyFilter, fit, select_features
 from nbclass.modelfile import save
 from nbclass.quick import QuickModel, log_posterior
 
+ESTIMATES = (  # (estimator, α, β) of every model
+    ("posterior-mean", 1.0, (1.0, 1.0)),
+    ("posterior-mean", 0.5, (0.25, 0.25)),
+    ("map", 2.0, (2.0, 2.0)),
+    ("map", 1.0, (1.0, 1.0)),
+    ("mle", 1.0, (1.0, 1.0)),
+)
 SETTINGS = [
     EstimatorSettings(model=m, estimator=e, alpha=a, beta=b)
     for m in ("multinomial", "bernoulli")
-    for e, a, b in (
-        ("posterior-mean", 1.0, (1.0, 1.0)),
-        ("posterior-mean", 0.5, (0.25, 0.25)),
-        ("map", 2.0, (2.0, 2.0)),
-        ("map", 1.0, (1.0, 1.0)),
-        ("mle", 1.0, (1.0, 1.0)),
-    )
+    for e, a, b in ESTIMATES
 ] + [EstimatorSettings(model="bernoulli", estimator="posterior-mean", beta=(2.0, 3.0))]
 SETTINGS += [
     EstimatorSettings(model="poisson", estimator=e, alpha=a, beta=b)
     for e, a, b in (
-        ("posterior-mean", 1.0, (1.0, 1.0)),
-        ("posterior-mean", 0.5, (0.25, 0.25)),
-        ("map", 2.0, (2.0, 2.0)),
-        ("map", 1.0, (1.0, 1.0)),
-        ("mle", 1.0, (1.0, 1.0)),
+        *ESTIMATES,
         ("predictive", 1.0, (1.0, 1.0)),
         ("predictive", 1.0, (0.1, 0.1)),
     )

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import NAMED, REPO, nbclass_command
+from conftest import NAMED, REPO, big_corpus, nbclass_command
 
 from nbclass.fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, PREFIX, pack, parse
 
@@ -708,21 +708,11 @@ def test_an_unreachable_scheduler_is_one_line_after_the_timeout(tmp_path, mode):
 # --- 3. Workers never outlive their parent; SIGHUP is handled like SIGTERM --------------------
 
 
-def _big_corpus(root: Path, files: int) -> Path:
-    """Three classes of ``files`` files of 400 kB each: a fit with workers that lasts."""
-    block = " ".join(f"word{i % 4999} token{i % 313}" for i in range(40_000)).encode()
-    for label in ("a", "b", "c"):
-        (root / label).mkdir(parents=True, exist_ok=True)
-        for i in range(files):
-            (root / label / f"{i}.txt").write_bytes(block)
-    return root
-
-
 @pytest.fixture(scope="module")
 def big(tmp_path_factory) -> tuple[Path, Path]:
     """(corpus, its model): about 77 MB, a few seconds of work for two workers."""
     root = tmp_path_factory.mktemp("big")
-    corpus = _big_corpus(root / "corpus", 64)
+    corpus = big_corpus(root / "corpus", 64)
     result = run("fit", corpus, "-o", root / "big.nbc", "-q", "-j", "2")
     assert result.returncode == 0, result.stderr
     return corpus, root / "big.nbc"
