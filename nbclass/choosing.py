@@ -16,10 +16,13 @@ So the default fit chooses, on the training corpus alone:
    see them; a held-out document whose class is left with no document is not scored,
    since no refit could name its class). Every candidate is scored on every held-out
    document: one count of the corpus, K scorings.
-3. **The criterion.** The candidate with the most held-out documents classified right
-   wins (accuracy); a tie goes to the lower held-out log loss, then to the earlier
-   candidate in :data:`CANDIDATES` (the simpler one). Accuracy is what a user of the
-   label sees; log loss breaks ties because calibration (below) then starts closer.
+3. **The criterion: the smallest shortfall.** Each candidate's held-out accuracy and
+   macro-F1 are compared with the best of the family on each; its shortfall is the larger
+   of its two gaps, and the smallest shortfall wins (:func:`shortfall`). A tie goes to
+   the lower held-out log loss, then to the earlier candidate in :data:`CANDIDATES` (the
+   simpler one). Accuracy counts documents and macro-F1 counts classes: on unequal classes
+   the most accurate candidate can neglect the small ones, and the one best for them can
+   lose documents; the winner is the candidate never far behind the best on either.
 4. **Calibration.** The winner's held-out scores fit a per-document temperature
    T(x) = exp(t₀ + t₁ · log(1 + n_x)), n_x the document's tokens in the vocabulary, by
    minimising the held-out log loss; predict reports softmax_c(b_c / T(x)). Naive Bayes
@@ -47,7 +50,7 @@ from .textmodels import prepare
 SAMPLE_DOCUMENTS = 6000
 FOLDS = 5
 SEED = 20261124
-CRITERION = "accuracy, then log loss, then the earlier candidate"
+CRITERION = "smallest shortfall from the best accuracy and macro-F1, then log loss, then the earlier candidate"
 
 # The family fit chooses from, simplest first. The first three are what scikit-learn's
 # MultinomialNB, BernoulliNB and ComplementNB do at their defaults (α = 1); the others are
@@ -130,6 +133,43 @@ def folds_for(n: int, N: int, most: int = FOLDS) -> int:
     return max(1, min(most, math.ceil(n / (HELD_OUT_SHARE * N))))
 
 
+# Scoring one fold costs, over the candidates, about as much per cell of the V × C count
+# table as the count costs per token of the corpus; folds are not limited below this many
+# cells in all (a fraction of a second).
+FREE_CELLS = 1_000_000
+
+
+def plan(counts: Counts, most: int = FOLDS) -> tuple[int, int]:
+    """``(documents, folds)``: how many sampled documents the choice scores, in how many
+    folds, for the corpus of ``counts``.
+
+    The folds are as many as :func:`folds_for` deals :data:`SAMPLE_DOCUMENTS` into, but
+    their cells in all (folds × V × C) stay within the corpus's tokens, or within
+    :data:`FREE_CELLS` if that is more: so the choice costs about what the count costs,
+    whatever the vocabulary and the number of classes. The documents are then as many as
+    those folds hold out, each at most :data:`HELD_OUT_SHARE` of the corpus.
+
+    >>> from nbclass.counts import Counts
+    >>> def corpus(N, V, C, tokens):
+    ...     T = np.zeros((V, C), dtype=np.int64); T[0, 0] = tokens
+    ...     return Counts(tuple("c%d" % c for c in range(C)), tuple("w%d" % j for j in range(V)),
+    ...                   np.full(C, N // C), T > 0, T)
+    >>> plan(corpus(1600, 36449, 2, 1014004))  # a small corpus: every document, 5 folds
+    (1600, 5)
+    >>> plan(corpus(11300, 130107, 20, 3369673))  # a vocabulary as large as its tokens
+    (2260, 1)
+    """
+    N = counts.n_docs
+    n = min(N, SAMPLE_DOCUMENTS)
+    k = folds_for(n, N, most)
+    cells = len(counts.vocabulary) * len(counts.classes)
+    budget = max(FREE_CELLS, int(counts.token_count.sum()))
+    affordable = max(1, budget // max(cells, 1))
+    if affordable >= k:
+        return n, k
+    return min(n, math.ceil(affordable * HELD_OUT_SHARE * N)), affordable
+
+
 def stratified_fold_ids(y: np.ndarray, k: int = FOLDS, seed: int = SEED) -> np.ndarray:
     """The fold (0..k−1) of each sampled document, shape (n,).
 
@@ -151,14 +191,17 @@ def stratified_fold_ids(y: np.ndarray, k: int = FOLDS, seed: int = SEED) -> np.n
 # --- held-out scores ------------------------------------------------------------------------
 
 
-def _class_sums(X: sp.csr_matrix, y: np.ndarray, C: int) -> tuple[np.ndarray, np.ndarray]:
-    """(D, T) of the rows of X by class, int64 arrays of shape (V, C)."""
-    Y = sp.csr_matrix((np.ones(y.size, dtype=np.int64), (np.arange(y.size), y)), (y.size, C))
-    T = np.asarray((X.T @ Y).todense(), dtype=np.int64)
-    present = X.copy()
-    present.data = np.ones_like(present.data)
-    D = np.asarray((present.T @ Y).todense(), dtype=np.int64)
-    return D, T
+def _class_sums(X: sp.csr_matrix, y: np.ndarray, C: int):
+    """The words the rows of X hold, shape (u,), and their (D, T) by class: int64 arrays
+    of shape (u, C), D counting the rows that hold the word and T its tokens."""
+    X = sp.csr_matrix(X)
+    words, local = np.unique(X.indices, return_inverse=True)
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    cells = local * C + y[rows]
+    size = words.size * C
+    T = np.bincount(cells, weights=X.data, minlength=size).astype(np.int64).reshape(-1, C)
+    D = np.bincount(cells, minlength=size).astype(np.int64).reshape(-1, C)
+    return words, D, T
 
 
 @dataclass(frozen=True)
@@ -175,12 +218,12 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
     """The fold that holds out the sampled documents ``rows``: ``counts`` (the whole
     training corpus's, over the vocabulary X's columns count) less their counts."""
     C = len(counts.classes)
-    D, T = _class_sums(X[rows], y[rows], C)
+    seen, D, T = _class_sums(X[rows], y[rows], C)
     class_count = counts.class_count - np.bincount(y[rows], minlength=C)
-    token_count = counts.token_count - T
-    doc_count = counts.doc_count - D
+    token_count, doc_count = counts.token_count.copy(), counts.doc_count.copy()
+    token_count[seen] -= T
+    doc_count[seen] -= D
     # Only the fold's words can be left with no count.
-    seen = np.flatnonzero(T.any(axis=1))
     gone = seen[~token_count[seen].any(axis=1)]
     words = np.delete(np.arange(len(counts.vocabulary)), gone)
     if gone.size:
@@ -200,37 +243,47 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
 
 
 def fold_scores(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray,
-                candidates) -> tuple[Fold, np.ndarray, list[np.ndarray]]:  # fmt: skip
+                candidates, threads: int = 1) -> tuple[Fold, np.ndarray, list[np.ndarray]]:  # fmt: skip
     """The fold holding out ``rows``, the known tokens of those documents (those in the
     fold's training vocabulary, as predict counts a document's known tokens), shape
     (len(rows),), and every candidate's scores b_c of them under the fold's training
-    counts, each of shape (len(rows), C_k)."""
+    counts, each of shape (len(rows), C_k), computed by ``threads`` threads."""
     fold = fold_of(counts, X, y, rows)
     held_out = X[rows][:, fold.words]
-    scores = []
-    for settings in candidates:
+
+    def score(settings: EstimatorSettings) -> np.ndarray:
         scorer = make_scorer(fold.counts, settings, prepare(fold.counts, settings))
-        scores.append(scorer.joint_log_likelihood(held_out))
+        return scorer.joint_log_likelihood(held_out)
+
+    if threads > 1:  # numpy leaves the interpreter lock on whole-table arithmetic
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(threads) as pool:
+            scores = list(pool.map(score, candidates))
+    else:
+        scores = [score(settings) for settings in candidates]
     return fold, np.asarray(held_out.sum(axis=1)).ravel(), scores
 
 
 def held_out_scores(
-    counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.ndarray, candidates
+    counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.ndarray, candidates,
+    threads: int = 1,
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Every candidate's b_c of every sampled document under the model of its fold,
     shape (n, C) each, and each document's known tokens under that model, shape (n,).
 
-    One fold's training counts are held at a time, in this process: spread over forked
-    workers, each would hold a fold of its own (a V × C table or more apiece), which on
-    20 Newsgroups nearly doubled the memory of fit to gain 4 % of its time. A class the
-    fold's training counts lack scores −inf (no refit could name it).
+    One fold's training counts are held at a time, in this process, its candidates scored
+    by ``threads`` threads: spread over forked workers, each would hold a fold of its own
+    (a V × C table or more apiece), which on 20 Newsgroups nearly doubled the memory of
+    fit to gain 4 % of its time. A class the fold's training counts lack scores −inf (no
+    refit could name it).
     """
     n, C = X.shape[0], len(counts.classes)
     out = [np.full((n, C), -np.inf) for _ in candidates]
     known = np.zeros(n, dtype=np.int64)
     for k in np.unique(fold_ids).tolist():
         fold, fold_known, scores = fold_scores(counts, X, y, np.flatnonzero(fold_ids == k),
-                                               candidates)  # fmt: skip
+                                               candidates, threads)  # fmt: skip
         known[fold.rows] = fold_known
         for jll, part in zip(out, scores):
             jll[np.ix_(fold.rows, fold.classes)] = part
@@ -271,9 +324,6 @@ def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray) -> Cal
     :data:`T1_RANGE`. Documents whose true class
     scores −inf (its class had no training document in their fold) are left out.
     """
-    from scipy.optimize import minimize
-    from scipy.special import log_softmax
-
     ok = np.isfinite(jll[np.arange(y.size), y])
     jll, y, lengths = jll[ok], y[ok], np.log1p(n_tokens[ok])
     if y.size == 0:
@@ -285,19 +335,84 @@ def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray) -> Cal
     others = finite.sum(axis=1, keepdims=True) - 1.0
     target = np.where(finite, epsilon / np.maximum(others, 1.0), 0.0)
     target[np.arange(y.size), y] = np.where(others[:, 0] > 0, 1.0 - epsilon, 1.0)
-
-    def loss(t: np.ndarray) -> float:
-        scale = np.exp(-(t[0] + t[1] * lengths))[:, None]
-        scaled = np.where(finite, shifted * scale, -np.inf)
-        log_p = np.where(finite, log_softmax(scaled, axis=1), 0.0)
-        return float(-(target * log_p).sum(axis=1).mean())
-
-    bound = Calibration.BOUND
-    best = minimize(loss, np.zeros(2), method="L-BFGS-B", bounds=[(-bound, bound), T1_RANGE])
-    t0, t1 = (float(v) for v in best.x)
-    if loss(np.array([t0, t1])) >= loss(np.zeros(2)):
+    loss = _calibration_loss(shifted, finite, target, lengths)
+    t = _minimise(loss, [(-Calibration.BOUND, Calibration.BOUND), T1_RANGE])
+    if loss(t)[0] >= loss(np.zeros(2))[0]:
         return Calibration(0.0, 0.0)
-    return Calibration(t0, t1)
+    return Calibration(float(t[0]), float(t[1]))
+
+
+def _calibration_loss(shifted, finite, target, lengths):
+    """The cross-entropy L(t0, t1) of the calibration, with its gradient and Hessian.
+
+    Document i's scores are z_i = a_i · e^(−λ_i), λ_i = t0 + t1 · u_i, u_i = log(1 + n_i),
+    a_i its shifted scores, τ_i its targets; f_i(λ) = logsumexp(z_i) − τ_i · z_i, so
+    f_i′ = −(p_i − τ_i) · z_i and f_i″ = Var_{p_i}(z_i) + (p_i − τ_i) · z_i with
+    p_i = softmax(z_i); L is their mean, and by the chain rule ∂λ_i/∂t = (1, u_i).
+    """
+    from scipy.special import log_softmax
+
+    def loss(t: np.ndarray):
+        scale = np.exp(-(t[0] + t[1] * lengths))[:, None]
+        z = np.where(finite, shifted * scale, 0.0)
+        log_p = np.where(finite, log_softmax(np.where(finite, z, -np.inf), axis=1), 0.0)
+        p = np.where(finite, np.exp(log_p), 0.0)
+        pz, tz = (p * z).sum(axis=1), (target * z).sum(axis=1)
+        first = tz - pz
+        second = (p * z * z).sum(axis=1) - pz * pz + pz - tz
+        u = lengths
+        gradient = np.array([first.mean(), (first * u).mean()])
+        hessian = np.array(
+            [[second.mean(), (second * u).mean()], [(second * u).mean(), (second * u * u).mean()]]
+        )
+        return float(-(target * log_p).sum(axis=1).mean()), gradient, hessian
+
+    return loss
+
+
+def _newton_step(g: np.ndarray, H: np.ndarray) -> np.ndarray:
+    """−H⁺g over the directions of positive curvature (a direction of none, as when every
+    document has the same length and t0, t1 do the same, takes no step), or −g where the
+    Hessian has a negative curvature or none at all."""
+    curvature, directions = np.linalg.eigh(H)
+    top = curvature.max()
+    if top <= 0 or curvature.min() < -1e-10 * top:
+        return -g
+    keep = curvature > 1e-10 * top
+    basis = directions[:, keep]
+    return -basis @ ((basis.T @ g) / curvature[keep])
+
+
+def _minimise(function, bounds, steps: int = 100) -> np.ndarray:
+    """A local minimum of ``function`` (returning value, gradient, Hessian) within the box
+    ``bounds``, from the origin: Newton steps on the coordinates not held at a bound
+    (a gradient step where the Hessian is not positive definite), halved until the value
+    falls, until no step lowers it."""
+    low, high = (np.array(b, dtype=np.float64) for b in zip(*bounds))
+    t = np.clip(np.zeros(len(bounds)), low, high)
+    value, gradient, hessian = function(t)
+    for _ in range(steps):
+        # Held: at a bound with the gradient pushing past it.
+        free = ~(((t <= low) & (gradient > 0)) | ((t >= high) & (gradient < 0)))
+        if not free.any():
+            break
+        step = np.zeros_like(t)
+        step[free] = _newton_step(gradient[free], hessian[np.ix_(free, free)])
+        if -(gradient @ step) < 1e-15 * max(1.0, abs(value)):  # nothing left to gain
+            break
+        for _ in range(50):
+            trial = np.clip(t + step, low, high)
+            trial_value, trial_gradient, trial_hessian = function(trial)
+            if trial_value < value:
+                break
+            step /= 2
+        else:
+            break
+        moved = np.abs(trial - t).max()
+        t, value, gradient, hessian = trial, trial_value, trial_gradient, trial_hessian
+        if moved < 1e-12:
+            break
+    return t
 
 
 def temperatures(calibration: Calibration, n_tokens) -> np.ndarray:
@@ -400,6 +515,17 @@ def _macro_f1(y: np.ndarray, pred: np.ndarray, C: int) -> float:
     return metrics.macro_f1(metrics.class_metrics(M, np.bincount(y, minlength=C)))
 
 
+def shortfall(accuracy, macro_f1) -> list[float]:
+    """Each candidate's shortfall: the larger of its gaps to the best accuracy and to the
+    best macro-F1 of the family, max(max(a) − a_i, max(f) − f_i).
+
+    >>> shortfall([0.74, 0.72, 0.70], [0.38, 0.43, 0.40])
+    [0.05, 0.02, 0.04]
+    """
+    best_a, best_f = max(accuracy), max(macro_f1)
+    return [round(float(max(best_a - a, best_f - f)), 12) for a, f in zip(accuracy, macro_f1)]
+
+
 def _no_evidence(candidates) -> Choice:
     """The choice when no document can be held out (every class has one document): the
     first, simplest candidate, uncalibrated; its table says no document was scored."""
@@ -412,12 +538,13 @@ def _no_evidence(candidates) -> Choice:
 
 
 def choose(
-    counts: Counts, X: sp.csr_matrix, y: np.ndarray, candidates=CANDIDATES, k: int = FOLDS
+    counts: Counts, X: sp.csr_matrix, y: np.ndarray, candidates=CANDIDATES, k: int = FOLDS,
+    threads: int = 1,
 ) -> Choice:
     """Cross-validate ``candidates`` on the sample ``(X, y)`` of the corpus of ``counts``.
 
     ``X`` (n, V) counts the sampled documents over ``counts.vocabulary``; ``y`` (n,) are
-    their classes (indices into ``counts.classes``).
+    their classes (indices into ``counts.classes``); ``threads`` score the candidates.
     """
     y = np.asarray(y, dtype=np.int64)
     # A document whose class has no other document is never scored: held out, its class
@@ -428,7 +555,7 @@ def choose(
         return _no_evidence(candidates)
     fold_ids = stratified_fold_ids(y, folds_for(y.size, counts.n_docs, k))
     rows = []
-    scores, n_tokens = held_out_scores(counts, X, y, fold_ids, candidates)
+    scores, n_tokens = held_out_scores(counts, X, y, fold_ids, candidates, threads)
     for settings, jll in zip(candidates, scores):
         scored = np.isfinite(jll[np.arange(y.size), y])
         log_proba = log_posterior(jll[scored])
@@ -444,9 +571,10 @@ def choose(
                 "documents": int(scored.sum()),
             }
         )
-    best = min(
-        range(len(rows)), key=lambda i: (-rows[i]["correct"], rows[i]["log_loss"], i)
+    gaps = shortfall(
+        [r["correct"] / max(r["documents"], 1) for r in rows], [r["macro_f1"] for r in rows]
     )
+    best = min(range(len(rows)), key=lambda i: (gaps[i], rows[i]["log_loss"], i))
     winner = rows[best]
     calibration = fit_calibration(winner["jll"], y, n_tokens)
     scored = np.isfinite(winner["jll"][np.arange(y.size), y])

@@ -812,7 +812,7 @@ def fit(
         sample=auto,
     )  # fmt: skip
     if base is None:
-        model = _new_model(documents, tokenizer, vocabulary_filter, defaults, auto)
+        model = _new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
         if typicality and not auto and corpus is not None:  # typical documents (novelty.py)
             from dataclasses import replace
 
@@ -834,7 +834,7 @@ def fit(
         _summary("update" if base is not None else "fit", model, output, start, extra, auto)
 
 
-def _new_model(documents, tokenizer, vocabulary_filter, defaults, auto: bool):
+def _new_model(documents, tokenizer, vocabulary_filter, defaults, auto: bool, jobs: int = 1):
     """The model of freshly counted ``documents``; with ``auto``, its settings chosen by
     cross-validation on the documents' sample (:func:`nbclass.model.with_choice`)."""
     from .model import Model, check_usable, with_choice
@@ -849,7 +849,7 @@ def _new_model(documents, tokenizer, vocabulary_filter, defaults, auto: bool):
         column_words=documents.column_words,
     )  # fmt: skip
     check_usable(model)
-    return with_choice(model, documents.sample) if auto else model
+    return with_choice(model, documents.sample, jobs) if auto else model
 
 
 def _update_table(ctx, update_path, output, quiet, table_options):
@@ -1703,7 +1703,7 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
                 from .learning import corpus_sample
                 from .model import with_choice
 
-                model = with_choice(model, corpus_sample(corpus, reading[0]))
+                model = with_choice(model, corpus_sample(corpus, reading[0]), jobs)
         else:
             from .learning import count_documents
 
@@ -1712,7 +1712,7 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
             documents = count_documents(
                 corpus, tokenizer, True, jobs, policy=policy, log=log, sample=auto
             )
-            model = _new_model(documents, tokenizer, vocabulary_filter, defaults, auto)
+            model = _new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
             report, resettled = SyncReport(added=documents.counts.n_docs), True
         if report.changed or resettled:
             save(model, model_path)

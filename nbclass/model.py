@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .choosing import calibrated, choose
+from .choosing import calibrated, choose, plan, sample_indices
 from .corpus import Corpus
 from .counts import Counts, count_corpus
 from .errors import NbclassError, UsageError
@@ -200,19 +200,25 @@ def fit(
     return model
 
 
-def with_choice(model: Model, sample: Sequence[tuple[str, str]]) -> Model:
+def with_choice(model: Model, sample: Sequence[tuple[str, str]], threads: int = 1) -> Model:
     """``model`` with the settings chosen by cross-validation on ``sample``, its
     ``(class name, text)`` documents (:func:`nbclass.choosing.choose`), their table and
     calibration, and the typicality of the training documents
     (:mod:`nbclass.novelty`) measured by the same folds. Documents of a class the model
     does not use are left out. The documents are sorted (by class, then text) before
     they are dealt to folds, so the choice depends on which documents were read, not on
-    their order: a folder and the same documents as --lines choose alike."""
+    their order: a folder and the same documents as --lines choose alike. ``threads``
+    score the candidates (:func:`nbclass.choosing.choose`)."""
     counts = model.active_counts
     at = {name: c for c, name in enumerate(counts.classes)}
     kept = sorted((at[name], text) for name, text in sample if name in at)
+    documents, folds = plan(counts)
+    if len(kept) > documents:  # the folds the corpus affords hold out fewer documents
+        labels = np.array([c for c, _ in kept], dtype=np.int64)
+        kept = [kept[i] for i in sample_indices(labels, documents).tolist()]
     X, _ = TextCounter(model.tokenizer, counts.vocabulary).count([text for _, text in kept])
-    choice = choose(counts, X, np.array([c for c, _ in kept], dtype=np.int64))
+    labels = np.array([c for c, _ in kept], dtype=np.int64)
+    choice = choose(counts, X, labels, k=folds, threads=threads)
     typicality = None
     if choice.evidence is not None:
         from .novelty import evidence_settings, typicality_record

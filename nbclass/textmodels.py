@@ -303,7 +303,6 @@ def dcm_concentration(mean_distinct: float, mean_length: float) -> float:
     >>> round(float(s * (digamma(s + 5.0) - digamma(s))), 12)
     3.0
     """
-    from scipy.optimize import brentq
     from scipy.special import digamma
 
     if mean_length <= 0 or mean_distinct >= mean_length:
@@ -318,7 +317,16 @@ def dcm_concentration(mean_distinct: float, mean_length: float) -> float:
         return math.exp(low)
     if excess(high) <= 0:
         return S_MAX
-    return math.exp(brentq(excess, low, high, xtol=1e-14, rtol=4 * np.finfo(float).eps))
+    # Bisection on log s, to adjacent floating-point numbers: the left side increases
+    # with s, so the root stays bracketed; about 60 halvings.
+    while True:
+        middle = 0.5 * (low + high)
+        if middle in (low, high):
+            return math.exp(low if abs(excess(low)) <= abs(excess(high)) else high)
+        if excess(middle) < 0:
+            low = middle
+        else:
+            high = middle
 
 
 @dataclass(frozen=True, eq=False)

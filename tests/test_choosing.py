@@ -263,6 +263,35 @@ def test_fit_chooses_a_model_of_the_kind_the_documents_were_drawn_from(tmp_path,
     assert len(table) == len(CANDIDATES) and sum(r["chosen"] for r in table.values()) == 1
 
 
+def test_the_shortfall_is_the_larger_gap_to_the_best_accuracy_and_macro_f1():
+    accuracy = [F(74, 100), F(72, 100), F(70, 100)]
+    macro_f1 = [F(38, 100), F(43, 100), F(40, 100)]
+    # gaps: (0, 5/100), (2/100, 0), (4/100, 3/100)
+    assert choosing.shortfall(accuracy, macro_f1) == [0.05, 0.02, 0.04]
+    assert choosing.shortfall([0.5, 0.5], [0.25, 0.25]) == [0.0, 0.0]  # a tie stays a tie
+
+
+def test_the_chosen_candidate_has_the_smallest_shortfall_of_its_table(tmp_path):
+    """Unequal classes: the winner is read back from the model file's table and checked
+    against the criterion computed from the table's own numbers."""
+    rng = np.random.default_rng(11)
+    words = [f"w{j}" for j in range(30)]
+    sizes = {"big": 240, "mid": 40, "small": 12}
+    documents = {}
+    for c, (name, size) in enumerate(sizes.items()):
+        theta = np.ones(30)
+        theta[c * 6 : c * 6 + 6] = 2.0
+        theta /= theta.sum()
+        documents[name] = [" ".join(rng.choice(words, size=12, p=theta)) for _ in range(size)]
+    model = tmp_path / "m.nbc"
+    result = invoke("fit", write_corpus(tmp_path / "c", documents), "-o", model, "-j", "1")
+    assert result.exit_code == 0, result.output
+    table = load(str(model)).choice["candidates"]
+    gaps = choosing.shortfall([r["accuracy"] for r in table], [r["macro_f1"] for r in table])
+    ranked = sorted(range(len(table)), key=lambda i: (gaps[i], table[i]["log_loss"], i))
+    assert table[ranked[0]]["chosen"] and sum(r["chosen"] for r in table) == 1
+
+
 # --- the calibration -------------------------------------------------------------------------
 
 
@@ -288,6 +317,31 @@ def test_the_calibration_lowers_the_held_out_log_loss_of_an_overconfident_model(
     assert after < 0.8 * before
     same = choosing.calibrated(new_jll, new_lengths, calibration).argmax(axis=1)
     assert (same == new_jll.argmax(axis=1)).all()
+
+
+def test_the_calibration_is_the_minimum_of_its_loss_over_the_box():
+    """No point of a grid over t0 and t1 ∈ [0, 1] has a lower held-out cross-entropy."""
+    rng = np.random.default_rng(5)
+    n, C = 1500, 4
+    lengths = rng.integers(1, 400, size=n)
+    jll = rng.normal(size=(n, C)) * np.sqrt(lengths)[:, None]
+    y = np.where(rng.random(n) < 0.6, jll.argmax(axis=1), rng.integers(0, C, size=n))
+    calibration = fit_calibration(jll, y, lengths)
+
+    def cross_entropy(t0, t1):
+        return choosing.log_loss_of(choosing.calibrated(jll, lengths, Calibration(t0, t1)), y)
+
+    best = cross_entropy(calibration.t0, calibration.t1)
+    grid = min(cross_entropy(t0, t1) for t0 in np.linspace(-4, 4, 41) for t1 in np.linspace(0, 1, 11))
+    assert best <= grid + 1e-6 and 0 <= calibration.t1 <= 1
+
+
+def test_documents_of_one_length_calibrate_with_one_temperature():
+    """t0 and t1 then do the same thing (the Hessian is singular): the fit still ends."""
+    jll = np.array([[3.0, 0.0], [0.0, 3.0], [3.0, 0.0], [0.0, 3.0]] * 10)
+    y = np.array([0, 1, 1, 0] * 10)  # half wrong: the scores are far too sure
+    calibration = fit_calibration(jll, y, np.full(40, 25))
+    assert calibration.temperature(25) > 10
 
 
 def test_a_perfect_sample_does_not_drive_the_temperature_to_zero():
