@@ -4,12 +4,13 @@ No one setting of naive Bayes is best on every corpus: plain multinomial wins on
 word presence (Bernoulli) on others, complement or bursty (DCM) models on others still.
 So the default fit chooses, on the training corpus alone:
 
-1. **A sample.** Up to :data:`SAMPLE_DOCUMENTS` training documents, stratified by class
-   (every class keeps its share, and at least one document), drawn with a fixed seed, so
-   the same corpus always gives the same choice. Their counts over the model's vocabulary
-   are the rows of ``X`` (shape (n, V)) with labels ``y`` (shape (n,)).
+1. **A sample.** Up to :data:`SAMPLE_DOCUMENTS` training documents (fewer when the
+   corpus affords few folds: :func:`plan`), stratified by class (every class keeps its
+   share, and at least one document), drawn with a fixed seed, so the same corpus always
+   gives the same choice. Their counts over the model's vocabulary are the rows of ``X``
+   (shape (n, V)) with labels ``y`` (shape (n,)).
 2. **K-fold cross-validation by subtraction.** The sample is dealt into K stratified
-   folds, K = :func:`folds_for` (at most :data:`FOLDS`). Fold k's model is the model of
+   folds, K from :func:`plan` (at most :data:`FOLDS`). Fold k's model is the model of
    the *whole* training corpus minus fold k's documents: counts add up, so its counts
    are the total counts less the fold's rows, exactly what a refit without them would
    count (words and classes left with no count are dropped, as such a fit would never
@@ -25,7 +26,8 @@ So the default fit chooses, on the training corpus alone:
    lose documents; the winner is the candidate never far behind the best on either.
 4. **Calibration.** The winner's held-out scores fit a per-document temperature
    T(x) = exp(t₀ + t₁ · log(1 + n_x)), n_x the document's tokens in the vocabulary, by
-   minimising the held-out log loss; predict reports softmax_c(b_c / T(x)). Naive Bayes
+   minimising the held-out log loss (Newton's method in the box of :data:`T1_RANGE`);
+   predict reports softmax_c(b_c / T(x)). Naive Bayes
    adds one log-likelihood ratio per token, so its confidence grows with the length of a
    document however redundant the words are: a temperature that grows with length is the
    correction that shape calls for. Dividing every score of a document by the same
