@@ -1,8 +1,9 @@
 """Bad input: every kind of broken document, corpus and option, in real processes.
 
-Each test asserts the exact behaviour the README's "Bad input" table promises: what is
-printed on stderr, the exit code, and that a skipped document never changes the counts of
-the others (the model file is byte for byte the fit of the corpus without it).
+Each test asserts the exact behaviour the "Bad documents" table of docs/robustness.md
+promises: what is printed on stderr, the exit code, and that a skipped document never
+changes the counts of the others (the model file is byte for byte the fit of the corpus
+without it).
 """
 
 from __future__ import annotations

@@ -294,8 +294,8 @@ def test_exit_code_refuses_more_than_115_classes(tmp_path):
     assert run("predict", "-m", model, "--exit-code", input=b"word114").returncode == 124
 
 
-def test_the_readme_case_script_runs_in_a_real_shell(tmp_path):
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def test_the_documented_case_script_runs_in_a_real_shell(tmp_path):
+    text = (REPO / "docs" / "scripts.md").read_text(encoding="utf-8")
     (script,) = [b for b in re.findall(r"```sh\n(.*?)```", text, flags=re.S) if "case $?" in b]
     (tmp_path / "route.sh").write_text(script)
     save(fit(list_corpus(str(DEMO_CORPUS))), str(tmp_path / "model.nbc"))
