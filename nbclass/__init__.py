@@ -6,7 +6,7 @@ before it::
     corpus -> tokenizer -> vectorizer -> counts -> estimators -> posterior / selection
            -> model -> modelfile -> render -> cli
 
-The command-line interface (``nbclass.cli``) only parses, calls the library and prints.
+The command-line interface (``nbclass.cli.app``) only parses, calls the library and prints.
 """
 
 __version__ = "0.1.0"
