@@ -187,8 +187,9 @@ def test_counting_on_the_cluster_uses_both_workers_and_equals_a_serial_count(sch
     """The library call: parts go to both workers; the counts equal one process's."""
     code = f"""
 from distributed import Client
-from nbclass.reading.corpus import list_corpus
+from nbclass.cluster.remote import counter
 from nbclass.counting.counts import count_corpus
+from nbclass.reading.corpus import list_corpus
 from nbclass.text.tokenizer import TokenizerSettings
 
 def executed(dask_worker):
@@ -200,7 +201,7 @@ with Client({scheduler!r}, timeout=10) as client:
     before = client.run(executed)
     seen = []
     progress = lambda a, b: seen.append(b - a)
-    remote = count_corpus(*args, scheduler={scheduler!r}, on_progress=progress)
+    remote = count_corpus(*args, cluster=counter({scheduler!r}), on_progress=progress)
     after = client.run(executed)
 assert remote.equals(count_corpus(*args, jobs=1))
 print(len(seen), sum(seen), len(after), all(after[w] > before[w] for w in after))
@@ -212,12 +213,13 @@ print(len(seen), sum(seen), len(after), all(after[w] > before[w] for w in after)
 
 def test_a_file_a_worker_cannot_read_is_named_with_why(scheduler, tmp_path):
     code = f"""
+from nbclass.cluster.remote import counter
 from nbclass.counting.counts import count_corpus
 from nbclass.errors import NbclassError
 from nbclass.text.tokenizer import TokenizerSettings
 try:
     count_corpus(["a.txt", "gone.txt"], [0, 1], ["a", "b"], TokenizerSettings(),
-                 scheduler={scheduler!r})
+                 cluster=counter({scheduler!r}))
 except NbclassError as exc:
     print(exc)
 """

@@ -814,11 +814,9 @@ def fit(
     if base is None:
         model = _new_model(documents, tokenizer, vocabulary_filter, defaults, auto)
         if typicality and not auto and corpus is not None:  # typical documents (novelty.py)
-            from dataclasses import replace
+            from ..models.model import with_typicality
 
-            from ..models.novelty import fit_typicality
-
-            model = replace(model, typicality=fit_typicality(model, corpus, reading[0]))
+            model = with_typicality(model, corpus, reading[0])
     with locked(output):
         if base is not None:
             from dataclasses import replace
@@ -940,7 +938,7 @@ def _count(
     corpus = list_corpus(corpus_dir, min_classes=min_classes)
     with _progress("fit", corpus.paths, quiet) as bar:
         documents = count_documents(
-            corpus, tokenizer, ledger, jobs, bar, scheduler, *reading, sample=sample
+            corpus, tokenizer, ledger, jobs, bar, None, *reading, sample=sample
         )
     return documents, corpus
 
@@ -1209,8 +1207,7 @@ def _write_predictions(
     import warnings
 
     from ..output.parts import part_name, write_part
-    from ..output.render import prediction_lines
-    from .single import prediction_labels
+    from ..output.render import prediction_labels, prediction_lines
 
     lines = prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label)
     write_part(folder, part_name(index, fmt), lines)

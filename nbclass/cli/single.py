@@ -53,35 +53,13 @@ def print_predictions(
 
     A document that every class rules out (all −inf) gets the label "" and a warning.
     """
-    from ..output.render import prediction_lines
+    from ..output.render import prediction_labels, prediction_lines
 
     echo_lines(prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label))
     labels, problems = prediction_labels(sources, classes, rows, settings, extras, unsure_label)
     for problem in problems:
         warnings.warn(problem, NbclassWarning, stacklevel=1)
     return labels
-
-
-def prediction_labels(
-    sources, classes, rows, settings, extras=None, unsure_label="unsure"
-) -> tuple[list[str], list[str]]:
-    """``(labels, warnings)`` of printed predictions: the label of each row ("" for a
-    document that every class rules out, which has a warning)."""
-    labels, problems = [], []
-    for i, (source, row) in enumerate(zip(sources, rows)):
-        if max(row) == float("-inf"):
-            labels.append("")
-            problems.append(
-                f"every class has probability 0 for {source!r} under "
-                f"--estimator {settings.estimator}: each class rules it out (it holds a word "
-                "the class never saw, or lacks a word every document of the class had); its "
-                "label is empty. Use --estimator posterior-mean to smooth."
-            )
-        elif extras is not None and extras[i]["reason"]:
-            labels.append(unsure_label)
-        else:
-            labels.append(classes[max(range(len(row)), key=row.__getitem__)])
-    return labels, problems
 
 
 def predict_one(

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import islice
 
 from .. import __version__
@@ -502,9 +503,8 @@ def write_part(
     Returns ``(start, end, rows, log, warnings)``: the rows written, the
     :class:`~nbclass.reading.policy.ReadLog` and the warnings of the documents that every class
     rules out; nothing of the predictions comes back."""
-    from ..cli.single import prediction_labels
     from ..output.parts import write_part as write
-    from ..output.render import prediction_lines
+    from ..output.render import prediction_labels, prediction_lines
 
     start, end, log_proba, extras, kept, log = score_part(
         data, digest, settings, paths, start, abstention, explain, policy, calibration
@@ -639,6 +639,13 @@ def count_paths(
         done = None if on_progress is None else (lambda span: on_progress(*span))
         result = cluster.reduce(tally_given, parts, _merge, done)
     return _empty(classes) if result is None else result[1]
+
+
+def counter(address: str) -> Callable[..., tuple]:
+    """The counting function of the cluster of ``address`` that
+    :func:`nbclass.counting.counts.count_corpus` (``cluster=``) calls: :func:`count_paths`
+    with that address."""
+    return partial(count_paths, address)
 
 
 def _empty(classes) -> tuple:

@@ -615,7 +615,7 @@ def count_corpus(
     on_progress: Callable[[int, int], None] | None = None,
     entries: list | None = None,
     seen: dict | None = None,
-    scheduler: str | None = None,
+    cluster: Callable[..., tuple] | None = None,
     policy: ReadPolicy = DEFAULT_POLICY,
     log: ReadLog | None = None,
 ) -> Counts:
@@ -642,22 +642,19 @@ def count_corpus(
     ``on_progress(start, end)`` is called as the documents ``paths[start:end]`` are
     counted (every document once).
 
-    With ``scheduler`` (a Dask scheduler's address), parts of at most ``PART_SIZE``
-    documents (at least four per worker thread) are tallied on that cluster's workers
-    instead, whatever the size of the corpus, and summed there
-    (:func:`nbclass.cluster.remote.count_paths`); the workers read the files at their absolute
-    paths (URLs as they are).
+    With ``cluster``, a function that counts the documents elsewhere and returns their
+    packed tally, ``cluster(paths, labels, classes, tokenizer, ledger, policy,
+    on_progress)``, the documents are counted by it instead, whatever the size of the
+    corpus: :func:`nbclass.cluster.remote.counter` gives one that tallies parts of at most
+    ``PART_SIZE`` documents on a Dask cluster's workers and sums them there. The counting
+    layer takes the function rather than importing the cluster layer above it.
     """
     accumulator = CountAccumulator(classes)
     n, C = len(paths), len(classes)
     ledger = entries is not None
     size = max(1, min(PART_SIZE, -(-n // (max(1, jobs) * 8))))
-    if scheduler:  # counted and summed on the cluster: one table comes back
-        from ..cluster.remote import count_paths
-
-        packed = count_paths(
-            scheduler, paths, labels, classes, tokenizer, ledger, policy, on_progress
-        )
+    if cluster is not None:  # counted and summed elsewhere: one table comes back
+        packed = cluster(paths, labels, classes, tokenizer, ledger, policy, on_progress)
         accumulator.add_packed(packed, entries, seen)
         if log is not None:
             log.add(packed[8])

@@ -33,7 +33,7 @@ from ..models.estimators import DEFAULTS, EstimatorSettings
 from ..models.learning import corpus_sample
 from ..models.model import BATCH_SIZE, Classifier, Model, VocabularyFilter, with_choice
 from ..models.tablemodel import TableClassifier, TableModel
-from ..reading.corpus import Corpus, read_text
+from ..reading.corpus import Corpus, read_text, stratified_folds
 from ..reading.policy import DEFAULT_POLICY, ReadPolicy
 from ..reading.table import Table
 from ..text.tokenizer import TokenizerSettings
@@ -228,40 +228,6 @@ def evaluate(
 
 
 # --- cross-validation -----------------------------------------------------------------------
-
-
-def stratified_folds(corpus: Corpus, k: int, seed: int = DEFAULT_SEED) -> list[np.ndarray]:
-    """Indices into ``corpus.paths`` of each of ``k`` stratified folds.
-
-    Each class's documents are sorted by path (so the split does not depend on the order
-    files were listed in), shuffled with ``numpy.random.default_rng(seed)`` (classes in
-    sorted order) and dealt to the folds in turn, each class starting where the previous
-    one stopped: every fold holds ⌊N_c/k⌋ or ⌈N_c/k⌉ documents of class c, and the fold
-    sizes differ by at most one.
-
-    Raises
-    ------
-    UsageError
-        When ``k`` < 2, or a class has fewer than ``k`` documents (some training set
-        would lack it).
-    """
-    if k < 2:
-        raise UsageError(f"--folds {k} must be at least 2")
-    rng = np.random.default_rng(seed)
-    labels = np.asarray(corpus.labels)
-    folds: list[list[int]] = [[] for _ in range(k)]
-    start = 0
-    for c in sorted(range(len(corpus.classes)), key=corpus.classes.__getitem__):
-        members = sorted(np.flatnonzero(labels == c).tolist(), key=corpus.paths.__getitem__)
-        if len(members) < k:
-            raise UsageError(
-                f"class {corpus.classes[c]!r} has {len(members)} document(s), fewer than "
-                f"--folds {k}: use --folds {max(2, len(members))} or fewer, or add documents"
-            )
-        for i, p in enumerate(rng.permutation(len(members)).tolist()):
-            folds[(start + i) % k].append(members[p])
-        start = (start + len(members)) % k
-    return [np.array(sorted(f), dtype=np.int64) for f in folds]
 
 
 @dataclass(frozen=True, eq=False)

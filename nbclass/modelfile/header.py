@@ -24,11 +24,9 @@ from __future__ import annotations
 
 import math
 
-from ..models.estimators import Calibration, EstimatorSettings, Prepared
+from ..models.estimators import BETA_RANGE, Calibration, EstimatorSettings, Prepared
 from ..text.tokenizer import TokenizerSettings, make_tokenizer
 
-# The prior fit's range of β (nbclass.models.textmodels.BETA_RANGE, which imports numpy).
-BETA_RANGE = (1e-4, 100.0)
 _BETA_SLACK = 1e-9  # relative: the fitted β, scaled, is rounded once or twice
 
 

@@ -42,6 +42,9 @@ from dataclasses import dataclass, replace
 from ..defaults import AUTO, ESTIMATORS, MODELS, NORMS, TF  # noqa: F401 - the choices
 from ..errors import UsageError
 
+# The range of β the prior fit returns (:func:`nbclass.models.textmodels.fit_beta`); the
+# model file's header is checked against it (:mod:`nbclass.modelfile.header`).
+BETA_RANGE = (1e-4, 100.0)
 
 @dataclass(frozen=True)
 class EstimatorSettings:

@@ -103,11 +103,13 @@ def _refuse_selected(model: Model, name: str) -> None:
 
 def count_documents(
     corpus: Corpus, tokenizer: TokenizerSettings, ledger: bool, jobs: int = 1,
-    on_progress: Callable[[int, int], None] | None = None, scheduler: str | None = None,
-    policy: ReadPolicy = DEFAULT_POLICY, log: ReadLog | None = None, sample: bool = False,
+    on_progress: Callable[[int, int], None] | None = None,
+    cluster: Callable[..., tuple] | None = None, policy: ReadPolicy = DEFAULT_POLICY,
+    log: ReadLog | None = None, sample: bool = False,
 ) -> Documents:  # fmt: skip
     """Count the documents of ``corpus`` (with their ledger entries if ``ledger``), locally
-    or on the Dask cluster of ``scheduler``, read under ``policy`` (skips go to ``log``).
+    or by the counting function ``cluster`` (of a Dask cluster:
+    :func:`nbclass.cluster.remote.counter`), read under ``policy`` (skips go to ``log``).
 
     With ``sample``, the documents of :func:`nbclass.models.choosing.sample_indices` are read
     again (here, after the count) for choosing the model."""
@@ -115,7 +117,7 @@ def count_documents(
     seen = {} if tokenizer.hash_features else None
     counts = count_corpus(
         corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen,
-        scheduler=scheduler, policy=policy, log=log,
+        cluster=cluster, policy=policy, log=log,
     )
     texts = corpus_sample(corpus, policy) if sample else None
     if entries is None:

@@ -43,6 +43,8 @@ from .textmodels import prepare
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
+    from ..reading.policy import ReadPolicy
+
 BATCH_SIZE = 1000
 
 
@@ -166,13 +168,14 @@ def fit(
     jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
     ledger: bool = False,
-    scheduler: str | None = None,
+    cluster: Callable[..., tuple] | None = None,
 ) -> Model:
     """Fit a model on a labelled corpus, counting on ``jobs`` processes.
 
     With ``ledger``, the model also keeps every document's ledger entry. With
-    ``scheduler``, the address of a Dask scheduler, the counting runs on that cluster
-    (:mod:`nbclass.cluster.remote`); the model is the same, bit for bit.
+    ``cluster``, a counting function of a Dask cluster
+    (:func:`nbclass.cluster.remote.counter`), the counting runs on that cluster
+    (:func:`nbclass.counting.counts.count_corpus`); the model is the same, bit for bit.
 
     Raises
     ------
@@ -187,7 +190,7 @@ def fit(
     seen = {} if tokenizer.hash_features else None
     counts = count_corpus(
         corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen,
-        scheduler=scheduler,
+        cluster=cluster,
     )
     book = None
     if entries is not None:
@@ -223,6 +226,17 @@ def with_choice(model: Model, sample: Sequence[tuple[str, str]]) -> Model:
         model, defaults=choice.settings, choice=choice.to_dict(), calibration=choice.calibration,
         typicality=typicality,
     )  # fmt: skip
+
+
+def with_typicality(model: Model, corpus: Corpus, policy: ReadPolicy) -> Model:
+    """``model`` with the typicality of its training documents ``corpus``, read under
+    ``policy`` (:func:`nbclass.models.novelty.fit_typicality`; none when a class has too
+    few documents)."""
+    from .novelty import fit_typicality
+
+    counts = model.active_counts
+    record = fit_typicality(counts, model.tokenizer, model.defaults, corpus, policy)
+    return replace(model, typicality=record)
 
 
 def check_usable(model: Model) -> None:

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from ..counting.counts import Counts
     from ..reading.corpus import Corpus
     from ..reading.policy import ReadPolicy
+    from ..text.tokenizer import TokenizerSettings
     from .estimators import EstimatorSettings
-    from .model import Model
 
 MAX_SAMPLE = 1000  # training documents scored out of fold at fit time, at most
 MAX_FOLDS = 5
@@ -141,14 +141,15 @@ def _multinomial_scores(rest: Counts, X, T_c, V: int, settings: EstimatorSetting
 def sample_rows(corpus: Corpus, limit: int = MAX_SAMPLE) -> np.ndarray:
     """Indices of at most about ``limit`` documents of ``corpus``, stratified by class.
 
-    One fold of :func:`nbclass.evaluation.judging.stratified_folds` with ⌈N / limit⌉ folds (all
+    One fold of :func:`nbclass.reading.corpus.stratified_folds` with ⌈N / limit⌉ folds (all
     documents when N <= limit); when a class is too small for that many folds, every
     document of the corpus up to ``limit``, a seeded shuffle.
     """
     import numpy as np
 
+    from ..defaults import DEFAULT_SEED
     from ..errors import UsageError
-    from ..evaluation.judging import DEFAULT_SEED, stratified_folds
+    from ..reading.corpus import stratified_folds
 
     n = len(corpus.paths)
     k = -(-n // limit)
@@ -161,13 +162,16 @@ def sample_rows(corpus: Corpus, limit: int = MAX_SAMPLE) -> np.ndarray:
         return np.sort(rng.permutation(n)[:limit])
 
 
-def fit_typicality(model: Model, corpus: Corpus, policy: ReadPolicy) -> dict | None:
-    """The typicality record of ``model`` fitted on ``corpus``; None when a class has
-    fewer than 2 documents in the sample (no fold could leave one out)."""
+def fit_typicality(
+    counts: Counts, tokenizer: TokenizerSettings, defaults: EstimatorSettings, corpus: Corpus,
+    policy: ReadPolicy,
+) -> dict | None:  # fmt: skip
+    """The typicality record of a model of ``counts`` (its active counts), ``tokenizer``
+    and default settings ``defaults``, fitted on ``corpus``; None when a class has fewer
+    than 2 documents in the sample (no fold could leave one out)."""
     import numpy as np
 
-    from ..evaluation.judging import stratified_folds
-    from ..reading.corpus import Corpus
+    from ..reading.corpus import Corpus, stratified_folds
     from ..reading.policy import ReadLog, read_document
     from ..text.vectorizer import TextCounter
 
@@ -182,11 +186,10 @@ def fit_typicality(model: Model, corpus: Corpus, policy: ReadPolicy) -> dict | N
     k = min(MAX_FOLDS, int(sizes.min()))
     if k < 2:
         return None
-    counts = model.active_counts
-    X, _ = TextCounter(model.tokenizer, counts.vocabulary).count(texts)
+    X, _ = TextCounter(tokenizer, counts.vocabulary).count(texts)
     sample = Corpus(list(corpus.classes), [corpus.paths[i] for i in kept], labels.tolist())
     folds = stratified_folds(sample, k)
-    settings = evidence_settings(model.defaults)
+    settings = evidence_settings(defaults)
     try:
         values = out_of_fold_evidence(counts, X.tocsr(), labels, folds, settings)
     except ValueError:  # a document changed since it was counted: no record

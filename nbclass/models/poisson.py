@@ -88,31 +88,36 @@ def negative_binomial_length_term(b: float, n: float) -> float:
     return b * (math.log(b) - math.log(b + n)) - n * math.log(b + n)
 
 
-def poisson_scorer(counts: Counts, settings: EstimatorSettings, log_pi: np.ndarray):
-    """The scorer of ``--model poisson``: a :class:`nbclass.models.posterior.LinearScorer` for the
-    plug-in estimators, a :class:`NegativeBinomialScorer` for ``predictive``.
-
-    ``log_pi`` (C,) is log π_c under the settings' estimator (the predictive uses the
-    posterior mean, as the Pólya predictive does).
-    """
+def poisson_weights(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
+    """W = log λ_jc − Λ_c of the plug-in estimators, ndarray of shape (V, C): with the bias
+    log π_c, the weights of a linear scorer (:class:`nbclass.models.posterior.LinearScorer`,
+    which :func:`nbclass.models.posterior.make_scorer` builds from them)."""
     import numpy as np
 
     from .estimators import log_fraction
-    from .posterior import LinearScorer
 
     beta = settings.beta[0]
     T = counts.token_count.astype(np.float64)
     V, T_c = T.shape[0], T.sum(axis=0)
-    if settings.estimator == "predictive":
-        from .textmodels import _log_prior
-
-        shape = T + beta
-        return NegativeBinomialScorer(
-            shape=shape, rate=T_c + V * beta, log_prior=_log_prior(counts, settings)
-        )
     log_lambda = log_fraction(*poisson_fraction(T, T_c, V, settings.estimator, beta))
     rate_total = poisson_rate_total(T_c, V, settings.estimator, beta)
-    return LinearScorer(weights=log_lambda - rate_total, bias=log_pi, binary=False)
+    return log_lambda - rate_total
+
+
+def predictive_scorer(counts: Counts, settings: EstimatorSettings) -> NegativeBinomialScorer:
+    """The scorer of ``--model poisson --estimator predictive``: the exact negative binomial
+    predictive, with log π_c under the posterior mean (as the Pólya predictive takes it)."""
+    import numpy as np
+
+    from .textmodels import _log_prior
+
+    beta = settings.beta[0]
+    T = counts.token_count.astype(np.float64)
+    V, T_c = T.shape[0], T.sum(axis=0)
+    shape = T + beta
+    return NegativeBinomialScorer(
+        shape=shape, rate=T_c + V * beta, log_prior=_log_prior(counts, settings)
+    )
 
 
 @dataclass(frozen=True, eq=False)

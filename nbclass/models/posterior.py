@@ -169,9 +169,11 @@ def make_scorer(counts: Counts, settings: EstimatorSettings, prepared: Prepared 
     if not settings.class_prior:
         log_pi = np.zeros(len(log_pi))
     if settings.model == "poisson":
-        from .poisson import poisson_scorer
+        from .poisson import poisson_weights, predictive_scorer
 
-        return poisson_scorer(counts, settings, log_pi)
+        if settings.estimator == "predictive":
+            return predictive_scorer(counts, settings)
+        return LinearScorer(weights=poisson_weights(counts, settings), bias=log_pi, binary=False)
     if settings.model in ("multinomial", "complement") and settings.transformed:
         return _transformed_scorer(counts, settings, log_pi)
     if settings.model == "complement":

@@ -103,8 +103,8 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 from ..counting.counts import BLOCK_CELLS, Counts, doc_count_histograms, value_counts
-from ..modelfile.header import BETA_RANGE
 from .estimators import (
+    BETA_RANGE,
     EstimatorSettings,
     Prepared,
     log_class_prior,

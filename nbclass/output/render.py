@@ -125,6 +125,28 @@ def prediction_lines(
         yield "\t".join(cells)
 
 
+def prediction_labels(
+    sources, classes, rows, settings, extras=None, unsure_label="unsure"
+) -> tuple[list[str], list[str]]:
+    """``(labels, warnings)`` of printed predictions: the label of each row ("" for a
+    document that every class rules out, which has a warning)."""
+    labels, problems = [], []
+    for i, (source, row) in enumerate(zip(sources, rows)):
+        if max(row) == float("-inf"):
+            labels.append("")
+            problems.append(
+                f"every class has probability 0 for {source!r} under "
+                f"--estimator {settings.estimator}: each class rules it out (it holds a word "
+                "the class never saw, or lacks a word every document of the class had); its "
+                "label is empty. Use --estimator posterior-mean to smooth."
+            )
+        elif extras is not None and extras[i]["reason"]:
+            labels.append(unsure_label)
+        else:
+            labels.append(classes[max(range(len(row)), key=row.__getitem__)])
+    return labels, problems
+
+
 def _explanation_record(explanation: dict | None) -> dict | None:
     if explanation is None:
         return None

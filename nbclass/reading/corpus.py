@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from itertools import accumulate, count
 from operator import add
 
+from ..defaults import DEFAULT_SEED
 from ..errors import CorpusError, NbclassError, NbclassWarning, UsageError
 from ..names import escape, is_utf8
 from .policy import (
@@ -38,6 +39,10 @@ from .policy import (
     iter_lines,
     read_document,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    import numpy as np
 
 ENCODING = "utf-8"
 ERRORS = "replace"
@@ -498,3 +503,39 @@ def _expand(paths: Iterable[str]) -> Iterator[tuple[str, bool]]:
             yield from ((p, walked) for p in expand_paths([path]))
         else:
             yield from ((p, False) for p in expand_paths([path]))
+
+
+def stratified_folds(corpus: Corpus, k: int, seed: int = DEFAULT_SEED) -> list[np.ndarray]:
+    """Indices into ``corpus.paths`` of each of ``k`` stratified folds.
+
+    Each class's documents are sorted by path (so the split does not depend on the order
+    files were listed in), shuffled with ``numpy.random.default_rng(seed)`` (classes in
+    sorted order) and dealt to the folds in turn, each class starting where the previous
+    one stopped: every fold holds ⌊N_c/k⌋ or ⌈N_c/k⌉ documents of class c, and the fold
+    sizes differ by at most one.
+
+    Raises
+    ------
+    UsageError
+        When ``k`` < 2, or a class has fewer than ``k`` documents (some training set
+        would lack it).
+    """
+    import numpy as np
+
+    if k < 2:
+        raise UsageError(f"--folds {k} must be at least 2")
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(corpus.labels)
+    folds: list[list[int]] = [[] for _ in range(k)]
+    start = 0
+    for c in sorted(range(len(corpus.classes)), key=corpus.classes.__getitem__):
+        members = sorted(np.flatnonzero(labels == c).tolist(), key=corpus.paths.__getitem__)
+        if len(members) < k:
+            raise UsageError(
+                f"class {corpus.classes[c]!r} has {len(members)} document(s), fewer than "
+                f"--folds {k}: use --folds {max(2, len(members))} or fewer, or add documents"
+            )
+        for i, p in enumerate(rng.permutation(len(members)).tolist()):
+            folds[(start + i) % k].append(members[p])
+        start = (start + len(members)) % k
+    return [np.array(sorted(f), dtype=np.int64) for f in folds]
