@@ -44,6 +44,20 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a filter cut o
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+class PathName(click.Path):
+    """A file or folder name as typed (a URL and - pass too): the shell completes it as a
+    path, and nbclass checks it itself, with its own messages and exit codes (click.Path's
+    checks would answer with click's)."""
+
+    def convert(self, value, param, ctx):
+        return value
+
+
+FILE = PathName(dir_okay=False)  # completes file names
+FOLDER = PathName(file_okay=False)  # completes folder names
+FILE_OR_FOLDER = PathName()
+
+
 class ModelChoice(click.Choice):
     """--model's choices; a model file given to it is pointed at -m."""
 
@@ -252,6 +266,7 @@ def _model_option(command):
         "--model-file",
         "model_path",
         required=True,
+        type=FILE,
         metavar="MODEL",
         help="Model file written by 'nbclass fit'.",
     )(command)
@@ -357,6 +372,7 @@ def table_fit_options(command):
     options = [
         click.option(
             "--table",
+            type=FILE,
             metavar="FILE",
             help="Learn from a table (CSV, TSV or JSON lines; - for stdin) instead of a folder.",
         ),
@@ -395,6 +411,7 @@ def table_predict_options(command):
     options = [
         click.option(
             "--table",
+            type=FILE,
             metavar="FILE",
             help="Classify the rows of a table (table models; - for stdin).",
         ),
@@ -503,6 +520,7 @@ def fit_options(command):
             "--stop-words",
             default="none",
             show_default=True,
+            type=FILE,
             metavar="english|FILE|none",
             help="Words to drop: the built-in English list, a file with one word per line, "
             "or none.",
@@ -672,11 +690,12 @@ def _line_documents(lines_path: str, reading):
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("corpus_dir", metavar="[CORPUS_DIR]", required=False)
-@click.option("-o", "--output", metavar="MODEL", help="Model file to write.")
+@click.argument("corpus_dir", type=FOLDER, metavar="[CORPUS_DIR]", required=False)
+@click.option("-o", "--output", type=FILE, metavar="MODEL", help="Model file to write.")
 @click.option(
     "--lines",
     "lines_path",
+    type=FILE,
     metavar="FILE|-",
     help="Learn one document per line of FILE (- for standard input): LABEL<TAB>TEXT or "
     "fastText's __label__LABEL TEXT.",
@@ -684,6 +703,7 @@ def _line_documents(lines_path: str, reading):
 @click.option(
     "--update",
     "update_path",
+    type=FILE,
     metavar="MODEL",
     help="Add the documents to this existing model (written back to it unless -o is given). "
     "Same result as fitting everything at once.",
@@ -945,7 +965,7 @@ def _count(
 
 @cli.command(context_settings=CONTEXT)
 @_model_option
-@click.argument("paths", nargs=-1, metavar="[PATH]...")
+@click.argument("paths", nargs=-1, type=FILE_OR_FOLDER, metavar="[PATH]...")
 @click.option("--lines", is_flag=True, help="Every line of the input is one document.")
 @_format_option("tsv", "jsonl")
 @click.option(
@@ -1037,6 +1057,7 @@ def _count(
 )
 @click.option(
     "--output-dir",
+    type=FOLDER,
     metavar="DIR|URL",
     help="Write the predictions as part files DIR/part-NNNNNN.tsv (or .jsonl), one per "
     "part of the input, instead of to stdout: with --scheduler each worker writes its "
@@ -1418,7 +1439,9 @@ def _per_class_features(model, settings, k: int, fmt: str) -> None:
 @cli.command("select-features", context_settings=CONTEXT)
 @_model_option
 @click.option("-k", "k", type=click.IntRange(min=1), required=True, help="How many words to keep.")
-@click.option("-o", "--output", required=True, metavar="PRUNED", help="Model file to write.")
+@click.option(
+    "-o", "--output", required=True, type=FILE, metavar="PRUNED", help="Model file to write."
+)
 @estimator_options("Only --estimator, --alpha and --beta matter here.")
 @click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
 def select_features(
@@ -1450,7 +1473,9 @@ def select_features(
 
 @cli.command(context_settings=CONTEXT)
 @_model_option
-@click.option("-o", "--output", required=True, metavar="FILE", help="Export file to write.")
+@click.option(
+    "-o", "--output", required=True, type=FILE, metavar="FILE", help="Export file to write."
+)
 @_format_option("json", "npz")
 @estimator_options("Default: the model's own, as predict uses them.")
 @click.option(
@@ -1514,8 +1539,10 @@ def info(model_path, fmt):
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("models", nargs=-1, required=True, metavar="MODEL...")
-@click.option("-o", "--output", required=True, metavar="OUT", help="Model file to write.")
+@click.argument("models", nargs=-1, required=True, type=FILE, metavar="MODEL...")
+@click.option(
+    "-o", "--output", required=True, type=FILE, metavar="OUT", help="Model file to write."
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
 def merge(models, output, quiet):
     """Sum models fitted on different shards of a corpus into one.
@@ -1577,15 +1604,16 @@ def _merge_tables(paths, output, quiet, start):
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("corpus_dir", metavar="[CORPUS_DIR]", required=False)
+@click.argument("corpus_dir", type=FOLDER, metavar="[CORPUS_DIR]", required=False)
 @_model_option
 @click.option(
     "--lines",
     "lines_path",
+    type=FILE,
     metavar="FILE|-",
     help="Unlearn one document per line (LABEL<TAB>TEXT or __label__LABEL TEXT).",
 )
-@click.option("-o", "--output", metavar="OUT", help="Write here instead of over MODEL.")
+@click.option("-o", "--output", type=FILE, metavar="OUT", help="Write here instead of over MODEL.")
 @click.option(
     "-j",
     "--jobs",
@@ -1646,7 +1674,7 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("corpus_dir", metavar="CORPUS_DIR")
+@click.argument("corpus_dir", type=FOLDER, metavar="CORPUS_DIR")
 @_model_option
 @fit_options
 @click.option(
@@ -1858,6 +1886,7 @@ def _lines_option(what: str):
     return click.option(
         "--lines",
         "lines_path",
+        type=FILE,
         metavar="FILE|-",
         help=f"{what} one document per line of FILE (- for standard input): "
         "LABEL<TAB>TEXT or fastText's __label__LABEL TEXT, as fit --lines reads them.",
@@ -1886,9 +1915,10 @@ def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
 
 @cli.command(context_settings=CONTEXT)
 @_model_option
-@click.argument("test_dir", metavar="[TEST_DIR]", required=False)
+@click.argument("test_dir", type=FOLDER, metavar="[TEST_DIR]", required=False)
 @click.option(
     "--table",
+    type=FILE,
     metavar="FILE",
     help="With a table model: evaluate on the labelled rows of FILE (CSV, TSV or JSON lines).",
 )
@@ -1994,7 +2024,7 @@ def _describe_settings(settings, model=None) -> str:
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("corpus_dir", metavar="[CORPUS_DIR]", required=False)
+@click.argument("corpus_dir", type=FOLDER, metavar="[CORPUS_DIR]", required=False)
 @_lines_option("Cross-validate")
 @click.option(
     "-k",
@@ -2019,6 +2049,7 @@ def _describe_settings(settings, model=None) -> str:
 @click.option(
     "--like",
     "like_path",
+    type=FILE,
     metavar="MODEL",
     help="Tokenize, filter the vocabulary and estimate as this model file does.  "
     "[default: fit's tokenizer and vocabulary filter, the estimator of --model's defaults]",
@@ -2141,10 +2172,11 @@ def cv(
     "--baseline",
     "baseline_path",
     required=True,
+    type=FILE,
     metavar="OLD",
     help="The model in production, that MODEL would replace.",
 )
-@click.argument("test_dir", metavar="[TEST_DIR]", required=False)
+@click.argument("test_dir", type=FOLDER, metavar="[TEST_DIR]", required=False)
 @_lines_option("Test on")
 @click.option(
     "--max-drop",
@@ -2221,8 +2253,8 @@ def check(
 
 
 @cli.command(context_settings=CONTEXT)
-@click.argument("old_path", metavar="A")
-@click.argument("new_path", metavar="B")
+@click.argument("old_path", type=FILE, metavar="A")
+@click.argument("new_path", type=FILE, metavar="B")
 @click.option(
     "-k",
     "k",
