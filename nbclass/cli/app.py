@@ -28,16 +28,13 @@ from ..errors import (
 from ..models.estimators import (
     AUTO,
     DEFAULTS,
-    ESTIMATORS,
-    MODELS,
-    NORMS,
     TABLE_DEFAULTS,
-    TF,
     EstimatorSettings,
     as_options,
 )
 from ..reading.process import install_sigterm, output_error, reserve_standard_streams
 from ..text.tokenizer import DEFAULT_NGRAM_RANGE, DEFAULT_TOKEN_PATTERN
+from . import predict_options as spec
 from .single import echo_lines as _echo_lines
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a filter cut off by `head`
@@ -157,28 +154,13 @@ def estimator_options(defaults_note: str):
 
     def decorate(command):
         options = [
-            click.option(
-                "--model",
-                "event_model",
-                type=ModelChoice([AUTO, *MODELS]),
-                help="Model: word counts (multinomial), word presence (bernoulli), the "
-                "other classes' counts (complement, Rennie et al. 2003), bursty words "
-                "(dcm, Elkan's EDCM) or Poisson counts per token (poisson), each as its "
-                "formula; auto: the settings fit chose by cross-validation, with their "
-                f"calibration. {defaults_note}",
+            click_option(
+                spec.MODEL,
+                type=ModelChoice(list(spec.MODEL.kind)),
+                help=f"{spec.MODEL.help} {defaults_note}",
             ),
-            click.option(
-                "--estimator",
-                type=click.Choice(ESTIMATORS),
-                help="How π and θ are estimated from the counts (see MATH in the README); "
-                "predictive: the exact Pólya (poisson: negative binomial) predictive of the "
-                "whole document.",
-            ),
-            click.option(
-                "--alpha",
-                type=float,
-                help="Dirichlet pseudo-count α of every class on the class proportions.",
-            ),
+            click_option(spec.ESTIMATOR),
+            click_option(spec.ALPHA),
             click.option(
                 "--beta",
                 callback=_beta,
@@ -186,32 +168,11 @@ def estimator_options(defaults_note: str):
                 help="Pseudo-counts of θ: Beta(B1,B0) for bernoulli (present, absent), "
                 "symmetric Dirichlet(B) for the others.",
             ),
-            click.option(
-                "--tf",
-                type=click.Choice(TF),
-                help="Term frequency: the count x, or log(1 + x) (multinomial, complement).",
-            ),
-            click.option(
-                "--idf/--no-idf",
-                default=None,
-                help="Weight words by log(N / documents containing them).",
-            ),
-            click.option(
-                "--norm",
-                type=click.Choice(NORMS),
-                help="Divide a document by its length, each class's weights by their sum, "
-                "or both (Rennie et al. 2003).",
-            ),
-            click.option(
-                "--prior-fit/--no-prior-fit",
-                default=None,
-                help="Choose β by maximising the leave-one-out likelihood of the counts.",
-            ),
-            click.option(
-                "--class-prior/--no-class-prior",
-                default=None,
-                help="Add log π_c to the scores (off: every class equally likely a priori).",
-            ),
+            click_option(spec.TF_OPTION),
+            click_option(spec.IDF),
+            click_option(spec.NORM),
+            click_option(spec.PRIOR_FIT),
+            click_option(spec.CLASS_PRIOR),
         ]
         for option in reversed(options):
             command = option(command)
@@ -260,16 +221,32 @@ def _format_option(*choices: str):
     )
 
 
+def click_option(option: spec.Option, **changes):
+    """The click option of a row of the options' table (:mod:`nbclass.cli.predict_options`);
+    ``changes`` replace the keywords the table gives."""
+    kind = option.kind
+    keywords = {
+        "default": option.default, "metavar": option.metavar, "help": option.help,
+        "show_default": option.show_default,
+    }  # fmt: skip
+    if kind == "path":
+        keywords["type"] = FILE
+    elif kind == "int":
+        keywords["type"] = click.IntRange(min=1)
+    elif kind == "float":
+        keywords["type"] = float
+    elif kind == "flag":
+        keywords["is_flag"] = True
+    elif kind == "multiple":
+        keywords["multiple"] = True
+    elif isinstance(kind, tuple):
+        keywords["type"] = click.Choice(list(kind))
+    keywords.update(changes)
+    return click.option(*option.names, option.key, **keywords)
+
+
 def _model_option(command):
-    return click.option(
-        "-m",
-        "--model-file",
-        "model_path",
-        required=True,
-        type=FILE,
-        metavar="MODEL",
-        help="Model file written by 'nbclass fit'.",
-    )(command)
+    return click_option(spec.MODEL_FILE, required=True)(command)
 
 
 READING_OPTIONS = ("encoding", "max_bytes", "binary", "on_error")
@@ -967,14 +944,8 @@ def _count(
 @_model_option
 @click.argument("paths", nargs=-1, type=FILE_OR_FOLDER, metavar="[PATH]...")
 @click.option("--lines", is_flag=True, help="Every line of the input is one document.")
-@_format_option("tsv", "jsonl")
-@click.option(
-    "--top-k",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="K",
-    help="Classes listed per document, most probable first.  [default: 1 for tsv, all for jsonl]",
-)
+@click_option(spec.FORMAT)
+@click_option(spec.TOP_K)
 @estimator_options("Overrides the model's default without refitting.")
 @click.option(
     "--scheduler",
@@ -983,12 +954,7 @@ def _count(
     help="Score files and folders on the Dask cluster of this scheduler (tcp://HOST:PORT); "
     "the output is the same.  [default: $DASK_SCHEDULER_ADDRESS, else this process]",
 )
-@click.option(
-    "--no-calibration",
-    is_flag=True,
-    help="Print the posterior of the model's formula, without the calibration fit made "
-    "for it (an estimator option given turns the calibration off too).",
-)
+@click_option(spec.NO_CALIBRATION)
 @click.option(
     "--explain",
     type=click.IntRange(min=1),
@@ -997,27 +963,9 @@ def _count(
     help="Add the N words that pushed each document most towards its class (their "
     "contribution to the log-odds against the runner-up).",
 )
-@click.option(
-    "--min-probability",
-    type=float,
-    default=None,
-    metavar="P",
-    help="Label a document unsure when its top probability is below P.",
-)
-@click.option(
-    "--min-margin",
-    type=float,
-    default=None,
-    metavar="M",
-    help="Label a document unsure when its top two probabilities differ by less than M.",
-)
-@click.option(
-    "--min-known",
-    multiple=True,
-    metavar="N|P%",
-    help="Label a document unsure when fewer than N of its tokens, or less than P% of "
-    "them, are words the model knows. May be given twice (N and P%).",
-)
+@click_option(spec.MIN_PROBABILITY)
+@click_option(spec.MIN_MARGIN)
+@click_option(spec.MIN_KNOWN)
 @click.option(
     "--min-typicality",
     type=float,
@@ -1027,19 +975,8 @@ def _count(
     "is below the P-th percentile of the training documents' (a model fitted with "
     "--typicality).",
 )
-@click.option(
-    "--unsure-label",
-    default="unsure",
-    show_default=True,
-    help="The label of a document the thresholds reject.",
-)
-@click.option(
-    "--exit-code",
-    "use_exit_code",
-    is_flag=True,
-    help="One document only: exit 10+k for the k-th class (as 'nbclass info' lists "
-    "them), 9 for unsure or no label; 1 and 2 stay errors.",
-)
+@click_option(spec.UNSURE_LABEL)
+@click_option(spec.EXIT_CODE)
 @click.option(
     "-j",
     "--jobs",
@@ -1048,13 +985,7 @@ def _count(
     help="Processes that read and score files (from 4 MB of them). The output is the "
     "same for any number.  [default: $NBCLASS_JOBS, else every core]",
 )
-@click.option(
-    "-q",
-    "--quiet",
-    is_flag=True,
-    help="Draw no progress bar (drawn for files and folders when stderr is a terminal "
-    "and stdout is not).",
-)
+@click_option(spec.QUIET)
 @click.option(
     "--output-dir",
     type=FOLDER,

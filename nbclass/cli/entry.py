@@ -27,41 +27,27 @@ import os
 import re
 import sys
 
-from ..defaults import AUTO, ESTIMATORS, MODELS, NORMS, TF
+from .predict_options import FAST, OVERRIDES
 
 EXIT_BROKEN_PIPE = 141  # as nbclass.cli.app: 128 + SIGPIPE
-# Options of ``predict`` that take a value: name -> (keyword, kind). A kind is a tuple of
-# choices, "int" (a whole number >= 1), "float" (a plain decimal number) or "str".
+# The options of ``predict`` the fast start parses, read from the table the click command
+# is built from (:mod:`nbclass.cli.predict_options`). Valued: name -> (keyword, kind), a
+# kind being a tuple of choices, "int" (a whole number >= 1), "float" (a plain decimal
+# number) or "str"; flags: name -> (keyword, value).
 _VALUED = {
-    "-m": ("model_path", "str"),
-    "--model-file": ("model_path", "str"),
-    "--format": ("fmt", ("tsv", "jsonl")),
-    "--top-k": ("top_k", "int"),
-    "--min-probability": ("min_probability", "float"),
-    "--min-margin": ("min_margin", "float"),
-    "--min-known": ("min_known", "str"),
-    "--unsure-label": ("unsure_label", "str"),
-    "--model": ("model", (AUTO, *MODELS)),  # the choices click offers: the same constants
-    "--estimator": ("estimator", ESTIMATORS),
-    "--alpha": ("alpha", "float"),
-    "--tf": ("tf", TF),
-    "--norm": ("norm", NORMS),
+    name: (option.key, "str" if option.kind in ("path", "multiple") else option.kind)
+    for option in FAST
+    if option.kind not in ("flag", "switch")
+    for name in option.names
 }
-# Flags: name -> (keyword, value).
 _FLAGS = {
-    "--exit-code": ("use_exit_code", True),
-    "-q": ("quiet", True),  # no progress bar: there is none for one document anyway
-    "--quiet": ("quiet", True),
-    "--idf": ("idf", True),
-    "--no-idf": ("idf", False),
-    "--prior-fit": ("prior_fit", True),
-    "--no-prior-fit": ("prior_fit", False),
-    "--class-prior": ("class_prior", True),
-    "--no-class-prior": ("class_prior", False),
-    "--no-calibration": ("no_calibration", True),
+    name: (option.key, value)
+    for option in FAST
+    if option.kind in ("flag", "switch")
+    for name, value in option.flags()
 }
-_ESTIMATOR_OPTIONS = ("model", "estimator", "alpha", "tf", "idf", "norm", "prior_fit")
-_ESTIMATOR_OPTIONS += ("class_prior",)
+_MULTIPLE = {option.key for option in FAST if option.kind == "multiple"}
+_MOST = 2  # times a "multiple" option may be given (--min-known: N and P%)
 _INT = re.compile(r"[1-9][0-9]{0,17}")
 _FLOAT = re.compile(r"[0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30}")
 
@@ -80,15 +66,16 @@ def _value(kind, text: str):
 def parse_predict(args: list[str]) -> dict | None:
     """The options of a one-document ``predict`` (``args`` after the command name).
 
-    Returns a dict of keyword -> value (``path``: the one PATH or ``None``), or ``None``
-    when ``args`` is anything else.
+    Returns a dict of keyword -> value of every option of the fast start (the table's
+    default when not given; ``path``: the one PATH or ``None``), or ``None`` when ``args``
+    is anything else.
 
     >>> parse_predict(["-m", "m.nbc", "--format=jsonl", "--min-known", "3"])["fmt"]
     'jsonl'
     >>> parse_predict(["-m", "m.nbc", "--lines"]) is None
     True
     """
-    found: dict = {"min_known": []}
+    found: dict = {key: [] for key in _MULTIPLE}
     given: set[str] = set()
     paths = []
     i = 0
@@ -119,10 +106,10 @@ def parse_predict(args: list[str]) -> dict | None:
         value = _value(kind, value)
         if value is None:
             return None
-        if key == "min_known":
-            if len(found["min_known"]) == 2:
+        if key in _MULTIPLE:
+            if len(found[key]) == _MOST:
                 return None
-            found["min_known"].append(value)
+            found[key].append(value)
         elif key in given:
             return None
         else:
@@ -130,8 +117,12 @@ def parse_predict(args: list[str]) -> dict | None:
             found[key] = value
     if "model_path" not in found or len(paths) > 1:
         return None
-    found["path"] = paths[0] if paths else None
-    return found
+    request = {option.key: option.default for option in FAST}
+    request.update(found)
+    for key in _MULTIPLE:
+        request[key] = tuple(found[key])
+    request["path"] = paths[0] if paths else None
+    return request
 
 
 def _defer(*names: str) -> None:
@@ -192,23 +183,23 @@ def _fast_predict(args: list[str]) -> int | None:
     from .single import predict_one, warn_skip
 
     abstention = Abstention.from_options(
-        request.get("min_probability"),
-        request.get("min_margin"),
-        tuple(request["min_known"]),
-        request.get("unsure_label", "unsure"),
+        request["min_probability"],
+        request["min_margin"],
+        request["min_known"],
+        request["unsure_label"],
     )
-    overrides = {key: request.get(key) for key in _ESTIMATOR_OPTIONS}
+    overrides = {OVERRIDES[key]: request[key] for key in OVERRIDES}
     overrides["beta"] = None
     log = ReadLog(on_skip=warn_skip)  # the reading options' defaults, as click's path
     code = predict_one(
         request["model_path"],
         _document(path or "-", log),
         overrides,
-        request.get("fmt", "tsv"),
-        request.get("top_k"),
+        request["fmt"],
+        request["top_k"],
         abstention,
-        request.get("use_exit_code", False),
-        not request.get("no_calibration", False),
+        request["use_exit_code"],
+        not request["no_calibration"],
     )
     if code is not None:
         for line in log.summary(DEFAULT_POLICY):
