@@ -453,8 +453,8 @@ def test_the_package_source_never_unpickles():
 
     (joblib's Parallel for multiprocessing is fine; loading a file with it is not.)
     """
-    sources = sorted(PACKAGE.glob("*.py"))
-    assert PACKAGE / "modelfile.py" in sources
+    sources = sorted(PACKAGE.rglob("*.py"))
+    assert PACKAGE / "modelfile" / "textfile.py" in sources
     forbidden = re.compile(
         r"^\s*import\s+(pickle|cPickle|_pickle|dill|cloudpickle|marshal|shelve)\b"
         r"|^\s*from\s+(pickle|cPickle|_pickle|dill|cloudpickle|marshal|shelve)\s+import"
