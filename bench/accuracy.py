@@ -17,7 +17,7 @@ are shuffled with ``numpy.random.default_rng(SEED)`` (classes in sorted order, o
 generator for the whole corpus) and the first round(0.2 n_c) go to the test split. The
 split is made of symbolic links under the cache folder, never in the repository.
 
-Metrics, the same code for every model (:mod:`nbclass.metrics`): the predicted label is
+Metrics, the same code for every model (:mod:`nbclass.models.metrics`): the predicted label is
 the one the model prints (scikit-learn: ``predict``); its probability is the confidence.
 ECE uses ``BINS`` = 15 equal-width bins of the confidence. The log loss is
 −mean log p(true class), with p clipped below at ``EPS`` = 1e-15 (as scikit-learn's
@@ -56,7 +56,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from nbclass import metrics  # noqa: E402
+from nbclass.models import metrics  # noqa: E402
 
 SHARED = Path(os.environ.get("NBCLASS_SHARED_CORPORA", REPO.parent / "shared" / "corpora"))
 CACHE = Path(os.environ.get("NBCLASS_CACHE", Path.home() / ".cache" / "nbclass-corpora"))

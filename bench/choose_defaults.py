@@ -8,8 +8,8 @@ shuffle (stratified: each class is dealt round-robin into the folds).
 
 Every document is read and tokenized once with nbclass's default tokenizer into one count
 matrix. The counts of each fold are computed once (``count_documents``); a fold's training
-counts are the total minus the fold's (``nbclass.counts.subtract``), which is what a fit of
-the other folds gives. Every nbclass setting is scored from those counts with
+counts are the total minus the fold's (``nbclass.counting.counts.subtract``), which is what a
+fit of the other folds gives. Every nbclass setting is scored from those counts with
 ``make_scorer``; scikit-learn's MultinomialNB, BernoulliNB and ComplementNB at their
 defaults get the same count matrix restricted to the training vocabulary (what
 CountVectorizer would give). Predictions of all folds are pooled; accuracy and macro-F1
@@ -34,13 +34,13 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from nbclass.corpus import list_corpus, read_file  # noqa: E402
-from nbclass.counts import Counts, count_documents, subtract  # noqa: E402
-from nbclass.estimators import EstimatorSettings  # noqa: E402
-from nbclass.posterior import make_scorer  # noqa: E402
-from nbclass.textmodels import fit_beta  # noqa: E402
-from nbclass.tokenizer import TokenizerSettings, make_tokenizer  # noqa: E402
-from nbclass.vectorizer import GrowingVocabulary, count_matrix  # noqa: E402
+from nbclass.counting.counts import Counts, count_documents, subtract  # noqa: E402
+from nbclass.models.estimators import EstimatorSettings  # noqa: E402
+from nbclass.models.posterior import make_scorer  # noqa: E402
+from nbclass.models.textmodels import fit_beta  # noqa: E402
+from nbclass.reading.corpus import list_corpus, read_file  # noqa: E402
+from nbclass.text.tokenizer import TokenizerSettings, make_tokenizer  # noqa: E402
+from nbclass.text.vectorizer import GrowingVocabulary, count_matrix  # noqa: E402
 
 SHARED = Path(os.environ.get("NBCLASS_SHARED_CORPORA", REPO.parent / "shared" / "corpora"))
 CACHE = Path(os.environ.get("NBCLASS_CACHE", Path.home() / ".cache" / "nbclass-corpora"))

@@ -55,7 +55,7 @@ def submit(self, function, *args, **kwargs):
     return real_submit(self, function, *args, **kwargs)
 
 Client._gather, Client.submit = _gather, submit
-from nbclass.cli import main
+from nbclass.cli.app import main
 start = time.perf_counter()
 try:
     main(sys.argv[1:])
@@ -114,10 +114,10 @@ def measure(workers: int, train: Path, root: Path) -> dict:
 def part_bytes(train: Path, documents: int) -> int:
     """The pickled size of the tally of the first ``documents`` files of a class: what
     one part would send to the client if every part came back."""
-    from nbclass.corpus import list_corpus
-    from nbclass.reading import DEFAULT_POLICY
-    from nbclass.tally import tally_part
-    from nbclass.tokenizer import TokenizerSettings
+    from nbclass.counting.tally import tally_part
+    from nbclass.reading.corpus import list_corpus
+    from nbclass.reading.policy import DEFAULT_POLICY
+    from nbclass.text.tokenizer import TokenizerSettings
 
     listed = list_corpus(str(train))
     paths, labels = listed.paths[:documents], listed.labels[:documents]
@@ -144,7 +144,7 @@ def main() -> None:
             assert stats.pop("model") == local.read_bytes(), "the model differs from a local fit"
             rows.append((workers, stats))
             print(workers, json.dumps(stats), flush=True)
-        from nbclass.corpus import list_corpus
+        from nbclass.reading.corpus import list_corpus
 
         documents = len(list_corpus(str(train)).paths)
         print("\n| worker processes | time | client peak memory | parts | results gathered "

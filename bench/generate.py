@@ -16,8 +16,8 @@ import sys
 
 import numpy as np
 
-from nbclass.estimators import log_class_prior, multinomial_log_theta
-from nbclass.modelfile import load
+from nbclass.modelfile.textfile import load
+from nbclass.models.estimators import log_class_prior, multinomial_log_theta
 
 
 def main() -> None:

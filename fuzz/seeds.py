@@ -17,7 +17,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from nbclass.cli import cli
+from nbclass.cli.app import cli
 
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "corpora" / "demo"

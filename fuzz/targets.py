@@ -20,12 +20,20 @@ import shutil
 import tempfile
 import zlib
 
-from nbclass import modelfile, tablefile
 from nbclass.errors import ModelFileError, NbclassError
-from nbclass.fileformat import MAGIC, MODEL_SECTIONS, OPTIONAL_SECTIONS, PREFIX, pack, parse
-from nbclass.learning import count_lines
-from nbclass.quick import QuickModel
-from nbclass.tokenizer import TokenizerSettings
+from nbclass.modelfile import tablefile
+from nbclass.modelfile import textfile as modelfile
+from nbclass.modelfile.fileformat import (
+    MAGIC,
+    MODEL_SECTIONS,
+    OPTIONAL_SECTIONS,
+    PREFIX,
+    pack,
+    parse,
+)
+from nbclass.modelfile.quick import QuickModel
+from nbclass.models.learning import count_lines
+from nbclass.text.tokenizer import TokenizerSettings
 
 # In memory where there is a tmpfs: the targets write a file per input.
 _SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
@@ -95,11 +103,11 @@ def model_loader(data: bytes) -> None:
 
 def corpus_reader(data: bytes) -> None:
     """``fit --lines`` of ``data`` (read from a file, in batches, with a ledger)."""
-    from nbclass.corpus import iter_documents
+    from nbclass.reading.corpus import iter_documents
 
     with open(_LINES, "wb") as handle:
         handle.write(data)
-    from nbclass.reading import DEFAULT_POLICY
+    from nbclass.reading.policy import DEFAULT_POLICY
 
     documents = list(iter_documents([_LINES], lines=True))
     if DEFAULT_POLICY.is_binary(data):  # a NUL byte near the start: skipped whole
@@ -124,7 +132,7 @@ def _base_model() -> tuple[dict, list]:
     if not _BASE:
         from click.testing import CliRunner
 
-        from nbclass.cli import cli
+        from nbclass.cli.app import cli
 
         path = os.path.join(_FOLDER, "base.nbc")
         demo = os.path.join(os.path.dirname(os.path.dirname(__file__)), "corpora", "demo")
@@ -194,8 +202,8 @@ def table_reader(data: bytes) -> None:
     """
     import io
 
-    from nbclass.limits import bounded_lines
-    from nbclass.table import iter_rows
+    from nbclass.reading.limits import bounded_lines
+    from nbclass.reading.table import iter_rows
 
     text = data.decode("utf-8", "replace")
     if data.startswith(b"\xef\xbb\xbf"):

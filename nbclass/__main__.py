@@ -1,6 +1,6 @@
 """``python -m nbclass``: the same as the ``nbclass`` command."""
 
-from .entry import main
+from .cli.entry import main
 
 if __name__ == "__main__":
     main()

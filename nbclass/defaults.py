@@ -1,7 +1,8 @@
 """Defaults of the command line that live outside the estimator settings, in a light module.
 
 The help texts of ``nbclass`` are built from these constants (and from
-:data:`nbclass.estimators.DEFAULTS` and :data:`nbclass.tokenizer.DEFAULT_TOKEN_PATTERN`),
+:data:`nbclass.models.estimators.DEFAULTS` and
+:data:`nbclass.text.tokenizer.DEFAULT_TOKEN_PATTERN`),
 the very values the code uses, so the help cannot drift from them. Importing this module
 costs nothing (no numpy): the command line reads it when it builds its options.
 """
@@ -9,7 +10,7 @@ costs nothing (no numpy): the command line reads it when it builds its options.
 from __future__ import annotations
 
 # The choices of the estimator options, shared by the click options and the one-document
-# path's own parser (:mod:`nbclass.entry`), which must not import dataclasses before it
+# path's own parser (:mod:`nbclass.cli.entry`), which must not import dataclasses before it
 # has deferred what they import.
 MODELS = ("multinomial", "bernoulli", "complement", "dcm", "poisson")
 ESTIMATORS = ("posterior-mean", "map", "mle", "predictive")

@@ -65,9 +65,9 @@ def chinese_corpus(tmp_path) -> Path:
 @pytest.fixture
 def parallel_always(monkeypatch):
     """Use worker processes even for the small test corpora."""
-    import nbclass.counts
+    import nbclass.counting.counts
 
-    monkeypatch.setattr(nbclass.counts, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 0)
 
 
 @pytest.fixture

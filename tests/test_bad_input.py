@@ -20,12 +20,12 @@ import pytest
 from click.testing import CliRunner
 from conftest import CHINESE, REPO, nbclass_command, write_corpus
 
-from nbclass.cli import cli
-from nbclass.corpus import list_corpus
+from nbclass.cli.app import cli
 from nbclass.errors import CorpusError, NbclassError
-from nbclass.learning import count_documents
-from nbclass.reading import DEFAULT_MAX_BYTES, ReadLog, ReadPolicy, parse_size
-from nbclass.tokenizer import TokenizerSettings
+from nbclass.models.learning import count_documents
+from nbclass.reading.corpus import list_corpus
+from nbclass.reading.policy import DEFAULT_MAX_BYTES, ReadLog, ReadPolicy, parse_size
+from nbclass.text.tokenizer import TokenizerSettings
 
 TIMEOUT = 60
 MB = 1024 * 1024
@@ -247,7 +247,7 @@ def test_an_unreadable_file_fails_by_default_and_is_skipped_with_on_error_skip(
 def test_skipping_is_the_same_in_worker_processes(tmp_path, clean, dirty, monkeypatch):
     """-j 2 on a corpus above the parallel threshold: the workers apply the policy."""
     monkeypatch.setenv("NBCLASS_JOBS", "2")
-    from nbclass import counts
+    from nbclass.counting import counts
 
     monkeypatch.setattr(counts, "PARALLEL_MIN_BYTES", 0)
     make_unreadable(dirty / "china" / "locked.txt")

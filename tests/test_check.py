@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from conftest import DEMO_CORPUS, REPO, nbclass_command
 
-from nbclass.cli import cli
-from nbclass.corpus import list_corpus
-from nbclass.evaluation import Check, Evaluation
-from nbclass.model import fit, select_features
-from nbclass.modelfile import save
+from nbclass.cli.app import cli
+from nbclass.evaluation.judging import Check, Evaluation
+from nbclass.modelfile.textfile import save
+from nbclass.models.model import fit, select_features
+from nbclass.reading.corpus import list_corpus
 
 DEMO_TEST = REPO / "corpora" / "demo-test"
 

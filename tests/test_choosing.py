@@ -25,8 +25,11 @@ import scipy.sparse as sp
 from click.testing import CliRunner
 from conftest import DEMO_CORPUS, DEMO_DOCS, nbclass_command, write_corpus
 
-from nbclass import choosing
-from nbclass.choosing import (
+from nbclass.cli.app import cli
+from nbclass.counting.counts import CountAccumulator
+from nbclass.modelfile.textfile import load
+from nbclass.models import choosing
+from nbclass.models.choosing import (
     CANDIDATES,
     choose,
     fit_calibration,
@@ -34,11 +37,8 @@ from nbclass.choosing import (
     sample_indices,
     stratified_fold_ids,
 )
-from nbclass.cli import cli
-from nbclass.counts import CountAccumulator
-from nbclass.estimators import Calibration, EstimatorSettings
-from nbclass.modelfile import load
-from nbclass.vectorizer import count_matrix
+from nbclass.models.estimators import Calibration, EstimatorSettings
+from nbclass.text.vectorizer import count_matrix
 
 
 def run(*args, input: bytes | None = None) -> subprocess.CompletedProcess:
@@ -416,7 +416,7 @@ def test_auto_with_other_estimator_options_is_a_usage_error(tmp_path):
 
 def test_fit_reads_only_its_corpus(tmp_path, monkeypatch):
     """Every document fit opens, for counting and for choosing, is in the training folder."""
-    from nbclass import reading
+    from nbclass.reading import policy as reading
 
     train = write_corpus(
         tmp_path / "train",
@@ -430,7 +430,7 @@ def test_fit_reads_only_its_corpus(tmp_path, monkeypatch):
         return real(path, *args, **kwargs)
 
     monkeypatch.setattr(reading, "read_document", spy)
-    monkeypatch.setattr("nbclass.learning.read_document", spy)
+    monkeypatch.setattr("nbclass.models.learning.read_document", spy)
     assert invoke("fit", train, "-o", tmp_path / "m.nbc", "-j", "1", "-q").exit_code == 0
     assert opened and all(p.startswith(str(train)) for p in opened)
     listed = {str(p) for p in train.rglob("*.txt")}

@@ -29,12 +29,12 @@ import pytest
 from conftest import CHINESE_TEST, NAMED, REPO, write_corpus
 
 from nbclass import __version__
-from nbclass.cli import _show_warning, cli
+from nbclass.cli.app import _show_warning, cli
 from nbclass.errors import NbclassWarning
-from nbclass.estimators import DEFAULTS
-from nbclass.modelfile import load
-from nbclass.selection import mutual_information
-from nbclass.textmodels import resolve_prior
+from nbclass.modelfile.textfile import load
+from nbclass.models.estimators import DEFAULTS
+from nbclass.models.selection import mutual_information
+from nbclass.models.textmodels import resolve_prior
 
 JSONL_KEYS = [
     "source", "label", "probability", "probabilities", "log_evidence", "evidence_model", "reason"
@@ -108,7 +108,7 @@ def assert_error(result, exit_code: int, *fragments: str) -> str:
 
 @contextlib.contextmanager
 def cli_warnings():
-    """Print NbclassWarning as the console entry point ``nbclass.cli:main`` does.
+    """Print NbclassWarning as the console entry point ``nbclass.cli.app:main`` does.
 
     The test suite runs with warnings as errors; ``main`` installs a printer instead.
     """

@@ -190,7 +190,7 @@ def submit(self, function, *args, **kwargs):
     return real_submit(self, function, *args, **kwargs)
 
 Client._gather, Client.submit = _gather, submit
-from nbclass.cli import main
+from nbclass.cli.app import main
 try:
     main(sys.argv[1:])
 except SystemExit as exit:
@@ -374,7 +374,7 @@ def test_fit_lines_from_standard_input_with_a_scheduler_is_refused(world):
 
 
 def _ranges(data: bytes, cuts: list[int], chunk: int) -> list[bytes]:
-    from nbclass.cluster import _Range
+    from nbclass.cluster.remote import _Range
 
     bounds = [0, *sorted(set(c for c in cuts if 0 < c < len(data))), len(data)]
     pieces = []
@@ -434,10 +434,10 @@ def test_fit_table_with_a_scheduler_is_refused_never_run_here(world, tmp_path):
 KILL_MID_FIT = """
 import os, signal, sys, threading, time
 from distributed import Client
-from nbclass.cluster import count_on_cluster
-from nbclass.corpus import list_corpus
-from nbclass.learning import count_documents
-from nbclass.tokenizer import TokenizerSettings
+from nbclass.cluster.remote import count_on_cluster
+from nbclass.reading.corpus import list_corpus
+from nbclass.models.learning import count_documents
+from nbclass.text.tokenizer import TokenizerSettings
 
 address, url, local, victim, pid = sys.argv[1:6]
 done, killed = threading.Event(), []

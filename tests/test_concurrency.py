@@ -16,10 +16,10 @@ import time
 
 from conftest import DEMO_CORPUS, DEMO_DOCS, NAMED, nbclass_command
 
-from nbclass.corpus import list_corpus
-from nbclass.model import fit
-from nbclass.modelfile import dumps, load, lock_path
-from nbclass.tokenizer import TokenizerSettings
+from nbclass.modelfile.textfile import dumps, load, lock_path
+from nbclass.models.model import fit
+from nbclass.reading.corpus import list_corpus
+from nbclass.text.tokenizer import TokenizerSettings
 
 TIMEOUT = 120
 WRITERS = 20
@@ -204,7 +204,7 @@ def forked(argv: list[str]) -> int:
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
-            from nbclass.cli import main
+            from nbclass.cli.app import main
 
             main(list(map(str, argv)))
             code = 0
@@ -229,7 +229,7 @@ def test_writers_killed_at_100_random_moments_leave_the_old_or_the_new_model(tmp
     1.2 times a whole run. After each kill the model must be byte for byte the old one or
     the new one, and load.
     """
-    import nbclass.cli  # noqa: F401  (imported before forking)
+    import nbclass.cli.app  # noqa: F401  (imported before forking)
 
     folder = tmp_path / "inbox"
     subprocess.run(["cp", "-r", str(DEMO_CORPUS), str(folder)], check=True)

@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from conftest import CHINESE, DEMO_CORPUS, write_corpus
 
-from nbclass.cli import cli
-from nbclass.corpus import Corpus, list_corpus
-from nbclass.counts import count_corpus, merge, subtract
+from nbclass.cli.app import cli
+from nbclass.counting.counts import count_corpus, merge, subtract
 from nbclass.errors import UsageError
-from nbclass.estimators import DEFAULTS, EstimatorSettings
-from nbclass.evaluation import cross_validate, evaluation_of, stratified_folds
-from nbclass.model import Classifier, VocabularyFilter, fit
-from nbclass.modelfile import save
-from nbclass.tokenizer import TokenizerSettings
+from nbclass.evaluation.judging import cross_validate, evaluation_of, stratified_folds
+from nbclass.modelfile.textfile import save
+from nbclass.models.estimators import DEFAULTS, EstimatorSettings
+from nbclass.models.model import Classifier, VocabularyFilter, fit
+from nbclass.reading.corpus import Corpus, list_corpus
+from nbclass.text.tokenizer import TokenizerSettings
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,9 @@
 The four models are fitted by the command line on the demo corpora: a plain text model, one
 with a ledger, one with feature hashing and a table model. Each is cut at every byte and has
 bits flipped (every bit of the prefix and header, one bit of every byte of the body), and
-is read by the full loader (:func:`nbclass.modelfile.loads`, :func:`nbclass.tablefile.loads`)
-and by the numpy-free one-document path (:class:`nbclass.quick.QuickModel`). Then the
+is read by the full loader (:func:`nbclass.modelfile.textfile.loads`,
+:func:`nbclass.modelfile.tablefile.loads`) and by the numpy-free one-document path
+(:class:`nbclass.modelfile.quick.QuickModel`). Then the
 crafted files: other versions, files that are not models, pickles and ``numpy.save``
 object arrays in every section, counts that are negative, NaN or too large under correct
 checksums. Every one is refused with one line that starts with the file's name and says
@@ -28,11 +29,19 @@ from click.testing import CliRunner
 from conftest import REPO, nbclass_command
 from test_modelfile import Payload
 
-from nbclass import modelfile, tablefile
-from nbclass.cli import cli
+from nbclass.cli.app import cli
 from nbclass.errors import ModelFileError
-from nbclass.fileformat import MAGIC, MODEL_SECTIONS, OPTIONAL_SECTIONS, PREFIX, pack, parse
-from nbclass.quick import QuickModel
+from nbclass.modelfile import tablefile
+from nbclass.modelfile import textfile as modelfile
+from nbclass.modelfile.fileformat import (
+    MAGIC,
+    MODEL_SECTIONS,
+    OPTIONAL_SECTIONS,
+    PREFIX,
+    pack,
+    parse,
+)
+from nbclass.modelfile.quick import QuickModel
 
 DEMO = REPO / "corpora" / "demo"
 TABLE = REPO / "corpora" / "table-demo.csv"

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import DEMO_CORPUS, DEMO_DOCS, REPO, nbclass_command
 
-from nbclass.cli import cli
+from nbclass.cli.app import cli
 
 STARTUP = 60  # seconds for the scheduler and the workers to come up
 TIMEOUT = 60
@@ -187,9 +187,10 @@ def test_counting_on_the_cluster_uses_both_workers_and_equals_a_serial_count(sch
     """The library call: parts go to both workers; the counts equal one process's."""
     code = f"""
 from distributed import Client
-from nbclass.corpus import list_corpus
-from nbclass.counts import count_corpus
-from nbclass.tokenizer import TokenizerSettings
+from nbclass.cluster.remote import counter
+from nbclass.counting.counts import count_corpus
+from nbclass.reading.corpus import list_corpus
+from nbclass.text.tokenizer import TokenizerSettings
 
 def executed(dask_worker):
     return dask_worker.state.executed_count
@@ -200,7 +201,7 @@ with Client({scheduler!r}, timeout=10) as client:
     before = client.run(executed)
     seen = []
     progress = lambda a, b: seen.append(b - a)
-    remote = count_corpus(*args, scheduler={scheduler!r}, on_progress=progress)
+    remote = count_corpus(*args, cluster=counter({scheduler!r}), on_progress=progress)
     after = client.run(executed)
 assert remote.equals(count_corpus(*args, jobs=1))
 print(len(seen), sum(seen), len(after), all(after[w] > before[w] for w in after))
@@ -212,12 +213,13 @@ print(len(seen), sum(seen), len(after), all(after[w] > before[w] for w in after)
 
 def test_a_file_a_worker_cannot_read_is_named_with_why(scheduler, tmp_path):
     code = f"""
-from nbclass.counts import count_corpus
+from nbclass.cluster.remote import counter
+from nbclass.counting.counts import count_corpus
 from nbclass.errors import NbclassError
-from nbclass.tokenizer import TokenizerSettings
+from nbclass.text.tokenizer import TokenizerSettings
 try:
     count_corpus(["a.txt", "gone.txt"], [0, 1], ["a", "b"], TokenizerSettings(),
-                 scheduler={scheduler!r})
+                 cluster=counter({scheduler!r}))
 except NbclassError as exc:
     print(exc)
 """
@@ -266,7 +268,7 @@ def _without_dask(*args) -> subprocess.CompletedProcess:
     """nbclass in a process where importing distributed fails, as when it is not installed."""
     code = (
         "import sys; sys.modules['distributed'] = None\n"  # makes `import distributed` fail
-        "from nbclass.cli import main; main(sys.argv[1:])"
+        "from nbclass.cli.app import main; main(sys.argv[1:])"
     )
     return subprocess.run(
         [sys.executable, "-c", code, *map(str, args)],
@@ -292,7 +294,8 @@ def test_without_dask_the_scheduler_option_says_how_to_install_it(tmp_path):
 
 def test_nbclass_imports_dask_only_for_a_scheduler():
     code = (
-        "import sys, nbclass.cli, nbclass.cluster, nbclass.counts, nbclass.model\n"
+        "import sys, nbclass.cli.app, nbclass.cluster.remote, nbclass.counting.counts\n"
+        "import nbclass.models.model\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

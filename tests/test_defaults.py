@@ -2,7 +2,7 @@
 
 Each test reads the real ``nbclass CMD --help`` output (a subprocess), takes the default an
 option's help states, and checks it against the constant the code uses
-(:data:`nbclass.estimators.DEFAULTS`, :mod:`nbclass.defaults`, ...), and, for the
+(:data:`nbclass.models.estimators.DEFAULTS`, :mod:`nbclass.defaults`, ...), and, for the
 estimator settings, that fitting with the options the help prints writes the very model
 file that fitting with no option writes.
 """
@@ -18,9 +18,9 @@ import pytest
 from conftest import DEMO_CORPUS, REPO, nbclass_command
 
 from nbclass.defaults import DEFAULT_FOLDS, DEFAULT_SEED, DEFAULT_VAR_SMOOTHING
-from nbclass.estimators import AUTO, TABLE_DEFAULTS, EstimatorSettings
-from nbclass.model import VocabularyFilter
-from nbclass.tokenizer import DEFAULT_NGRAM_RANGE, DEFAULT_TOKEN_PATTERN
+from nbclass.models.estimators import AUTO, TABLE_DEFAULTS, EstimatorSettings
+from nbclass.models.model import VocabularyFilter
+from nbclass.text.tokenizer import DEFAULT_NGRAM_RANGE, DEFAULT_TOKEN_PATTERN
 
 
 def run(*args, stdin: bytes | None = None) -> subprocess.CompletedProcess:
@@ -166,7 +166,7 @@ def test_cv_uses_the_defaults_of_fit(tmp_path):
 
 
 def test_evaluate_states_the_number_of_ece_bins_it_uses():
-    from nbclass.metrics import ECE_BINS
+    from nbclass.models.metrics import ECE_BINS
 
     flat = " ".join(help_of("evaluate").split())
     assert f"expected calibration error ({ECE_BINS} equal-width confidence bins)" in flat

@@ -9,12 +9,12 @@ from fractions import Fraction as F
 import pytest
 from conftest import CHINESE, write_corpus
 
-from nbclass.cli import cli
-from nbclass.corpus import list_corpus
-from nbclass.estimators import EstimatorSettings
-from nbclass.evaluation import class_log_odds, diff
-from nbclass.model import fit
-from nbclass.modelfile import save
+from nbclass.cli.app import cli
+from nbclass.evaluation.judging import class_log_odds, diff
+from nbclass.modelfile.textfile import save
+from nbclass.models.estimators import EstimatorSettings
+from nbclass.models.model import fit
+from nbclass.reading.corpus import list_corpus
 
 # B = A plus a japan document and a new class.
 MORE = {
@@ -80,7 +80,7 @@ def test_diff_by_hand(models):
 def test_class_log_odds_of_two_classes_are_the_scorer_weight_differences(models):
     old, _, _ = models
     lo = class_log_odds(old.active_counts)
-    from nbclass.model import Classifier
+    from nbclass.models.model import Classifier
 
     W = Classifier(old, EstimatorSettings()).scorer.weights  # log θ, multinomial, β = 1
     assert lo[:, 0] == pytest.approx(W[:, 0] - W[:, 1], rel=1e-13)

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from conftest import CHINESE, write_corpus
 
-from nbclass.corpus import list_corpus
-from nbclass.estimators import EstimatorSettings, log_class_prior
-from nbclass.model import Classifier, fit
-from nbclass.tokenizer import TokenizerSettings, load_stop_words, make_tokenizer
-from nbclass.vectorizer import GrowingVocabulary, count_matrix
+from nbclass.models.estimators import EstimatorSettings, log_class_prior
+from nbclass.models.model import Classifier, fit
+from nbclass.reading.corpus import list_corpus
+from nbclass.text.tokenizer import TokenizerSettings, load_stop_words, make_tokenizer
+from nbclass.text.vectorizer import GrowingVocabulary, count_matrix
 
 RTOL = 1e-12
 NEG_INF = -math.inf

@@ -1,4 +1,4 @@
-"""The console script's fast start for one document (nbclass.entry) against the click CLI.
+"""The console script's fast start for one document (nbclass.cli.entry) against the click CLI.
 
 Both run as real processes: ``python -m nbclass`` (the fast start where it applies) and the
 same with ``NBCLASS_FULL_CLI=1`` (always click). For every argument list below, they must
@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from conftest import DEMO_CORPUS, DEMO_DOCS, REPO, nbclass_command
 
-from nbclass.entry import parse_predict
+from nbclass.cli.entry import parse_predict
 
 TIMEOUT = 60
 DOCUMENT = b"My card was charged twice for the same invoice, please refund one payment\n"
@@ -123,16 +123,16 @@ def test_one_document_imports_neither_click_nor_numpy_scipy_rich(model):
     result = run(["predict", "-m", model, "--format", "jsonl"], flags=["-X", "importtime"])
     assert result.returncode == 0, result.stderr
     imported = imported_modules(result)
-    assert "nbclass.single" in imported and "nbclass.quick" in imported
+    assert "nbclass.cli.single" in imported and "nbclass.modelfile.quick" in imported
     heavy = {m for m in imported if m.split(".")[0] in {"click", "numpy", "scipy", "rich"}}
     assert heavy == set()
-    assert "nbclass.cli" not in imported
+    assert "nbclass.cli.app" not in imported
 
 
 def test_settings_that_need_the_whole_model_take_the_batch_path(model):
     result = run(["predict", "-m", model, "--tf", "log", "--idf"], flags=["-X", "importtime"])
     assert result.returncode == 0
-    assert {"numpy", "nbclass.cli"} <= imported_modules(result)
+    assert {"numpy", "nbclass.cli.app"} <= imported_modules(result)
 
 
 @pytest.mark.parametrize(
@@ -182,7 +182,7 @@ def test_parse_hands_everything_else_to_click(args):
 
 
 def test_the_broken_pipe_exit_is_the_cli_one():
-    import nbclass.cli
-    import nbclass.entry
+    import nbclass.cli.app
+    import nbclass.cli.entry
 
-    assert nbclass.entry.EXIT_BROKEN_PIPE == nbclass.cli.EXIT_BROKEN_PIPE
+    assert nbclass.cli.entry.EXIT_BROKEN_PIPE == nbclass.cli.app.EXIT_BROKEN_PIPE

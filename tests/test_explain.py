@@ -27,14 +27,14 @@ from conftest import (
     write_corpus,
 )
 
-from nbclass.abstain import Abstention
-from nbclass.cli import cli
-from nbclass.corpus import list_corpus
+from nbclass.cli.app import cli
 from nbclass.errors import UsageError
-from nbclass.estimators import EstimatorSettings
-from nbclass.explain import explanations, score_batch
-from nbclass.model import Classifier, fit
-from nbclass.modelfile import save
+from nbclass.modelfile.textfile import save
+from nbclass.models.abstain import Abstention
+from nbclass.models.estimators import EstimatorSettings
+from nbclass.models.explain import explanations, score_batch
+from nbclass.models.model import Classifier, fit
+from nbclass.reading.corpus import list_corpus
 
 PLAIN = EstimatorSettings()  # the plain multinomial model of the hand-computed fractions
 
@@ -324,7 +324,7 @@ def test_abstention_and_exit_code_stay_on_the_numpy_free_path(model_path):
     code = (
         "import sys, io\n"
         "sys.stdin = io.TextIOWrapper(io.BytesIO(b'Chinese Tokyo'))\n"
-        "from nbclass.cli import main\n"
+        "from nbclass.cli.app import main\n"
         "try:\n"
         f"    main(['predict', '-m', {str(model_path)!r}, '--min-probability', '0.9',\n"
         "          '--min-known', '1', '--exit-code', '--format', 'jsonl'])\n"

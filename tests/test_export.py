@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 from conftest import NAMED, REPO, nbclass_command
 
-from nbclass.cli import cli
-from nbclass.corpus import list_corpus
-from nbclass.estimators import DEFAULTS, EstimatorSettings
-from nbclass.model import Classifier, fit
-from nbclass.modelfile import load, save
-from nbclass.tokenizer import TokenizerSettings, load_stop_words
+from nbclass.cli.app import cli
+from nbclass.modelfile.textfile import load, save
+from nbclass.models.estimators import DEFAULTS, EstimatorSettings
+from nbclass.models.model import Classifier, fit
+from nbclass.reading.corpus import list_corpus
+from nbclass.text.tokenizer import TokenizerSettings, load_stop_words
 
 DOC = REPO / "docs" / "export.md"
 
@@ -246,7 +246,7 @@ def test_sklearn_attributes_from_the_export(fitted, news, tmp_path, settings):
     model = replace(fitted, defaults=settings)
     save(model, str(tmp_path / "m.nbc"))
     model = load(str(tmp_path / "m.nbc"))
-    from nbclass.cli import main
+    from nbclass.cli.app import main
 
     with pytest.raises(SystemExit) as exit_:
         main(["export", "-m", str(tmp_path / "m.nbc"), "-o", str(tmp_path / "m.json"), "-q"])

@@ -22,7 +22,7 @@ from fractions import Fraction as F
 
 import pytest
 
-from nbclass.cli import cli
+from nbclass.cli.app import cli
 
 
 @pytest.fixture

@@ -10,14 +10,14 @@ from conftest import write_corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbclass.cli import cli
-from nbclass.corpus import PathList, list_corpus
-from nbclass.counts import CountAccumulator, count_corpus
-from nbclass.model import fit
-from nbclass.modelfile import dumps
-from nbclass.tally import tally
-from nbclass.tokenizer import TokenizerSettings
-from nbclass.vectorizer import count_matrix
+from nbclass.cli.app import cli
+from nbclass.counting.counts import CountAccumulator, count_corpus
+from nbclass.counting.tally import tally
+from nbclass.modelfile.textfile import dumps
+from nbclass.models.model import fit
+from nbclass.reading.corpus import PathList, list_corpus
+from nbclass.text.tokenizer import TokenizerSettings
+from nbclass.text.vectorizer import count_matrix
 
 
 def test_any_number_of_jobs_gives_the_same_model_bit_for_bit(news_sample, parallel_always):
@@ -47,37 +47,37 @@ def test_chunks_and_workers_give_the_same_model_bit_for_bit(
     news_sample, parallel_always, monkeypatch, ledger, hashing
 ):
     """Tallies of many small chunks, in 1-3 forked workers, add up to one tally's model."""
-    import nbclass.counts
+    import nbclass.counting.counts
 
     corpus = list_corpus(str(news_sample[0]))
     settings = TokenizerSettings(hash_features=hashing)
     whole = dumps(fit(corpus, settings, jobs=1, ledger=ledger))
-    monkeypatch.setattr(nbclass.counts, "FLUSH_ENTRIES", 300)  # several packs per process
-    monkeypatch.setattr(nbclass.counts, "PART_SIZE", 10)
+    monkeypatch.setattr(nbclass.counting.counts, "FLUSH_ENTRIES", 300)  # several packs per process
+    monkeypatch.setattr(nbclass.counting.counts, "PART_SIZE", 10)
     for jobs in (1, 2, 3):
         assert dumps(fit(corpus, settings, jobs=jobs, ledger=ledger)) == whole
 
 
 def test_workers_start_only_from_a_few_megabytes_of_text(tmp_path, monkeypatch):
     """Below PARALLEL_MIN_BYTES one process counts; from it on, the forked workers."""
-    import nbclass.counts
+    import nbclass.counting.counts
 
     root = write_corpus(tmp_path / "c", {"a": ["xx yy"] * 3, "b": ["yy zz"] * 3})
     corpus = list_corpus(str(root))
     runs = []
-    in_workers = nbclass.counts._Share.tally_in_workers
+    in_workers = nbclass.counting.counts._Share.tally_in_workers
 
     def recording(share, jobs, on_progress=None):
         runs.append(jobs)
         return in_workers(share, jobs, on_progress)
 
-    monkeypatch.setattr(nbclass.counts._Share, "tally_in_workers", recording)
+    monkeypatch.setattr(nbclass.counting.counts._Share, "tally_in_workers", recording)
     small = dumps(fit(corpus, jobs=2))
     assert runs == []
-    monkeypatch.setattr(nbclass.counts, "PARALLEL_MIN_BYTES", 12)  # the corpus holds 30 bytes
+    monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 12)  # corpus: 30 bytes
     assert dumps(fit(corpus, jobs=2)) == small
     assert runs == [2]
-    assert nbclass.counts.PARALLEL_MIN_BYTES < 2**23  # "a few megabytes", per the README
+    assert nbclass.counting.counts.PARALLEL_MIN_BYTES < 2**23  # "a few megabytes", per the README
 
 
 def test_a_worker_error_stops_the_fit_with_its_message(tmp_path, parallel_always):
@@ -121,7 +121,7 @@ def test_adding_tallies_of_parts_equals_one_tally(docs, n_parts):
 def test_the_fast_default_pattern_finds_the_same_tokens_as_the_documented_one():
     import re
 
-    from nbclass.tokenizer import DEFAULT_TOKEN_PATTERN, make_tokenizer
+    from nbclass.text.tokenizer import DEFAULT_TOKEN_PATTERN, make_tokenizer
 
     text = "a bb c_d x1 é ñandú 中文 it's e-mail 3.14 _ __ a\u0301b don't\tnaïve, ÉCOLE"
     documented = re.compile(DEFAULT_TOKEN_PATTERN).findall(text.lower())
@@ -163,7 +163,7 @@ def test_the_ascii_fast_path_finds_the_same_tokens_as_the_documented_pattern(asc
     """An all-ASCII text takes the ASCII-mode regex; any other text the Unicode one."""
     import re
 
-    from nbclass.tokenizer import DEFAULT_TOKEN_PATTERN, make_tokenizer
+    from nbclass.text.tokenizer import DEFAULT_TOKEN_PATTERN, make_tokenizer
 
     documented = re.compile(DEFAULT_TOKEN_PATTERN).findall
     tokenize = make_tokenizer(TokenizerSettings())
@@ -178,12 +178,12 @@ def test_counts_are_the_same_whether_tallies_wait_or_go_into_growing_arrays(
 ):
     """PENDING_BYTES 0: every tally goes into the arrays at once (they grow, then are
     reordered); 2**40: all wait and result() lays the arrays out in order."""
-    import nbclass.counts
+    import nbclass.counting.counts
 
     expected = CountAccumulator(["a", "b", "c"])
     expected.add(count_matrix([t for t, _ in docs], expected.vocabulary), [c for _, c in docs])
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nbclass.counts, "PENDING_BYTES", pending_bytes)
+        patch.setattr(nbclass.counting.counts, "PENDING_BYTES", pending_bytes)
         merged = CountAccumulator(["a", "b", "c"])
         for k in range(n_parts):
             share = docs[k::n_parts]
@@ -202,7 +202,7 @@ def test_the_ascii_splitter_counts_exactly_the_tokenizers_tokens(data, lowercase
     counted: the same counts as the tokenizer's tokens of the decoded text."""
     from collections import Counter
 
-    from nbclass.tokenizer import ascii_splitter, make_tokenizer
+    from nbclass.text.tokenizer import ascii_splitter, make_tokenizer
 
     data += b" The is A a x_1 UP Up __ z9 " + data.upper()
     settings = TokenizerSettings(lowercase=lowercase, stop_words=stop)
@@ -231,7 +231,7 @@ def test_the_ascii_splitter_counts_exactly_the_tokenizers_tokens(data, lowercase
 def test_the_ascii_splitter_is_used_only_where_it_finds_the_same_tokens(
     settings, encoding, applies
 ):
-    from nbclass.tokenizer import ascii_splitter
+    from nbclass.text.tokenizer import ascii_splitter
 
     assert (ascii_splitter(settings, encoding) is not None) == applies
 
@@ -251,15 +251,15 @@ def test_ascii_and_other_documents_give_the_same_model_by_either_path(
     """Documents all ASCII go through the splitter, the others through the tokenizer; a
     word met both ways (cafe, server) is one word. The model is byte for byte the one
     of the tokenizer alone, in one process or several, in one tally or many."""
-    import nbclass.counts
+    import nbclass.counting.counts
 
     corpus = list_corpus(str(write_corpus(tmp_path / "mixed", MIXED)))
     settings = TokenizerSettings(stop_words=stop)
     models = {dumps(fit(corpus, settings, jobs=jobs)) for jobs in (1, 2)}
-    monkeypatch.setattr(nbclass.counts, "FLUSH_ENTRIES", 3)
-    monkeypatch.setattr(nbclass.counts, "PART_SIZE", 1)
+    monkeypatch.setattr(nbclass.counting.counts, "FLUSH_ENTRIES", 3)
+    monkeypatch.setattr(nbclass.counting.counts, "PART_SIZE", 1)
     models |= {dumps(fit(corpus, settings, jobs=jobs)) for jobs in (1, 2)}
-    monkeypatch.setattr(nbclass.counts, "ascii_splitter", lambda *args: None)
+    monkeypatch.setattr(nbclass.counting.counts, "ascii_splitter", lambda *args: None)
     models.add(dumps(fit(corpus, settings, jobs=1)))
     assert len(models) == 1
     model = fit(corpus, settings, jobs=1)
@@ -285,8 +285,8 @@ texts = st.lists(
 def test_predict_counts_the_same_with_the_splitter(batch, lowercase, stop):
     """Classifier.count (ASCII texts split by runs, the others tokenized) gives the matrix
     and the token numbers of the tokenizer alone."""
-    from nbclass.model import Classifier, Model
-    from nbclass.tokenizer import make_tokenizer
+    from nbclass.models.model import Classifier, Model
+    from nbclass.text.tokenizer import make_tokenizer
 
     settings = TokenizerSettings(lowercase=lowercase, stop_words=stop)
     acc = CountAccumulator(["a", "b"])

@@ -25,12 +25,12 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from test_properties import VOCAB, random_counts
 
-from nbclass.estimators import EstimatorSettings
-from nbclass.model import Classifier, Model
-from nbclass.modelfile import dumps, loads
-from nbclass.quick import QuickModel
-from nbclass.tokenizer import TokenizerSettings, make_tokenizer
-from nbclass.vectorizer import GrowingVocabulary, count_matrix
+from nbclass.modelfile.quick import QuickModel
+from nbclass.modelfile.textfile import dumps, loads
+from nbclass.models.estimators import EstimatorSettings
+from nbclass.models.model import Classifier, Model
+from nbclass.text.tokenizer import TokenizerSettings, make_tokenizer
+from nbclass.text.vectorizer import GrowingVocabulary, count_matrix
 
 FAST = settings(max_examples=80, deadline=None, database=None)
 
@@ -154,7 +154,7 @@ def test_settings_that_cannot_load_are_never_written():
 @given(st.lists(st.tuples(st.lists(st.sampled_from(VOCAB), max_size=5).map(" ".join),
                           st.sampled_from(["ham", "spam"])), min_size=2, max_size=8))  # fmt: skip
 def test_write_read_write_of_a_ledger_model_gives_the_same_bytes(documents):
-    from nbclass.learning import count_lines
+    from nbclass.models.learning import count_lines
 
     assume(len({label for _, label in documents}) == 2)
     tokenizer = TokenizerSettings()
@@ -197,8 +197,8 @@ def model_path():
 @FAST
 @given(counts=random_counts(), texts=TEXTS, estimator=SETTINGS)
 def test_the_one_document_path_equals_the_batch(model_path, counts, texts, estimator):
-    from nbclass.modelfile import save
-    from nbclass.quick import log_posterior
+    from nbclass.modelfile.quick import log_posterior
+    from nbclass.modelfile.textfile import save
 
     model = Model(counts, TokenizerSettings())
     save(model, model_path)

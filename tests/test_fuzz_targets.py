@@ -20,7 +20,7 @@ sys.path.insert(0, str(REPO / "fuzz"))
 import seeds  # noqa: E402
 import targets  # noqa: E402
 
-from nbclass.fileformat import pack  # noqa: E402
+from nbclass.modelfile.fileformat import pack  # noqa: E402
 
 REGRESSIONS = REPO / "tests" / "data" / "fuzz"
 
@@ -36,7 +36,8 @@ def seed_files(tmp_path_factory) -> dict[str, list[bytes]]:
 
 
 def test_the_seeds_are_valid_inputs(seed_files):
-    from nbclass import modelfile, tablefile
+    from nbclass.modelfile import tablefile
+    from nbclass.modelfile import textfile as modelfile
 
     models = seed_files["model_loader"]
     assert len(models) == 4
@@ -72,8 +73,8 @@ def test_repaired_gets_a_mutation_past_the_checksums(seed_files):
     import json
 
     from nbclass.errors import ModelFileError
-    from nbclass.fileformat import PREFIX
-    from nbclass.modelfile import loads
+    from nbclass.modelfile.fileformat import PREFIX
+    from nbclass.modelfile.textfile import loads
 
     data = seed_files["model_loader"][0]
     assert targets.repaired(data) == data  # already right: unchanged
@@ -107,9 +108,9 @@ def test_corpus_reader_on_random_bytes(data):
 
 def test_the_forged_header_seeds_are_refused_by_both_loaders(seed_files, tmp_path):
     """The model_header seeds that forge a field reach the checks, and fail them."""
-    from nbclass import modelfile
     from nbclass.errors import ModelFileError
-    from nbclass.quick import QuickModel
+    from nbclass.modelfile import textfile as modelfile
+    from nbclass.modelfile.quick import QuickModel
 
     header, table = targets._base_model()
     for data in seed_files["model_header"]:

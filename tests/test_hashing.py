@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from conftest import DEMO_CORPUS, DEMO_DOCS, NAMED, write_corpus
 
-from nbclass.cli import cli
-from nbclass.corpus import list_corpus
-from nbclass.hashing import parse_hash_features
-from nbclass.model import fit
-from nbclass.modelfile import dumps, load, loads
-from nbclass.tokenizer import TokenizerSettings, make_tokenizer
+from nbclass.cli.app import cli
+from nbclass.modelfile.textfile import dumps, load, loads
+from nbclass.models.model import fit
+from nbclass.reading.corpus import list_corpus
+from nbclass.text.hashing import parse_hash_features
+from nbclass.text.tokenizer import TokenizerSettings, make_tokenizer
 
 PLAIN = TokenizerSettings()
 

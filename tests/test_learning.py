@@ -16,9 +16,10 @@ from conftest import DEMO_CORPUS, NAMED, write_corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nbclass.cli import cli
-from nbclass.corpus import list_corpus
-from nbclass.learning import (
+from nbclass.cli.app import cli
+from nbclass.counting.ledger import canonical, from_entries
+from nbclass.modelfile.textfile import dumps, load
+from nbclass.models.learning import (
     combine,
     corpus_keys,
     count_documents,
@@ -29,10 +30,9 @@ from nbclass.learning import (
     unlearn_keys,
     update,
 )
-from nbclass.ledger import canonical, from_entries
-from nbclass.model import Model, fit
-from nbclass.modelfile import dumps, load
-from nbclass.tokenizer import TokenizerSettings
+from nbclass.models.model import Model, fit
+from nbclass.reading.corpus import list_corpus
+from nbclass.text.tokenizer import TokenizerSettings
 
 TOKENIZER = TokenizerSettings()
 
@@ -388,7 +388,7 @@ def test_ledger_sums_to_the_counts_and_is_checked_on_load(tmp_path):
     keys, _ = corpus_keys(list_corpus(str(DEMO_CORPUS)))
     assert sorted(keys) == model.ledger.keys(model.counts.classes)
     # A ledger entry changed by one token no longer sums to the counts: refused.
-    from nbclass.modelfile import loads
+    from nbclass.modelfile.textfile import loads
 
     tampered = Model(
         model.counts,

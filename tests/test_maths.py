@@ -34,16 +34,16 @@ import pytest
 from conftest import CHINESE, CHINESE_TEST
 from sklearn.metrics import mutual_info_score
 
-from nbclass.corpus import list_corpus
 from nbclass.errors import UsageError
-from nbclass.estimators import (
+from nbclass.models.estimators import (
     EstimatorSettings,
     bernoulli_log_theta,
     log_class_prior,
     multinomial_log_theta,
 )
-from nbclass.model import Classifier, fit
-from nbclass.selection import mutual_information
+from nbclass.models.model import Classifier, fit
+from nbclass.models.selection import mutual_information
+from nbclass.reading.corpus import list_corpus
 
 RTOL = 1e-12
 WORDS = ("beijing", "chinese", "japan", "macao", "shanghai", "tokyo")

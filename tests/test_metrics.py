@@ -13,13 +13,13 @@ from conftest import CHINESE, write_corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbclass import metrics
-from nbclass.cli import cli
-from nbclass.corpus import list_corpus
-from nbclass.estimators import EstimatorSettings
-from nbclass.evaluation import evaluate
-from nbclass.model import fit
-from nbclass.modelfile import save
+from nbclass.cli.app import cli
+from nbclass.evaluation.judging import evaluate
+from nbclass.modelfile.textfile import save
+from nbclass.models import metrics
+from nbclass.models.estimators import EstimatorSettings
+from nbclass.models.model import fit
+from nbclass.reading.corpus import list_corpus
 
 # --- hand-computed -------------------------------------------------------------------------
 
@@ -267,7 +267,7 @@ def test_evaluate_refuses_a_missing_test_folder(tmp_path, runner):
 def drawn(renderables) -> str:
     import io
 
-    from nbclass.report import show
+    from nbclass.output.report import show
 
     buffer = io.StringIO()
     show(*renderables, file=buffer)
@@ -284,7 +284,7 @@ def drawn(renderables) -> str:
     ],
 )
 def test_the_confusion_matrix_takes_the_first_form_that_fits(L, count, form):
-    from nbclass.report import confusion_section
+    from nbclass.output.report import confusion_section
 
     labels = [f"newsgroup.number.{i:02d}" for i in range(L)]
     M = [[count if t == p else (t + p) % 3 for p in range(L)] for t in range(L)]

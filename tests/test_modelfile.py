@@ -21,12 +21,10 @@ from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbclass.counts import Counts
+from nbclass.counting.counts import Counts
 from nbclass.errors import ModelFileError
-from nbclass.estimators import EstimatorSettings
-from nbclass.fileformat import FORMAT_VERSION, MAGIC, PREFIX
-from nbclass.model import Model, VocabularyFilter
-from nbclass.modelfile import (
+from nbclass.modelfile.fileformat import FORMAT_VERSION, MAGIC, PREFIX
+from nbclass.modelfile.textfile import (
     dumps,
     load,
     load_with_header,
@@ -34,7 +32,9 @@ from nbclass.modelfile import (
     loads_with_header,
     save,
 )
-from nbclass.tokenizer import TokenizerSettings
+from nbclass.models.estimators import EstimatorSettings
+from nbclass.models.model import Model, VocabularyFilter
+from nbclass.text.tokenizer import TokenizerSettings
 
 PACKAGE = REPO / "nbclass"
 
@@ -431,7 +431,7 @@ def test_a_pickle_behind_the_magic_number_is_refused_and_never_run(tmp_path, tin
 
 
 def test_a_pickle_is_refused_by_the_cli(tmp_path, runner):
-    from nbclass.cli import cli
+    from nbclass.cli.app import cli
 
     marker = tmp_path / "pwned"
     evil = tmp_path / "evil.pkl"
@@ -453,8 +453,8 @@ def test_the_package_source_never_unpickles():
 
     (joblib's Parallel for multiprocessing is fine; loading a file with it is not.)
     """
-    sources = sorted(PACKAGE.glob("*.py"))
-    assert PACKAGE / "modelfile.py" in sources
+    sources = sorted(PACKAGE.rglob("*.py"))
+    assert PACKAGE / "modelfile" / "textfile.py" in sources
     forbidden = re.compile(
         r"^\s*import\s+(pickle|cPickle|_pickle|dill|cloudpickle|marshal|shelve)\b"
         r"|^\s*from\s+(pickle|cPickle|_pickle|dill|cloudpickle|marshal|shelve)\s+import"

@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 from conftest import CHINESE_TEST, NAMED, REPO, write_corpus
 
-from nbclass.cli import cli
-from nbclass.corpus import Corpus, list_corpus
-from nbclass.estimators import EstimatorSettings
-from nbclass.evaluation import stratified_folds
-from nbclass.model import Classifier, fit
-from nbclass.modelfile import load, load_with_header
-from nbclass.novelty import out_of_fold_evidence, threshold
-from nbclass.posterior import log_evidence
-from nbclass.vectorizer import TextCounter
+from nbclass.cli.app import cli
+from nbclass.evaluation.judging import stratified_folds
+from nbclass.modelfile.textfile import load, load_with_header
+from nbclass.models.estimators import EstimatorSettings
+from nbclass.models.model import Classifier, fit
+from nbclass.models.novelty import out_of_fold_evidence, threshold
+from nbclass.models.posterior import log_evidence
+from nbclass.reading.corpus import Corpus, list_corpus
+from nbclass.text.vectorizer import TextCounter
 
 DEMO = REPO / "corpora" / "demo"
 ODD_LINE = "ERROR 503 upstream dns tls 502 latency disk database timeout 503 502"
@@ -312,9 +312,9 @@ def test_newsgroups_given_french_and_a_log_file(runner, news_sample, tmp_path):
 def test_fit_at_its_default_stores_the_typicality_its_folds_measured(runner, tmp_path):
     """--model auto scores every sampled document out of fold anyway: the record is the
     percentiles of those documents' e(x) under the winner's evidence model."""
-    from nbclass.choosing import choose
-    from nbclass.learning import corpus_sample
-    from nbclass.novelty import evidence_settings
+    from nbclass.models.choosing import choose
+    from nbclass.models.learning import corpus_sample
+    from nbclass.models.novelty import evidence_settings
 
     path = tmp_path / "auto.nbc"
     assert runner.invoke(cli, ["fit", str(DEMO), "-o", str(path), "-q"]).exit_code == 0

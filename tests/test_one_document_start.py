@@ -33,8 +33,8 @@ def test_one_document_leaves_out_what_it_does_not_use(model):
     result = run(["predict", "-m", model], flags=["-X", "importtime"])
     assert result.returncode == 0, result.stderr
     imported = imported_modules(result)
-    assert {"nbclass.quick", "nbclass.reading", "dataclasses", "json"} <= imported
-    unused = {"ast", "dis", "tokenize", "typing", "threading", "weakref", "nbclass.corpus"}
+    assert {"nbclass.modelfile.quick", "nbclass.reading.policy", "dataclasses", "json"} <= imported
+    unused = {"ast", "dis", "tokenize", "typing", "threading", "weakref", "nbclass.reading.corpus"}
     assert imported & unused == set()
 
 
@@ -62,7 +62,7 @@ def test_a_deferred_module_is_the_real_one_once_used():
     sys.modules are then the real ones."""
     code = (
         "import sys\n"
-        "from nbclass.entry import _defer\n"
+        "from nbclass.cli.entry import _defer\n"
         "_defer('inspect', 'copy')\n"
         "assert '__file__' not in vars(sys.modules['inspect'])\n"
         "import dataclasses\n"

@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 from conftest import CHINESE_TEST
 
-from nbclass.corpus import list_corpus
 from nbclass.errors import UsageError
-from nbclass.estimators import EstimatorSettings
-from nbclass.model import Classifier, fit
-from nbclass.posterior import log_evidence
+from nbclass.models.estimators import EstimatorSettings
+from nbclass.models.model import Classifier, fit
+from nbclass.models.posterior import log_evidence
+from nbclass.reading.corpus import list_corpus
 
 WORDS = ("beijing", "chinese", "japan", "macao", "shanghai", "tokyo")
 T = {"china": (1, 5, 0, 1, 1, 0), "japan": (0, 1, 1, 0, 0, 1)}
@@ -189,7 +189,7 @@ def test_poisson_refuses_transforms_and_map_below_one():
 def test_table_text_columns_refuse_the_scorers_that_are_not_linear(runner, tmp_path, options):
     from conftest import REPO
 
-    from nbclass.cli import cli
+    from nbclass.cli.app import cli
 
     model = tmp_path / "t.nbc"
     table = REPO / "corpora" / "table-demo.csv"

@@ -18,12 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbclass.counts import CountAccumulator, Counts, merge, subtract
-from nbclass.estimators import ESTIMATORS, EstimatorSettings
-from nbclass.model import Classifier, Model
-from nbclass.posterior import log_evidence, log_posterior
-from nbclass.tokenizer import TokenizerSettings
-from nbclass.vectorizer import count_matrix
+from nbclass.counting.counts import CountAccumulator, Counts, merge, subtract
+from nbclass.models.estimators import ESTIMATORS, EstimatorSettings
+from nbclass.models.model import Classifier, Model
+from nbclass.models.posterior import log_evidence, log_posterior
+from nbclass.text.tokenizer import TokenizerSettings
+from nbclass.text.vectorizer import count_matrix
 
 FAST = settings(max_examples=60, deadline=None, database=None)
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from conftest import CHINESE_TEST
 
-from nbclass.corpus import list_corpus
-from nbclass.estimators import DEFAULTS, EstimatorSettings
-from nbclass.model import Classifier, VocabularyFilter, fit, select_features
-from nbclass.modelfile import save
-from nbclass.quick import QuickModel, log_posterior
+from nbclass.modelfile.quick import QuickModel, log_posterior
+from nbclass.modelfile.textfile import save
+from nbclass.models.estimators import DEFAULTS, EstimatorSettings
+from nbclass.models.model import Classifier, VocabularyFilter, fit, select_features
+from nbclass.reading.corpus import list_corpus
 
 ESTIMATES = (  # (estimator, α, β) of every model
     ("posterior-mean", 1.0, (1.0, 1.0)),
@@ -114,7 +114,7 @@ def test_quick_path_does_not_import_numpy(tmp_path, chinese_corpus, defaults):
     code = (
         "import sys, io\n"
         "sys.stdin = io.TextIOWrapper(io.BytesIO(b'Chinese Tokyo'))\n"
-        "from nbclass.cli import main\n"
+        "from nbclass.cli.app import main\n"
         "try:\n"
         f"    main(['predict', '-m', {str(tmp_path / 'm.nbc')!r}])\n"
         "except SystemExit:\n"

@@ -78,7 +78,7 @@ def test_the_one_document_fast_start_ranks_by_log_posterior(model):
         for line in result.stderr.decode().splitlines()
         if line.startswith("import time:")
     }
-    assert "nbclass.quick" in imported and "numpy" not in imported
+    assert "nbclass.modelfile.quick" in imported and "numpy" not in imported
     jsonl = run(["predict", "-m", model, "--format", "jsonl"], LONG)
     record = json.loads(jsonl.stdout)
     assert (record["label"], list(record["probabilities"])) == ("c", ["c", "b", "a"])

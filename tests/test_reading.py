@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from nbclass.errors import NbclassError, UsageError
 from nbclass.names import escape
-from nbclass.reading import (
+from nbclass.reading.policy import (
     ReadLog,
     ReadPolicy,
     format_size,
@@ -138,7 +138,7 @@ def test_read_document_reads_at_most_max_bytes_plus_one(tmp_path):
 def test_a_regular_file_is_read_whole_whatever_size_fstat_said(tmp_path, stated, limit):
     """A file's size may change between fstat and the reads: a smaller size (it grew)
     still reads to the end, in chunks, and stops one byte past the limit."""
-    from nbclass.reading import _read_file
+    from nbclass.reading.policy import _read_file
 
     data = bytes(range(1, 256)) * 11_765 + b"end"  # 3,000,000 bytes, no NUL
     path = tmp_path / "doc"

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbclass.corpus import PathList
-from nbclass.reading import (
+from nbclass.reading.corpus import PathList
+from nbclass.reading.policy import (
     HAS_BYTES_SAMPLE,
     ReadLog,
     ReadPolicy,

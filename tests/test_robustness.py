@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import NAMED, REPO, big_corpus, nbclass_command
 
-from nbclass.fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, PREFIX, pack, parse
+from nbclass.modelfile.fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, PREFIX, pack, parse
 
 DEMO = REPO / "corpora" / "demo"
 TABLE = REPO / "corpora" / "table-demo.csv"

@@ -1,4 +1,4 @@
-"""The numpy run counter (nbclass.runs) gives exactly the tokenizer's counts."""
+"""The numpy run counter (nbclass.text.runs) gives exactly the tokenizer's counts."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import nbclass.runs as runs_module
-from nbclass.runs import RunCounter, WordTable, run_bounds, run_hashes
-from nbclass.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
-from nbclass.vectorizer import TextCounter, count_matrix
+import nbclass.text.runs as runs_module
+from nbclass.text.runs import RunCounter, WordTable, run_bounds, run_hashes
+from nbclass.text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
+from nbclass.text.vectorizer import TextCounter, count_matrix
 
 
 def expected_counts(texts, settings, vocabulary):
@@ -111,8 +111,8 @@ def test_a_run_with_a_words_hash_but_other_bytes_is_unknown(monkeypatch):
 
 def test_a_table_of_words_sharing_a_hash_is_refused(monkeypatch):
     """Two long words with one hash: no table, and the classifier tokenizes instead."""
-    from nbclass.counts import CountAccumulator
-    from nbclass.model import Classifier, Model
+    from nbclass.counting.counts import CountAccumulator
+    from nbclass.models.model import Classifier, Model
 
     monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
     assert WordTable.of([LONG.encode(), ANAGRAM.encode()]) is None
@@ -193,7 +193,7 @@ def expected_tally(texts, labels, settings):
 def test_a_run_tally_counts_what_the_tokenizer_finds(documents, lowercase, stop, chunk, adds):
     """D_jc and T_jc of ASCII texts in chunks of any size, added in several calls (as
     the parts of a window), equal the tokenizer's."""
-    from nbclass.runs import RunTally
+    from nbclass.text.runs import RunTally
 
     settings_ = TokenizerSettings(lowercase=lowercase, stop_words=stop)
     texts = [text.encode("ascii") for text, _ in documents]
@@ -220,7 +220,7 @@ def test_a_chunk_with_a_hash_clash_is_given_back(monkeypatch):
     """With one hash for every long word, a chunk holding two different long words, or
     a long word other than the one met in an earlier chunk, is not counted: its texts
     come back (the caller tokenizes them) and the tally is as before it."""
-    from nbclass.runs import RunTally
+    from nbclass.text.runs import RunTally
 
     monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
     splitter = ascii_splitter(TokenizerSettings(), "ascii")
@@ -240,9 +240,9 @@ def test_a_chunk_with_a_hash_clash_is_given_back(monkeypatch):
 def test_fit_counts_the_same_when_hashes_clash(monkeypatch, tmp_path):
     """A corpus with anagrams of long words, every long hash the same: the chunks that
     clash are tokenized and the model is the one fitted without the run tally."""
-    import nbclass.counts
-    from nbclass.corpus import list_corpus
-    from nbclass.model import fit
+    import nbclass.counting.counts
+    from nbclass.models.model import fit
+    from nbclass.reading.corpus import list_corpus
 
     monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
     monkeypatch.setattr(runs_module, "CHUNK_BYTES", 64)
@@ -252,7 +252,7 @@ def test_fit_counts_the_same_when_hashes_clash(monkeypatch, tmp_path):
             (tmp_path / f"class{c}" / f"{i}.txt").write_text(f"{words} x{i}yz " * (i + 1))
     corpus = list_corpus(str(tmp_path))
     clashing = fit(corpus)
-    monkeypatch.setattr(nbclass.counts, "ascii_splitter", lambda *args: None)
+    monkeypatch.setattr(nbclass.counting.counts, "ascii_splitter", lambda *args: None)
     plain = fit(corpus)
     assert clashing.counts.equals(plain.counts)
     tokens = dict(zip(plain.counts.vocabulary, plain.counts.token_count.tolist()))
@@ -267,7 +267,7 @@ def test_fit_counts_the_same_when_hashes_clash(monkeypatch, tmp_path):
 def test_pack_merges_the_run_words_with_the_others(ordered, others):
     """The union of the run tally's sorted words and the other documents' words is
     sorted, and each word of either list is found at the place given for it."""
-    from nbclass.tally import _union
+    from nbclass.counting.tally import _union
 
     ordered = sorted(ordered)
     words, at_ordered, at_others = _union(ordered, others)
@@ -282,7 +282,7 @@ def test_pack_merges_the_run_words_with_the_others(ordered, others):
 def test_cell_sums_count_each_cells_texts_and_tokens(tokens, labels):
     """(word, class) -> (texts holding it, tokens), by one sort of (class, word, text)
     codes, and by the way taken when the codes would pass int64 (a huge class count)."""
-    from nbclass.runs import _cell_sums
+    from nbclass.text.runs import _cell_sums
 
     text = np.array([t for t, _ in tokens])
     word = np.array([w for _, w in tokens])

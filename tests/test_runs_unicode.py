@@ -18,14 +18,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import nbclass.counts
-import nbclass.runs as runs_module
-from nbclass.corpus import list_corpus
-from nbclass.model import fit
-from nbclass.modelfile import dumps
-from nbclass.runs import RunTally, is_word
-from nbclass.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
-from nbclass.vectorizer import TextCounter, count_matrix
+import nbclass.counting.counts
+import nbclass.text.runs as runs_module
+from nbclass.modelfile.textfile import dumps
+from nbclass.models.model import fit
+from nbclass.reading.corpus import list_corpus
+from nbclass.text.runs import RunTally, is_word
+from nbclass.text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
+from nbclass.text.vectorizer import TextCounter, count_matrix
 
 # Characters with the hard cases: case mappings that change length or depend on context,
 # combining marks and vowel signs (not word characters), digits and numerals of other
@@ -209,9 +209,9 @@ def test_fit_writes_the_models_bytes_of_the_regex_path(multilingual, monkeypatch
     every document tokenized by the regex (no splitter), on one process or two."""
     corpus = list_corpus(str(multilingual))
     fast = dumps(fit(corpus))
-    monkeypatch.setattr(nbclass.counts, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 1)
     workers = dumps(fit(corpus, jobs=2))
-    monkeypatch.setattr(nbclass.counts, "ascii_splitter", lambda *args: None)
+    monkeypatch.setattr(nbclass.counting.counts, "ascii_splitter", lambda *args: None)
     plain = dumps(fit(corpus))
     assert fast == plain and workers == plain
     vocabulary = set(fit(corpus).counts.vocabulary)
@@ -231,7 +231,7 @@ def test_predict_scores_every_script_as_the_regex_path(multilingual, tmp_path):
                "--format", "jsonl"]  # fmt: skip
     fast = subprocess.run(command, check=True, capture_output=True).stdout
     forced = (
-        "import sys, nbclass.vectorizer as v; "
+        "import sys, nbclass.text.vectorizer as v; "
         "v.TextCounter.runs = property(lambda self: None); "
         "from nbclass.__main__ import main; sys.argv = ['nbclass'] + sys.argv[1:]; main()"
     )
@@ -289,8 +289,8 @@ def test_windows_packed_by_word_numbers_add_up_to_the_plain_counts(tmp_path, mon
     """One process's run tally counts three windows and packs each with an origin (its
     words sent once, by number), another process's tally packs the old way, and a text
     longer than a chunk goes through the Counters: the counts are the tokenizer's."""
-    from nbclass.counts import CountAccumulator
-    from nbclass.tally import pack, settle, tally, tally_paths
+    from nbclass.counting.counts import CountAccumulator
+    from nbclass.counting.tally import pack, settle, tally, tally_paths
 
     monkeypatch.setattr(runs_module, "CHUNK_BYTES", 40)
     texts = ["мир ab МИР", "ab cd ab", "日本語 ab", "x" * 50 + " ab мир", "cd мир 日本語",

@@ -1,21 +1,21 @@
-"""Bulk predict in worker processes (nbclass.scoring): the same bytes as one process."""
+"""Bulk predict in worker processes (nbclass.models.scoring): the same bytes as one process."""
 
 from __future__ import annotations
 
 import pytest
 from test_subprocess import run
 
-from nbclass.cli import cli
+from nbclass.cli.app import cli
 
 
 @pytest.fixture
 def small_batches(monkeypatch):
     """Workers for any amount of text, and batches of 7 documents (several per worker)."""
-    import nbclass.model
-    import nbclass.scoring
+    import nbclass.models.model
+    import nbclass.models.scoring
 
-    monkeypatch.setattr(nbclass.scoring, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(nbclass.model, "BATCH_SIZE", 7)
+    monkeypatch.setattr(nbclass.models.scoring, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(nbclass.models.model, "BATCH_SIZE", 7)
 
 
 @pytest.fixture(scope="module")

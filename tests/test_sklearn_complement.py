@@ -14,9 +14,9 @@ import pytest
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.naive_bayes import ComplementNB
 
-from nbclass.corpus import list_corpus, walk_files
-from nbclass.estimators import EstimatorSettings
-from nbclass.model import Classifier, fit
+from nbclass.models.estimators import EstimatorSettings
+from nbclass.models.model import Classifier, fit
+from nbclass.reading.corpus import list_corpus, walk_files
 
 pytestmark = pytest.mark.corpus
 

@@ -110,7 +110,7 @@ def test_an_unknown_scheme_is_a_usage_error(tmp_path):
 def test_without_fsspec_a_url_says_how_to_install_it_and_paths_still_work(tmp_path):
     code = (
         "import sys; sys.modules['fsspec'] = None\n"  # makes `import fsspec` fail
-        "from nbclass.cli import main; main(sys.argv[1:])"
+        "from nbclass.cli.app import main; main(sys.argv[1:])"
     )
     for args, expected in [
         (["fit", url(DEMO_CORPUS), "-o", str(tmp_path / "m.nbc")], 2),
@@ -149,7 +149,7 @@ def test_local_paths_never_import_fsspec(model, tmp_path):
         assert result.returncode == 0, result.stderr
         imported = imported_modules(result)
         assert not {m for m in imported if m.split(".")[0] == "fsspec"}, args
-        assert "nbclass.storage" not in imported, args
+        assert "nbclass.reading.storage" not in imported, args
 
 
 def test_predict_output_dir_here_writes_parts_that_concatenate_to_stdout(model, tmp_path):

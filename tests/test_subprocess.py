@@ -1,6 +1,6 @@
 """The real ``nbclass`` entry point in real processes, through real pipes and signals.
 
-``nbclass_command()`` runs ``python -m nbclass``, the same ``nbclass.cli:main`` as the
+``nbclass_command()`` runs ``python -m nbclass``, the same ``nbclass.cli.app:main`` as the
 console script: exit codes, the warning printer, SIGPIPE and SIGINT handling are those a
 shell user sees.
 """
@@ -215,7 +215,7 @@ def test_errors_are_one_line_and_an_exit_code(tmp_path):
 
 
 def test_every_line_arrives_when_the_process_ends_without_teardown(demo_model, tmp_path):
-    """A command ends with :func:`nbclass.process.quick_exit` (no interpreter teardown):
+    """A command ends with :func:`nbclass.reading.process.quick_exit` (no interpreter teardown):
     the last buffered lines of stdout and stderr must still arrive, through pipes."""
     inbox = tmp_path / "inbox"
     inbox.mkdir()
@@ -238,7 +238,7 @@ def _quick_exit_in_a_child(prepare) -> tuple[int, bytes]:
     child's exit code and what reached the pipe."""
     import sys
 
-    from nbclass.process import quick_exit
+    from nbclass.reading.process import quick_exit
 
     read, write = os.pipe()
     pid = os.fork()

@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO, nbclass_command
 from test_cli import assert_error, cli_warnings, parse_number
 
-from nbclass.cli import cli
+from nbclass.cli.app import cli
 
 DEMO = REPO / "corpora" / "table-demo.csv"
 NEW = REPO / "corpora" / "table-new.csv"

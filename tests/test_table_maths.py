@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.naive_bayes import CategoricalNB, GaussianNB
 
-from nbclass.columns import (
+from nbclass.models.columns import (
     CategoricalStats,
     GaussianStats,
     categorical_log_likelihood,
@@ -21,8 +21,8 @@ from nbclass.columns import (
     gaussian_log_likelihood,
     variance_floor,
 )
-from nbclass.estimators import log_class_prior
-from nbclass.posterior import log_posterior
+from nbclass.models.estimators import log_class_prior
+from nbclass.models.posterior import log_posterior
 
 FAST = settings(max_examples=60, deadline=None, database=None)
 ATOL = 1e-9

@@ -13,21 +13,22 @@ from hypothesis import strategies as st
 from scipy.integrate import trapezoid
 from scipy.special import rel_entr
 
-from nbclass import fileformat, modelfile, tablefile
-from nbclass.counts import CountAccumulator
+from nbclass.counting.counts import CountAccumulator
 from nbclass.errors import ModelFileError, ModelKindError, NbclassError, UsageError
-from nbclass.estimators import EstimatorSettings
-from nbclass.model import Classifier, Model
-from nbclass.table import Table
-from nbclass.tablemodel import (
+from nbclass.modelfile import fileformat, tablefile
+from nbclass.modelfile import textfile as modelfile
+from nbclass.models.estimators import EstimatorSettings
+from nbclass.models.model import Classifier, Model
+from nbclass.models.tablemodel import (
     TableClassifier,
     fit_table,
     gaussian_mutual_information,
     merge_tables,
     table_top_features,
 )
-from nbclass.tokenizer import TokenizerSettings, make_tokenizer
-from nbclass.vectorizer import count_matrix
+from nbclass.reading.table import Table
+from nbclass.text.tokenizer import TokenizerSettings, make_tokenizer
+from nbclass.text.vectorizer import count_matrix
 
 FAST = settings(max_examples=40, deadline=None, database=None)
 COLUMNS = ("size", "colour", "note", "kind")

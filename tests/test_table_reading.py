@@ -6,10 +6,10 @@ import doctest
 
 import pytest
 
-import nbclass.columns
-import nbclass.table
+import nbclass.models.columns
+import nbclass.reading.table
 from nbclass.errors import NbclassError, UsageError
-from nbclass.table import detect_type, parse_column_types, read_table, table_format
+from nbclass.reading.table import detect_type, parse_column_types, read_table, table_format
 
 CSV = (
     "id,age,colour,comment,label\n"
@@ -121,7 +121,7 @@ def test_column_types_option():
         parse_column_types("a=text,a=numeric")
 
 
-@pytest.mark.parametrize("module", [nbclass.table, nbclass.columns])
+@pytest.mark.parametrize("module", [nbclass.reading.table, nbclass.models.columns])
 def test_docstring_examples_run(module):
     failures, tried = doctest.testmod(module)
     assert tried > 0 and failures == 0

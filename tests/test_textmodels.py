@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 from conftest import CHINESE_TEST
 
-from nbclass.corpus import list_corpus
 from nbclass.errors import UsageError
-from nbclass.estimators import EstimatorSettings, Prepared
-from nbclass.model import Classifier, fit
-from nbclass.modelfile import load, load_with_header, save
-from nbclass.quick import QuickModel
-from nbclass.textmodels import idf_weights, prepare, resolve_prior, transformed_counts
+from nbclass.modelfile.quick import QuickModel
+from nbclass.modelfile.textfile import load, load_with_header, save
+from nbclass.models.estimators import EstimatorSettings, Prepared
+from nbclass.models.model import Classifier, fit
+from nbclass.models.textmodels import idf_weights, prepare, resolve_prior, transformed_counts
+from nbclass.reading.corpus import list_corpus
 
 log = math.log
 
@@ -276,7 +276,7 @@ def test_prepared_numbers_are_in_the_header_and_checked(chinese, tmp_path):
     ids=" ".join,
 )
 def test_cli_one_document_equals_a_folder_of_them(runner, chinese_corpus, tmp_path, options):
-    from nbclass.cli import cli
+    from nbclass.cli.app import cli
 
     path = str(tmp_path / "m.nbc")
     assert runner.invoke(cli, ["fit", str(chinese_corpus), "-o", path, "-q"]).exit_code == 0
@@ -298,7 +298,7 @@ def test_cli_one_document_equals_a_folder_of_them(runner, chinese_corpus, tmp_pa
 
 
 def test_cli_fit_stores_the_text_options(runner, chinese_corpus, tmp_path):
-    from nbclass.cli import cli
+    from nbclass.cli.app import cli
 
     path = str(tmp_path / "m.nbc")
     options = ["--model", "complement", "--tf", "log", "--idf", "--norm", "weight", "--prior-fit"]
@@ -371,7 +371,7 @@ def bursty(tmp_path):
 
 
 def test_dcm_concentration_by_hand():
-    from nbclass.textmodels import dcm_concentration
+    from nbclass.models.textmodels import dcm_concentration
 
     # ψ(s + 4) − ψ(s) = 1/s + 1/(s+1) + 1/(s+2) + 1/(s+3): the equation for class a,
     # s · [ψ(s + 4) − ψ(s)] = 6/2, is s/(s+1) + s/(s+2) + s/(s+3) = 2.
@@ -384,7 +384,7 @@ def test_dcm_concentration_by_hand():
 
 
 def test_dcm_scores_by_hand(bursty):
-    from nbclass.textmodels import dcm_concentration
+    from nbclass.models.textmodels import dcm_concentration
 
     # vocabulary uu, vv, ww, xx, yy, zz (V = 6); β = 0.5; β_jc = s_c (D_jc + β) / (D_c + Vβ)
     s_a, s_b = dcm_concentration(3.0, 4.0), math.sqrt(2)
@@ -404,7 +404,7 @@ def test_dcm_scores_by_hand(bursty):
 def test_dcm_is_elkans_maximum_likelihood_when_documents_have_equal_lengths(bursty):
     # Class a's documents both have 4 tokens, so the mean-length equation is Elkan's:
     # with β → 0 the concentration maximises the EDCM likelihood of the training documents.
-    from nbclass.textmodels import dcm_parameters
+    from nbclass.models.textmodels import dcm_parameters
 
     counts = bursty.counts
     log_beta, s = dcm_parameters(counts, 1e-12)
@@ -459,7 +459,7 @@ def brute_force_bernoulli_loo(documents: dict[str, list[str]], beta: float) -> f
 def test_leave_one_out_likelihood_equals_brute_force(chinese, beta):
     from conftest import CHINESE
 
-    from nbclass.textmodels import loo_objective
+    from nbclass.models.textmodels import loo_objective
 
     counts = chinese.counts
     assert float(loo_objective(counts, "multinomial")(beta)) == pytest.approx(
@@ -477,7 +477,7 @@ def test_leave_one_out_likelihood_equals_brute_force(chinese, beta):
 
 @pytest.mark.parametrize("model", ["multinomial", "complement", "dcm", "bernoulli"])
 def test_fitted_beta_maximises_the_objective(bursty, chinese, model):
-    from nbclass.textmodels import BETA_RANGE, fit_beta, loo_objective
+    from nbclass.models.textmodels import BETA_RANGE, fit_beta, loo_objective
 
     for fitted in (bursty, chinese):
         beta = fit_beta(fitted.counts, model)
@@ -491,7 +491,7 @@ def test_fitted_beta_maximises_the_objective(bursty, chinese, model):
 
 
 def test_prior_fit_scores_with_the_fitted_beta(chinese):
-    from nbclass.textmodels import fit_beta
+    from nbclass.models.textmodels import fit_beta
 
     beta = fit_beta(chinese.active_counts, "multinomial")
     assert jll(chinese, CHINESE_TEST, prior_fit=True) == jll(
@@ -506,10 +506,10 @@ def test_explain_of_transformed_models_sums_to_the_log_odds():
     """--explain uses the transformed features: contributions + bias = the log-odds."""
     from conftest import DEMO_CORPUS
 
-    from nbclass.corpus import list_corpus
-    from nbclass.estimators import EstimatorSettings
-    from nbclass.explain import explanations, score_batch
-    from nbclass.model import Classifier, fit
+    from nbclass.models.estimators import EstimatorSettings
+    from nbclass.models.explain import explanations, score_batch
+    from nbclass.models.model import Classifier, fit
+    from nbclass.reading.corpus import list_corpus
 
     model = fit(list_corpus(str(DEMO_CORPUS)))
     text = "refund my double charge, the invoice is wrong wrong wrong"
@@ -536,8 +536,8 @@ def test_a_given_beta_replaces_the_fitted_one():
 
 def test_mutual_information_under_prior_fit_uses_the_bernoulli_fitted_beta(chinese):
     """θ of the ranking is a presence probability: its β is fitted for the Bernoulli model."""
-    from nbclass.selection import mutual_information, top_features
-    from nbclass.textmodels import fit_beta
+    from nbclass.models.selection import mutual_information, top_features
+    from nbclass.models.textmodels import fit_beta
 
     counts = chinese.active_counts
     beta = fit_beta(counts, "bernoulli")
@@ -555,7 +555,7 @@ def test_mutual_information_under_prior_fit_uses_the_bernoulli_fitted_beta(chine
 
 def test_complement_leave_one_out_from_the_nonzero_counts_equals_the_dense_one(news_sample):
     """The complement counts T̃_jc = T_j − T_jc are never formed: same L(β) as if they were."""
-    from nbclass.textmodels import loo_objective, multinomial_loo
+    from nbclass.models.textmodels import loo_objective, multinomial_loo
 
     train, _ = news_sample
     counts = fit(list_corpus(str(train))).active_counts

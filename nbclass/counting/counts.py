@@ -1,0 +1,818 @@
+"""Counts: the sufficient statistics of naive Bayes, exact integers from one pass.
+
+Notation (``MATH.md``):
+
+=========  ==========================  ===============================================
+symbol     code name                   meaning
+=========  ==========================  ===============================================
+N_c        ``class_count``, (C,)       training **documents** of class c
+N          ``n_docs``                  sum of N_c
+D_jc       ``doc_count``, (V, C)       **documents** of class c containing word j
+T_jc       ``token_count``, (V, C)     **tokens** (occurrences) of word j in class c
+T_c        ``class_tokens``, (C,)      sum over j of T_jc: **tokens** in class c
+=========  ==========================  ===============================================
+
+One set of counts serves both event models: the Bernoulli model reads N_c and D_jc, the
+multinomial model N_c and T_jc. Counts are additive: the counts of corpus A and corpus B
+together are ``merge(counts(A), counts(B))``. Classes and vocabulary are kept sorted, so
+equal corpora give equal counts whatever the order their documents were read in.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import repeat
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
+    import scipy.sparse as sp
+
+from ..errors import UsageError
+from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
+from ..text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
+from ..text.vectorizer import GrowingVocabulary, binarize
+from .tally import Tally, narrow, pack, settle, tally, tally_paths
+
+BLOCK_CELLS = 2**18  # cells per block where whole-table work is done a block at a time
+PART_SIZE = 1000  # documents per progress report, and per part sent to a Dask cluster
+# (word, class) pairs a process tallies (in a run tally's arrays, or in Python
+# dictionaries for the documents it tokenizes) before it packs and sends them: this bounds
+# a worker's tally to a few tens of MB. Larger windows repeat fewer words between windows
+# but hold more memory in every worker at once (on 20 Newsgroups, windows of 100,000 took
+# 120-123 MB for the whole fit, of 200,000 128-146 MB, in the same time).
+FLUSH_ENTRIES = 100_000
+# Packed tallies (about this many bytes) kept before the count arrays are made: up to
+# here the arrays are made once, at their size and in order (CountAccumulator.result).
+# Past it, the arrays are made and grown, and reordered at the end: a copy that costs a
+# few tens of milliseconds against a corpus that took seconds. (20 Newsgroups packs
+# about 5 MB; every MB here is one more MB in the peak of a large fit, when the arrays
+# are made while the tallies wait.)
+PENDING_BYTES = 16 * 2**20
+# Forking a worker process costs a few milliseconds; below this much text one process
+# is about as fast. The result is the same either way.
+PARALLEL_MIN_BYTES = 4 * 2**20
+
+
+@dataclass(frozen=True, eq=False)
+class Counts:
+    """Exact per-class counts over a vocabulary.
+
+    Attributes
+    ----------
+    classes : tuple of str, length C
+        Class names, sorted.
+    vocabulary : tuple of str, length V
+        Words, sorted; row j of the count matrices is ``vocabulary[j]``.
+    class_count : ndarray of shape (C,), int64
+        N_c, number of training documents of class c.
+    doc_count : ndarray of shape (V, C), int64
+        D_jc, number of documents of class c that contain word j at least once.
+    token_count : ndarray of shape (V, C), int64
+        T_jc, number of occurrences of word j in the documents of class c.
+    """
+
+    classes: tuple[str, ...]
+    vocabulary: tuple[str, ...]
+    class_count: np.ndarray
+    doc_count: np.ndarray
+    token_count: np.ndarray
+
+    @cached_property
+    def nonzero(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, cols)`` of the (word, class) pairs with D_jc > 0 (exactly those with
+        T_jc > 0), row-major: by word, classes ascending; int32 (int64 past 2**31 cells)
+        of shape (nnz,) each.
+        Computed once (the counts are never changed in place), a block of rows at a time:
+        no int64 array of every pair is made on the way."""
+        D = self.doc_count
+        V, C = D.shape
+        dtype = np.int32 if D.size < 2**31 else np.int64  # half the memory, kept
+        rows = np.empty(np.count_nonzero(D), dtype=dtype)
+        cols = np.empty(rows.size, dtype=dtype)
+        at, step = 0, max(1, BLOCK_CELLS // max(C, 1))
+        for start in range(0, V, step):
+            flat = np.flatnonzero(D[start : start + step])
+            end = at + flat.size
+            np.floor_divide(flat, C, out=rows[at:end], casting="unsafe")
+            np.remainder(flat, C, out=cols[at:end], casting="unsafe")
+            rows[at:end] += start
+            at = end
+        return rows, cols
+
+    def at_nonzero(self, matrix: np.ndarray, dtype) -> np.ndarray:
+        """``matrix[rows, cols]`` at the pairs of :attr:`nonzero`, made as ``dtype`` a block
+        at a time: shape (nnz,). (At 130,000 words × 20 classes, every cell nonzero, an
+        int64 array of them all is 21 MB; this makes none but the result.)
+
+        >>> counts = Counts(("a", "b"), ("x", "y"), np.array([1, 2]),
+        ...                 np.array([[0, 1], [2, 0]]), np.array([[0, 3], [5, 0]]))
+        >>> counts.at_nonzero(counts.token_count, np.float64).tolist()
+        [3.0, 5.0]
+        """
+        rows, cols = self.nonzero
+        out = np.empty(rows.size, dtype=dtype)
+        for start in range(0, rows.size, BLOCK_CELLS):
+            end = start + BLOCK_CELLS
+            out[start:end] = matrix[rows[start:end], cols[start:end]]
+        return out
+
+    @property
+    def n_docs(self) -> int:
+        """N, the number of training documents."""
+        return int(self.class_count.sum())
+
+    @property
+    def class_tokens(self) -> np.ndarray:
+        """T_c, ndarray of shape (C,): tokens in the documents of class c."""
+        return self.token_count.sum(axis=0)
+
+    def equals(self, other: Counts) -> bool:
+        """True when both hold the same classes, words and integer counts."""
+        return (
+            self.classes == other.classes
+            and self.vocabulary == other.vocabulary
+            and np.array_equal(self.class_count, other.class_count)
+            and np.array_equal(self.doc_count, other.doc_count)
+            and np.array_equal(self.token_count, other.token_count)
+        )
+
+    def restrict(self, rows: np.ndarray) -> Counts:
+        """The counts of the words at ``rows`` (sorted indices), N_c unchanged."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return Counts(
+            classes=self.classes,
+            vocabulary=tuple(self.vocabulary[j] for j in rows),
+            class_count=self.class_count,
+            doc_count=self.doc_count[rows],
+            token_count=self.token_count[rows],
+        )
+
+    def pruned(self) -> Counts:
+        """These counts without the words and classes that have no count at all.
+
+        A fit only ever sees words and classes that occur, so this is the form that
+        compares bit for bit with a fit of the same documents.
+        """
+        rows = np.flatnonzero(self.token_count.any(axis=1))
+        cols = np.flatnonzero(self.class_count)
+        if rows.size == len(self.vocabulary) and cols.size == len(self.classes):
+            return self
+        return Counts(
+            classes=tuple(self.classes[c] for c in cols),
+            vocabulary=tuple(self.vocabulary[j] for j in rows),
+            class_count=self.class_count[cols],
+            doc_count=self.doc_count[np.ix_(rows, cols)],
+            token_count=self.token_count[np.ix_(rows, cols)],
+        )
+
+    def problems(self) -> list[str]:
+        """What makes these counts impossible (empty when they are consistent)."""
+        found = []
+        C, V = len(self.classes), len(self.vocabulary)
+        if self.class_count.shape != (C,):
+            found.append(f"class counts have shape {self.class_count.shape}, expected ({C},)")
+        for name, array in (("document", self.doc_count), ("token", self.token_count)):
+            if array.shape != (V, C):
+                found.append(f"{name} counts have shape {array.shape}, expected ({V}, {C})")
+        if found:
+            return found
+        D, T = self.doc_count, self.token_count
+        negative = D.size and (D.min() < 0 or T.min() < 0) or (self.class_count < 0).any()
+        if negative:
+            found.append("negative counts")
+        if (D > self.class_count).any():
+            found.append("a word is in more documents of a class than the class has")
+        more_documents = (D > T).any()
+        if more_documents:
+            found.append("a word is in more documents than it has tokens")
+        if negative or more_documents:
+            tokens_alone = ((D == 0) & (T != 0)).any()
+        else:  # 0 <= D <= T: D > 0 implies T > 0, so the nonzero cells are the same iff
+            tokens_alone = np.count_nonzero(D) != np.count_nonzero(T)  # as many
+        if tokens_alone:
+            found.append("a word has tokens in a class but no documents")
+        if not _strictly_increasing(self.classes):
+            found.append("class names are not sorted and unique")
+        if not _strictly_increasing(self.vocabulary):
+            found.append("vocabulary is not sorted and unique")
+        if "\x00" in "".join(self.vocabulary):
+            found.append("a word holds a NUL character")
+        return found
+
+
+def _strictly_increasing(items: Sequence[str]) -> bool:
+    return all(map(str.__lt__, items[:-1], items[1:]))
+
+
+def doc_count_histograms(doc_count: np.ndarray) -> list[list[tuple[int, int]]]:
+    """For each class, the pairs (d, n): n words have D_jc = d (d = 0 included if any).
+
+    Parameters
+    ----------
+    doc_count : ndarray of shape (V, C)
+        D_jc (documents).
+
+    Returns
+    -------
+    list of C lists of (d, n), d ascending, n > 0; Σ n = V for every class.
+    """
+    V, C = doc_count.shape
+    top = int(doc_count.max()) if doc_count.size else 0
+    width = top + 1
+    if C * width <= 4 * V:  # small values: one tally of (class, d) codes, a block at a time
+        tally = np.zeros(C * width, dtype=np.int64)
+        offsets = np.arange(C, dtype=np.int64) * width
+        step = max(1, BLOCK_CELLS // max(C, 1))
+        for start in range(0, V, step):
+            codes = doc_count[start : start + step] + offsets
+            tally += np.bincount(codes.reshape(-1), minlength=tally.size)
+        tally = tally.reshape(C, width)
+        histograms = []
+        for column in tally:
+            values = np.flatnonzero(column)
+            histograms.append(list(zip(values.tolist(), column[values].tolist())))
+        return histograms
+    histograms = []
+    for c in range(C):
+        values, n = value_counts(doc_count[:, c])
+        histograms.append(list(zip(values.tolist(), n.tolist())))
+    return histograms
+
+
+def value_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of a nonnegative integer array, ascending, and how often each
+    occurs (int64 ndarrays): a tally when the values are small (at most 8 times their
+    number), else a sort.
+
+    >>> [a.tolist() for a in value_counts(np.array([3, 0, 3, 7]))]
+    [[0, 3, 7], [1, 2, 1]]
+    """
+    if values.size and values.max() <= 8 * values.size:
+        tally = np.bincount(values)
+        found = np.flatnonzero(tally)
+        return found, tally[found]
+    return np.unique(values, return_counts=True)
+
+
+def count_documents(
+    X: sp.csr_matrix, labels: np.ndarray, n_classes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """N_c, D_jc and T_jc of one batch of documents.
+
+    Parameters
+    ----------
+    X : csr_matrix of shape (n, V)
+        Token counts per document.
+    labels : ndarray of shape (n,), int
+        Class index of each document.
+    n_classes : int
+        C.
+
+    Returns
+    -------
+    class_count : ndarray of shape (C,), int64 (documents)
+    doc_count : ndarray of shape (V, C), int64 (documents containing the word)
+    token_count : ndarray of shape (V, C), int64 (tokens)
+
+    Notes
+    -----
+    With Y the (n, C) one-hot label matrix: ``T = X.T @ Y`` and ``D = 1[X > 0].T @ Y``.
+    """
+    import scipy.sparse as sp
+
+    labels = np.asarray(labels, dtype=np.int64)
+    n = labels.shape[0]
+    Y = sp.csr_matrix(
+        (np.ones(n, dtype=np.int64), labels, np.arange(n + 1, dtype=np.int64)),
+        shape=(n, n_classes),
+    )
+    token_count = (X.T @ Y).toarray().astype(np.int64, copy=False)
+    doc_count = (binarize(X).T @ Y).toarray().astype(np.int64, copy=False)
+    class_count = np.bincount(labels, minlength=n_classes).astype(np.int64)
+    return class_count, doc_count, token_count
+
+
+class CountAccumulator:
+    """Adds up the counts of batches of documents over a vocabulary that grows.
+
+    Memory is proportional to the vocabulary, not to the number of documents: each batch
+    is counted and dropped.
+
+    Examples
+    --------
+    >>> from nbclass.text.vectorizer import count_matrix
+    >>> acc = CountAccumulator(["ham", "spam"])
+    >>> acc.add(count_matrix([["win", "cash"], ["hi"]], acc.vocabulary), [1, 0])
+    >>> counts = acc.result()
+    >>> counts.vocabulary, counts.token_count.tolist()
+    (('cash', 'hi', 'win'), [[0, 1], [1, 0], [0, 1]])
+    """
+
+    def __init__(self, classes: Sequence[str]):
+        self.classes = tuple(classes)
+        self.vocabulary = GrowingVocabulary()
+        C = len(self.classes)
+        self._class_count = np.zeros(C, dtype=np.int64)
+        self._doc_count = self._token_count = None  # (capacity, C), once rows are added
+        # Packed tallies not added yet: while they are few, result() sizes and orders the
+        # arrays once, from the union of their words, with no growing and no reordering.
+        self._pending: list[tuple] = []
+        self._pending_bytes = 0
+        self._origins: dict = {}  # origin -> the row of each word number of a run tally
+
+    def _reserve(self, V: int) -> None:
+        if self._doc_count is None:
+            shape = (V if self._pending else max(1024, V), len(self.classes))
+            self._doc_count = np.zeros(shape, dtype=np.int64)
+            self._token_count = np.zeros(shape, dtype=np.int64)
+        capacity = self._doc_count.shape[0]
+        if V <= capacity:
+            return
+        capacity = max(V, capacity + capacity // 2)
+        for name in ("_doc_count", "_token_count"):
+            old = getattr(self, name)
+            try:  # in place where the allocator can (no copy, no hole left behind)
+                old.resize((capacity, old.shape[1]))  # the new rows are zeros
+            except ValueError:  # another reference to the array: copy it
+                new = np.zeros((capacity, old.shape[1]), dtype=np.int64)
+                new[: old.shape[0]] = old
+                setattr(self, name, new)
+
+    def add(self, X: sp.csr_matrix, labels: Sequence[int]) -> None:
+        """Add a batch: ``X`` (n, V_now) counted over ``self.vocabulary``, and its labels."""
+        self._add_pending()
+        class_count, doc_count, token_count = count_documents(
+            X, np.asarray(labels), len(self.classes)
+        )
+        self._add_rows(slice(0, X.shape[1]), class_count, doc_count, token_count)
+
+    def add_tally(
+        self, tally: Tally, entries: list | None = None, seen: dict | None = None
+    ) -> None:
+        """Add the per-class counts of a batch made by :func:`tally` (maybe elsewhere).
+
+        A tally with ledger entries (a fourth item) appends them to ``entries``; one with
+        words sampled per hashed column (a fifth) merges them into ``seen``.
+        """
+        self.add_packed(pack(tally), entries, seen)
+
+    def add_packed(self, packed: tuple, entries: list | None = None, seen: dict | None = None):
+        """Add a tally in the compact form of :func:`nbclass.counting.tally.pack`.
+
+        One dictionary look-up per word of the tally places its row (per new word, for
+        a run tally's words sent by their numbers: the rows of an origin's numbers are
+        kept); the counts of all classes are then added by numpy, one cell (j, c) each.
+        The first tallies wait, up to ``PENDING_BYTES``, so that :meth:`result` can lay
+        out the arrays once.
+        """
+        class_count, words, lengths, rows, doc_counts, token_counts = packed[:6]
+        if entries is not None:
+            entries.extend(packed[6])
+        if seen is not None and len(packed) > 7 and packed[7]:
+            from ..text.hashing import add_representative
+
+            for column, sample in packed[7].items():
+                for key, word in sample:
+                    add_representative(seen, column, key, word)
+        self._class_count += np.asarray(class_count, dtype=np.int64)
+        if isinstance(words, tuple):  # a run tally's words by its own numbers (tally.pack)
+            origin, new_words, new_ids, others = words
+            known = self._origins.get(origin, np.zeros(0, dtype=np.int64))
+            if len(new_ids):
+                need = int(np.max(new_ids)) + 1
+                if known.size < need:  # room for the new numbers, doubling
+                    grown = np.full(max(need, 2 * known.size), -1, dtype=np.int64)
+                    grown[: known.size] = known
+                    known = grown
+                known[np.asarray(new_ids)] = self._rows(new_words)
+                self._origins[origin] = known
+            rows = np.concatenate((self._rows(others), known))[np.asarray(rows)]
+            self._add(None, lengths, rows, doc_counts, token_counts)
+            return
+        self._add(self._rows(words), lengths, rows, doc_counts, token_counts)
+
+    def _rows(self, words: str) -> np.ndarray:
+        """The row of each of ``words`` (NUL-joined), the new ones added in order."""
+        words = words.split("\x00") if words else []
+        vocabulary = self.vocabulary
+        at = None
+        if not vocabulary:  # the first tally: its words are the rows, in order
+            vocabulary.update(zip(words, range(len(words))))
+            if len(vocabulary) == len(words):
+                at = np.arange(len(words), dtype=np.int64)
+            else:  # a word listed twice: the rows as below
+                vocabulary.clear()
+        if at is None:
+            # One look-up per word: known words get their row, new words -1 and then the
+            # next rows, in order (a word listed twice gets one row).
+            at = np.fromiter(
+                map(vocabulary.get, words, repeat(-1)), dtype=np.int64, count=len(words)
+            )
+        new = np.flatnonzero(at < 0)
+        if new.size:
+            V = len(vocabulary)
+            added = dict.fromkeys(map(words.__getitem__, new.tolist()))
+            vocabulary.update(zip(added, range(V, V + len(added))))
+            if len(added) == new.size:
+                at[new] = np.arange(V, V + new.size)
+            else:
+                found = map(vocabulary.__getitem__, map(words.__getitem__, new.tolist()))
+                at[new] = np.fromiter(found, dtype=np.int64, count=new.size)
+        return at
+
+    def _add(self, at, lengths, rows, doc_counts, token_counts) -> None:
+        """Add counts whose rows are ``at[rows]`` (``rows`` when ``at`` is None)."""
+        cells = tuple(map(np.asarray, (lengths, rows, doc_counts, token_counts)))
+        if self._doc_count is None:
+            cells = tuple(map(narrow, cells))  # waiting: in int32 where the values fit
+            if at is not None:
+                at = narrow(at)
+            self._pending.append((at, *cells))
+            self._pending_bytes += sum(part.nbytes for part in cells)
+            self._pending_bytes += 0 if at is None else at.nbytes
+            if self._pending_bytes > PENDING_BYTES:
+                self._add_pending()
+            return
+        self._reserve(len(self.vocabulary))
+        self._add_cells(at, *cells)
+
+    def _add_pending(self, rank: np.ndarray | None = None) -> None:
+        """Add the pending tallies, their rows renumbered by ``rank`` if given."""
+        self._reserve(len(self.vocabulary))
+        pending, self._pending, self._pending_bytes = self._pending, [], 0
+        while pending:
+            at, lengths, rows, *counts = pending.pop()
+            if rank is not None and at is None:
+                rows = rank[rows]
+            elif rank is not None:
+                at = rank[at]
+            self._add_cells(at, lengths, rows, *counts)
+
+    def _add_cells(self, at, lengths, rows, doc_counts, token_counts) -> None:
+        """Add a packed tally's counts, its words being at rows ``at`` (or, when ``at``
+        is None, ``rows`` being the rows)."""
+        if not len(rows):
+            return
+        C = len(self.classes)
+        column = np.repeat(np.arange(C, dtype=np.int64), lengths)
+        where = rows if at is None else at[rows]
+        cells = where * C + column  # a cell twice when a word was listed twice
+        # int64 values: numpy's fast path of add.at needs no casting (int32 is 14 × slower)
+        np.add.at(self._doc_count.reshape(-1), cells, doc_counts.astype(np.int64))
+        np.add.at(self._token_count.reshape(-1), cells, token_counts.astype(np.int64))
+
+    def _add_rows(self, rows, class_count, doc_count, token_count) -> None:
+        self._reserve(len(self.vocabulary))
+        self._class_count += class_count
+        self._doc_count[rows] += doc_count
+        self._token_count[rows] += token_count
+
+    def result(self) -> Counts:
+        """The counts, with the vocabulary sorted; the accumulator is spent afterwards.
+
+        When every tally is still pending, the arrays are made at their size with the
+        words in order, and the tallies added into them. Otherwise the arrays are
+        reordered, each released as soon as its sorted copy exists, so the peak memory
+        holds one spare array, not two.
+        """
+        by_row = list(self.vocabulary)  # row j holds the j-th word added (GrowingVocabulary)
+        order = sorted(range(len(by_row)), key=by_row.__getitem__)
+        words = list(map(by_row.__getitem__, order))
+        del by_row
+        order = np.array(order, dtype=np.int64)
+        V = len(words)
+        if self._doc_count is None:  # lay the rows out in order, and add the tallies
+            rank = np.empty(V, dtype=np.int64)
+            rank[order] = np.arange(V, dtype=np.int64)
+            del order
+            self._add_pending(rank)
+            doc_count, token_count = self._doc_count[:V], self._token_count[:V]
+        else:
+            doc_count = self._doc_count[order]
+            self._doc_count = None
+            token_count = self._token_count[order]
+        self._doc_count = self._token_count = self.vocabulary = None
+        return Counts(
+            classes=self.classes,
+            vocabulary=tuple(words),
+            class_count=self._class_count.copy(),
+            doc_count=doc_count,
+            token_count=token_count,
+        )
+
+
+def merge(*parts: Counts) -> Counts:
+    """The counts of the union of the corpora that gave ``parts``: a sum, word by word.
+
+    Classes and words missing from a part count zero there.
+    """
+    classes = tuple(sorted(set().union(*(p.classes for p in parts))))
+    vocabulary = tuple(sorted(set().union(*(p.vocabulary for p in parts))))
+    class_at = {c: i for i, c in enumerate(classes)}
+    word_at = {w: j for j, w in enumerate(vocabulary)}
+    C, V = len(classes), len(vocabulary)
+    class_count = np.zeros(C, dtype=np.int64)
+    doc_count = np.zeros((V, C), dtype=np.int64)
+    token_count = np.zeros((V, C), dtype=np.int64)
+    for part in parts:
+        cols = np.array([class_at[c] for c in part.classes], dtype=np.int64)
+        rows = np.array([word_at[w] for w in part.vocabulary], dtype=np.int64)
+        class_count[cols] += part.class_count
+        index = np.ix_(rows, cols)
+        doc_count[index] += part.doc_count
+        token_count[index] += part.token_count
+    return Counts(classes, vocabulary, class_count, doc_count, token_count)
+
+
+def subtract(total: Counts, part: Counts) -> Counts:
+    """The counts of the corpus ``total`` was fitted on, without the documents of ``part``.
+
+    The inverse of :func:`merge`: ``subtract(merge(a, b), b)`` equals ``a``. Words and
+    classes left with no count are dropped, as a fit of the remaining documents would
+    never have seen them.
+
+    Raises
+    ------
+    ValueError
+        Naming the first problem when ``part`` cannot have been learned by ``total``: a
+        class or word ``total`` never saw, or a count that would become negative or
+        impossible (a word in more documents of a class than the class has).
+    """
+    class_at = {c: i for i, c in enumerate(total.classes)}
+    word_at = {w: j for j, w in enumerate(total.vocabulary)}
+    unknown = [c for c in part.classes if c not in class_at]
+    if unknown:
+        raise ValueError(f"class {unknown[0]!r} is not in the model")
+    unknown = [w for w in part.vocabulary if w not in word_at]
+    if unknown:
+        raise ValueError(f"the word {unknown[0]!r} is not in the model")
+    cols = np.array([class_at[c] for c in part.classes], dtype=np.int64)
+    rows = np.array([word_at[w] for w in part.vocabulary], dtype=np.int64)
+    class_count = total.class_count.copy()
+    doc_count = total.doc_count.copy()
+    token_count = total.token_count.copy()
+    class_count[cols] -= part.class_count
+    index = np.ix_(rows, cols)
+    doc_count[index] -= part.doc_count
+    token_count[index] -= part.token_count
+    rest = Counts(total.classes, total.vocabulary, class_count, doc_count, token_count)
+    problems = rest.problems()
+    if problems:
+        raise ValueError(
+            f"the model never learned these documents: the remainder would have {problems[0]}"
+        )
+    return rest.pruned()
+
+
+def default_jobs() -> int:
+    """Worker processes for fitting: ``NBCLASS_JOBS`` if set, else every usable core."""
+    value = os.environ.get("NBCLASS_JOBS")
+    if value:
+        try:
+            jobs = int(value)
+        except ValueError:
+            jobs = 0
+        if jobs < 1:
+            raise UsageError(f"NBCLASS_JOBS={value!r} must be a whole number of at least 1")
+        return jobs
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def count_texts(
+    texts: Sequence[str], labels: Sequence[int], classes: Sequence[str],
+    tokenizer: TokenizerSettings,
+) -> Counts:
+    """The counts of documents already in memory, as :func:`count_corpus` counts files.
+
+    ``texts[i]`` is a document of class ``classes[labels[i]]``; every class of
+    ``classes`` is kept, with N_c = 0 when no text has it.
+    """
+    tokenize = make_tokenizer(tokenizer)
+    accumulator = CountAccumulator(classes)
+    for start in range(0, len(texts), PART_SIZE):
+        part = slice(start, start + PART_SIZE)
+        accumulator.add_tally(
+            tally((tokenize(t) for t in texts[part]), labels[part], len(classes))
+        )
+    return accumulator.result()
+
+
+def count_corpus(
+    paths: Sequence[str],
+    labels: Sequence[int],
+    classes: Sequence[str],
+    tokenizer: TokenizerSettings,
+    jobs: int = 1,
+    on_progress: Callable[[int, int], None] | None = None,
+    entries: list | None = None,
+    seen: dict | None = None,
+    cluster: Callable[..., tuple] | None = None,
+    policy: ReadPolicy = DEFAULT_POLICY,
+    log: ReadLog | None = None,
+) -> Counts:
+    """Read, tokenize and count documents, on ``jobs`` processes or a Dask cluster.
+
+    Documents are read under ``policy`` (:mod:`nbclass.reading.policy`); those it skips are
+    recorded in ``log`` (and count for nothing).
+
+    When ``seen`` is a dict and the tokenizer hashes, the words sampled per column
+    (:mod:`nbclass.text.hashing`) are merged into it.
+
+    When ``entries`` is a list, each document's ledger entry ``(digest, class index,
+    Counter)`` is appended to it (:mod:`nbclass.counting.ledger`), in no particular order.
+
+    The documents are tallied (:mod:`nbclass.counting.tally`: by runs with numpy, or in plain
+    Python), part after part of consecutive documents, into one tally until it holds
+    ``FLUSH_ENTRIES`` (word, class) pairs; that tally is packed and added to the count
+    arrays, and the next one starts (a process's run tally goes on with the same
+    numbers for its words, which the count arrays' side learns once). With ``jobs`` > 1
+    and at least ``PARALLEL_MIN_BYTES`` of text, ``jobs`` forked worker processes tally,
+    each taking the next part when free and sending back each packed tally. Counts are
+    integers, so the result is the same, bit for bit, for any number of jobs. Memory is
+    bounded by the vocabulary and ``FLUSH_ENTRIES``, not by the number of documents.
+    ``on_progress(start, end)`` is called as the documents ``paths[start:end]`` are
+    counted (every document once).
+
+    With ``cluster``, a function that counts the documents elsewhere and returns their
+    packed tally, ``cluster(paths, labels, classes, tokenizer, ledger, policy,
+    on_progress)``, the documents are counted by it instead, whatever the size of the
+    corpus: :func:`nbclass.cluster.remote.counter` gives one that tallies parts of at most
+    ``PART_SIZE`` documents on a Dask cluster's workers and sums them there. The counting
+    layer takes the function rather than importing the cluster layer above it.
+    """
+    accumulator = CountAccumulator(classes)
+    n, C = len(paths), len(classes)
+    ledger = entries is not None
+    size = max(1, min(PART_SIZE, -(-n // (max(1, jobs) * 8))))
+    if cluster is not None:  # counted and summed elsewhere: one table comes back
+        packed = cluster(paths, labels, classes, tokenizer, ledger, policy, on_progress)
+        accumulator.add_packed(packed, entries, seen)
+        if log is not None:
+            log.add(packed[8])
+        return accumulator.result()
+    share = _Share(paths, labels, C, tokenizer, ledger, size, policy)
+    if jobs <= 1 or n <= size or not has_bytes(paths, PARALLEL_MIN_BYTES):
+        packs = share.tally(on_progress)
+    else:
+        packs = share.tally_in_workers(jobs, on_progress)
+    for packed in packs:
+        accumulator.add_packed(packed, entries, seen)
+        if log is not None:
+            log.add(packed[8])
+    return accumulator.result()
+
+
+class _Share:
+    """The parts of a corpus, handed out one at a time to whichever process is free.
+
+    ``next_part`` and ``done`` are shared integers (``multiprocessing.Value``) when
+    worker processes take part; the workers inherit this object when they are forked
+    (or receive it pickled where they are spawned).
+    """
+
+    def __init__(self, paths, labels, n_classes, tokenizer, ledger, size, policy):
+        self.paths, self.labels, self.n_classes = paths, labels, n_classes
+        self.tokenizer, self.ledger, self.size = tokenizer, ledger, size
+        self.policy = policy
+        self.next_part = self.done = None  # shared integers, once workers take part
+        self._next = 0  # without workers
+        self._tokenize = self._splitter = None
+        self._runs = self._origin = None  # this process's run tally, once it has one
+
+    def _take(self) -> int:
+        """The start of the next part nobody has taken."""
+        if self.next_part is None:
+            start = self._next
+            self._next += self.size
+            return start
+        with self.next_part.get_lock():
+            start = self.next_part.value
+            self.next_part.value = start + self.size
+        return start
+
+    def left(self) -> bool:
+        """Whether some part has not been taken yet."""
+        taken = self._next if self.next_part is None else self.next_part.value
+        return taken < len(self.paths)
+
+    def tally_window(self, on_progress=None):
+        """Tally parts until the tally holds ``FLUSH_ENTRIES`` (word, class) pairs or no
+        part is left; the packed tally (:func:`nbclass.counting.tally.pack`), or None if no part
+        was left."""
+        if self._tokenize is None:
+            self._tokenize = make_tokenizer(self.tokenizer)
+            if not self.ledger:
+                self._splitter = ascii_splitter(self.tokenizer, self.policy.encoding)
+        n, part = len(self.paths), None
+        while (start := self._take()) < n:
+            end = min(n, start + self.size)
+            part = tally_paths(
+                self.paths[start:end], self.labels[start:end], self.n_classes, self._tokenize,
+                self.ledger, self.policy, into=part, splitter=self._splitter, runs=self._runs,
+            )  # fmt: skip
+            if on_progress:
+                on_progress(start, end)
+            if self.done is not None:
+                with self.done.get_lock():
+                    self.done.value += end - start
+            if _entries(part) >= FLUSH_ENTRIES:
+                break
+        if part is None:
+            return None
+        settle(part, self._tokenize)  # the short documents the run tally still gathers
+        if len(part) > 6 and part[6] is not None:
+            # This process's run tally counts its next windows too, with the same numbers
+            # for the words: the receiver learns each of them once (tally.pack's origin).
+            self._runs = part[6]
+            if self._origin is None:
+                self._origin = os.urandom(8)  # this process's, whatever its pid
+            return pack(part, self._origin)
+        return pack(part)
+
+    def tally(self, on_progress=None):
+        """Yield packed tallies of every part, in this process."""
+        while (packed := self.tally_window(on_progress)) is not None:
+            yield packed
+
+    def tally_in_workers(self, jobs: int, on_progress=None):
+        """Yield packed tallies of every part, made by ``jobs`` worker processes.
+
+        Each task tallies one window (:meth:`tally_window`) and sends its packed tally
+        back; a worker that finishes one gets another while parts are left, so the
+        packs are added as they come and no process holds more than one window.
+        """
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+        context = multiprocessing.get_context(method)
+        self.next_part, self.done = context.Value("q", 0), context.Value("q", 0)
+        reported, n = 0, len(self.paths)
+        with _pool(jobs, context, self) as pool:
+            # Two tasks per worker: one waits, so a worker never idles while its
+            # packed tally travels back and the next task comes.
+            live = {pool.submit(_tally_window) for _ in range(2 * jobs)}
+            try:
+                while live:
+                    finished, live = wait(live, timeout=0.05, return_when=FIRST_COMPLETED)
+                    if on_progress and self.done.value > reported:
+                        counted = self.done.value
+                        on_progress(reported, counted)
+                        reported = counted
+                    for future in finished:
+                        packed = future.result()
+                        if packed is not None and self.left():
+                            live.add(pool.submit(_tally_window))
+                        if packed is not None:
+                            yield packed
+            finally:
+                with self.next_part.get_lock():
+                    self.next_part.value = n  # on an error, the other workers stop early
+        if on_progress and reported < n:
+            on_progress(reported, n)
+
+
+def _entries(part) -> int:
+    """The (word, class) pairs a tally of :func:`nbclass.counting.tally.tally_paths` holds."""
+    entries = sum(map(len, part[2]))
+    if len(part) > 6 and part[6] is not None:  # and the documents counted by runs
+        entries += part[6].pairs
+    return entries
+
+
+_SHARE: _Share | None = None  # a worker process's share of the corpus
+
+
+def _start_worker(share: _Share, parent: int) -> None:
+    global _SHARE
+    from ..reading.process import start_worker
+
+    start_worker(parent)  # never outlive the fit (kill -9 of the parent included)
+    _SHARE = share
+
+
+def _tally_window():
+    """A worker's task: one window of parts of the inherited share, packed."""
+    return _SHARE.tally_window()
+
+
+@contextmanager
+def _pool(jobs: int, context, share: _Share):
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(
+        jobs, mp_context=context, initializer=_start_worker, initargs=(share, os.getpid())
+    )
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,427 @@
+"""Tally: per-class word counts of a batch of documents.
+
+This is the unit of work of a fitting worker process: :func:`tally` counts token lists
+in plain Python (``Counter``), and :func:`tally_paths` reads documents and counts those
+that are all ASCII with numpy instead, when the tokenizer allows it
+(:class:`nbclass.text.runs.RunTally`). The main process adds the packed tallies into its count
+arrays (:class:`nbclass.counting.counts.CountAccumulator`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterable
+from itertools import chain, tee
+
+from ..reading.corpus import decode
+from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, read_document
+from ..text.tokenizer import AsciiSplitter, TokenizerSettings, ascii_splitter, make_tokenizer
+
+# (N_c as list, [Counter word -> D_jc] per class, [Counter word -> T_jc] per class), and with
+# a ledger a fourth item: [(SHA-256 digest, class index, Counter word -> x_j)] per document.
+Tally = tuple
+
+
+def digest(data: bytes) -> bytes:
+    """The ledger's name for a document: the SHA-256 of its bytes (32 bytes)."""
+    return hashlib.sha256(data).digest()
+
+
+def new_tally(n_classes: int) -> Tally:
+    """An empty :func:`tally` of ``n_classes`` classes, to add documents into."""
+    return (
+        [0] * n_classes,
+        [Counter() for _ in range(n_classes)],
+        [Counter() for _ in range(n_classes)],
+    )
+
+
+def tally(
+    token_lists: Iterable[list[str]], labels: Iterable[int], n_classes: int, into=None
+) -> Tally:
+    """Per-class counts of a batch of documents, in plain Python (no numpy needed).
+
+    Returns ``(class_count, docs, tokens)``: N_c as a list, and for each class c a
+    ``Counter`` of documents per word (D_jc) and one of tokens per word (T_jc). Both
+    updates run at C speed (``Counter.update`` over a list or a set), and a worker
+    process that only tallies never imports numpy. With ``into`` (a tally), the
+    documents are added to it and it is returned.
+
+    Examples
+    --------
+    >>> class_count, docs, tokens = tally([["a", "b", "a"], ["a"]], [0, 1], 2)
+    >>> class_count, sorted(docs[0].items()), sorted(tokens[0].items()), dict(docs[1])
+    ([1, 1], [('a', 1), ('b', 1)], [('a', 2), ('b', 1)], {'a': 1})
+    """
+    class_count, docs, tokens = into[:3] if into is not None else new_tally(n_classes)
+    add_docs = [d.update for d in docs]
+    add_tokens = [t.update for t in tokens]
+    for words, c in zip(token_lists, labels):
+        class_count[c] += 1
+        add_tokens[c](words)  # hashes each token once (str caches it) ...
+        add_docs[c](set(words))  # ... for the set and both counts
+    return class_count, docs, tokens
+
+
+def tally_ledger(
+    documents: Iterable[bytes], labels, n_classes: int, tokenize, into=None, decode=decode
+) -> Tally:
+    """:func:`tally` of raw documents, plus each document's ledger entry.
+
+    The fourth item lists ``(digest, c, Counter)`` per document: what the model learned
+    from it, enough to unlearn it later without reading it again.
+    """
+    if into is None:
+        into = (*new_tally(n_classes), [])
+    class_count, docs, tokens, entries = into[:4]
+    for data, c in zip(documents, labels):
+        bag = Counter(tokenize(decode(data)))
+        class_count[c] += 1
+        tokens[c].update(bag)
+        docs[c].update(bag.keys())
+        entries.append((digest(data), c, bag))
+    return class_count, docs, tokens, entries
+
+
+def read_labelled(paths, labels, policy: ReadPolicy, log: ReadLog):
+    """``(bytes, label)`` of each document at ``paths`` that the policy reads, one at a
+    time; what it skips is recorded in ``log`` (:mod:`nbclass.reading.policy`)."""
+    for path, label in zip(paths, labels):
+        data = read_document(path, policy, log)
+        if data is not None:
+            yield data, label
+
+
+def pack(part: Tally, origin=None) -> tuple:
+    """A :func:`tally` (or :func:`tally_paths` result) in a compact form, cheap to send.
+
+    Returns ``(class_count, words, lengths, rows, doc_counts, token_counts, *rest)``:
+    ``words`` holds the distinct words of the tally, sorted, joined by NUL characters
+    (no token holds one; one string pickles and unpickles far faster than many); for
+    class c, the next ``lengths[c]`` items of ``rows`` (indices into the words),
+    ``doc_counts`` (D_jc) and ``token_counts`` (T_jc) are its nonzero counts (int32
+    arrays, int64 where a value needs it; in no particular order). ``rest`` holds the
+    tally's items after the third (ledger entries, sampled words, read log) unchanged.
+    Adding this costs one dictionary look-up per word rather than one per word and class
+    (:meth:`nbclass.counting.counts.CountAccumulator.add_packed`).
+
+    The ASCII documents a :func:`tally_paths` with a splitter counted by runs (its
+    :class:`nbclass.text.runs.RunTally`) are added too; a word met both there and in a document
+    that is not ASCII has two entries for a class, and the receiver adds both.
+
+    >>> packed = pack(tally([["b", "a", "b"], ["a"]], [0, 1], 2))
+    >>> packed[0], packed[1].split("\\x00"), packed[2].tolist(), packed[3].tolist()
+    ([1, 1], ['a', 'b'], [2, 1], [1, 0, 0])
+    >>> packed[4].tolist(), packed[5].tolist()
+    ([1, 1, 1], [2, 1, 1])
+
+    With an ``origin`` (a name for the run tally, the same for every window it counts:
+    the receiver keeps its numbers of the words), ``words`` is instead ``(origin,
+    new_words, new_ids, others)``: the run tally's words numbered since its last pack,
+    sorted, NUL-joined, with their numbers (:meth:`nbclass.text.runs.RunTally.packed_new`),
+    and the other documents' words, NUL-joined; a row below ``len(others)`` is one of
+    those, a row ``len(others) + i`` is the run tally's word number i. The run tally's
+    words then cost a look-up once per fit, not once per window.
+    """
+    import numpy as np
+
+    class_count, docs, tokens = part[:3]
+    keys = list(dict.fromkeys(chain.from_iterable(tokens)))  # first-seen order
+    index = dict(zip(keys, range(len(keys)))).__getitem__
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    rows, doc_counts, token_counts = [], [], []
+    for d, t in zip(docs, tokens):
+        n = len(t)
+        rows.append(np.fromiter(map(index, t), dtype=np.int64, count=n))
+        doc_counts.append(np.fromiter(map(d.__getitem__, t), dtype=np.int64, count=n))
+        token_counts.append(np.fromiter(t.values(), dtype=np.int64, count=n))
+    rows, doc_counts, token_counts = (
+        np.concatenate(p) if p else np.zeros(0, dtype=np.int64)
+        for p in (rows, doc_counts, token_counts)
+    )
+    runs = part[6] if len(part) > 6 else None
+    if origin is not None and runs is not None:
+        return _pack_by_numbers(part, origin, keys, lengths, rows, doc_counts, token_counts)
+    run_words = []
+    if runs is not None:  # the documents counted by runs
+        run_words, run_lengths, run_rows, run_docs, run_tokens = runs.packed()
+        rows += len(run_words)
+        if not rows.size:  # all ASCII: the run tally's counts are all there is
+            rows, doc_counts, token_counts = run_rows, run_docs, run_tokens
+        else:
+            classes = np.arange(len(class_count))
+            by_class = (np.repeat(classes, run_lengths), np.repeat(classes, lengths))
+            order = np.argsort(np.concatenate(by_class), kind="stable")
+            rows, doc_counts, token_counts = (
+                np.concatenate(pair)[order]
+                for pair in ((run_rows, rows), (run_docs, doc_counts), (run_tokens, token_counts))
+            )
+        lengths = lengths + run_lengths
+    # The words sorted (in the worker, while the others work): the receiver's vocabulary
+    # then comes in sorted runs, which its final sort merges in a few milliseconds. The
+    # run tally's words come sorted already; the others are merged in.
+    names = run_words
+    if keys:
+        names, at_runs, at_keys = _union(run_words, keys)
+        rows = np.concatenate((at_runs, at_keys))[rows]
+    words = "\x00".join(names)
+    rest = part[3:6] if len(part) > 6 else part[3:]
+    arrays = map(narrow, (lengths, rows, doc_counts, token_counts))
+    return (class_count, words, *arrays, *rest)
+
+
+def _pack_by_numbers(part, origin, keys, lengths, rows, doc_counts, token_counts) -> tuple:
+    """:func:`pack` with an ``origin``: the Counters' counts (``keys``, rows into them)
+    and the run tally's by its own numbers of the words, class by class."""
+    import numpy as np
+
+    new_words, new_ids, run_lengths, run_rows, run_docs, run_tokens = part[6].packed_new()
+    run_rows = run_rows + len(keys)
+    if not rows.size:
+        rows, doc_counts, token_counts = run_rows, run_docs, run_tokens
+    else:
+        classes = np.arange(len(part[0]))
+        by_class = (np.repeat(classes, run_lengths), np.repeat(classes, lengths))
+        order = np.argsort(np.concatenate(by_class), kind="stable")
+        rows, doc_counts, token_counts = (
+            np.concatenate(pair)[order]
+            for pair in ((run_rows, rows), (run_docs, doc_counts), (run_tokens, token_counts))
+        )
+    words = (origin, "\x00".join(new_words), narrow(new_ids), "\x00".join(keys))
+    arrays = map(narrow, (lengths + run_lengths, rows, doc_counts, token_counts))
+    return (part[0], words, *arrays, *part[3:6])
+
+
+def _union(ordered: list[str], others: list[str]):
+    """``(words, at_ordered, at_others)``: the union of ``ordered`` (sorted, distinct)
+    and ``others`` (distinct, any order), sorted, and the place in it of each word of
+    ``ordered`` and of ``others`` (int64 ndarrays). No dictionary of every word is made:
+    the words of ``others`` not in ``ordered`` are placed by binary search.
+
+    >>> words, a, b = _union(["b", "d"], ["e", "a", "d"])
+    >>> words, a.tolist(), b.tolist()
+    (['a', 'b', 'd', 'e'], [1, 2], [3, 0, 2])
+    """
+    import numpy as np
+
+    extra = sorted(set(others).difference(ordered))
+    insert = np.fromiter(
+        (bisect_left(ordered, word) for word in extra), dtype=np.int64, count=len(extra)
+    )
+    n = len(ordered)
+    at_ordered = np.arange(n) + np.searchsorted(insert, np.arange(n), side="right")
+    at_extra = dict(zip(extra, (insert + np.arange(len(extra))).tolist()))
+    at_others = np.fromiter(
+        (
+            at_extra[word] if word in at_extra else int(at_ordered[bisect_left(ordered, word)])
+            for word in others
+        ),
+        dtype=np.int64,
+        count=len(others),
+    )
+    return sorted(ordered + extra), at_ordered, at_others  # two sorted runs: a merge
+
+
+def narrow(values):
+    """An integer ndarray with no negative value as int32 when every value fits (half
+    the memory, and half the bytes to send), else as it is."""
+    if values.size and int(values.max()) >= 2**31:
+        return values
+    return values.astype("int32", copy=False)
+
+
+def tally_paths(
+    paths, labels, n_classes: int, tokenize, ledger: bool = False,
+    policy: ReadPolicy = DEFAULT_POLICY, into=None, splitter: AsciiSplitter | None = None,
+    runs=None,
+) -> Tally:  # fmt: skip
+    """Read, tokenize and :func:`tally` the documents at ``paths``.
+
+    Returns ``(class_count, docs, tokens, entries, seen, log)``: ``entries`` are the ledger
+    entries (None without ``ledger``), ``seen`` the words sampled per hashed column (None
+    unless the tokenizer hashes, :mod:`nbclass.text.hashing`), ``log`` the :class:`ReadLog` of
+    the documents skipped and characters replaced. With ``into`` (an earlier result),
+    the documents are added to it.
+
+    With a ``splitter`` (:func:`nbclass.text.tokenizer.ascii_splitter` of the tokenizer's
+    settings; not with ``ledger``), documents are counted by runs, with numpy, apart
+    (those all ASCII never decoded); a seventh item (a :class:`nbclass.text.runs.RunTally`,
+    or None) holds those counts, which :func:`pack` adds to the others. The counts are
+    the same, in about a third of the time. Without ``into``, ``runs`` (a run tally
+    packed before, with an origin) counts them, so that it keeps its words' numbers.
+    """
+    log = ReadLog()
+    read = read_labelled(paths, labels, policy, log)
+
+    def decode(data: bytes) -> str:
+        return log.decode(data, policy.encoding)
+
+    if splitter is not None and not ledger:
+        part = _tally_split(read, n_classes, tokenize, decode, splitter, into, runs)
+    else:
+        texts, kept = tee(read)
+        texts, kept = (data for data, _ in texts), (label for _, label in kept)
+        if ledger:
+            part = tally_ledger(texts, kept, n_classes, tokenize, into, decode)
+        else:
+            part = tally((tokenize(decode(t)) for t in texts), kept, n_classes, into)
+            part = (*part, None)
+    take_seen = getattr(tokenize, "take_seen", None)
+    seen = take_seen() if take_seen else None
+    if seen is not None and into is not None and into[4]:
+        from ..text.hashing import add_representative
+
+        for column, sample in seen.items():
+            for key, word in sample:
+                add_representative(into[4], column, key, word)
+        seen = into[4]
+    if into is not None:
+        into[5].add(log)
+        log = into[5]
+    return (*part[:4], seen, log, *part[4:])
+
+
+def _tally_split(documents, n_classes, tokenize, decode, splitter, into, runs=None):
+    """:func:`tally` of raw ``(document, label)`` pairs, counted by runs with numpy
+    (:class:`nbclass.text.runs.RunTally`): those all ASCII as bytes, never decoded, the others
+    decoded and counted as str; only documents longer than ``CHUNK_BYTES`` (or a chunk
+    with a hash clash) are tokenized in Python. Returns ``(class_count, docs, tokens,
+    None, runs)`` (see :func:`tally_paths`)."""
+    from ..text.runs import CHUNK_BYTES
+
+    if into is None:
+        class_count, docs, tokens = new_tally(n_classes)
+    else:
+        class_count, docs, tokens = into[:3]
+        runs = into[6]
+    if runs is None:
+        from ..text.runs import RunTally
+
+        runs = RunTally.make(splitter, n_classes)
+    fast, fast_labels, texts, text_labels, others = [], [], [], [], []
+    for data, c in documents:
+        class_count[c] += 1
+        if runs is None or len(data) > CHUNK_BYTES:
+            others.append((decode(data), c))
+        elif data.isascii():
+            fast.append(data)
+            fast_labels.append(c)
+        else:
+            texts.append(decode(data))
+            text_labels.append(c)
+    if fast:
+        others.extend(runs.gather(fast, fast_labels))
+    if texts:
+        others.extend(runs.gather(texts, text_labels))
+    _tokenized(others, tokenize, docs, tokens)
+    return class_count, docs, tokens, None, runs
+
+
+def _tokenized(documents, tokenize, docs, tokens) -> None:
+    """Add ``(text, label)`` pairs, tokenized, to the Counters ``docs`` and ``tokens``
+    (by class); a text may still be ASCII bytes (any ASCII-compatible encoding, which
+    a splitter needs, decodes them as ASCII does)."""
+    for text, c in documents:
+        tokens_of = tokenize(text if isinstance(text, str) else text.decode("ascii"))
+        tokens[c].update(tokens_of)
+        docs[c].update(set(tokens_of))
+
+
+def settle(part, tokenize) -> None:
+    """Count what the run tally of a :func:`tally_paths` result still gathers (see
+    :meth:`nbclass.text.runs.RunTally.gather`); what it gives back is tokenized into the
+    part's Counters. Call before :func:`pack`."""
+    if len(part) > 6 and part[6] is not None:
+        _tokenized(part[6].flush(), tokenize, part[1], part[2])
+
+
+def tally_part(
+    paths, labels, n_classes: int, tokenizer: TokenizerSettings, start: int, ledger: bool = False,
+    policy: ReadPolicy = DEFAULT_POLICY,
+):  # fmt: skip
+    """A worker's unit of work: ``(start, end, packed tally)`` of ``paths`` (corpus[start:end]).
+
+    The tally is :func:`pack`-ed, so that sending it back and adding it are cheap.
+    """
+    tokenize = make_tokenizer(tokenizer)
+    splitter = None if ledger else ascii_splitter(tokenizer, policy.encoding)
+    part = tally_paths(paths, labels, n_classes, tokenize, ledger, policy, splitter=splitter)
+    settle(part, tokenize)
+    return start, start + len(paths), pack(part)
+
+
+def combine(*parts: tuple) -> tuple:
+    """The sum of tallies ``(classes, packed)`` (class names, and a :func:`pack`-ed tally
+    over them), in the same form: the merge step of a reduction on a Dask cluster.
+
+    Classes are matched by name: when every part has the same classes, in the same
+    order, the sum keeps them; otherwise it has the sorted union. Words are matched by
+    name too; the sum's words are sorted, and its cells are grouped by class as
+    :func:`pack` makes them, one per (word, class) pair, with the counts added. Ledger
+    entries are concatenated (their class indices renumbered), sampled words of hashed
+    columns merged, read logs merged. Counts are integers, so any grouping of the parts
+    gives the same sum.
+
+    >>> a = ("ab", pack(tally([["x", "y"], ["y"]], [0, 1], 2)))
+    >>> b = ("b", pack(tally([["y", "z", "z"]], [0], 1)))
+    >>> classes, packed = combine(a, b)
+    >>> classes, packed[0], packed[1].split("\\x00"), packed[2].tolist()
+    (('a', 'b'), [1, 2], ['x', 'y', 'z'], [2, 2])
+    >>> packed[3].tolist(), packed[4].tolist(), packed[5].tolist()
+    ([0, 1, 1, 2], [1, 1, 2, 1], [1, 1, 2, 2])
+    """
+    import numpy as np
+
+    named = [tuple(names) for names, _ in parts]
+    if all(names == named[0] for names in named):
+        classes = named[0]
+    else:
+        classes = tuple(sorted(set().union(*named)))
+    at_class = {name: c for c, name in enumerate(classes)}
+    word_lists = [packed[1].split("\x00") if packed[1] else [] for _, packed in parts]
+    words = sorted(set().union(*word_lists))
+    index = dict(zip(words, range(len(words))))
+    C, V = len(classes), max(1, len(words))
+    class_count = [0] * C
+    keys, doc_counts, token_counts = [], [], []
+    entries = seen = None
+    log = ReadLog()
+    for names, (_, packed), listed in zip(named, parts, word_lists):
+        columns = np.array([at_class[name] for name in names], dtype=np.int64)
+        for c, n in zip(columns.tolist(), packed[0]):
+            class_count[c] += int(n)
+        at = np.fromiter(map(index.__getitem__, listed), dtype=np.int64, count=len(listed))
+        column = np.repeat(columns, np.asarray(packed[2], dtype=np.int64))
+        keys.append(column * V + at[np.asarray(packed[3], dtype=np.int64)])
+        doc_counts.append(np.asarray(packed[4], dtype=np.int64))
+        token_counts.append(np.asarray(packed[5], dtype=np.int64))
+        rest = (*packed[6:9], None, None, None)[:3]  # entries, seen, log (if any)
+        if rest[0] is not None:
+            mapped = columns.tolist()
+            entries = entries if entries is not None else []
+            entries.extend((key, mapped[c], bag) for key, c, bag in rest[0])
+        if rest[1]:
+            from ..text.hashing import add_representative
+
+            seen = seen if seen is not None else {}
+            for column_name, sample in rest[1].items():
+                for key, word in sample:
+                    add_representative(seen, column_name, key, word)
+        log.add(rest[2])
+    key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.int64)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else key
+    sums = []
+    for values in (doc_counts, token_counts):
+        values = np.concatenate(values)[order] if key.size else key
+        sums.append(np.add.reduceat(values, first) if key.size else values)
+    unique = key[first]
+    lengths = np.bincount(unique // V, minlength=C).astype(np.int64)
+    packed = (
+        class_count, "\x00".join(words), *map(narrow, (lengths, unique % V, *sums)),
+        entries, seen, log,
+    )  # fmt: skip
+    return classes, packed

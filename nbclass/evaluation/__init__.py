@@ -1,0 +1,2 @@
+"""Evaluation: judging models on labelled documents (evaluate, cv, check, diff).
+"""

@@ -1,0 +1,587 @@
+"""Judging models on labelled documents: evaluate, cross-validate, check, diff.
+
+A test corpus is laid out like a training corpus (one subfolder per class). Its classes
+need not be the model's:
+
+- a test class the model does not know is added to the labels after the model's classes;
+  its documents can never be predicted right, so they count as errors in the accuracy,
+  the F1 scores and the confusion matrix, but they are left out of the probabilistic
+  metrics (log loss, Brier score, calibration), which need p(true class | x) and the
+  model gives no probability to a class it never saw;
+- a model class missing from the test corpus has support 0; it enters the macro average
+  only if some document is predicted as it (scikit-learn's default label set: labels
+  that are true or predicted).
+
+Cross-validation counts each fold once; the training counts of fold k are the total
+minus fold k's counts (counts are additive), which are exactly the counts a refit on the
+other folds would give (the tests compare, with :meth:`Counts.equals`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..counting.counts import Counts, count_corpus, count_texts, merge, subtract
+from ..defaults import DEFAULT_FOLDS, DEFAULT_SEED
+from ..errors import NbclassError, UsageError
+from ..models import metrics
+from ..models.estimators import DEFAULTS, EstimatorSettings
+from ..models.learning import corpus_sample
+from ..models.model import BATCH_SIZE, Classifier, Model, VocabularyFilter, with_choice
+from ..models.tablemodel import TableClassifier, TableModel
+from ..reading.corpus import Corpus, read_text, stratified_folds
+from ..reading.policy import DEFAULT_POLICY, ReadPolicy
+from ..reading.table import Table
+from ..text.tokenizer import TokenizerSettings
+
+
+def score_paths(
+    classifier: Classifier, paths: Sequence[str], policy: ReadPolicy = DEFAULT_POLICY,
+    texts: Sequence[str] | None = None,
+) -> np.ndarray:  # fmt: skip
+    """log p(y = c | x) of the documents at ``paths``, ndarray of shape (n, C).
+
+    Every document must be readable under ``policy`` (see
+    :func:`nbclass.reading.corpus.readable`): one that is not now is an error. With ``texts``
+    (the documents, read already), nothing is read.
+    """
+    rows = [np.empty((0, len(classifier.classes)))]
+    for start in range(0, len(paths), BATCH_SIZE):
+        if texts is None:
+            batch = [read_text(p, policy) for p in paths[start : start + BATCH_SIZE]]
+        else:
+            batch = list(texts[start : start + BATCH_SIZE])
+        rows.append(classifier.predict(batch).log_proba)
+    return np.vstack(rows)
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluation:
+    """A model's predictions on labelled documents and every metric derived from them.
+
+    Attributes
+    ----------
+    labels : list of str, length L
+        The model's classes (in its order) then the test classes it does not know (sorted).
+    n_model_classes : int
+        C; labels ``0..C-1`` are the model's classes.
+    y_true : ndarray of shape (n,)
+        Index into ``labels`` of each document's class.
+    log_proba : ndarray of shape (n, C)
+        The model's log posterior of each document.
+    """
+
+    labels: list[str]
+    n_model_classes: int
+    y_true: np.ndarray
+    log_proba: np.ndarray
+    bins: int = metrics.ECE_BINS
+
+    @cached_property
+    def y_pred(self) -> np.ndarray:
+        """Predicted label per document, shape (n,); −1 when every class is impossible.
+
+        Ties go to the first class in the model's order, as in ``predict``.
+        """
+        if self.log_proba.shape[0] == 0:
+            return np.zeros(0, dtype=np.int64)
+        best = self.log_proba.argmax(axis=1)
+        best[np.isneginf(self.log_proba.max(axis=1))] = -1
+        return best
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.y_true.size)
+
+    @cached_property
+    def confusion(self) -> np.ndarray:
+        """M[t, p], ndarray of shape (L, L)."""
+        return metrics.confusion_matrix(self.y_true, self.y_pred, len(self.labels))
+
+    @cached_property
+    def per_class(self) -> metrics.ClassMetrics:
+        support = np.bincount(self.y_true, minlength=len(self.labels))
+        return metrics.class_metrics(self.confusion, support)
+
+    @property
+    def accuracy(self) -> float:
+        return metrics.accuracy(self.confusion, self.n_docs)
+
+    @property
+    def macro_f1(self) -> float:
+        return metrics.macro_f1(self.per_class)
+
+    @property
+    def micro_f1(self) -> float:
+        return metrics.micro_f1(self.per_class)
+
+    @cached_property
+    def known(self) -> np.ndarray:
+        """Documents whose class the model knows, bool of shape (n,)."""
+        return self.y_true < self.n_model_classes
+
+    @property
+    def unknown_classes(self) -> list[str]:
+        return self.labels[self.n_model_classes :]
+
+    @property
+    def missing_classes(self) -> list[str]:
+        """Model classes with no document in the test corpus."""
+        support = self.per_class.support
+        return [self.labels[c] for c in range(self.n_model_classes) if support[c] == 0]
+
+    @property
+    def log_loss(self) -> float:
+        rows = np.flatnonzero(self.known)
+        return metrics.log_loss(self.log_proba[rows, self.y_true[rows]])
+
+    @property
+    def brier_score(self) -> float:
+        return metrics.brier_score(np.exp(self.log_proba[self.known]), self.y_true[self.known])
+
+    @cached_property
+    def calibration(self) -> metrics.Calibration:
+        known = self.known
+        confidence = np.exp(self.log_proba[known].max(axis=1)) if known.any() else np.zeros(0)
+        correct = self.y_pred[known] == self.y_true[known]
+        return metrics.calibration(confidence, correct, self.bins)
+
+    @property
+    def ece(self) -> float:
+        return self.calibration.ece
+
+    def summary(self) -> dict[str, float]:
+        """The headline metrics."""
+        return {
+            "accuracy": self.accuracy,
+            "macro_f1": self.macro_f1,
+            "micro_f1": self.micro_f1,
+            "log_loss": self.log_loss,
+            "brier_score": self.brier_score,
+            "ece": self.ece,
+        }
+
+    def to_dict(self) -> dict:
+        """Everything, as plain data (``nbclass evaluate --format json``)."""
+        pc = self.per_class
+        cal = self.calibration
+        return {
+            "documents": self.n_docs,
+            "labels": list(self.labels),
+            "unknown_classes": self.unknown_classes,
+            "missing_classes": self.missing_classes,
+            "no_label": int(np.sum(self.y_pred < 0)),
+            **self.summary(),
+            "probabilistic_documents": int(self.known.sum()),
+            "per_class": {
+                label: {
+                    "precision": float(pc.precision[i]),
+                    "recall": float(pc.recall[i]),
+                    "f1": float(pc.f1[i]),
+                    "support": int(pc.support[i]),
+                    "predicted": int(pc.predicted[i]),
+                }
+                for i, label in enumerate(self.labels)
+            },
+            "confusion_matrix": self.confusion.tolist(),
+            "calibration": [
+                {
+                    "low": float(cal.edges[b]),
+                    "high": float(cal.edges[b + 1]),
+                    "count": int(cal.count[b]),
+                    "confidence": float(cal.confidence[b]),
+                    "accuracy": float(cal.accuracy[b]),
+                }
+                for b in range(len(cal.count))
+            ],
+        }
+
+
+def evaluation_of(
+    classifier: Classifier, paths: Sequence[str], class_names: Sequence[str],
+    policy: ReadPolicy = DEFAULT_POLICY, texts: Sequence[str] | None = None,
+) -> Evaluation:  # fmt: skip
+    """Score the documents at ``paths`` (or ``texts``, when given), whose true classes are
+    ``class_names``."""
+    classes = list(classifier.classes)
+    unknown = sorted(set(class_names) - set(classes))
+    labels = classes + unknown
+    at = {label: i for i, label in enumerate(labels)}
+    y_true = np.array([at[name] for name in class_names], dtype=np.int64)
+    log_proba = score_paths(classifier, paths, policy, texts)
+    return Evaluation(labels, len(classes), y_true, log_proba)
+
+
+def evaluate(
+    model: Model, settings: EstimatorSettings, corpus: Corpus,
+    policy: ReadPolicy = DEFAULT_POLICY,
+) -> Evaluation:  # fmt: skip
+    """Evaluate ``model`` on a labelled test corpus, read under ``policy`` (files) or held
+    in memory (``corpus.texts``)."""
+    names = [corpus.classes[i] for i in corpus.labels]
+    classifier = Classifier(model, settings)
+    return evaluation_of(classifier, corpus.paths, names, policy, corpus.texts)
+
+
+# --- cross-validation -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class CrossValidation:
+    """The evaluations of every fold, and the learning curve if asked for.
+
+    Attributes
+    ----------
+    folds : list of ndarray
+        Indices of the test documents of each fold.
+    evaluations : list of Evaluation
+        Fold k's model (trained on the other folds) on fold k.
+    curve : list of (list of int, list of float)
+        For m = 1 .. k−1 training folds: per test fold, the training documents and the
+        accuracy (empty unless asked for).
+    """
+
+    folds: list[np.ndarray]
+    evaluations: list[Evaluation]
+    curve: list[tuple[list[int], list[float]]]
+
+    def metric(self, name: str) -> np.ndarray:
+        """One metric per fold, shape (k,)."""
+        return np.array([ev.summary()[name] for ev in self.evaluations])
+
+    def summary(self) -> dict[str, dict]:
+        """Per metric: mean, standard deviation (n − 1 denominator), min, max, per fold."""
+        out = {}
+        for name in self.evaluations[0].summary():
+            values = self.metric(name)
+            out[name] = {
+                "mean": float(values.mean()),
+                "std": float(values.std(ddof=1)),
+                "min": float(values.min()),
+                "max": float(values.max()),
+                "folds": values.tolist(),
+            }
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "folds": len(self.folds),
+            "fold_documents": [int(f.size) for f in self.folds],
+            "metrics": self.summary(),
+            "learning_curve": [
+                {
+                    "training_folds": m + 1,
+                    "training_documents": sizes,
+                    "accuracy": accuracies,
+                    "accuracy_mean": float(np.mean(accuracies)),
+                    "accuracy_std": float(np.std(accuracies, ddof=1)),
+                }
+                for m, (sizes, accuracies) in enumerate(self.curve)
+            ],
+        }
+
+
+def cross_validate(
+    corpus: Corpus,
+    tokenizer: TokenizerSettings,
+    vocabulary_filter: VocabularyFilter,
+    settings: EstimatorSettings | None,
+    k: int = DEFAULT_FOLDS,
+    seed: int = DEFAULT_SEED,
+    learning_curve: bool = False,
+    jobs: int = 1,
+    policy: ReadPolicy = DEFAULT_POLICY,
+) -> CrossValidation:
+    """Stratified k-fold cross-validation, counting each document once.
+
+    Fold k's counts C_k are taken once; the training counts of fold k are
+    ``subtract(merge(C_1..C_k), C_k)``, exactly the counts of a refit on the other folds
+    (counts are additive). The learning curve trains fold k's models on the m folds that
+    follow it (k+1, …, k+m, cyclically) for m = 1 … k−1: training sets of about
+    m/k of the corpus, each a sum of fold counts, nothing re-read. A corpus held in memory
+    (``corpus.texts``, from labelled lines) is counted from its texts.
+
+    ``settings`` None evaluates what ``fit --model auto`` does: each training set chooses
+    its own settings and calibration (:func:`nbclass.models.model.with_choice`) from a sample of
+    its own documents, read again for that; the test fold is never among them.
+    """
+    folds = stratified_folds(corpus, k, seed)
+    paths, labels, texts = corpus.paths, corpus.labels, corpus.texts
+    parts = []
+    for f in folds:
+        fold_labels = [labels[i] for i in f]
+        if texts is None:
+            fold_paths = [paths[i] for i in f]
+            parts.append(
+                count_corpus(
+                    fold_paths, fold_labels, corpus.classes, tokenizer, jobs, policy=policy
+                )
+            )
+        else:
+            fold_texts = [texts[i] for i in f]
+            parts.append(count_texts(fold_texts, fold_labels, corpus.classes, tokenizer))
+    total = merge(*parts)
+    evaluations, per_fold_curve = [], []
+
+    def judge(counts: Counts, training: list[int], test: np.ndarray) -> Evaluation:
+        model = Model(counts, tokenizer, vocabulary_filter, settings or DEFAULTS)
+        if settings is None:
+            model = with_choice(model, corpus_sample(corpus.subset(training), policy))
+        classifier = Classifier(model, model.defaults, calibration=model.calibration)
+        names = [corpus.classes[labels[j]] for j in test]
+        test_texts = None if texts is None else [texts[j] for j in test]
+        return evaluation_of(classifier, [paths[j] for j in test], names, policy, test_texts)
+
+    for i, f in enumerate(folds):
+        others = [j for step in range(1, k) for j in folds[(i + step) % k].tolist()]
+        evaluations.append(judge(subtract(total, parts[i]), others, f))
+        if learning_curve:
+            points = []
+            for m in range(1, k - 1):
+                counts = merge(*(parts[(i + 1 + step) % k] for step in range(m)))
+                training = [j for step in range(m) for j in folds[(i + 1 + step) % k].tolist()]
+                points.append((counts.n_docs, judge(counts, training, f).accuracy))
+            points.append((total.n_docs - int(f.size), evaluations[-1].accuracy))
+            per_fold_curve.append(points)
+    curve = [
+        ([per_fold_curve[i][m][0] for i in range(k)], [per_fold_curve[i][m][1] for i in range(k)])
+        for m in range(k - 1 if learning_curve else 0)
+    ]
+    return CrossValidation(folds, evaluations, curve)
+
+
+# --- check: the gate before a new model replaces the old one ----------------------------------
+
+CHECKED = ("accuracy", "macro_f1")
+ROUNDING = 1e-12  # differences of metrics computed in floating point
+
+
+@dataclass(frozen=True, eq=False)
+class Check:
+    """A new model against a baseline on the same test corpus.
+
+    Attributes
+    ----------
+    baseline, new : Evaluation
+    max_drop : float
+        Largest allowed fall of accuracy and of macro-F1 (baseline − new).
+    max_ece : float or None
+        Largest allowed expected calibration error of the new model.
+    """
+
+    baseline: Evaluation
+    new: Evaluation
+    max_drop: float
+    max_ece: float | None = None
+
+    @property
+    def failures(self) -> list[str]:
+        """What fails, in words; empty when the new model passes."""
+        out = []
+        old, new = self.baseline.summary(), self.new.summary()
+        for name in CHECKED:
+            drop = old[name] - new[name]
+            if drop > self.max_drop + ROUNDING:
+                out.append(
+                    f"{name} fell by {drop:.4f} ({old[name]:.4f} -> {new[name]:.4f}), "
+                    f"more than --max-drop {self.max_drop}"
+                )
+        if self.max_ece is not None and new["ece"] > self.max_ece + ROUNDING:
+            out.append(f"ece {new['ece']:.4f} is above --max-ece {self.max_ece}")
+        return out
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def to_dict(self) -> dict:
+        old, new = self.baseline.summary(), self.new.summary()
+        return {
+            "passed": self.passed,
+            "failures": self.failures,
+            "max_drop": self.max_drop,
+            "max_ece": self.max_ece,
+            "documents": self.new.n_docs,
+            "metrics": {
+                name: {"baseline": old[name], "new": new[name], "change": new[name] - old[name]}
+                for name in old
+            },
+        }
+
+
+def check(
+    new: Model,
+    baseline: Model,
+    corpus: Corpus,
+    max_drop: float,
+    max_ece: float | None = None,
+    overrides: dict | None = None,
+    policy: ReadPolicy = DEFAULT_POLICY,
+) -> Check:
+    """Evaluate both models on ``corpus``, each under its own defaults plus ``overrides``."""
+    if max_drop < 0:
+        raise UsageError(f"--max-drop {max_drop} must be 0 or more")
+    if max_ece is not None and not 0 <= max_ece <= 1:
+        raise UsageError(f"--max-ece {max_ece} must be between 0 and 1")
+    overrides = overrides or {}
+
+    def judge(model: Model) -> Evaluation:
+        settings = model.defaults.combined(**overrides)
+        return evaluate(model, settings, corpus, policy)
+
+    return Check(judge(baseline), judge(new), max_drop, max_ece)
+
+
+# --- diff: what changed between two models ------------------------------------------------------
+
+
+def class_log_odds(counts: Counts) -> np.ndarray:
+    """log θ_jc − log θ_j,rest per word and class, ndarray of shape (V, C).
+
+    θ is the multinomial posterior mean with β = 1 over the counts' V words; "rest" pools
+    the tokens of every other class. A positive value means word j is more frequent in
+    class c than in the others: the weight it adds to c against the rest.
+    """
+    T = counts.token_count.astype(float)
+    V = T.shape[0]
+    T_c = T.sum(axis=0)
+    rest = T.sum(axis=1, keepdims=True) - T
+    T_rest = T_c.sum() - T_c
+    return (np.log(T + 1) - np.log(T_c + V)) - (np.log(rest + 1) - np.log(T_rest + V))
+
+
+def _on_vocabulary(counts: Counts, vocabulary: Sequence[str], c: int) -> np.ndarray:
+    """T_jc of class c over ``vocabulary`` (0 for words ``counts`` lacks), shape (U,)."""
+    at = {w: j for j, w in enumerate(vocabulary)}
+    out = np.zeros(len(vocabulary))
+    rows = np.array([at[w] for w in counts.vocabulary], dtype=np.int64)
+    out[rows] = counts.token_count[:, c]
+    return out
+
+
+def kl_divergence(T_new: np.ndarray, T_old: np.ndarray) -> float:
+    """KL(θ_new ‖ θ_old) in nats, θ = (T_j + 1) / (Σ T + U) over the same U words.
+
+    Smoothing with β = 1 gives every word a probability in both, so the divergence is
+    finite; it is 0 when the two classes have the same word counts.
+    """
+    U = T_new.size
+    log_new = np.log(T_new + 1) - np.log(T_new.sum() + U)
+    log_old = np.log(T_old + 1) - np.log(T_old.sum() + U)
+    return float(np.sum(np.exp(log_new) * (log_new - log_old)))
+
+
+@dataclass(frozen=True, eq=False)
+class ModelDiff:
+    """What changed from model A (old) to model B (new), over the words each uses.
+
+    Attributes
+    ----------
+    old, new : Counts
+        The models' active counts.
+    k : int
+        Words listed per class and new words listed.
+    """
+
+    old: Counts
+    new: Counts
+    k: int = 5
+
+    def to_dict(self) -> dict:
+        a, b, k = self.old, self.new, self.k
+        classes_a, classes_b = set(a.classes), set(b.classes)
+        common = [c for c in b.classes if c in classes_a]
+        words_a, words_b = set(a.vocabulary), set(b.vocabulary)
+        added = sorted(words_b - words_a)
+        union = sorted(words_a | words_b)
+        shared = sorted(words_a & words_b)
+        tokens_b = dict(zip(b.vocabulary, b.token_count.sum(axis=1).tolist()))
+        frequent_new = sorted(added, key=lambda w: (-tokens_b[w], w))[:k]
+        row_a = {w: j for j, w in enumerate(a.vocabulary)}
+        row_b = {w: j for j, w in enumerate(b.vocabulary)}
+        lo_a, lo_b = class_log_odds(a), class_log_odds(b)
+        ia = np.array([row_a[w] for w in shared], dtype=np.int64)
+        ib = np.array([row_b[w] for w in shared], dtype=np.int64)
+        docs_a = dict(zip(a.classes, a.class_count.tolist()))
+        docs_b = dict(zip(b.classes, b.class_count.tolist()))
+        per_class = {}
+        for name in sorted(classes_a | classes_b):
+            entry = {"documents_old": docs_a.get(name, 0), "documents_new": docs_b.get(name, 0)}
+            if name in common:
+                ca, cb = a.classes.index(name), b.classes.index(name)
+                entry["kl"] = kl_divergence(
+                    _on_vocabulary(b, union, cb), _on_vocabulary(a, union, ca)
+                )
+                old_lo, new_lo = lo_a[ia, ca], lo_b[ib, cb]
+                change = new_lo - old_lo
+                order = np.argsort(-np.abs(change), kind="stable")[:k]  # ties: alphabetical
+                entry["moved"] = [
+                    {
+                        "word": shared[j],
+                        "old": float(old_lo[j]),
+                        "new": float(new_lo[j]),
+                        "change": float(change[j]),
+                    }
+                    for j in order.tolist()
+                ]
+            per_class[name] = entry
+        return {
+            "documents": {"old": a.n_docs, "new": b.n_docs},
+            "classes_added": sorted(classes_b - classes_a),
+            "classes_removed": sorted(classes_a - classes_b),
+            "vocabulary": {
+                "old": len(a.vocabulary),
+                "new": len(b.vocabulary),
+                "added": len(added),
+                "removed": len(words_a - words_b),
+                "frequent_new_words": frequent_new,
+            },
+            "classes": per_class,
+        }
+
+
+def diff(old: Model, new: Model, k: int = 5) -> ModelDiff:
+    """Compare two models' counts over the words each one uses."""
+    if k < 1:
+        raise UsageError(f"-k {k} must be at least 1")
+    return ModelDiff(old.active_counts, new.active_counts, k)
+
+
+# --- tables ---------------------------------------------------------------------------------
+
+
+def evaluate_table(model: TableModel, settings: EstimatorSettings, table: Table) -> Evaluation:
+    """Evaluate a table model (:mod:`nbclass.models.tablemodel`) on a labelled table.
+
+    The true class of each row is in the model's label column; a row without one is an
+    :class:`NbclassError` naming it. Rows are scored in batches, exactly as ``predict
+    --table`` scores them.
+    """
+    if model.label not in table.columns:
+        raise NbclassError(
+            f"{table.path!r} has no column {model.label!r}, the model's label: evaluation "
+            "needs the true class of every row"
+        )
+    k = table.columns.index(model.label)
+    names = []
+    for number, row in enumerate(table.rows, start=1):
+        if row[k] is None:
+            raise NbclassError(
+                f"{table.path!r} row {number} has no label in column {model.label!r}: fill it "
+                "in or remove the row"
+            )
+        names.append(str(row[k]))
+    classifier = TableClassifier(model, settings)
+    classes = list(classifier.classes)
+    labels = classes + sorted(set(names) - set(classes))
+    at = {label: i for i, label in enumerate(labels)}
+    y_true = np.array([at[name] for name in names], dtype=np.int64)
+    records = [dict(zip(table.columns, row)) for row in table.rows]
+    parts = [np.empty((0, len(classes)))]
+    for start in range(0, len(records), BATCH_SIZE):
+        parts.append(classifier.predict(records[start : start + BATCH_SIZE]).log_proba)
+    return Evaluation(labels, len(classes), y_true, np.vstack(parts))

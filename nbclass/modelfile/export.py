@@ -1,0 +1,140 @@
+"""A model as a linear function of document features, readable without nbclass.
+
+Naive Bayes is a generalized linear model (seed 004): for the multinomial, Bernoulli,
+complement and Poisson models, and every transform, predict's probabilities are
+
+    p(c | x) = softmax_c(f(x) W + b)
+
+with f(x) the document's features (counts or presences, then log(1 + x), idf and the
+length normalisation), W of shape (V, C) and b of shape (C,). DCM adds a per-class
+length term: f(x) W + b − lnΓ(s_c + n), n the document's in-vocabulary tokens, with
+f(x) its word presences. An export holds what scoring needs: the tokenizer settings, the
+vocabulary, W, b, the transform, DCM's s_c, and the calibration fit chose with the
+settings (null for a named formula): when present, {"t0", "t1"}, the scores are divided by
+T(x) = exp(t0 + t1 log(1 + n)) before the softmax, n the document's in-vocabulary tokens.
+
+Two files of the same content: JSON (one object) and NPZ (``numpy.savez_compressed``: the arrays
+``vocabulary``, ``classes``, ``weights``, ``bias`` and, when there are any, ``idf`` and
+``concentration``, plus ``header``, the JSON of the other fields; nothing pickled).
+``docs/export.md`` gives a reference scorer.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from ..errors import NbclassError
+from ..models.estimators import Calibration, EstimatorSettings
+from ..models.model import Classifier, Model
+
+FORMAT = "nbclass-export"
+VERSION = 1
+EXPORTED = "multinomial, bernoulli, complement, poisson and dcm"
+
+
+def export_data(
+    model: Model, settings: EstimatorSettings, calibration: Calibration | None = None
+) -> dict:
+    """What an export holds, as plain data (numpy arrays for W, b, idf, s_c), with the
+    ``calibration`` predict applies to these settings, if any.
+
+    Raises
+    ------
+    NbclassError
+        For a setting whose scores are not f(x) W + b (plus DCM's length term): the
+        exact predictives, a model with hashed columns (its tokens are column names), or
+        weights that are not finite (``--estimator mle``).
+    """
+    if settings.estimator == "predictive" and settings.model in ("multinomial", "poisson"):
+        raise NbclassError(
+            f"export writes linear models ({EXPORTED}); --estimator predictive of --model "
+            f"{settings.model} is not linear in the counts: export with --estimator "
+            "posterior-mean"
+        )
+    if model.tokenizer.hash_features is not None:
+        raise NbclassError(
+            "export needs a model of words; this one hashes tokens into columns "
+            "(--hash-features): fit without it to export"
+        )
+    scorer = Classifier(model, settings).scorer
+    weights, bias = np.asarray(scorer.weights), np.asarray(scorer.bias)
+    if getattr(scorer, "required", None) is not None or not (
+        np.isfinite(weights).all() and np.isfinite(bias).all()
+    ):
+        raise NbclassError(
+            "export needs finite weights; under --estimator mle a word unseen in a class "
+            "(or seen in all its documents) rules the class out: export with --estimator "
+            "posterior-mean or map"
+        )
+    counts = model.active_counts
+    concentration = getattr(scorer, "concentration", None)
+    idf = getattr(scorer, "idf", None)
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "classes": list(counts.classes),
+        "settings": settings.to_dict(),
+        "tokenizer": {
+            "lowercase": model.tokenizer.lowercase,
+            "token_pattern": model.tokenizer.token_pattern,
+            "ngram_range": list(model.tokenizer.ngram_range),
+            "stop_words": list(model.tokenizer.stop_words),
+        },
+        "transform": {
+            "binary": bool(scorer.binary),
+            "tf": getattr(scorer, "tf", "raw"),
+            "length_norm": bool(getattr(scorer, "length_norm", False)),
+        },
+        "calibration": None
+        if calibration is None
+        else {"t0": calibration.t0, "t1": calibration.t1},
+        "vocabulary": list(counts.vocabulary),
+        "weights": weights,
+        "bias": bias,
+        "idf": None if idf is None else np.asarray(idf),
+        "concentration": None if concentration is None else np.asarray(concentration),
+    }
+
+
+ARRAYS = ("vocabulary", "classes", "weights", "bias", "idf", "concentration")
+
+
+def json_bytes(data: dict) -> bytes:
+    """The export as one JSON object (arrays as lists, numbers in full), UTF-8."""
+    plain = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in data.items()}
+    return (json.dumps(plain, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
+
+
+def npz_bytes(data: dict) -> bytes:
+    """The export as ``numpy.savez_compressed`` writes it: arrays of numbers and of str
+    only, so numpy loads it with ``allow_pickle=False``."""
+    import io
+
+    header = {k: v for k, v in data.items() if k not in ARRAYS}
+    arrays = {
+        "header": np.array(json.dumps(header, ensure_ascii=False, allow_nan=False)),
+        "vocabulary": np.array(data["vocabulary"], dtype=str),
+        "classes": np.array(data["classes"], dtype=str),
+        "weights": data["weights"],
+        "bias": data["bias"],
+    }
+    for name in ("idf", "concentration"):
+        if data[name] is not None:
+            arrays[name] = data[name]
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def export(
+    model: Model, settings: EstimatorSettings, path: str, fmt: str = "json",
+    calibration: Calibration | None = None,
+) -> int:  # fmt: skip
+    """Write the export of ``model`` under ``settings`` (and ``calibration``) to ``path``
+    (atomically, as model files are written); returns the bytes written."""
+    from .textfile import write_atomic
+
+    data = export_data(model, settings, calibration)
+    return write_atomic(json_bytes(data) if fmt == "json" else npz_bytes(data), path)

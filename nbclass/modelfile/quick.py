@@ -1,0 +1,385 @@
+"""One document without numpy: its posterior read straight from the model file.
+
+``nbclass predict`` with a single document (a cron job piping one ticket in) spends most
+of its time starting up: importing numpy and scipy takes far longer than scoring a few
+hundred words. This module scores one document with the standard library alone. It reads
+the model file through :mod:`nbclass.modelfile.fileformat` (every checksum and size checked), finds
+the document's words by binary search in the sorted vocabulary, reads only their rows of
+counts, and takes the per-class totals it needs from the file's derived sections (T_c
+and the histograms of D_jc over the used words).
+
+The formulas are the shared ones of :mod:`nbclass.models.estimators`, evaluated in the same
+order as the batch path (:mod:`nbclass.models.posterior`): a word's weight is
+log θ_jc (multinomial) or log θ_jc − log(1 − θ_jc) (Bernoulli), summed over the
+document's words in vocabulary order and added to the same per-class constant. The
+results agree with the batch path to the last few bits (numpy's and the C library's
+logarithms may round differently); the tests compare them.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections import Counter
+
+from ..errors import ModelFileError
+from ..models.estimators import (
+    EstimatorSettings,
+    bernoulli_absent_total,
+    bernoulli_fraction,
+    class_prior_fraction,
+    log_ratio,
+    multinomial_fraction,
+)
+from ..models.poisson import negative_binomial_length_term, poisson_fraction, poisson_rate_total
+from . import header as checked
+from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, read, refuse
+
+
+class QuickModel:
+    """A model file opened for scoring single documents.
+
+    Attributes
+    ----------
+    classes : list of str
+    defaults : EstimatorSettings
+    calibration : Calibration or None
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        # Every CRC is checked (a flipped bit anywhere is refused, ledger included); only
+        # the sections used are looked at.
+        header, sections = parse(read(path), path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+        try:
+            # Field by field, as the full loader reads them (nbclass.modelfile.header).
+            self.classes = checked.classes(header)
+            self.tokenizer, self.tokenize = checked.tokenizer(header)
+            self.defaults = checked.defaults(header)
+            self.n_used = int(header["n_used"])
+            V, C = int(header["n_features"]), len(self.classes)
+            s = sections
+            self.blob, self.offsets = s["vocabulary"].tobytes(), s["vocabulary_offsets"]
+            self.class_count = s["class_count"].tolist()
+            self.class_tokens = s["class_tokens"].tolist()
+            self.word_ptr, self.class_index = s["word_ptr"], s["class_index"]
+            self.doc_count, self.token_count = s["doc_count"], s["token_count"]
+            self.used = s["used"]
+            self.prepared = checked.prepared(header, C, self.defaults)
+            self.calibration = checked.calibration(header)
+            self.typicality = header.get("typicality")
+            hist_ptr = s["histogram_ptr"].tolist()
+            self._histogram_sections = (hist_ptr, s["histogram_value"], s["histogram_count"])
+            if (
+                len(self.offsets) != V + 1
+                or len(self.word_ptr) != V + 1
+                or len(self.class_count) != C
+                or len(self.class_tokens) != C
+                or len(hist_ptr) != C + 1
+                or len(self.used) != (V + 7) // 8
+                or not _sizes_agree(s, header, V, C)
+            ):
+                raise ValueError("inconsistent section sizes")
+            if self.prepared is not None:
+                total = checked.transformed_total(self.prepared)
+                checked.check_beta(self.prepared, sum(self.class_tokens), total)
+        except ModelFileError:
+            raise
+        except Exception as exc:  # any malformed field: the same answer as the full loader
+            raise refuse(path, f"is not a valid nbclass model ({exc})") from None
+        if self.typicality is not None:  # kept only while it describes these counts
+            from ..models.novelty import quick_fingerprint, record_applies
+
+            counted = quick_fingerprint(self.class_count, self.class_tokens, self.n_used)
+            if not record_applies(self.typicality, self.defaults, counted):
+                self.typicality = None
+
+    def histogram(self, c: int) -> list[tuple[int, int]]:
+        """Class c's pairs (d, n): n used words have D_jc = d (Bernoulli scoring needs them)."""
+        ptr, values, counts = self._histogram_sections
+        return list(zip(values[ptr[c] : ptr[c + 1]], counts[ptr[c] : ptr[c + 1]]))
+
+    def _word(self, j: int) -> bytes:
+        return self.blob[self.offsets[j] : self.offsets[j + 1] - 1]
+
+    def _rows(self, text: str) -> list[tuple[int, int]]:
+        """(j, x_j) for the used vocabulary words of ``text``, j ascending.
+
+        The vocabulary is sorted by code point, which is the order of its UTF-8 bytes, so a
+        binary search over the encoded words finds each token without decoding them all.
+        """
+        used, rows, V, word_at = self.used, [], len(self.offsets) - 1, self._word
+        for token, n in Counter(self.tokenize(text)).items():
+            key = token.encode("utf-8")
+            j = bisect_left(range(V), key, key=word_at)
+            if j < V and word_at(j) == key and used[j >> 3] >> (j & 7) & 1:
+                rows.append((j, n))
+        rows.sort()
+        return rows
+
+    def known_tokens(self, text: str) -> tuple[int, int]:
+        """(known tokens, all tokens) of ``text``; known tokens are used vocabulary words."""
+        return sum(x for _, x in self._rows(text)), len(self.tokenize(text))
+
+    def _entries(self, j: int) -> dict[int, tuple[int, int]]:
+        """{c: (D_jc, T_jc)} for the classes where word j occurs."""
+        start, end = self.word_ptr[j], self.word_ptr[j + 1]
+        return {
+            self.class_index[k]: (self.doc_count[k], self.token_count[k])
+            for k in range(start, end)
+        }
+
+    def can_score(self, settings: EstimatorSettings) -> bool:
+        """Whether these settings need only the document's words and per-class numbers.
+
+        A fitted β, transformed class totals and normalised weights depend on every count:
+        the file's header keeps them for the model's default settings
+        (:class:`nbclass.models.textmodels.Prepared`), so those settings can be scored here, as
+        can every setting that needs none of them. DCM's concentrations are not kept: the
+        command line scores it, and any other setting, on the batch path instead, with the
+        same result.
+        """
+        if settings.model == "dcm":
+            return False
+        if settings.prior_fit or (
+            settings.model in ("multinomial", "complement") and settings.transformed
+        ):
+            return self.prepared is not None and self.prepared.settings == settings
+        return True
+
+    def joint_log_likelihood(self, text: str, settings: EstimatorSettings) -> list[float]:
+        """b_c = log π_c + log p(x | c) for each class."""
+        try:
+            return self._joint_log_likelihood(text, settings)
+        except (IndexError, ValueError, KeyError) as exc:
+            raise refuse(self.path, f"is not a valid nbclass model ({exc})") from None
+
+    def _joint_log_likelihood(self, text: str, s: EstimatorSettings) -> list[float]:
+        prepared = self.prepared
+        if prepared is not None and prepared.settings == s:
+            s = prepared.resolved()
+        else:
+            prepared = None
+        C, N_c = len(self.classes), self.class_count
+        N = sum(N_c)
+        log_pi = [log_ratio(*class_prior_fraction(n, N, C, s.estimator, s.alpha)) for n in N_c]
+        if not s.class_prior:
+            log_pi = [0.0] * C
+        rows = self._rows(text)
+        scores = [0.0] * C
+        if s.model in ("multinomial", "complement") and s.transformed:
+            return self._transformed(rows, s, prepared, log_pi)
+        if s.model == "poisson":
+            return self._poisson(rows, s, log_pi)
+        if s.model == "complement":
+            return [b + p for b, p in zip(self._complement(rows, s.beta[0]), log_pi)]
+        if s.model == "multinomial" and s.estimator == "predictive":
+            return self._polya(rows, s.beta[0], log_pi)
+        if s.model == "multinomial":
+            V, T_c = self.n_used, self.class_tokens
+            for j, x in rows:
+                entries = self._entries(j)
+                for c in range(C):
+                    T_jc = entries.get(c, (0, 0))[1]
+                    scores[c] += x * log_ratio(
+                        *multinomial_fraction(T_jc, T_c[c], V, s.estimator, s.beta[0])
+                    )
+            return [score + log_pi[c] for c, score in enumerate(scores)]
+        bias, required = [], []
+        for c in range(C):
+            total, certain = bernoulli_absent_total(self.histogram(c), N_c[c], s.estimator, s.beta)
+            bias.append(log_pi[c] + total)
+            required.append(certain)
+        present_certain = [0] * C
+        for j, _ in rows:
+            entries = self._entries(j)
+            for c in range(C):
+                D_jc = entries.get(c, (0, 0))[0]
+                present, absent, denominator = bernoulli_fraction(
+                    D_jc, N_c[c], s.estimator, s.beta
+                )
+                if denominator <= 0:
+                    weight = -math.inf
+                elif absent <= 0:  # θ_jc = 1: present contributes log 1 = 0
+                    weight = 0.0
+                    present_certain[c] += 1
+                else:
+                    weight = log_ratio(present, denominator) - log_ratio(absent, denominator)
+                scores[c] += weight
+        return [
+            -math.inf if present_certain[c] < required[c] else scores[c] + bias[c]
+            for c in range(C)
+        ]
+
+    def _complement(self, rows: list[tuple[int, int]], beta: float) -> list[float]:
+        """b_c = −Σ_j x_j log θ̃_jc, θ̃_jc = (T_j − T_jc + β) / (T − T_c + Vβ)."""
+        C, V, T_c = len(self.classes), self.n_used, self.class_tokens
+        T = sum(T_c)
+        scores = [0.0] * C
+        for j, x in rows:
+            entries = self._entries(j)
+            T_j = sum(t for _, t in entries.values())
+            for c in range(C):
+                T_jc = entries.get(c, (0, 0))[1]
+                scores[c] -= x * log_ratio(T_j - T_jc + beta, T - T_c[c] + V * beta)
+        return scores
+
+    def _transformed(self, rows, s: EstimatorSettings, prepared, log_pi) -> list[float]:
+        """b_c = bias_c + Σ_j t_j w_jc with the transforms of :mod:`nbclass.models.textmodels`.
+
+        t_j is the document's transformed count (log(1 + x_j), times idf_j, divided by the
+        length ‖t‖₂); S_jc the transformed training sums of the document's words, from
+        their D_jc and T_jc; the class totals and weight norms come from ``prepared``.
+        """
+        C, V = len(self.classes), self.n_used
+        totals = prepared.class_totals
+        N = sum(self.class_count)
+        beta = s.beta[0]
+        features, sums = [], []
+        for j, x in rows:
+            entries = self._entries(j)
+            t = math.log1p(x) if s.tf == "log" else float(x)
+            S_j = [0.0] * C
+            for c, (D_jc, T_jc) in entries.items():
+                S_j[c] = D_jc * math.log1p(T_jc / D_jc) if s.tf == "log" else float(T_jc)
+            if s.idf:
+                df = sum(D for D, _ in entries.values())
+                idf = math.log(N) - math.log(df) if N > 0 else 0.0
+                t *= idf
+                S_j = [v * idf for v in S_j]
+            features.append(t)
+            sums.append(S_j)
+        if s.norm in ("length", "both"):
+            length = math.sqrt(sum(t * t for t in features))
+            features = [t * (1.0 / length) if length > 0 else 0.0 for t in features]
+        scores = [0.0] * C
+        for t, S_j in zip(features, sums):
+            if s.model == "complement":
+                total = sum(S_j)
+                weights = [
+                    -log_ratio(total - S_j[c] + beta, totals[c] + V * beta) for c in range(C)
+                ]
+            else:
+                weights = [
+                    log_ratio(*multinomial_fraction(S_j[c], totals[c], V, s.estimator, beta))
+                    for c in range(C)
+                ]
+            if s.norm in ("weight", "both"):
+                norms = prepared.weight_norms
+                weights = [w / norms[c] if norms[c] > 0 else 0.0 for c, w in enumerate(weights)]
+            for c in range(C):
+                scores[c] += t * weights[c]
+        if s.norm in ("weight", "both"):
+            log_pi = [0.0] * C
+        return [score + log_pi[c] for c, score in enumerate(scores)]
+
+    def _gamma_ratios(self, rows: list[tuple[int, int]], beta: float) -> list[float]:
+        """Σ_j [lnΓ(a_jc + x_j) − lnΓ(a_jc)], a_jc = T_jc + β, per class: the words' part of
+        both exact predictives (Pólya and negative binomial)."""
+        words = [0.0] * len(self.classes)
+        for j, x in rows:
+            entries = self._entries(j)
+            for c in range(len(words)):
+                a = entries.get(c, (0, 0))[1] + beta
+                words[c] += math.lgamma(a + x) - math.lgamma(a)
+        return words
+
+    def _polya(self, rows: list[tuple[int, int]], beta: float, log_pi) -> list[float]:
+        """The Pólya predictive: Σ_j [lnΓ(a_jc + x_j) − lnΓ(a_jc)] − [lnΓ(A_c + n) − lnΓ(A_c)]."""
+        C, V, T_c = len(self.classes), self.n_used, self.class_tokens
+        words = self._gamma_ratios(rows, beta)
+        n = sum(x for _, x in rows)
+        scores = []
+        for c in range(C):
+            A = T_c[c] + V * beta
+            length = math.lgamma(A + n) - math.lgamma(A) if n else 0.0
+            scores.append(words[c] - length + log_pi[c])
+        return scores
+
+
+    def _poisson(self, rows: list[tuple[int, int]], s: EstimatorSettings, log_pi) -> list[float]:
+        """Poisson counts (:mod:`nbclass.models.poisson`): Σ_j x_j (log λ_jc − Λ_c) for the plug-in
+        estimators; the negative binomial predictive under ``predictive``."""
+        C, V, T_c, beta = len(self.classes), self.n_used, self.class_tokens, s.beta[0]
+        if s.estimator == "predictive":
+            scores = self._gamma_ratios(rows, beta)
+            n = sum(x for _, x in rows)
+            return [
+                scores[c] + negative_binomial_length_term(T_c[c] + V * beta, n) + log_pi[c]
+                for c in range(C)
+            ]
+        totals = [poisson_rate_total(T_c[c], V, s.estimator, beta) for c in range(C)]
+        scores = [0.0] * C
+        for j, x in rows:
+            entries = self._entries(j)
+            for c in range(C):
+                T_jc = entries.get(c, (0, 0))[1]
+                log_lambda = log_ratio(*poisson_fraction(T_jc, T_c[c], V, s.estimator, beta))
+                scores[c] += x * (log_lambda - totals[c])
+        return [score + log_pi[c] for c, score in enumerate(scores)]
+
+
+_COUNT_SECTIONS = (
+    "class_count", "doc_count", "token_count", "class_tokens", "histogram_value",
+    "histogram_count", "ledger_count",
+)  # fmt: skip
+
+
+def _sizes_agree(s: dict, header: dict, V: int, C: int) -> bool:
+    """Whether every section's length fits the others (the full loader checks far more).
+
+    Cheap (constant time, or one pass at C speed over the used-word bits, the hashed
+    columns' words or a 64-bit count section): the one-document path does not rebuild the
+    counts, but a section that holds something else (a pickle, an array of another shape)
+    has the wrong length, a negative count read as unsigned is at least 2^63, and the file
+    is refused as the full loader refuses it, not used half-read.
+    """
+    nnz = s["word_ptr"][V] if len(s["word_ptr"]) == V + 1 else -1
+    histogram_end = s["histogram_ptr"][C] if len(s["histogram_ptr"]) == C + 1 else -1
+    vocabulary_end = len(s["vocabulary"]) + 1 if V else 0
+    if (
+        len(s["class_index"]) != nnz
+        or len(s["doc_count"]) != nnz
+        or len(s["token_count"]) != nnz
+        or len(s["histogram_value"]) != histogram_end
+        or len(s["histogram_count"]) != histogram_end
+        or len(s["vocabulary_offsets"]) != V + 1
+        or s["vocabulary_offsets"][V] != vocabulary_end
+    ):
+        return False
+    if header["n_used"] != int.from_bytes(s["used"], "little").bit_count():
+        return False
+    for name in _COUNT_SECTIONS:  # stored in 64 bits only when huge: rarely scanned
+        view = s.get(name)
+        if view is not None and view.format == "Q" and len(view) and max(view) > 2**63 - 1:
+            raise ValueError("count too large (a negative count, read as unsigned?)")
+    if "ledger_ptr" in s:
+        n, ptr = header.get("ledger"), s["ledger_ptr"]
+        if (
+            not isinstance(n, int)
+            or len(s["ledger_digest"]) != 32 * n
+            or len(s["ledger_label"]) != n
+            or len(ptr) != n + 1
+            or ptr[n] != len(s["ledger_word"])
+            or len(s["ledger_count"]) != len(s["ledger_word"])
+        ):
+            return False
+    if "column_words_ptr" in s:
+        ptr = s["column_words_ptr"]
+        if len(ptr) != V + 1 or ptr[V] != s["column_words"].tobytes().count(0):
+            return False
+    return True
+
+
+def log_posterior(jll: list[float]) -> list[float]:
+    """log p(y = c | x) from joint log-likelihoods; all −inf when every class is impossible.
+
+    >>> log_posterior([1000.0, 1000.0])
+    [-0.6931471805599453, -0.6931471805599453]
+    """
+    top = max(jll)
+    if top == -math.inf:
+        return [-math.inf] * len(jll)
+    shifted = [b - top for b in jll]
+    log_total = math.log(sum(math.exp(t) for t in shifted))
+    return [t - log_total for t in shifted]

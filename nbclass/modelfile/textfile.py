@@ -1,0 +1,563 @@
+"""The model file: what a model stores, written and read through :mod:`.fileformat`.
+
+The container (magic, version, JSON header, checksummed sections, all checks) is
+described in :mod:`nbclass.modelfile.fileformat`. A model stores these sections, each a flat array
+of the smallest unsigned integer type that holds it:
+
+===============  ==========  =============================================================
+section          length      content
+===============  ==========  =============================================================
+class_count      C           N_c, documents per class
+vocabulary       bytes       the V counted words, UTF-8, sorted, separated by NUL bytes
+vocabulary_offsets  V + 1    word j is ``vocabulary[offsets[j]:offsets[j+1] - 1]``
+word_ptr         V + 1       entries of word j are ``word_ptr[j]:word_ptr[j+1]`` below
+class_index      nnz         class c of each non-zero (word, class) entry
+doc_count        nnz         D_jc, documents of class c containing word j
+token_count      nnz         T_jc, tokens of word j in class c
+used             ⌈V / 8⌉     bit j (little-endian within a byte): word j passes the filter
+class_tokens     C           T_c over the used words
+histogram_ptr    C + 1       entries of class c are ``histogram_ptr[c]:histogram_ptr[c+1]``
+histogram_value  ...         a value d of D_jc among the used words (0 included)
+histogram_count  ...         how many used words have that value in class c
+===============  ==========  =============================================================
+
+A model with a ledger (:mod:`nbclass.counting.ledger`) has five more sections:
+
+===============  ==========  =============================================================
+ledger_digest    32 n        SHA-256 of each of the n training documents, in ledger order
+ledger_label     n           its class
+ledger_ptr       n + 1       its words are ``ledger_ptr[i]:ledger_ptr[i+1]`` below
+ledger_word      nnz         word index, ascending within a document
+ledger_count     nnz         tokens of that word in the document
+===============  ==========  =============================================================
+
+and loading checks that the counts are exactly the ledger's sum.
+
+The derived sections (``used`` to ``histogram_count``) come from the counts and the
+vocabulary filter, so that one
+document can be scored without reading every count (:mod:`nbclass.modelfile.quick`); loading
+recomputes them and refuses a file where they disagree. Counts are stored sparse (a word
+is usually seen in few classes). The header's JSON holds the classes and the settings,
+with no code; the sections only integers; no pickle is involved anywhere.
+
+Writing is atomic: the file is written to a temporary name in the same folder, flushed to
+disk, then renamed over the target, so a crash or a concurrent reader never sees half a
+file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from .. import __version__
+from ..counting.counts import Counts, doc_count_histograms
+from ..counting.ledger import Ledger
+from ..errors import ModelFileError, NbclassError
+from ..models.choosing import check_choice
+from ..models.estimators import Prepared
+from ..models.model import Model, VocabularyFilter
+from ..text.tokenizer import TokenizerSettings
+from ..text.vectorizer import TextCounter
+from . import header as checked
+from .fileformat import (
+    HASHING_SECTIONS,
+    LEDGER_SECTIONS,
+    MODEL_SECTIONS,
+    OPTIONAL_SECTIONS,
+    TYPECODES,
+    file_kind,
+    pack,
+    parse,
+    read,
+    refuse,
+    section,
+)
+
+
+def _smallest_uint(values: np.ndarray) -> np.dtype:
+    top = int(values.max()) if values.size else 0
+    for name in TYPECODES:
+        if top <= np.iinfo(np.dtype(name)).max:
+            return np.dtype(name)
+    raise ValueError("count too large for 64 bits")  # pragma: no cover
+
+
+def _compact(values: np.ndarray) -> np.ndarray:
+    """``values`` in the smallest unsigned type that holds them (as stored)."""
+    return values.astype(_smallest_uint(values), copy=False)
+
+
+def derived_sections(model: Model) -> dict[str, np.ndarray]:
+    """The sections computed from the counts and the filter (see the table above)."""
+    counts, active = model.counts, model.active_counts
+    used = np.zeros(len(counts.vocabulary), dtype=bool)
+    used[model.vocabulary_filter.rows(counts)] = True
+    histograms = doc_count_histograms(active.doc_count)
+    pairs = [pair for histogram in histograms for pair in histogram]
+    return {
+        "used": np.packbits(used, bitorder="little"),
+        "class_tokens": active.token_count.sum(axis=0),
+        "histogram_ptr": np.cumsum([0] + [len(h) for h in histograms]),
+        "histogram_value": np.array([d for d, _ in pairs], dtype=np.int64),
+        "histogram_count": np.array([n for _, n in pairs], dtype=np.int64),
+    }
+
+
+def _arrays(model: Model) -> dict[str, np.ndarray]:
+    counts = model.counts
+    rows, cols = counts.nonzero  # D_jc > 0 exactly when T_jc > 0; grouped by word
+    word_ptr = np.zeros(len(counts.vocabulary) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=len(counts.vocabulary)), out=word_ptr[1:])
+    # The words, UTF-8, NUL-separated (no word holds a NUL); word j starts at offsets[j].
+    encoded = np.frombuffer("\x00".join(counts.vocabulary).encode("utf-8"), dtype=np.uint8)
+    offsets = np.zeros(len(counts.vocabulary) + 1, dtype=np.int64)
+    if len(counts.vocabulary):
+        offsets[1:-1] = np.flatnonzero(encoded == 0) + 1
+        offsets[-1] = encoded.size + 1
+    return {
+        "class_count": counts.class_count,
+        "vocabulary": encoded,
+        "vocabulary_offsets": offsets,
+        "word_ptr": word_ptr,
+        # The largest sections, each made its smallest type at once (not all in int64).
+        "class_index": _compact(cols),
+        "doc_count": counts.at_nonzero(counts.doc_count, _smallest_uint(counts.doc_count)),
+        "token_count": counts.at_nonzero(counts.token_count, _smallest_uint(counts.token_count)),
+        **derived_sections(model),
+        **_ledger_arrays(model.ledger),
+        **_column_word_arrays(model),
+    }
+
+
+def _column_word_arrays(model: Model) -> dict[str, np.ndarray]:
+    """Per vocabulary entry, its sampled words: NUL-separated, grouped by ``ptr``."""
+    if model.tokenizer.hash_features is None:
+        return {}
+    words = model.column_words or {}
+    groups = [words.get(column, ()) for column in model.counts.vocabulary]
+    encoded = [w.encode("utf-8", "surrogatepass") + b"\x00" for group in groups for w in group]
+    ptr = np.zeros(len(groups) + 1, dtype=np.int64)
+    np.cumsum([len(group) for group in groups], out=ptr[1:])
+    return {
+        "column_words": np.frombuffer(b"".join(encoded), dtype=np.uint8),
+        "column_words_ptr": ptr,
+    }
+
+
+def _ledger_arrays(ledger: Ledger | None) -> dict[str, np.ndarray]:
+    if ledger is None:
+        return {}
+    return {
+        "ledger_digest": ledger.digests.reshape(-1),
+        "ledger_label": ledger.labels,
+        "ledger_ptr": ledger.ptr,
+        "ledger_word": ledger.words,
+        "ledger_count": ledger.counts,
+    }
+
+
+def dumps(model: Model) -> bytes:
+    """The bytes of the model file for ``model``; impossible counts raise ``ValueError``."""
+    problems = model.counts.problems()
+    if problems:
+        raise ValueError("cannot write impossible counts: " + "; ".join(problems))
+    model.defaults.validate()  # never write a file that loads() would refuse
+    # The header first: the prepared numbers (fitted β) take their memory before the
+    # sections hold theirs.
+    header = {
+        "nbclass_version": __version__,
+        "classes": list(model.counts.classes),
+        "n_features": len(model.counts.vocabulary),
+        "n_used": int(model.vocabulary_filter.rows(model.counts).size),
+        "tokenizer": model.tokenizer.to_dict(),
+        "vocabulary_filter": model.vocabulary_filter.to_dict(),
+        "defaults": model.defaults.to_dict(),
+        "selection": model.selection,
+        "ledger": None if model.ledger is None else model.ledger.n_documents,
+        "prepared": None if model.prepared is None else model.prepared.to_dict(),
+        "choice": model.choice,
+        "calibration": None if model.calibration is None else model.calibration.to_dict(),
+        "typicality": _typicality(model),
+    }
+    sections = [section(name, _compact(values)) for name, values in _arrays(model).items()]
+    return pack(header, sections)
+
+
+def _typicality(model: Model) -> dict | None:
+    """The model's typicality record while it describes these counts and defaults."""
+    from ..models.novelty import fingerprint, record_applies
+
+    record = model.typicality
+    if record is None or not record_applies(
+        record, model.defaults, fingerprint(model.active_counts)
+    ):
+        return None
+    return record
+
+
+def lock_path(path: str) -> str:
+    """The lock file of the model at ``path``: ``.NAME.lock`` in the same folder."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f".{name}.lock")
+
+
+def check_destination(path: str) -> None:
+    """Refuse to write a model over anything but a regular file (or nothing).
+
+    A write renames a new file over ``path``: over a device (/dev/full), a named pipe or a
+    socket that would silently replace it with a regular file. Such a destination is a
+    :class:`ModelFileError`, raised before any lock file is created beside it. A symbolic
+    link is judged by what it points to (a link to a model is replaced by the new model).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ModelFileError(f"cannot write model {path!r}: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        raise ModelFileError(
+            f"cannot write model {path!r}: it is a folder; give a file name, e.g. "
+            f"{os.path.join(path, 'model.nbc')!r}"
+        )
+    if not stat.S_ISREG(mode):
+        raise ModelFileError(
+            f"cannot write model {path!r}: it is a {file_kind(mode)}, not a regular file, "
+            "and writing would replace it; give the path of a new or existing model file"
+        )
+
+
+@contextmanager
+def locked(path: str) -> Iterator[None]:
+    """Hold the exclusive write lock of the model at ``path`` (waiting for it if needed).
+
+    Every command that reads a model, changes it and writes it back (``fit --update``,
+    ``unlearn``, ``sync``, and any write) does so under this lock, so two overlapping cron
+    runs queue up instead of losing an update. Readers take no lock: writes are atomic
+    renames, so a reader sees the old file or the new one. The lock is ``flock(2)`` on a
+    separate file (the model itself is replaced by each write), released by the kernel
+    when the process ends, however it ends; the lock file is left in place.
+    """
+    import fcntl
+
+    if _is_url(path):  # object stores have no locks: a write is one put, whole or nothing
+        yield
+        return
+    check_destination(path)
+    try:
+        fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise ModelFileError(
+            f"cannot write model {path!r}: {exc.strerror} (creating its lock file "
+            f"{os.path.basename(lock_path(path))})"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        _remove_stale_temporaries(path)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _is_url(path: str) -> bool:
+    if not isinstance(path, str) or "://" not in path:
+        return False
+    from ..reading.storage import is_url
+
+    return is_url(path)
+
+
+def _temporary_prefix(path: str) -> str:
+    return "." + os.path.basename(path) + "."
+
+
+def _remove_stale_temporaries(path: str) -> None:
+    """Delete what writers killed mid-write left: only the lock holder writes temporaries."""
+    import re
+
+    folder = os.path.dirname(os.path.abspath(path))
+    # exactly the names tempfile.mkstemp gives in save(): prefix, 8 random characters, .tmp
+    ours = re.compile(re.escape(_temporary_prefix(path)) + r"[a-z0-9_]{8}\.tmp")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if ours.fullmatch(name):
+            try:
+                os.unlink(os.path.join(folder, name))
+            except OSError:
+                pass
+
+
+def save(model: Model, path: str) -> int:
+    """Write ``model`` to ``path`` atomically; returns the number of bytes written."""
+    return write_atomic(dumps(model), path)
+
+
+def write_atomic(data: bytes, path: str) -> int:
+    """Write the bytes of a model file to ``path`` atomically; returns their number.
+
+    ``path`` must not exist or be a regular file (:func:`check_destination`); it is
+    checked again just before the rename. At a URL (:mod:`nbclass.reading.storage`), the object is
+    written in one put."""
+    if _is_url(path):
+        from ..reading.storage import write_bytes
+
+        try:
+            write_bytes(path, data)
+        except OSError as exc:
+            raise ModelFileError(f"cannot write model {path!r}: {exc.strerror}") from None
+        return len(data)
+    check_destination(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=_temporary_prefix(path), suffix=".tmp")
+    except OSError as exc:
+        raise ModelFileError(f"cannot write model {path!r}: {exc.strerror}") from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        check_destination(path)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise _write_error(exc, path) from None
+        raise
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError:  # pragma: no cover - some filesystems refuse fsync on folders
+        pass
+    return len(data)
+
+
+def _write_error(exc: OSError, path: str) -> ModelFileError:
+    """The error for a failed save: the old model (if any) is untouched, and the disk full
+    (ENOSPC, or EDQUOT: over quota) is said in plain words."""
+    previous = (
+        "the previous model is unchanged" if os.path.exists(path) else "no model was written"
+    )
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        full = "no space left on device" if exc.errno == errno.ENOSPC else "disk quota exceeded"
+        return ModelFileError(
+            f"{full} while saving model {path!r}; {previous}: free some space and run "
+            "the command again"
+        )
+    return ModelFileError(f"cannot write model {path!r}: {exc.strerror}; {previous}")
+
+
+def loads(data: bytes, path: str = "<bytes>") -> Model:
+    """Parse model-file bytes; raise :class:`ModelFileError` naming any problem."""
+    return loads_with_header(data, path)[0]
+
+
+def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[Model, dict]:
+    """Parse model-file bytes into the model and the file's JSON header."""
+    header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+    try:
+        arrays = {name: np.frombuffer(view, dtype=view.format) for name, view in sections.items()}
+        return _build(header, arrays), header
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError,
+            NbclassError) as exc:  # fmt: skip
+        raise refuse(path, f"is not a valid nbclass model ({exc})") from None
+
+
+def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
+    classes = tuple(checked.classes(header))
+    C, V = len(classes), int(header["n_features"])
+    blob = arrays["vocabulary"]
+    vocabulary = tuple(blob.tobytes().decode("utf-8").split("\x00")) if V else ()
+    ends = np.append(np.flatnonzero(blob == 0), blob.size) + 1 if V else np.zeros(0)
+    if not np.array_equal(arrays["vocabulary_offsets"], np.append(0, ends)):
+        raise ValueError("vocabulary offsets disagree with the vocabulary")
+    word_ptr = arrays["word_ptr"].astype(np.int64)
+    class_index = arrays["class_index"].astype(np.int64)
+    nnz = class_index.shape[0]
+    if (
+        len(vocabulary) != V
+        or word_ptr.shape != (V + 1,)
+        or word_ptr[0] != 0
+        or word_ptr[-1] != nnz
+        or (np.diff(word_ptr) < 0).any()
+        or (class_index >= C).any()
+        or arrays["doc_count"].shape != (nnz,)
+        or arrays["token_count"].shape != (nnz,)
+        or arrays["class_count"].shape != (C,)
+    ):
+        raise ValueError("inconsistent section sizes")
+    for name in ("doc_count", "token_count", "class_count"):
+        if arrays[name].dtype == np.uint64 and (arrays[name] > np.iinfo(np.int64).max).any():
+            raise ValueError("count too large")
+    rows = np.repeat(np.arange(V, dtype=np.int64), np.diff(word_ptr))
+    if (np.diff(rows * C + class_index) <= 0).any():
+        raise ValueError("entries are not in order")
+    doc_count = np.zeros((V, C), dtype=np.int64)
+    token_count = np.zeros((V, C), dtype=np.int64)
+    doc_count[rows, class_index] = arrays["doc_count"]
+    token_count[rows, class_index] = arrays["token_count"]
+    counts = Counts(
+        classes=classes,
+        vocabulary=vocabulary,
+        class_count=arrays["class_count"].astype(np.int64),
+        doc_count=doc_count,
+        token_count=token_count,
+    )
+    problems = counts.problems()
+    if problems:
+        raise ValueError("; ".join(problems))
+    tokenizer, _ = checked.tokenizer(header)  # UsageError for what fit would refuse
+    selection = header["selection"]
+    if selection is not None and not isinstance(selection, dict):
+        raise ValueError("the selection record is not an object")
+    model = Model(
+        counts=counts,
+        tokenizer=tokenizer,
+        vocabulary_filter=VocabularyFilter.from_dict(header["vocabulary_filter"]).validate(),
+        defaults=checked.defaults(header),
+        selection=selection,
+        ledger=_build_ledger(header, arrays, counts),
+        column_words=_build_column_words(tokenizer, arrays, vocabulary),
+        choice=check_choice(header.get("choice")),
+        calibration=checked.calibration(header),
+    )
+    typicality = header.get("typicality")
+    if typicality is not None:  # written by dumps only when it applied: check it still does
+        from ..models.novelty import fingerprint, record_applies
+
+        if record_applies(typicality, model.defaults, fingerprint(model.active_counts)):
+            model.__dict__["typicality"] = typicality
+    expected = derived_sections(model)
+    if int(header["n_used"]) != len(model.active_counts.vocabulary) or not all(
+        np.array_equal(arrays[name], values) for name, values in expected.items()
+    ):
+        raise ValueError("the derived sections disagree with the counts")
+    prepared = checked.prepared(header, C, model.defaults)
+    if prepared is not None:
+        _check_prepared(prepared, model.active_counts)
+        # Written by every save from these counts: the class totals are recomputed and
+        # compared, the fitted β checked against the range the prior fit can give (fitting
+        # it again would cost a fit's tail); used as they are, as the one-document path
+        # uses them, so both paths agree.
+        model.__dict__["prepared"] = prepared
+    return model
+
+
+def _check_prepared(prepared: Prepared, active: Counts) -> None:
+    """Refuse prepared numbers that these counts cannot give (:mod:`nbclass.modelfile.header`)."""
+    from ..models.textmodels import transformed_entries
+
+    settings = prepared.settings
+    total = checked.transformed_total(prepared)
+    if total is not None:
+        _, cols, entries = transformed_entries(active, settings)
+        total = float(entries.sum())
+        sums = np.bincount(cols, weights=entries, minlength=len(active.classes))
+        if settings.model == "complement":
+            sums = np.maximum(entries.sum() - sums, 0.0)
+        if not np.allclose(prepared.class_totals, sums, rtol=1e-9, atol=1e-9):
+            raise ValueError("the prepared class totals disagree with the counts")
+    checked.check_beta(prepared, int(active.token_count.sum()), total)
+
+
+def _build_ledger(header: dict, arrays: dict[str, np.ndarray], counts: Counts) -> Ledger | None:
+    present = [name for name in LEDGER_SECTIONS if name in arrays]
+    n = header.get("ledger")
+    if not present and n is None:
+        return None
+    if len(present) != len(LEDGER_SECTIONS) or not isinstance(n, int):
+        raise ValueError("the ledger is incomplete")
+    if arrays["ledger_digest"].dtype != np.uint8:
+        raise ValueError("ledger digests are not bytes")
+    ledger = Ledger(
+        digests=arrays["ledger_digest"].astype(np.uint8).reshape(-1, 32),
+        labels=arrays["ledger_label"].astype(np.int64),
+        ptr=arrays["ledger_ptr"].astype(np.int64),
+        words=arrays["ledger_word"].astype(np.int64),
+        counts=arrays["ledger_count"].astype(np.int64),
+    )
+    problems = ledger.problems(len(counts.classes), len(counts.vocabulary))
+    if problems or ledger.n_documents != n:
+        raise ValueError("; ".join(problems) or "the ledger's length disagrees with the header")
+    if not ledger.sum_counts(counts.classes, counts.vocabulary).equals(counts):
+        raise ValueError("the counts are not the sum of the ledger")
+    return ledger
+
+
+def _build_column_words(tokenizer, arrays, vocabulary) -> dict | None:
+    present = [name for name in HASHING_SECTIONS if name in arrays]
+    if tokenizer.hash_features is None:
+        if present:
+            raise ValueError("column words in a model without feature hashing")
+        return None
+    if len(present) != len(HASHING_SECTIONS):
+        raise ValueError("the hashed columns' words are missing")
+    from ..text.hashing import REPRESENTATIVES, column_namer, word_key
+
+    blob = arrays["column_words"].tobytes()
+    words = blob.decode("utf-8", "surrogatepass").split("\x00")[:-1] if blob else []
+    ptr = arrays["column_words_ptr"].astype(np.int64)
+    if ptr.shape != (len(vocabulary) + 1,) or ptr[0] != 0 or ptr[-1] != len(words):
+        raise ValueError("the hashed columns' words have inconsistent sizes")
+    if (np.diff(ptr) < 0).any() or (np.diff(ptr) > REPRESENTATIVES).any():
+        raise ValueError("a hashed column lists too many words")
+    n, name = tokenizer.hash_features, column_namer(tokenizer.hash_features)
+    result = {}
+    for j, column in enumerate(vocabulary):
+        group = tuple(words[ptr[j] : ptr[j + 1]])
+        keys = [word_key(w) for w in group]
+        if keys != sorted(set(keys)) or any(
+            name(int.from_bytes(k, "little") % n) != column for k in keys
+        ):
+            raise ValueError(f"the words listed for column {column!r} do not hash to it")
+        if group:
+            result[column] = group
+    return result
+
+
+def load_counter(data: bytes, path: str = "<bytes>") -> TextCounter:
+    """The :class:`nbclass.text.vectorizer.TextCounter` of the model in ``data``: its tokenizer
+    and used vocabulary, read from the header and three sections without building the
+    model (no dense counts, no scipy), for worker processes that count while the model
+    loads. Every checksum is checked; :func:`loads` of the same bytes checks the rest,
+    and :class:`nbclass.models.model.Classifier` that the two agree."""
+    header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+    try:
+        V = int(header["n_features"])
+        tokenizer = TokenizerSettings.from_dict(header["tokenizer"])
+        words = sections["vocabulary"].tobytes().decode("utf-8").split("\x00") if V else []
+        used = np.unpackbits(np.frombuffer(sections["used"], np.uint8), bitorder="little")
+        if len(words) != V or used.size != (V + 7) // 8 * 8:
+            raise ValueError("inconsistent section sizes")
+        return TextCounter(tokenizer, [words[j] for j in np.flatnonzero(used[:V]).tolist()])
+    except (KeyError, TypeError, ValueError, UnicodeDecodeError, NbclassError) as exc:
+        raise refuse(path, f"is not a valid nbclass model ({exc})") from None
+
+
+def load(path: str) -> Model:
+    """Read a model file; raise :class:`ModelFileError` naming any problem."""
+    return load_with_header(path)[0]
+
+
+def load_with_header(path: str) -> tuple[Model, dict]:
+    """Read a model file into the model and the file's JSON header."""
+    return loads_with_header(read(path), path)

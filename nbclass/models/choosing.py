@@ -1,0 +1,617 @@
+"""Choosing the model from the data, and calibrating it: what ``fit --model auto`` does.
+
+No one setting of naive Bayes is best on every corpus: plain multinomial wins on some,
+word presence (Bernoulli) on others, complement or bursty (DCM) models on others still.
+So the default fit chooses, on the training corpus alone:
+
+1. **A sample.** Up to :data:`SAMPLE_DOCUMENTS` training documents (fewer when the
+   corpus affords few folds: :func:`plan`), stratified by class (every class keeps its
+   share, and at least one document), drawn with a fixed seed, so the same corpus always
+   gives the same choice. Their counts over the model's vocabulary are the rows of ``X``
+   (shape (n, V)) with labels ``y`` (shape (n,)).
+2. **K-fold cross-validation by subtraction.** The sample is dealt into K stratified
+   folds, K from :func:`plan` (at most :data:`FOLDS`). Fold k's model is the model of
+   the *whole* training corpus minus fold k's documents: counts add up, so its counts
+   are the total counts less the fold's rows, exactly what a refit without them would
+   count (words and classes left with no count are dropped, as such a fit would never
+   see them; a held-out document whose class is left with no document is not scored,
+   since no refit could name its class). Every candidate is scored on every held-out
+   document: one count of the corpus, K scorings.
+3. **The criterion: the smallest shortfall.** Each candidate's held-out accuracy and
+   macro-F1 are compared with the best of the family on each; its shortfall is the larger
+   of its two gaps, and the smallest shortfall wins (:func:`shortfall`). A tie goes to
+   the lower held-out log loss, then to the earlier candidate in :data:`CANDIDATES` (the
+   simpler one). Accuracy counts documents and macro-F1 counts classes: on unequal classes
+   the most accurate candidate can neglect the small ones, and the one best for them can
+   lose documents; the winner is the candidate never far behind the best on either.
+4. **Calibration.** The winner's held-out scores fit a per-document temperature
+   T(x) = exp(t₀ + t₁ · log(1 + n_x)), n_x the document's tokens in the vocabulary, by
+   minimising the held-out log loss (Newton's method in the box of :data:`T1_RANGE`);
+   predict reports softmax_c(b_c / T(x)). Naive Bayes
+   adds one log-likelihood ratio per token, so its confidence grows with the length of a
+   document however redundant the words are: a temperature that grows with length is the
+   correction that shape calls for. Dividing every score of a document by the same
+   positive number never changes the order of the classes, so the labels (and the
+   accuracy the choice was made on) stay those of the formula; only the probabilities
+   change.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..counting.counts import Counts
+from .estimators import Calibration, EstimatorSettings
+from .posterior import log_posterior, make_scorer
+from .textmodels import prepare
+
+SAMPLE_DOCUMENTS = 6000
+FOLDS = 5
+SEED = 20261124
+CRITERION = "smallest shortfall from the best accuracy and macro-F1, then log loss, then the earlier candidate"
+
+# The family fit chooses from, simplest first. The first three are what scikit-learn's
+# MultinomialNB, BernoulliNB and ComplementNB do at their defaults (α = 1); the others are
+# nbclass's refinements: β fitted by leave-one-out likelihood, log(1 + tf), the DCM.
+CANDIDATES = (
+    EstimatorSettings(model="multinomial"),
+    EstimatorSettings(model="bernoulli"),
+    EstimatorSettings(model="complement", class_prior=False),
+    EstimatorSettings(model="multinomial", prior_fit=True),
+    EstimatorSettings(model="multinomial", tf="log", prior_fit=True),
+    EstimatorSettings(model="complement", tf="log", class_prior=False),
+    EstimatorSettings(model="complement", tf="log", prior_fit=True),
+    EstimatorSettings(model="dcm", prior_fit=True),
+)
+
+
+def describe(settings: EstimatorSettings) -> str:
+    """A short name of the settings, e.g. ``complement tf=log β=fit no-class-prior``."""
+    parts = [settings.model]
+    if settings.estimator != "posterior-mean":
+        parts.append(settings.estimator)
+    if settings.tf != "raw":
+        parts.append(f"tf={settings.tf}")
+    if settings.idf:
+        parts.append("idf")
+    if settings.norm != "none":
+        parts.append(f"norm={settings.norm}")
+    if settings.prior_fit:
+        parts.append("β=fit")
+    elif settings.beta != (1.0, 1.0):
+        b1, b0 = settings.beta
+        parts.append(f"β={b1:g}" if b1 == b0 else f"β={b1:g},{b0:g}")
+    if settings.alpha != 1.0:
+        parts.append(f"α={settings.alpha:g}")
+    if not settings.class_prior:
+        parts.append("no-class-prior")
+    return " ".join(parts)
+
+
+# --- the sample and its folds -------------------------------------------------------------
+
+
+def sample_indices(labels: np.ndarray, limit: int = SAMPLE_DOCUMENTS, seed: int = SEED):
+    """Sorted indices of a stratified sample of at most about ``limit`` documents.
+
+    ``labels`` (shape (N,)) are the class indices of the documents. Under the limit every
+    document is taken. Over it, class c gives max(1, round(limit · N_c / N)) documents
+    (so the sample may pass ``limit`` by at most one per class), drawn with
+    ``numpy.random.default_rng(seed)``.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    if labels.size <= limit:
+        return np.arange(labels.size)
+    rng = np.random.default_rng(seed)
+    chosen = []
+    for c in np.unique(labels).tolist():
+        members = np.flatnonzero(labels == c)
+        take = max(1, round(limit * members.size / labels.size))
+        chosen.append(rng.choice(members, size=min(take, members.size), replace=False))
+    return np.sort(np.concatenate(chosen))
+
+
+HELD_OUT_SHARE = 0.2  # of the corpus, at most, held out of a fold's training counts
+
+
+def folds_for(n: int, N: int, most: int = FOLDS) -> int:
+    """How many folds the sample of ``n`` of the corpus's ``N`` documents is dealt into.
+
+    As few as keep every fold's held-out documents within :data:`HELD_OUT_SHARE` of the
+    corpus (so every held-out document is scored by a model of at least 80 % of it, as
+    5-fold cross-validation of the whole corpus does), at most ``most``:
+    ⌈n / (0.2 N)⌉ clipped to [1, most]. A corpus no larger than the sample takes ``most``
+    folds; one five times the sample or more takes one (the sample is held out at once,
+    the rest of the corpus is the training set), so the cost of the choice stops growing
+    with the corpus.
+
+    >>> folds_for(42, 42), folds_for(6000, 11314), folds_for(6000, 36694)
+    (5, 3, 1)
+    """
+    return max(1, min(most, math.ceil(n / (HELD_OUT_SHARE * N))))
+
+
+# Scoring one fold costs, over the candidates, about as much per cell of the V × C count
+# table as the count costs per token of the corpus; folds are not limited below this many
+# cells in all (a fraction of a second).
+FREE_CELLS = 1_000_000
+
+
+def plan(counts: Counts, most: int = FOLDS) -> tuple[int, int]:
+    """``(documents, folds)``: how many sampled documents the choice scores, in how many
+    folds, for the corpus of ``counts``.
+
+    The folds are as many as :func:`folds_for` deals :data:`SAMPLE_DOCUMENTS` into, but
+    their cells in all (folds × V × C) stay within the corpus's tokens, or within
+    :data:`FREE_CELLS` if that is more: so the choice costs about what the count costs,
+    whatever the vocabulary and the number of classes. The documents are then as many as
+    those folds hold out, each at most :data:`HELD_OUT_SHARE` of the corpus.
+
+    >>> from nbclass.counting.counts import Counts
+    >>> def corpus(N, V, C, tokens):
+    ...     T = np.zeros((V, C), dtype=np.int64); T[0, 0] = tokens
+    ...     return Counts(tuple("c%d" % c for c in range(C)), tuple("w%d" % j for j in range(V)),
+    ...                   np.full(C, N // C), T > 0, T)
+    >>> plan(corpus(1600, 36449, 2, 1014004))  # a small corpus: every document, 5 folds
+    (1600, 5)
+    >>> plan(corpus(11300, 130107, 20, 3369673))  # a vocabulary as large as its tokens
+    (2260, 1)
+    """
+    N = counts.n_docs
+    n = min(N, SAMPLE_DOCUMENTS)
+    k = folds_for(n, N, most)
+    cells = len(counts.vocabulary) * len(counts.classes)
+    budget = max(FREE_CELLS, int(counts.token_count.sum()))
+    affordable = max(1, budget // max(cells, 1))
+    if affordable >= k:
+        return n, k
+    return min(n, math.ceil(affordable * HELD_OUT_SHARE * N)), affordable
+
+
+def stratified_fold_ids(y: np.ndarray, k: int = FOLDS, seed: int = SEED) -> np.ndarray:
+    """The fold (0..k−1) of each sampled document, shape (n,).
+
+    Each class's documents are shuffled and dealt to the folds in turn, each class starting
+    where the previous one stopped, so fold sizes differ by at most one and a class of
+    fewer than k documents lands in as many different folds as it has documents.
+    """
+    y = np.asarray(y, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    fold = np.empty(y.size, dtype=np.int64)
+    start = 0
+    for c in np.unique(y).tolist():
+        members = np.flatnonzero(y == c)
+        fold[rng.permutation(members)] = (start + np.arange(members.size)) % k
+        start = (start + members.size) % k
+    return fold
+
+
+# --- held-out scores ------------------------------------------------------------------------
+
+
+def _class_sums(X: sp.csr_matrix, y: np.ndarray, C: int):
+    """The words the rows of X hold, shape (u,), and their (D, T) by class: int64 arrays
+    of shape (u, C), D counting the rows that hold the word and T its tokens."""
+    X = sp.csr_matrix(X)
+    words, local = np.unique(X.indices, return_inverse=True)
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    cells = local * C + y[rows]
+    size = words.size * C
+    T = np.bincount(cells, weights=X.data, minlength=size).astype(np.int64).reshape(-1, C)
+    D = np.bincount(cells, minlength=size).astype(np.int64).reshape(-1, C)
+    return words, D, T
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One fold's training counts (whole corpus minus the fold) and its held-out rows."""
+
+    rows: np.ndarray  # indices into the sample of the held-out documents, shape (m,)
+    counts: Counts  # the training counts, pruned
+    words: np.ndarray  # the training vocabulary's columns of X, shape (V_k,)
+    classes: np.ndarray  # the training classes' indices among the model's, shape (C_k,)
+
+
+def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -> Fold:
+    """The fold that holds out the sampled documents ``rows``: ``counts`` (the whole
+    training corpus's, over the vocabulary X's columns count) less their counts."""
+    C = len(counts.classes)
+    seen, D, T = _class_sums(X[rows], y[rows], C)
+    class_count = counts.class_count - np.bincount(y[rows], minlength=C)
+    token_count, doc_count = counts.token_count.copy(), counts.doc_count.copy()
+    token_count[seen] -= T
+    doc_count[seen] -= D
+    # Only the fold's words can be left with no count.
+    gone = seen[~token_count[seen].any(axis=1)]
+    words = np.delete(np.arange(len(counts.vocabulary)), gone)
+    if gone.size:
+        token_count, doc_count = token_count[words], doc_count[words]
+    classes = np.flatnonzero(class_count)
+    if classes.size < C:
+        token_count, doc_count = token_count[:, classes], doc_count[:, classes]
+    vocabulary = counts.vocabulary
+    training = Counts(
+        classes=tuple(counts.classes[c] for c in classes.tolist()),
+        vocabulary=tuple(vocabulary[j] for j in words.tolist()) if gone.size else vocabulary,
+        class_count=class_count[classes],
+        doc_count=doc_count,
+        token_count=token_count,
+    )
+    return Fold(rows, training, words, classes)
+
+
+def fold_scores(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray,
+                candidates, threads: int = 1) -> tuple[Fold, np.ndarray, list[np.ndarray]]:  # fmt: skip
+    """The fold holding out ``rows``, the known tokens of those documents (those in the
+    fold's training vocabulary, as predict counts a document's known tokens), shape
+    (len(rows),), and every candidate's scores b_c of them under the fold's training
+    counts, each of shape (len(rows), C_k), computed by ``threads`` threads."""
+    fold = fold_of(counts, X, y, rows)
+    held_out = X[rows][:, fold.words]
+
+    def score(settings: EstimatorSettings) -> np.ndarray:
+        scorer = make_scorer(fold.counts, settings, prepare(fold.counts, settings))
+        return scorer.joint_log_likelihood(held_out)
+
+    if threads > 1:  # numpy leaves the interpreter lock on whole-table arithmetic
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(threads) as pool:
+            scores = list(pool.map(score, candidates))
+    else:
+        scores = [score(settings) for settings in candidates]
+    return fold, np.asarray(held_out.sum(axis=1)).ravel(), scores
+
+
+def held_out_scores(
+    counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.ndarray, candidates,
+    threads: int = 1,
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Every candidate's b_c of every sampled document under the model of its fold,
+    shape (n, C) each, and each document's known tokens under that model, shape (n,).
+
+    One fold's training counts are held at a time, in this process, its candidates scored
+    by ``threads`` threads: spread over forked workers, each would hold a fold of its own
+    (a V × C table or more apiece), which on 20 Newsgroups nearly doubled the memory of
+    fit to gain 4 % of its time. A class the fold's training counts lack scores −inf (no
+    refit could name it).
+    """
+    n, C = X.shape[0], len(counts.classes)
+    out = [np.full((n, C), -np.inf) for _ in candidates]
+    known = np.zeros(n, dtype=np.int64)
+    for k in np.unique(fold_ids).tolist():
+        fold, fold_known, scores = fold_scores(counts, X, y, np.flatnonzero(fold_ids == k),
+                                               candidates, threads)  # fmt: skip
+        known[fold.rows] = fold_known
+        for jll, part in zip(out, scores):
+            jll[np.ix_(fold.rows, fold.classes)] = part
+    return out, known
+
+
+# --- calibration ----------------------------------------------------------------------------
+
+
+def log_loss_of(log_proba: np.ndarray, y: np.ndarray) -> float:
+    """Mean −log p(y | x); a true class given probability 0 costs −log(1e-15), as
+    scikit-learn's clipping does, so one impossible document cannot make it infinite."""
+    if y.size == 0:
+        return 0.0
+    picked = log_proba[np.arange(y.size), y]
+    return float(np.mean(-np.maximum(picked, math.log(1e-15))))
+
+
+# t1, the exponent of the length in T(x) = e^t0 (1 + n_x)^t1: 0 is one temperature for
+# every document; 1 divides the scores by the length, i.e. scores each document by its
+# mean evidence per token. Past 1 a longer document would be less sure than a shorter one
+# holding the same words in the same proportions, and below 0 surer than the product of
+# independent words already is: neither is a correction of naive Bayes, so t1 stays in
+# [0, 1] (which also keeps a small sample from extrapolating to other lengths wildly).
+T1_RANGE = (0.0, 1.0)
+
+
+def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray) -> Calibration:
+    """The (t0, t1) that minimise the cross-entropy of softmax(jll / T(x)) against
+    Platt's targets.
+
+    ``jll`` (shape (n, C)) are held-out scores, ``y`` (n,) the true classes, ``n_tokens``
+    (n,) the known tokens per document. As in Platt (1999), the targets are not 0 and 1:
+    the true class's is 1 − ε and the other possible classes share ε, ε = 1 / (n + 2)
+    (Laplace's rule of succession for "this kind of document is right"). Without it, a
+    sample classified all right would drive T to 0 (certainty that n documents cannot
+    support); with thousands of documents ε is negligible. t1 is kept in
+    :data:`T1_RANGE`. Documents whose true class
+    scores −inf (its class had no training document in their fold) are left out.
+    """
+    ok = np.isfinite(jll[np.arange(y.size), y])
+    jll, y, lengths = jll[ok], y[ok], np.log1p(n_tokens[ok])
+    if y.size == 0:
+        return Calibration(0.0, 0.0)
+    finite = np.isfinite(jll)
+    # Scores are shifted by their row maximum: the softmax is unchanged and no overflow.
+    shifted = np.where(finite, jll - jll.max(axis=1, keepdims=True), 0.0)
+    epsilon = 1.0 / (y.size + 2)
+    others = finite.sum(axis=1, keepdims=True) - 1.0
+    target = np.where(finite, epsilon / np.maximum(others, 1.0), 0.0)
+    target[np.arange(y.size), y] = np.where(others[:, 0] > 0, 1.0 - epsilon, 1.0)
+    loss = _calibration_loss(shifted, finite, target, lengths)
+    t = _minimise(loss, [(-Calibration.BOUND, Calibration.BOUND), T1_RANGE])
+    if loss(t)[0] >= loss(np.zeros(2))[0]:
+        return Calibration(0.0, 0.0)
+    return Calibration(float(t[0]), float(t[1]))
+
+
+def _calibration_loss(shifted, finite, target, lengths):
+    """The cross-entropy L(t0, t1) of the calibration, with its gradient and Hessian.
+
+    Document i's scores are z_i = a_i · e^(−λ_i), λ_i = t0 + t1 · u_i, u_i = log(1 + n_i),
+    a_i its shifted scores, τ_i its targets; f_i(λ) = logsumexp(z_i) − τ_i · z_i, so
+    f_i′ = −(p_i − τ_i) · z_i and f_i″ = Var_{p_i}(z_i) + (p_i − τ_i) · z_i with
+    p_i = softmax(z_i); L is their mean, and by the chain rule ∂λ_i/∂t = (1, u_i).
+    """
+    from scipy.special import log_softmax
+
+    def loss(t: np.ndarray):
+        scale = np.exp(-(t[0] + t[1] * lengths))[:, None]
+        z = np.where(finite, shifted * scale, 0.0)
+        log_p = np.where(finite, log_softmax(np.where(finite, z, -np.inf), axis=1), 0.0)
+        p = np.where(finite, np.exp(log_p), 0.0)
+        pz, tz = (p * z).sum(axis=1), (target * z).sum(axis=1)
+        first = tz - pz
+        second = (p * z * z).sum(axis=1) - pz * pz + pz - tz
+        u = lengths
+        gradient = np.array([first.mean(), (first * u).mean()])
+        hessian = np.array(
+            [[second.mean(), (second * u).mean()], [(second * u).mean(), (second * u * u).mean()]]
+        )
+        return float(-(target * log_p).sum(axis=1).mean()), gradient, hessian
+
+    return loss
+
+
+def _newton_step(g: np.ndarray, H: np.ndarray) -> np.ndarray:
+    """−H⁺g over the directions of positive curvature (a direction of none, as when every
+    document has the same length and t0, t1 do the same, takes no step), or −g where the
+    Hessian has a negative curvature or none at all."""
+    curvature, directions = np.linalg.eigh(H)
+    top = curvature.max()
+    if top <= 0 or curvature.min() < -1e-10 * top:
+        return -g
+    keep = curvature > 1e-10 * top
+    basis = directions[:, keep]
+    return -basis @ ((basis.T @ g) / curvature[keep])
+
+
+def _minimise(function, bounds, steps: int = 100) -> np.ndarray:
+    """A local minimum of ``function`` (returning value, gradient, Hessian) within the box
+    ``bounds``, from the origin: Newton steps on the coordinates not held at a bound
+    (a gradient step where the Hessian is not positive definite), halved until the value
+    falls, until no step lowers it."""
+    low, high = (np.array(b, dtype=np.float64) for b in zip(*bounds))
+    t = np.clip(np.zeros(len(bounds)), low, high)
+    value, gradient, hessian = function(t)
+    for _ in range(steps):
+        # Held: at a bound with the gradient pushing past it.
+        free = ~(((t <= low) & (gradient > 0)) | ((t >= high) & (gradient < 0)))
+        if not free.any():
+            break
+        step = np.zeros_like(t)
+        step[free] = _newton_step(gradient[free], hessian[np.ix_(free, free)])
+        if -(gradient @ step) < 1e-15 * max(1.0, abs(value)):  # nothing left to gain
+            break
+        for _ in range(50):
+            trial = np.clip(t + step, low, high)
+            trial_value, trial_gradient, trial_hessian = function(trial)
+            if trial_value < value:
+                break
+            step /= 2
+        else:
+            break
+        moved = np.abs(trial - t).max()
+        t, value, gradient, hessian = trial, trial_value, trial_gradient, trial_hessian
+        if moved < 1e-12:
+            break
+    return t
+
+
+def temperatures(calibration: Calibration, n_tokens) -> np.ndarray:
+    """T(x) of documents of ``n_tokens`` known tokens, shape (n,) (as
+    :meth:`nbclass.models.estimators.Calibration.temperature`, for arrays)."""
+    n = np.asarray(n_tokens, dtype=np.float64)
+    return np.exp(calibration.t0 + calibration.t1 * np.log1p(n))
+
+
+def calibrated(jll: np.ndarray, n_tokens: np.ndarray, calibration: Calibration | None):
+    """log p(c | x) of scores ``jll`` (n, C), calibrated when ``calibration`` is given."""
+    if calibration is None:
+        return log_posterior(jll)
+    scale = 1.0 / temperatures(calibration, n_tokens)
+    with np.errstate(invalid="ignore"):
+        return log_posterior(np.where(np.isneginf(jll), -np.inf, jll * scale[:, None]))
+
+
+# --- the choice ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What fit chose, and why.
+
+    Attributes
+    ----------
+    settings : EstimatorSettings
+        The winner, stored as the model's defaults.
+    calibration : Calibration
+        Fitted on the winner's held-out scores.
+    table : list of dict
+        Per candidate: its name, settings, held-out accuracy, macro-F1 and log loss.
+    documents : int
+        Held-out documents scored (the sample, less those no fold could score).
+    evidence : ndarray of shape (m,), or None
+        The held-out per-token log-evidence e(x) = log p(x) / n_x of the sampled documents
+        with a known token, under the winner's evidence model
+        (:func:`nbclass.models.novelty.evidence_settings`, itself a candidate): the typicality
+        of the training documents, measured by the same folds at no extra cost.
+    """
+
+    settings: EstimatorSettings
+    calibration: Calibration
+    table: list[dict]
+    documents: int
+    folds: int
+    evidence: np.ndarray | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "criterion": CRITERION,
+            "folds": self.folds,
+            "documents": self.documents,
+            "chosen": describe(self.settings),
+            "candidates": self.table,
+        }
+
+
+MAX_CANDIDATES = 64
+CHOICE_NUMBERS = ("accuracy", "macro_f1", "log_loss", "calibrated_log_loss")
+
+
+def check_choice(data):
+    """``data`` if it is a well-formed :meth:`Choice.to_dict` record (or None), else
+    ``ValueError``: a model file from elsewhere is checked before anything shows it."""
+    if data is None:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("candidates"), list):
+        raise ValueError("the choice record is not an object with a list of candidates")
+    if not 0 < len(data["candidates"]) <= MAX_CANDIDATES:
+        raise ValueError(f"the choice record must list 1 to {MAX_CANDIDATES} candidates")
+    for key in ("folds", "documents"):
+        if not isinstance(data.get(key), int) or data[key] < 0:
+            raise ValueError(f"the choice record's {key} is not a count")
+    for key in ("criterion", "chosen"):
+        if not isinstance(data.get(key), str) or len(data[key]) > 200:
+            raise ValueError(f"the choice record's {key} is not a short text")
+    for row in data["candidates"]:
+        if not isinstance(row, dict) or not isinstance(row.get("name"), str):
+            raise ValueError("a candidate of the choice record has no name")
+        if len(row["name"]) > 200 or not isinstance(row.get("chosen"), bool):
+            raise ValueError("a candidate of the choice record is malformed")
+        EstimatorSettings.from_dict(row["settings"]).validate()
+        for key in CHOICE_NUMBERS:
+            value = row.get(key)
+            if (key in row or key != "calibrated_log_loss") and not (
+                isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+            ):
+                raise ValueError(f"a candidate's {key} is not a number >= 0")
+    return data
+
+
+def _macro_f1(y: np.ndarray, pred: np.ndarray, C: int) -> float:
+    """Macro-F1 of predictions ``pred`` (−1: none) of the true classes ``y``, as
+    ``evaluate`` computes it (:mod:`nbclass.models.metrics`)."""
+    from . import metrics
+
+    M = metrics.confusion_matrix(y, pred, C)
+    return metrics.macro_f1(metrics.class_metrics(M, np.bincount(y, minlength=C)))
+
+
+def shortfall(accuracy, macro_f1) -> list[float]:
+    """Each candidate's shortfall: the larger of its gaps to the best accuracy and to the
+    best macro-F1 of the family, max(max(a) − a_i, max(f) − f_i).
+
+    >>> shortfall([0.74, 0.72, 0.70], [0.38, 0.43, 0.40])
+    [0.05, 0.02, 0.04]
+    """
+    best_a, best_f = max(accuracy), max(macro_f1)
+    return [round(float(max(best_a - a, best_f - f)), 12) for a, f in zip(accuracy, macro_f1)]
+
+
+def _no_evidence(candidates) -> Choice:
+    """The choice when no document can be held out (every class has one document): the
+    first, simplest candidate, uncalibrated; its table says no document was scored."""
+    table = [
+        {"name": describe(s), "settings": s.to_dict(), "accuracy": 0.0, "macro_f1": 0.0,
+         "log_loss": 0.0, "chosen": i == 0}
+        for i, s in enumerate(candidates)
+    ]  # fmt: skip
+    return Choice(candidates[0], Calibration(0.0, 0.0), table, 0, 0)
+
+
+def choose(
+    counts: Counts, X: sp.csr_matrix, y: np.ndarray, candidates=CANDIDATES, k: int = FOLDS,
+    threads: int = 1,
+) -> Choice:
+    """Cross-validate ``candidates`` on the sample ``(X, y)`` of the corpus of ``counts``.
+
+    ``X`` (n, V) counts the sampled documents over ``counts.vocabulary``; ``y`` (n,) are
+    their classes (indices into ``counts.classes``); ``threads`` score the candidates.
+    """
+    y = np.asarray(y, dtype=np.int64)
+    # A document whose class has no other document is never scored: held out, its class
+    # would have no training document. Leaving it out of the sample spares the work.
+    scorable = counts.class_count[y] >= 2
+    X, y = sp.csr_matrix(X)[scorable], y[scorable]
+    if y.size == 0:
+        return _no_evidence(candidates)
+    fold_ids = stratified_fold_ids(y, folds_for(y.size, counts.n_docs, k))
+    rows = []
+    scores, n_tokens = held_out_scores(counts, X, y, fold_ids, candidates, threads)
+    for settings, jll in zip(candidates, scores):
+        scored = np.isfinite(jll[np.arange(y.size), y])
+        log_proba = log_posterior(jll[scored])
+        pred = np.where(np.isfinite(log_proba.max(axis=1)), log_proba.argmax(axis=1), -1)
+        truth = y[scored]
+        rows.append(
+            {
+                "settings": settings,
+                "jll": jll,
+                "correct": int(np.sum(pred == truth)),
+                "log_loss": log_loss_of(log_proba, truth),
+                "macro_f1": _macro_f1(truth, pred, len(counts.classes)),
+                "documents": int(scored.sum()),
+            }
+        )
+    gaps = shortfall(
+        [r["correct"] / max(r["documents"], 1) for r in rows], [r["macro_f1"] for r in rows]
+    )
+    best = min(range(len(rows)), key=lambda i: (gaps[i], rows[i]["log_loss"], i))
+    winner = rows[best]
+    calibration = fit_calibration(winner["jll"], y, n_tokens)
+    scored = np.isfinite(winner["jll"][np.arange(y.size), y])
+    table = [
+        {
+            "name": describe(r["settings"]),
+            "settings": r["settings"].to_dict(),
+            "accuracy": r["correct"] / max(r["documents"], 1),
+            "macro_f1": r["macro_f1"],
+            "log_loss": r["log_loss"],
+            "chosen": i == best,
+        }
+        for i, r in enumerate(rows)
+    ]
+    table[best]["calibrated_log_loss"] = log_loss_of(
+        calibrated(winner["jll"][scored], n_tokens[scored], calibration), y[scored]
+    )
+    return Choice(
+        replace(winner["settings"]), calibration, table, int(scored.sum()),
+        int(np.unique(fold_ids).size), _evidence(candidates, rows, winner, n_tokens),
+    )  # fmt: skip
+
+
+def _evidence(candidates, rows: list[dict], winner: dict, n_tokens: np.ndarray):
+    """e(x) of the held-out documents under the winner's evidence model, or None when
+    that model is not among the candidates."""
+    from scipy.special import logsumexp
+
+    from .novelty import evidence_settings
+
+    wanted = evidence_settings(winner["settings"])
+    found = [r for s, r in zip(candidates, rows) if s == wanted]
+    if not found:
+        return None
+    jll, known = found[0]["jll"], n_tokens > 0
+    with np.errstate(divide="ignore"):
+        evidence = logsumexp(jll[known], axis=1)
+    return evidence / n_tokens[known]

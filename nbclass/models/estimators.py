@@ -1,0 +1,571 @@
+"""Estimators: class priors π and word probabilities θ from counts, in log space.
+
+Notation (``MATH.md``; counts are defined in :mod:`nbclass.counting.counts`):
+
+================  ==========================  ==========================================
+symbol            code name                   meaning
+================  ==========================  ==========================================
+π_c               ``log_pi`` (log)            probability of class c
+θ_jc              ``log_theta`` (log)         Bernoulli: p(word j present | c);
+                                              multinomial: p(a token is word j | c)
+α_c = α           ``alpha``                   Dirichlet pseudo-count on class proportions
+β_1, β_0          ``beta = (β_1, β_0)``       Beta pseudo-counts for "present"/"absent"
+β                 ``beta = (β, β)``           symmetric Dirichlet on a class's words
+================  ==========================  ==========================================
+
+==============  ====================  ===========================  =========================
+estimator       π_c                   θ_jc Bernoulli               θ_jc multinomial
+==============  ====================  ===========================  =========================
+mle             N_c / N               D_jc / N_c                   T_jc / T_c
+map             (N_c+α−1) / (N+Cα−C)  (D_jc+β1−1) / (N_c+β1+β0−2)  (T_jc+β−1) / (T_c+V(β−1))
+posterior-mean  (N_c+α) / (N+Cα)      (D_jc+β1) / (N_c+β1+β0)      (T_jc+β) / (T_c+Vβ)
+==============  ====================  ===========================  =========================
+
+Every estimate is a fraction ``numerator / denominator`` of counts plus pseudo-counts,
+written once in the ``*_fraction`` functions, which take plain numbers or numpy arrays
+alike: the one-document path (:mod:`nbclass.modelfile.quick`) and the batch path share them. The
+``log_*`` functions take the difference of the logarithms (never the log of a rounded
+ratio). numpy is imported only inside the functions that need it. A zero numerator gives
+log 0 = −inf, a legitimate answer under ``mle`` (the seeds' "black swan"). A zero
+denominator (a class with no tokens under ``mle``) means the class gives no word any
+probability: its θ are 0.
+
+References: seed 000 (Bayesian naive Bayes, MAP, posterior predictive), seed 004
+(Laplace smoothing), ``MATH.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from ..defaults import AUTO, ESTIMATORS, MODELS, NORMS, TF  # noqa: F401 - the choices
+from ..errors import UsageError
+
+# The range of β the prior fit returns (:func:`nbclass.models.textmodels.fit_beta`); the
+# model file's header is checked against it (:mod:`nbclass.modelfile.header`).
+BETA_RANGE = (1e-4, 100.0)
+
+@dataclass(frozen=True)
+class EstimatorSettings:
+    """Event model, estimator and prior pseudo-counts.
+
+    Attributes
+    ----------
+    model : {"multinomial", "bernoulli", "complement", "dcm", "poisson"}
+    estimator : {"posterior-mean", "map", "mle", "predictive"}
+        ``predictive`` is the exact Dirichlet-multinomial (Pólya) predictive of a whole
+        document (multinomial), the negative binomial (poisson); for bernoulli it equals
+        ``posterior-mean``.
+    alpha : float
+        α, the Dirichlet pseudo-count of every class (α_0 = Cα).
+    beta : tuple of float (β_1, β_0)
+        Bernoulli: Beta(β_1, β_0) pseudo-counts for "present" and "absent".
+        Multinomial, complement, dcm: the symmetric Dirichlet's β, given as (β, β).
+        Poisson: the Gamma(β, Vβ) prior of every rate λ_jc (:mod:`nbclass.models.poisson`).
+    tf : {"raw", "log"}
+        Term frequency: x_j or log(1 + x_j) (multinomial and complement).
+    idf : bool
+        Multiply by idf_j = log(N / Σ_c D_jc) (multinomial and complement).
+    norm : {"none", "length", "weight", "both"}
+        Document-length normalisation, weight normalisation, or both
+        (:mod:`nbclass.models.textmodels`).
+    prior_fit : bool
+        Replace β by the value that maximises the leave-one-out likelihood of the counts.
+    class_prior : bool
+        Add log π_c to the scores; without it every class has the same prior (scikit-learn's
+        ComplementNB leaves it out). Weight normalisation always leaves it out.
+
+    Files written before the last four fields existed lack them: they load with the
+    meaning those files had (raw counts, no idf, no normalisation, β as given).
+    """
+
+    model: str = "multinomial"
+    estimator: str = "posterior-mean"
+    alpha: float = 1.0
+    beta: tuple[float, float] = (1.0, 1.0)
+    tf: str = "raw"
+    idf: bool = False
+    norm: str = "none"
+    prior_fit: bool = False
+    class_prior: bool = True
+
+    @property
+    def transformed(self) -> bool:
+        """True when any of --tf log, --idf, --norm is on."""
+        return self.tf != "raw" or self.idf or self.norm != "none"
+
+    @property
+    def generative(self) -> bool:
+        """True when the scores are log π_c + log p(x | c) of a probability model of x.
+
+        Complement weights and transformed counts give scores whose softmax is the
+        posterior but whose log-sum-exp is no probability of the document.
+        """
+        return self.model != "complement" and not self.transformed
+
+    def with_overrides(self, **overrides) -> EstimatorSettings:
+        """A copy with the given fields replaced; ``None`` values keep the current field."""
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+    def validate(self) -> EstimatorSettings:
+        """Return self if usable, else raise :class:`UsageError` saying how to fix it."""
+        if self.model not in MODELS:
+            raise UsageError(f"unknown model {self.model!r}: use one of {', '.join(MODELS)}")
+        if self.estimator not in ESTIMATORS:
+            raise UsageError(
+                f"unknown estimator {self.estimator!r}: use one of {', '.join(ESTIMATORS)}"
+            )
+        values = (self.alpha, *self.beta)
+        if not all(math.isfinite(v) for v in values):
+            raise UsageError("--alpha and --beta must be finite numbers")
+        if self.model != "bernoulli" and self.beta[0] != self.beta[1]:
+            raise UsageError(
+                f"the {self.model} model takes one --beta (a symmetric Dirichlet); "
+                "B1,B0 is for --model bernoulli"
+            )
+        if self.tf not in TF:
+            raise UsageError(f"unknown --tf {self.tf!r}: use one of {', '.join(TF)}")
+        if self.norm not in NORMS:
+            raise UsageError(f"unknown --norm {self.norm!r}: use one of {', '.join(NORMS)}")
+        if self.transformed and self.model == "poisson":
+            raise UsageError(
+                "--tf, --idf and --norm transform word counts; --model poisson models the "
+                "raw counts: use them with --model multinomial or complement"
+            )
+        if self.transformed and self.model in ("bernoulli", "dcm"):
+            raise UsageError(
+                f"--tf, --idf and --norm transform word counts; --model {self.model} uses "
+                "word presence: use them with --model multinomial or complement"
+            )
+        if self.model in ("complement", "dcm") and self.estimator != "posterior-mean":
+            raise UsageError(
+                f"--model {self.model} takes --estimator posterior-mean (its weights need "
+                "smoothed, non-zero estimates)"
+            )
+        if self.estimator == "predictive" and self.transformed:
+            raise UsageError(
+                "--estimator predictive is the exact predictive of raw word counts: use it "
+                "without --tf log, --idf and --norm"
+            )
+        if self.norm in ("weight", "both") and self.estimator != "posterior-mean":
+            raise UsageError(
+                "--norm weight divides each class's weights by their sum, which needs finite "
+                "weights: use --estimator posterior-mean"
+            )
+        if self.prior_fit and self.estimator not in ("posterior-mean", "predictive"):
+            raise UsageError(
+                "--prior-fit may choose a β below 1, which --estimator "
+                f"{self.estimator} cannot take: use --estimator posterior-mean or predictive"
+            )
+        if self.estimator == "map" and min(values) < 1:
+            raise UsageError(
+                "--estimator map needs --alpha >= 1 and --beta >= 1 (the mode of a Beta or "
+                "Dirichlet with a pseudo-count below 1 is not interior); use "
+                "--estimator posterior-mean for smaller pseudo-counts"
+            )
+        if self.estimator in ("posterior-mean", "predictive") and min(values) <= 0:
+            raise UsageError(
+                f"--estimator {self.estimator} needs --alpha > 0 and --beta > 0; "
+                "use --estimator mle for unsmoothed estimates"
+            )
+        return self
+
+    def to_dict(self) -> dict:
+        return {
+            "model": self.model,
+            "estimator": self.estimator,
+            "alpha": self.alpha,
+            "beta": list(self.beta),
+            "tf": self.tf,
+            "idf": self.idf,
+            "norm": self.norm,
+            "prior_fit": self.prior_fit,
+            "class_prior": self.class_prior,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> EstimatorSettings:
+        """Settings from :meth:`to_dict`; absent newer fields keep their old meaning."""
+        return cls(
+            model=str(data["model"]),
+            estimator=str(data["estimator"]),
+            alpha=float(data["alpha"]),
+            beta=(float(data["beta"][0]), float(data["beta"][1])),
+            tf=str(data.get("tf", "raw")),
+            idf=_boolean(data.get("idf", False)),
+            norm=str(data.get("norm", "none")),
+            prior_fit=_boolean(data.get("prior_fit", False)),
+            class_prior=_boolean(data.get("class_prior", True)),
+        )
+
+    def combined(self, **overrides) -> EstimatorSettings:
+        """These settings with ``overrides`` (``None`` = not given), made consistent.
+
+        What is given wins. A stored field that cannot go with it falls back to its plain
+        value, in this order: the transforms (raw counts), the prior fit (off), the model
+        (multinomial); e.g. ``--estimator mle`` on a complement model scores the multinomial
+        MLE. A β that is given replaces a fitted one: ``--beta 1`` turns ``prior_fit`` off
+        unless ``--prior-fit`` is given too. Raises :class:`UsageError` when the given values
+        themselves conflict.
+        """
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if "beta" in given and "prior_fit" not in given:
+            given["prior_fit"] = False
+        settings = replace(self, **given)
+        plain = EstimatorSettings()
+        for fields in (("tf", "idf", "norm"), ("prior_fit",), ("model",)):
+            try:
+                return settings.validate()
+            except UsageError:
+                reset = {f: getattr(plain, f) for f in fields if f not in given}
+                settings = replace(settings, **reset)
+        return settings.validate()
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The numbers of a model's default settings that depend on every count.
+
+    The one-document path (:mod:`nbclass.modelfile.quick`) reads only the rows of the document's
+    words, so it cannot fit β or sum a transformed column. The model file's header keeps
+    these numbers, computed when the file is written; both paths use them, so they agree.
+
+    Attributes
+    ----------
+    settings : EstimatorSettings
+        The settings these numbers belong to (the model's defaults, β as stored).
+    beta : float or None
+        The fitted β (with ``prior_fit``), already scaled for transformed sums.
+    class_totals : tuple of float, length C, or None
+        For transformed multinomial: S_c = Σ_j S_jc; for transformed complement:
+        S̃_c = Σ_j S̃_jc; the denominators' data part, summed as the batch path sums it.
+    weight_norms : tuple of float, length C, or None
+        With ``--norm weight`` or ``both``: Σ_j |w_jc|, the divisor of class c's weights.
+    """
+
+    settings: EstimatorSettings
+    beta: float | None = None
+    class_totals: tuple[float, ...] | None = None
+    weight_norms: tuple[float, ...] | None = None
+
+    def resolved(self) -> EstimatorSettings:
+        """The settings with the fitted β in place (those the scores are computed with)."""
+        if self.beta is None:
+            return self.settings
+        return replace(self.settings, beta=(self.beta, self.beta))
+
+    def to_dict(self) -> dict:
+        return {
+            "settings": self.settings.to_dict(),
+            "beta": self.beta,
+            "class_totals": None if self.class_totals is None else list(self.class_totals),
+            "weight_norms": None if self.weight_norms is None else list(self.weight_norms),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict, n_classes: int) -> Prepared:
+        """Read :meth:`to_dict`'s output; ``ValueError`` when a field is malformed."""
+
+        def vector(name: str) -> tuple[float, ...] | None:
+            values = data[name]
+            if values is None:
+                return None
+            out = tuple(float(v) for v in values)
+            if len(out) != n_classes or not all(math.isfinite(v) and v >= 0 for v in out):
+                raise ValueError(f"prepared {name} must be {n_classes} finite numbers >= 0")
+            return out
+
+        beta = data["beta"]
+        if beta is not None:
+            beta = float(beta)
+            if not (math.isfinite(beta) and beta > 0):
+                raise ValueError("the prepared β must be a finite number > 0")
+        return cls(
+            settings=EstimatorSettings.from_dict(data["settings"]).validate(),
+            beta=beta,
+            class_totals=vector("class_totals"),
+            weight_norms=vector("weight_norms"),
+        )
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Calibrated probabilities p(c | x) = softmax_c(b_c / T(x)), with the temperature
+    T(x) = exp(t0 + t1 · log(1 + n_x)), n_x the document's tokens in the model's
+    vocabulary (:mod:`nbclass.models.choosing` fits t0 and t1)."""
+
+    t0: float
+    t1: float
+
+    BOUND = 20.0  # |t0|, |t1| at most: e^20 is far past any temperature a fit finds
+
+    def temperature(self, n_tokens: int) -> float:
+        """T(x) for a document of ``n_tokens`` known tokens."""
+        return math.exp(self.t0 + self.t1 * math.log1p(n_tokens))
+
+    def to_dict(self) -> dict:
+        return {"kind": "length-temperature", "t0": self.t0, "t1": self.t1}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Calibration:
+        """Read :meth:`to_dict`'s output; ``ValueError`` when a field is malformed."""
+        if not isinstance(data, dict) or data.get("kind") != "length-temperature":
+            raise ValueError("the calibration is not a length-temperature record")
+        t0, t1 = float(data["t0"]), float(data["t1"])
+        if not (abs(t0) <= cls.BOUND and abs(t1) <= cls.BOUND):
+            raise ValueError(f"calibration parameters must be finite and within ±{cls.BOUND}")
+        return cls(t0, t1)
+
+
+# What scores a model whose file names no choice (a model written by a library call, or a
+# table model's text columns): complement naive Bayes (Rennie et al. 2003) on log(1 + tf)
+# with β fitted by leave-one-out likelihood. ``nbclass fit`` itself chooses the settings
+# from the data (``--model auto``, :mod:`nbclass.models.choosing`) and stores its choice.
+DEFAULTS = EstimatorSettings(model="complement", tf="log", prior_fit=True)
+# A table model's text columns (fit --table) keep the plain multinomial.
+TABLE_DEFAULTS = EstimatorSettings()
+
+
+def _option_number(x: float) -> str:
+    """``x`` as a user writes it on the command line: 1 for 1.0, else the shortest text."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
+
+
+def as_options(settings: EstimatorSettings) -> str:
+    """The command-line options that select ``settings``, every field spelled out.
+
+    The help texts show the defaults this way, built from the constants the code uses
+    (:data:`DEFAULTS`, :data:`TABLE_DEFAULTS`), so they cannot drift apart; given to
+    ``fit``, the options give those very settings. With ``prior_fit`` the β is fitted,
+    so ``--beta`` is left out (a β given turns the fit off).
+
+    >>> as_options(EstimatorSettings())
+    '--model multinomial --estimator posterior-mean --alpha 1 --beta 1 --tf raw --no-idf \
+--norm none --no-prior-fit --class-prior'
+    >>> as_options(EstimatorSettings(model="bernoulli", alpha=0.5, beta=(1.0, 2.0)))
+    '--model bernoulli --estimator posterior-mean --alpha 0.5 --beta 1,2 --tf raw --no-idf \
+--norm none --no-prior-fit --class-prior'
+    """
+    s = settings
+    words = ["--model", s.model, "--estimator", s.estimator, "--alpha", _option_number(s.alpha)]
+    if not s.prior_fit:
+        beta = [_option_number(b) for b in s.beta]
+        words += ["--beta", beta[0] if beta[0] == beta[1] else ",".join(beta)]
+    words += ["--tf", s.tf, "--idf" if s.idf else "--no-idf", "--norm", s.norm]
+    words.append("--prior-fit" if s.prior_fit else "--no-prior-fit")
+    words.append("--class-prior" if s.class_prior else "--no-class-prior")
+    return " ".join(words)
+
+
+FORMULA_OPTIONS = ("model", "estimator", "alpha", "beta")
+
+
+def resolve(defaults: EstimatorSettings, **overrides) -> EstimatorSettings:
+    """The settings a command scores with: a model's ``defaults`` and the options given.
+
+    ``overrides`` are the estimator options (``None`` = not given; a ``model`` of
+    ``"auto"`` means the model's own choice). A model name means its formula: when any of
+    --model, --estimator, --alpha or --beta is given, the result is that model as the
+    maths writes it, on raw counts, with the class prior, β as given (1 if not), plus only
+    the transforms and prior options that are given too; the stored transforms, fitted β
+    and dropped class prior are not carried over. Otherwise the given transforms and prior
+    options change the stored defaults (:meth:`EstimatorSettings.combined`).
+    """
+    if overrides.get("model") == AUTO:
+        overrides = dict(overrides, model=None)
+    given = {k for k, v in overrides.items() if v is not None}
+    base = defaults
+    if given.intersection(FORMULA_OPTIONS):
+        base = EstimatorSettings(model=defaults.model)
+    return base.combined(**overrides)
+
+
+def overridden(**overrides) -> bool:
+    """True when any estimator option is given (then no stored calibration applies)."""
+    return any(v is not None and v != AUTO for v in overrides.values())
+
+
+def _boolean(value) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{value!r} is not true or false")
+    return value
+
+
+def parse_beta(text: str) -> tuple[float, float]:
+    """Parse ``--beta B`` (β_1 = β_0 = B) or ``--beta B1,B0``."""
+    parts = text.split(",")
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) == 1:
+        return values[0], values[0]
+    if len(values) == 2:
+        return values[0], values[1]
+    raise UsageError(f"--beta {text!r} is not B or B1,B0 (for example 1 or 1,1)")
+
+
+def class_prior_fraction(N_c, N, C: int, estimator: str, alpha: float):
+    """Numerator and denominator of π_c; ``N_c`` may be a number or an array of shape (C,).
+
+    N_c and N count documents.
+    """
+    if estimator == "mle":
+        return N_c, N
+    if estimator == "map":
+        return N_c + alpha - 1, N + C * alpha - C
+    return N_c + alpha, N + C * alpha
+
+
+def bernoulli_fraction(D_jc, N_c, estimator: str, beta: tuple[float, float]):
+    """Numerators of θ_jc and of 1 − θ_jc, and their denominator (numbers or arrays).
+
+    D_jc counts documents of class c containing word j; N_c documents of class c.
+    """
+    beta1, beta0 = beta
+    if estimator == "mle":
+        return D_jc, N_c - D_jc, N_c
+    if estimator == "map":
+        return D_jc + beta1 - 1, N_c - D_jc + beta0 - 1, N_c + beta1 + beta0 - 2
+    return D_jc + beta1, N_c - D_jc + beta0, N_c + beta1 + beta0
+
+
+def multinomial_fraction(T_jc, T_c, V: int, estimator: str, beta: float):
+    """Numerator and denominator of θ_jc (numbers or arrays); T counts tokens."""
+    if estimator == "mle":
+        return T_jc, T_c
+    if estimator == "map":
+        return T_jc + beta - 1, T_c + V * (beta - 1)
+    return T_jc + beta, T_c + V * beta
+
+
+def log_ratio(numerator: float, denominator: float) -> float:
+    """log(numerator / denominator) as a difference of logs; −inf where either is <= 0."""
+    if numerator <= 0 or denominator <= 0:
+        return -math.inf
+    return math.log(numerator) - math.log(denominator)
+
+
+def bernoulli_absent_total(
+    histogram, N_c: int, estimator: str, beta: tuple[float, float]
+) -> tuple[float, int]:
+    """Σ_j log(1 − θ_jc) over a class's words, and how many words have θ_jc = 1.
+
+    Parameters
+    ----------
+    histogram : iterable of (d, n)
+        n words have D_jc = d (documents), words absent from the class included as d = 0.
+
+    Returns
+    -------
+    total : float
+        Σ over the words with θ_jc < 1 of log(1 − θ_jc), summed exactly with
+        ``math.fsum`` of the per-value terms n · log(1 − θ(d)).
+    certain : int
+        Words with θ_jc = 1, for which 1 − θ_jc = 0: a document lacking one of them is
+        impossible for the class; they are left out of ``total``.
+
+    Notes
+    -----
+    log(1 − θ_jc) depends on word j only through D_jc, so the sum over V words is a sum
+    over the distinct values of D_jc; this makes the Bernoulli model's per-class constant
+    cheap to compute from stored counts, for any estimator and prior.
+    """
+    terms, certain = [], 0
+    for d, n in histogram:
+        _, absent, denominator = bernoulli_fraction(d, N_c, estimator, beta)
+        if denominator <= 0:  # no estimate for this class: its words are never present
+            continue
+        if absent <= 0:
+            certain += n
+        else:
+            terms.append(n * log_ratio(absent, denominator))
+    return math.fsum(terms), certain
+
+
+def log_fraction(numerator, denominator):
+    """log(numerator / denominator) elementwise, a difference of logs; −inf where either is 0.
+
+    Examples
+    --------
+    >>> log_fraction([1.0, 0.0], [4.0, 4.0]).tolist() == [math.log(1) - math.log(4), -math.inf]
+    True
+    """
+    import numpy as np
+
+    numerator = np.asarray(numerator, dtype=np.float64)
+    denominator = np.asarray(denominator, dtype=np.float64)
+    log_numerator = np.log(numerator, out=np.full(numerator.shape, -np.inf), where=numerator > 0)
+    ok = denominator > 0
+    log_denominator = np.log(denominator, out=np.zeros(denominator.shape), where=ok)
+    out = log_numerator - log_denominator
+    if not ok.all():
+        out[..., ~ok] = -np.inf  # no estimate: the event has no mass
+    return out
+
+
+def class_prior_fractions(class_count, estimator: str, alpha: float):
+    """Numerator (C,) and denominator (scalar) of π_c from N_c, ndarray of shape (C,)."""
+    import numpy as np
+
+    N_c = np.asarray(class_count, dtype=np.float64)
+    return class_prior_fraction(N_c, N_c.sum(), N_c.shape[0], estimator, alpha)
+
+
+def log_class_prior(class_count, estimator: str, alpha: float):
+    """log π_c, ndarray of shape (C,).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> log_pi = log_class_prior(np.array([3, 1]), "posterior-mean", 1.0)
+    >>> np.allclose(np.exp(log_pi), [(3 + 1) / (4 + 2), (1 + 1) / (4 + 2)])
+    True
+    """
+    return log_fraction(*class_prior_fractions(class_count, estimator, alpha))
+
+
+def bernoulli_fractions(doc_count, class_count, estimator: str, beta: tuple[float, float]):
+    """Numerators of θ_jc and 1 − θ_jc, each (V, C), and their denominator (C,).
+
+    Parameters
+    ----------
+    doc_count : ndarray of shape (V, C)
+        D_jc (documents containing word j).
+    class_count : ndarray of shape (C,)
+        N_c (documents).
+    """
+    import numpy as np
+
+    D = np.asarray(doc_count, dtype=np.float64)
+    N_c = np.asarray(class_count, dtype=np.float64)
+    return bernoulli_fraction(D, N_c, estimator, beta)
+
+
+def bernoulli_log_theta(doc_count, class_count, estimator: str, beta: tuple[float, float]):
+    """log θ_jc and log(1 − θ_jc), each ndarray of shape (V, C).
+
+    A class whose denominator is 0 gives its words θ = 0: log θ = −inf, log(1 − θ) = 0.
+    """
+    import numpy as np
+
+    present, absent, denominator = bernoulli_fractions(doc_count, class_count, estimator, beta)
+    log_theta = log_fraction(present, denominator)
+    log_not_theta = log_fraction(absent, denominator)
+    log_not_theta[:, np.asarray(denominator) <= 0] = 0.0
+    return log_theta, log_not_theta
+
+
+def multinomial_log_theta(token_count, estimator: str, beta: float):
+    """log θ_jc, ndarray of shape (V, C), with V = ``token_count.shape[0]``.
+
+    Parameters
+    ----------
+    token_count : ndarray of shape (V, C)
+        T_jc (tokens).
+    """
+    import numpy as np
+
+    T = np.asarray(token_count, dtype=np.float64)
+    return log_fraction(*multinomial_fraction(T, T.sum(axis=0), T.shape[0], estimator, beta))

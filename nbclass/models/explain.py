@@ -1,0 +1,160 @@
+"""Why a document got its label: each word's share of the log-odds, and what predict adds.
+
+For a linear scorer (jll = f(X) @ W + b, :class:`nbclass.models.posterior.LinearScorer`), the
+log-odds of the chosen class a against the runner-up r is
+
+    log p(a | x) − log p(r | x) = b_a − b_r = Σ_j f(x_j) (W[j, a] − W[j, r]) + (b_a − b_r)
+
+with f the identity (multinomial) or 1[x > 0] (Bernoulli): word j's contribution is its
+term of the sum. The explanation lists the ``n`` words with the largest contributions
+(the words that pushed the decision most towards a; ties to the alphabetically first
+word); the full sum plus the bias difference is the log-odds. A scorer that is not
+linear provides its own ``contributions(X, a, b)`` and ``bias_difference(a, b)``.
+
+The runner-up is the second class by log posterior (ties to the first in class order),
+so it stays meaningful when its probability underflows to 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import UsageError
+from .abstain import Abstention
+from .choosing import temperatures
+from .model import Classifier
+
+
+@dataclass(frozen=True, eq=False)
+class ScoredBatch:
+    """A batch of documents scored, with what abstention and explanations need.
+
+    Attributes
+    ----------
+    sources : list of str, length n
+    X : csr_matrix of shape (n, V)
+        Token counts over the model's (used) vocabulary.
+    jll : ndarray of shape (n, C)
+    log_proba : ndarray of shape (n, C)
+    tokens : ndarray of shape (n,)
+        Tokens per document (n-grams included), known to the model or not.
+    """
+
+    sources: list[str]
+    X: object
+    jll: np.ndarray
+    log_proba: np.ndarray
+    tokens: np.ndarray
+
+    @property
+    def known(self) -> np.ndarray:
+        """Known tokens per document, shape (n,)."""
+        return np.asarray(self.X.sum(axis=1)).ravel().astype(np.int64)
+
+
+def score_batch(classifier: Classifier, batch: list[tuple[str, str]]) -> ScoredBatch:
+    """Score ``(source, text)`` pairs as :meth:`Classifier.predict` does, keeping X."""
+    X, tokens = classifier.count(text for _, text in batch)
+    return score_counts(classifier, [source for source, _ in batch], X, tokens)
+
+
+def score_counts(classifier: Classifier, sources: list[str], X, tokens) -> ScoredBatch:
+    """Score documents already counted: ``X`` (n, V) and their token numbers (n,)."""
+    jll = classifier.scorer.joint_log_likelihood(X)
+    return ScoredBatch(
+        sources=sources, X=X, jll=jll, log_proba=classifier.log_proba(X, jll), tokens=tokens
+    )
+
+
+def explanations(classifier: Classifier, scored: ScoredBatch, n: int) -> list[dict | None]:
+    """The ``n`` words that pushed each document most towards its class (None: no label).
+
+    Returns
+    -------
+    list of dict, one per document
+        ``{"versus": runner-up class, "log_odds": b_a − b_r, "bias": bias difference,
+        "words": [(word, x_j, contribution), ...]}``, largest contribution first.
+    """
+    order = np.argsort(-scored.log_proba, axis=1, kind="stable")
+    a, r = order[:, 0], order[:, 1]
+    scorer = classifier.scorer
+    if not hasattr(scorer, "contributions"):
+        raise UsageError(
+            f"--explain is not available for --model {classifier.settings.model}: its "
+            "scorer does not split the log-odds into word contributions"
+        )
+    contributions = scorer.contributions(scored.X, a, r)
+    bias = scorer.bias_difference(a, r)
+    if classifier.calibration is not None:
+        # Calibrated probabilities divide a document's scores by T(x): so do its parts,
+        # which then add up to the log-odds of the probabilities printed.
+        scale = 1.0 / temperatures(classifier.calibration, scored.known)
+        contributions = contributions.copy()
+        contributions.data *= np.repeat(scale, np.diff(contributions.indptr))
+        bias = bias * scale
+    words = list(classifier.vocabulary)  # insertion order: word j at position j
+    out: list[dict | None] = []
+    for i in range(scored.X.shape[0]):
+        if np.isneginf(scored.log_proba[i, a[i]]):
+            out.append(None)
+            continue
+        start, end = contributions.indptr[i], contributions.indptr[i + 1]
+        cols = contributions.indices[start:end]
+        values = contributions.data[start:end]
+        counts = scored.X.data[scored.X.indptr[i] : scored.X.indptr[i + 1]]
+        # cols are sorted, i.e. alphabetical; a stable sort keeps that order on ties.
+        best = np.argsort(-values, kind="stable")[:n]
+        out.append(
+            {
+                "versus": classifier.classes[r[i]],
+                "log_odds": float(scored.log_proba[i, a[i]] - scored.log_proba[i, r[i]]),
+                "bias": float(bias[i]),
+                "words": [
+                    (words[cols[k]], int(counts[k]), float(values[k])) for k in best.tolist()
+                ],
+            }
+        )
+    return out
+
+
+def extras(
+    classifier: Classifier,
+    scored: ScoredBatch,
+    abstention: Abstention,
+    explain: int | None = None,
+    evidence: bool = True,
+) -> list[dict]:
+    """Per document: ``log_evidence``, ``evidence_model``, ``reason`` and, if asked,
+    ``explanation``.
+
+    ``log_evidence`` comes from the chosen model when its settings are generative (see
+    :attr:`nbclass.models.estimators.EstimatorSettings.generative`), else from the multinomial of
+    the same counts (:func:`nbclass.models.novelty.evidence_of`); ``evidence_model`` names it.
+    Without ``evidence`` (TSV prints none) that second scoring is skipped unless
+    ``--min-typicality`` needs it: both are then None.
+    """
+    from .novelty import evidence_of
+
+    n = scored.jll.shape[0]
+    if evidence or classifier.settings.generative or abstention.min_typicality is not None:
+        values, evidence_model = evidence_of(classifier, scored.X, scored.jll)
+        evidence = values.tolist()
+    else:
+        evidence, evidence_model = [None] * n, None
+    abstention = abstention.for_model(classifier.typicality, classifier.settings)
+    known, tokens = scored.known.tolist(), scored.tokens.tolist()
+    rows = scored.log_proba.tolist()
+    out = [
+        {
+            "log_evidence": evidence[i],
+            "evidence_model": evidence_model,
+            "reason": abstention.reason(rows[i], known[i], tokens[i], evidence[i]),
+        }
+        for i in range(len(rows))
+    ]
+    if explain:
+        for record, explanation in zip(out, explanations(classifier, scored, explain)):
+            record["explanation"] = explanation
+    return out

@@ -1,0 +1,541 @@
+"""A model is a sum of counts: update it, merge models, unlearn documents, sync a folder.
+
+Naive Bayes counts are additive (:func:`nbclass.counting.counts.merge`,
+:func:`~nbclass.counting.counts.subtract`),
+so every operation here gives, bit for bit, the model a fresh fit of the resulting set of
+documents would give:
+
+- :func:`update`: add documents to a model (new words and classes welcome);
+- :func:`combine`: sum models fitted on different shards;
+- :func:`unlearn`: subtract documents learned by mistake;
+- :func:`sync`: make a model with a ledger equal to a folder as it is now.
+
+With a ledger (:mod:`nbclass.counting.ledger`) the operations work on documents and the counts are
+recomputed as the ledger's sum; without one they work on the counts directly, and a
+document the model never learned is caught only when a count would become impossible.
+"""
+
+from __future__ import annotations
+
+import random
+import warnings
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..counting.counts import CountAccumulator, Counts, count_corpus, merge, subtract
+from ..counting.ledger import Ledger, canonical, from_entries, match, unify
+from ..counting.tally import digest, tally, tally_ledger
+from ..errors import CorpusError, NbclassError, NbclassWarning, UsageError
+from ..reading.corpus import Corpus, decode
+from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, read_document
+from ..text.hashing import keyed, merge_representatives, words_of
+from ..text.tokenizer import TokenizerSettings, make_tokenizer
+from .choosing import SAMPLE_DOCUMENTS, SEED, sample_indices
+from .model import Model, check_usable
+
+BATCH_SIZE = 1000
+
+
+@dataclass
+class Documents:
+    """Labelled documents to learn or unlearn, counted once.
+
+    Attributes
+    ----------
+    counts : Counts
+        Their counts (classes: only those they hold).
+    ledger : Ledger or None
+        Their ledger entries over ``counts``' classes and vocabulary, if asked for.
+    seen : dict or None
+        With feature hashing, the words sampled per column (:mod:`nbclass.text.hashing`).
+    sample : list of (class name, text), or None
+        A sample of the documents for choosing the model (:mod:`nbclass.models.choosing`), when
+        asked for.
+    """
+
+    counts: Counts
+    ledger: Ledger | None
+    seen: dict | None = None
+    sample: list[tuple[str, str]] | None = None
+
+    @property
+    def column_words(self) -> dict | None:
+        return None if self.seen is None else words_of(self.seen)
+
+
+Keys = list  # [(SHA-256 digest, class name)] per document, and a parallel list of sources
+
+
+def tokenizer_difference(a: TokenizerSettings, b: TokenizerSettings) -> str | None:
+    """The first tokenizer setting in which ``a`` and ``b`` differ, said for a user."""
+    left, right = a.to_dict(), b.to_dict()
+    for key in ("lowercase", "token_pattern", "ngram_range", "stop_words", "hash_features"):
+        if left.get(key) != right.get(key):
+            shown = {
+                "stop_words": lambda d: f"{len(d['stop_words'])} stop words "
+                f"({d['stop_words_source']})",
+                "ngram_range": lambda d: "{},{}".format(*d["ngram_range"]),
+                "hash_features": lambda d: str(d.get("hash_features") or "off"),
+            }.get(key, lambda d, key=key: repr(d[key]))
+            return f"{key.replace('_', ' ')}: {shown(left)} vs {shown(right)}"
+    return None
+
+
+def check_same_tokenizer(model: Model, tokenizer: TokenizerSettings, what: str) -> None:
+    difference = tokenizer_difference(model.tokenizer, tokenizer)
+    if difference:
+        raise UsageError(
+            f"{what} has different tokenizer settings ({difference}): counts made with "
+            "different tokenizers cannot be added; use the same settings"
+        )
+
+
+def _refuse_selected(model: Model, name: str) -> None:
+    if model.selection is not None:
+        raise UsageError(
+            f"{name} was pruned by select-features, so its counts are no longer those of its "
+            "documents; update or merge the full models, then select features again"
+        )
+
+
+def count_documents(
+    corpus: Corpus, tokenizer: TokenizerSettings, ledger: bool, jobs: int = 1,
+    on_progress: Callable[[int, int], None] | None = None,
+    cluster: Callable[..., tuple] | None = None, policy: ReadPolicy = DEFAULT_POLICY,
+    log: ReadLog | None = None, sample: bool = False,
+) -> Documents:  # fmt: skip
+    """Count the documents of ``corpus`` (with their ledger entries if ``ledger``), locally
+    or by the counting function ``cluster`` (of a Dask cluster:
+    :func:`nbclass.cluster.remote.counter`), read under ``policy`` (skips go to ``log``).
+
+    With ``sample``, the documents of :func:`nbclass.models.choosing.sample_indices` are read
+    again (here, after the count) for choosing the model."""
+    entries = [] if ledger else None
+    seen = {} if tokenizer.hash_features else None
+    counts = count_corpus(
+        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen,
+        cluster=cluster, policy=policy, log=log,
+    )
+    texts = corpus_sample(corpus, policy) if sample else None
+    if entries is None:
+        return Documents(counts, None, seen, texts)
+    book, counts = canonical(
+        from_entries(entries, counts.vocabulary), counts.classes, counts.vocabulary
+    )
+    return Documents(counts, book, seen, texts)
+
+
+def corpus_sample(corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY) -> list[tuple[str, str]]:
+    """``(class name, text)`` of a stratified sample of ``corpus`` (:mod:`.choosing`).
+
+    Documents ``policy`` skips are left out without a word: the count that came first
+    skipped them too, and said so.
+    """
+    chosen = sample_indices(np.asarray(corpus.labels)).tolist()
+    if corpus.texts is not None:  # read already (labelled lines)
+        return [(corpus.classes[corpus.labels[i]], corpus.texts[i]) for i in chosen]
+    log, quiet = ReadLog(), replace(policy, on_error="skip")
+    out = []
+    for i in chosen:
+        data = read_document(corpus.paths[i], quiet, log)
+        if data is not None:
+            out.append((corpus.classes[corpus.labels[i]], log.decode(data, policy.encoding)))
+    return out
+
+
+class Reservoir:
+    """A uniform sample of at most ``size`` items of a stream of unknown length (Vitter's
+    algorithm R), drawn with a fixed seed so that the same stream gives the same sample."""
+
+    def __init__(self, size: int, seed: int):
+        self.size, self.seen, self.items = size, 0, []
+        self._random = random.Random(seed)
+
+    def texts(self) -> list[tuple[str, str]]:
+        """The sample of ``(label, bytes)`` lines as ``(label, text)``, decoded as fit does."""
+        return [(label, decode(data)) for label, data in self.items]
+
+    def offer(self, item) -> None:
+        self.seen += 1
+        if len(self.items) < self.size:
+            self.items.append(item)
+            return
+        k = self._random.randrange(self.seen)
+        if k < self.size:
+            self.items[k] = item
+
+
+def documents_of(
+    classes: Sequence[str], packed: tuple, ledger: bool, log: ReadLog | None = None,
+    lines: bool = False,
+) -> Documents:  # fmt: skip
+    """The :class:`Documents` of one packed tally over ``classes`` (the sum that a Dask
+    cluster sends back, :mod:`nbclass.cluster.remote`), as :func:`count_documents` makes them
+    of a corpus folder, or :func:`count_lines` of labelled lines if ``lines``; the read
+    log of the tally is merged into ``log``."""
+    entries = [] if ledger else None
+    seen = {} if len(packed) > 7 and packed[7] is not None else None
+    accumulator = CountAccumulator(classes)
+    accumulator.add_packed(packed, entries, seen)
+    if log is not None and len(packed) > 8:
+        log.add(packed[8])
+    counts = accumulator.result()
+    if lines:
+        counts = merge(counts).pruned()  # classes sorted, as count_lines gives them
+    if entries is None:
+        return Documents(counts, None, seen)
+    book = from_entries(entries, counts.vocabulary)
+    if lines:
+        book, classes, vocabulary = unify([(book, list(classes), counts.vocabulary)])
+    else:
+        classes, vocabulary = counts.classes, counts.vocabulary
+    book, counts = canonical(book, classes, vocabulary)
+    return Documents(counts, book, seen)
+
+
+def corpus_keys(
+    corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY, log: ReadLog | None = None
+) -> tuple[Keys, list[str]]:
+    """``(digest, class)`` of every document of ``corpus`` that ``policy`` reads, and its
+    path (skipped documents are recorded in ``log``)."""
+    keys, kept = _keyed(corpus, policy, ReadLog() if log is None else log)
+    return keys, kept.paths
+
+
+def _keyed(corpus: Corpus, policy: ReadPolicy, log: ReadLog) -> tuple[Keys, Corpus]:
+    keys, paths, labels = [], [], []
+    for path, label in zip(corpus.paths, corpus.labels):
+        data = read_document(path, policy, log)
+        if data is not None:
+            keys.append((digest(data), corpus.classes[label]))
+            paths.append(path)
+            labels.append(label)
+    return keys, Corpus(classes=list(corpus.classes), paths=paths, labels=labels)
+
+
+def parse_labelled_line(line: str, where: str) -> tuple[str, str]:
+    """``(label, text)`` of a training line: ``LABEL<TAB>TEXT`` or ``__label__LABEL TEXT``.
+
+    Raises
+    ------
+    NbclassError
+        Naming ``where`` when the line has no label, or several fastText labels.
+    """
+    if line.startswith("__label__"):
+        label, _, text = line[len("__label__") :].partition(" ")
+        if text.startswith("__label__"):
+            raise NbclassError(
+                f"{where} has more than one __label__: naive Bayes gives each document one "
+                "class; keep one label per line"
+            )
+    else:
+        label, tab, text = line.partition("\t")
+        if not tab:
+            raise NbclassError(
+                f"{where} has no label: write LABEL<TAB>TEXT or __label__LABEL TEXT"
+            )
+    label = label.strip()
+    if not label:
+        raise NbclassError(f"{where} has an empty label")
+    return label, text
+
+
+def labelled_lines(lines: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str, bytes]]:
+    """``(source, label, text bytes)`` of each non-blank labelled line ``(source, text)``.
+
+    A document is named by the UTF-8 bytes of its text without the label, so the same
+    text learned from a file or from a line is the same document in a ledger.
+    """
+    for source, line in lines:
+        if line.strip():
+            label, text = parse_labelled_line(line, f"line {source}")
+            yield source, label, text.encode("utf-8")
+
+
+def labelled_corpus(lines: Iterable[tuple[str, str]], min_classes: int = 1) -> Corpus:
+    """The labelled lines ``(source, text)`` as a :class:`Corpus` held in memory.
+
+    Each non-blank line is one document (``LABEL<TAB>TEXT`` or ``__label__LABEL TEXT``);
+    its source ``FILE:LINE`` stands for its path, its text is kept in ``texts``. Classes
+    are sorted, as a folder corpus's are.
+
+    Raises
+    ------
+    NbclassError
+        When a line has no label, or there is no labelled line; a :class:`CorpusError`
+        when there are fewer than ``min_classes`` classes.
+    """
+    sources, names, texts = [], [], []
+    for source, line in lines:
+        if line.strip():
+            label, text = parse_labelled_line(line, f"line {source}")
+            sources.append(source)
+            names.append(label)
+            texts.append(text)
+    if not sources:
+        raise NbclassError(
+            "no labelled lines in the input: write LABEL<TAB>TEXT or __label__LABEL TEXT per line"
+        )
+    classes = sorted(set(names))
+    if len(classes) < min_classes:
+        raise CorpusError(
+            f"the lines have only one class ({classes[0]!r}): a classifier needs at least "
+            "two classes"
+        )
+    at = {name: c for c, name in enumerate(classes)}
+    return Corpus(classes, sources, [at[name] for name in names], texts)
+
+
+def line_keys(lines: Iterable[tuple[str, str]]) -> tuple[Keys, list[str]]:
+    """``(digest, class)`` of every labelled line, and its source."""
+    keys, sources = [], []
+    for source, label, data in labelled_lines(lines):
+        keys.append((digest(data), label))
+        sources.append(source)
+    return keys, sources
+
+
+def lines_sample(lines: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The sample of labelled lines :func:`count_lines` keeps with ``sample``, read alone
+    (when the lines were counted elsewhere, on a cluster)."""
+    reservoir = Reservoir(SAMPLE_DOCUMENTS, SEED)
+    for _source, label, data in labelled_lines(lines):
+        reservoir.offer((label, data))
+    return reservoir.texts()
+
+
+def count_lines(
+    lines: Iterable[tuple[str, str]], tokenizer: TokenizerSettings, ledger: bool,
+    sample: bool = False,
+) -> Documents:  # fmt: skip
+    """Count labelled lines ``(source, text)``, one document per non-blank line.
+
+    The input is read once, in batches, so it may be a stream of any length. With
+    ``sample``, a uniform sample of the lines (:class:`Reservoir`, as many as
+    :data:`nbclass.models.choosing.SAMPLE_DOCUMENTS`) is kept for choosing the model.
+    """
+    reservoir = Reservoir(SAMPLE_DOCUMENTS, SEED) if sample else None
+    tokenize = make_tokenizer(tokenizer)
+    take_seen = getattr(tokenize, "take_seen", None)
+    seen = {} if take_seen else None
+    class_at: dict[str, int] = {}
+    parts: list[Counts] = []
+    entries: list = []
+    batch: list[tuple[str, bytes]] = []
+
+    def flush():
+        classes = list(class_at)
+        labels = [class_at[label] for label, _ in batch]
+        texts = [data for _, data in batch]
+        if ledger:
+            part = tally_ledger(texts, labels, len(classes), tokenize)
+        else:
+            part = tally((tokenize(decode(t)) for t in texts), labels, len(classes))
+        accumulator = CountAccumulator(classes)
+        accumulator.add_tally(part, entries if ledger else None)
+        if take_seen:
+            seen.update(merge_representatives([seen, take_seen()]))
+        parts.append(accumulator.result())
+        batch.clear()
+
+    for _source, label, data in labelled_lines(lines):
+        class_at.setdefault(label, len(class_at))
+        batch.append((label, data))
+        if reservoir is not None:
+            reservoir.offer((label, data))
+        if len(batch) == BATCH_SIZE:
+            flush()
+    if batch:
+        flush()
+    if not class_at:
+        raise NbclassError(
+            "no labelled lines in the input: write LABEL<TAB>TEXT or __label__LABEL TEXT per line"
+        )
+    counts = merge(*parts).pruned()
+    texts = None if reservoir is None else reservoir.texts()
+    if not ledger:
+        return Documents(counts, None, seen, texts)
+    book = from_entries(entries, counts.vocabulary)
+    book, classes, vocabulary = unify([(book, list(class_at), counts.vocabulary)])
+    book, counts = canonical(book, classes, vocabulary)
+    return Documents(counts, book, seen, texts)
+
+
+def _from_ledger(model: Model, ledger: Ledger, classes, vocabulary) -> Model:
+    book, counts = canonical(ledger, classes, vocabulary)
+    result = replace(model, counts=counts, ledger=book)
+    check_usable(result)
+    return result
+
+
+def _joined_words(*samples: dict | None) -> dict | None:
+    """Words sampled per hashed column of several models or batches, merged."""
+    present = [s for s in samples if s is not None]
+    if not present:
+        return None
+    return words_of(merge_representatives(keyed(s) for s in present))
+
+
+def update(model: Model, documents: Documents) -> Model:
+    """``model`` with ``documents`` added: the model of both sets of documents."""
+    _refuse_selected(model, "the model")
+    model = replace(model, column_words=_joined_words(model.column_words, documents.column_words))
+    counts = model.counts
+    if model.ledger is not None:
+        if documents.ledger is None:  # pragma: no cover - callers count with a ledger
+            raise ValueError("a model with a ledger needs the documents' ledger entries")
+        parts = [
+            (model.ledger, counts.classes, counts.vocabulary),
+            (documents.ledger, documents.counts.classes, documents.counts.vocabulary),
+        ]
+        return _from_ledger(model, *unify(parts))
+    result = replace(model, counts=merge(counts, documents.counts))
+    check_usable(result)
+    return result
+
+
+def combine(models: Sequence[Model], names: Sequence[str]) -> Model:
+    """The sum of models fitted on different shards (``names`` are for messages).
+
+    The first model's vocabulary filter and default estimator settings are kept. The
+    result has a ledger when every part has one.
+    """
+    first = models[0]
+    for model, name in zip(models, names):
+        _refuse_selected(model, name)
+        check_same_tokenizer(first, model.tokenizer, f"{name} (compared with {names[0]})")
+    for model, name in zip(models[1:], names[1:]):
+        for what, a, b in (
+            ("vocabulary filter", first.vocabulary_filter, model.vocabulary_filter),
+            ("default estimator settings", first.defaults, model.defaults),
+        ):
+            if a != b:
+                warnings.warn(
+                    f"{name} has a different {what} from {names[0]}; the merged model keeps "
+                    f"{names[0]}'s",
+                    NbclassWarning,
+                    stacklevel=2,
+                )
+    first = replace(first, column_words=_joined_words(*(m.column_words for m in models)))
+    with_ledger = [m.ledger is not None for m in models]
+    if all(with_ledger):
+        parts = [(m.ledger, m.counts.classes, m.counts.vocabulary) for m in models]
+        return _from_ledger(first, *unify(parts))
+    if any(with_ledger):
+        warnings.warn(
+            "not every model keeps a ledger, so the merged model keeps none (sync and exact "
+            "unlearn need one)",
+            NbclassWarning,
+            stacklevel=2,
+        )
+    return replace(first, counts=merge(*(m.counts for m in models)), ledger=None)
+
+
+def unlearn_keys(model: Model, keys: Keys, sources: Sequence[str]) -> Model:
+    """``model`` (which keeps a ledger) without the documents ``keys``.
+
+    Raises
+    ------
+    NbclassError
+        Naming the first document the model never learned: no entry of its digest and
+        class is left in the ledger.
+    """
+    _refuse_selected(model, "the model")
+    counts = model.counts
+    rest, missing = match(model.ledger.keys(counts.classes), keys)
+    if missing:
+        i = missing[0]
+        raise NbclassError(
+            f"{sources[i]!r} was never learned as class {keys[i][1]!r} (no document with its "
+            "content and class in the model's ledger); nothing was changed"
+        )
+    return _from_ledger(model, model.ledger.take(rest), counts.classes, counts.vocabulary)
+
+
+def unlearn_counts(model: Model, documents: Documents) -> Model:
+    """``model`` (without a ledger) less the counts of ``documents``.
+
+    Raises
+    ------
+    NbclassError
+        Naming the count that would become impossible (negative, or a word in more
+        documents of a class than the class has): the model cannot have learned them.
+    """
+    _refuse_selected(model, "the model")
+    counts = model.counts
+    try:
+        remaining = subtract(counts, documents.counts)
+    except ValueError as exc:
+        raise NbclassError(
+            f"cannot unlearn: {exc}; nothing was changed (a model fitted with --ledger "
+            "names the document)"
+        ) from None
+    result = replace(model, counts=remaining)
+    check_usable(result)
+    return result
+
+
+@dataclass
+class SyncReport:
+    """What :func:`sync` did, in documents."""
+
+    added: int = 0
+    removed: int = 0
+    relabelled: int = 0
+    unchanged: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.removed or self.relabelled)
+
+
+def sync(
+    model: Model, corpus: Corpus, jobs: int = 1, policy: ReadPolicy = DEFAULT_POLICY,
+    log: ReadLog | None = None,
+) -> tuple[Model, SyncReport]:  # fmt: skip
+    """Make ``model`` (which keeps a ledger) equal to a fit of ``corpus`` as it is now.
+
+    Documents are read under ``policy``; one it skips is not part of the corpus now (a
+    skipped document that was learned before is unlearned), and is recorded in ``log``.
+
+    New files are learned, deleted ones unlearned (from the ledger: their files are gone),
+    and a file moved to another class folder moves its counts. Only new content is read
+    twice (once to hash, once to tokenize); the rest is hashed.
+    """
+    if model.ledger is None:
+        raise UsageError(
+            "the model keeps no ledger, so sync cannot tell what it learned: fit it again "
+            "with --ledger, or let sync create it (give a model path that does not exist)"
+        )
+    _refuse_selected(model, "the model")
+    counts = model.counts
+    have = model.ledger.keys(counts.classes)
+    log = ReadLog() if log is None else log
+    want, corpus = _keyed(corpus, policy, log)
+    stale, new = match(have, want)
+    kept = sorted(set(range(len(have))).difference(stale))
+    gone = Counter(have[i][0] for i in stale)
+    came = Counter(want[i][0] for i in new)
+    moved = sum(min(n, came[d]) for d, n in gone.items())
+    report = SyncReport(
+        added=len(new) - moved, removed=len(stale) - moved, relabelled=moved, unchanged=len(kept)
+    )
+    if not report.changed:
+        return model, report
+    parts = [(model.ledger.take(kept), counts.classes, counts.vocabulary)]
+    if new:
+        fresh = Corpus(
+            classes=list(corpus.classes),
+            paths=[corpus.paths[i] for i in new],
+            labels=[corpus.labels[i] for i in new],
+        )
+        documents = count_documents(
+            fresh, model.tokenizer, ledger=True, jobs=jobs, policy=policy, log=log
+        )
+        parts.append((documents.ledger, documents.counts.classes, documents.counts.vocabulary))
+        words = _joined_words(model.column_words, documents.column_words)
+        model = replace(model, column_words=words)
+    return _from_ledger(model, *unify(parts)), report

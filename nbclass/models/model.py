@@ -1,0 +1,406 @@
+"""The model: counts plus everything needed to use them, and the fit and predict steps.
+
+A :class:`Model` holds the exact counts of its training documents, the tokenizer settings
+that produced them, the vocabulary filter (``min_df``, ``max_features``) and the default
+estimator settings. Probabilities are never stored: a :class:`Classifier` derives them from
+the counts for whatever estimator and priors are asked for.
+
+The vocabulary filter is applied when the model is *used*, not when it is fitted: the
+file keeps the counts of every word, so counts stay additive (two fits can be summed and
+give exactly the fit of both corpora) and the filter can be read back from ``info``.
+``select-features`` is the way to make a model smaller: it keeps only the chosen words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..counting.counts import Counts, count_corpus
+from ..counting.ledger import Ledger, canonical, from_entries
+from ..errors import NbclassError, UsageError
+from ..reading.corpus import Corpus
+from ..text.hashing import words_of
+from ..text.tokenizer import TokenizerSettings, make_tokenizer
+from ..text.vectorizer import TextCounter
+from .choosing import calibrated, choose, plan, sample_indices
+from .estimators import (
+    DEFAULTS,
+    Calibration,
+    EstimatorSettings,
+    Prepared,
+    overridden,
+    resolve,
+)
+from .posterior import make_scorer
+from .selection import mutual_information, rank_features
+from .textmodels import prepare
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+    from ..reading.policy import ReadPolicy
+
+BATCH_SIZE = 1000
+
+
+@dataclass(frozen=True)
+class VocabularyFilter:
+    """Which counted words a model uses.
+
+    Attributes
+    ----------
+    min_df : int
+        Keep words in at least this many training documents (Σ_c D_jc >= min_df).
+    max_features : int or None
+        Then keep at most this many, the most frequent by tokens (Σ_c T_jc); ties go to
+        the alphabetically first word.
+    """
+
+    min_df: int = 1
+    max_features: int | None = None
+
+    def validate(self) -> VocabularyFilter:
+        if self.min_df < 1:
+            raise UsageError(f"--min-df {self.min_df} must be at least 1")
+        if self.max_features is not None and self.max_features < 1:
+            raise UsageError(f"--max-features {self.max_features} must be at least 1")
+        return self
+
+    def rows(self, counts: Counts) -> np.ndarray:
+        """Sorted indices of the words of ``counts`` that pass the filter."""
+        keep = np.flatnonzero(counts.doc_count.sum(axis=1) >= self.min_df)
+        if self.max_features is not None and keep.size > self.max_features:
+            frequency = counts.token_count[keep].sum(axis=1)
+            best = np.argsort(-frequency, kind="stable")[: self.max_features]
+            keep = np.sort(keep[best])
+        return keep
+
+    def to_dict(self) -> dict:
+        return {"min_df": self.min_df, "max_features": self.max_features}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> VocabularyFilter:
+        max_features = data["max_features"]
+        return cls(
+            min_df=int(data["min_df"]),
+            max_features=None if max_features is None else int(max_features),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Model:
+    """A fitted naive Bayes text model.
+
+    Attributes
+    ----------
+    counts : Counts
+        N_c, D_jc and T_jc over every word counted.
+    tokenizer : TokenizerSettings
+        How text becomes tokens, for fit and predict alike.
+    vocabulary_filter : VocabularyFilter
+        Which counted words are used.
+    defaults : EstimatorSettings
+        Event model, estimator and priors used unless a command overrides them.
+    selection : dict or None
+        How ``select-features`` chose the vocabulary, if it did.
+    ledger : Ledger or None
+        Every training document's digest, class and bag of words, if the model keeps
+        them (:mod:`nbclass.counting.ledger`); then ``counts`` is exactly the ledger's sum.
+    column_words : dict or None
+        With feature hashing, ``{column: (word, ...)}``: a sample of the words seen in
+        each column (:mod:`nbclass.text.hashing`), for display.
+    choice : dict or None
+        How fit chose ``defaults`` by cross-validation (:meth:`.choosing.Choice.to_dict`),
+        when it did.
+    calibration : Calibration or None
+        The calibration of ``defaults``' probabilities fitted with the choice; it applies
+        only when a command scores with the defaults unchanged.
+    typicality : dict or None
+        The training documents' out-of-fold per-token evidence (:mod:`nbclass.models.novelty`);
+        saved only while it still describes the counts and defaults.
+    """
+
+    counts: Counts
+    tokenizer: TokenizerSettings
+    vocabulary_filter: VocabularyFilter = field(default_factory=VocabularyFilter)
+    defaults: EstimatorSettings = DEFAULTS
+    selection: dict | None = None
+    ledger: Ledger | None = None
+    column_words: dict[str, tuple[str, ...]] | None = None
+    choice: dict | None = None
+    calibration: Calibration | None = None
+    typicality: dict | None = None
+
+    def display(self, token: str) -> str:
+        """How to show a vocabulary entry: the word, or a hashed column's sampled words."""
+        if self.column_words is None:
+            return token
+        return "|".join(self.column_words.get(token, ())) or token
+
+    @cached_property
+    def active_counts(self) -> Counts:
+        """The counts restricted to the words the vocabulary filter keeps."""
+        rows = self.vocabulary_filter.rows(self.counts)
+        if rows.size == len(self.counts.vocabulary):
+            return self.counts
+        return self.counts.restrict(rows)
+
+    @cached_property
+    def prepared(self) -> Prepared | None:
+        """The numbers of the default settings that depend on every count (fitted β, ...).
+
+        Computed from the active counts; a loaded model takes them from its file's header,
+        where every write stores them (:mod:`nbclass.modelfile.textfile`).
+        """
+        return prepare(self.active_counts, self.defaults)
+
+
+def fit(
+    corpus: Corpus,
+    tokenizer: TokenizerSettings | None = None,
+    vocabulary_filter: VocabularyFilter | None = None,
+    defaults: EstimatorSettings | None = None,
+    jobs: int = 1,
+    on_progress: Callable[[int, int], None] | None = None,
+    ledger: bool = False,
+    cluster: Callable[..., tuple] | None = None,
+) -> Model:
+    """Fit a model on a labelled corpus, counting on ``jobs`` processes.
+
+    With ``ledger``, the model also keeps every document's ledger entry. With
+    ``cluster``, a counting function of a Dask cluster
+    (:func:`nbclass.cluster.remote.counter`), the counting runs on that cluster
+    (:func:`nbclass.counting.counts.count_corpus`); the model is the same, bit for bit.
+
+    Raises
+    ------
+    NbclassError
+        When no token is found, or the vocabulary filter keeps no word.
+    """
+    tokenizer = tokenizer or TokenizerSettings()
+    make_tokenizer(tokenizer)  # validate before reading anything
+    vocabulary_filter = (vocabulary_filter or VocabularyFilter()).validate()
+    defaults = (defaults or DEFAULTS).validate()
+    entries = [] if ledger else None
+    seen = {} if tokenizer.hash_features else None
+    counts = count_corpus(
+        corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen,
+        cluster=cluster,
+    )
+    book = None
+    if entries is not None:
+        book, counts = canonical(
+            from_entries(entries, counts.vocabulary), counts.classes, counts.vocabulary
+        )
+    words = None if seen is None else words_of(seen)
+    model = Model(counts, tokenizer, vocabulary_filter, defaults, ledger=book, column_words=words)
+    check_usable(model)
+    return model
+
+
+def with_choice(model: Model, sample: Sequence[tuple[str, str]], threads: int = 1) -> Model:
+    """``model`` with the settings chosen by cross-validation on ``sample``, its
+    ``(class name, text)`` documents (:func:`nbclass.models.choosing.choose`), their table and
+    calibration, and the typicality of the training documents
+    (:mod:`nbclass.models.novelty`) measured by the same folds. Documents of a class the model
+    does not use are left out. The documents are sorted (by class, then text) before
+    they are dealt to folds, so the choice depends on which documents were read, not on
+    their order: a folder and the same documents as --lines choose alike. ``threads``
+    score the candidates (:func:`nbclass.models.choosing.choose`)."""
+    counts = model.active_counts
+    at = {name: c for c, name in enumerate(counts.classes)}
+    kept = sorted((at[name], text) for name, text in sample if name in at)
+    documents, folds = plan(counts)
+    if len(kept) > documents:  # the folds the corpus affords hold out fewer documents
+        labels = np.array([c for c, _ in kept], dtype=np.int64)
+        kept = [kept[i] for i in sample_indices(labels, documents).tolist()]
+    X, _ = TextCounter(model.tokenizer, counts.vocabulary).count([text for _, text in kept])
+    labels = np.array([c for c, _ in kept], dtype=np.int64)
+    choice = choose(counts, X, labels, k=folds, threads=threads)
+    typicality = None
+    if choice.evidence is not None:
+        from .novelty import evidence_settings, typicality_record
+
+        settings = evidence_settings(choice.settings)
+        typicality = typicality_record(choice.evidence, settings, counts, choice.folds)
+    return replace(
+        model, defaults=choice.settings, choice=choice.to_dict(), calibration=choice.calibration,
+        typicality=typicality,
+    )  # fmt: skip
+
+
+def with_typicality(model: Model, corpus: Corpus, policy: ReadPolicy) -> Model:
+    """``model`` with the typicality of its training documents ``corpus``, read under
+    ``policy`` (:func:`nbclass.models.novelty.fit_typicality`; none when a class has too
+    few documents)."""
+    from .novelty import fit_typicality
+
+    counts = model.active_counts
+    record = fit_typicality(counts, model.tokenizer, model.defaults, corpus, policy)
+    return replace(model, typicality=record)
+
+
+def check_usable(model: Model) -> None:
+    """Refuse a model with no words at all, or none left by its vocabulary filter."""
+    counts, vocabulary_filter = model.counts, model.vocabulary_filter
+    if not counts.vocabulary:
+        raise NbclassError(
+            "no tokens found in the corpus: check that the documents hold text and that "
+            "--token-pattern and --stop-words leave some words"
+        )
+    if not model.active_counts.vocabulary:
+        raise NbclassError(
+            f"empty vocabulary after pruning: no word is in --min-df {vocabulary_filter.min_df} "
+            "documents; lower --min-df"
+        )
+
+
+def select_features(model: Model, k: int, settings: EstimatorSettings | None = None) -> Model:
+    """A model that keeps only the ``k`` words with the highest mutual information.
+
+    Counts are kept as they were, N_c included; the vocabulary filter is replaced by the
+    selection, which is recorded in :attr:`Model.selection`.
+    """
+    if k < 1:
+        raise UsageError(f"-k {k} must be at least 1")
+    settings = (settings or model.defaults).validate()
+    counts = model.active_counts
+    I = mutual_information(counts, settings)
+    rows = np.sort(rank_features(I, k))
+    selection = {
+        "criterion": "mutual-information",
+        "k": int(k),
+        "estimator": settings.estimator,
+        "alpha": settings.alpha,
+        "beta": list(settings.beta),
+        "from_vocabulary": len(counts.vocabulary),
+    }
+    return replace(
+        model,
+        counts=counts.restrict(rows),
+        vocabulary_filter=VocabularyFilter(),
+        selection=selection,
+        ledger=None,  # a pruned model's counts are no longer the sum of its documents
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Predictions:
+    """Posterior class probabilities of a batch of documents.
+
+    Attributes
+    ----------
+    sources : list of str, length n
+        Where each document came from.
+    classes : tuple of str, length C
+    log_proba : ndarray of shape (n, C)
+        log p(y = c | x); a row of −inf means every class is impossible.
+    """
+
+    sources: list[str]
+    classes: tuple[str, ...]
+    log_proba: np.ndarray
+
+    @property
+    def best(self) -> np.ndarray:
+        """Index of the most probable class per document, shape (n,); −1 if none is possible."""
+        best = self.log_proba.argmax(axis=1)
+        best[np.isneginf(self.log_proba.max(axis=1))] = -1
+        return best
+
+
+def scoring_settings(
+    model: Model, overrides: dict, use_calibration: bool = True
+) -> tuple[EstimatorSettings, Calibration | None]:
+    """The settings and calibration a command scores ``model`` with.
+
+    ``overrides`` are the estimator options given (``None`` = not given), as
+    :func:`nbclass.models.estimators.resolve` takes them. The stored calibration applies only
+    to the model's own defaults: with any option given, the formula is scored as it is.
+    """
+    settings = resolve(model.defaults, **overrides)
+    if not use_calibration or overridden(**overrides):
+        return settings, None
+    return settings, model.calibration
+
+
+class Classifier:
+    """Scores text with a model under given estimator settings.
+
+    Examples
+    --------
+    >>> from nbclass.counting.counts import CountAccumulator
+    >>> from nbclass.text.vectorizer import count_matrix
+    >>> acc = CountAccumulator(["ham", "spam"])
+    >>> acc.add(count_matrix([["hi", "mum"], ["win", "cash"]], acc.vocabulary), [0, 1])
+    >>> clf = Classifier(Model(acc.result(), TokenizerSettings()))
+    >>> clf.classes[clf.predict(["Win cash now"]).best[0]]
+    'spam'
+    """
+
+    def __init__(
+        self, model: Model, settings: EstimatorSettings | None = None,
+        counter: TextCounter | None = None, calibration: Calibration | None = None,
+    ):  # fmt: skip
+        """``counter``: the model's :class:`nbclass.text.vectorizer.TextCounter`, if one is
+        built already (:func:`nbclass.modelfile.textfile.load_counter`); it must hold the model's
+        tokenizer settings and (used) vocabulary. ``calibration``: applied to the
+        probabilities (see :func:`scoring_settings` for when a command uses it)."""
+        self.settings = (settings or model.defaults).validate()
+        self.calibration = calibration
+        counts = model.active_counts
+        self.classes = counts.classes
+        if counter is None:
+            counter = TextCounter(model.tokenizer, counts.vocabulary)
+        elif counter.settings != model.tokenizer or counter.words != counts.vocabulary:
+            raise ValueError("the text counter belongs to another model")
+        self.counter = counter
+        self.vocabulary = counter.vocabulary
+        self.counts, self.typicality = counts, model.typicality
+        # The file's prepared numbers (fitted β) belong to the defaults: use them then.
+        prepared = model.prepared if self.settings == model.defaults else None
+        self.scorer = make_scorer(counts, self.settings, prepared)
+
+    def count(self, texts: Iterable[str]) -> tuple[sp.csr_matrix, np.ndarray]:
+        """``(X, n_tokens)``: the texts' counts over the vocabulary, shape (n, V), and
+        their numbers of tokens, shape (n,) (:meth:`nbclass.text.vectorizer.TextCounter.count`)."""
+        return self.counter.count(texts)
+
+    def joint_log_likelihood(self, texts: Iterable[str]) -> np.ndarray:
+        """b_c = log π_c + log p(x | c) per text, ndarray of shape (n, C)."""
+        return self.scorer.joint_log_likelihood(self.count(texts)[0])
+
+    def log_proba(self, X: sp.csr_matrix, jll: np.ndarray) -> np.ndarray:
+        """log p(y = c | x) of documents counted as ``X`` (n, V) with scores ``jll`` (n, C):
+        the softmax of the scores, calibrated when the classifier has a calibration."""
+        return calibrated(jll, np.asarray(X.sum(axis=1)).ravel(), self.calibration)
+
+    def predict(self, texts: Sequence[str], sources: Sequence[str] | None = None) -> Predictions:
+        """Posterior probabilities of a batch of texts."""
+        X = self.count(texts)[0]
+        jll = self.scorer.joint_log_likelihood(X)
+        if sources is None:
+            sources = [str(i) for i in range(len(texts))]
+        return Predictions(list(sources), self.classes, self.log_proba(X, jll))
+
+    def predict_documents(
+        self, documents: Iterable[tuple[str, str]], batch_size: int = BATCH_SIZE
+    ) -> Iterator[Predictions]:
+        """Predict a stream of ``(source, text)`` pairs, one batch at a time."""
+        batch: list[tuple[str, str]] = []
+        for document in documents:
+            batch.append(document)
+            if len(batch) == batch_size:
+                yield self._predict_batch(batch)
+                batch = []
+        if batch:
+            yield self._predict_batch(batch)
+
+    def _predict_batch(self, batch: list[tuple[str, str]]) -> Predictions:
+        sources = [source for source, _ in batch]
+        return self.predict([text for _, text in batch], sources)

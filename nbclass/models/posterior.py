@@ -1,0 +1,262 @@
+"""Posterior predictive in log space: scores = X @ W + b, then a log-softmax.
+
+For both event models the joint log-likelihood b_c = log π_c + log p(x | y = c) is linear in
+the document (seed 004: "NB is a generalized linear model"):
+
+- multinomial: log p(x | c) = Σ_j x_j log θ_jc, so W = log θ and b = log π
+  (the multinomial coefficient does not depend on c and cancels);
+- Bernoulli: log p(x | c) = Σ_{j: x_j=1} [log θ_jc − log(1 − θ_jc)] + Σ_j log(1 − θ_jc),
+  so W = log θ − log(1 − θ) and b = log π + Σ_j log(1 − θ_jc), the absent-word sum computed
+  once per class (exactly, from the histogram of D_jc, see
+  :func:`nbclass.models.estimators.bernoulli_absent_total`); scoring touches only the words a
+  document contains.
+
+Then p(y = c | x) = exp(b_c − logsumexp_c' b_c') (seed 000, "log-sum-exp trick").
+
+Infinities are answers, never NaN. Under ``mle`` a word with θ_jc = 0 makes class c
+impossible for any document containing it (weight −inf). A Bernoulli word with θ_jc = 1
+makes c impossible for any document *lacking* it; its (+inf) weight is kept out of W and b
+and checked by counting such words instead. When every class is impossible for a document,
+its log posterior is −inf everywhere and it has no label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # scipy is imported where it is used, so fitting never loads it
+    import scipy.sparse as sp
+
+from ..counting.counts import Counts, doc_count_histograms
+from ..text.vectorizer import binarize
+from .estimators import (
+    EstimatorSettings,
+    Prepared,
+    bernoulli_absent_total,
+    bernoulli_log_theta,
+    log_class_prior,
+    multinomial_log_theta,
+)
+from .textmodels import (
+    complement_weights,
+    dcm_scorer,
+    document_features,
+    idf_weights,
+    multinomial_weights,
+    normalise_weights,
+    polya_scorer,
+    resolve_prior,
+    transformed_counts,
+)
+
+
+@dataclass(frozen=True, eq=False)
+class LinearScorer:
+    """Joint log-likelihood of documents as a linear function of their counts.
+
+    Attributes
+    ----------
+    weights : ndarray of shape (V, C)
+        W; may hold −inf (a word that makes a class impossible), never +inf or NaN.
+    bias : ndarray of shape (C,)
+        b = log π (+ the Bernoulli absent-word sum).
+    binary : bool
+        Score ``1[X > 0]`` (Bernoulli) instead of ``X`` (multinomial).
+    required : csr_matrix of shape (V, C), or None
+        Bernoulli words with θ_jc = 1: a document lacking one is impossible for class c.
+    n_required : ndarray of shape (C,), or None
+        How many such words each class has (the column sums of ``required``).
+    tf : {"raw", "log"}
+        Term-frequency transform of the counts (:mod:`nbclass.models.textmodels`).
+    idf : ndarray of shape (V,), or None
+        idf_j multiplying the counts, if ``--idf``.
+    length_norm : bool
+        Divide each document's features by their Euclidean length.
+    """
+
+    weights: np.ndarray
+    bias: np.ndarray
+    binary: bool
+    required: sp.csr_matrix | None = None
+    n_required: np.ndarray | None = None
+    tf: str = "raw"
+    idf: np.ndarray | None = None
+    length_norm: bool = False
+
+    def features(self, X: sp.csr_matrix) -> sp.csr_matrix:
+        """f(X), what the weights multiply: 1[X > 0], X, or its transform; (n, V)."""
+        if self.binary:
+            return binarize(X)
+        if self.tf == "raw" and self.idf is None and not self.length_norm:
+            return X
+        return document_features(X, self.tf, self.idf, self.length_norm)
+
+    def joint_log_likelihood(self, X: sp.csr_matrix) -> np.ndarray:
+        """b_c for each document, ndarray of shape (n, C).
+
+        Parameters
+        ----------
+        X : csr_matrix of shape (n, V)
+            Token counts over the scorer's vocabulary.
+        """
+        X = self.features(X)
+        jll = np.asarray(X @ self.weights) + self.bias
+        if self.required is not None:
+            present = np.asarray((X @ self.required).todense())
+            jll[present < self.n_required] = -np.inf
+        return jll
+
+    def contributions(self, X: sp.csr_matrix, a: np.ndarray, b: np.ndarray) -> sp.csr_matrix:
+        """Each word's share of the log-odds of class a_i against class b_i.
+
+        Entry (i, j) is f(x_ij) (W[j, a_i] − W[j, b_i]) with f as in :meth:`features`
+        (the identity, 1[x > 0], or the tf/idf/length transform), stored where x_ij > 0.
+        When both classes are possible, b_a − b_b = (row i's sum) + :meth:`bias_difference`,
+        exactly the log-odds
+        log p(a | x) − log p(b | x) up to rounding.
+
+        Parameters
+        ----------
+        X : csr_matrix of shape (n, V)
+        a, b : int ndarray of shape (n,)
+
+        Returns
+        -------
+        csr_matrix of shape (n, V), float
+        """
+        F = self.features(X).tocsr()
+        rows = np.repeat(np.arange(F.shape[0]), np.diff(F.indptr))
+        cols = F.indices
+        with np.errstate(invalid="ignore"):  # −inf − −inf: both classes ruled out (NaN)
+            difference = self.weights[cols, a[rows]] - self.weights[cols, b[rows]]
+        import scipy.sparse as sp
+
+        return sp.csr_matrix(
+            (F.data * difference, F.indices.copy(), F.indptr.copy()), shape=F.shape
+        )
+
+    def bias_difference(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """b_a − b_b per document, shape (n,): the log-odds of a document with no word."""
+        return self.bias[a] - self.bias[b]
+
+
+def make_scorer(counts: Counts, settings: EstimatorSettings, prepared: Prepared | None = None):
+    """The scorer of ``counts`` under ``settings`` (model, estimator, priors, transforms).
+
+    ``prepared`` (:class:`nbclass.models.textmodels.Prepared`), the numbers a model file keeps for
+    its default settings, supplies the fitted β when it belongs to ``settings`` and
+    ``counts``; otherwise β is fitted here.
+
+    A :class:`LinearScorer` for every model but ``--estimator predictive``
+    (:class:`nbclass.models.textmodels.PolyaScorer`) and ``--model dcm``
+    (:class:`nbclass.models.textmodels.DcmScorer`, linear in word presences plus a length term);
+    ``--model poisson --estimator predictive`` gives a
+    :class:`nbclass.models.poisson.NegativeBinomialScorer`.
+    All have ``joint_log_likelihood(X)``.
+    """
+    if prepared is not None and prepared.settings == settings:
+        settings = prepared.resolved()
+    else:
+        settings = resolve_prior(counts, settings)
+    if settings.model == "dcm":
+        return dcm_scorer(counts, settings)
+    if settings.model == "multinomial" and settings.estimator == "predictive":
+        return polya_scorer(counts, settings)
+    log_pi = log_class_prior(counts.class_count, settings.estimator, settings.alpha)
+    if not settings.class_prior:
+        log_pi = np.zeros(len(log_pi))
+    if settings.model == "poisson":
+        from .poisson import poisson_weights, predictive_scorer
+
+        if settings.estimator == "predictive":
+            return predictive_scorer(counts, settings)
+        return LinearScorer(weights=poisson_weights(counts, settings), bias=log_pi, binary=False)
+    if settings.model in ("multinomial", "complement") and settings.transformed:
+        return _transformed_scorer(counts, settings, log_pi)
+    if settings.model == "complement":
+        weights = complement_weights(counts.token_count.astype(np.float64), settings.beta[0])
+        return LinearScorer(weights=weights, bias=log_pi, binary=False)
+    if settings.model == "multinomial":
+        log_theta = multinomial_log_theta(counts.token_count, settings.estimator, settings.beta[0])
+        return LinearScorer(weights=log_theta, bias=log_pi, binary=False)
+    log_theta, log_not_theta = bernoulli_log_theta(
+        counts.doc_count, counts.class_count, settings.estimator, settings.beta
+    )
+    certain = np.isneginf(log_not_theta)  # θ_jc = 1
+    weights = np.where(certain, 0.0, log_theta - np.where(certain, 0.0, log_not_theta))
+    absent = [
+        bernoulli_absent_total(histogram, N_c, settings.estimator, settings.beta)[0]
+        for histogram, N_c in zip(
+            doc_count_histograms(counts.doc_count), counts.class_count.tolist()
+        )
+    ]
+    bias = log_pi + np.array(absent)
+    import scipy.sparse as sp
+
+    if not certain.any():
+        return LinearScorer(weights=weights, bias=bias, binary=True)
+    return LinearScorer(
+        weights=weights,
+        bias=bias,
+        binary=True,
+        required=sp.csr_matrix(certain.astype(np.int64)),
+        n_required=certain.sum(axis=0),
+    )
+
+
+def _transformed_scorer(counts: Counts, settings: EstimatorSettings, log_pi) -> LinearScorer:
+    """Multinomial or complement weights from the transformed sums S_jc (textmodels)."""
+    S = transformed_counts(counts, settings)
+    beta = settings.beta[0]
+    if settings.model == "complement":
+        weights = complement_weights(S, beta)
+        bias = log_pi
+    else:
+        weights = multinomial_weights(S, settings.estimator, beta)
+        bias = log_pi
+    if settings.norm in ("weight", "both"):
+        weights = normalise_weights(weights)
+        bias = np.zeros(len(log_pi))
+    return LinearScorer(
+        weights=weights,
+        bias=bias,
+        binary=False,
+        tf=settings.tf,
+        idf=idf_weights(counts.doc_count, counts.n_docs) if settings.idf else None,
+        length_norm=settings.norm in ("length", "both"),
+    )
+
+
+def log_posterior(jll: np.ndarray) -> np.ndarray:
+    """log p(y = c | x) from joint log-likelihoods, ndarray of shape (n, C).
+
+    Rows where every class is impossible (all −inf) stay all −inf instead of NaN.
+
+    Examples
+    --------
+    >>> log_posterior(np.array([[1000.0, 1000.0], [-np.inf, -np.inf]])).tolist()
+    [[-0.6931471805599453, -0.6931471805599453], [-inf, -inf]]
+    """
+    from scipy.special import log_softmax
+
+    out = np.full(jll.shape, -np.inf)
+    possible = np.isfinite(jll.max(axis=1))
+    out[possible] = log_softmax(jll[possible], axis=1)
+    return out
+
+
+def log_evidence(jll: np.ndarray) -> np.ndarray:
+    """log p(x) = logsumexp_c b_c, ndarray of shape (n,); −inf for an impossible document.
+
+    For the multinomial model this leaves out the multinomial coefficient of the document,
+    which is the same for every class.
+    """
+    from scipy.special import logsumexp
+
+    out = np.full(jll.shape[0], -np.inf)
+    possible = np.isfinite(jll.max(axis=1))
+    out[possible] = logsumexp(jll[possible], axis=1)
+    return out

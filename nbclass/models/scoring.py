@@ -1,0 +1,125 @@
+"""Bulk predict on several cores: files read and counted by forked worker processes.
+
+Reading and counting the documents is most of predict's work; loading the model and
+building the scorer is most of the rest, and it needs scipy. So the work is split:
+
+- :class:`CountedBatches` forks ``jobs`` worker processes as soon as the files are
+  listed and the model's :class:`nbclass.text.vectorizer.TextCounter` is read
+  (:func:`nbclass.modelfile.textfile.load_counter`: the tokenizer and the vocabulary, no counts).
+  Each worker takes a batch of files (``BATCH_SIZE``), reads and counts it, and sends
+  back the sources, the nonzero counts and the token numbers, with the batch's read log;
+- meanwhile the main process loads the whole model and builds the
+  :class:`nbclass.models.model.Classifier`; then :func:`score_counted` scores each batch as it
+  comes (one sparse product), in the order of the files, and the caller prints it.
+
+The main process replays each batch's read log (warnings of skipped documents, replaced
+characters) when it scores that batch, so the warnings come in the same order as in one
+process. The numbers are the same: the same code counts and scores each batch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+
+from ..reading.policy import ReadLog, ReadPolicy, has_bytes, read_document
+
+# Below this much text, one process: forking and sending back cost more than they save.
+PARALLEL_MIN_BYTES = 4 * 2**20
+
+_WORK: tuple | None = None  # in a worker: (text counter, read policy)
+
+
+def worth_parallel(files: Sequence[tuple[str, bool]], batch_size: int) -> bool:
+    """Whether ``files`` (``(path, walked)`` pairs) are enough work for worker processes:
+    more than one batch and at least ``PARALLEL_MIN_BYTES`` (estimated from a sample of
+    the files by :func:`nbclass.reading.policy.has_bytes`, given them as a list)."""
+    return len(files) > batch_size and has_bytes([p for p, _ in files], PARALLEL_MIN_BYTES)
+
+
+class CountedBatches:
+    """The batches of ``files``, read and counted by ``jobs`` worker processes forked
+    when this is made (at most two batches each in flight).
+
+    Iterating gives, per batch in the order of the files, ``(sources, entries,
+    n_tokens, log)``: :meth:`nbclass.text.vectorizer.TextCounter.entries` of the documents
+    read and the batch's :class:`nbclass.reading.policy.ReadLog`. A worker's error (an
+    unreadable file under ``--on-error fail``) is raised in its turn, after the batches
+    before it. :meth:`close` stops the workers (iterating to the end does too).
+    """
+
+    def __init__(
+        self, counter, files: Sequence[tuple[str, bool]], policy: ReadPolicy, jobs: int,
+        batch_size: int,
+    ):  # fmt: skip
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        global _WORK
+        _ = counter.runs  # built once here (a cached property), shared by the workers
+        _WORK = (counter, policy)  # inherited by the forked workers
+        self._batches = (files[i : i + batch_size] for i in range(0, len(files), batch_size))
+        from ..reading.process import start_worker
+
+        self._pool = ProcessPoolExecutor(
+            jobs,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=start_worker,  # workers never outlive this process
+            initargs=(os.getpid(),),
+        )
+        self._pending = deque()
+        for _ in range(2 * jobs):
+            self._submit()
+
+    def _submit(self) -> None:
+        batch = next(self._batches, None)
+        if batch is not None:
+            self._pending.append(self._pool.submit(_count_batch, batch))
+
+    def __iter__(self) -> Iterator[tuple]:
+        try:
+            while self._pending:
+                result = self._pending.popleft().result()
+                self._submit()
+                yield result
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        global _WORK
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        _WORK = None
+
+
+def _count_batch(batch: Sequence[tuple[str, bool]]):
+    """A worker's task: read and count one batch of files."""
+    counter, policy = _WORK
+    log = ReadLog()  # no warnings here: the main process prints them in order
+    sources, texts = [], []
+    for path, walked in batch:
+        data = read_document(path, policy, log, walked)
+        if data is not None:
+            sources.append(path)
+            texts.append(log.decode(data, policy.encoding))
+    *entries, n_tokens = counter.entries(texts)
+    return sources, entries, n_tokens, log
+
+
+def score_counted(
+    classifier, counted: CountedBatches, log: ReadLog, extras: Callable
+) -> Iterator[tuple[list[str], list[list[float]], list]]:
+    """``(sources, log_proba rows, extras)`` of each batch of ``counted``, in order.
+
+    ``extras(classifier, scored)`` gives a batch's per-document extras
+    (:func:`nbclass.models.explain.extras` with its options bound); each batch's read log is
+    added to ``log`` (its warnings printed) before the batch is given.
+    """
+    from ..text.vectorizer import entries_matrix
+    from .explain import score_counts
+
+    for sources, entries, n_tokens, batch_log in counted:
+        log.add(batch_log)
+        X = entries_matrix(*entries, len(sources), len(classifier.vocabulary))
+        scored = score_counts(classifier, sources, X, n_tokens)
+        yield sources, scored.log_proba.tolist(), extras(classifier, scored)

@@ -1,0 +1,171 @@
+"""Feature selection by mutual information between word presence and the class.
+
+For binary features with θ_jc = p(x_j = 1 | y = c), π_c = p(y = c) and
+θ_j = p(x_j = 1) = Σ_c π_c θ_jc (seed 000, last slides; ``MATH.md``)::
+
+    I_j = Σ_c [ θ_jc π_c log(θ_jc / θ_j) + (1 − θ_jc) π_c log((1 − θ_jc) / (1 − θ_j)) ]
+
+with 0 · log 0 = 0, in nats. θ and π come from the Bernoulli estimates of the chosen
+estimator; with ``mle`` I_j is the empirical mutual information between "word j present"
+and the label. Under ``prior_fit`` (nbclass's default) β is the one the leave-one-out
+likelihood of the Bernoulli model chooses (:func:`nbclass.models.textmodels.fit_beta`), since θ
+here is a presence probability whatever the event model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..counting.counts import Counts
+from .estimators import (
+    EstimatorSettings,
+    bernoulli_fraction,
+    bernoulli_fractions,
+    class_prior_fractions,
+)
+
+
+def mutual_information(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
+    """I_j for every word, ndarray of shape (V,), in nats.
+
+    Only ``settings.estimator``, ``alpha`` and ``beta`` matter; θ is always the Bernoulli
+    (presence) probability, whatever the event model. Rounding can leave a word that is
+    independent of the class a hair below 0; such values are returned as 0.
+    """
+    from scipy.special import rel_entr
+
+    settings = presence_settings(counts, settings)
+    present, absent, denominator = bernoulli_fractions(
+        counts.doc_count, counts.class_count, settings.estimator, settings.beta
+    )
+    pi_numerator, pi_denominator = class_prior_fractions(
+        counts.class_count, settings.estimator, settings.alpha
+    )
+    pi = pi_numerator / pi_denominator  # (C,)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        theta = np.where(denominator > 0, present / denominator, 0.0)  # (V, C)
+        not_theta = np.where(denominator > 0, absent / denominator, 1.0)  # (V, C)
+    theta_j = theta @ pi  # (V,)
+    not_theta_j = not_theta @ pi  # (V,)
+    I = (rel_entr(theta, theta_j[:, None]) + rel_entr(not_theta, not_theta_j[:, None])) @ pi
+    return np.maximum(I, 0.0)
+
+
+def presence_settings(counts: Counts, settings: EstimatorSettings) -> EstimatorSettings:
+    """``settings`` with the presence probabilities' β: fitted for bernoulli under prior_fit."""
+    if not settings.prior_fit:
+        return settings
+    from .textmodels import fit_beta
+
+    beta = fit_beta(counts, "bernoulli")
+    return replace(settings, beta=(beta, beta), prior_fit=False)
+
+
+@dataclass(frozen=True)
+class RankedFeature:
+    """One word of a mutual-information ranking."""
+
+    word: str
+    mi: float
+    label: str
+
+
+def top_features(counts: Counts, settings: EstimatorSettings, k: int) -> list[RankedFeature]:
+    """The ``k`` words with the highest I_j, best first (ties: alphabetical).
+
+    Each comes with the class it points to most: the class with the highest θ_jc, i.e. the
+    class whose posterior rises most when the word is present (θ_jc / θ_j is the lift).
+    """
+    settings = presence_settings(counts, settings)
+    I = mutual_information(counts, settings)
+    rows = rank_features(I, k)
+    present, _, denominator = bernoulli_fractions(
+        counts.doc_count[rows], counts.class_count, settings.estimator, settings.beta
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        theta = np.where(denominator > 0, present / denominator, 0.0)
+    best = theta.argmax(axis=1)
+    return [
+        RankedFeature(counts.vocabulary[j], float(I[j]), counts.classes[c])
+        for j, c in zip(rows.tolist(), best.tolist())
+    ]
+
+
+def rank_features(I: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest values of ``I``, largest first; ties keep index order."""
+    order = np.argsort(-I, kind="stable")
+    return order[:k]
+
+
+# --- Per-class features: the words that most favour each class -----------------------------
+
+
+@dataclass(frozen=True)
+class ClassFeature:
+    """One word of a class's ranking: log θ_jc − log θ_j,rest (nats)."""
+
+    label: str
+    word: str
+    log_ratio: float
+
+
+def class_log_ratios(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
+    """log θ_jc − log θ_j,rest for every word and class, ndarray of shape (V, C).
+
+    "rest" is every other class pooled: its counts are the totals minus class c's.
+    θ is the event model's word probability under ``settings.estimator`` and β:
+
+    - bernoulli: p(word j present | c) = (D_jc + β_1) / (N_c + β_1 + β_0) (posterior mean),
+      against (D_j − D_jc + β_1) / (N − N_c + β_1 + β_0);
+    - every other model: p(a token is word j | c) = (T_jc + β) / (T_c + Vβ), against
+      (T_j − T_jc + β) / (T − T_c + Vβ), on raw counts (--tf, --idf and --norm do not
+      apply; complement's weights are this ratio's "rest" half).
+
+    Under ``prior_fit`` β is the one the leave-one-out likelihood of that event model
+    chooses. A positive value is the log-odds a word adds to class c against the rest each
+    time it occurs (bernoulli: when it is present). Under ``mle`` a word never seen outside
+    c has +inf, one never seen in c −inf (also when it is seen nowhere).
+    """
+    from .estimators import log_fraction, multinomial_fraction
+
+    bernoulli = settings.model == "bernoulli"
+    if settings.prior_fit:
+        from .textmodels import fit_beta
+
+        beta = fit_beta(counts, "bernoulli" if bernoulli else "multinomial")
+        settings = replace(settings, beta=(beta, beta), prior_fit=False)
+    if bernoulli:
+        D = counts.doc_count.astype(np.float64)
+        N_c = counts.class_count.astype(np.float64)
+        inside, _, inside_total = bernoulli_fraction(D, N_c, settings.estimator, settings.beta)
+        rest, _, rest_total = bernoulli_fraction(
+            D.sum(axis=1, keepdims=True) - D, N_c.sum() - N_c, settings.estimator, settings.beta
+        )
+    else:
+        T = counts.token_count.astype(np.float64)
+        V, T_c, beta = T.shape[0], T.sum(axis=0), settings.beta[0]
+        inside, inside_total = multinomial_fraction(T, T_c, V, settings.estimator, beta)
+        rest, rest_total = multinomial_fraction(
+            T.sum(axis=1, keepdims=True) - T, T_c.sum() - T_c, V, settings.estimator, beta
+        )
+    log_inside = log_fraction(inside, np.broadcast_to(inside_total, inside.shape))
+    log_rest = log_fraction(rest, np.broadcast_to(rest_total, rest.shape))
+    with np.errstate(invalid="ignore"):
+        out = log_inside - log_rest
+    out[np.isneginf(log_inside)] = -np.inf  # never in c: it favours c in no way
+    return out
+
+
+def class_top_features(
+    counts: Counts, settings: EstimatorSettings, k: int
+) -> list[ClassFeature]:
+    """The ``k`` words with the largest :func:`class_log_ratios` of each class, class by
+    class (in the counts' order), best first; ties keep vocabulary (alphabetical) order."""
+    ratios = class_log_ratios(counts, settings)
+    out = []
+    for c, label in enumerate(counts.classes):
+        for j in rank_features(ratios[:, c], k).tolist():
+            out.append(ClassFeature(label, counts.vocabulary[j], float(ratios[j, c])))
+    return out

@@ -1,0 +1,603 @@
+"""Text models beyond the plug-in multinomial: transforms, complement NB, Pólya, DCM, prior fit.
+
+Everything here is computed from the stored counts N_c, D_jc and T_jc (documents,
+documents, tokens; see :mod:`nbclass.counting.counts`), so models stay count-additive: a model
+fitted on A and B is still the sum of the models of A and of B, whatever is chosen here.
+
+Transforms (Rennie, Shih, Teevan & Karger 2003, "Tackling the poor assumptions of naive
+Bayes text classifiers", section 4, steps 1-3 and 6). For a document x (counts over the
+used vocabulary) the features that multiply the weights are
+
+- ``--tf log``: t_j = log(1 + x_j) instead of x_j (step 1; damps repeated words);
+- ``--idf``: t_j ← t_j · idf_j, idf_j = log(N / Σ_c D_jc) (step 2; 0 for a word that is in
+  every training document);
+- ``--norm length`` (or ``both``): t ← t / ‖t‖₂, so a document's score does not grow with
+  its length (step 3).
+
+The per-class sums the estimates are made from, S_jc, are the same transforms applied to
+the training documents, as far as the stored counts allow:
+
+- raw: S_jc = T_jc;
+- ``--tf log``: S_jc = D_jc · log(1 + T_jc / D_jc) (0 where D_jc = 0): the D_jc documents
+  of class c that contain word j are taken to hold it T_jc / D_jc times each. This is
+  exactly Σ_{d in c} log(1 + x_dj) when each of them holds it equally often (in
+  particular once, the common case), and an upper bound otherwise (Jensen);
+- ``--idf``: S_jc ← idf_j · S_jc, exact (idf_j is the same for every document);
+- the length normalisation is applied to the scored document only: normalising each
+  training document needs its length, which the counts do not keep.
+
+Weight normalisation (``--norm weight`` or ``both``, step 6): each class's weights are
+divided by the sum of their absolute values, w_jc ← w_jc / Σ_k |w_kc|. The scores are then
+no longer log-probabilities and the class prior is left out (as Rennie et al. do).
+``class_prior=False`` leaves log π_c out of every model's scores (a uniform prior).
+
+Models (``b_c`` is the score whose softmax gives p(y = c | x)):
+
+================  ============================================================================
+multinomial       θ_jc = (S_jc + β) / (S_c + Vβ); b_c = log π_c + Σ_j t_j log θ_jc
+complement        S̃_jc = Σ_{c'≠c} S_jc' (the other classes' sums);
+                  θ̃_jc = (S̃_jc + β) / (S̃_c + Vβ); b_c = log π_c − Σ_j t_j log θ̃_jc
+                  (Rennie et al.'s eq. 6); without the class prior and with raw counts
+                  this is scikit-learn's ComplementNB exactly
+predictive        the Dirichlet-multinomial (Pólya) predictive of the whole document,
+                  a_jc = T_jc + β, A_c = T_c + Vβ, n = Σ_j x_j:
+                  b_c = log π_c + Σ_j [lnΓ(a_jc + x_j) − lnΓ(a_jc)] − [lnΓ(A_c + n) − lnΓ(A_c)]
+dcm               Elkan's EDCM (below)
+================  ============================================================================
+
+The multinomial coefficient n! / Π_j x_j! is the same for every class and is left out.
+
+DCM (Madsen, Kauchak & Elkan 2005; Elkan 2006, "Clustering documents with an
+exponential-family approximation of the Dirichlet compound multinomial distribution").
+The EDCM gives a document of n tokens the probability
+
+    p(x | c) = n! / Π_{j: x_j>0} x_j · Γ(s_c) / Γ(s_c + n) · Π_{j: x_j>0} β_jc,
+    s_c = Σ_j β_jc,
+
+so a word counts once however often it repeats (burstiness). Elkan's maximum-likelihood
+equations are β_jc = D_jc / K_c and K_c = Σ_{d in c} [ψ(s_c + n_d) − ψ(s_c)]; they need only
+the document frequencies D_jc and the documents' lengths n_d. The counts keep the total
+length T_c, not each n_d, so every document of class c is taken to have the mean length
+n̄_c = T_c / N_c. Then s_c·K_c = D_c := Σ_j D_jc gives one equation for s_c:
+
+    s_c · [ψ(s_c + n̄_c) − ψ(s_c)] = D_c / N_c
+
+(the mean number of distinct words per document, matched by the expected number of
+distinct words of an n̄_c-token document). Its solution is unique (the left side grows
+from 1 to n̄_c as s_c goes from 0 to ∞). The word proportions are smoothed with the
+pseudo-count β on document frequencies:
+
+    β_jc = s_c · (D_jc + β) / (D_c + Vβ),
+
+which keeps Σ_j β_jc = s_c and equals Elkan's β_jc = D_jc / K_c when β → 0. The score is
+b_c = log π_c + lnΓ(s_c) − lnΓ(s_c + n) + Σ_{j: x_j>0} log β_jc: a linear function of the
+word presences (weights log β_jc) plus a term in the document length n.
+
+Prior fit (``--prior-fit``): β maximises the leave-one-out log-likelihood of the integer
+counts K_jc the model's estimate is made of (T_jc for multinomial and predictive, the
+complement counts T̃_jc for complement, D_jc for dcm), each unit predicted from all the
+others of its class:
+
+    L(β) = Σ_{c} Σ_{j: K_jc>0} K_jc log(K_jc − 1 + β) − Σ_c K_c log(K_c − 1 + Vβ),
+
+and for bernoulli (β_1 = β_0 = β, each document's presence bit of each word left out)
+
+    L(β) = Σ_c Σ_j [D_jc log(D_jc − 1 + β) + (N_c − D_jc) log(N_c − D_jc − 1 + β)]
+           − Σ_c V N_c log(N_c − 1 + 2β)   (terms with a zero factor dropped).
+
+It depends on a count only through its value, so it is a sum over the distinct values:
+cheap. β is searched in [1e-4, 100] (on log β). With ``--tf log`` or ``--idf`` the sums
+S_jc are not integers: β is fitted on the raw counts and multiplied by Σ S / Σ K, so the
+prior keeps the same weight relative to the data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+from ..counting.counts import BLOCK_CELLS, Counts, doc_count_histograms, value_counts
+from .estimators import (
+    BETA_RANGE,
+    EstimatorSettings,
+    Prepared,
+    log_class_prior,
+    log_fraction,
+    multinomial_fraction,
+)
+
+S_MAX = 1e12  # DCM concentration when a class shows no burstiness at all (the multinomial limit)
+
+
+def idf_weights(doc_count: np.ndarray, n_docs: int) -> np.ndarray:
+    """idf_j = log(N / Σ_c D_jc), ndarray of shape (V,); 0 for a word in no document.
+
+    Examples
+    --------
+    >>> np.allclose(idf_weights(np.array([[2, 1], [0, 1]]), 4), [math.log(4 / 3), math.log(4)])
+    True
+    """
+    df = np.asarray(doc_count, dtype=np.float64).sum(axis=1)
+    out = np.zeros(df.shape)
+    seen = df > 0
+    out[seen] = math.log(n_docs) - np.log(df[seen]) if n_docs > 0 else 0.0
+    return out
+
+
+def transformed_entries(
+    counts: Counts, settings: EstimatorSettings
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, cols, S)``: the nonzero S_jc of :func:`transformed_counts`, (nnz,) each.
+
+    The sums are 0 where D_jc = 0, so these entries are all of them; computing them alone
+    costs memory in proportion to the nonzero counts, not to V × C.
+    """
+    rows, cols = counts.nonzero
+    S = counts.at_nonzero(counts.token_count, np.float64)
+    if settings.tf == "log":  # S = D · log(1 + T / D), in place: two (nnz,) arrays at most
+        D = counts.at_nonzero(counts.doc_count, np.float64)
+        S /= D
+        np.log1p(S, out=S)
+        S *= D
+        del D
+    if settings.idf:
+        S *= idf_weights(counts.doc_count, counts.n_docs)[rows]
+    return rows, cols, S
+
+
+def transformed_counts(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
+    """S_jc, the per-class sums of the transformed training counts, ndarray of shape (V, C)."""
+    T = counts.token_count.astype(np.float64)
+    if settings.tf == "log":
+        D = counts.doc_count.astype(np.float64)
+        S = np.zeros(T.shape)
+        seen = D > 0
+        S[seen] = D[seen] * np.log1p(T[seen] / D[seen])
+    else:
+        S = T
+    if settings.idf:
+        S = S * idf_weights(counts.doc_count, counts.n_docs)[:, None]
+    return S
+
+
+def document_features(
+    X: sp.csr_matrix, tf: str = "raw", idf: np.ndarray | None = None, length_norm: bool = False
+) -> sp.csr_matrix:
+    """The transformed documents t (float CSR of the same shape as ``X``, (n, V)).
+
+    ``X`` holds token counts; ``idf`` is idf_j (V,) or None. A document with no known word
+    stays all zero under the length normalisation.
+    """
+    X = X.astype(np.float64)  # a copy: the caller's matrix is never changed
+    if tf == "log":
+        np.log1p(X.data, out=X.data)
+    if idf is not None:
+        X.data *= idf[X.indices]
+    if length_norm:
+        lengths = np.sqrt(np.bincount(_row_of_entries(X), X.data**2, minlength=X.shape[0]))
+        scale = np.divide(1.0, lengths, out=np.zeros(lengths.shape), where=lengths > 0)
+        X.data *= np.repeat(scale, np.diff(X.indptr))
+    return X
+
+
+def _row_of_entries(X: sp.csr_matrix) -> np.ndarray:
+    return np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+
+
+def _sum_rows(X: sp.csr_matrix, values: np.ndarray) -> np.ndarray:
+    """Per document, the sum of ``values`` (nnz, C) over its entries: ndarray (n, C)."""
+    import scipy.sparse as sp
+
+    nnz = values.shape[0]
+    S = sp.csr_matrix((np.ones(nnz), np.arange(nnz), X.indptr), shape=(X.shape[0], nnz))
+    return np.asarray(S @ values)
+
+
+def normalise_weights(W: np.ndarray) -> np.ndarray:
+    """w_jc / Σ_k |w_kc| (Rennie et al. step 6), ndarray of shape (V, C).
+
+    Examples
+    --------
+    >>> normalise_weights(np.array([[-1.0, 2.0], [-3.0, 2.0]])).tolist()
+    [[-0.25, 0.5], [-0.75, 0.5]]
+    """
+    total = np.abs(W).sum(axis=0)
+    return np.divide(W, total, out=np.zeros(W.shape), where=total > 0)
+
+
+def multinomial_weights(S: np.ndarray, estimator: str, beta: float) -> np.ndarray:
+    """log θ_jc with θ_jc = (S_jc + β) / (S_c + Vβ) (or the MAP / MLE fraction), (V, C)."""
+    return log_fraction(*multinomial_fraction(S, S.sum(axis=0), S.shape[0], estimator, beta))
+
+
+def complement_weights(S: np.ndarray, beta: float) -> np.ndarray:
+    """−log θ̃_jc, θ̃_jc = (S̃_jc + β) / (S̃_c + Vβ), S̃_jc = Σ_{c'≠c} S_jc'; (V, C).
+
+    Examples
+    --------
+    >>> S = np.array([[2.0, 0.0], [1.0, 3.0]])  # complement counts [[0, 2], [3, 1]]
+    >>> np.allclose(complement_weights(S, 1.0), -np.log([[1 / 5, 3 / 5], [4 / 5, 2 / 5]]))
+    True
+    """
+    complement = S.sum(axis=1, keepdims=True) - S
+    return -multinomial_weights(complement, "posterior-mean", beta)
+
+
+# --- The Pólya (Dirichlet-multinomial) predictive -------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class PolyaScorer:
+    """Exact posterior predictive of whole documents under the multinomial model.
+
+    Attributes
+    ----------
+    pseudo : ndarray of shape (V, C)
+        a_jc = T_jc + β, the posterior Dirichlet's parameters (tokens plus pseudo-counts).
+    total : ndarray of shape (C,)
+        A_c = Σ_j a_jc = T_c + Vβ.
+    log_prior : ndarray of shape (C,)
+        log π_c.
+    """
+
+    pseudo: np.ndarray
+    total: np.ndarray
+    log_prior: np.ndarray
+
+    def joint_log_likelihood(self, X: sp.csr_matrix) -> np.ndarray:
+        """b_c = log π_c + log p(x | c, training data), ndarray of shape (n, C).
+
+        log p(x | c) = Σ_j [lnΓ(a_jc + x_j) − lnΓ(a_jc)] − [lnΓ(A_c + n) − lnΓ(A_c)], the
+        multinomial coefficient left out (it does not depend on c). Only the entries of
+        ``X`` are touched.
+        """
+        from scipy.special import gammaln
+
+        x = X.data.astype(np.float64)[:, None]
+        a = self.pseudo[X.indices]
+        words = _sum_rows(X, gammaln(a + x) - gammaln(a))
+        n = np.asarray(X.sum(axis=1), dtype=np.float64)
+        if not self.pseudo.shape[0]:  # no vocabulary: every document is empty, p(x | c) = 1
+            return words + self.log_prior
+        length = gammaln(self.total + n) - gammaln(self.total)
+        return words - length + self.log_prior
+
+
+def polya_scorer(counts: Counts, settings: EstimatorSettings) -> PolyaScorer:
+    """The Pólya predictive scorer of ``counts`` with pseudo-count β and class prior α."""
+    beta = settings.beta[0]
+    pseudo = counts.token_count.astype(np.float64) + beta
+    return PolyaScorer(
+        pseudo=pseudo,
+        total=pseudo.sum(axis=0),
+        log_prior=_log_prior(counts, settings),
+    )
+
+
+def _log_prior(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
+    """log π_c (posterior mean), or 0 for every class without ``class_prior``."""
+    log_pi = log_class_prior(counts.class_count, "posterior-mean", settings.alpha)
+    return log_pi if settings.class_prior else np.zeros(log_pi.shape)
+
+
+# --- DCM (Elkan's EDCM) -------------------------------------------------------------------
+
+
+def dcm_concentration(mean_distinct: float, mean_length: float) -> float:
+    """s solving s · [ψ(s + n̄) − ψ(s)] = m̄, for m̄ distinct words in n̄ tokens on average.
+
+    The left side increases from 1 (s → 0) to n̄ (s → ∞). When m̄ ≥ n̄ (no word ever
+    repeats) the answer is the multinomial limit, ``S_MAX``; when m̄ ≤ 1 it is the smallest
+    s searched, 1e-12.
+
+    Examples
+    --------
+    >>> from scipy.special import digamma
+    >>> s = dcm_concentration(3.0, 5.0)
+    >>> round(float(s * (digamma(s + 5.0) - digamma(s))), 12)
+    3.0
+    """
+    from scipy.special import digamma
+
+    if mean_length <= 0 or mean_distinct >= mean_length:
+        return S_MAX
+
+    def excess(log_s: float) -> float:
+        s = math.exp(log_s)
+        return s * (digamma(s + mean_length) - digamma(s)) - mean_distinct
+
+    low, high = math.log(1e-12), math.log(S_MAX)
+    if excess(low) >= 0:
+        return math.exp(low)
+    if excess(high) <= 0:
+        return S_MAX
+    # Bisection on log s, to adjacent floating-point numbers: the left side increases
+    # with s, so the root stays bracketed; about 60 halvings.
+    while True:
+        middle = 0.5 * (low + high)
+        if middle in (low, high):
+            return math.exp(low if abs(excess(low)) <= abs(excess(high)) else high)
+        if excess(middle) < 0:
+            low = middle
+        else:
+            high = middle
+
+
+@dataclass(frozen=True, eq=False)
+class DcmScorer:
+    """EDCM scores: word presences times ``weights``, plus ``bias``, plus a length term.
+
+    Attributes
+    ----------
+    weights : ndarray of shape (V, C)
+        log β_jc, applied to 1[x_j > 0].
+    bias : ndarray of shape (C,)
+        log π_c + lnΓ(s_c).
+    concentration : ndarray of shape (C,)
+        s_c = Σ_j β_jc.
+    """
+
+    weights: np.ndarray
+    bias: np.ndarray
+    concentration: np.ndarray
+    binary = True
+
+    def features(self, X: sp.csr_matrix) -> sp.csr_matrix:
+        """1[X > 0], the word presences the weights multiply."""
+        from ..text.vectorizer import binarize
+
+        return binarize(X)
+
+    def joint_log_likelihood(self, X: sp.csr_matrix) -> np.ndarray:
+        """b_c = log π_c + lnΓ(s_c) − lnΓ(s_c + n) + Σ_{j: x_j>0} log β_jc, (n, C)."""
+        from scipy.special import gammaln
+
+        n = np.asarray(X.sum(axis=1), dtype=np.float64)
+        presence = np.asarray(self.features(X) @ self.weights)
+        return presence + self.bias - gammaln(self.concentration + n)
+
+
+def dcm_parameters(counts: Counts, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """log β_jc (V, C) and s_c (C,) of the EDCM, from N_c, D_jc and T_c (see module doc)."""
+    D = counts.doc_count.astype(np.float64)
+    V = D.shape[0]
+    D_c = D.sum(axis=0)
+    T_c = counts.token_count.sum(axis=0).astype(np.float64)
+    N_c = counts.class_count.astype(np.float64)
+    s = np.array(
+        [
+            dcm_concentration(d / n, t / n) if n > 0 else S_MAX
+            for d, t, n in zip(D_c.tolist(), T_c.tolist(), N_c.tolist())
+        ]
+    )
+    log_beta = np.log(s) + log_fraction(D + beta, D_c + V * beta)
+    return log_beta, s
+
+
+def dcm_scorer(counts: Counts, settings: EstimatorSettings) -> DcmScorer:
+    from scipy.special import gammaln
+
+    log_beta, s = dcm_parameters(counts, settings.beta[0])
+    log_pi = _log_prior(counts, settings)
+    return DcmScorer(weights=log_beta, bias=log_pi + gammaln(s), concentration=s)
+
+
+# --- Prior fit --------------------------------------------------------------------------
+
+
+def _value_histogram(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct positive values of ``K`` and how often each occurs."""
+    values, n = value_counts(K[K > 0])
+    return values.astype(np.float64), n.astype(np.float64)
+
+
+def multinomial_loo(K: np.ndarray, beta) -> np.ndarray:
+    """L(β), the leave-one-out log-likelihood of integer counts K (V, C); β scalar or array.
+
+    Each of the Σ K units (a token, or a document containing a word) is predicted from the
+    other units of its class: p = (K_jc − 1 + β) / (K_c − 1 + Vβ).
+    """
+    return _multinomial_loo_function(K)(beta)
+
+
+def _multinomial_loo_function(K: np.ndarray):
+    """β ↦ L(β) for counts K, with the histogram of K's values computed once."""
+    return _loo_of_histogram(*_value_histogram(K), K.sum(axis=0), K.shape[0])
+
+
+def _complement_loo_function(T: np.ndarray, nonzero=None):
+    """β ↦ L(β) for the complement counts T̃_jc = T_j − T_jc, without forming them.
+
+    For word j, the C − m_j classes where T_jc = 0 (m_j classes have it) hold T̃_jc = T_j,
+    the others T_j − T_jc: the histogram comes from the V totals and the nonzero entries
+    (``nonzero``: their ``(rows, cols)``, :attr:`nbclass.counting.counts.Counts.nonzero`).
+    """
+    V, C = T.shape
+    T_j = T.sum(axis=1)
+    rows, cols = np.nonzero(T) if nonzero is None else nonzero
+    absent = C - np.bincount(rows, minlength=V)  # classes without word j
+    # The histogram of the positive T̃_jc: T_j, absent[j] times; T_j − T_jc, once each.
+    whole = (T_j > 0) & (absent > 0)
+    totals, where = np.unique(T_j[whole], return_inverse=True)
+    others, times = [], []  # the positive T_j − T_jc and their numbers, a block at a time
+    for start in range(0, rows.size, BLOCK_CELLS):
+        r, c = rows[start : start + BLOCK_CELLS], cols[start : start + BLOCK_CELLS]
+        rest = T_j[r] - T[r, c]
+        values, n = value_counts(rest[rest > 0])
+        others.append(values)
+        times.append(n)
+    if not others:  # no nonzero count at all
+        others, times = [np.zeros(0, dtype=T.dtype)], [np.zeros(0, dtype=np.int64)]
+    others, times = np.concatenate(others), np.concatenate(times)
+    distinct, inverse = np.unique(np.concatenate([totals, others]), return_inverse=True)
+    weights = np.concatenate([np.bincount(where, weights=absent[whole]), times])
+    n = np.bincount(inverse, weights=weights)
+    K_c = T_j.sum() - T.sum(axis=0)
+    return _loo_of_histogram(distinct.astype(np.float64), n, K_c, V)
+
+
+def _loo_of_histogram(values: np.ndarray, n: np.ndarray, K_c: np.ndarray, V: int):
+    """β ↦ L(β) from the distinct positive counts ``values``, how often each occurs ``n``,
+    and the class totals ``K_c``."""
+    K_c = np.asarray(K_c).astype(np.float64)
+    K_c = K_c[K_c > 0][:, None]
+    values, n = values[:, None], n[:, None]
+
+    def objective(beta) -> np.ndarray:
+        beta = np.asarray(beta, dtype=np.float64)
+        flat = beta.reshape(1, -1)
+        words = (n * values * np.log(values - 1 + flat)).sum(axis=0)
+        totals = (K_c * np.log(K_c - 1 + V * flat)).sum(axis=0)
+        return (words - totals).reshape(beta.shape)
+
+    return objective
+
+
+def bernoulli_loo(counts: Counts, beta) -> np.ndarray:
+    """L(β) of the Bernoulli model with β_1 = β_0 = β: each presence bit left out once.
+
+    β is a number or an array; the result has its shape.
+    """
+    return _bernoulli_loo_function(counts)(beta)
+
+
+def _bernoulli_loo_function(counts: Counts):
+    """β ↦ L(β) for the Bernoulli model, with the histograms of D_jc computed once."""
+    V = counts.doc_count.shape[0]
+    terms = []  # per class: (k, n) pairs of both kinds, and N_c
+    for histogram, N_c in zip(
+        doc_count_histograms(counts.doc_count), counts.class_count.tolist()
+    ):
+        if N_c == 0:
+            continue
+        d = np.array([h[0] for h in histogram], dtype=np.float64)
+        n = np.array([h[1] for h in histogram], dtype=np.float64)
+        k = np.concatenate([d, N_c - d])  # documents with the word, documents without it
+        m = np.concatenate([n, n])
+        some = k > 0
+        terms.append((k[some][:, None], m[some][:, None], float(N_c)))
+
+    def objective(beta) -> np.ndarray:
+        beta = np.asarray(beta, dtype=np.float64)
+        flat = beta.reshape(1, -1)
+        total = np.zeros(flat.shape[1])
+        for k, m, N_c in terms:
+            total += (m * k * np.log(k - 1 + flat)).sum(axis=0)
+            total -= V * N_c * np.log(N_c - 1 + 2 * flat[0])
+        return total.reshape(beta.shape)
+
+    return objective
+
+
+def loo_objective(counts: Counts, model: str):
+    """The function β ↦ L(β) that ``--prior-fit`` maximises for ``model``."""
+    if model == "bernoulli":
+        return _bernoulli_loo_function(counts)
+    if model == "complement":
+        return _complement_loo_function(counts.token_count, counts.nonzero)
+    if model == "dcm":
+        K = counts.doc_count
+    else:
+        K = counts.token_count
+    return _multinomial_loo_function(K)
+
+
+def fit_beta(counts: Counts, model: str) -> float:
+    """The β in ``BETA_RANGE`` maximising the leave-one-out likelihood (see module doc).
+
+    A coarse grid over log β (41 points) finds the best bracket, then a golden-section
+    search refines it to a relative precision of about 1e-9.
+    """
+    objective = loo_objective(counts, model)
+    lo, hi = (math.log(b) for b in BETA_RANGE)
+    grid = np.linspace(lo, hi, 41)
+    values = objective(np.exp(grid))
+    best = int(np.argmax(values))
+    a, b = grid[max(best - 1, 0)], grid[min(best + 1, grid.size - 1)]
+    ratio = (math.sqrt(5) - 1) / 2
+
+    def f(t: float) -> float:
+        return float(objective(math.exp(t)))
+
+    x1, x2 = b - ratio * (b - a), a + ratio * (b - a)
+    f1, f2 = f(x1), f(x2)
+    while b - a > 1e-9:
+        if f1 >= f2:
+            b, x2, f2 = x2, x1, f1
+            x1 = b - ratio * (b - a)
+            f1 = f(x1)
+        else:
+            a, x1, f1 = x1, x2, f2
+            x2 = a + ratio * (b - a)
+            f2 = f(x2)
+    candidates = [(values[best], grid[best]), (f1, x1), (f2, x2)]
+    return math.exp(max(candidates)[1])
+
+
+def resolve_prior(
+    counts: Counts, settings: EstimatorSettings, entries: np.ndarray | None = None
+) -> EstimatorSettings:
+    """``settings`` with β replaced by the fitted one when ``prior_fit`` is on.
+
+    ``entries``: the nonzero S_jc of :func:`transformed_entries` under ``settings`` (they
+    do not depend on β), if the caller has them already.
+    """
+    if not settings.prior_fit:
+        return settings
+    beta = fit_beta(counts, settings.model)
+    if settings.model in ("multinomial", "complement") and (settings.tf != "raw" or settings.idf):
+        raw = counts.token_count.sum()
+        if raw > 0:
+            if entries is None:
+                entries = transformed_entries(counts, settings)[2]
+            beta *= float(entries.sum()) / float(raw)
+    return replace(settings, beta=(beta, beta))
+
+
+# --- What the one-document path needs from every count -----------------------------------
+
+
+def needs_preparing(settings: EstimatorSettings) -> bool:
+    """Whether scoring under ``settings`` needs numbers made from every count."""
+    return settings.prior_fit or (
+        settings.model in ("multinomial", "complement") and settings.transformed
+    )
+
+
+def prepare(counts: Counts, settings: EstimatorSettings) -> Prepared | None:
+    """The :class:`Prepared` numbers of ``settings`` on ``counts``; None if none are needed.
+
+    DCM needs its concentrations as well; the one-document path leaves it to the batch
+    path, so only its fitted β is kept.
+    """
+    if not needs_preparing(settings):
+        return None
+    transformed = settings.model in ("multinomial", "complement") and settings.transformed
+    # The nonzero S_jc (they do not depend on β): for the prior fit and the class totals.
+    _, cols, entries = transformed_entries(counts, settings) if transformed else (None,) * 3
+    resolved = resolve_prior(counts, settings, entries)
+    beta = resolved.beta[0] if settings.prior_fit else None
+    totals = norms = None
+    if transformed:
+        # From the nonzero sums alone (memory in proportion to them, not to V × C):
+        # S_c = Σ_j S_jc, and for complement S̃_c = Σ_j (S_j − S_jc) = S − S_c.
+        class_sums = np.bincount(cols, weights=entries, minlength=len(counts.classes))
+        if settings.model == "complement":
+            # S − S_c can round to a hair below 0 where it is 0 (one class): it is a sum
+            # of nonnegative numbers, and the model file refuses negative totals.
+            class_sums = np.maximum(entries.sum() - class_sums, 0.0)
+        totals = tuple(float(v) for v in class_sums)
+        if settings.norm in ("weight", "both"):
+            S = transformed_counts(counts, resolved)
+            if settings.model == "complement":
+                weights = complement_weights(S, resolved.beta[0])
+            else:
+                weights = multinomial_weights(S, resolved.estimator, resolved.beta[0])
+            norms = tuple(float(v) for v in np.abs(weights).sum(axis=0))
+    return Prepared(settings=settings, beta=beta, class_totals=totals, weight_norms=norms)

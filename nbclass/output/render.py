@@ -1,0 +1,461 @@
+"""Rendering: results to the lines a user or a script reads.
+
+Machine-readable output prints every number with ``repr(float)``, the shortest text that
+reads back as the same float, so a script gets exactly what nbclass computed. TSV fields
+escape backslash, tab, newline and carriage return as ``\\\\``, ``\\t``, ``\\n`` and ``\\r``,
+so every record stays on one line whatever a file name holds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+
+from ..names import escape
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (one document)
+
+if TYPE_CHECKING:  # rendering imports nothing heavy: one-document predict stays fast
+    from ..models.model import Model
+    from ..models.selection import ClassFeature, RankedFeature
+    from ..models.tablemodel import TableFeature, TableModel
+
+
+
+def number(x: float) -> str:
+    """The shortest decimal text that reads back as the same float.
+
+    >>> number(0.1), number(1e-300), number(1.0)
+    ('0.1', '1e-300', '1.0')
+    """
+    return repr(float(x))
+
+
+def field(text: str) -> str:
+    """A TSV field: backslash, tab, newline and carriage return escaped, and other control
+    characters and undecodable bytes too (:func:`nbclass.names.escape`).
+
+    >>> field("a\\tb\\nc")
+    'a\\\\tb\\\\nc'
+    """
+    return escape(text)
+
+
+def _ranked(
+    sources: list[str], classes, log_proba_rows, top_k: int | None
+) -> Iterator[tuple[str, str, list]]:
+    """(source, label, [(class, probability), ...] best first) per document.
+
+    Classes are ranked by their log posterior, not by its exponential: a class whose
+    probability underflows to 0.0 still ranks above a less probable one (a long document
+    leaves every class but one at 0.0), and equal log posteriors keep the class order.
+    The label is the most probable class (the first in class order on a tie), or ``""``
+    when every class has probability 0 (all log posteriors −inf).
+    """
+    order_all = range(len(classes))
+    for source, row in zip(sources, log_proba_rows):
+        row = [float(v) for v in row]
+        if top_k == 1:  # max keeps the first of equals, as the stable sort below does
+            order = [max(order_all, key=row.__getitem__)]
+        else:
+            order = sorted(order_all, key=lambda c: -row[c])[:top_k]
+        label = classes[order[0]] if row[order[0]] > -math.inf else ""
+        yield source, label, [(classes[c], math.exp(row[c])) for c in order]
+
+
+def prediction_lines(
+    sources: list[str],
+    classes,
+    log_proba_rows,
+    fmt: str,
+    top_k: int | None,
+    extras: list[dict] | None = None,
+    unsure_label: str = "unsure",
+) -> Iterator[str]:
+    """One line per document from its log posterior (a sequence of C floats).
+
+    TSV: ``source<TAB>label<TAB>probability``, then one more ``label<TAB>probability``
+    pair per extra class when ``top_k`` > 1. JSONL: an object with ``source``, ``label``,
+    ``probability`` and ``probabilities`` (the ``top_k`` most probable classes, all of
+    them by default, best first). A document for which every class is impossible has the
+    label ``""`` and probability 0.
+
+    ``extras``, one dict per document, adds what ``predict`` knows beyond the posterior:
+    ``log_evidence`` and ``evidence_model`` (JSONL), ``reason`` (why the document is
+    unsure, or ``None``: the label becomes ``unsure_label``; JSONL) and, if present,
+    ``explanation``
+    (``{"versus": class, "log_odds": float, "words": [(word, count, contribution)]}``:
+    in JSONL an object, in TSV the runner-up class then ``word<TAB>contribution`` pairs).
+    """
+    if extras is None:
+        extras = [None] * len(sources)
+    if fmt == "jsonl":
+        ranked = _ranked(sources, classes, log_proba_rows, top_k)
+        for (source, label, pairs), extra in zip(ranked, extras):
+            record = {
+                "source": escape(source),
+                "label": label,
+                "probability": pairs[0][1] if label else 0.0,
+                "probabilities": dict(pairs),
+            }
+            if extra is not None:
+                if extra["reason"]:
+                    record["label"] = unsure_label
+                evidence = extra["log_evidence"]
+                finite = evidence is not None and math.isfinite(evidence)
+                record["log_evidence"] = evidence if finite else None
+                record["evidence_model"] = extra.get("evidence_model")
+                record["reason"] = extra["reason"]
+                if "explanation" in extra:
+                    record["explanation"] = _explanation_record(extra["explanation"])
+            yield json.dumps(record, ensure_ascii=False)
+        return
+    ranked = _ranked(sources, classes, log_proba_rows, top_k or 1)
+    for (source, label, pairs), extra in zip(ranked, extras):
+        shown = unsure_label if extra is not None and extra["reason"] else label
+        cells = [field(source), field(shown), number(pairs[0][1] if label else 0.0)]
+        for name, p in pairs[1:]:
+            cells += [field(name), number(p)]
+        if extra is not None and extra.get("explanation"):
+            explanation = extra["explanation"]
+            cells.append(field(explanation["versus"]))
+            for word, _, contribution in explanation["words"]:
+                cells += [field(word), number(contribution)]
+        yield "\t".join(cells)
+
+
+def prediction_labels(
+    sources, classes, rows, settings, extras=None, unsure_label="unsure"
+) -> tuple[list[str], list[str]]:
+    """``(labels, warnings)`` of printed predictions: the label of each row ("" for a
+    document that every class rules out, which has a warning)."""
+    labels, problems = [], []
+    for i, (source, row) in enumerate(zip(sources, rows)):
+        if max(row) == float("-inf"):
+            labels.append("")
+            problems.append(
+                f"every class has probability 0 for {source!r} under "
+                f"--estimator {settings.estimator}: each class rules it out (it holds a word "
+                "the class never saw, or lacks a word every document of the class had); its "
+                "label is empty. Use --estimator posterior-mean to smooth."
+            )
+        elif extras is not None and extras[i]["reason"]:
+            labels.append(unsure_label)
+        else:
+            labels.append(classes[max(range(len(row)), key=row.__getitem__)])
+    return labels, problems
+
+
+def _explanation_record(explanation: dict | None) -> dict | None:
+    if explanation is None:
+        return None
+    return finite(
+        {
+            "versus": explanation["versus"],
+            "log_odds": explanation["log_odds"],
+            "words": [
+                {"word": word, "count": count, "contribution": contribution}
+                for word, count, contribution in explanation["words"]
+            ],
+        }
+    )
+
+
+def finite(value):
+    """``value`` with every NaN or infinite float replaced by ``None`` (JSON ``null``).
+
+    >>> finite({"a": [1.0, float("inf")], "b": float("nan")})
+    {'a': [1.0, None], 'b': None}
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_text(value) -> str:
+    """One strict JSON document (non-finite numbers as ``null``), indented."""
+    return json.dumps(finite(value), ensure_ascii=False, indent=2, allow_nan=False)
+
+
+def feature_lines(features: list[RankedFeature], fmt: str) -> Iterator[str]:
+    """``word<TAB>mi<TAB>class`` per feature, or JSONL ``{"word", "mi", "class"}``."""
+    for f in features:
+        if fmt == "jsonl":
+            yield json.dumps({"word": f.word, "mi": f.mi, "class": f.label}, ensure_ascii=False)
+        else:
+            yield f"{field(f.word)}\t{number(f.mi)}\t{field(f.label)}"
+
+
+def class_feature_lines(features: list[ClassFeature], fmt: str) -> Iterator[str]:
+    """``class<TAB>word<TAB>log_ratio`` per feature, or JSONL ``{"class", "word", "log_ratio"}``.
+
+    An infinite ratio (``--estimator mle``) is written ``inf`` / ``-inf`` in TSV and as a
+    string ``"inf"`` / ``"-inf"`` in JSONL (JSON has no infinity).
+    """
+    for f in features:
+        if fmt == "jsonl":
+            value = f.log_ratio if math.isfinite(f.log_ratio) else str(f.log_ratio)
+            record = {"class": f.label, "word": f.word, "log_ratio": value}
+            yield json.dumps(record, ensure_ascii=False)
+        else:
+            yield f"{field(f.label)}\t{field(f.word)}\t{number(f.log_ratio)}"
+
+
+def model_info(model: Model, path: str, header: dict | None = None) -> dict:
+    """What ``nbclass info`` reports, as plain data."""
+    counts = model.counts
+    return {
+        "model": path,
+        "format": header,
+        "documents": counts.n_docs,
+        "classes": {c: int(n) for c, n in zip(counts.classes, counts.class_count.tolist())},
+        "tokens": int(counts.token_count.sum()),
+        "vocabulary": len(model.active_counts.vocabulary),
+        "vocabulary_counted": len(counts.vocabulary),
+        "vocabulary_filter": model.vocabulary_filter.to_dict(),
+        "selection": model.selection,
+        "tokenizer": {
+            **model.tokenizer.to_dict(),
+            "stop_words": len(model.tokenizer.stop_words),
+        },
+        "defaults": model.defaults.to_dict(),
+        "fitted_beta": None if model.prepared is None else model.prepared.beta,
+        "ledger": None if model.ledger is None else model.ledger.n_documents,
+        "calibration": None if model.calibration is None else model.calibration.to_dict(),
+        "choice": model.choice,
+    }
+
+
+def _class_lines(classes: dict) -> Iterator[str]:
+    """``classes  C`` then one aligned ``name  count`` line per class."""
+    yield f"classes      {len(classes)}"
+    names = {escape(c): n for c, n in classes.items()}
+    width = max(len(c) for c in names)
+    for name, n in names.items():
+        yield f"  {name:<{width}}  {n}"
+
+
+def _visible(text: str) -> str:
+    """``text`` with control characters escaped but backslashes kept (a regex stays
+    readable as written)."""
+    return "".join(ch if ch == "\\" else escape(ch) for ch in text)
+
+
+def info_lines(info: dict, fmt: str) -> Iterator[str]:
+    """``nbclass info`` as JSON (one object) or as aligned text."""
+    if fmt == "json":
+        yield json.dumps(info, ensure_ascii=False, indent=2)
+        return
+    fmt_info = info["format"] or {}
+    yield f"model        {escape(info['model'])}"
+    yield (
+        f"format       {fmt_info.get('format')} version {fmt_info.get('version')} "
+        f"(written by nbclass {fmt_info.get('nbclass_version')})"
+    )
+    yield f"documents    {info['documents']}"
+    yield f"tokens       {info['tokens']}"
+    yield from _class_lines(info["classes"])
+    vf = info["vocabulary_filter"]
+    max_features = "none" if vf["max_features"] is None else vf["max_features"]
+    yield (
+        f"vocabulary   {info['vocabulary']} words used of {info['vocabulary_counted']} "
+        f"counted (min_df {vf['min_df']}, max_features {max_features})"
+    )
+    if info["selection"]:
+        s = info["selection"]
+        yield (
+            f"selection    top {s['k']} of {s['from_vocabulary']} words by {s['criterion']} "
+            f"({s['estimator']})"
+        )
+    t = info["tokenizer"]
+    yield (
+        f"tokenizer    lowercase {str(t['lowercase']).lower()}, token_pattern "
+        f"{_visible(t['token_pattern'])}, ngram_range {t['ngram_range'][0]},"
+        f"{t['ngram_range'][1]}, stop_words {escape(t['stop_words_source'])} "
+        f"({t['stop_words']} words)"
+        + (f", hash_features {t['hash_features']}" if t.get("hash_features") else "")
+    )
+    if info.get("ledger") is not None:
+        yield f"ledger       {info['ledger']} documents (SHA-256, class and word counts of each)"
+    yield f"defaults     {settings_text(info['defaults'], info.get('fitted_beta'))}"
+    if info.get("calibration"):
+        c = info["calibration"]
+        yield (
+            f"calibration  p(c | x) = softmax(b_c / T(x)), T(x) = exp({c['t0']:.4g} + "
+            f"{c['t1']:.4g} log(1 + known tokens))"
+        )
+    if info.get("choice"):
+        yield from _choice_lines(info["choice"])
+
+
+def _choice_lines(choice: dict) -> Iterator[str]:
+    """The table of the candidates fit cross-validated, the chosen one starred."""
+    yield (
+        f"chosen by    {choice['folds']}-fold cross-validation on {choice['documents']} "
+        f"training documents ({escape(choice['criterion'])})"
+    )
+    names = [escape(row["name"]) for row in choice["candidates"]]
+    width = max(len("candidate"), *map(len, names))
+    yield f"  {'candidate':<{width}}  accuracy  macro-F1  log loss"
+    for name, row in zip(names, choice["candidates"]):
+        star = "*" if row["chosen"] else " "
+        yield (
+            f"{star} {name:<{width}}  {row['accuracy']:8.4f}  {row['macro_f1']:8.4f}  "
+            f"{row['log_loss']:8.4f}"
+        )
+
+
+def settings_text(d: dict, fitted_beta: float | None = None) -> str:
+    """One line naming estimator settings (``EstimatorSettings.to_dict()``).
+
+    The model, estimator, α and β always; the transforms and the class prior only when
+    they are not the plain ones (raw counts, no idf, no normalisation, class prior on).
+    With ``prior_fit``, β is the fitted value when known (``beta 0.5163 fitted``), else
+    ``beta fitted``.
+
+    >>> settings_text({"model": "multinomial", "estimator": "map", "alpha": 2.0,
+    ...                "beta": [2.0, 2.0], "tf": "raw", "idf": False, "norm": "none",
+    ...                "prior_fit": False, "class_prior": True})
+    'model multinomial, estimator map, alpha 2.0, beta 2.0'
+    """
+    beta = d["beta"][0] if d["beta"][0] == d["beta"][1] else f"{d['beta'][0]},{d['beta'][1]}"
+    if d["prior_fit"]:
+        beta = "fitted" if fitted_beta is None else f"{fitted_beta:.4g} fitted"
+    parts = [
+        f"model {d['model']}",
+        f"estimator {d['estimator']}",
+        f"alpha {d['alpha']}",
+        f"beta {beta}",
+    ]
+    if d["tf"] != "raw":
+        parts.append(f"tf {d['tf']}")
+    if d["idf"]:
+        parts.append("idf")
+    if d["norm"] != "none":
+        parts.append(f"norm {d['norm']}")
+    if not d["class_prior"]:
+        parts.append("no class prior")
+    return ", ".join(parts)
+
+
+def table_feature_lines(features: list[TableFeature], fmt: str) -> Iterator[str]:
+    """``feature<TAB>mi<TAB>class<TAB>type`` per feature, or JSONL with those four keys."""
+    for f in features:
+        if fmt == "jsonl":
+            record = {"feature": f.feature, "mi": f.mi, "class": f.label, "type": f.type}
+            yield json.dumps(record, ensure_ascii=False)
+        else:
+            yield f"{field(f.feature)}\t{number(f.mi)}\t{field(f.label)}\t{f.type}"
+
+
+def table_model_info(model: TableModel, path: str, header: dict | None = None) -> dict:
+    """What ``nbclass info`` reports about a table model, as plain data."""
+    columns = []
+    for c in model.columns:
+        if c.type == "numeric":
+            size = {"values": int(c.stats.count.sum())}
+        elif c.type == "categorical":
+            size = {"categories": len(c.stats.values)}
+        else:
+            size = {"words": len(c.stats.vocabulary)}
+        columns.append({"name": c.name, "type": c.type, **size})
+    return {
+        "model": path,
+        "format": header,
+        "rows": model.n_rows,
+        "label": model.label,
+        "classes": {c: int(n) for c, n in zip(model.classes, model.class_count.tolist())},
+        "columns": columns,
+        "ignored": list(model.ignored),
+        "var_smoothing": model.var_smoothing,
+        "tokenizer": {**model.tokenizer.to_dict(), "stop_words": len(model.tokenizer.stop_words)},
+        "defaults": model.defaults.to_dict(),
+    }
+
+
+def table_info_lines(info: dict, fmt: str) -> Iterator[str]:
+    """``nbclass info`` of a table model as JSON (one object) or as aligned text."""
+    if fmt == "json":
+        yield json.dumps(info, ensure_ascii=False, indent=2)
+        return
+    f = info["format"] or {}
+    yield f"model        {escape(info['model'])}"
+    yield (
+        f"format       {f.get('format')} version {f.get('version')}, kind {f.get('kind')} "
+        f"(written by nbclass {f.get('nbclass_version')})"
+    )
+    yield f"rows         {info['rows']}"
+    yield f"label        {escape(info['label'])}"
+    yield from _class_lines(info["classes"])
+    yield f"columns      {len(info['columns'])}"
+    width = max(len(escape(c["name"])) for c in info["columns"])
+    for c in info["columns"]:
+        size = next(f"{v} {k}" for k, v in c.items() if k not in ("name", "type"))
+        yield f"  {escape(c['name']):<{width}}  {c['type']:<11}  {size}"
+    if info["ignored"]:
+        yield f"ignored      {', '.join(map(escape, info['ignored']))}"
+    yield f"variance     floor {info['var_smoothing']!r} x the largest column variance"
+    d = info["defaults"]
+    beta = d["beta"][0] if d["beta"][0] == d["beta"][1] else f"{d['beta'][0]},{d['beta'][1]}"
+    yield (
+        f"defaults     model {d['model']} (text columns), estimator {d['estimator']}, "
+        f"alpha {d['alpha']}, beta {beta}"
+    )
+
+
+class ProgressBar:
+    """A progress bar on stderr: files done, MB done of the total, MB/s and time left.
+
+    Drawn with rich, and only when ``enabled`` (the CLI enables it when stderr is a
+    terminal and ``--quiet`` is not given). Use as a context manager and call
+    :meth:`advance` with the files and bytes just finished.
+    """
+
+    def __init__(self, verb: str, files: int, total_bytes: int, enabled: bool):
+        self.enabled = enabled
+        self.verb, self.files, self.done = verb, files, 0
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+            redirect_stdout=False,  # results on stdout are never routed through the bar
+        )
+        self._task = self._progress.add_task(self._describe(), total=total_bytes)
+
+    def _describe(self) -> str:
+        return f"{self.verb} {self.done}/{self.files} files"
+
+    def __enter__(self) -> ProgressBar:
+        if self.enabled:
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            self._progress.stop()
+
+    def advance(self, files: int, nbytes: int) -> None:
+        if self.enabled:
+            self.done += files
+            self._progress.update(self._task, advance=nbytes, description=self._describe())

@@ -1,0 +1,810 @@
+"""Runs counted with numpy: the default tokenizer at array speed, for many texts.
+
+Counting a batch token by token in Python costs a dictionary operation per token (a
+``Counter``) and one per distinct word (the vocabulary lookup), a few hundred
+nanoseconds each. For the settings :class:`nbclass.text.tokenizer.AsciiSplitter` applies to
+(the default token pattern, single words), this module does the same counting in a few
+numpy passes over the bytes of a chunk of texts, with no Python object per token:
+
+1. the texts of a chunk become one array of bytes where the tokens are the runs of
+   bytes above the space. Texts all ASCII are joined by spaces and translated by the
+   splitter's table (word bytes kept, lower-cased as the settings say; every other byte
+   a space). Other texts (any script, as str) are lower-cased as ``str.lower`` does,
+   joined, viewed as code points (UTF-32) and classified by a table of the regex
+   engine's own ``\\w`` (:func:`is_word`); the word characters that stand alone
+   (runs of one character, never tokens) and every other character become spaces, each
+   text ends with a newline, and the result is encoded as UTF-8
+   (:func:`_text_chunk_runs`);
+2. the runs are found where the bytes go from separators (space, newline) to others and
+   back;
+3. each run gets a 64-bit key (:func:`run_keys`): a run of at most 8 bytes starting with
+   an ASCII byte is its own key (its bytes, big-endian: exact, and in the words' order);
+   any other run's key is a hash of its bytes (a polynomial over its blocks of 8 bytes,
+   modulo 2**64, mixed by splitmix64's finaliser) with the top bit set;
+4. predict (:class:`RunCounter`) looks the keys up in an open-addressing table of the
+   vocabulary's and the stop words' keys (:class:`WordTable`, linear probing, all runs
+   at once); fit (:class:`RunTally`) finds each chunk's distinct words by sorting the
+   keys and numbers them by binary search among the words met before;
+5. a hashed run is compared byte for byte with the word it was taken for: in predict,
+   one whose hash equals a word's but whose bytes differ is unknown, and a table where
+   two words share a key is refused (:meth:`WordTable.build` returns None, and the
+   caller counts in Python); in fit, a chunk where two different words share a hash is
+   given back to be tokenized. A hash never stands for two words: the counts are exact
+   whatever the hash function does (tests replace it by a constant);
+6. runs of one character and stop words are dropped (they are never tokens), and the
+   (text, word) pairs are counted by sorting.
+
+The result is the tokenizer's, exactly (hypothesis tests in ``tests/test_runs.py`` and,
+for text of many scripts, ``tests/test_runs_unicode.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .tokenizer import AsciiSplitter
+
+# Texts are joined into chunks of about this many bytes: the arrays of a chunk (8 bytes
+# per byte of text, a few of them at once) stay a few tens of MB. A longer text is
+# counted by the caller in Python.
+CHUNK_BYTES = 1 << 20
+_SPACE = 32
+_MERGE_AT = 8  # a run tally sums its chunks' counts together when it holds this many
+_RECENT = 1 << 15  # a run tally's latest words, kept apart from the others up to this many
+_BASE = 0x9E3779B97F4A7C15  # odd: its powers modulo 2**64 never vanish
+_powers_cache = np.ones(1, dtype=np.uint64)
+
+
+def _powers(n: int) -> np.ndarray:
+    """BASE**t modulo 2**64 for t < n at least (uint64; products wrap modulo 2**64)."""
+    global _powers_cache
+    if _powers_cache.size < n:
+        size = max(n, 2 * _powers_cache.size)
+        powers = np.full(size, _BASE, dtype=np.uint64)
+        powers[0] = 1
+        _powers_cache = np.cumprod(powers, out=powers)
+    return _powers_cache
+
+
+def run_bounds(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, ends)`` of the runs of non-space bytes of ``codes`` (uint8, shape (N,)),
+    each int64 of shape (R,): run r is ``codes[starts[r]:ends[r]]``."""
+    word = codes != _SPACE
+    # Where the bytes go from space to word and back, alternately: start, end, ... (a
+    # comparison of neighbours: numpy's diff of int8 with prepend and append took 5 times
+    # as long), with a run at either edge closed there.
+    change = np.flatnonzero(word[1:] != word[:-1]) + 1
+    if word.size and word[0]:
+        change = np.concatenate(([0], change))
+    if word.size and word[-1]:
+        change = np.append(change, word.size)
+    return change[0::2], change[1::2]
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, in place: every input bit reaches every output bit."""
+    h ^= h >> np.uint64(30)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(27)
+    h *= np.uint64(0x94D049BB133111EB)
+    h ^= h >> np.uint64(31)
+    return h
+
+
+def _eight(codes: np.ndarray) -> np.ndarray:
+    """The 8 bytes from each position of ``codes`` as one big-endian integer (first byte
+    highest; past the end, zero bytes): a ``>u8`` view of a padded copy, stride 1."""
+    padded = np.zeros(codes.size + 8, dtype=np.uint8)
+    padded[: codes.size] = codes
+    return np.ndarray((codes.size,), dtype=">u8", buffer=padded, strides=(1,))
+
+
+def _blocks(starts: np.ndarray, length: np.ndarray):
+    """The runs cut into blocks of 8 bytes: ``(offsets, at, j, mask)``: run r's blocks
+    are those from ``offsets[r]``; each block's position, its number j in its run, and
+    the mask of the run's bytes in it (:data:`_PREFIX_MASKS`). Runs are not empty."""
+    blocks = (length + 7) >> 3
+    offsets = np.cumsum(blocks) - blocks
+    j = np.arange(int(offsets[-1] + blocks[-1])) - np.repeat(offsets, blocks)
+    left = np.repeat(length, blocks) - 8 * j  # bytes of the run from the block on
+    at = np.repeat(starts, blocks) + 8 * j
+    return offsets, at, j, _PREFIX_MASKS[np.minimum(left, 8)]
+
+
+def run_hashes(
+    codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, eight: np.ndarray | None = None
+) -> np.ndarray:
+    """A 64-bit hash of each run, shape (R,): Σ_j b_j BASE**j + length, mixed, all
+    modulo 2**64, where b_j is the run's j-th block of 8 bytes (big-endian, the bytes
+    past the run's end zero): the same for the same bytes anywhere. The blocks of all
+    runs are laid end to end and each run's terms summed (``numpy.add.reduceat``).
+    ``eight`` is :func:`_eight` of ``codes``, if already made."""
+    length = ends - starts
+    if not length.size:
+        return np.zeros(0, dtype=np.uint64)
+    eight = _eight(codes) if eight is None else eight
+    offsets, at, j, mask = _blocks(starts, length)
+    terms = eight[at].astype(np.uint64)
+    terms &= mask
+    terms *= _powers(int(j.max()) + 1)[j]
+    h = np.add.reduceat(terms, offsets)
+    h += length.astype(np.uint64)
+    return _mix(h)
+
+
+def _positions(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The positions of the bytes of the runs, run after run."""
+    length = ends - starts
+    total = np.cumsum(length)
+    return np.repeat(starts - (total - length), length) + np.arange(total[-1] if total.size else 0)
+
+
+def _joined(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:
+    """The runs ``codes[starts[r]:ends[r]]`` joined by NUL bytes (at least one run).
+
+    >>> _joined(np.frombuffer(b"ab cde f", dtype=np.uint8), np.array([3, 0]), np.array([6, 2]))
+    b'cde\\x00ab'
+    """
+    length = ends - starts
+    out = np.zeros(int(length.sum()) + length.size - 1, dtype=np.uint8)
+    # Run r's bytes move right by r: one NUL before each run but the first.
+    where = np.arange(out.size - length.size + 1) + np.repeat(np.arange(length.size), length)
+    out[where] = codes[_positions(starts, ends)]
+    return out.tobytes()
+
+
+_LONG = np.uint64(1 << 63)  # the flag of a key that is a hash
+_BLOCK = np.dtype(">u8")  # the type of the view of :func:`_eight`
+# The mask of the first n of 8 big-endian bytes, for n = 0..8.
+_PREFIX_MASKS = np.array(
+    [(1 << 64) - (1 << 8 * (8 - n)) for n in range(9)], dtype=np.uint64
+)
+
+
+def run_keys(
+    codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, ascii: bool = False
+) -> np.ndarray:
+    """The key of each run, uint64 of shape (R,).
+
+    A run of at most 8 bytes whose first byte is ASCII is its own key: its bytes,
+    big-endian, padded with zero bytes. The bytes of a run (ASCII, or UTF-8 of word
+    characters) are never 0, so the key tells the bytes and the length, its top bit is
+    0, and the keys of such runs are in the order of their words. Another run's key
+    (longer, or starting with a byte of a UTF-8 sequence) is its :func:`run_hashes` with
+    the top bit set, which another run may share: only such keys need their bytes
+    compared (:func:`is_long`). ``ascii`` says every byte is ASCII (no test needed).
+    """
+    eight = _eight(codes)
+    length = ends - starts
+    keys = eight[starts].astype(np.uint64)
+    keys &= _PREFIX_MASKS[np.minimum(length, 8)]  # the run's own bytes
+    if ascii:
+        long = np.flatnonzero(length > 8)
+    else:
+        long = np.flatnonzero((length > 8) | (keys >= _LONG))  # first byte not ASCII
+    if long.size:
+        keys[long] = run_hashes(codes, starts[long], ends[long], eight) | _LONG
+    return keys
+
+
+def is_long(keys: np.ndarray) -> np.ndarray:
+    """Which keys are hashes (runs of more than 8 bytes, or not starting with an ASCII
+    byte), bool of the keys' shape."""
+    return keys >= _LONG
+
+
+def same_bytes(codes, starts, ends, other_codes, other_starts) -> np.ndarray:
+    """Whether run r of ``codes`` has the bytes of the run of ``other_codes`` at
+    ``other_starts[r]`` with the same length, bool of shape (R,). (``codes`` and
+    ``other_codes`` may be their :func:`_eight` views instead.) The runs are compared 8
+    bytes at a time."""
+    length = ends - starts
+    if not length.size:
+        return np.ones(0, dtype=bool)
+    eight = codes if codes.dtype == _BLOCK else _eight(codes)
+    other = other_codes if other_codes.dtype == _BLOCK else _eight(other_codes)
+    offsets, at, j, mask = _blocks(starts, length)
+    differ = eight[at].astype(np.uint64)
+    differ ^= other[at + np.repeat(other_starts - starts, (length + 7) >> 3)]
+    differ &= mask
+    equal = differ == 0
+    if equal.all():
+        return np.ones(length.size, dtype=bool)
+    return np.logical_and.reduceat(equal, offsets)
+
+
+@dataclass(frozen=True, eq=False)
+class WordTable:
+    """A set of ASCII words, found exactly by the key of a run (:func:`run_keys`).
+
+    Attributes
+    ----------
+    keys : uint64 ndarray of shape (S,)
+        The key in each slot. A key's home slot is the top ``bits`` bits of its mixed
+        value, with 2**bits at least four times the number of words; the last slot
+        is empty.
+    ids : int64 ndarray of shape (S,)
+        The word in each slot, −1 for an empty slot.
+    codes : uint8 ndarray
+        The words' bytes, joined by spaces; word k is ``codes[starts[k]:ends[k]]``.
+    starts, ends : int64 ndarray of shape (K,)
+    bits : int
+    """
+
+    keys: np.ndarray
+    ids: np.ndarray
+    codes: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    bits: int
+
+    @classmethod
+    def build(cls, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> WordTable | None:
+        """The table of the words ``codes[starts[k]:ends[k]]`` (distinct, non-empty, no
+        space byte), word k with id k; None when two of them share a key."""
+        keys = run_keys(codes, starts, ends)
+        bits = max(4, int(keys.size * 4).bit_length())
+        home = _slots(keys, bits)
+        order = np.lexsort((keys, home))
+        ordered = keys[order]
+        if (ordered[1:] == ordered[:-1]).any():
+            return None
+        # Linear probing, filled in the order of the home slots: each word takes the
+        # first free slot from its home, that is slot[i] = max(home[i], slot[i − 1] + 1).
+        # Past the last home slot the table goes on (no wrapping round), and it ends
+        # with an empty slot, where probing stops.
+        home = home[order]
+        rank = np.arange(keys.size)
+        slot = np.maximum.accumulate(home - rank) + rank if keys.size else home
+        size = max(1 << bits, int(slot[-1]) + 1 if keys.size else 0) + 1
+        table = np.zeros(size, dtype=np.uint64)
+        ids = np.full(size, -1, dtype=np.int64)
+        table[slot], ids[slot] = ordered, order
+        return cls(table, ids, codes, starts, ends, bits)
+
+    @classmethod
+    def of(cls, words: Sequence[bytes]) -> WordTable | None:
+        """:meth:`build` for a list of words."""
+        codes = np.frombuffer(b" ".join(words), dtype=np.uint8)
+        starts, ends = run_bounds(codes)
+        if starts.size != len(words):
+            raise ValueError("a word is empty or holds a space")
+        return cls.build(codes, starts, ends)
+
+    def find(
+        self, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, keys: np.ndarray
+    ) -> np.ndarray:
+        """The id of each run of ``codes`` (keys from :func:`run_keys`), −1 for a run
+        not in the table. A long run found by its hash is compared byte for byte with
+        the word, and is −1 when they differ."""
+        long = is_long(keys)
+        slots = _slots(keys, self.bits)
+        ids = self.ids[slots]
+        hit = self.keys[slots] == keys
+        found = np.where(hit, ids, -1)  # an empty slot's id is −1 too
+        todo = np.flatnonzero(~hit & (ids >= 0))  # another word there: probe on
+        keys, slots = keys[todo], slots[todo] + 1
+        while todo.size:  # linear probing: stop at the word's key or an empty slot
+            ids = self.ids[slots]
+            hit = (self.keys[slots] == keys) & (ids >= 0)
+            found[todo[hit]] = ids[hit]
+            again = ~hit & (ids >= 0)
+            todo, keys = todo[again], keys[again]
+            slots = slots[again] + 1
+        long = np.flatnonzero((found >= 0) & long)
+        if long.size:
+            words = found[long]
+            same = (ends[long] - starts[long]) == (self.ends[words] - self.starts[words])
+            found[long[~same]] = -1
+            long, words = long[same], words[same]
+            equal = same_bytes(codes, starts[long], ends[long], self.codes, self.starts[words])
+            found[long[~equal]] = -1
+        return found
+
+
+def _slots(keys: np.ndarray, bits: int) -> np.ndarray:
+    """The home slot of each key in a table of 2**bits slots: the top bits, mixed."""
+    return (_mix(keys.copy()) >> np.uint64(64 - bits)).astype(np.int64)
+
+
+def _stop_runs(splitter: AsciiSplitter) -> list[bytes]:
+    """The stop words that a run can be, as UTF-8, sorted: those that are ASCII, more
+    than one byte and left as they are by the translation, and the others of two or
+    more word characters. (The runs one character long are dropped by their length.)"""
+    table = splitter.table
+    words = [w for w in splitter.dropped if len(w) > 1 and w.translate(table) == w]
+    words += [
+        w.encode("utf-8")
+        for w in splitter.stop_words
+        if not w.isascii() and len(w) > 1 and _WORDS.fullmatch(w)
+    ]
+    return sorted(words)
+
+
+def _chunks(texts: Sequence[bytes]) -> Iterator[tuple[int, int]]:
+    """``(first, last)`` of consecutive texts joined into chunks of about ``CHUNK_BYTES``
+    (a longer text alone)."""
+    first = 0
+    while first < len(texts):
+        size, last = len(texts[first]), first + 1
+        while last < len(texts) and size + len(texts[last]) < CHUNK_BYTES:
+            size += len(texts[last]) + 1
+            last += 1
+        yield first, last
+        first = last
+
+
+def _chunk_runs(texts: Sequence[bytes], table: bytes):
+    """``(translated, codes, starts, ends, text)``: the texts joined by spaces and
+    translated by ``table`` (bytes and uint8 ndarray), its runs, and the text of each run
+    (int64, in order: text i is bytes [start_i, start_i + len) of the chunk)."""
+    n = len(texts)
+    translated = (b" ".join(texts) + b" ").translate(table)
+    codes = np.frombuffer(translated, dtype=np.uint8)
+    starts, ends = run_bounds(codes)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    text_start = np.cumsum(lengths + 1) - lengths - 1
+    per_text = np.diff(np.searchsorted(starts, np.append(text_start, codes.size)))
+    return translated, codes, starts, ends, np.repeat(np.arange(n), per_text)
+
+
+# Whether each code point is a word character of the token pattern (``\w`` of Python's
+# re on str: letters, digits and underscore of every script), filled a plane (65,536
+# code points) at a time, when a text first holds one of the plane's code points: the
+# Basic Multilingual Plane costs a few milliseconds, all 17 planes about 0.15 s.
+_PLANE_BITS = 16
+_IS_WORD = np.zeros(0x110000, dtype=bool)
+_PLANES_DONE = np.zeros(0x110000 >> _PLANE_BITS, dtype=bool)
+_NOT_WORD = re.compile(r"\W")
+_LINE = 10  # ends each text of a chunk of str texts
+_WORDS = re.compile(r"\w+")
+_HIGH_BYTES = bytes(range(128, 256))
+
+
+def _fill_plane(plane: int) -> None:
+    """Mark the word characters of ``plane`` in ``_IS_WORD``, as the regex engine sees
+    them: every other code point of the plane replaced by a space, what is left is \\w."""
+    first = plane << _PLANE_BITS
+    points = np.arange(first, first + (1 << _PLANE_BITS), dtype="<u4")
+    text = str(points.data, "utf-32-le", "surrogatepass")
+    kept = _NOT_WORD.sub(" ", text).encode("utf-32-le", "surrogatepass")
+    _IS_WORD[first : first + points.size] = np.frombuffer(kept, dtype="<u4") != _SPACE
+    _PLANES_DONE[plane] = True
+
+
+def is_word(points: np.ndarray) -> np.ndarray:
+    """Whether each code point of ``points`` (uint32) is a word character (``\\w``), bool
+    of the same shape."""
+    if not _PLANES_DONE[0]:
+        _fill_plane(0)
+    if points.size and int(points.max()) >> _PLANE_BITS:
+        for plane in np.unique(points[points >> _PLANE_BITS > 0] >> _PLANE_BITS).tolist():
+            if not _PLANES_DONE[plane]:
+                _fill_plane(plane)
+    return _IS_WORD[points]
+
+
+def _text_chunk_runs(texts: Sequence[str], lowercase: bool):
+    """:func:`_chunk_runs` of str texts (any script), with the regex's ``\\w``:
+    ``(translated, codes, starts, ends, text)``, where ``translated`` holds the UTF-8
+    bytes of the texts' tokens (lower-cased if ``lowercase``, as ``str.lower`` does),
+    every other character a space and each text ended by a newline.
+
+    The texts are lower-cased one by one (a length-changing case mapping such as
+    ``'İ'.lower()``, two code points, and Greek final sigma are then what the tokenizer
+    sees), joined, and viewed as code points; a word character next to another one is
+    part of a run of two or more, a token; every other code point becomes a space (a
+    newline at the end of a text), and the result is encoded as UTF-8. The runs of bytes
+    above the space are the tokens, whole, and never one character long."""
+    if lowercase:
+        texts = [text.lower() for text in texts]
+    joined = "\n".join(texts) + "\n"
+    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    word = is_word(points)
+    token = np.zeros(word.size, dtype=bool)  # a word character beside another one
+    np.logical_and(word[1:], word[:-1], out=token[1:])
+    token[:-1] |= token[1:]
+    points = np.where(token, points, np.uint32(_SPACE))
+    ends_of_texts = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1)
+    points[ends_of_texts - 1] = _LINE
+    translated = str(points.data, "utf-32-le").encode("utf-8")
+    codes = np.frombuffer(translated, dtype=np.uint8)
+    word = codes > _SPACE
+    change = np.flatnonzero(word[1:] != word[:-1]) + 1
+    if word.size and word[0]:
+        change = np.concatenate(([0], change))
+    starts, ends = change[0::2], change[1::2]  # the last byte is a newline: runs close
+    text = np.searchsorted(np.flatnonzero(codes == _LINE), starts)
+    return translated, codes, starts, ends, text
+
+
+@dataclass(frozen=True, eq=False)
+class RunCounter:
+    """Counts ASCII texts over a vocabulary as the tokenizer would (see the module).
+
+    Built by :meth:`for_vocabulary`; :meth:`count` takes the texts as ASCII bytes.
+
+    Attributes
+    ----------
+    table : bytes
+        The splitter's translation table.
+    words : WordTable
+        The vocabulary's ASCII words, then the stop words.
+    columns : int64 ndarray of shape (K + 1,)
+        The column of each word of ``words`` (``n_words`` for a stop word), then −1:
+        ``columns[found]`` is −1 for an unknown run.
+    n_words : int
+        V, the number of columns.
+    lowercase : bool
+        Whether str texts are lower-cased before their runs are found.
+    """
+
+    table: bytes
+    words: WordTable
+    columns: np.ndarray
+    n_words: int
+    lowercase: bool = True
+
+    @classmethod
+    def for_vocabulary(
+        cls, vocabulary: Mapping[str, int], splitter: AsciiSplitter
+    ) -> RunCounter | None:
+        """The counter of ``vocabulary`` (word -> column, the columns 0..V−1 in order)
+        under ``splitter``'s tokens, or None when its table cannot be made (two words with
+        one hash, or a word holding a space)."""
+        table, V = splitter.table, len(vocabulary)
+        stop = _stop_runs(splitter)
+        blob = " ".join(vocabulary).encode("utf-8", "surrogatepass")
+        codes = np.frombuffer(b" ".join([blob, *stop]) if stop else blob, dtype=np.uint8)
+        starts, ends = run_bounds(codes)
+        if starts.size != V + len(stop):
+            return None
+        # Only a word whose ASCII bytes the translation leaves as they are can be a run
+        # (never "AB" when text is lower-cased, nor "a-b" or a word with a NUL), and a
+        # dropped run (one character, a stop word) is never a token: no other word is
+        # looked for. (A word with other bytes that are not a run's is never found.)
+        changed = np.zeros(codes.size + 1, dtype=np.int64)
+        kept = bytes(codes).translate(table[:128] + _HIGH_BYTES)
+        np.cumsum(np.frombuffer(kept, np.uint8) != codes, out=changed[1:])
+        words = (changed[ends[:V]] == changed[starts[:V]]) & (ends[:V] - starts[:V] > 1)
+        for word in stop:
+            j = vocabulary.get(word.decode("utf-8"))
+            if j is not None:
+                words[j] = False
+        columns = np.flatnonzero(words)
+        found = np.concatenate((columns, np.arange(V, V + len(stop))))
+        table_words = WordTable.build(codes, starts[found], ends[found])
+        if table_words is None:
+            return None
+        columns = np.concatenate((columns, np.full(len(stop), V), [-1]))
+        return cls(table, table_words, columns.astype(np.int64), V, splitter.lowercase)
+
+    def count(
+        self, texts: Sequence[bytes] | Sequence[str]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(rows, columns, values, n_tokens)`` of ``texts``, all ASCII bytes or all str
+        (any script): the nonzero counts, int64 of shape (nnz,) sorted by row then
+        column, and each text's number of tokens, shape (n,). Texts are counted in
+        chunks of about ``CHUNK_BYTES`` (characters, for str)."""
+        parts, n_tokens = [], np.zeros(len(texts), dtype=np.int64)
+        text = bool(texts) and isinstance(texts[0], str)
+        for first, last in _chunks(texts):
+            chunk = texts[first:last]
+            if text:
+                runs = _text_chunk_runs(chunk, self.lowercase)
+            else:
+                runs = _chunk_runs(chunk, self.table)
+            rows, columns, values, tokens = self._count_chunk(len(chunk), runs, not text)
+            parts.append((rows + first, columns, values))
+            n_tokens[first:last] = tokens
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty, n_tokens
+        rows, columns, values = (np.concatenate(p) for p in zip(*parts))
+        return rows, columns, values, n_tokens
+
+    def _count_chunk(self, n: int, runs, ascii: bool):
+        V = self.n_words
+        _, codes, starts, ends, text = runs
+        found = self.words.find(codes, starts, ends, run_keys(codes, starts, ends, ascii))
+        column = self.columns[found]
+        token = (ends - starts > 1) & (column != V)  # not one character, not a stop word
+        n_tokens = np.bincount(text[token], minlength=n)
+        known = token & (column >= 0)
+        keys, values = np.unique(text[known] * V + column[known], return_counts=True)
+        return keys // V, keys % V, values.astype(np.int64), n_tokens
+
+
+class RunTally:
+    """Per-class counts of ASCII texts by runs, with numpy: a fitting worker's tally of
+    the texts the splitter applies to (:func:`nbclass.counting.tally.tally_paths`).
+
+    For each chunk of texts (about ``CHUNK_BYTES``): the runs and their keys as for
+    :class:`RunCounter`; runs of one character and stop words dropped; the chunk's
+    distinct words found by sorting the keys (each run of a long word compared byte
+    for byte with one run of the word); each distinct word given the tally's number
+    for it (the words met before found by binary search in their sorted keys, a long
+    one compared with the bytes kept); the (text, word) pairs counted by sorting, and
+    summed per (word, class) into D_jc (pairs) and T_jc (tokens). A chunk where two
+    different long words share a hash is not counted: :meth:`add` gives its texts back
+    and the caller tokenizes them, so the counts are exact whatever the hash does.
+
+    Attributes
+    ----------
+    n_words : int
+        The words met, numbered in the order met.
+    pairs : int
+        At least the (word, class) pairs held (summed over the chunks).
+    """
+
+    def __init__(self, splitter: AsciiSplitter, n_classes: int, stop: WordTable | None):
+        self.table, self.n_classes, self.stop = splitter.table, n_classes, stop
+        self.lowercase = splitter.lowercase
+        self.n_words = self.pairs = 0
+        # The words' keys, sorted, and the number of each, in that order: most in the
+        # first pair, the latest in the second, merged into the first when it holds
+        # _RECENT words (a chunk's new words are inserted into a short array).
+        self._keys = np.zeros(0, dtype=np.uint64)
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._recent_keys = np.zeros(0, dtype=np.uint64)
+        self._recent_ids = np.zeros(0, dtype=np.int64)
+        self._sent = 0  # the words numbered before the last packed_new()
+        self._bytes = bytearray()  # the words' bytes, each followed by a NUL, by number
+        self._starts = np.zeros(1024, dtype=np.int64)  # where each word starts in them
+        self._cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._waiting = {False: [[], [], 0], True: [[], [], 0]}  # by kind: texts, labels, size
+
+    @classmethod
+    def make(cls, splitter: AsciiSplitter, n_classes: int) -> RunTally | None:
+        """A tally for ``splitter``'s tokens, or None when its stop words cannot be told
+        apart by their keys."""
+        stop = _stop_runs(splitter)
+        words = WordTable.of(stop) if stop else None
+        if stop and words is None:
+            return None
+        return cls(splitter, n_classes, words)
+
+    def gather(self, texts: Sequence[bytes] | Sequence[str], labels: Sequence[int]) -> list:
+        """:meth:`add` ``texts`` (all ASCII bytes, or all str) once about ``CHUNK_BYTES``
+        of their kind are gathered, so that many short texts still make full chunks (a
+        chunk has a fixed cost of a few dozen numpy calls); returns the ``(text, label)``
+        pairs not counted, from this call or earlier ones. :meth:`flush` counts the rest.
+        """
+        text = bool(texts) and isinstance(texts[0], str)
+        waiting = self._waiting[text]
+        waiting[0].extend(texts)
+        waiting[1].extend(labels)
+        waiting[2] += sum(map(len, texts))
+        return self._add_waiting(text) if waiting[2] >= CHUNK_BYTES else []
+
+    def flush(self) -> list:
+        """Count the texts :meth:`gather` holds; the ``(text, label)`` pairs not counted."""
+        return self._add_waiting(False) + self._add_waiting(True)
+
+    def _add_waiting(self, text: bool) -> list:
+        texts, labels, _ = self._waiting[text]
+        self._waiting[text] = [[], [], 0]
+        return [(texts[i], labels[i]) for i in self.add(texts, labels)]
+
+    @property
+    def waiting(self) -> bool:
+        """Whether :meth:`gather` holds texts not counted yet."""
+        return bool(self._waiting[False][0] or self._waiting[True][0])
+
+    def add(self, texts: Sequence[bytes] | Sequence[str], labels: Sequence[int]) -> list[int]:
+        """Count ``texts`` (all ASCII bytes, or all str of any script; each at most
+        ``CHUNK_BYTES``) of classes ``labels``; returns the indices of those not counted
+        (a chunk with a hash clash)."""
+        refused = []
+        text = bool(texts) and isinstance(texts[0], str)
+        for first, last in _chunks(texts):
+            chunk = texts[first:last]
+            if text:
+                runs = _text_chunk_runs(chunk, self.lowercase)
+            else:
+                runs = _chunk_runs(chunk, self.table)
+            if not self._add_chunk(runs, labels[first:last], not text):
+                refused.extend(range(first, last))
+        return refused
+
+    def _add_chunk(self, runs, labels: Sequence[int], ascii: bool) -> bool:
+        C = self.n_classes
+        translated, codes, starts, ends, text = runs
+        keep = ends - starts > 1  # a run of one character is never a token
+        starts, ends, text = starts[keep], ends[keep], text[keep]
+        keys = run_keys(codes, starts, ends, ascii)
+        if self.stop is not None:
+            keep = self.stop.find(codes, starts, ends, keys) < 0
+            starts, ends, text, keys = starts[keep], ends[keep], text[keep], keys[keep]
+        if not keys.size:
+            return True
+        # The distinct words (by sorting: numpy's default sort is far faster than the
+        # stable one np.unique needs for first indices) and each run's word.
+        order = np.argsort(keys)
+        ordered = keys[order]
+        group = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+        words, first = ordered[group], order[group]  # first: one run of each word
+        inverse = np.empty(keys.size, dtype=np.int64)
+        inverse[order] = np.cumsum(group) - 1
+        # A long word's runs share a hash: each must have the bytes of the word's run.
+        long = np.flatnonzero(is_long(keys))
+        if long.size:
+            other = first[inverse[long]]
+            same = ends[long] - starts[long] == ends[other] - starts[other]
+            if (
+                not same.all()
+                or not same_bytes(codes, starts[long], ends[long], codes, starts[other]).all()
+            ):
+                return False
+        # The tally's number of each word: the words met before are in the sorted keys;
+        # a long one must have the bytes of the word met.
+        ids = self._find(words)
+        met = np.flatnonzero(ids >= 0)
+        met = met[is_long(words[met])]
+        if met.size:
+            runs, known = first[met], ids[met]
+            lengths = ends[runs] - starts[runs]
+            if not (lengths == self._starts[known + 1] - self._starts[known] - 1).all():
+                return False
+            held = np.frombuffer(self._bytes, dtype=np.uint8)
+            same = same_bytes(codes, starts[runs], ends[runs], held, self._starts[known])
+            del held  # the byte array grows below
+            if not same.all():
+                return False
+        new = np.flatnonzero(ids < 0)
+        if new.size:
+            ids[new] = np.arange(self.n_words, self.n_words + new.size)
+            self._insert(words[new], ids[new])
+            runs = first[new]
+            lengths = ends[runs] - starts[runs] + 1  # with the NUL after each
+            if self._starts.size < self.n_words + new.size + 1:
+                grown = np.zeros(2 * (self.n_words + new.size + 1), dtype=np.int64)
+                grown[: self.n_words + 1] = self._starts[: self.n_words + 1]
+                self._starts = grown
+            self._starts[self.n_words + 1 : self.n_words + new.size + 1] = (
+                len(self._bytes) + np.cumsum(lengths)
+            )
+            self._bytes += _joined(codes, starts[runs], ends[runs])  # their bytes at once
+            self._bytes.append(0)
+            self.n_words += new.size
+        word, classes, docs, tokens = _cell_sums(text, inverse, labels, words.size, C)
+        cells = ids[word] * C + classes
+        self._cells.append((cells, docs.astype(np.int32), tokens.astype(np.int32)))
+        self.pairs += cells.size
+        if len(self._cells) >= _MERGE_AT:  # keep the memory near that of the sums
+            self._cells = [self._merged()]
+        return True
+
+    def _find(self, words: np.ndarray) -> np.ndarray:
+        """The number of each key of ``words`` (sorted, distinct) met before, −1 for a
+        new one."""
+        ids = np.full(words.size, -1, dtype=np.int64)
+        for keys, numbers in ((self._keys, self._ids), (self._recent_keys, self._recent_ids)):
+            if keys.size:
+                at = np.minimum(np.searchsorted(keys, words), keys.size - 1)
+                hit = np.flatnonzero(keys[at] == words)
+                ids[hit] = numbers[at[hit]]
+        return ids
+
+    def _insert(self, words: np.ndarray, ids: np.ndarray) -> None:
+        """Add new keys ``words`` (sorted) numbered ``ids`` to the sorted keys."""
+        at = np.searchsorted(self._recent_keys, words)
+        self._recent_keys = np.insert(self._recent_keys, at, words)
+        self._recent_ids = np.insert(self._recent_ids, at, ids)
+        if self._recent_keys.size >= _RECENT:
+            self._merge_keys()
+
+    def _merge_keys(self) -> None:
+        at = np.searchsorted(self._keys, self._recent_keys)
+        self._keys = np.insert(self._keys, at, self._recent_keys)
+        self._ids = np.insert(self._ids, at, self._recent_ids)
+        self._recent_keys = self._recent_keys[:0]
+        self._recent_ids = self._recent_ids[:0]
+
+    def _merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The chunks' (word, class) cells, D and T summed into one triple."""
+        cells, docs, tokens = (np.concatenate(p) for p in zip(*self._cells))
+        return _sums(cells, docs, tokens)
+
+    def packed(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(words, lengths, rows, doc_counts, token_counts)`` as in
+        :func:`nbclass.counting.tally.pack`, but ``words`` a list: the words met, sorted; for
+        class c, the next ``lengths[c]`` entries of the others are its nonzero counts
+        (row = the word's place in ``words``).
+
+        The words whose keys are their bytes are already in order in the sorted keys;
+        the others are sorted apart, and Python's sort merges the two runs."""
+        if self.waiting:
+            raise ValueError("a run tally with gathered texts not counted: flush it first")
+        names = self._bytes[:-1].decode("utf-8").split("\x00") if self._bytes else []
+        self._merge_keys()
+        n_short = int(np.searchsorted(self._keys, _LONG))
+        order = self._ids[:n_short].tolist()
+        order += sorted(self._ids[n_short:].tolist(), key=names.__getitem__)
+        order.sort(key=names.__getitem__)
+        rank = np.empty(len(names), dtype=np.int64)
+        rank[order] = np.arange(len(names), dtype=np.int64)
+        words = list(map(names.__getitem__, order))
+        lengths, ids, docs, tokens = self._by_class()
+        return words, lengths, rank[ids], docs, tokens
+
+    def packed_new(self) -> tuple:
+        """``(new_words, new_ids, lengths, rows, doc_counts, token_counts)``: the counts
+        added since the last call, as :meth:`packed` gives them but with each row the
+        tally's own number of the word, and the words numbered since the last call,
+        sorted, with their numbers (the receiver learns each word once). The counts are
+        then cleared; the words are kept, with their numbers."""
+        if self.waiting:
+            raise ValueError("a run tally with gathered texts not counted: flush it first")
+        sent, n = self._sent, self.n_words
+        new_words, new_ids = [], np.zeros(0, dtype=np.int64)
+        if n > sent:
+            held = self._bytes[self._starts[sent] : self._starts[n] - 1]
+            names = held.decode("utf-8").split("\x00")
+            order = sorted(range(n - sent), key=names.__getitem__)
+            new_words = list(map(names.__getitem__, order))
+            new_ids = np.array(order, dtype=np.int64) + sent
+        counts = self._by_class()
+        self._cells, self.pairs, self._sent = [], 0, n
+        return (new_words, new_ids, *counts)
+
+    def _by_class(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(lengths, ids, doc_counts, token_counts)`` of the counts: class by class,
+        ``lengths[c]`` (word number, D, T) of class c."""
+        C = self.n_classes
+        if not self._cells:
+            empty = np.zeros(0, dtype=np.int64)
+            return np.zeros(C, dtype=np.int64), empty, empty, empty
+        cells, docs, tokens = self._cells[0] = self._merged()
+        del self._cells[1:]
+        classes = cells % C
+        lengths = np.bincount(classes, minlength=C).astype(np.int64)
+        if C <= 2**15:  # a stable sort of small integers is a radix sort: fast and lean
+            classes = classes.astype(np.int16)
+        order = np.argsort(classes, kind="stable")
+        del classes
+        return lengths, cells[order] // C, docs[order], tokens[order]
+
+
+def _cell_sums(text: np.ndarray, word: np.ndarray, labels: Sequence[int], K: int, C: int):
+    """``(word, class, D, T)`` of one chunk: for each (word, class) cell with a token, the
+    texts holding the word and its tokens, int64 of shape (cells,), from the text and the
+    word (< K) of each token, and the texts' ``labels`` (< C).
+
+    One sort of the (class, word, text) codes of the tokens: equal codes are one text's
+    tokens of a word, and equal (class, word) prefixes one cell's texts.
+
+    >>> _cell_sums(np.array([0, 0, 1, 1, 1]), np.array([1, 1, 0, 1, 1]), [0, 0], 2, 1)
+    (array([0, 1]), array([0, 0]), array([1, 2]), array([1, 4]))
+    """
+    n = len(labels)
+    if C * K * n >= 2**62:  # codes past int64: the pairs first, then the cells
+        pairs, tokens = np.unique(text * K + word, return_counts=True)
+        classes = np.asarray(labels, dtype=np.int64)[pairs // K]
+        cells, docs, tokens = _sums((pairs % K) * C + classes, np.ones_like(tokens), tokens)
+        return cells // C, cells % C, docs, tokens
+    code = (np.asarray(labels, dtype=np.int64)[text] * K + word) * n + text
+    code.sort()
+    pair = np.flatnonzero(np.concatenate(([True], code[1:] != code[:-1])))  # (text, word)
+    cell_of_pair = code[pair] // n  # class * K + word
+    tokens_of_pair = np.diff(np.append(pair, code.size))
+    cell = np.flatnonzero(np.concatenate(([True], cell_of_pair[1:] != cell_of_pair[:-1])))
+    docs = np.diff(np.append(cell, cell_of_pair.size))
+    tokens = np.add.reduceat(tokens_of_pair, cell) if cell.size else tokens_of_pair
+    cell_of_pair = cell_of_pair[cell]
+    return cell_of_pair % K, cell_of_pair // K, docs, tokens
+
+
+def _sums(keys: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(the distinct keys, sorted; for each array of values, its sum per key)``; the
+    sums are int64, whatever the type of the values."""
+    if not keys.size:
+        return (keys, *(v.astype(np.int64) for v in values))
+    order = np.argsort(keys)
+    keys = keys[order]
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    return (keys[starts], *(np.add.reduceat(v[order], starts, dtype=np.int64) for v in values))

@@ -1,0 +1,353 @@
+"""Tokenizer: text to a list of tokens, as the model's stored settings say.
+
+Steps, in order: NUL characters become spaces (NUL separates words in the model file, so no
+token may hold one); the text is lower-cased (unless ``lowercase`` is off); the token
+pattern finds the tokens (``re.findall``; a pattern with one capturing group yields that
+group); stop words are removed; word n-grams of every length in ``ngram_range`` are formed
+from the remaining tokens and joined by single spaces.
+
+The default pattern, ``(?u)\\b\\w\\w+\\b``, takes runs of two or more Unicode word characters
+(letters, digits, underscore) in any script: single characters ("a", "I", the "s" of "it's")
+are mostly noise for topic classification, and punctuation is never a word. It is also
+scikit-learn's default, which makes results easy to compare.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+
+from ..errors import NbclassError, UsageError
+
+DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
+DEFAULT_NGRAM_RANGE = (1, 1)
+# With findall, "\w\w+" finds exactly the same tokens as the default pattern: a match can
+# only start where a run of word characters starts (scanning resumes after a whole run or
+# after a one-character run) and greedily ends where the run ends, so the \b assertions
+# never reject anything. Without them the regex engine runs about a third faster.
+_EQUIVALENT_PATTERNS = {DEFAULT_TOKEN_PATTERN: r"\w\w+"}
+# On a text that is all ASCII, Unicode \w matches exactly the ASCII letters, digits and
+# underscore, so the same pattern in ASCII mode finds the same tokens, about a third faster
+# (the engine skips the Unicode tables). Most text is ASCII; str.isascii() is a flag read.
+_ASCII_PATTERNS = {DEFAULT_TOKEN_PATTERN: r"\w\w+"}
+# The patterns whose tokens, on ASCII text, are exactly the maximal runs of two or more
+# ASCII word characters: :func:`ascii_splitter` finds those runs without the regex engine.
+_RUN_PATTERNS = frozenset({DEFAULT_TOKEN_PATTERN})
+MAX_NGRAM = 10  # the longest word n-gram a model may ask for
+MAX_PATTERN_LENGTH = 1000  # characters of a token pattern
+_WORD_BYTES = b"0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass(frozen=True)
+class TokenizerSettings:
+    """How a model turns text into tokens; stored in the model and reused by predict.
+
+    Attributes
+    ----------
+    lowercase : bool
+        Lower-case the text before matching.
+    token_pattern : str
+        Regular expression for one token.
+    ngram_range : tuple of int (min_n, max_n)
+        Word n-gram lengths to emit, inclusive.
+    stop_words : tuple of str
+        Tokens to drop before n-grams are formed (sorted; stored in the model).
+    stop_words_source : str
+        Where the stop words came from: ``"none"``, ``"english"`` or a file name.
+    hash_features : int or None
+        N: hash every token into one of N columns (:mod:`nbclass.text.hashing`), or None.
+    """
+
+    lowercase: bool = True
+    token_pattern: str = DEFAULT_TOKEN_PATTERN
+    ngram_range: tuple[int, int] = DEFAULT_NGRAM_RANGE
+    stop_words: tuple[str, ...] = field(default=())
+    stop_words_source: str = "none"
+    hash_features: int | None = None
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["ngram_range"] = list(self.ngram_range)
+        if self.hash_features is None:
+            del data["hash_features"]  # files without hashing stay as they were
+        data["stop_words"] = list(self.stop_words)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TokenizerSettings:
+        return cls(
+            lowercase=bool(data["lowercase"]),
+            token_pattern=str(data["token_pattern"]),
+            ngram_range=(int(data["ngram_range"][0]), int(data["ngram_range"][1])),
+            stop_words=tuple(str(w) for w in data["stop_words"]),
+            stop_words_source=str(data["stop_words_source"]),
+            hash_features=_optional_int(data.get("hash_features")),
+        )
+
+
+def _optional_int(value) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 2:
+        raise ValueError(f"hash_features {value!r} is not a number of columns")
+    return value
+
+
+def load_stop_words(spec: str, lowercase: bool = True) -> tuple[tuple[str, ...], str]:
+    """Resolve ``--stop-words english|FILE|none`` to ``(sorted words, source)``.
+
+    A FILE holds one stop word per line (blank lines and lines starting with ``#`` are
+    ignored), at most :data:`nbclass.reading.limits.MAX_STOP_WORDS_BYTES` (16 MiB): a larger file,
+    or an endless one, is a :class:`UsageError`. Words are lower-cased when the tokenizer
+    lower-cases.
+    """
+    if spec == "none":
+        return (), "none"
+    if spec == "english":
+        from .stop_words import ENGLISH
+
+        return tuple(sorted(ENGLISH)), "english"
+    from ..reading.limits import MAX_STOP_WORDS_BYTES, format_limit, read_bounded
+
+    try:
+        with open(spec, "rb") as handle:
+            data = read_bounded(
+                handle,
+                MAX_STOP_WORDS_BYTES,
+                f"stop-word file {spec!r} is larger than {format_limit(MAX_STOP_WORDS_BYTES)}: "
+                "give a file with one word per line",
+            )
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read stop-word file {spec!r} ({exc.strerror}): give 'english', 'none' "
+            "or a file with one word per line"
+        ) from None
+    except NbclassError as exc:
+        raise UsageError(str(exc)) from None
+    lines = data.decode("utf-8", "replace").splitlines()
+    words = {ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")}
+    if lowercase:
+        words = {w.lower() for w in words}
+    return tuple(sorted(words)), os.path.basename(spec)
+
+
+def compile_pattern(pattern: str) -> re.Pattern:
+    """Compile a token pattern, refusing ones that cannot tokenize or that may take
+    exponential time (:func:`pattern_hazard`)."""
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        raise UsageError(
+            f"--token-pattern is {len(pattern)} characters long; give at most "
+            f"{MAX_PATTERN_LENGTH}"
+        )
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(
+            f"--token-pattern {pattern!r} is not a valid regular expression: {exc}"
+        ) from None
+    hazard = pattern_hazard(pattern)
+    if hazard:
+        raise UsageError(
+            f"--token-pattern {pattern!r} {hazard}, which can take exponential time on some "
+            "texts; write it without (e.g. \\w+ instead of (\\w+)+)"
+        )
+    if regex.groups > 1:
+        raise UsageError(
+            f"--token-pattern {pattern!r} has {regex.groups} capturing groups; use at most one "
+            "(write (?:...) for a group that does not capture)"
+        )
+    if regex.match("") is not None:
+        # A pattern that matches the empty string makes empty tokens everywhere.
+        raise UsageError(
+            f"--token-pattern {pattern!r} matches the empty string; make it match one or "
+            "more characters"
+        )
+    return regex
+
+
+def validate_ngram_range(ngram_range: tuple[int, int]) -> None:
+    low, high = ngram_range
+    if low < 1 or high < low or high > MAX_NGRAM:
+        raise UsageError(
+            f"--ngram-range {low},{high} is not valid: give MIN,MAX with 1 <= MIN <= MAX "
+            f"<= {MAX_NGRAM}"
+        )
+
+
+def pattern_hazard(pattern: str) -> str | None:
+    """What makes ``pattern`` (a valid regular expression) risky, or None.
+
+    Python's regex engine backtracks: a repeated part that can itself match in many ways
+    (``(\\w+)+``, ``(a|ab)*``) or a back-reference can take time exponential in the
+    length of a text that almost matches. Refused, wherever it is in the pattern:
+
+    - a repeat (``*``, ``+``, ``{m,n}`` with n > 1) inside a repeat;
+    - an alternation ``|`` inside a repeat (an alternation of single characters is a
+      character class, which is fine);
+    - a back-reference (``\\1``, ``(?P=name)``, ``(?(1)...)``).
+
+    >>> pattern_hazard(r"(?u)\\b\\w\\w+\\b") is None
+    True
+    >>> pattern_hazard(r"(?u)(\\w+)+!")
+    'repeats a part that is itself repeated'
+    """
+    try:
+        from re import _constants as c
+        from re import _parser as parser
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_constants as c
+        import sre_parse as parser
+
+    repeats = {c.MAX_REPEAT, c.MIN_REPEAT}
+    repeats |= {getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)}
+
+    def walk(items, repeated: bool) -> str | None:
+        for op, av in items:
+            found = None
+            if op in repeats:
+                low, high, sub = av
+                many = high == c.MAXREPEAT or high > 1
+                if many and repeated:
+                    return "repeats a part that is itself repeated"
+                found = walk(sub, repeated or many)
+            elif op is c.BRANCH:
+                if repeated:
+                    return "repeats an alternation"
+                for alternative in av[1]:
+                    found = found or walk(alternative, repeated)
+            elif op is c.SUBPATTERN:
+                found = walk(av[3], repeated)
+            elif op in (c.ASSERT, c.ASSERT_NOT):
+                found = walk(av[1], repeated)
+            elif op in (c.GROUPREF, c.GROUPREF_EXISTS, getattr(c, "GROUPREF_IGNORE", None)):
+                return "refers back to a group"
+            elif op is getattr(c, "ATOMIC_GROUP", None):
+                found = walk(av, repeated)
+            if found:
+                return found
+        return None
+
+    return walk(parser.parse(pattern), False)
+
+
+@dataclass(frozen=True)
+class AsciiSplitter:
+    """The tokenizer of the default pattern, on ASCII bytes, without a regex.
+
+    ``table`` is a ``bytes.translate`` table that maps each ASCII word character to
+    itself (or its lower case, as the settings say) and every other byte to a space:
+    the maximal runs of non-space bytes of a translated text (:meth:`split`) are its
+    tokens, except that runs of one character and stop words are among them too; they
+    are in ``dropped`` (as bytes), and a caller that counts the runs leaves those out,
+    which gives exactly the counts of the tokens. Decoded with an ASCII-compatible
+    encoding, a token is the same word the regex finds in the text.
+    :mod:`nbclass.text.runs` counts these runs with numpy, and counts texts of any script
+    the same way from ``lowercase`` and ``stop_words`` (the settings' own).
+
+    Examples
+    --------
+    >>> splitter = ascii_splitter(TokenizerSettings(stop_words=("the",)), "utf-8")
+    >>> splitter.split(b"The server_2 is DOWN, again!")
+    [b'the', b'server_2', b'is', b'down', b'again']
+    >>> sorted(w for w in splitter.dropped if len(w) > 1)
+    [b'the']
+    """
+
+    table: bytes
+    dropped: frozenset[bytes]
+    lowercase: bool = True
+    stop_words: tuple[str, ...] = ()
+
+    def split(self, data: bytes) -> list[bytes]:
+        """The runs of ``data`` (ASCII bytes): the tokens, with the dropped ones."""
+        return data.translate(self.table).split()
+
+
+def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter | None:
+    """An :class:`AsciiSplitter` for ``settings`` when one gives the same tokens, else None.
+
+    It does for single words (no n-grams, no hashing) of the default token pattern, read
+    with an ``encoding`` that decodes every ASCII byte to the same character (UTF-8,
+    Latin-1, cp1252, ...; not UTF-16).
+    """
+    if (
+        settings.token_pattern not in _RUN_PATTERNS
+        or settings.ngram_range != (1, 1)
+        or settings.hash_features is not None
+        or not _ascii_compatible(encoding)
+    ):
+        return None
+    table = bytearray(b" " * 256)
+    for byte in _WORD_BYTES:
+        table[byte] = byte
+    if settings.lowercase:
+        table[ord("A") : ord("Z") + 1] = b"abcdefghijklmnopqrstuvwxyz"
+    singles = {bytes([table[byte]]) for byte in _WORD_BYTES}
+    stop = {word.encode("ascii") for word in settings.stop_words if word.isascii()}
+    return AsciiSplitter(
+        bytes(table), frozenset(singles | stop), settings.lowercase, settings.stop_words
+    )
+
+
+def _ascii_compatible(encoding: str) -> bool:
+    """Whether ``encoding`` decodes every ASCII byte, alone, to the same character."""
+    ascii_bytes = bytes(range(128))
+    try:
+        return ascii_bytes.decode(encoding) == ascii_bytes.decode("ascii")
+    except (LookupError, UnicodeDecodeError):
+        return False
+
+
+def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
+    """Build the function ``text -> list of tokens`` for ``settings``.
+
+    With ``hash_features``, the tokens are column names and the function is a
+    :class:`nbclass.text.hashing.HashedTokenizer`.
+
+    Examples
+    --------
+    >>> tokenize = make_tokenizer(TokenizerSettings(ngram_range=(1, 2)))
+    >>> tokenize("The server is DOWN again")
+    ['the', 'server', 'is', 'down', 'again', 'the server', 'server is', 'is down', 'down again']
+    """
+    validate_ngram_range(settings.ngram_range)
+    compile_pattern(settings.token_pattern)
+    pattern = _EQUIVALENT_PATTERNS.get(settings.token_pattern, settings.token_pattern)
+    findall = re.compile(pattern).findall
+    ascii_pattern = _ASCII_PATTERNS.get(settings.token_pattern)
+    ascii_findall = re.compile(ascii_pattern, re.ASCII).findall if ascii_pattern else None
+    lowercase = settings.lowercase
+    stop = frozenset(settings.stop_words)
+    min_n, max_n = settings.ngram_range
+
+    def words(text: str) -> list[str]:
+        if "\x00" in text:
+            text = text.replace("\x00", " ")
+        if lowercase:
+            text = text.lower()
+        if ascii_findall is not None and text.isascii():
+            tokens = ascii_findall(text)
+        else:
+            tokens = findall(text)
+        if stop:
+            tokens = [t for t in tokens if t not in stop]
+        return tokens
+
+    if settings.hash_features is not None:
+        from .hashing import HashedTokenizer
+
+        plain = make_tokenizer(replace(settings, hash_features=None))
+        return HashedTokenizer(plain, settings.hash_features)
+    if (min_n, max_n) == (1, 1):
+        return words
+
+    def ngrams(text: str) -> list[str]:
+        tokens = words(text)
+        out = tokens[:] if min_n == 1 else []
+        for n in range(max(min_n, 2), min(max_n, len(tokens)) + 1):
+            out.extend(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+        return out
+
+    return ngrams

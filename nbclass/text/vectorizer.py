@@ -1,0 +1,199 @@
+"""Vectorizer: token lists to a sparse bag-of-words matrix.
+
+Rows are documents and columns are vocabulary words; entry ``X[i, j]`` is the number of
+times word j occurs in document i (the multinomial event model's ``x``). The Bernoulli
+event model uses the same matrix binarised, ``x_j = 1[X[i, j] > 0]``. The matrix is a
+``scipy.sparse.csr_matrix`` with sorted column indices and no stored zeros, and is never
+made dense.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
+from itertools import repeat
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
+
+if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
+    import scipy.sparse as sp
+
+
+class GrowingVocabulary(dict):
+    """A ``word -> column`` mapping that gives an unseen word the next free column.
+
+    Examples
+    --------
+    >>> vocabulary = GrowingVocabulary()
+    >>> vocabulary["ham"], vocabulary["spam"], vocabulary["ham"]
+    (0, 1, 0)
+    """
+
+    def __missing__(self, word: str) -> int:
+        index = self[word] = len(self)
+        return index
+
+
+def count_matrix(token_lists: Iterable[list[str]], vocabulary: Mapping[str, int]) -> sp.csr_matrix:
+    """Count tokens per document.
+
+    Parameters
+    ----------
+    token_lists : iterable of list of str
+        One list of tokens per document.
+    vocabulary : mapping of str to int
+        Column of each word. A :class:`GrowingVocabulary` learns new words as it meets
+        them; any other mapping is fixed and words outside it are ignored.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of shape (n_documents, len(vocabulary)), dtype int64
+        Token counts; rows with no known word are empty.
+
+    Examples
+    --------
+    >>> X = count_matrix([["b", "a", "b"], ["c"]], {"a": 0, "b": 1})
+    >>> X.toarray().tolist()
+    [[1, 2], [0, 0]]
+    """
+    rows, columns, values, n_tokens = count_entries(token_lists, vocabulary)
+    return entries_matrix(rows, columns, values, n_tokens.size, len(vocabulary))
+
+
+def count_entries(
+    token_lists: Iterable[list[str]], vocabulary: Mapping[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, columns, values, n_tokens)``: the nonzero counts of the token lists (row i
+    is the i-th list; int64, each (row, column) once) and each list's length, as
+    :func:`count_matrix` takes its vocabulary (a word outside a fixed one is left out)."""
+    indptr, indices, data, n_tokens = [0], [], [], []
+    growing = isinstance(vocabulary, GrowingVocabulary)
+    lookup, get, unknown = vocabulary.__getitem__, vocabulary.get, repeat(-1)
+    for tokens in token_lists:
+        counts = Counter(tokens)
+        n_tokens.append(len(tokens))
+        if growing:
+            indices.extend(map(lookup, counts))
+        else:
+            indices.extend(map(get, counts, unknown))  # -1 for a word outside the vocabulary
+        data.extend(counts.values())
+        indptr.append(len(indices))
+    rows = np.repeat(np.arange(len(n_tokens), dtype=np.int64), np.diff(indptr))
+    columns, values = np.array(indices, dtype=np.int64), np.array(data, dtype=np.int64)
+    known = columns >= 0
+    if not known.all():
+        rows, columns, values = rows[known], columns[known], values[known]
+    return rows, columns, values, np.array(n_tokens, dtype=np.int64)
+
+
+class TextCounter:
+    """Texts to token counts over a fixed vocabulary: what predict does before scoring.
+
+    Holds the tokenizer of ``settings``, the vocabulary (word -> column, in column order)
+    and, when the tokenizer has an :class:`nbclass.text.tokenizer.AsciiSplitter`, its
+    :class:`nbclass.text.runs.RunCounter` (built when first needed), which counts the texts
+    with numpy (of any script). Needs numpy but not scipy until :meth:`count`:
+    :meth:`entries` is what a worker process computes (:mod:`nbclass.models.scoring`).
+
+    Examples
+    --------
+    >>> from nbclass.text.tokenizer import TokenizerSettings
+    >>> counter = TextCounter(TokenizerSettings(), ("café", "server"))
+    >>> X, n = counter.count(["The server, a server!", "Café server"])
+    >>> X.toarray().tolist(), n.tolist()
+    ([[0, 2], [1, 1]], [3, 2])
+    """
+
+    def __init__(self, settings: TokenizerSettings, words: Sequence[str]):
+        self.settings = settings
+        self.words = tuple(words)
+        self.vocabulary = dict(zip(self.words, range(len(self.words))))
+        self.tokenize = make_tokenizer(settings)
+        # Texts are str here: an ASCII one is encoded to ASCII for the splitter.
+        self.splitter = ascii_splitter(settings, "ascii")
+
+    @cached_property
+    def runs(self):
+        """The :class:`nbclass.text.runs.RunCounter` of the vocabulary, or None (no splitter,
+        or words the table cannot tell apart): every text is then tokenized."""
+        if self.splitter is None:
+            return None
+        from .runs import RunCounter
+
+        return RunCounter.for_vocabulary(self.vocabulary, self.splitter)
+
+    def count(self, texts: Iterable[str]) -> tuple[sp.csr_matrix, np.ndarray]:
+        """``(X, n_tokens)``: :func:`count_matrix` of ``map(tokenize, texts)``, shape
+        (n, V), and each text's number of tokens, known words or not, shape (n,)."""
+        texts = texts if isinstance(texts, list) else list(texts)
+        *entries, n_tokens = self.entries(texts)
+        return entries_matrix(*entries, len(texts), len(self.words)), n_tokens
+
+    def entries(self, texts: Sequence[str]) -> tuple[np.ndarray, ...]:
+        """``(rows, columns, values, n_tokens)``: the nonzero counts of ``texts`` (int64,
+        each (row, column) once, in no particular order) and their numbers of tokens.
+
+        The texts of at most ``CHUNK_BYTES`` characters are counted by :attr:`runs` (those
+        all ASCII as bytes, the others as str), the longer ones tokenized one by one; the
+        same counts either way.
+        """
+        runs, groups = self.runs, []
+        if runs is not None:
+            from .runs import CHUNK_BYTES
+
+            ascii_, other = [], []
+            for i, text in enumerate(texts):
+                if len(text) <= CHUNK_BYTES:
+                    (ascii_ if text.isascii() else other).append(i)
+            if ascii_:
+                groups.append((ascii_, [texts[i].encode("ascii") for i in ascii_]))
+            if other:
+                groups.append((other, [texts[i] for i in other]))
+        n_tokens = np.zeros(len(texts), dtype=np.int64)
+        fast = [i for indices, _ in groups for i in indices]
+        slow = range(len(texts)) if not fast else sorted(set(range(len(texts))).difference(fast))
+        tokenize = self.tokenize
+        rows, columns, values, slow_tokens = count_entries(
+            (tokenize(texts[i]) for i in slow), self.vocabulary
+        )
+        slow = np.asarray(slow, dtype=np.int64)
+        rows, n_tokens[slow] = slow[rows], slow_tokens
+        parts = [(rows, columns, values)]
+        for indices, group in groups:
+            fast_rows, fast_columns, fast_values, fast_tokens = runs.count(group)
+            indices = np.asarray(indices, dtype=np.int64)
+            n_tokens[indices] = fast_tokens
+            parts.append((indices[fast_rows], fast_columns, fast_values))
+        if len(parts) > 1 and not slow.size:
+            del parts[0]
+        if len(parts) > 1:
+            rows, columns, values = (np.concatenate(p) for p in zip(*parts))
+        else:
+            rows, columns, values = parts[0]
+        return rows, columns, values, n_tokens
+
+
+def entries_matrix(rows, columns, values, n: int, V: int) -> sp.csr_matrix:
+    """The (n, V) CSR matrix of the entries (rows, columns, values), each position once,
+    with sorted indices."""
+    import scipy.sparse as sp
+
+    if (np.diff(rows) < 0).any():  # rows in order; sort_indices orders each row's columns
+        order = np.argsort(rows, kind="stable")
+        rows, columns, values = rows[order], columns[order], values[order]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    X = sp.csr_matrix((values, columns, indptr), shape=(n, V))
+    X.sort_indices()
+    return X
+
+
+def binarize(X: sp.csr_matrix) -> sp.csr_matrix:
+    """Presence matrix ``1[X > 0]`` of the same shape (the Bernoulli event model's ``x``)."""
+    B = X.copy()
+    B.data = np.ones_like(B.data)
+    return B
