@@ -225,10 +225,9 @@ def click_option(option: spec.Option, **changes):
     """The click option of a row of the options' table (:mod:`nbclass.cli.predict_options`);
     ``changes`` replace the keywords the table gives."""
     kind = option.kind
-    keywords = {
-        "default": option.default, "metavar": option.metavar, "help": option.help,
-        "show_default": option.show_default,
-    }  # fmt: skip
+    keywords = {"metavar": option.metavar, "help": option.help, "show_default": option.show_default}
+    if option.default is not None:  # click 8.3 takes an explicit None as a given default,
+        keywords["default"] = option.default  # and a required option then goes unchecked
     if kind == "path":
         keywords["type"] = FILE
     elif kind == "int":
