@@ -4,7 +4,7 @@ Every error a user can cause is an :class:`NbclassError`: the command-line layer
 its message as one ``Error: ...`` line on stderr and exits with its ``exit_code``.
 Nothing else in the package knows about the command line.
 
-Exit codes (documented in the README):
+Exit codes (documented in docs/commands.md):
 
 ====  ==========================================================================
 code  meaning

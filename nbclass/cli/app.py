@@ -226,7 +226,7 @@ def click_option(option: spec.Option, **changes):
     ``changes`` replace the keywords the table gives."""
     kind = option.kind
     keywords = {"metavar": option.metavar, "help": option.help, "show_default": option.show_default}
-    if option.default is not None:  # click 8.3 takes an explicit None as a given default,
+    if not changes.get("required"):  # click 8.3 takes an explicit None as a given default,
         keywords["default"] = option.default  # and a required option then goes unchecked
     if kind == "path":
         keywords["type"] = FILE

@@ -65,7 +65,7 @@ MODEL = Option(
 )  # fmt: skip
 ESTIMATOR = Option(
     ("--estimator",), "estimator", ESTIMATORS,
-    help="How π and θ are estimated from the counts (see MATH in the README); "
+    help="How π and θ are estimated from the counts (see docs/maths.md); "
     "predictive: the exact Pólya (poisson: negative binomial) predictive of the "
     "whole document.",
 )  # fmt: skip

@@ -1,6 +1,6 @@
 """Counts: the sufficient statistics of naive Bayes, exact integers from one pass.
 
-Notation (``MATH.md``):
+Notation (``docs/maths.md``):
 
 =========  ==========================  ===============================================
 symbol     code name                   meaning

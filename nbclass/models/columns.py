@@ -1,6 +1,6 @@
 """Numeric and categorical columns: exact sufficient statistics and their estimators.
 
-Notation (``MATH.md``, "Other class-conditional distributions"), for one column k:
+Notation (``docs/maths.md``, "Other class-conditional distributions"), for one column k:
 
 ==========  ========================  =======================================================
 symbol      code name                 meaning

@@ -1,6 +1,6 @@
 """Estimators: class priors π and word probabilities θ from counts, in log space.
 
-Notation (``MATH.md``; counts are defined in :mod:`nbclass.counting.counts`):
+Notation (``docs/maths.md``; counts are defined in :mod:`nbclass.counting.counts`):
 
 ================  ==========================  ==========================================
 symbol            code name                   meaning
@@ -31,7 +31,7 @@ denominator (a class with no tokens under ``mle``) means the class gives no word
 probability: its θ are 0.
 
 References: seed 000 (Bayesian naive Bayes, MAP, posterior predictive), seed 004
-(Laplace smoothing), ``MATH.md``.
+(Laplace smoothing), ``docs/maths.md``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Feature selection by mutual information between word presence and the class.
 
 For binary features with θ_jc = p(x_j = 1 | y = c), π_c = p(y = c) and
-θ_j = p(x_j = 1) = Σ_c π_c θ_jc (seed 000, last slides; ``MATH.md``)::
+θ_j = p(x_j = 1) = Σ_c π_c θ_jc (seed 000, last slides; ``docs/maths.md``)::
 
     I_j = Σ_c [ θ_jc π_c log(θ_jc / θ_j) + (1 − θ_jc) π_c log((1 − θ_jc) / (1 − θ_j)) ]
 

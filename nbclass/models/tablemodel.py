@@ -1,7 +1,7 @@
 """Table models: naive Bayes over the columns of a table, each with its own distribution.
 
 The class-conditional factorises over the columns (seed 000, "we can mix different kind
-of features"; ``MATH.md``)::
+of features"; ``docs/maths.md``)::
 
     b_c = log π_c + Σ_k log p(x_k | c)
 
