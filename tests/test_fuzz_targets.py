@@ -117,7 +117,7 @@ def test_the_forged_header_seeds_are_refused_by_both_loaders(seed_files, tmp_pat
         edit = json.loads(data)
         forged = json.loads(json.dumps(header))
         for key, value in edit.items():
-            if isinstance(value, dict):
+            if isinstance(value, dict) and isinstance(forged.get(key), dict):
                 forged[key].update(value)
             else:
                 forged[key] = value
