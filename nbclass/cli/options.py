@@ -168,10 +168,11 @@ def click_option(option: spec.Option, **changes):
     """The click option of a row of the options' table (:mod:`nbclass.cli.predict_options`);
     ``changes`` replace the keywords the table gives."""
     kind = option.kind
-    keywords = {
-        "default": option.default, "metavar": option.metavar, "help": option.help,
-        "show_default": option.show_default,
-    }  # fmt: skip
+    keywords = {"metavar": option.metavar, "help": option.help}
+    if not changes.get("required"):  # a default, even None, would satisfy required=True
+        keywords["default"] = option.default  # (None for a switch: neither --x nor --no-x)
+    if option.show_default:
+        keywords["show_default"] = True
     if kind == "path":
         keywords["type"] = FILE
     elif kind == "int":
