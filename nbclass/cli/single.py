@@ -2,7 +2,7 @@
 
 A cron job that pipes one ticket into ``nbclass predict`` spends most of its time
 starting up. This module is that command's single-document branch as a library
-function, :func:`predict_one`, shared by the click command (:mod:`nbclass.cli.app`) and the
+function, :func:`predict_one`, shared by the click command (:mod:`nbclass.cli.predict`) and the
 console script's fast start (:mod:`nbclass.cli.entry`), so that the two print the same
 bytes: the model is read by :class:`nbclass.modelfile.quick.QuickModel`, the posterior computed in
 plain Python, the line rendered by :mod:`nbclass.output.render`. :func:`print_predictions`,

@@ -1,0 +1,390 @@
+"""``nbclass evaluate``, ``nbclass cv`` and ``nbclass check``: a model judged on labelled
+documents.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..defaults import DEFAULT_FOLDS, DEFAULT_SEED
+from ..errors import (
+    ModelKindError,
+    NbclassError,
+    UsageError,
+)
+from ..models.estimators import (
+    AUTO,
+    EstimatorSettings,
+)
+from .common import _line_documents, _overrides, _refuse_reading_options, _settings, _shown
+from .options import (
+    CONTEXT,
+    FILE,
+    FOLDER,
+    _format_option,
+    _lines_option,
+    _model_option,
+    _table_format_option,
+    estimator_options,
+    reading_options,
+)
+from .single import echo_lines as _echo_lines
+
+
+def _labelled_corpus(folder: str | None, lines_path: str | None, reading, min_classes: int):
+    """The labelled documents of a corpus folder or of --lines, without those the reading
+    policy skips; lines are held in memory (evaluate, cv and check read them more than
+    once)."""
+    from ..reading.corpus import list_corpus, readable
+
+    if lines_path is not None:
+        from ..models.learning import labelled_corpus
+
+        return labelled_corpus(_line_documents(lines_path, reading), min_classes)
+    return readable(list_corpus(folder, min_classes=min_classes), *reading)
+
+
+def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
+    """The folder or the --lines file, whichever was given (a usage error unless one)."""
+    if (folder is None) == (lines_path is None):
+        raise UsageError(f"give a {name} or --lines FILE (one of them)")
+    return folder if folder is not None else lines_path
+
+
+@click.command(context_settings=CONTEXT)
+@_model_option
+@click.argument("test_dir", type=FOLDER, metavar="[TEST_DIR]", required=False)
+@click.option(
+    "--table",
+    type=FILE,
+    metavar="FILE",
+    help="With a table model: evaluate on the labelled rows of FILE (CSV, TSV or JSON lines).",
+)
+@_table_format_option
+@_lines_option("Evaluate on")
+@_format_option("text", "json")
+@estimator_options("Overrides the model's default without refitting.")
+@reading_options
+def evaluate(
+    model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator, alpha,
+    beta, text_options, reading,
+):  # fmt: skip
+    """Measure a model on TEST_DIR, labelled documents laid out like a training corpus.
+
+    With --lines FILE, the test documents are the lines of FILE instead, each with its
+    label (as for fit --lines). A table model (fit --table) is measured on --table FILE,
+    whose label column holds each row's true class.
+
+    Prints accuracy, macro- and micro-F1, log loss, Brier score (multiclass sum form,
+    0 to 2), expected calibration error (10 equal-width confidence bins), precision,
+    recall and F1 per class, the confusion matrix and a reliability diagram. On a
+    terminal the matrix is a coloured heat map; --format json prints one object.
+
+    \b
+    Examples:
+      nbclass evaluate -m model.nbc test/
+      nbclass evaluate -m model.nbc test/ --format json | jq .accuracy
+      nbclass evaluate -m model.nbc --lines test.tsv
+      nbclass evaluate -m table-model.nbc --table test.csv
+    """
+    if sum(x is not None for x in (test_dir, lines_path, table)) != 1:
+        raise UsageError(
+            "give a TEST_DIR or --lines FILE (text model), or --table FILE (table model)"
+        )
+    if table is not None:
+        _refuse_reading_options(reading)
+    try:
+        return _evaluate(
+            model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator,
+            alpha, beta, text_options, reading,
+        )  # fmt: skip
+    except ModelKindError as exc:
+        fix = (
+            f"evaluate it on labelled rows with 'nbclass evaluate -m {model_path} --table FILE'"
+            if exc.kind == "table"
+            else f"evaluate it on a folder with 'nbclass evaluate -m {model_path} TEST_DIR'"
+        )
+        raise NbclassError(f"{model_path!r} is a {exc.kind} model: {fix}") from None
+
+
+def _evaluate(
+    model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator, alpha,
+    beta, text_options, reading,
+):  # fmt: skip
+    from ..evaluation.judging import evaluate as run
+    from ..modelfile.textfile import load
+
+    if table is not None:
+        from ..evaluation.judging import evaluate_table
+        from ..modelfile.tablefile import load as load_table
+        from ..reading.table import read_table
+
+        model = load_table(model_path)
+        settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+        evaluation = evaluate_table(model, settings, read_table(table, table_format))
+        test_dir, n_classes = table, len(model.classes)
+    else:
+        model = load(model_path)
+        settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+        corpus = _labelled_corpus(test_dir, lines_path, reading, min_classes=1)
+        evaluation = run(model, settings, corpus, reading[0])
+        n_classes = len(corpus.classes)
+        test_dir = _one_source(test_dir, lines_path, "TEST_DIR")
+    if fmt == "json":
+        from ..output.render import json_text
+
+        _echo_lines(
+            [json_text({"model": model_path, "test_dir": test_dir, **evaluation.to_dict()})]
+        )
+        return
+    from ..output.report import evaluation_report, show
+
+    title = (
+        f"{_shown(model_path)} on {_shown(test_dir)}: {evaluation.n_docs} "
+        f"{'rows' if table else 'documents'}, "
+        f"{n_classes} classes\n{_describe_settings(settings, model)}"
+    )
+    show(*evaluation_report(evaluation, title))
+
+
+_AUTO_TEXT = "model auto: each fold's training documents choose and calibrate, as fit does"
+
+
+def _describe_settings(settings, model=None) -> str:
+    """The settings line of a report; with ``model``, its fitted β when they are its defaults."""
+    from ..output.render import settings_text
+
+    fitted = None
+    prepared = getattr(model, "prepared", None)  # table models keep none
+    if prepared is not None and settings == model.defaults:
+        fitted = prepared.beta
+    return settings_text(settings.to_dict(), fitted)
+
+
+@click.command(context_settings=CONTEXT)
+@click.argument("corpus_dir", type=FOLDER, metavar="[CORPUS_DIR]", required=False)
+@_lines_option("Cross-validate")
+@click.option(
+    "-k",
+    "--folds",
+    type=int,
+    default=DEFAULT_FOLDS,
+    show_default=True,
+    help="Number of folds; every class needs at least this many documents.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=DEFAULT_SEED,
+    show_default=True,
+    help="Seed of the stratified split (the split never depends on file listing order).",
+)
+@click.option(
+    "--learning-curve",
+    is_flag=True,
+    help="Also train on 1, 2, ..., K-1 folds and draw accuracy against training size.",
+)
+@click.option(
+    "--like",
+    "like_path",
+    type=FILE,
+    metavar="MODEL",
+    help="Tokenize, filter the vocabulary and estimate as this model file does.  "
+    "[default: fit's tokenizer and vocabulary filter, the estimator of --model's defaults]",
+)
+@estimator_options(
+    "Overrides the defaults (of --like's model, if given).  "
+    f"[default: --model {AUTO}]"
+)
+@_format_option("text", "json")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes that read and count.  [default: $NBCLASS_JOBS, else every core]",
+)
+@reading_options
+def cv(
+    corpus_dir,
+    lines_path,
+    folds,
+    seed,
+    learning_curve,
+    like_path,
+    event_model,
+    estimator,
+    alpha,
+    beta,
+    text_options,
+    fmt,
+    jobs,
+    reading,
+):
+    """Stratified K-fold cross-validation of CORPUS_DIR (laid out as for fit), or of the
+    labelled lines of --lines FILE.
+
+    Each fold is counted once; fold k's training counts are the total minus fold k's
+    (counts add up), exactly what a refit on the other folds would count, so K folds
+    cost about one fit plus K predictions. Prints the mean, standard deviation, min and
+    max over the folds of accuracy, macro-/micro-F1, log loss, Brier score and ECE
+    (as 'nbclass evaluate' defines them), and every fold's values.
+
+    \b
+    Examples:
+      nbclass cv corpus/ --folds 10 --seed 7
+      nbclass cv corpus/ --learning-curve --like model.nbc
+      nbclass cv corpus/ --format json | jq .metrics.accuracy.mean
+      nbclass cv --lines labelled.tsv
+    """
+    source = _one_source(corpus_dir, lines_path, "CORPUS_DIR")
+    from ..counting.counts import default_jobs
+    from ..evaluation.judging import cross_validate
+    from ..models.estimators import AUTO, overridden, resolve
+    from ..models.model import VocabularyFilter
+    from ..text.tokenizer import TokenizerSettings
+
+    overrides = _overrides(event_model, estimator, alpha, beta, text_options)
+    if like_path:
+        from ..modelfile.textfile import load
+
+        like = load(like_path)
+        tokenizer, vocabulary_filter, defaults = (
+            like.tokenizer,
+            like.vocabulary_filter,
+            like.defaults,
+        )
+        auto = like.choice is not None  # chosen by fit: choose the same way in every fold
+    else:
+        tokenizer, vocabulary_filter, defaults = (
+            TokenizerSettings(),
+            VocabularyFilter(),
+            EstimatorSettings(),  # the formula of the options given, if any
+        )
+        auto = True  # fit's default, --model auto
+    if event_model == AUTO and overridden(**dict(overrides, model=None)):
+        raise UsageError(
+            "--model auto chooses the estimator, priors and transforms itself: give "
+            "--model NAME to set them"
+        )
+    auto = event_model == AUTO or (auto and not overridden(**overrides))
+    settings = None if auto else resolve(defaults, **overrides)
+    corpus = _labelled_corpus(corpus_dir, lines_path, reading, min_classes=2)
+    result = cross_validate(
+        corpus,
+        tokenizer,
+        vocabulary_filter,
+        settings,
+        folds,
+        seed,
+        learning_curve,
+        jobs or default_jobs(),
+        reading[0],
+    )
+    data = {
+        "corpus": source,
+        "documents": len(corpus.paths),
+        "classes": list(corpus.classes),
+        "seed": seed,
+        "settings": AUTO if settings is None else settings.to_dict(),
+        **result.to_dict(),
+    }
+    if fmt == "json":
+        from ..output.render import json_text
+
+        _echo_lines([json_text(data)])
+        return
+    from ..output.report import cross_validation_report, show
+
+    title = (
+        f"{_shown(source)}: {data['documents']} documents, {len(corpus.classes)} classes, "
+        f"{folds} stratified folds (seed {seed})\n"
+        + (_AUTO_TEXT if settings is None else _describe_settings(settings))
+    )
+    show(*cross_validation_report(data, title))
+
+
+@click.command(context_settings=CONTEXT)
+@_model_option
+@click.option(
+    "--baseline",
+    "baseline_path",
+    required=True,
+    type=FILE,
+    metavar="OLD",
+    help="The model in production, that MODEL would replace.",
+)
+@click.argument("test_dir", type=FOLDER, metavar="[TEST_DIR]", required=False)
+@_lines_option("Test on")
+@click.option(
+    "--max-drop",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Largest allowed fall of accuracy and of macro-F1 (e.g. 0.01 for one point).",
+)
+@click.option(
+    "--max-ece",
+    type=float,
+    default=None,
+    help="Also fail if the new model's expected calibration error is above this.",
+)
+@_format_option("text", "json")
+@estimator_options("Overrides both models' defaults.")
+@reading_options
+def check(
+    model_path,
+    baseline_path,
+    test_dir,
+    lines_path,
+    max_drop,
+    max_ece,
+    fmt,
+    event_model,
+    estimator,
+    alpha,
+    beta,
+    text_options,
+    reading,
+):
+    """Gate a new MODEL against the BASELINE on TEST_DIR before it replaces it.
+
+    Evaluates both models on the same labelled documents (TEST_DIR, or the lines of
+    --lines FILE) and prints them side by side.
+    Exits 0 if the new model's accuracy and macro-F1 are each at most --max-drop below
+    the baseline's (and its ECE at most --max-ece, if given), 3 if not; 1 and 2 are
+    errors, as for every command.
+
+    \b
+    Example (cron: retrain, then replace the model only if it is not worse):
+      nbclass fit corpus/ -o new.nbc &&
+        nbclass check -m new.nbc --baseline prod.nbc test/ --max-drop 0.01 &&
+        mv new.nbc prod.nbc
+    """
+    from ..errors import EXIT_CHECK_FAILED
+    from ..evaluation.judging import check as run
+    from ..modelfile.textfile import load
+
+    source = _one_source(test_dir, lines_path, "TEST_DIR")
+    new, baseline = load(model_path), load(baseline_path)
+    overrides = {"model": event_model, "estimator": estimator, "alpha": alpha, "beta": beta}
+    overrides.update(text_options)
+    corpus = _labelled_corpus(test_dir, lines_path, reading, min_classes=1)
+    result = run(new, baseline, corpus, max_drop, max_ece, overrides, reading[0])
+    data = {"model": model_path, "baseline": baseline_path, "test_dir": source}
+    data.update(result.to_dict())
+    if fmt == "json":
+        from ..output.render import json_text
+
+        _echo_lines([json_text(data)])
+    else:
+        from ..output.report import check_report, show
+
+        title = (
+            f"{_shown(model_path)} (new) against {_shown(baseline_path)} (baseline) on "
+            f"{_shown(source)}: "
+            f"{result.new.n_docs} documents"
+        )
+        show(*check_report(data, title))
+    if not result.passed:
+        raise click.exceptions.Exit(EXIT_CHECK_FAILED)

@@ -1,0 +1,146 @@
+"""``nbclass top-features`` and ``nbclass select-features``: the words that separate the classes.
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import (
+    ModelKindError,
+    UsageError,
+)
+from .common import _settings, _shown
+from .options import CONTEXT, FILE, _format_option, _model_option, estimator_options
+from .single import echo_lines as _echo_lines
+
+
+@click.command("top-features", context_settings=CONTEXT)
+@_model_option
+@click.option(
+    "-k", "k", type=click.IntRange(min=1), default=20, show_default=True, help="How many words."
+)
+@click.option(
+    "--per-class",
+    "per_class",
+    type=click.IntRange(min=1),
+    metavar="K",
+    help="Instead: the K words that most favour each class, by log θ_jc − log θ_j,rest "
+    "(prints class<TAB>word<TAB>log_ratio).",
+)
+@_format_option("tsv", "jsonl")
+@estimator_options("Only --model, --estimator, --alpha and --beta matter here.")
+def top_features(
+    model_path, k, per_class, fmt, event_model, estimator, alpha, beta, text_options
+):
+    """Rank words by mutual information with the class.
+
+    Prints word<TAB>mi<TAB>class, best first: the mutual information (in nats) between
+    "the word is present in a document" and the document's class, and the class the word
+    points to most (the one whose documents contain it most often). θ and π come from the
+    model's estimator unless --estimator says otherwise; with --estimator mle this is the
+    empirical mutual information.
+
+    With --per-class K: for each class, the K words with the largest
+    log θ_jc − log θ_j,rest, the log-odds an occurrence adds to the class against all
+    the others pooled (θ: presence probability for --model bernoulli, token probability
+    otherwise), printed class<TAB>word<TAB>log_ratio.
+
+    \b
+    Examples:
+      nbclass top-features -m model.nbc -k 10
+      nbclass top-features -m model.nbc --per-class 5 --format jsonl
+    """
+    from ..modelfile.textfile import load
+    from ..models.selection import top_features as rank
+    from ..output.render import feature_lines
+
+    try:
+        model = load(model_path)
+    except ModelKindError as exc:
+        if exc.kind != "table":
+            raise
+        if per_class is not None:
+            raise UsageError(
+                "top-features --per-class ranks the words of a text model; this is a table "
+                "model: use -k"
+            ) from None
+        return _table_top_features(model_path, k, fmt, event_model, estimator, alpha, beta)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+    if per_class is not None:
+        return _per_class_features(model, settings, per_class, fmt)
+    features = rank(model.active_counts, settings, k)
+    if k > len(features):  # like head -n: list what there is, and say so
+        click.echo(
+            f"top-features: -k {k} is more than the model's {len(features)} words: "
+            "listing all of them",
+            err=True,
+        )
+    if model.column_words is not None:  # hashed columns: show the words seen in each
+        from dataclasses import replace
+
+        features = [replace(f, word=model.display(f.word)) for f in features]
+    _echo_lines(feature_lines(features, fmt))
+
+
+def _per_class_features(model, settings, k: int, fmt: str) -> None:
+    from dataclasses import replace
+
+    from ..models.selection import class_top_features
+    from ..output.render import class_feature_lines
+
+    features = class_top_features(model.active_counts, settings, k)
+    V = len(model.active_counts.vocabulary)
+    if k > V:
+        click.echo(
+            f"top-features: --per-class {k} is more than the model's {V} words: "
+            "listing all of them",
+            err=True,
+        )
+    if model.column_words is not None:
+        features = [replace(f, word=model.display(f.word)) for f in features]
+    _echo_lines(class_feature_lines(features, fmt))
+
+
+@click.command("select-features", context_settings=CONTEXT)
+@_model_option
+@click.option("-k", "k", type=click.IntRange(min=1), required=True, help="How many words to keep.")
+@click.option(
+    "-o", "--output", required=True, type=FILE, metavar="PRUNED", help="Model file to write."
+)
+@estimator_options("Only --estimator, --alpha and --beta matter here.")
+@click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
+def select_features(
+    model_path, k, output, event_model, estimator, alpha, beta, text_options, quiet
+):
+    """Write a model that uses only the K words with the highest mutual information.
+
+    The kept words' counts are unchanged (so are the class counts N_c); prediction with
+    the new model uses only those words.
+
+    \b
+    Example:
+      nbclass select-features -m model.nbc -k 1000 -o small.nbc
+    """
+    from ..modelfile.textfile import load, save
+    from ..models.model import select_features as select
+
+    model = load(model_path)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+    pruned = select(model, k, settings)
+    save(pruned, output)
+    if not quiet:
+        click.echo(
+            f"select-features: kept {len(pruned.counts.vocabulary)} of "
+            f"{len(model.active_counts.vocabulary)} words -> {_shown(output)}",
+            err=True,
+        )
+
+
+def _table_top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
+    from ..modelfile.tablefile import load
+    from ..models.tablemodel import table_top_features
+    from ..output.render import table_feature_lines
+
+    model = load(model_path)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    _echo_lines(table_feature_lines(table_top_features(model, settings, k), fmt))

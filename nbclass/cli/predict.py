@@ -1,0 +1,418 @@
+"""``nbclass predict``: documents, lines or table rows to labels and probabilities.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+import click
+
+from ..errors import (
+    NbclassError,
+    NbclassWarning,
+    UsageError,
+)
+from . import predict_options as spec
+from .common import _check_scheduler, _overrides, _progress, _refuse_reading_options, _settings
+from .options import (
+    CONTEXT,
+    FILE_OR_FOLDER,
+    FOLDER,
+    _model_option,
+    click_option,
+    estimator_options,
+    reading_options,
+    table_predict_options,
+)
+from .single import echo_lines as _echo_lines
+
+
+@click.command(context_settings=CONTEXT)
+@_model_option
+@click.argument("paths", nargs=-1, type=FILE_OR_FOLDER, metavar="[PATH]...")
+@click.option("--lines", is_flag=True, help="Every line of the input is one document.")
+@click_option(spec.FORMAT)
+@click_option(spec.TOP_K)
+@estimator_options("Overrides the model's default without refitting.")
+@click.option(
+    "--scheduler",
+    envvar="DASK_SCHEDULER_ADDRESS",
+    metavar="ADDRESS",
+    help="Score files and folders on the Dask cluster of this scheduler (tcp://HOST:PORT); "
+    "the output is the same.  [default: $DASK_SCHEDULER_ADDRESS, else this process]",
+)
+@click_option(spec.NO_CALIBRATION)
+@click.option(
+    "--explain",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Add the N words that pushed each document most towards its class (their "
+    "contribution to the log-odds against the runner-up).",
+)
+@click_option(spec.MIN_PROBABILITY)
+@click_option(spec.MIN_MARGIN)
+@click_option(spec.MIN_KNOWN)
+@click.option(
+    "--min-typicality",
+    type=float,
+    default=None,
+    metavar="P",
+    help="Label a document unsure (unlike-training) when its log-evidence per known token "
+    "is below the P-th percentile of the training documents' (a model fitted with "
+    "--typicality).",
+)
+@click_option(spec.UNSURE_LABEL)
+@click_option(spec.EXIT_CODE)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes that read and score files (from 4 MB of them). The output is the "
+    "same for any number.  [default: $NBCLASS_JOBS, else every core]",
+)
+@click_option(spec.QUIET)
+@click.option(
+    "--output-dir",
+    type=FOLDER,
+    metavar="DIR|URL",
+    help="Write the predictions as part files DIR/part-NNNNNN.tsv (or .jsonl), one per "
+    "part of the input, instead of to stdout: with --scheduler each worker writes its "
+    "own. Sorted and concatenated, they are what stdout would show.",
+)
+@table_predict_options
+@reading_options
+def predict(
+    model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
+    no_calibration, explain, min_probability, min_margin, min_known, min_typicality,
+    unsure_label, use_exit_code, text_options, jobs, quiet, reading, output_dir, **table_options,
+):  # fmt: skip
+    """Classify documents: files, folders (walked recursively) or standard input.
+
+    With no PATH, or with -, standard input is one document (with --lines, one document
+    per line). Prints one line per document to stdout.
+
+    \b
+    TSV (default):  source<TAB>label<TAB>probability
+    JSONL:          {"source", "label", "probability", "probabilities": {class: p},
+                     "log_evidence", "reason"}
+    The source is the file path, - for standard input, PATH:LINE with --lines.
+    Numbers are printed in full (shortest repr that reads back as the same float).
+
+    \b
+    Examples:
+      echo "refund my card" | nbclass predict -m model.nbc
+      nbclass predict -m model.nbc inbox/ --format jsonl --top-k 3
+      tail -n 100 app.log | nbclass predict -m model.nbc --lines
+      nbclass predict -m table-model.nbc --table new.csv --id ticket
+      nbclass predict -m model.nbc ticket.txt --min-probability 0.9 --exit-code
+
+    With --table FILE (a model fitted with --table), every row of FILE is classified;
+    its source is FILE:ROW (rows counted from 1 after the header) or the --id column.
+    """
+    if table_options["table"] is not None or table_options["id_column"] is not None:
+        if output_dir is not None:
+            raise UsageError("--output-dir writes the predictions of documents: not with --table")
+        _refuse_reading_options(reading)
+        return _predict_table(
+            model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta,
+            **table_options,
+        )  # fmt: skip
+    if not paths and sys.stdin.isatty():
+        raise click.UsageError(
+            "no input: give files or folders to classify, or pipe a document into "
+            "standard input, e.g.  echo 'some text' | nbclass predict -m MODEL"
+        )
+    from ..models.abstain import Abstention, check_exit_classes, exit_code
+    from ..reading.corpus import iter_documents
+
+    abstention = Abstention.from_options(
+        min_probability, min_margin, min_known, unsure_label, min_typicality
+    )
+    single = not lines and (
+        not paths or paths == ("-",) or (len(paths) == 1 and os.path.isfile(paths[0]))
+    )
+    if use_exit_code and not single and len(paths) == 1 and not lines:
+        from ..reading.corpus import expand_paths
+
+        list(expand_paths(paths))  # a path that does not exist says so (exit 1)
+    if output_dir is not None and use_exit_code:
+        raise UsageError("--exit-code names one document's label: leave out --output-dir")
+    if output_dir is not None:
+        from ..output.parts import prepare
+
+        single, output_dir = False, prepare(output_dir)
+    if use_exit_code and not single:
+        raise UsageError(
+            "--exit-code needs exactly one document (standard input or one file, without "
+            "--lines): an exit code can only name one label"
+        )
+    documents = iter_documents(paths or ["-"], lines, *reading)
+    if single and not explain:
+        # One document: score it without numpy, which would take most of the time to import.
+        from .single import predict_one
+
+        overrides = _overrides(event_model, estimator, alpha, beta, text_options)
+        code = predict_one(
+            model_path, documents, overrides, fmt, top_k, abstention, use_exit_code,
+            not no_calibration,
+        )  # fmt: skip
+        if code is not None:
+            if use_exit_code:
+                raise click.exceptions.Exit(code)
+            return
+        # Settings that need every count (fitted β, idf, normalised weights): batch path.
+    from functools import partial
+
+    from ..modelfile.textfile import load
+    from ..models.explain import extras, score_batch
+    from ..models.model import BATCH_SIZE, Classifier, scoring_settings
+    from ..models.scoring import worth_parallel
+
+    def check_classes(classes) -> None:
+        abstention.check_classes(classes)
+        if use_exit_code:
+            check_exit_classes(classes)
+
+    add_extras = partial(extras, abstention=abstention, explain=explain, evidence=fmt == "jsonl")
+    overrides = _overrides(event_model, estimator, alpha, beta, text_options)
+    scoring = overrides, not no_calibration
+    on_cluster = scheduler and not lines and paths and "-" not in paths
+    if on_cluster:
+        _check_scheduler(click.get_current_context(), scheduler)
+    files, jobs = (None, 1) if on_cluster else _listed_files(paths, lines, jobs)
+    # The progress bar needs the files listed; never over results printed on a terminal.
+    bar_wanted = not (quiet or on_cluster or lines or not paths or "-" in paths)
+    bar_wanted = bar_wanted and sys.stderr.isatty() and not sys.stdout.isatty()
+    if bar_wanted and files is None:
+        from ..reading.corpus import list_inputs
+
+        try:
+            files = list_inputs(paths)
+        except NbclassError:  # a missing path: its error comes in its turn
+            bar_wanted = False
+    if on_cluster and output_dir is not None:
+        return _write_on_cluster(
+            scheduler, model_path, paths, scoring, abstention, explain, reading, output_dir,
+            fmt, top_k,
+        )  # fmt: skip
+    if on_cluster:
+        classes, settings, batches = _predict_on_cluster(
+            scheduler, model_path, paths, scoring, abstention, explain, reading
+        )
+        batches = ((s.sources, s.log_proba.tolist(), extra) for s, extra in batches)
+    elif files is not None and jobs > 1 and worth_parallel(files, BATCH_SIZE):
+        classes, settings, batches = _predict_in_parallel(
+            model_path, files, jobs, scoring, reading, add_extras, check_classes
+        )
+    else:
+        if files is not None:  # listed already: read them without walking again
+            documents = iter_documents(paths, lines, *reading, listed=files)
+        model = load(model_path)
+        settings, calibration = scoring_settings(model, *scoring)
+        classifier = Classifier(model, settings, calibration=calibration)
+        classes = classifier.classes
+        batches = (
+            (scored.sources, scored.log_proba.tolist(), add_extras(classifier, scored))
+            for scored in map(partial(score_batch, classifier), _batches(documents, BATCH_SIZE))
+        )
+    check_classes(classes)
+    labels = []
+    listed = [path for path, _ in files] if bar_wanted else []
+    with _progress("predict", listed, not bar_wanted) as bar:
+        for index, (sources, rows, extra) in enumerate(batches):
+            if output_dir is not None:
+                _write_predictions(
+                    output_dir, index, sources, classes, rows, fmt, top_k, settings, extra,
+                    unsure_label,
+                )  # fmt: skip
+                continue
+            labels = _print_predictions(
+                sources, classes, rows, fmt, top_k, settings, extra, unsure_label
+            )
+            if bar:
+                bar.past(sources[-1] if sources else None)
+        if bar:
+            bar.past(None, finished=True)
+    if use_exit_code:
+        raise click.exceptions.Exit(exit_code(classes, labels[0] if labels else ""))
+
+
+def _write_predictions(
+    folder, index, sources, classes, rows, fmt, top_k, settings, extras, unsure_label
+):  # fmt: skip
+    """--output-dir here: one batch of predictions as the part file ``index``."""
+    import warnings
+
+    from ..output.parts import part_name, write_part
+    from ..output.render import prediction_labels, prediction_lines
+
+    lines = prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label)
+    write_part(folder, part_name(index, fmt), lines)
+    for problem in prediction_labels(sources, classes, rows, settings, extras, unsure_label)[1]:
+        warnings.warn(problem, NbclassWarning, stacklevel=1)
+
+
+def _cluster_model(model_path, paths, scoring):
+    """What a predict on a Dask cluster sends: ``(data, settings, calibration, classes,
+    files)``, the model file's bytes (the workers get these very bytes), the settings and
+    calibration it is scored with, its classes and the files of ``paths``."""
+    from ..cluster.remote import require_dask
+    from ..modelfile.fileformat import read
+    from ..modelfile.textfile import loads
+    from ..models.model import scoring_settings
+    from ..reading.corpus import expand_paths
+
+    require_dask()
+    data = read(model_path)
+    model = loads(data, model_path)
+    settings, calibration = scoring_settings(model, *scoring)
+    files = list(expand_paths(paths))  # a missing path stops before any work is sent
+    return data, settings, calibration, model.active_counts.classes, files
+
+
+def _write_on_cluster(
+    scheduler, model_path, paths, scoring, abstention, explain, reading, folder, fmt, top_k
+):  # fmt: skip
+    """--output-dir with --scheduler: each worker writes the parts it scores."""
+    import warnings
+
+    from ..cluster.remote import write_predictions
+
+    data, settings, calibration, classes, files = _cluster_model(model_path, paths, scoring)
+    abstention.check_classes(classes)
+    _, _, problems = write_predictions(
+        scheduler, data, classes, settings, files, abstention, explain, *reading, folder, fmt,
+        top_k, abstention.label, calibration=calibration,
+    )  # fmt: skip
+    for problem in problems:
+        warnings.warn(problem, NbclassWarning, stacklevel=1)
+
+
+def _predict_on_cluster(
+    scheduler, model_path, paths, scoring, abstention, explain, reading
+):  # fmt: skip
+    """``(classes, settings, batches)`` of the files at ``paths``, scored by a Dask cluster."""
+    from ..cluster.remote import predict_files
+
+    data, settings, calibration, classes, files = _cluster_model(model_path, paths, scoring)
+    batches = predict_files(
+        scheduler, data, classes, settings, files, abstention, explain, *reading,
+        calibration=calibration,
+    )  # fmt: skip
+    return classes, settings, batches
+
+
+def _listed_files(paths, lines: bool, jobs: int | None):
+    """``(files, jobs)``: the ``(path, walked)`` files of ``paths``, which ``jobs`` worker
+    processes may read and count (:mod:`nbclass.models.scoring`), or None (and one job) for
+    standard input, --lines, one job, or a path that does not exist (its error comes in
+    its turn, after the documents before it)."""
+    from ..counting.counts import default_jobs
+    from ..reading.corpus import list_inputs
+
+    if lines or not paths or "-" in paths:
+        return None, 1
+    jobs = jobs or default_jobs()
+    if jobs < 2:
+        return None, 1
+    try:
+        return list_inputs(paths), jobs
+    except NbclassError:
+        return None, 1
+
+
+def _predict_in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_classes):
+    """``(classes, settings, batches)`` of ``files``, read and counted by ``jobs`` forked
+    workers while this process loads the model (:mod:`nbclass.models.scoring`); an error before
+    the batches are taken (the model, the options, ``check_classes``) stops the workers."""
+    from ..modelfile.fileformat import read
+    from ..modelfile.textfile import load_counter, loads
+    from ..models.model import BATCH_SIZE, Classifier, scoring_settings
+    from ..models.scoring import CountedBatches, score_counted
+
+    data = read(model_path)
+    counter = load_counter(data, model_path)  # the model file's damage is refused here
+    policy, log = reading
+    counted = CountedBatches(counter, files, policy, jobs, BATCH_SIZE)
+    try:
+        model = loads(data, model_path)
+        settings, calibration = scoring_settings(model, *scoring)
+        classifier = Classifier(model, settings, counter, calibration)
+        check_classes(classifier.classes)
+    except BaseException:
+        counted.close()
+        raise
+    return classifier.classes, settings, score_counted(classifier, counted, log, add_extras)
+
+
+def _batches(items, size: int):
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _print_predictions(
+    sources, classes, rows, fmt, top_k, settings, extras=None, unsure_label="unsure"
+) -> list[str]:
+    """Print the predictions; returns the labels printed ("" for none)."""
+    from .single import print_predictions
+
+    return print_predictions(sources, classes, rows, fmt, top_k, settings, extras, unsure_label)
+
+
+def _predict_table(
+    model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, table,
+    table_format, id_column,
+):  # fmt: skip
+    if table is None:
+        raise UsageError("--id names a column of --table FILE: give --table too")
+    if paths or lines:
+        raise UsageError("--table FILE classifies rows: give no PATH and no --lines")
+    from ..modelfile.tablefile import load
+    from ..models.tablemodel import TableClassifier
+    from ..output.render import prediction_lines
+    from ..reading.table import iter_rows
+    from ..reading.table import table_format as detect_format
+
+    model = load(model_path)
+    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    classifier = TableClassifier(model, settings)
+    header, rows = iter_rows(table, detect_format(table, table_format))
+    if header is not None:
+        if id_column is not None and id_column not in header:
+            raise UsageError(f"--id {id_column!r} is not a column of {table!r}")
+        absent = [c.name for c in model.columns if c.name not in header]
+        if absent:
+            warnings.warn(
+                f"{table!r} has no column {', '.join(map(repr, absent))}: the model's factor "
+                "for it is left out of every row",
+                NbclassWarning,
+                stacklevel=1,
+            )
+
+    def sources():
+        for number, row in enumerate(rows, start=1):
+            name = row.get(id_column) if id_column is not None else None
+            yield (f"{table}:{number}" if name is None else name), row
+
+    for predictions in classifier.predict_rows(sources()):
+        log_rows = predictions.log_proba.tolist()
+        _echo_lines(prediction_lines(predictions.sources, model.classes, log_rows, fmt, top_k))
+        for source, row in zip(predictions.sources, log_rows):
+            if max(row) == float("-inf"):
+                warnings.warn(
+                    f"every class has probability 0 for {source!r} under --estimator "
+                    f"{settings.estimator}: a value the class never had rules each out; its "
+                    "label is empty. Use --estimator posterior-mean to smooth.",
+                    NbclassWarning,
+                    stacklevel=1,
+                )
