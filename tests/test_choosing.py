@@ -332,7 +332,9 @@ def test_the_calibration_is_the_minimum_of_its_loss_over_the_box():
         return choosing.log_loss_of(choosing.calibrated(jll, lengths, Calibration(t0, t1)), y)
 
     best = cross_entropy(calibration.t0, calibration.t1)
-    grid = min(cross_entropy(t0, t1) for t0 in np.linspace(-4, 4, 41) for t1 in np.linspace(0, 1, 11))
+    grid = min(
+        cross_entropy(t0, t1) for t0 in np.linspace(-4, 4, 41) for t1 in np.linspace(0, 1, 11)
+    )
     assert best <= grid + 1e-6 and 0 <= calibration.t1 <= 1
 
 

@@ -52,7 +52,10 @@ from .textmodels import prepare
 SAMPLE_DOCUMENTS = 6000
 FOLDS = 5
 SEED = 20261124
-CRITERION = "smallest shortfall from the best accuracy and macro-F1, then log loss, then the earlier candidate"
+CRITERION = (
+    "smallest shortfall from the best accuracy and macro-F1, then log loss, "
+    "then the earlier candidate"
+)
 
 # The family fit chooses from, simplest first. The first three are what scikit-learn's
 # MultinomialNB, BernoulliNB and ComplementNB do at their defaults (α = 1); the others are
@@ -244,8 +247,10 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
     return Fold(rows, training, words, classes)
 
 
-def fold_scores(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray,
-                candidates, threads: int = 1) -> tuple[Fold, np.ndarray, list[np.ndarray]]:  # fmt: skip
+def fold_scores(
+    counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, candidates,
+    threads: int = 1,
+) -> tuple[Fold, np.ndarray, list[np.ndarray]]:
     """The fold holding out ``rows``, the known tokens of those documents (those in the
     fold's training vocabulary, as predict counts a document's known tokens), shape
     (len(rows),), and every candidate's scores b_c of them under the fold's training
