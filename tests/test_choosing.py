@@ -320,7 +320,8 @@ def test_the_calibration_lowers_the_held_out_log_loss_of_an_overconfident_model(
 
 
 def test_the_calibration_is_the_minimum_of_its_loss_over_the_box():
-    """No point of a grid over t0 and t1 ∈ [0, 1] has a lower held-out cross-entropy."""
+    """No point of a grid over t0, t1 ∈ [0, 1] and t2 ∈ [−1, 1] has a lower held-out
+    cross-entropy."""
     rng = np.random.default_rng(5)
     n, C = 1500, 4
     lengths = rng.integers(1, 400, size=n)
@@ -328,14 +329,50 @@ def test_the_calibration_is_the_minimum_of_its_loss_over_the_box():
     y = np.where(rng.random(n) < 0.6, jll.argmax(axis=1), rng.integers(0, C, size=n))
     calibration = fit_calibration(jll, y, lengths)
 
-    def cross_entropy(t0, t1):
-        return choosing.log_loss_of(choosing.calibrated(jll, lengths, Calibration(t0, t1)), y)
+    def cross_entropy(calibration):
+        return choosing.log_loss_of(choosing.calibrated(jll, lengths, calibration), y)
 
-    best = cross_entropy(calibration.t0, calibration.t1)
     grid = min(
-        cross_entropy(t0, t1) for t0 in np.linspace(-4, 4, 41) for t1 in np.linspace(0, 1, 11)
+        cross_entropy(Calibration(t0, t1, t2))
+        for t0 in np.linspace(-4, 4, 33)
+        for t1 in np.linspace(0, 1, 6)
+        for t2 in np.linspace(-1, 1, 9)
     )
-    assert best <= grid + 1e-6 and 0 <= calibration.t1 <= 1
+    assert cross_entropy(calibration) <= grid + 1e-6
+    assert 0 <= calibration.t1 <= 1 and -1 <= calibration.t2 <= 1
+
+
+def test_the_temperature_grows_with_the_gap_between_the_two_top_scores_by_hand():
+    """T = exp(t0 + t1 log(1 + n) + t2 log(1 + g)): n = 3 tokens, g = 4 − 1 = 3."""
+    calibration = Calibration(0.5, 0.25, 0.5)
+    assert calibration.temperature(3, 3.0) == pytest.approx(
+        math.exp(0.5) * F(4) ** F(1, 4) * F(4) ** F(1, 2), rel=1e-15
+    )
+    scores = np.array([[4.0, 1.0, -np.inf], [2.0, -np.inf, -np.inf]])
+    assert choosing.score_gaps(scores).tolist() == [3.0, 0.0]  # one possible class: no gap
+    T = choosing.temperatures(calibration, np.array([3, 3]), scores)
+    assert T[0] == pytest.approx(calibration.temperature(3, 3.0), rel=1e-15)
+    assert T[1] == pytest.approx(calibration.temperature(3, 0.0), rel=1e-15)
+
+
+def test_a_calibration_record_is_checked_and_an_older_one_has_no_gap_term():
+    assert Calibration.from_dict({"kind": "length-temperature", "t0": 0.5, "t1": 0.25}) == (
+        Calibration(0.5, 0.25, 0.0)
+    )
+    record = Calibration(0.5, 0.25, -0.5).to_dict()
+    assert Calibration.from_dict(record) == Calibration(0.5, 0.25, -0.5)
+    for bad in ({"t2": 1.5}, {"t2": float("nan")}, {"t0": 21.0}, {"kind": "isotonic"}):
+        with pytest.raises(ValueError):
+            Calibration.from_dict({**record, **bad})
+
+
+def test_the_calibrated_gap_grows_with_the_raw_gap():
+    """t2 ≤ 1 keeps g / T(g) increasing, so a document further ahead stays surer."""
+    for t2 in (-1.0, 0.0, 0.5, 1.0):
+        calibration = Calibration(0.3, 0.5, t2)
+        gaps = np.linspace(0.0, 500.0, 2001)
+        calibrated_gaps = [g / calibration.temperature(20, g) for g in gaps]
+        assert all(b >= a for a, b in zip(calibrated_gaps, calibrated_gaps[1:]))
 
 
 def test_documents_of_one_length_calibrate_with_one_temperature():

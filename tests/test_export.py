@@ -182,20 +182,27 @@ def test_npz_holds_no_pickles_and_json_is_strict(chinese_corpus, tmp_path, runne
 
 
 def test_calibration_divides_the_scores(chinese_corpus, tmp_path, runner):
-    """A calibration {t0, t1} divides f(x) W + b by exp(t0 + t1 log(1 + n)) in the scorer."""
+    """A calibration {t0, t1, t2} divides f(x) W + b by exp(t0 + t1 log(1 + n) + t2 log(1 + g))
+    in the scorer, g the gap between the two scores."""
     model_path, out = tmp_path / "m.nbc", tmp_path / "m.json"
     plain = ["--model", "multinomial", "--tf", "raw", "--no-prior-fit"]
     runner.invoke(cli, ["fit", str(chinese_corpus), "-o", str(model_path), "-q", *plain])
     assert runner.invoke(cli, ["export", "-m", str(model_path), "-o", str(out)]).exit_code == 0
     data = json.loads(out.read_text(encoding="utf-8"))
-    data["calibration"] = {"t0": 0.25, "t1": 0.5}
-    out.write_text(json.dumps(data), encoding="utf-8")
     text = "Chinese Chinese Chinese Tokyo Japan"  # n = 5 known tokens
     jll = Classifier(load(str(model_path))).joint_log_likelihood([text])[0]
-    scaled = jll / np.exp(0.25 + 0.5 * np.log(6))
-    want = np.exp(scaled - scaled.max()) / np.exp(scaled - scaled.max()).sum()
-    got = reference(out, [text], ["china", "japan"])[0]
-    assert np.abs(got - want).max() <= 1e-12
+    gap = abs(jll[0] - jll[1])
+    for calibration, T in [
+        ({"t0": 0.25, "t1": 0.5}, np.exp(0.25 + 0.5 * np.log(6))),  # a file without t2
+        ({"t0": 0.25, "t1": 0.5, "t2": -0.75}, np.exp(0.25 + 0.5 * np.log(6))
+         / (1 + gap) ** 0.75),
+    ]:
+        data["calibration"] = calibration
+        out.write_text(json.dumps(data), encoding="utf-8")
+        scaled = jll / T
+        want = np.exp(scaled - scaled.max()) / np.exp(scaled - scaled.max()).sum()
+        got = reference(out, [text], ["china", "japan"])[0]
+        assert np.abs(got - want).max() <= 1e-12
 
 
 @pytest.mark.parametrize(

@@ -88,7 +88,7 @@ def predict_one(
     """
     from ..modelfile.quick import QuickModel, log_posterior
     from ..models.abstain import check_exit_classes, exit_code, log_sum_exp
-    from ..models.estimators import overridden, resolve
+    from ..models.estimators import overridden, resolve, score_gap
     from ..models.novelty import evidence_settings
 
     model = QuickModel(model_path)
@@ -118,7 +118,7 @@ def predict_one(
     if calibration is None:
         row = log_posterior(jll)
     else:
-        scale = 1.0 / calibration.temperature(known)
+        scale = 1.0 / calibration.temperature(known, score_gap(jll))
         row = log_posterior([b * scale for b in jll])
     if evidence_by == settings:
         evidence = log_sum_exp(jll)

@@ -10,8 +10,9 @@ length normalisation), W of shape (V, C) and b of shape (C,). DCM adds a per-cla
 length term: f(x) W + b − lnΓ(s_c + n), n the document's in-vocabulary tokens, with
 f(x) its word presences. An export holds what scoring needs: the tokenizer settings, the
 vocabulary, W, b, the transform, DCM's s_c, and the calibration fit chose with the
-settings (null for a named formula): when present, {"t0", "t1"}, the scores are divided by
-T(x) = exp(t0 + t1 log(1 + n)) before the softmax, n the document's in-vocabulary tokens.
+settings (null for a named formula): when present, {"t0", "t1", "t2"}, the scores are
+divided by T(x) = exp(t0 + t1 log(1 + n) + t2 log(1 + g)) before the softmax, n the
+document's in-vocabulary tokens and g the gap between its two top scores.
 
 Two files of the same content: JSON (one object) and NPZ (``numpy.savez_compressed``: the arrays
 ``vocabulary``, ``classes``, ``weights``, ``bias`` and, when there are any, ``idf`` and
@@ -89,7 +90,7 @@ def export_data(
         },
         "calibration": None
         if calibration is None
-        else {"t0": calibration.t0, "t1": calibration.t1},
+        else {"t0": calibration.t0, "t1": calibration.t1, "t2": calibration.t2},
         "vocabulary": list(counts.vocabulary),
         "weights": weights,
         "bias": bias,

@@ -319,20 +319,22 @@ T1_RANGE = (0.0, 1.0)
 
 
 def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray) -> Calibration:
-    """The (t0, t1) that minimise the cross-entropy of softmax(jll / T(x)) against
-    Platt's targets.
+    """The (t0, t1, t2) that minimise the cross-entropy of softmax(jll / T(x)) against
+    Platt's targets, T(x) = exp(t0 + t1 · log(1 + n_x) + t2 · log(1 + g(x))).
 
     ``jll`` (shape (n, C)) are held-out scores, ``y`` (n,) the true classes, ``n_tokens``
-    (n,) the known tokens per document. As in Platt (1999), the targets are not 0 and 1:
+    (n,) the known tokens per document; g(x) is the gap between a document's two top
+    scores (:func:`score_gaps`). As in Platt (1999), the targets are not 0 and 1:
     the true class's is 1 − ε and the other possible classes share ε, ε = 1 / (n + 2)
     (Laplace's rule of succession for "this kind of document is right"). Without it, a
     sample classified all right would drive T to 0 (certainty that n documents cannot
     support); with thousands of documents ε is negligible. t1 is kept in
-    :data:`T1_RANGE`. Documents whose true class
+    :data:`T1_RANGE` and t2 in ±:attr:`Calibration.GAP_BOUND`. Documents whose true class
     scores −inf (its class had no training document in their fold) are left out.
     """
     ok = np.isfinite(jll[np.arange(y.size), y])
-    jll, y, lengths = jll[ok], y[ok], np.log1p(n_tokens[ok])
+    jll, y = jll[ok], y[ok]
+    features = np.stack([np.log1p(n_tokens[ok]), np.log1p(score_gaps(jll))], axis=1)
     if y.size == 0:
         return Calibration(0.0, 0.0)
     finite = np.isfinite(jll)
@@ -342,36 +344,38 @@ def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray) -> Cal
     others = finite.sum(axis=1, keepdims=True) - 1.0
     target = np.where(finite, epsilon / np.maximum(others, 1.0), 0.0)
     target[np.arange(y.size), y] = np.where(others[:, 0] > 0, 1.0 - epsilon, 1.0)
-    loss = _calibration_loss(shifted, finite, target, lengths)
-    t = _minimise(loss, [(-Calibration.BOUND, Calibration.BOUND), T1_RANGE])
-    if loss(t)[0] >= loss(np.zeros(2))[0]:
+    loss = _calibration_loss(shifted, finite, target, features)
+    gap = Calibration.GAP_BOUND
+    t = _minimise(loss, [(-Calibration.BOUND, Calibration.BOUND), T1_RANGE, (-gap, gap)])
+    if loss(t)[0] >= loss(np.zeros(3))[0]:
         return Calibration(0.0, 0.0)
-    return Calibration(float(t[0]), float(t[1]))
+    return Calibration(float(t[0]), float(t[1]), float(t[2]))
 
 
-def _calibration_loss(shifted, finite, target, lengths):
-    """The cross-entropy L(t0, t1) of the calibration, with its gradient and Hessian.
+def _calibration_loss(shifted, finite, target, features):
+    """The cross-entropy L(t) of the calibration, with its gradient and Hessian.
 
-    Document i's scores are z_i = a_i · e^(−λ_i), λ_i = t0 + t1 · u_i, u_i = log(1 + n_i),
-    a_i its shifted scores, τ_i its targets; f_i(λ) = logsumexp(z_i) − τ_i · z_i, so
+    Document i's scores are z_i = a_i · e^(−λ_i), λ_i = t0 + t1 · u_i + t2 · v_i, with
+    (u_i, v_i) its row of ``features`` (log(1 + n_i), log(1 + g_i)), a_i its shifted
+    scores, τ_i its targets; f_i(λ) = logsumexp(z_i) − τ_i · z_i, so
     f_i′ = −(p_i − τ_i) · z_i and f_i″ = Var_{p_i}(z_i) + (p_i − τ_i) · z_i with
-    p_i = softmax(z_i); L is their mean, and by the chain rule ∂λ_i/∂t = (1, u_i).
+    p_i = softmax(z_i); L is their mean, and by the chain rule ∂λ_i/∂t = (1, u_i, v_i).
     """
     from scipy.special import log_softmax
 
+    design = np.hstack([np.ones((features.shape[0], 1)), features])  # ∂λ_i/∂t, (n, 3)
+
     def loss(t: np.ndarray):
-        scale = np.exp(-(t[0] + t[1] * lengths))[:, None]
+        scale = np.exp(-(design @ t))[:, None]
         z = np.where(finite, shifted * scale, 0.0)
         log_p = np.where(finite, log_softmax(np.where(finite, z, -np.inf), axis=1), 0.0)
         p = np.where(finite, np.exp(log_p), 0.0)
         pz, tz = (p * z).sum(axis=1), (target * z).sum(axis=1)
         first = tz - pz
         second = (p * z * z).sum(axis=1) - pz * pz + pz - tz
-        u = lengths
-        gradient = np.array([first.mean(), (first * u).mean()])
-        hessian = np.array(
-            [[second.mean(), (second * u).mean()], [(second * u).mean(), (second * u * u).mean()]]
-        )
+        n = design.shape[0]
+        gradient = design.T @ first / n
+        hessian = (design * second[:, None]).T @ design / n
         return float(-(target * log_p).sum(axis=1).mean()), gradient, hessian
 
     return loss
@@ -422,18 +426,33 @@ def _minimise(function, bounds, steps: int = 100) -> np.ndarray:
     return t
 
 
-def temperatures(calibration: Calibration, n_tokens) -> np.ndarray:
-    """T(x) of documents of ``n_tokens`` known tokens, shape (n,) (as
-    :meth:`nbclass.models.estimators.Calibration.temperature`, for arrays)."""
+def score_gaps(jll: np.ndarray) -> np.ndarray:
+    """g(x) = b_(1) − b_(2) per document, shape (n,): how far each row's top score is
+    ahead of its second; 0 where fewer than two classes are possible (as
+    :func:`nbclass.models.estimators.score_gap`, for arrays)."""
+    if jll.shape[1] < 2:
+        return np.zeros(jll.shape[0])
+    top_two = -np.partition(-jll, 1, axis=1)[:, :2]
+    with np.errstate(invalid="ignore"):
+        gap = top_two[:, 0] - top_two[:, 1]
+    return np.where(np.isfinite(top_two[:, 1]), gap, 0.0)
+
+
+def temperatures(calibration: Calibration, n_tokens, jll: np.ndarray) -> np.ndarray:
+    """T(x) of documents of ``n_tokens`` known tokens and scores ``jll`` (n, C), shape
+    (n,) (as :meth:`nbclass.models.estimators.Calibration.temperature`, for arrays)."""
     n = np.asarray(n_tokens, dtype=np.float64)
-    return np.exp(calibration.t0 + calibration.t1 * np.log1p(n))
+    return np.exp(
+        calibration.t0 + calibration.t1 * np.log1p(n)
+        + calibration.t2 * np.log1p(score_gaps(jll))
+    )  # fmt: skip
 
 
 def calibrated(jll: np.ndarray, n_tokens: np.ndarray, calibration: Calibration | None):
     """log p(c | x) of scores ``jll`` (n, C), calibrated when ``calibration`` is given."""
     if calibration is None:
         return log_posterior(jll)
-    scale = 1.0 / temperatures(calibration, n_tokens)
+    scale = 1.0 / temperatures(calibration, n_tokens, jll)
     with np.errstate(invalid="ignore"):
         return log_posterior(np.where(np.isneginf(jll), -np.inf, jll * scale[:, None]))
 

@@ -289,33 +289,57 @@ class Prepared:
         )
 
 
+def score_gap(scores) -> float:
+    """g(x) = b_(1) − b_(2), how far the top score of a document is ahead of the second;
+    0 when fewer than two classes are possible (a finite score), as nothing is left to
+    calibrate then. ``scores`` is one document's b_c (any iterable of floats)."""
+    top = second = -math.inf
+    for b in scores:
+        if b > top:
+            top, second = b, top
+        elif b > second:
+            second = b
+    return top - second if second > -math.inf else 0.0
+
+
 @dataclass(frozen=True)
 class Calibration:
     """Calibrated probabilities p(c | x) = softmax_c(b_c / T(x)), with the temperature
-    T(x) = exp(t0 + t1 · log(1 + n_x)), n_x the document's tokens in the model's
-    vocabulary (:mod:`nbclass.models.choosing` fits t0 and t1)."""
+
+        T(x) = exp(t0 + t1 · log(1 + n_x) + t2 · log(1 + g(x)))
+
+    n_x the document's tokens in the model's vocabulary and g(x) = b_(1) − b_(2) the gap
+    between its two top scores (:func:`score_gap`); :mod:`nbclass.models.choosing` fits
+    t0, t1 and t2. T is the same for every class of a document, so the order of its
+    classes is the formula's; and with t2 ≤ 1 the calibrated gap g / T still grows with g.
+    A record without t2 (older files) has t2 = 0."""
 
     t0: float
     t1: float
+    t2: float = 0.0
 
     BOUND = 20.0  # |t0|, |t1| at most: e^20 is far past any temperature a fit finds
+    GAP_BOUND = 1.0  # |t2| at most: past 1 a wider gap would give a narrower calibrated one
 
-    def temperature(self, n_tokens: int) -> float:
-        """T(x) for a document of ``n_tokens`` known tokens."""
-        return math.exp(self.t0 + self.t1 * math.log1p(n_tokens))
+    def temperature(self, n_tokens: int, gap: float = 0.0) -> float:
+        """T(x) for a document of ``n_tokens`` known tokens whose two top scores are
+        ``gap`` apart."""
+        return math.exp(self.t0 + self.t1 * math.log1p(n_tokens) + self.t2 * math.log1p(gap))
 
     def to_dict(self) -> dict:
-        return {"kind": "length-temperature", "t0": self.t0, "t1": self.t1}
+        return {"kind": "length-temperature", "t0": self.t0, "t1": self.t1, "t2": self.t2}
 
     @classmethod
     def from_dict(cls, data: dict) -> Calibration:
         """Read :meth:`to_dict`'s output; ``ValueError`` when a field is malformed."""
         if not isinstance(data, dict) or data.get("kind") != "length-temperature":
             raise ValueError("the calibration is not a length-temperature record")
-        t0, t1 = float(data["t0"]), float(data["t1"])
+        t0, t1, t2 = float(data["t0"]), float(data["t1"]), float(data.get("t2", 0.0))
         if not (abs(t0) <= cls.BOUND and abs(t1) <= cls.BOUND):
             raise ValueError(f"calibration parameters must be finite and within ±{cls.BOUND}")
-        return cls(t0, t1)
+        if not abs(t2) <= cls.GAP_BOUND:
+            raise ValueError(f"the calibration's t2 must be finite and within ±{cls.GAP_BOUND}")
+        return cls(t0, t1, t2)
 
 
 # What scores a model whose file names no choice (a model written by a library call, or a

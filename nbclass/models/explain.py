@@ -90,7 +90,7 @@ def explanations(classifier: Classifier, scored: ScoredBatch, n: int) -> list[di
     if classifier.calibration is not None:
         # Calibrated probabilities divide a document's scores by T(x): so do its parts,
         # which then add up to the log-odds of the probabilities printed.
-        scale = 1.0 / temperatures(classifier.calibration, scored.known)
+        scale = 1.0 / temperatures(classifier.calibration, scored.known, scored.jll)
         contributions = contributions.copy()
         contributions.data *= np.repeat(scale, np.diff(contributions.indptr))
         bias = bias * scale

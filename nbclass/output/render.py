@@ -287,7 +287,7 @@ def info_lines(info: dict, fmt: str) -> Iterator[str]:
         c = info["calibration"]
         yield (
             f"calibration  p(c | x) = softmax(b_c / T(x)), T(x) = exp({c['t0']:.4g} + "
-            f"{c['t1']:.4g} log(1 + known tokens))"
+            f"{c['t1']:.4g} log(1 + known tokens) + {c.get('t2', 0.0):.4g} log(1 + gap))"
         )
     if info.get("choice"):
         yield from _choice_lines(info["choice"])
