@@ -285,9 +285,11 @@ def info_lines(info: dict, fmt: str) -> Iterator[str]:
     yield f"defaults     {settings_text(info['defaults'], info.get('fitted_beta'))}"
     if info.get("calibration"):
         c = info["calibration"]
+        t2 = c.get("t2", 0.0)
         yield (
             f"calibration  p(c | x) = softmax(b_c / T(x)), T(x) = exp({c['t0']:.4g} + "
-            f"{c['t1']:.4g} log(1 + known tokens) + {c.get('t2', 0.0):.4g} log(1 + gap))"
+            f"{c['t1']:.4g} log(1 + known tokens) {'-' if t2 < 0 else '+'} "
+            f"{abs(t2):.4g} log(1 + gap))"
         )
     if info.get("choice"):
         yield from _choice_lines(info["choice"])
