@@ -520,11 +520,23 @@ def log_fraction(numerator, denominator):
 
     numerator = np.asarray(numerator, dtype=np.float64)
     denominator = np.asarray(denominator, dtype=np.float64)
-    log_numerator = np.log(numerator, out=np.full(numerator.shape, -np.inf), where=numerator > 0)
+    positive = numerator > 0
+    if positive.all():  # the usual case, smoothed counts: no mask to apply
+        log_numerator = np.log(numerator)
+    else:
+        log_numerator = np.log(numerator, out=np.full(numerator.shape, -np.inf), where=positive)
     ok = denominator > 0
-    log_denominator = np.log(denominator, out=np.zeros(denominator.shape), where=ok)
-    out = log_numerator - log_denominator
-    if not ok.all():
+    everywhere = ok.all()
+    log_denominator = (
+        np.log(denominator) if everywhere
+        else np.log(denominator, out=np.zeros(denominator.shape), where=ok)
+    )  # fmt: skip
+    if log_numerator.shape == np.broadcast_shapes(log_numerator.shape, log_denominator.shape):
+        out = log_numerator
+        out -= log_denominator  # in place: one table fewer
+    else:
+        out = log_numerator - log_denominator
+    if not everywhere:
         out[..., ~ok] = -np.inf  # no estimate: the event has no mass
     return out
 
