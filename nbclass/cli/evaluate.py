@@ -28,7 +28,6 @@ from .options import (
     estimator_options,
     reading_options,
 )
-from .single import echo_lines as _echo_lines
 
 
 def _labelled_corpus(folder: str | None, lines_path: str | None, reading, min_classes: int):
@@ -130,21 +129,20 @@ def _evaluate(
         evaluation = run(model, settings, corpus, reading[0])
         n_classes = len(corpus.classes)
         test_dir = _one_source(test_dir, lines_path, "TEST_DIR")
-    if fmt == "json":
-        from ..output.render import json_text
+    from ..output.formats import Output
 
-        _echo_lines(
-            [json_text({"model": model_path, "test_dir": test_dir, **evaluation.to_dict()})]
+    def report(data):  # rich is imported only when the report is drawn
+        from ..output.report import evaluation_report
+
+        title = (
+            f"{_shown(model_path)} on {_shown(test_dir)}: {evaluation.n_docs} "
+            f"{'rows' if table else 'documents'}, "
+            f"{n_classes} classes\n{_describe_settings(settings, model)}"
         )
-        return
-    from ..output.report import evaluation_report, show
+        return evaluation_report(evaluation, title)
 
-    title = (
-        f"{_shown(model_path)} on {_shown(test_dir)}: {evaluation.n_docs} "
-        f"{'rows' if table else 'documents'}, "
-        f"{n_classes} classes\n{_describe_settings(settings, model)}"
-    )
-    show(*evaluation_report(evaluation, title))
+    data = {"model": model_path, "test_dir": test_dir, **evaluation.to_dict()}
+    Output(fmt).document(data, report=report)
 
 
 _AUTO_TEXT = "model auto: each fold's training documents choose and calibrate, as fit does"
@@ -289,19 +287,19 @@ def cv(
         "settings": AUTO if settings is None else settings.to_dict(),
         **result.to_dict(),
     }
-    if fmt == "json":
-        from ..output.render import json_text
+    from ..output.formats import Output
 
-        _echo_lines([json_text(data)])
-        return
-    from ..output.report import cross_validation_report, show
+    def report(data):  # rich is imported only when the report is drawn
+        from ..output.report import cross_validation_report
 
-    title = (
-        f"{_shown(source)}: {data['documents']} documents, {len(corpus.classes)} classes, "
-        f"{folds} stratified folds (seed {seed})\n"
-        + (_AUTO_TEXT if settings is None else _describe_settings(settings))
-    )
-    show(*cross_validation_report(data, title))
+        title = (
+            f"{_shown(source)}: {data['documents']} documents, {len(corpus.classes)} classes, "
+            f"{folds} stratified folds (seed {seed})\n"
+            + (_AUTO_TEXT if settings is None else _describe_settings(settings))
+        )
+        return cross_validation_report(data, title)
+
+    Output(fmt).document(data, report=report)
 
 
 @click.command(context_settings=CONTEXT)
@@ -373,18 +371,18 @@ def check(
     result = run(new, baseline, corpus, max_drop, max_ece, overrides, reading[0])
     data = {"model": model_path, "baseline": baseline_path, "test_dir": source}
     data.update(result.to_dict())
-    if fmt == "json":
-        from ..output.render import json_text
+    from ..output.formats import Output
 
-        _echo_lines([json_text(data)])
-    else:
-        from ..output.report import check_report, show
+    def report(data):  # rich is imported only when the report is drawn
+        from ..output.report import check_report
 
         title = (
             f"{_shown(model_path)} (new) against {_shown(baseline_path)} (baseline) on "
             f"{_shown(source)}: "
             f"{result.new.n_docs} documents"
         )
-        show(*check_report(data, title))
+        return check_report(data, title)
+
+    Output(fmt).document(data, report=report)
     if not result.passed:
         raise click.exceptions.Exit(EXIT_CHECK_FAILED)

@@ -11,7 +11,6 @@ from ..errors import (
 )
 from .common import _settings, _shown
 from .options import CONTEXT, FILE, _format_option, _model_option, estimator_options
-from .single import echo_lines as _echo_lines
 
 
 @click.command("top-features", context_settings=CONTEXT)
@@ -52,7 +51,8 @@ def top_features(
     """
     from ..modelfile.textfile import load
     from ..models.selection import top_features as rank
-    from ..output.render import feature_lines
+    from ..output.formats import Output
+    from ..output.render import feature_record, feature_row
 
     try:
         model = load(model_path)
@@ -79,14 +79,15 @@ def top_features(
         from dataclasses import replace
 
         features = [replace(f, word=model.display(f.word)) for f in features]
-    _echo_lines(feature_lines(features, fmt))
+    Output(fmt).records(features, feature_record, feature_row)
 
 
 def _per_class_features(model, settings, k: int, fmt: str) -> None:
     from dataclasses import replace
 
     from ..models.selection import class_top_features
-    from ..output.render import class_feature_lines
+    from ..output.formats import Output
+    from ..output.render import class_feature_record, class_feature_row
 
     features = class_top_features(model.active_counts, settings, k)
     V = len(model.active_counts.vocabulary)
@@ -98,7 +99,7 @@ def _per_class_features(model, settings, k: int, fmt: str) -> None:
         )
     if model.column_words is not None:
         features = [replace(f, word=model.display(f.word)) for f in features]
-    _echo_lines(class_feature_lines(features, fmt))
+    Output(fmt).records(features, class_feature_record, class_feature_row)
 
 
 @click.command("select-features", context_settings=CONTEXT)
@@ -139,8 +140,10 @@ def select_features(
 def _table_top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
     from ..modelfile.tablefile import load
     from ..models.tablemodel import table_top_features
-    from ..output.render import table_feature_lines
+    from ..output.formats import Output
+    from ..output.render import table_feature_record, table_feature_row
 
     model = load(model_path)
     settings = _settings(model.defaults, event_model, estimator, alpha, beta)
-    _echo_lines(table_feature_lines(table_top_features(model, settings, k), fmt))
+    features = table_top_features(model, settings, k)
+    Output(fmt).records(features, table_feature_record, table_feature_row)

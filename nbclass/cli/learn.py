@@ -230,6 +230,8 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
             save(model, model_path)
     if quiet:
         return
+    from ..output.formats import Output
+
     fields = {
         "added": report.added,
         "removed": report.removed,
@@ -237,10 +239,11 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
         "unchanged": report.unchanged,
         "documents": model.counts.n_docs,
     }
-    if fmt == "json":
-        click.echo(json.dumps({**fields, "model": model_path}))
-    else:
-        click.echo(
-            "sync: " + ", ".join(f"{value} {name}" for name, value in fields.items())
-            + f" -> {_shown(model_path)}" + ("" if report.changed else " (unchanged)")
-        )
+
+    def text(data):
+        counts = ", ".join(f"{value} {name}" for name, value in fields.items())
+        return [
+            f"sync: {counts} -> {_shown(model_path)}" + ("" if report.changed else " (unchanged)")
+        ]
+
+    Output(fmt).document({**fields, "model": model_path}, text=text, as_json=json.dumps)

@@ -26,7 +26,6 @@ from .options import (
     reading_options,
     table_predict_options,
 )
-from .single import echo_lines as _echo_lines
 
 
 @click.command(context_settings=CONTEXT)
@@ -171,13 +170,15 @@ def predict(
     from ..models.explain import extras, score_batch
     from ..models.model import BATCH_SIZE, Classifier, scoring_settings
     from ..models.scoring import worth_parallel
+    from ..output.render import shows_evidence
 
     def check_classes(classes) -> None:
         abstention.check_classes(classes)
         if use_exit_code:
             check_exit_classes(classes)
 
-    add_extras = partial(extras, abstention=abstention, explain=explain, evidence=fmt == "jsonl")
+    evidence = shows_evidence(fmt)
+    add_extras = partial(extras, abstention=abstention, explain=explain, evidence=evidence)
     overrides = _overrides(event_model, estimator, alpha, beta, text_options)
     scoring = overrides, not no_calibration
     on_cluster = scheduler and not lines and paths and "-" not in paths
@@ -379,7 +380,8 @@ def _predict_table(
         raise UsageError("--table FILE classifies rows: give no PATH and no --lines")
     from ..modelfile.tablefile import load
     from ..models.tablemodel import TableClassifier
-    from ..output.render import prediction_lines
+    from ..output.formats import Output
+    from ..output.render import prediction_views
     from ..reading.table import iter_rows
     from ..reading.table import table_format as detect_format
 
@@ -404,9 +406,10 @@ def _predict_table(
             name = row.get(id_column) if id_column is not None else None
             yield (f"{table}:{number}" if name is None else name), row
 
+    out, views = Output(fmt), prediction_views(model.classes, top_k)
     for predictions in classifier.predict_rows(sources()):
         log_rows = predictions.log_proba.tolist()
-        _echo_lines(prediction_lines(predictions.sources, model.classes, log_rows, fmt, top_k))
+        out.records(zip(predictions.sources, log_rows), *views)
         for source, row in zip(predictions.sources, log_rows):
             if max(row) == float("-inf"):
                 warnings.warn(
