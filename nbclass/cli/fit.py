@@ -18,15 +18,12 @@ from ..text.tokenizer import DEFAULT_NGRAM_RANGE, DEFAULT_TOKEN_PATTERN
 from .common import (
     _check_scheduler,
     _count,
-    _fit_settings,
-    _given,
-    _new_model,
     _refuse_reading_options,
-    _reload,
     _settings,
     _shown,
     _summary,
-    _with_defaults,
+    fit_settings,
+    given,
 )
 from .options import CONTEXT, FILE, FOLDER, fit_options, reading_options, table_fit_options
 
@@ -165,7 +162,7 @@ def fit(
             raise UsageError(
                 f"{update_path!r} keeps no ledger; --ledger needs one from its first fit"
             )
-    tokenizer, vocabulary_filter, defaults, auto = _fit_settings(ctx, options, base)
+    tokenizer, vocabulary_filter, defaults, auto = fit_settings(ctx, options, base)
     keep_ledger = ledger if base is None else base.ledger is not None
     # Read and count before taking the lock: the input may be a slow pipe, and the lock
     # should be held only while the model is read, changed and written.
@@ -174,21 +171,19 @@ def fit(
         sample=auto,
     )  # fmt: skip
     if base is None:
-        model = _new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
+        from ..models.learning import new_model
+
+        model = new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
         if typicality and not auto and corpus is not None:  # typical documents (novelty.py)
             from ..models.model import with_typicality
 
             model = with_typicality(model, corpus, reading[0])
-    with locked(output):
-        if base is not None:
-            from dataclasses import replace
+        with locked(output):
+            save(model, output)
+    else:
+        from ..modelfile.updating import update_file
 
-            from ..models.learning import update
-
-            current = _reload(update_path, base)
-            current = replace(current, vocabulary_filter=vocabulary_filter)
-            model = update(_with_defaults(current, defaults), documents)
-        save(model, output)
+        model = update_file(update_path, output, base, documents, vocabulary_filter, defaults)
     if not quiet:
         extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "
         _summary("update" if base is not None else "fit", model, output, start, extra, auto)
@@ -204,10 +199,10 @@ def _update_table(ctx, update_path, output, quiet, table_options):
         "prior_fit": "--prior-fit", "class_prior": "--class-prior",
         "column_types": "--column-types", "var_smoothing": "--var-smoothing",
     }  # fmt: skip
-    given = [option for name, option in settings.items() if _given(ctx, name)]
-    if given:
+    named = [option for name, option in settings.items() if given(ctx, name)]
+    if named:
         raise UsageError(
-            f"--update adds rows with the table model's own settings: leave out {given[0]}"
+            f"--update adds rows with the table model's own settings: leave out {named[0]}"
         )
     from ..modelfile.tablefile import load, save
     from ..modelfile.textfile import check_destination, locked
