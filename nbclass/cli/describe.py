@@ -70,16 +70,13 @@ def diff(old_path, new_path, k, fmt):
       nbclass diff prod.nbc new.nbc -k 10
     """
     from ..evaluation.judging import diff as compare
+    from ..evaluation.judging import diff_notes
     from ..modelfile.textfile import load
     from ..output.formats import Output
 
     old, new = load(old_path), load(new_path)
-    data = {"old": old_path, "new": new_path, "notes": []}
+    data = {"old": old_path, "new": new_path, "notes": diff_notes(old, new)}
     data.update(compare(old, new, k).to_dict())
-    if old.tokenizer.to_dict() != new.tokenizer.to_dict():
-        data["notes"].append("the models tokenize differently: words may differ for that reason")
-    if old.vocabulary_filter != new.vocabulary_filter or old.selection != new.selection:
-        data["notes"].append("the models use different vocabulary filters or selections")
 
     def report(data):  # rich is imported only when the report is drawn
         from ..output.report import diff_report

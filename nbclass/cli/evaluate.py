@@ -14,9 +14,8 @@ from ..errors import (
 )
 from ..models.estimators import (
     AUTO,
-    EstimatorSettings,
 )
-from .common import _line_documents, _overrides, _refuse_reading_options, _settings, _shown
+from .common import _overrides, _refuse_reading_options, _settings, _shown
 from .options import (
     CONTEXT,
     FILE,
@@ -28,19 +27,6 @@ from .options import (
     estimator_options,
     reading_options,
 )
-
-
-def _labelled_corpus(folder: str | None, lines_path: str | None, reading, min_classes: int):
-    """The labelled documents of a corpus folder or of --lines, without those the reading
-    policy skips; lines are held in memory (evaluate, cv and check read them more than
-    once)."""
-    from ..reading.corpus import list_corpus, readable
-
-    if lines_path is not None:
-        from ..models.learning import labelled_corpus
-
-        return labelled_corpus(_line_documents(lines_path, reading), min_classes)
-    return readable(list_corpus(folder, min_classes=min_classes), *reading)
 
 
 def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
@@ -125,7 +111,9 @@ def _evaluate(
     else:
         model = load(model_path)
         settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
-        corpus = _labelled_corpus(test_dir, lines_path, reading, min_classes=1)
+        from ..models.learning import labelled_documents
+
+        corpus = labelled_documents(test_dir, lines_path, *reading, min_classes=1)
         evaluation = run(model, settings, corpus, reading[0])
         n_classes = len(corpus.classes)
         test_dir = _one_source(test_dir, lines_path, "TEST_DIR")
@@ -237,37 +225,18 @@ def cv(
     """
     source = _one_source(corpus_dir, lines_path, "CORPUS_DIR")
     from ..counting.counts import default_jobs
-    from ..evaluation.judging import cross_validate
-    from ..models.estimators import AUTO, overridden, resolve
-    from ..models.model import VocabularyFilter
-    from ..text.tokenizer import TokenizerSettings
+    from ..evaluation.judging import cross_validate, cv_settings
 
     overrides = _overrides(event_model, estimator, alpha, beta, text_options)
+    like = None
     if like_path:
         from ..modelfile.textfile import load
 
         like = load(like_path)
-        tokenizer, vocabulary_filter, defaults = (
-            like.tokenizer,
-            like.vocabulary_filter,
-            like.defaults,
-        )
-        auto = like.choice is not None  # chosen by fit: choose the same way in every fold
-    else:
-        tokenizer, vocabulary_filter, defaults = (
-            TokenizerSettings(),
-            VocabularyFilter(),
-            EstimatorSettings(),  # the formula of the options given, if any
-        )
-        auto = True  # fit's default, --model auto
-    if event_model == AUTO and overridden(**dict(overrides, model=None)):
-        raise UsageError(
-            "--model auto chooses the estimator, priors and transforms itself: give "
-            "--model NAME to set them"
-        )
-    auto = event_model == AUTO or (auto and not overridden(**overrides))
-    settings = None if auto else resolve(defaults, **overrides)
-    corpus = _labelled_corpus(corpus_dir, lines_path, reading, min_classes=2)
+    tokenizer, vocabulary_filter, settings = cv_settings(like, overrides)
+    from ..models.learning import labelled_documents
+
+    corpus = labelled_documents(corpus_dir, lines_path, *reading, min_classes=2)
     result = cross_validate(
         corpus,
         tokenizer,
@@ -367,7 +336,9 @@ def check(
     new, baseline = load(model_path), load(baseline_path)
     overrides = {"model": event_model, "estimator": estimator, "alpha": alpha, "beta": beta}
     overrides.update(text_options)
-    corpus = _labelled_corpus(test_dir, lines_path, reading, min_classes=1)
+    from ..models.learning import labelled_documents
+
+    corpus = labelled_documents(test_dir, lines_path, *reading, min_classes=1)
     result = run(new, baseline, corpus, max_drop, max_ece, overrides, reading[0])
     data = {"model": model_path, "baseline": baseline_path, "test_dir": source}
     data.update(result.to_dict())

@@ -29,7 +29,7 @@ from ..counting.counts import CountAccumulator, Counts, count_corpus, merge, sub
 from ..counting.ledger import Ledger, canonical, from_entries, match, unify
 from ..counting.tally import digest, tally, tally_ledger
 from ..errors import CorpusError, NbclassError, NbclassWarning, UsageError
-from ..reading.corpus import Corpus, decode
+from ..reading.corpus import Corpus, decode, iter_documents, list_corpus, readable
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, read_document
 from ..text.hashing import keyed, merge_representatives, words_of
 from ..text.tokenizer import (
@@ -294,6 +294,24 @@ def labelled_corpus(lines: Iterable[tuple[str, str]], min_classes: int = 1) -> C
         )
     at = {name: c for c, name in enumerate(classes)}
     return Corpus(classes, sources, [at[name] for name in names], texts)
+
+
+def labelled_documents(
+    folder: str | None,
+    lines_path: str | None,
+    policy: ReadPolicy,
+    log: ReadLog,
+    min_classes: int = 1,
+) -> Corpus:
+    """The labelled documents of a corpus ``folder`` or, when it is None, of the labelled
+    lines of ``lines_path`` (``-``: standard input), without those ``policy`` skips
+    (recorded in ``log``). Lines are held in memory: evaluate, cv and check read the
+    documents more than once.
+    """
+    if lines_path is not None:
+        lines = iter_documents([lines_path], True, policy, log)
+        return labelled_corpus(lines, min_classes)
+    return readable(list_corpus(folder, min_classes=min_classes), policy, log)
 
 
 def line_keys(lines: Iterable[tuple[str, str]]) -> tuple[Keys, list[str]]:
