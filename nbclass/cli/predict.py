@@ -196,15 +196,21 @@ def predict(
         except NbclassError:  # a missing path: its error comes in its turn
             bar_wanted = False
     if on_cluster and output_dir is not None:
-        return _write_on_cluster(
-            scheduler, model_path, paths, scoring, abstention, explain, reading, output_dir,
+        from ..cluster.remote import write_paths
+
+        problems = write_paths(
+            scheduler, model_path, paths, scoring, abstention, explain, *reading, output_dir,
             fmt, top_k,
         )  # fmt: skip
+        for problem in problems:
+            warnings.warn(problem, NbclassWarning, stacklevel=1)
+        return
     if on_cluster:
-        classes, settings, batches = _predict_on_cluster(
-            scheduler, model_path, paths, scoring, abstention, explain, reading
+        from ..cluster.remote import predict_paths
+
+        classes, settings, batches = predict_paths(
+            scheduler, model_path, paths, scoring, abstention, explain, *reading
         )
-        batches = ((s.sources, s.log_proba.tolist(), extra) for s, extra in batches)
     elif files is not None and jobs > 1 and worth_parallel(files, BATCH_SIZE):
         classes, settings, batches = _predict_in_parallel(
             model_path, files, jobs, scoring, reading, add_extras, check_classes
@@ -255,56 +261,6 @@ def _write_predictions(
     write_part(folder, part_name(index, fmt), lines)
     for problem in prediction_labels(sources, classes, rows, settings, extras, unsure_label)[1]:
         warnings.warn(problem, NbclassWarning, stacklevel=1)
-
-
-def _cluster_model(model_path, paths, scoring):
-    """What a predict on a Dask cluster sends: ``(data, settings, calibration, classes,
-    files)``, the model file's bytes (the workers get these very bytes), the settings and
-    calibration it is scored with, its classes and the files of ``paths``."""
-    from ..cluster.remote import require_dask
-    from ..modelfile.fileformat import read
-    from ..modelfile.textfile import loads
-    from ..models.model import scoring_settings
-    from ..reading.corpus import expand_paths
-
-    require_dask()
-    data = read(model_path)
-    model = loads(data, model_path)
-    settings, calibration = scoring_settings(model, *scoring)
-    files = list(expand_paths(paths))  # a missing path stops before any work is sent
-    return data, settings, calibration, model.active_counts.classes, files
-
-
-def _write_on_cluster(
-    scheduler, model_path, paths, scoring, abstention, explain, reading, folder, fmt, top_k
-):  # fmt: skip
-    """--output-dir with --scheduler: each worker writes the parts it scores."""
-    import warnings
-
-    from ..cluster.remote import write_predictions
-
-    data, settings, calibration, classes, files = _cluster_model(model_path, paths, scoring)
-    abstention.check_classes(classes)
-    _, _, problems = write_predictions(
-        scheduler, data, classes, settings, files, abstention, explain, *reading, folder, fmt,
-        top_k, abstention.label, calibration=calibration,
-    )  # fmt: skip
-    for problem in problems:
-        warnings.warn(problem, NbclassWarning, stacklevel=1)
-
-
-def _predict_on_cluster(
-    scheduler, model_path, paths, scoring, abstention, explain, reading
-):  # fmt: skip
-    """``(classes, settings, batches)`` of the files at ``paths``, scored by a Dask cluster."""
-    from ..cluster.remote import predict_files
-
-    data, settings, calibration, classes, files = _cluster_model(model_path, paths, scoring)
-    batches = predict_files(
-        scheduler, data, classes, settings, files, abstention, explain, *reading,
-        calibration=calibration,
-    )  # fmt: skip
-    return classes, settings, batches
 
 
 def _listed_files(paths, lines: bool, jobs: int | None):
