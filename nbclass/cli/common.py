@@ -15,20 +15,21 @@ from ..errors import (
 )
 
 
-def _overrides(event_model, estimator, alpha, beta, text_options=None) -> dict:
+def estimator_overrides(event_model, estimator, alpha, beta, text_options=None) -> dict:
     """The estimator options as :func:`nbclass.models.estimators.resolve` takes them."""
     return dict(
         model=event_model, estimator=estimator, alpha=alpha, beta=beta, **(text_options or {})
     )
 
 
-def _settings(base, event_model, estimator, alpha, beta, text_options=None):
+def resolve_settings(base, event_model, estimator, alpha, beta, text_options=None):
+    """The estimator settings of the options given, over ``base``'s."""
     from ..models.estimators import resolve
 
-    return resolve(base, **_overrides(event_model, estimator, alpha, beta, text_options))
+    return resolve(base, **estimator_overrides(event_model, estimator, alpha, beta, text_options))
 
 
-def _refuse_reading_options(reading) -> None:
+def refuse_reading_options(reading) -> None:
     """--table reads a table, not documents: the reading options would be ignored."""
     from ..reading.policy import DEFAULT_POLICY
 
@@ -39,7 +40,7 @@ def _refuse_reading_options(reading) -> None:
         )
 
 
-class _progress:
+class FileProgress:
     """A progress bar over ``paths`` on a terminal's stderr; called with (start, end)."""
 
     def __init__(self, verb: str, paths: list[str], quiet: bool):
@@ -96,7 +97,7 @@ def fit_settings(ctx, options: dict, base=None):
     return settings(options, {name for name in options if given(ctx, name)}, base)
 
 
-def _shown(name: str) -> str:
+def shown(name: str) -> str:
     """A path or name as printed in text output: control characters escaped, as predict
     escapes its sources (:func:`nbclass.names.escape`)."""
     from ..names import escape
@@ -104,22 +105,22 @@ def _shown(name: str) -> str:
     return escape(str(name))
 
 
-def _summary(
+def summary(
     verb: str, model, path: str, start: float, extra: str = "", chose: bool = False
 ) -> None:  # fmt: skip
     """The one line a writing command prints on stderr; with ``chose``, what fit chose."""
     seconds = time.perf_counter() - start
     counts = model.counts
-    choice = f"chose {_shown(model.choice['chosen'])}, " if chose and model.choice else ""
+    choice = f"chose {shown(model.choice['chosen'])}, " if chose and model.choice else ""
     click.echo(
         f"{verb}: {extra}{counts.n_docs} documents, {len(counts.classes)} classes, "
         f"{len(model.active_counts.vocabulary)} words, {choice}{seconds:.2f} s -> "
-        f"{_shown(path)}",
+        f"{shown(path)}",
         err=True,
     )
 
 
-def _check_scheduler(ctx, address: str) -> None:
+def check_scheduler(ctx, address: str) -> None:
     """Refuse a malformed scheduler address at once, naming where it came from."""
     from click.core import ParameterSource
 
@@ -130,14 +131,14 @@ def _check_scheduler(ctx, address: str) -> None:
     check_address_form(address, name)
 
 
-def _line_documents(lines_path: str, reading):
+def line_documents(lines_path: str, reading):
     """``(source, text)`` per line of ``lines_path`` (``-`` for standard input)."""
     from ..reading.corpus import iter_documents
 
     return iter_documents([lines_path], True, *reading)
 
 
-def _count(
+def count_input(
     corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, scheduler, reading,
     sample=False,
 ):  # fmt: skip
@@ -157,18 +158,18 @@ def _count(
             from ..models.learning import corpus_sample, lines_sample
 
             if lines_path is not None:
-                documents.sample = lines_sample(_line_documents(lines_path, reading))
+                documents.sample = lines_sample(line_documents(lines_path, reading))
             else:
                 corpus = list_corpus(corpus_dir, min_classes=min_classes)
                 documents.sample = corpus_sample(corpus, reading[0])
         return documents, None
     if lines_path is not None:
         documents = count_lines(
-            _line_documents(lines_path, reading), tokenizer, ledger, sample
+            line_documents(lines_path, reading), tokenizer, ledger, sample
         )
         return documents, None
     corpus = list_corpus(corpus_dir, min_classes=min_classes)
-    with _progress("fit", corpus.paths, quiet) as bar:
+    with FileProgress("fit", corpus.paths, quiet) as bar:
         documents = count_documents(
             corpus, tokenizer, ledger, jobs, bar, None, *reading, sample=sample
         )

@@ -8,13 +8,13 @@ import click
 from ..errors import (
     ModelKindError,
 )
-from .common import _shown
-from .options import CONTEXT, FILE, _format_option, _model_option
+from .common import shown
+from .options import CONTEXT, FILE, format_option, model_option
 
 
 @click.command(context_settings=CONTEXT)
-@_model_option
-@_format_option("text", "json")
+@model_option
+@format_option("text", "json")
 def info(model_path, fmt):
     """Describe a model: classes with their document counts, vocabulary, settings."""
     from ..modelfile.textfile import load_with_header
@@ -54,7 +54,7 @@ def _table_info(model_path, fmt):
     show_default=True,
     help="Words listed per class, and new words listed.",
 )
-@_format_option("text", "json")
+@format_option("text", "json")
 def diff(old_path, new_path, k, fmt):
     """What changed from model A (old) to model B (new).
 
@@ -81,6 +81,6 @@ def diff(old_path, new_path, k, fmt):
     def report(data):  # rich is imported only when the report is drawn
         from ..output.report import diff_report
 
-        return diff_report(data, f"{_shown(old_path)} (old) -> {_shown(new_path)} (new)")
+        return diff_report(data, f"{shown(old_path)} (old) -> {shown(new_path)} (new)")
 
     Output(fmt).document(data, report=report)

@@ -15,17 +15,17 @@ from ..errors import (
 from ..models.estimators import (
     AUTO,
 )
-from .common import _overrides, _refuse_reading_options, _settings, _shown
+from .common import estimator_overrides, refuse_reading_options, resolve_settings, shown
 from .options import (
     CONTEXT,
     FILE,
     FOLDER,
-    _format_option,
-    _lines_option,
-    _model_option,
-    _table_format_option,
     estimator_options,
+    format_option,
+    lines_option,
+    model_option,
     reading_options,
+    table_format_option,
 )
 
 
@@ -37,7 +37,7 @@ def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
 
 
 @click.command(context_settings=CONTEXT)
-@_model_option
+@model_option
 @click.argument("test_dir", type=FOLDER, metavar="[TEST_DIR]", required=False)
 @click.option(
     "--table",
@@ -45,9 +45,9 @@ def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
     metavar="FILE",
     help="With a table model: evaluate on the labelled rows of FILE (CSV, TSV or JSON lines).",
 )
-@_table_format_option
-@_lines_option("Evaluate on")
-@_format_option("text", "json")
+@table_format_option
+@lines_option("Evaluate on")
+@format_option("text", "json")
 @estimator_options("Overrides the model's default without refitting.")
 @reading_options
 def evaluate(
@@ -77,7 +77,7 @@ def evaluate(
             "give a TEST_DIR or --lines FILE (text model), or --table FILE (table model)"
         )
     if table is not None:
-        _refuse_reading_options(reading)
+        refuse_reading_options(reading)
     try:
         return _evaluate(
             model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator,
@@ -105,12 +105,14 @@ def _evaluate(
         from ..reading.table import read_table
 
         model = load_table(model_path)
-        settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+        settings = resolve_settings(model.defaults, event_model, estimator, alpha, beta)
         evaluation = evaluate_table(model, settings, read_table(table, table_format))
         test_dir, n_classes = table, len(model.classes)
     else:
         model = load(model_path)
-        settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+        settings = resolve_settings(
+            model.defaults, event_model, estimator, alpha, beta, text_options
+        )
         from ..models.learning import labelled_documents
 
         corpus = labelled_documents(test_dir, lines_path, *reading, min_classes=1)
@@ -123,7 +125,7 @@ def _evaluate(
         from ..output.report import evaluation_report
 
         title = (
-            f"{_shown(model_path)} on {_shown(test_dir)}: {evaluation.n_docs} "
+            f"{shown(model_path)} on {shown(test_dir)}: {evaluation.n_docs} "
             f"{'rows' if table else 'documents'}, "
             f"{n_classes} classes\n{_describe_settings(settings, model)}"
         )
@@ -149,7 +151,7 @@ def _describe_settings(settings, model=None) -> str:
 
 @click.command(context_settings=CONTEXT)
 @click.argument("corpus_dir", type=FOLDER, metavar="[CORPUS_DIR]", required=False)
-@_lines_option("Cross-validate")
+@lines_option("Cross-validate")
 @click.option(
     "-k",
     "--folds",
@@ -182,7 +184,7 @@ def _describe_settings(settings, model=None) -> str:
     "Overrides the defaults (of --like's model, if given).  "
     f"[default: --model {AUTO}]"
 )
-@_format_option("text", "json")
+@format_option("text", "json")
 @click.option(
     "-j",
     "--jobs",
@@ -227,7 +229,7 @@ def cv(
     from ..counting.counts import default_jobs
     from ..evaluation.judging import cross_validate, cv_settings
 
-    overrides = _overrides(event_model, estimator, alpha, beta, text_options)
+    overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
     like = None
     if like_path:
         from ..modelfile.textfile import load
@@ -262,7 +264,7 @@ def cv(
         from ..output.report import cross_validation_report
 
         title = (
-            f"{_shown(source)}: {data['documents']} documents, {len(corpus.classes)} classes, "
+            f"{shown(source)}: {data['documents']} documents, {len(corpus.classes)} classes, "
             f"{folds} stratified folds (seed {seed})\n"
             + (_AUTO_TEXT if settings is None else _describe_settings(settings))
         )
@@ -272,7 +274,7 @@ def cv(
 
 
 @click.command(context_settings=CONTEXT)
-@_model_option
+@model_option
 @click.option(
     "--baseline",
     "baseline_path",
@@ -282,7 +284,7 @@ def cv(
     help="The model in production, that MODEL would replace.",
 )
 @click.argument("test_dir", type=FOLDER, metavar="[TEST_DIR]", required=False)
-@_lines_option("Test on")
+@lines_option("Test on")
 @click.option(
     "--max-drop",
     type=float,
@@ -296,7 +298,7 @@ def cv(
     default=None,
     help="Also fail if the new model's expected calibration error is above this.",
 )
-@_format_option("text", "json")
+@format_option("text", "json")
 @estimator_options("Overrides both models' defaults.")
 @reading_options
 def check(
@@ -348,8 +350,8 @@ def check(
         from ..output.report import check_report
 
         title = (
-            f"{_shown(model_path)} (new) against {_shown(baseline_path)} (baseline) on "
-            f"{_shown(source)}: "
+            f"{shown(model_path)} (new) against {shown(baseline_path)} (baseline) on "
+            f"{shown(source)}: "
             f"{result.new.n_docs} documents"
         )
         return check_report(data, title)

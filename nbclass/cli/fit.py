@@ -16,14 +16,14 @@ from ..models.estimators import (
 )
 from ..text.tokenizer import DEFAULT_NGRAM_RANGE, DEFAULT_TOKEN_PATTERN
 from .common import (
-    _check_scheduler,
-    _count,
-    _refuse_reading_options,
-    _settings,
-    _shown,
-    _summary,
+    check_scheduler,
+    count_input,
     fit_settings,
     given,
+    refuse_reading_options,
+    resolve_settings,
+    shown,
+    summary,
 )
 from .options import CONTEXT, FILE, FOLDER, fit_options, reading_options, table_fit_options
 
@@ -122,7 +122,7 @@ def fit(
             return _update_table(ctx, update_path, output, quiet, table_options)
         if output is None:
             raise UsageError("give -o MODEL")
-        _refuse_reading_options(reading)
+        refuse_reading_options(reading)
         from ..modelfile.textfile import check_destination
 
         check_destination(output)
@@ -138,7 +138,7 @@ def fit(
     if scheduler:
         from ..cluster.remote import require_dask
 
-        _check_scheduler(ctx, scheduler)
+        check_scheduler(ctx, scheduler)
         require_dask()
     start = time.perf_counter()
     if (corpus_dir is None) == (lines_path is None):
@@ -166,7 +166,7 @@ def fit(
     keep_ledger = ledger if base is None else base.ledger is not None
     # Read and count before taking the lock: the input may be a slow pipe, and the lock
     # should be held only while the model is read, changed and written.
-    documents, corpus = _count(
+    documents, corpus = count_input(
         corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base, scheduler, reading,
         sample=auto,
     )  # fmt: skip
@@ -186,7 +186,7 @@ def fit(
         model = update_file(update_path, output, base, documents, vocabulary_filter, defaults)
     if not quiet:
         extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "
-        _summary("update" if base is not None else "fit", model, output, start, extra, auto)
+        summary("update" if base is not None else "fit", model, output, start, extra, auto)
 
 
 def _update_table(ctx, update_path, output, quiet, table_options):
@@ -221,7 +221,7 @@ def _update_table(ctx, update_path, output, quiet, table_options):
     if not quiet:
         click.echo(
             f"update: +{part.n_rows} rows, now {model.n_rows} rows, {len(model.classes)} "
-            f"classes, {time.perf_counter() - start:.2f} s -> {_shown(output)}",
+            f"classes, {time.perf_counter() - start:.2f} s -> {shown(output)}",
             err=True,
         )
 
@@ -245,7 +245,7 @@ def _fit_table(
     from ..text.tokenizer import TokenizerSettings, load_stop_words
 
     start = time.perf_counter()
-    defaults = _settings(TABLE_DEFAULTS, event_model, estimator, alpha, beta)
+    defaults = resolve_settings(TABLE_DEFAULTS, event_model, estimator, alpha, beta)
     words, source = load_stop_words(stop_words, lowercase)
     tokenizer = TokenizerSettings(
         lowercase=lowercase,
@@ -272,6 +272,6 @@ def _fit_table(
         )
         click.echo(
             f"fit: {model.n_rows} rows, {len(model.classes)} classes, {len(kinds)} columns "
-            f"({described}), {seconds:.2f} s -> {_shown(output)}",
+            f"({described}), {seconds:.2f} s -> {shown(output)}",
             err=True,
         )

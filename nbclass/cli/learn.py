@@ -10,8 +10,8 @@ import click
 from ..errors import (
     UsageError,
 )
-from .common import _count, _line_documents, _shown, _summary, fit_settings
-from .options import CONTEXT, FILE, FOLDER, _model_option, fit_options, reading_options
+from .common import count_input, fit_settings, line_documents, shown, summary
+from .options import CONTEXT, FILE, FOLDER, fit_options, model_option, reading_options
 
 
 @click.command(context_settings=CONTEXT)
@@ -43,16 +43,16 @@ def merge(models, output, quiet):
     if isinstance(merged, TableModel):
         click.echo(
             f"merge: {len(models)} models, {merged.n_rows} rows, {len(merged.classes)} classes, "
-            f"{time.perf_counter() - start:.2f} s -> {_shown(output)}",
+            f"{time.perf_counter() - start:.2f} s -> {shown(output)}",
             err=True,
         )
     else:
-        _summary("merge", merged, output, start, f"{len(models)} models, ")
+        summary("merge", merged, output, start, f"{len(models)} models, ")
 
 
 @click.command(context_settings=CONTEXT)
 @click.argument("corpus_dir", type=FOLDER, metavar="[CORPUS_DIR]", required=False)
-@_model_option
+@model_option
 @click.option(
     "--lines",
     "lines_path",
@@ -98,7 +98,7 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):
     keys, sources, documents = None, (), None
     if model.ledger is not None:
         if lines_path is not None:
-            keys, sources = line_keys(_line_documents(lines_path, reading))
+            keys, sources = line_keys(line_documents(lines_path, reading))
         else:
             from ..models.learning import corpus_keys
             from ..reading.corpus import list_corpus
@@ -107,18 +107,18 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):
         removed = len(keys)
     else:
         jobs = jobs or default_jobs()
-        documents, _ = _count(
+        documents, _ = count_input(
             corpus_dir, lines_path, model.tokenizer, False, jobs, quiet, model, None, reading
         )
         removed = documents.counts.n_docs
     result = unlearn_file(model_path, output, model, documents, keys, sources)
     if not quiet:
-        _summary("unlearn", result, output, start, f"-{removed} documents, now ")
+        summary("unlearn", result, output, start, f"-{removed} documents, now ")
 
 
 @click.command(context_settings=CONTEXT)
 @click.argument("corpus_dir", type=FOLDER, metavar="CORPUS_DIR")
-@_model_option
+@model_option
 @fit_options
 @click.option(
     "--format",
@@ -172,7 +172,7 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
     def text(data):
         counts = ", ".join(f"{value} {name}" for name, value in fields.items())
         return [
-            f"sync: {counts} -> {_shown(model_path)}" + ("" if report.changed else " (unchanged)")
+            f"sync: {counts} -> {shown(model_path)}" + ("" if report.changed else " (unchanged)")
         ]
 
     Output(fmt).document({**fields, "model": model_path}, text=text, as_json=json.dumps)

@@ -15,21 +15,27 @@ from ..errors import (
     UsageError,
 )
 from . import predict_options as spec
-from .common import _check_scheduler, _overrides, _progress, _refuse_reading_options, _settings
+from .common import (
+    FileProgress,
+    check_scheduler,
+    estimator_overrides,
+    refuse_reading_options,
+    resolve_settings,
+)
 from .options import (
     CONTEXT,
     FILE_OR_FOLDER,
     FOLDER,
-    _model_option,
     click_option,
     estimator_options,
+    model_option,
     reading_options,
     table_predict_options,
 )
 
 
 @click.command(context_settings=CONTEXT)
-@_model_option
+@model_option
 @click.argument("paths", nargs=-1, type=FILE_OR_FOLDER, metavar="[PATH]...")
 @click.option("--lines", is_flag=True, help="Every line of the input is one document.")
 @click_option(spec.FORMAT)
@@ -115,7 +121,7 @@ def predict(
     if table_options["table"] is not None or table_options["id_column"] is not None:
         if output_dir is not None:
             raise UsageError("--output-dir writes the predictions of documents: not with --table")
-        _refuse_reading_options(reading)
+        refuse_reading_options(reading)
         return _predict_table(
             model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta,
             **table_options,
@@ -154,7 +160,7 @@ def predict(
         # One document: score it without numpy, which would take most of the time to import.
         from .single import predict_one
 
-        overrides = _overrides(event_model, estimator, alpha, beta, text_options)
+        overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
         code = predict_one(
             model_path, documents, overrides, fmt, top_k, abstention, use_exit_code,
             not no_calibration,
@@ -179,11 +185,11 @@ def predict(
 
     evidence = shows_evidence(fmt)
     add_extras = partial(extras, abstention=abstention, explain=explain, evidence=evidence)
-    overrides = _overrides(event_model, estimator, alpha, beta, text_options)
+    overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
     scoring = overrides, not no_calibration
     on_cluster = scheduler and not lines and paths and "-" not in paths
     if on_cluster:
-        _check_scheduler(click.get_current_context(), scheduler)
+        check_scheduler(click.get_current_context(), scheduler)
     files, jobs = (None, 1) if on_cluster else _listed_files(paths, lines, jobs)
     # The progress bar needs the files listed; never over results printed on a terminal.
     bar_wanted = not (quiet or on_cluster or lines or not paths or "-" in paths)
@@ -229,7 +235,7 @@ def predict(
     check_classes(classes)
     labels = []
     listed = [path for path, _ in files] if bar_wanted else []
-    with _progress("predict", listed, not bar_wanted) as bar:
+    with FileProgress("predict", listed, not bar_wanted) as bar:
         for index, (sources, rows, extra) in enumerate(batches):
             if output_dir is not None:
                 _write_predictions(
@@ -342,7 +348,7 @@ def _predict_table(
     from ..reading.table import table_format as detect_format
 
     model = load(model_path)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    settings = resolve_settings(model.defaults, event_model, estimator, alpha, beta)
     classifier = TableClassifier(model, settings)
     header, rows = iter_rows(table, detect_format(table, table_format))
     if header is not None:
