@@ -8,18 +8,18 @@ import click
 from ..errors import (
     ModelKindError,
 )
-from .common import _shown
-from .options import CONTEXT, FILE, _format_option, _model_option
-from .single import echo_lines as _echo_lines
+from .common import shown
+from .options import CONTEXT, FILE, format_option, model_option
 
 
 @click.command(context_settings=CONTEXT)
-@_model_option
-@_format_option("text", "json")
+@model_option
+@format_option("text", "json")
 def info(model_path, fmt):
     """Describe a model: classes with their document counts, vocabulary, settings."""
     from ..modelfile.textfile import load_with_header
-    from ..output.render import info_lines, model_info
+    from ..output.formats import Output
+    from ..output.render import info_json, info_lines, model_info
 
     try:
         model, header = load_with_header(model_path)
@@ -28,16 +28,19 @@ def info(model_path, fmt):
             raise
         return _table_info(model_path, fmt)
     fmt_header = {k: header[k] for k in ("format", "version", "nbclass_version")}
-    _echo_lines(info_lines(model_info(model, model_path, fmt_header), fmt))
+    info = model_info(model, model_path, fmt_header)
+    Output(fmt).document(info, text=info_lines, as_json=info_json)
 
 
 def _table_info(model_path, fmt):
     from ..modelfile.tablefile import load_with_header
-    from ..output.render import table_info_lines, table_model_info
+    from ..output.formats import Output
+    from ..output.render import info_json, table_info_lines, table_model_info
 
     model, header = load_with_header(model_path)
     fmt_header = {k: header[k] for k in ("format", "version", "nbclass_version", "kind")}
-    _echo_lines(table_info_lines(table_model_info(model, model_path, fmt_header), fmt))
+    info = table_model_info(model, model_path, fmt_header)
+    Output(fmt).document(info, text=table_info_lines, as_json=info_json)
 
 
 @click.command(context_settings=CONTEXT)
@@ -51,7 +54,7 @@ def _table_info(model_path, fmt):
     show_default=True,
     help="Words listed per class, and new words listed.",
 )
-@_format_option("text", "json")
+@format_option("text", "json")
 def diff(old_path, new_path, k, fmt):
     """What changed from model A (old) to model B (new).
 
@@ -67,20 +70,17 @@ def diff(old_path, new_path, k, fmt):
       nbclass diff prod.nbc new.nbc -k 10
     """
     from ..evaluation.judging import diff as compare
+    from ..evaluation.judging import diff_notes
     from ..modelfile.textfile import load
+    from ..output.formats import Output
 
     old, new = load(old_path), load(new_path)
-    data = {"old": old_path, "new": new_path, "notes": []}
+    data = {"old": old_path, "new": new_path, "notes": diff_notes(old, new)}
     data.update(compare(old, new, k).to_dict())
-    if old.tokenizer.to_dict() != new.tokenizer.to_dict():
-        data["notes"].append("the models tokenize differently: words may differ for that reason")
-    if old.vocabulary_filter != new.vocabulary_filter or old.selection != new.selection:
-        data["notes"].append("the models use different vocabulary filters or selections")
-    if fmt == "json":
-        from ..output.render import json_text
 
-        _echo_lines([json_text(data)])
-        return
-    from ..output.report import diff_report, show
+    def report(data):  # rich is imported only when the report is drawn
+        from ..output.report import diff_report
 
-    show(*diff_report(data, f"{_shown(old_path)} (old) -> {_shown(new_path)} (new)"))
+        return diff_report(data, f"{shown(old_path)} (old) -> {shown(new_path)} (new)")
+
+    Output(fmt).document(data, report=report)

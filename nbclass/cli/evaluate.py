@@ -14,34 +14,19 @@ from ..errors import (
 )
 from ..models.estimators import (
     AUTO,
-    EstimatorSettings,
 )
-from .common import _line_documents, _overrides, _refuse_reading_options, _settings, _shown
+from .common import estimator_overrides, refuse_reading_options, resolve_settings, shown
 from .options import (
     CONTEXT,
     FILE,
     FOLDER,
-    _format_option,
-    _lines_option,
-    _model_option,
-    _table_format_option,
     estimator_options,
+    format_option,
+    lines_option,
+    model_option,
     reading_options,
+    table_format_option,
 )
-from .single import echo_lines as _echo_lines
-
-
-def _labelled_corpus(folder: str | None, lines_path: str | None, reading, min_classes: int):
-    """The labelled documents of a corpus folder or of --lines, without those the reading
-    policy skips; lines are held in memory (evaluate, cv and check read them more than
-    once)."""
-    from ..reading.corpus import list_corpus, readable
-
-    if lines_path is not None:
-        from ..models.learning import labelled_corpus
-
-        return labelled_corpus(_line_documents(lines_path, reading), min_classes)
-    return readable(list_corpus(folder, min_classes=min_classes), *reading)
 
 
 def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
@@ -52,7 +37,7 @@ def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
 
 
 @click.command(context_settings=CONTEXT)
-@_model_option
+@model_option
 @click.argument("test_dir", type=FOLDER, metavar="[TEST_DIR]", required=False)
 @click.option(
     "--table",
@@ -60,9 +45,9 @@ def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
     metavar="FILE",
     help="With a table model: evaluate on the labelled rows of FILE (CSV, TSV or JSON lines).",
 )
-@_table_format_option
-@_lines_option("Evaluate on")
-@_format_option("text", "json")
+@table_format_option
+@lines_option("Evaluate on")
+@format_option("text", "json")
 @estimator_options("Overrides the model's default without refitting.")
 @reading_options
 def evaluate(
@@ -92,7 +77,7 @@ def evaluate(
             "give a TEST_DIR or --lines FILE (text model), or --table FILE (table model)"
         )
     if table is not None:
-        _refuse_reading_options(reading)
+        refuse_reading_options(reading)
     try:
         return _evaluate(
             model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator,
@@ -120,31 +105,34 @@ def _evaluate(
         from ..reading.table import read_table
 
         model = load_table(model_path)
-        settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+        settings = resolve_settings(model.defaults, event_model, estimator, alpha, beta)
         evaluation = evaluate_table(model, settings, read_table(table, table_format))
         test_dir, n_classes = table, len(model.classes)
     else:
         model = load(model_path)
-        settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
-        corpus = _labelled_corpus(test_dir, lines_path, reading, min_classes=1)
+        settings = resolve_settings(
+            model.defaults, event_model, estimator, alpha, beta, text_options
+        )
+        from ..models.learning import labelled_documents
+
+        corpus = labelled_documents(test_dir, lines_path, *reading, min_classes=1)
         evaluation = run(model, settings, corpus, reading[0])
         n_classes = len(corpus.classes)
         test_dir = _one_source(test_dir, lines_path, "TEST_DIR")
-    if fmt == "json":
-        from ..output.render import json_text
+    from ..output.formats import Output
 
-        _echo_lines(
-            [json_text({"model": model_path, "test_dir": test_dir, **evaluation.to_dict()})]
+    def report(data):  # rich is imported only when the report is drawn
+        from ..output.report import evaluation_report
+
+        title = (
+            f"{shown(model_path)} on {shown(test_dir)}: {evaluation.n_docs} "
+            f"{'rows' if table else 'documents'}, "
+            f"{n_classes} classes\n{_describe_settings(settings, model)}"
         )
-        return
-    from ..output.report import evaluation_report, show
+        return evaluation_report(evaluation, title)
 
-    title = (
-        f"{_shown(model_path)} on {_shown(test_dir)}: {evaluation.n_docs} "
-        f"{'rows' if table else 'documents'}, "
-        f"{n_classes} classes\n{_describe_settings(settings, model)}"
-    )
-    show(*evaluation_report(evaluation, title))
+    data = {"model": model_path, "test_dir": test_dir, **evaluation.to_dict()}
+    Output(fmt).document(data, report=report)
 
 
 _AUTO_TEXT = "model auto: each fold's training documents choose and calibrate, as fit does"
@@ -163,7 +151,7 @@ def _describe_settings(settings, model=None) -> str:
 
 @click.command(context_settings=CONTEXT)
 @click.argument("corpus_dir", type=FOLDER, metavar="[CORPUS_DIR]", required=False)
-@_lines_option("Cross-validate")
+@lines_option("Cross-validate")
 @click.option(
     "-k",
     "--folds",
@@ -196,7 +184,7 @@ def _describe_settings(settings, model=None) -> str:
     "Overrides the defaults (of --like's model, if given).  "
     f"[default: --model {AUTO}]"
 )
-@_format_option("text", "json")
+@format_option("text", "json")
 @click.option(
     "-j",
     "--jobs",
@@ -239,37 +227,18 @@ def cv(
     """
     source = _one_source(corpus_dir, lines_path, "CORPUS_DIR")
     from ..counting.counts import default_jobs
-    from ..evaluation.judging import cross_validate
-    from ..models.estimators import AUTO, overridden, resolve
-    from ..models.model import VocabularyFilter
-    from ..text.tokenizer import TokenizerSettings
+    from ..evaluation.judging import cross_validate, cv_settings
 
-    overrides = _overrides(event_model, estimator, alpha, beta, text_options)
+    overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
+    like = None
     if like_path:
         from ..modelfile.textfile import load
 
         like = load(like_path)
-        tokenizer, vocabulary_filter, defaults = (
-            like.tokenizer,
-            like.vocabulary_filter,
-            like.defaults,
-        )
-        auto = like.choice is not None  # chosen by fit: choose the same way in every fold
-    else:
-        tokenizer, vocabulary_filter, defaults = (
-            TokenizerSettings(),
-            VocabularyFilter(),
-            EstimatorSettings(),  # the formula of the options given, if any
-        )
-        auto = True  # fit's default, --model auto
-    if event_model == AUTO and overridden(**dict(overrides, model=None)):
-        raise UsageError(
-            "--model auto chooses the estimator, priors and transforms itself: give "
-            "--model NAME to set them"
-        )
-    auto = event_model == AUTO or (auto and not overridden(**overrides))
-    settings = None if auto else resolve(defaults, **overrides)
-    corpus = _labelled_corpus(corpus_dir, lines_path, reading, min_classes=2)
+    tokenizer, vocabulary_filter, settings = cv_settings(like, overrides)
+    from ..models.learning import labelled_documents
+
+    corpus = labelled_documents(corpus_dir, lines_path, *reading, min_classes=2)
     result = cross_validate(
         corpus,
         tokenizer,
@@ -289,23 +258,23 @@ def cv(
         "settings": AUTO if settings is None else settings.to_dict(),
         **result.to_dict(),
     }
-    if fmt == "json":
-        from ..output.render import json_text
+    from ..output.formats import Output
 
-        _echo_lines([json_text(data)])
-        return
-    from ..output.report import cross_validation_report, show
+    def report(data):  # rich is imported only when the report is drawn
+        from ..output.report import cross_validation_report
 
-    title = (
-        f"{_shown(source)}: {data['documents']} documents, {len(corpus.classes)} classes, "
-        f"{folds} stratified folds (seed {seed})\n"
-        + (_AUTO_TEXT if settings is None else _describe_settings(settings))
-    )
-    show(*cross_validation_report(data, title))
+        title = (
+            f"{shown(source)}: {data['documents']} documents, {len(corpus.classes)} classes, "
+            f"{folds} stratified folds (seed {seed})\n"
+            + (_AUTO_TEXT if settings is None else _describe_settings(settings))
+        )
+        return cross_validation_report(data, title)
+
+    Output(fmt).document(data, report=report)
 
 
 @click.command(context_settings=CONTEXT)
-@_model_option
+@model_option
 @click.option(
     "--baseline",
     "baseline_path",
@@ -315,7 +284,7 @@ def cv(
     help="The model in production, that MODEL would replace.",
 )
 @click.argument("test_dir", type=FOLDER, metavar="[TEST_DIR]", required=False)
-@_lines_option("Test on")
+@lines_option("Test on")
 @click.option(
     "--max-drop",
     type=float,
@@ -329,7 +298,7 @@ def cv(
     default=None,
     help="Also fail if the new model's expected calibration error is above this.",
 )
-@_format_option("text", "json")
+@format_option("text", "json")
 @estimator_options("Overrides both models' defaults.")
 @reading_options
 def check(
@@ -369,22 +338,24 @@ def check(
     new, baseline = load(model_path), load(baseline_path)
     overrides = {"model": event_model, "estimator": estimator, "alpha": alpha, "beta": beta}
     overrides.update(text_options)
-    corpus = _labelled_corpus(test_dir, lines_path, reading, min_classes=1)
+    from ..models.learning import labelled_documents
+
+    corpus = labelled_documents(test_dir, lines_path, *reading, min_classes=1)
     result = run(new, baseline, corpus, max_drop, max_ece, overrides, reading[0])
     data = {"model": model_path, "baseline": baseline_path, "test_dir": source}
     data.update(result.to_dict())
-    if fmt == "json":
-        from ..output.render import json_text
+    from ..output.formats import Output
 
-        _echo_lines([json_text(data)])
-    else:
-        from ..output.report import check_report, show
+    def report(data):  # rich is imported only when the report is drawn
+        from ..output.report import check_report
 
         title = (
-            f"{_shown(model_path)} (new) against {_shown(baseline_path)} (baseline) on "
-            f"{_shown(source)}: "
+            f"{shown(model_path)} (new) against {shown(baseline_path)} (baseline) on "
+            f"{shown(source)}: "
             f"{result.new.n_docs} documents"
         )
-        show(*check_report(data, title))
+        return check_report(data, title)
+
+    Output(fmt).document(data, report=report)
     if not result.passed:
         raise click.exceptions.Exit(EXIT_CHECK_FAILED)

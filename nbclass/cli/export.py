@@ -7,16 +7,16 @@ import time
 
 import click
 
-from .common import _overrides
-from .options import CONTEXT, FILE, _format_option, _model_option, estimator_options
+from .common import estimator_overrides
+from .options import CONTEXT, FILE, estimator_options, format_option, model_option
 
 
 @click.command(context_settings=CONTEXT)
-@_model_option
+@model_option
 @click.option(
     "-o", "--output", required=True, type=FILE, metavar="FILE", help="Export file to write."
 )
-@_format_option("json", "npz")
+@format_option("json", "npz")
 @estimator_options("Default: the model's own, as predict uses them.")
 @click.option(
     "--no-calibration",
@@ -48,7 +48,7 @@ def export(
 
     start = time.perf_counter()
     model = load(model_path)
-    overrides = _overrides(event_model, estimator, alpha, beta, text_options)
+    overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
     settings, calibration = scoring_settings(model, overrides, not no_calibration)
     write_export(model, settings, output, fmt, calibration)
     if not quiet:

@@ -9,13 +9,12 @@ from ..errors import (
     ModelKindError,
     UsageError,
 )
-from .common import _settings, _shown
-from .options import CONTEXT, FILE, _format_option, _model_option, estimator_options
-from .single import echo_lines as _echo_lines
+from .common import resolve_settings, shown
+from .options import CONTEXT, FILE, estimator_options, format_option, model_option
 
 
 @click.command("top-features", context_settings=CONTEXT)
-@_model_option
+@model_option
 @click.option(
     "-k", "k", type=click.IntRange(min=1), default=20, show_default=True, help="How many words."
 )
@@ -27,7 +26,7 @@ from .single import echo_lines as _echo_lines
     help="Instead: the K words that most favour each class, by log θ_jc − log θ_j,rest "
     "(prints class<TAB>word<TAB>log_ratio).",
 )
-@_format_option("tsv", "jsonl")
+@format_option("tsv", "jsonl")
 @estimator_options("Only --model, --estimator, --alpha and --beta matter here.")
 def top_features(
     model_path, k, per_class, fmt, event_model, estimator, alpha, beta, text_options
@@ -52,7 +51,8 @@ def top_features(
     """
     from ..modelfile.textfile import load
     from ..models.selection import top_features as rank
-    from ..output.render import feature_lines
+    from ..output.formats import Output
+    from ..output.render import feature_record, feature_row
 
     try:
         model = load(model_path)
@@ -65,7 +65,7 @@ def top_features(
                 "model: use -k"
             ) from None
         return _table_top_features(model_path, k, fmt, event_model, estimator, alpha, beta)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+    settings = resolve_settings(model.defaults, event_model, estimator, alpha, beta, text_options)
     if per_class is not None:
         return _per_class_features(model, settings, per_class, fmt)
     features = rank(model.active_counts, settings, k)
@@ -79,14 +79,15 @@ def top_features(
         from dataclasses import replace
 
         features = [replace(f, word=model.display(f.word)) for f in features]
-    _echo_lines(feature_lines(features, fmt))
+    Output(fmt).records(features, feature_record, feature_row)
 
 
 def _per_class_features(model, settings, k: int, fmt: str) -> None:
     from dataclasses import replace
 
     from ..models.selection import class_top_features
-    from ..output.render import class_feature_lines
+    from ..output.formats import Output
+    from ..output.render import class_feature_record, class_feature_row
 
     features = class_top_features(model.active_counts, settings, k)
     V = len(model.active_counts.vocabulary)
@@ -98,11 +99,11 @@ def _per_class_features(model, settings, k: int, fmt: str) -> None:
         )
     if model.column_words is not None:
         features = [replace(f, word=model.display(f.word)) for f in features]
-    _echo_lines(class_feature_lines(features, fmt))
+    Output(fmt).records(features, class_feature_record, class_feature_row)
 
 
 @click.command("select-features", context_settings=CONTEXT)
-@_model_option
+@model_option
 @click.option("-k", "k", type=click.IntRange(min=1), required=True, help="How many words to keep.")
 @click.option(
     "-o", "--output", required=True, type=FILE, metavar="PRUNED", help="Model file to write."
@@ -125,13 +126,13 @@ def select_features(
     from ..models.model import select_features as select
 
     model = load(model_path)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta, text_options)
+    settings = resolve_settings(model.defaults, event_model, estimator, alpha, beta, text_options)
     pruned = select(model, k, settings)
     save(pruned, output)
     if not quiet:
         click.echo(
             f"select-features: kept {len(pruned.counts.vocabulary)} of "
-            f"{len(model.active_counts.vocabulary)} words -> {_shown(output)}",
+            f"{len(model.active_counts.vocabulary)} words -> {shown(output)}",
             err=True,
         )
 
@@ -139,8 +140,10 @@ def select_features(
 def _table_top_features(model_path, k, fmt, event_model, estimator, alpha, beta):
     from ..modelfile.tablefile import load
     from ..models.tablemodel import table_top_features
-    from ..output.render import table_feature_lines
+    from ..output.formats import Output
+    from ..output.render import table_feature_record, table_feature_row
 
     model = load(model_path)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
-    _echo_lines(table_feature_lines(table_top_features(model, settings, k), fmt))
+    settings = resolve_settings(model.defaults, event_model, estimator, alpha, beta)
+    features = table_top_features(model, settings, k)
+    Output(fmt).records(features, table_feature_record, table_feature_row)

@@ -16,17 +16,14 @@ from ..models.estimators import (
 )
 from ..text.tokenizer import DEFAULT_NGRAM_RANGE, DEFAULT_TOKEN_PATTERN
 from .common import (
-    _check_scheduler,
-    _count,
-    _fit_settings,
-    _given,
-    _new_model,
-    _refuse_reading_options,
-    _reload,
-    _settings,
-    _shown,
-    _summary,
-    _with_defaults,
+    check_scheduler,
+    count_input,
+    fit_settings,
+    given,
+    refuse_reading_options,
+    resolve_settings,
+    shown,
+    summary,
 )
 from .options import CONTEXT, FILE, FOLDER, fit_options, reading_options, table_fit_options
 
@@ -125,7 +122,7 @@ def fit(
             return _update_table(ctx, update_path, output, quiet, table_options)
         if output is None:
             raise UsageError("give -o MODEL")
-        _refuse_reading_options(reading)
+        refuse_reading_options(reading)
         from ..modelfile.textfile import check_destination
 
         check_destination(output)
@@ -141,7 +138,7 @@ def fit(
     if scheduler:
         from ..cluster.remote import require_dask
 
-        _check_scheduler(ctx, scheduler)
+        check_scheduler(ctx, scheduler)
         require_dask()
     start = time.perf_counter()
     if (corpus_dir is None) == (lines_path is None):
@@ -165,33 +162,31 @@ def fit(
             raise UsageError(
                 f"{update_path!r} keeps no ledger; --ledger needs one from its first fit"
             )
-    tokenizer, vocabulary_filter, defaults, auto = _fit_settings(ctx, options, base)
+    tokenizer, vocabulary_filter, defaults, auto = fit_settings(ctx, options, base)
     keep_ledger = ledger if base is None else base.ledger is not None
     # Read and count before taking the lock: the input may be a slow pipe, and the lock
     # should be held only while the model is read, changed and written.
-    documents, corpus = _count(
+    documents, corpus = count_input(
         corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base, scheduler, reading,
         sample=auto,
     )  # fmt: skip
     if base is None:
-        model = _new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
+        from ..models.learning import new_model
+
+        model = new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
         if typicality and not auto and corpus is not None:  # typical documents (novelty.py)
             from ..models.model import with_typicality
 
             model = with_typicality(model, corpus, reading[0])
-    with locked(output):
-        if base is not None:
-            from dataclasses import replace
+        with locked(output):
+            save(model, output)
+    else:
+        from ..modelfile.updating import update_file
 
-            from ..models.learning import update
-
-            current = _reload(update_path, base)
-            current = replace(current, vocabulary_filter=vocabulary_filter)
-            model = update(_with_defaults(current, defaults), documents)
-        save(model, output)
+        model = update_file(update_path, output, base, documents, vocabulary_filter, defaults)
     if not quiet:
         extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "
-        _summary("update" if base is not None else "fit", model, output, start, extra, auto)
+        summary("update" if base is not None else "fit", model, output, start, extra, auto)
 
 
 def _update_table(ctx, update_path, output, quiet, table_options):
@@ -204,10 +199,10 @@ def _update_table(ctx, update_path, output, quiet, table_options):
         "prior_fit": "--prior-fit", "class_prior": "--class-prior",
         "column_types": "--column-types", "var_smoothing": "--var-smoothing",
     }  # fmt: skip
-    given = [option for name, option in settings.items() if _given(ctx, name)]
-    if given:
+    named = [option for name, option in settings.items() if given(ctx, name)]
+    if named:
         raise UsageError(
-            f"--update adds rows with the table model's own settings: leave out {given[0]}"
+            f"--update adds rows with the table model's own settings: leave out {named[0]}"
         )
     from ..modelfile.tablefile import load, save
     from ..modelfile.textfile import check_destination, locked
@@ -226,7 +221,7 @@ def _update_table(ctx, update_path, output, quiet, table_options):
     if not quiet:
         click.echo(
             f"update: +{part.n_rows} rows, now {model.n_rows} rows, {len(model.classes)} "
-            f"classes, {time.perf_counter() - start:.2f} s -> {_shown(output)}",
+            f"classes, {time.perf_counter() - start:.2f} s -> {shown(output)}",
             err=True,
         )
 
@@ -250,7 +245,7 @@ def _fit_table(
     from ..text.tokenizer import TokenizerSettings, load_stop_words
 
     start = time.perf_counter()
-    defaults = _settings(TABLE_DEFAULTS, event_model, estimator, alpha, beta)
+    defaults = resolve_settings(TABLE_DEFAULTS, event_model, estimator, alpha, beta)
     words, source = load_stop_words(stop_words, lowercase)
     tokenizer = TokenizerSettings(
         lowercase=lowercase,
@@ -277,6 +272,6 @@ def _fit_table(
         )
         click.echo(
             f"fit: {model.n_rows} rows, {len(model.classes)} classes, {len(kinds)} columns "
-            f"({described}), {seconds:.2f} s -> {_shown(output)}",
+            f"({described}), {seconds:.2f} s -> {shown(output)}",
             err=True,
         )

@@ -3,26 +3,15 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 import click
 
 from ..errors import (
-    ModelKindError,
     UsageError,
 )
-from .common import (
-    _count,
-    _fit_settings,
-    _line_documents,
-    _new_model,
-    _reload,
-    _shown,
-    _summary,
-    _with_defaults,
-)
-from .options import CONTEXT, FILE, FOLDER, _model_option, fit_options, reading_options
+from .common import count_input, fit_settings, line_documents, shown, summary
+from .options import CONTEXT, FILE, FOLDER, fit_options, model_option, reading_options
 
 
 @click.command(context_settings=CONTEXT)
@@ -44,55 +33,26 @@ def merge(models, output, quiet):
     Example:
       nbclass merge shard-1.nbc shard-2.nbc shard-3.nbc -o all.nbc
     """
-    from ..modelfile.textfile import load, locked, save
-    from ..models.learning import combine
+    from ..modelfile.updating import merge_files
+    from ..models.tablemodel import TableModel
 
     start = time.perf_counter()
-    if len(models) < 2:
-        raise UsageError("give at least two models to merge")
-    try:
-        loaded = [load(path) for path in models]
-    except ModelKindError as exc:
-        if exc.kind != "table":
-            raise
-        return _merge_tables(models, output, quiet, start)
-    with locked(output):
-        merged = combine(loaded, list(models))
-        save(merged, output)
-    if not quiet:
-        _summary("merge", merged, output, start, f"{len(models)} models, ")
-
-
-def _merge_tables(paths, output, quiet, start):
-    from ..modelfile.tablefile import load, save
-    from ..modelfile.textfile import locked
-    from ..models.tablemodel import merge_tables
-
-    tables, texts = [], []
-    for path in paths:
-        try:
-            tables.append(load(path))
-        except ModelKindError:
-            texts.append(path)
-    if texts:
-        raise UsageError(
-            f"cannot merge the text model {texts[0]!r} with table models: merge text models "
-            "with text models and table models (fit --table) with table models"
-        )
-    with locked(output):
-        merged = merge_tables(*tables)
-        save(merged, output)
-    if not quiet:
+    merged = merge_files(models, output)
+    if quiet:
+        return
+    if isinstance(merged, TableModel):
         click.echo(
-            f"merge: {len(paths)} models, {merged.n_rows} rows, {len(merged.classes)} classes, "
-            f"{time.perf_counter() - start:.2f} s -> {_shown(output)}",
+            f"merge: {len(models)} models, {merged.n_rows} rows, {len(merged.classes)} classes, "
+            f"{time.perf_counter() - start:.2f} s -> {shown(output)}",
             err=True,
         )
+    else:
+        summary("merge", merged, output, start, f"{len(models)} models, ")
 
 
 @click.command(context_settings=CONTEXT)
 @click.argument("corpus_dir", type=FOLDER, metavar="[CORPUS_DIR]", required=False)
-@_model_option
+@model_option
 @click.option(
     "--lines",
     "lines_path",
@@ -126,17 +86,19 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):
       printf 'spam\tHi mum, see you at 6\n' | nbclass unlearn --lines - -m model.nbc
     """
     from ..counting.counts import default_jobs
-    from ..modelfile.textfile import load, locked, save
-    from ..models.learning import line_keys, unlearn_counts, unlearn_keys
+    from ..modelfile.textfile import load
+    from ..modelfile.updating import unlearn_file
+    from ..models.learning import line_keys
 
     start = time.perf_counter()
     if (corpus_dir is None) == (lines_path is None):
         raise UsageError("give a CORPUS_DIR, or --lines FILE (one of them)")
     output = output or model_path
     model = load(model_path)
+    keys, sources, documents = None, (), None
     if model.ledger is not None:
         if lines_path is not None:
-            keys, sources = line_keys(_line_documents(lines_path, reading))
+            keys, sources = line_keys(line_documents(lines_path, reading))
         else:
             from ..models.learning import corpus_keys
             from ..reading.corpus import list_corpus
@@ -145,24 +107,18 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):
         removed = len(keys)
     else:
         jobs = jobs or default_jobs()
-        documents, _ = _count(
+        documents, _ = count_input(
             corpus_dir, lines_path, model.tokenizer, False, jobs, quiet, model, None, reading
         )
         removed = documents.counts.n_docs
-    with locked(output):
-        model = _reload(model_path, model)
-        if model.ledger is not None:
-            result = unlearn_keys(model, keys, sources)
-        else:
-            result = unlearn_counts(model, documents)
-        save(result, output)
+    result = unlearn_file(model_path, output, model, documents, keys, sources)
     if not quiet:
-        _summary("unlearn", result, output, start, f"-{removed} documents, now ")
+        summary("unlearn", result, output, start, f"-{removed} documents, now ")
 
 
 @click.command(context_settings=CONTEXT)
 @click.argument("corpus_dir", type=FOLDER, metavar="CORPUS_DIR")
-@_model_option
+@model_option
 @fit_options
 @click.option(
     "--format",
@@ -191,45 +147,20 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
       */5 * * * *  nbclass sync /srv/tickets -m /srv/tickets.nbc
     """
     import json
+    from functools import partial
 
     from ..counting.counts import default_jobs
-    from ..modelfile.textfile import load, locked, save
-    from ..models.learning import SyncReport
-    from ..models.learning import sync as sync_model
+    from ..modelfile.updating import sync_folder
     from ..reading.corpus import list_corpus
 
-    jobs = jobs or default_jobs()
-    with locked(model_path):
-        corpus = list_corpus(corpus_dir)
-        if os.path.exists(model_path):
-            from dataclasses import replace
-
-            model = load(model_path)
-            _, vocabulary_filter, defaults, _ = _fit_settings(ctx, options, model)
-            resettled = (vocabulary_filter, defaults) != (model.vocabulary_filter, model.defaults)
-            model = replace(model, vocabulary_filter=vocabulary_filter)
-            model, report = sync_model(_with_defaults(model, defaults), corpus, jobs, *reading)
-            if report.changed and model.choice is not None:
-                # A model that fit chose is chosen again from the folder as it is now, so
-                # that sync stays equal to a fresh fit of the folder.
-                from ..models.learning import corpus_sample
-                from ..models.model import with_choice
-
-                model = with_choice(model, corpus_sample(corpus, reading[0]), jobs)
-        else:
-            from ..models.learning import count_documents
-
-            tokenizer, vocabulary_filter, defaults, auto = _fit_settings(ctx, options)
-            policy, log = reading
-            documents = count_documents(
-                corpus, tokenizer, True, jobs, policy=policy, log=log, sample=auto
-            )
-            model = _new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
-            report, resettled = SyncReport(added=documents.counts.n_docs), True
-        if report.changed or resettled:
-            save(model, model_path)
+    settings = partial(fit_settings, ctx, options)
+    model, report = sync_folder(
+        model_path, partial(list_corpus, corpus_dir), settings, jobs or default_jobs(), *reading
+    )
     if quiet:
         return
+    from ..output.formats import Output
+
     fields = {
         "added": report.added,
         "removed": report.removed,
@@ -237,10 +168,11 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
         "unchanged": report.unchanged,
         "documents": model.counts.n_docs,
     }
-    if fmt == "json":
-        click.echo(json.dumps({**fields, "model": model_path}))
-    else:
-        click.echo(
-            "sync: " + ", ".join(f"{value} {name}" for name, value in fields.items())
-            + f" -> {_shown(model_path)}" + ("" if report.changed else " (unchanged)")
-        )
+
+    def text(data):
+        counts = ", ".join(f"{value} {name}" for name, value in fields.items())
+        return [
+            f"sync: {counts} -> {shown(model_path)}" + ("" if report.changed else " (unchanged)")
+        ]
+
+    Output(fmt).document({**fields, "model": model_path}, text=text, as_json=json.dumps)

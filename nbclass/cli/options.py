@@ -152,7 +152,7 @@ def _collect_text_options(command):
     return wrapper
 
 
-def _format_option(*choices: str):
+def format_option(*choices: str):
     """--format, the first choice being the default."""
     return click.option(
         "--format",
@@ -189,7 +189,7 @@ def click_option(option: spec.Option, **changes):
     return click.option(*option.names, option.key, **keywords)
 
 
-def _model_option(command):
+def model_option(command):
     return click_option(spec.MODEL_FILE, required=True)(command)
 
 
@@ -287,7 +287,7 @@ def table_fit_options(command):
             help="Learn from a table (CSV, TSV or JSON lines; - for stdin) instead of a folder.",
         ),
         click.option("--label", metavar="COLUMN", help="With --table: the column of classes."),
-        _table_format_option,
+        table_format_option,
         click.option(
             "--column-types",
             metavar="NAME=TYPE,...",
@@ -308,7 +308,7 @@ def table_fit_options(command):
     return command
 
 
-_table_format_option = click.option(
+table_format_option = click.option(
     "--table-format",
     type=click.Choice(["csv", "tsv", "jsonl"]),
     default=None,
@@ -325,7 +325,7 @@ def table_predict_options(command):
             metavar="FILE",
             help="Classify the rows of a table (table models; - for stdin).",
         ),
-        _table_format_option,
+        table_format_option,
         click.option(
             "--id",
             "id_column",
@@ -409,7 +409,7 @@ def fit_options(command):
     return command
 
 
-def _lines_option(what: str):
+def lines_option(what: str):
     """--lines FILE|- of evaluate, cv and check: labelled documents, read as fit --lines."""
     return click.option(
         "--lines",

@@ -15,22 +15,27 @@ from ..errors import (
     UsageError,
 )
 from . import predict_options as spec
-from .common import _check_scheduler, _overrides, _progress, _refuse_reading_options, _settings
+from .common import (
+    FileProgress,
+    check_scheduler,
+    estimator_overrides,
+    refuse_reading_options,
+    resolve_settings,
+)
 from .options import (
     CONTEXT,
     FILE_OR_FOLDER,
     FOLDER,
-    _model_option,
     click_option,
     estimator_options,
+    model_option,
     reading_options,
     table_predict_options,
 )
-from .single import echo_lines as _echo_lines
 
 
 @click.command(context_settings=CONTEXT)
-@_model_option
+@model_option
 @click.argument("paths", nargs=-1, type=FILE_OR_FOLDER, metavar="[PATH]...")
 @click.option("--lines", is_flag=True, help="Every line of the input is one document.")
 @click_option(spec.FORMAT)
@@ -116,7 +121,7 @@ def predict(
     if table_options["table"] is not None or table_options["id_column"] is not None:
         if output_dir is not None:
             raise UsageError("--output-dir writes the predictions of documents: not with --table")
-        _refuse_reading_options(reading)
+        refuse_reading_options(reading)
         return _predict_table(
             model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta,
             **table_options,
@@ -155,7 +160,7 @@ def predict(
         # One document: score it without numpy, which would take most of the time to import.
         from .single import predict_one
 
-        overrides = _overrides(event_model, estimator, alpha, beta, text_options)
+        overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
         code = predict_one(
             model_path, documents, overrides, fmt, top_k, abstention, use_exit_code,
             not no_calibration,
@@ -171,18 +176,20 @@ def predict(
     from ..models.explain import extras, score_batch
     from ..models.model import BATCH_SIZE, Classifier, scoring_settings
     from ..models.scoring import worth_parallel
+    from ..output.render import shows_evidence
 
     def check_classes(classes) -> None:
         abstention.check_classes(classes)
         if use_exit_code:
             check_exit_classes(classes)
 
-    add_extras = partial(extras, abstention=abstention, explain=explain, evidence=fmt == "jsonl")
-    overrides = _overrides(event_model, estimator, alpha, beta, text_options)
+    evidence = shows_evidence(fmt)
+    add_extras = partial(extras, abstention=abstention, explain=explain, evidence=evidence)
+    overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
     scoring = overrides, not no_calibration
     on_cluster = scheduler and not lines and paths and "-" not in paths
     if on_cluster:
-        _check_scheduler(click.get_current_context(), scheduler)
+        check_scheduler(click.get_current_context(), scheduler)
     files, jobs = (None, 1) if on_cluster else _listed_files(paths, lines, jobs)
     # The progress bar needs the files listed; never over results printed on a terminal.
     bar_wanted = not (quiet or on_cluster or lines or not paths or "-" in paths)
@@ -195,15 +202,21 @@ def predict(
         except NbclassError:  # a missing path: its error comes in its turn
             bar_wanted = False
     if on_cluster and output_dir is not None:
-        return _write_on_cluster(
-            scheduler, model_path, paths, scoring, abstention, explain, reading, output_dir,
+        from ..cluster.remote import write_paths
+
+        problems = write_paths(
+            scheduler, model_path, paths, scoring, abstention, explain, *reading, output_dir,
             fmt, top_k,
         )  # fmt: skip
+        for problem in problems:
+            warnings.warn(problem, NbclassWarning, stacklevel=1)
+        return
     if on_cluster:
-        classes, settings, batches = _predict_on_cluster(
-            scheduler, model_path, paths, scoring, abstention, explain, reading
+        from ..cluster.remote import predict_paths
+
+        classes, settings, batches = predict_paths(
+            scheduler, model_path, paths, scoring, abstention, explain, *reading
         )
-        batches = ((s.sources, s.log_proba.tolist(), extra) for s, extra in batches)
     elif files is not None and jobs > 1 and worth_parallel(files, BATCH_SIZE):
         classes, settings, batches = _predict_in_parallel(
             model_path, files, jobs, scoring, reading, add_extras, check_classes
@@ -222,7 +235,7 @@ def predict(
     check_classes(classes)
     labels = []
     listed = [path for path, _ in files] if bar_wanted else []
-    with _progress("predict", listed, not bar_wanted) as bar:
+    with FileProgress("predict", listed, not bar_wanted) as bar:
         for index, (sources, rows, extra) in enumerate(batches):
             if output_dir is not None:
                 _write_predictions(
@@ -254,56 +267,6 @@ def _write_predictions(
     write_part(folder, part_name(index, fmt), lines)
     for problem in prediction_labels(sources, classes, rows, settings, extras, unsure_label)[1]:
         warnings.warn(problem, NbclassWarning, stacklevel=1)
-
-
-def _cluster_model(model_path, paths, scoring):
-    """What a predict on a Dask cluster sends: ``(data, settings, calibration, classes,
-    files)``, the model file's bytes (the workers get these very bytes), the settings and
-    calibration it is scored with, its classes and the files of ``paths``."""
-    from ..cluster.remote import require_dask
-    from ..modelfile.fileformat import read
-    from ..modelfile.textfile import loads
-    from ..models.model import scoring_settings
-    from ..reading.corpus import expand_paths
-
-    require_dask()
-    data = read(model_path)
-    model = loads(data, model_path)
-    settings, calibration = scoring_settings(model, *scoring)
-    files = list(expand_paths(paths))  # a missing path stops before any work is sent
-    return data, settings, calibration, model.active_counts.classes, files
-
-
-def _write_on_cluster(
-    scheduler, model_path, paths, scoring, abstention, explain, reading, folder, fmt, top_k
-):  # fmt: skip
-    """--output-dir with --scheduler: each worker writes the parts it scores."""
-    import warnings
-
-    from ..cluster.remote import write_predictions
-
-    data, settings, calibration, classes, files = _cluster_model(model_path, paths, scoring)
-    abstention.check_classes(classes)
-    _, _, problems = write_predictions(
-        scheduler, data, classes, settings, files, abstention, explain, *reading, folder, fmt,
-        top_k, abstention.label, calibration=calibration,
-    )  # fmt: skip
-    for problem in problems:
-        warnings.warn(problem, NbclassWarning, stacklevel=1)
-
-
-def _predict_on_cluster(
-    scheduler, model_path, paths, scoring, abstention, explain, reading
-):  # fmt: skip
-    """``(classes, settings, batches)`` of the files at ``paths``, scored by a Dask cluster."""
-    from ..cluster.remote import predict_files
-
-    data, settings, calibration, classes, files = _cluster_model(model_path, paths, scoring)
-    batches = predict_files(
-        scheduler, data, classes, settings, files, abstention, explain, *reading,
-        calibration=calibration,
-    )  # fmt: skip
-    return classes, settings, batches
 
 
 def _listed_files(paths, lines: bool, jobs: int | None):
@@ -379,12 +342,13 @@ def _predict_table(
         raise UsageError("--table FILE classifies rows: give no PATH and no --lines")
     from ..modelfile.tablefile import load
     from ..models.tablemodel import TableClassifier
-    from ..output.render import prediction_lines
+    from ..output.formats import Output
+    from ..output.render import prediction_views
     from ..reading.table import iter_rows
     from ..reading.table import table_format as detect_format
 
     model = load(model_path)
-    settings = _settings(model.defaults, event_model, estimator, alpha, beta)
+    settings = resolve_settings(model.defaults, event_model, estimator, alpha, beta)
     classifier = TableClassifier(model, settings)
     header, rows = iter_rows(table, detect_format(table, table_format))
     if header is not None:
@@ -404,9 +368,10 @@ def _predict_table(
             name = row.get(id_column) if id_column is not None else None
             yield (f"{table}:{number}" if name is None else name), row
 
+    out, views = Output(fmt), prediction_views(model.classes, top_k)
     for predictions in classifier.predict_rows(sources()):
         log_rows = predictions.log_proba.tolist()
-        _echo_lines(prediction_lines(predictions.sources, model.classes, log_rows, fmt, top_k))
+        out.records(zip(predictions.sources, log_rows), *views)
         for source, row in zip(predictions.sources, log_rows):
             if max(row) == float("-inf"):
                 warnings.warn(

@@ -562,6 +562,57 @@ def write_predictions(
     return written, count, problems
 
 
+def model_to_send(model_path: str, paths: Sequence[str], overrides: dict, use_calibration: bool):
+    """What a predict on a cluster sends: ``(data, settings, calibration, classes, files)``,
+    the model file's bytes (the workers get these very bytes), the settings and
+    calibration it is scored with (:func:`nbclass.models.model.scoring_settings` of the
+    estimator ``overrides``), its classes and the files of ``paths`` (a missing path
+    stops here, before any work is sent)."""
+    from ..modelfile.fileformat import read
+    from ..modelfile.textfile import loads
+    from ..models.model import scoring_settings
+    from ..reading.corpus import expand_paths
+
+    require_dask()
+    data = read(model_path)
+    model = loads(data, model_path)
+    settings, calibration = scoring_settings(model, overrides, use_calibration)
+    files = list(expand_paths(paths))
+    return data, settings, calibration, model.active_counts.classes, files
+
+
+def predict_paths(
+    address: str, model_path: str, paths: Sequence[str], scoring: tuple, abstention,
+    explain: int | None, policy, log,
+) -> tuple[Sequence[str], object, Iterator]:  # fmt: skip
+    """``(classes, settings, batches)`` of the files at ``paths`` scored on the cluster
+    with the model at ``model_path`` and ``scoring``, ``(overrides, use_calibration)``:
+    each batch is ``(sources, log_proba rows, extras)`` (:func:`predict_files`)."""
+    data, settings, calibration, classes, files = model_to_send(model_path, paths, *scoring)
+    batches = predict_files(
+        address, data, classes, settings, files, abstention, explain, policy, log,
+        calibration=calibration,
+    )  # fmt: skip
+    rows = ((s.sources, s.log_proba.tolist(), extra) for s, extra in batches)
+    return classes, settings, rows
+
+
+def write_paths(
+    address: str, model_path: str, paths: Sequence[str], scoring: tuple, abstention,
+    explain: int | None, policy, log, folder: str, fmt: str, top_k,
+) -> list[str]:  # fmt: skip
+    """Score the files at ``paths`` on the cluster, each worker writing the parts it
+    scores into ``folder`` (:func:`write_predictions`); returns the warnings about
+    documents that every class rules out."""
+    data, settings, calibration, classes, files = model_to_send(model_path, paths, *scoring)
+    abstention.check_classes(classes)
+    _, _, problems = write_predictions(
+        address, data, classes, settings, files, abstention, explain, policy, log, folder, fmt,
+        top_k, abstention.label, calibration=calibration,
+    )  # fmt: skip
+    return problems
+
+
 # fit ----------------------------------------------------------------------------------
 
 

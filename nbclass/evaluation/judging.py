@@ -29,7 +29,7 @@ from ..counting.counts import Counts, count_corpus, count_texts, merge, subtract
 from ..defaults import DEFAULT_FOLDS, DEFAULT_SEED
 from ..errors import NbclassError, UsageError
 from ..models import metrics
-from ..models.estimators import DEFAULTS, EstimatorSettings
+from ..models.estimators import AUTO, DEFAULTS, EstimatorSettings, overridden, resolve
 from ..models.learning import corpus_sample
 from ..models.model import BATCH_SIZE, Classifier, Model, VocabularyFilter, with_choice
 from ..models.tablemodel import TableClassifier, TableModel
@@ -283,6 +283,41 @@ class CrossValidation:
                 for m, (sizes, accuracies) in enumerate(self.curve)
             ],
         }
+
+
+def cv_settings(
+    like: Model | None, overrides: dict
+) -> tuple[TokenizerSettings, VocabularyFilter, EstimatorSettings | None]:
+    """``(tokenizer, vocabulary_filter, settings)`` of a cross-validation: as the model
+    ``like`` fits (its tokenizer, filter and defaults), or as a fit with no options does.
+
+    ``overrides`` are the estimator options given (``None``: not given), as
+    :func:`nbclass.models.estimators.resolve` takes them. ``settings`` is ``None`` when
+    each fold's training documents are to choose them, as fit does: for ``--model auto``,
+    and when no option is given and ``like`` (if any) had its settings chosen.
+
+    Raises
+    ------
+    UsageError
+        For ``--model auto`` with other estimator options.
+    """
+    if like is not None:
+        tokenizer, vocabulary_filter, defaults = (
+            like.tokenizer, like.vocabulary_filter, like.defaults,
+        )  # fmt: skip
+        auto = like.choice is not None  # chosen by fit: choose the same way in every fold
+    else:  # the formula of the options given, if any; else fit's default, --model auto
+        tokenizer, vocabulary_filter, defaults = (
+            TokenizerSettings(), VocabularyFilter(), EstimatorSettings(),
+        )  # fmt: skip
+        auto = True
+    if overrides.get("model") == AUTO and overridden(**dict(overrides, model=None)):
+        raise UsageError(
+            "--model auto chooses the estimator, priors and transforms itself: give "
+            "--model NAME to set them"
+        )
+    auto = overrides.get("model") == AUTO or (auto and not overridden(**overrides))
+    return tokenizer, vocabulary_filter, None if auto else resolve(defaults, **overrides)
 
 
 def cross_validate(
@@ -542,6 +577,17 @@ class ModelDiff:
             },
             "classes": per_class,
         }
+
+
+def diff_notes(old: Model, new: Model) -> list[str]:
+    """What a reader of :func:`diff` should know: the models tokenize differently, or use
+    different vocabulary filters or selections (words may then differ for that reason)."""
+    notes = []
+    if old.tokenizer.to_dict() != new.tokenizer.to_dict():
+        notes.append("the models tokenize differently: words may differ for that reason")
+    if old.vocabulary_filter != new.vocabulary_filter or old.selection != new.selection:
+        notes.append("the models use different vocabulary filters or selections")
+    return notes
 
 
 def diff(old: Model, new: Model, k: int = 5) -> ModelDiff:

@@ -558,6 +558,27 @@ def load(path: str) -> Model:
     return load_with_header(path)[0]
 
 
+def reload(path: str, before: Model) -> Model:
+    """The model at ``path`` read again (under its lock), refusing a change of settings.
+
+    Documents were counted for the model ``before``, as it was before the lock was
+    taken; another writer may have changed its counts meanwhile (that is fine, counts add
+    up), but not its tokenizer or whether it keeps a ledger.
+
+    Raises
+    ------
+    NbclassError
+        When the model at ``path`` now has other settings.
+    """
+    now = load(path)
+    if now.tokenizer != before.tokenizer or (now.ledger is None) != (before.ledger is None):
+        raise NbclassError(
+            f"{path!r} was replaced by a model with other settings while the documents were "
+            "read; run the command again"
+        )
+    return now
+
+
 def load_with_header(path: str) -> tuple[Model, dict]:
     """Read a model file into the model and the file's JSON header."""
     return loads_with_header(read(path), path)

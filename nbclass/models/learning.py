@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -29,12 +29,19 @@ from ..counting.counts import CountAccumulator, Counts, count_corpus, merge, sub
 from ..counting.ledger import Ledger, canonical, from_entries, match, unify
 from ..counting.tally import digest, tally, tally_ledger
 from ..errors import CorpusError, NbclassError, NbclassWarning, UsageError
-from ..reading.corpus import Corpus, decode
+from ..reading.corpus import Corpus, decode, iter_documents, list_corpus, readable
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, read_document
 from ..text.hashing import keyed, merge_representatives, words_of
-from ..text.tokenizer import TokenizerSettings, make_tokenizer
+from ..text.tokenizer import (
+    DEFAULT_NGRAM_RANGE,
+    DEFAULT_TOKEN_PATTERN,
+    TokenizerSettings,
+    load_stop_words,
+    make_tokenizer,
+)
 from .choosing import SAMPLE_DOCUMENTS, SEED, sample_indices
-from .model import Model, check_usable
+from .estimators import AUTO, DEFAULTS, EstimatorSettings, overridden, resolve
+from .model import Model, VocabularyFilter, check_usable, with_choice
 
 BATCH_SIZE = 1000
 
@@ -289,6 +296,24 @@ def labelled_corpus(lines: Iterable[tuple[str, str]], min_classes: int = 1) -> C
     return Corpus(classes, sources, [at[name] for name in names], texts)
 
 
+def labelled_documents(
+    folder: str | None,
+    lines_path: str | None,
+    policy: ReadPolicy,
+    log: ReadLog,
+    min_classes: int = 1,
+) -> Corpus:
+    """The labelled documents of a corpus ``folder`` or, when it is None, of the labelled
+    lines of ``lines_path`` (``-``: standard input), without those ``policy`` skips
+    (recorded in ``log``). Lines are held in memory: evaluate, cv and check read the
+    documents more than once.
+    """
+    if lines_path is not None:
+        lines = iter_documents([lines_path], True, policy, log)
+        return labelled_corpus(lines, min_classes)
+    return readable(list_corpus(folder, min_classes=min_classes), policy, log)
+
+
 def line_keys(lines: Iterable[tuple[str, str]]) -> tuple[Keys, list[str]]:
     """``(digest, class)`` of every labelled line, and its source."""
     keys, sources = [], []
@@ -539,3 +564,101 @@ def sync(
         words = _joined_words(model.column_words, documents.column_words)
         model = replace(model, column_words=words)
     return _from_ledger(model, *unify(parts)), report
+
+
+# --- from fit's options to a model ----------------------------------------------------------
+
+
+def fit_settings(
+    options: dict, given: Collection[str] = (), base: Model | None = None
+) -> tuple[TokenizerSettings, VocabularyFilter, EstimatorSettings, bool]:
+    """``(tokenizer, vocabulary_filter, defaults, auto)`` of a fit with ``options``.
+
+    ``options`` holds fit's option values by name: ``lowercase``, ``token_pattern``,
+    ``ngram_range``, ``stop_words``, ``hash_features``, ``min_df``, ``max_features``,
+    ``event_model``, ``estimator``, ``alpha``, ``beta`` and ``text_options`` (a dict of the
+    transform options), ``None`` for an option left out where that means "the default".
+    ``auto`` is True when the settings are to be chosen from the data (``--model auto``,
+    the default when no estimator option is given); ``defaults`` is then a stand-in.
+
+    With a ``base`` model (an update, a sync), only the options named in ``given`` (those
+    the user gave) change the model's settings: the others keep the model's, and a
+    tokenizer option that differs from the model's is refused (counts made by different
+    tokenizers cannot be added).
+
+    Raises
+    ------
+    UsageError
+        For ``--model auto`` with estimator options, or with a base model.
+    """
+    words, source = load_stop_words(options["stop_words"], options["lowercase"])
+    pattern = options["token_pattern"]
+    tokenizer = TokenizerSettings(
+        lowercase=options["lowercase"],
+        token_pattern=DEFAULT_TOKEN_PATTERN if pattern is None else pattern,
+        ngram_range=options["ngram_range"] or DEFAULT_NGRAM_RANGE,
+        stop_words=words,
+        stop_words_source=source,
+        hash_features=options["hash_features"],
+    )
+    make_tokenizer(tokenizer)  # refuse a pattern that cannot work before reading anything
+    vocabulary_filter = VocabularyFilter(
+        min_df=options["min_df"], max_features=options["max_features"]
+    ).validate()
+    overrides = dict(
+        model=options["event_model"], estimator=options["estimator"], alpha=options["alpha"],
+        beta=options["beta"], **(options["text_options"] or {}),
+    )  # fmt: skip
+    if options["event_model"] == AUTO and overridden(**dict(overrides, model=None)):
+        raise UsageError(
+            "--model auto chooses the estimator, priors and transforms itself: give "
+            "--model NAME to set them"
+        )
+    if base is None:
+        if not overridden(**overrides):
+            return tokenizer, vocabulary_filter, DEFAULTS, True
+        return tokenizer, vocabulary_filter, resolve(EstimatorSettings(), **overrides), False
+    if options["event_model"] == AUTO:
+        raise UsageError(
+            "--model auto chooses from a whole corpus; an update keeps the model's choice: "
+            "fit the whole corpus anew to choose again"
+        )
+    named = ("lowercase", "token_pattern", "ngram_range", "hash_features")
+    changed = {name: getattr(tokenizer, name) for name in named if name in given}
+    if "stop_words" in given:
+        changed.update(stop_words=tokenizer.stop_words, stop_words_source=source)
+    check_same_tokenizer(base, replace(base.tokenizer, **changed), "the model")
+    filters = {k: options[k] for k in ("min_df", "max_features") if k in given}
+    vocabulary_filter = replace(base.vocabulary_filter, **filters)
+    defaults = resolve(base.defaults, **overrides)
+    return base.tokenizer, vocabulary_filter.validate(), defaults, False
+
+
+def new_model(
+    documents: Documents,
+    tokenizer: TokenizerSettings,
+    vocabulary_filter: VocabularyFilter,
+    defaults: EstimatorSettings,
+    auto: bool,
+    jobs: int = 1,
+) -> Model:
+    """The model of freshly counted ``documents``; with ``auto``, its settings chosen by
+    cross-validation on the documents' sample (:func:`nbclass.models.model.with_choice`,
+    ``jobs`` threads).
+
+    Raises
+    ------
+    NbclassError
+        When the documents hold one class only, or no usable word.
+    """
+    if len(documents.counts.classes) < 2:
+        raise NbclassError(
+            f"the input has only one class ({documents.counts.classes[0]!r}): a "
+            "classifier needs at least two classes"
+        )
+    model = Model(
+        documents.counts, tokenizer, vocabulary_filter, defaults, ledger=documents.ledger,
+        column_words=documents.column_words,
+    )  # fmt: skip
+    check_usable(model)
+    return with_choice(model, documents.sample, jobs) if auto else model

@@ -234,6 +234,14 @@ def with_choice(model: Model, sample: Sequence[tuple[str, str]], threads: int = 
     )  # fmt: skip
 
 
+def with_defaults(model: Model, defaults: EstimatorSettings) -> Model:
+    """``model`` with new default estimator settings; a choice and a calibration made for
+    other settings are dropped with them."""
+    if defaults == model.defaults:
+        return model
+    return replace(model, defaults=defaults, choice=None, calibration=None)
+
+
 def with_typicality(model: Model, corpus: Corpus, policy: ReadPolicy) -> Model:
     """``model`` with the typicality of its training documents ``corpus``, read under
     ``policy`` (:func:`nbclass.models.novelty.fit_typicality`; none when a class has too

@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterator
 
 from ..names import escape
+from .formats import finite, record_lines
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (one document)
 
@@ -42,10 +43,8 @@ def field(text: str) -> str:
     return escape(text)
 
 
-def _ranked(
-    sources: list[str], classes, log_proba_rows, top_k: int | None
-) -> Iterator[tuple[str, str, list]]:
-    """(source, label, [(class, probability), ...] best first) per document.
+def _rank(classes, row, top_k: int | None) -> tuple[str, list]:
+    """``(label, [(class, probability), ...] best first)`` of one document's log posterior.
 
     Classes are ranked by their log posterior, not by its exponential: a class whose
     probability underflows to 0.0 still ranks above a less probable one (a long document
@@ -53,15 +52,79 @@ def _ranked(
     The label is the most probable class (the first in class order on a tie), or ``""``
     when every class has probability 0 (all log posteriors −inf).
     """
+    row = [float(v) for v in row]
     order_all = range(len(classes))
-    for source, row in zip(sources, log_proba_rows):
-        row = [float(v) for v in row]
-        if top_k == 1:  # max keeps the first of equals, as the stable sort below does
-            order = [max(order_all, key=row.__getitem__)]
-        else:
-            order = sorted(order_all, key=lambda c: -row[c])[:top_k]
-        label = classes[order[0]] if row[order[0]] > -math.inf else ""
-        yield source, label, [(classes[c], math.exp(row[c])) for c in order]
+    if top_k == 1:  # max keeps the first of equals, as the stable sort below does
+        order = [max(order_all, key=row.__getitem__)]
+    else:
+        order = sorted(order_all, key=lambda c: -row[c])[:top_k]
+    label = classes[order[0]] if row[order[0]] > -math.inf else ""
+    return label, [(classes[c], math.exp(row[c])) for c in order]
+
+
+def prediction_views(classes, top_k: int | None, unsure_label: str = "unsure"):
+    """``(record, row)``: a document's prediction as a JSON object and as TSV cells
+    (:func:`nbclass.output.formats.record_lines`), from an item ``(source, log_proba)``
+    or ``(source, log_proba, extra)``, ``log_proba`` its log posterior (C floats).
+
+    TSV: ``source<TAB>label<TAB>probability``, then one more ``label<TAB>probability``
+    pair per extra class when ``top_k`` > 1. JSONL: an object with ``source``, ``label``,
+    ``probability`` and ``probabilities`` (the ``top_k`` most probable classes, all of
+    them by default, best first). A document for which every class is impossible has the
+    label ``""`` and probability 0.
+
+    ``extra``, a dict, adds what ``predict`` knows beyond the posterior:
+    ``log_evidence`` and ``evidence_model`` (JSONL), ``reason`` (why the document is
+    unsure, or ``None``: the label becomes ``unsure_label``; JSONL) and, if present,
+    ``explanation``
+    (``{"versus": class, "log_odds": float, "words": [(word, count, contribution)]}``:
+    in JSONL an object, in TSV the runner-up class then ``word<TAB>contribution`` pairs).
+    """
+
+    def record(item) -> dict:
+        source, log_proba, *extra = item
+        extra = extra[0] if extra else None
+        label, pairs = _rank(classes, log_proba, top_k)
+        record = {
+            "source": escape(source),
+            "label": label,
+            "probability": pairs[0][1] if label else 0.0,
+            "probabilities": dict(pairs),
+        }
+        if extra is not None:
+            if extra["reason"]:
+                record["label"] = unsure_label
+            evidence = extra["log_evidence"]
+            known = evidence is not None and math.isfinite(evidence)
+            record["log_evidence"] = evidence if known else None
+            record["evidence_model"] = extra.get("evidence_model")
+            record["reason"] = extra["reason"]
+            if "explanation" in extra:
+                record["explanation"] = _explanation_record(extra["explanation"])
+        return record
+
+    def row(item) -> list[str]:
+        source, log_proba, *extra = item
+        extra = extra[0] if extra else None
+        label, pairs = _rank(classes, log_proba, top_k or 1)
+        shown = unsure_label if extra is not None and extra["reason"] else label
+        cells = [field(source), field(shown), number(pairs[0][1] if label else 0.0)]
+        for name, p in pairs[1:]:
+            cells += [field(name), number(p)]
+        if extra is not None and extra.get("explanation"):
+            explanation = extra["explanation"]
+            cells.append(field(explanation["versus"]))
+            for word, _, contribution in explanation["words"]:
+                cells += [field(word), number(contribution)]
+        return cells
+
+    return record, row
+
+
+def shows_evidence(fmt: str) -> bool:
+    """Whether predictions written in ``fmt`` show each document's log-evidence (JSONL
+    does; TSV has no column for it), so that it is computed only when shown."""
+    return fmt == "jsonl"
 
 
 def prediction_lines(
@@ -73,56 +136,13 @@ def prediction_lines(
     extras: list[dict] | None = None,
     unsure_label: str = "unsure",
 ) -> Iterator[str]:
-    """One line per document from its log posterior (a sequence of C floats).
-
-    TSV: ``source<TAB>label<TAB>probability``, then one more ``label<TAB>probability``
-    pair per extra class when ``top_k`` > 1. JSONL: an object with ``source``, ``label``,
-    ``probability`` and ``probabilities`` (the ``top_k`` most probable classes, all of
-    them by default, best first). A document for which every class is impossible has the
-    label ``""`` and probability 0.
-
-    ``extras``, one dict per document, adds what ``predict`` knows beyond the posterior:
-    ``log_evidence`` and ``evidence_model`` (JSONL), ``reason`` (why the document is
-    unsure, or ``None``: the label becomes ``unsure_label``; JSONL) and, if present,
-    ``explanation``
-    (``{"versus": class, "log_odds": float, "words": [(word, count, contribution)]}``:
-    in JSONL an object, in TSV the runner-up class then ``word<TAB>contribution`` pairs).
-    """
-    if extras is None:
-        extras = [None] * len(sources)
-    if fmt == "jsonl":
-        ranked = _ranked(sources, classes, log_proba_rows, top_k)
-        for (source, label, pairs), extra in zip(ranked, extras):
-            record = {
-                "source": escape(source),
-                "label": label,
-                "probability": pairs[0][1] if label else 0.0,
-                "probabilities": dict(pairs),
-            }
-            if extra is not None:
-                if extra["reason"]:
-                    record["label"] = unsure_label
-                evidence = extra["log_evidence"]
-                finite = evidence is not None and math.isfinite(evidence)
-                record["log_evidence"] = evidence if finite else None
-                record["evidence_model"] = extra.get("evidence_model")
-                record["reason"] = extra["reason"]
-                if "explanation" in extra:
-                    record["explanation"] = _explanation_record(extra["explanation"])
-            yield json.dumps(record, ensure_ascii=False)
-        return
-    ranked = _ranked(sources, classes, log_proba_rows, top_k or 1)
-    for (source, label, pairs), extra in zip(ranked, extras):
-        shown = unsure_label if extra is not None and extra["reason"] else label
-        cells = [field(source), field(shown), number(pairs[0][1] if label else 0.0)]
-        for name, p in pairs[1:]:
-            cells += [field(name), number(p)]
-        if extra is not None and extra.get("explanation"):
-            explanation = extra["explanation"]
-            cells.append(field(explanation["versus"]))
-            for word, _, contribution in explanation["words"]:
-                cells += [field(word), number(contribution)]
-        yield "\t".join(cells)
+    """One line per document in ``fmt`` (``tsv`` or ``jsonl``) from its log posterior (a
+    sequence of C floats) and its ``extras`` (one dict per document, or None): see
+    :func:`prediction_views`."""
+    items = zip(sources, log_proba_rows) if extras is None else zip(
+        sources, log_proba_rows, extras
+    )
+    return record_lines(fmt, items, *prediction_views(classes, top_k, unsure_label))
 
 
 def prediction_labels(
@@ -162,48 +182,26 @@ def _explanation_record(explanation: dict | None) -> dict | None:
     )
 
 
-def finite(value):
-    """``value`` with every NaN or infinite float replaced by ``None`` (JSON ``null``).
-
-    >>> finite({"a": [1.0, float("inf")], "b": float("nan")})
-    {'a': [1.0, None], 'b': None}
-    """
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
+def feature_record(f: RankedFeature) -> dict:
+    """A ranked word as JSON: ``{"word", "mi", "class"}``."""
+    return {"word": f.word, "mi": f.mi, "class": f.label}
 
 
-def json_text(value) -> str:
-    """One strict JSON document (non-finite numbers as ``null``), indented."""
-    return json.dumps(finite(value), ensure_ascii=False, indent=2, allow_nan=False)
+def feature_row(f: RankedFeature) -> list[str]:
+    """A ranked word as TSV: ``word<TAB>mi<TAB>class``."""
+    return [field(f.word), number(f.mi), field(f.label)]
 
 
-def feature_lines(features: list[RankedFeature], fmt: str) -> Iterator[str]:
-    """``word<TAB>mi<TAB>class`` per feature, or JSONL ``{"word", "mi", "class"}``."""
-    for f in features:
-        if fmt == "jsonl":
-            yield json.dumps({"word": f.word, "mi": f.mi, "class": f.label}, ensure_ascii=False)
-        else:
-            yield f"{field(f.word)}\t{number(f.mi)}\t{field(f.label)}"
+def class_feature_record(f: ClassFeature) -> dict:
+    """A class's word as JSON: ``{"class", "word", "log_ratio"}``; an infinite ratio
+    (``--estimator mle``) as the string ``"inf"`` or ``"-inf"`` (JSON has no infinity)."""
+    value = f.log_ratio if math.isfinite(f.log_ratio) else str(f.log_ratio)
+    return {"class": f.label, "word": f.word, "log_ratio": value}
 
 
-def class_feature_lines(features: list[ClassFeature], fmt: str) -> Iterator[str]:
-    """``class<TAB>word<TAB>log_ratio`` per feature, or JSONL ``{"class", "word", "log_ratio"}``.
-
-    An infinite ratio (``--estimator mle``) is written ``inf`` / ``-inf`` in TSV and as a
-    string ``"inf"`` / ``"-inf"`` in JSONL (JSON has no infinity).
-    """
-    for f in features:
-        if fmt == "jsonl":
-            value = f.log_ratio if math.isfinite(f.log_ratio) else str(f.log_ratio)
-            record = {"class": f.label, "word": f.word, "log_ratio": value}
-            yield json.dumps(record, ensure_ascii=False)
-        else:
-            yield f"{field(f.label)}\t{field(f.word)}\t{number(f.log_ratio)}"
+def class_feature_row(f: ClassFeature) -> list[str]:
+    """A class's word as TSV: ``class<TAB>word<TAB>log_ratio`` (``inf``, ``-inf`` as such)."""
+    return [field(f.label), field(f.word), number(f.log_ratio)]
 
 
 def model_info(model: Model, path: str, header: dict | None = None) -> dict:
@@ -246,11 +244,14 @@ def _visible(text: str) -> str:
     return "".join(ch if ch == "\\" else escape(ch) for ch in text)
 
 
-def info_lines(info: dict, fmt: str) -> Iterator[str]:
-    """``nbclass info`` as JSON (one object) or as aligned text."""
-    if fmt == "json":
-        yield json.dumps(info, ensure_ascii=False, indent=2)
-        return
+def info_json(info: dict) -> str:
+    """``nbclass info --format json`` of a text or a table model: one indented object
+    (non-finite numbers as JSON's ``NaN`` and ``Infinity``, as Python writes them)."""
+    return json.dumps(info, ensure_ascii=False, indent=2)
+
+
+def info_lines(info: dict) -> Iterator[str]:
+    """``nbclass info`` of a text model as aligned text."""
     fmt_info = info["format"] or {}
     yield f"model        {escape(info['model'])}"
     yield (
@@ -345,14 +346,14 @@ def settings_text(d: dict, fitted_beta: float | None = None) -> str:
     return ", ".join(parts)
 
 
-def table_feature_lines(features: list[TableFeature], fmt: str) -> Iterator[str]:
-    """``feature<TAB>mi<TAB>class<TAB>type`` per feature, or JSONL with those four keys."""
-    for f in features:
-        if fmt == "jsonl":
-            record = {"feature": f.feature, "mi": f.mi, "class": f.label, "type": f.type}
-            yield json.dumps(record, ensure_ascii=False)
-        else:
-            yield f"{field(f.feature)}\t{number(f.mi)}\t{field(f.label)}\t{f.type}"
+def table_feature_record(f: TableFeature) -> dict:
+    """A table model's feature as JSON: ``{"feature", "mi", "class", "type"}``."""
+    return {"feature": f.feature, "mi": f.mi, "class": f.label, "type": f.type}
+
+
+def table_feature_row(f: TableFeature) -> list[str]:
+    """A table model's feature as TSV: ``feature<TAB>mi<TAB>class<TAB>type``."""
+    return [field(f.feature), number(f.mi), field(f.label), f.type]
 
 
 def table_model_info(model: TableModel, path: str, header: dict | None = None) -> dict:
@@ -380,11 +381,8 @@ def table_model_info(model: TableModel, path: str, header: dict | None = None) -
     }
 
 
-def table_info_lines(info: dict, fmt: str) -> Iterator[str]:
-    """``nbclass info`` of a table model as JSON (one object) or as aligned text."""
-    if fmt == "json":
-        yield json.dumps(info, ensure_ascii=False, indent=2)
-        return
+def table_info_lines(info: dict) -> Iterator[str]:
+    """``nbclass info`` of a table model as aligned text."""
     f = info["format"] or {}
     yield f"model        {escape(info['model'])}"
     yield (

@@ -1,0 +1,170 @@
+"""Model files changed in place: read, changed and written back under their lock.
+
+Several writers may change one model file (a cron job's ``sync`` while someone runs
+``fit --update``). Each change here takes the file's lock (:func:`.textfile.locked`),
+reads the model again, applies the change and writes the result atomically, so that
+overlapping runs queue and none is lost. Documents are counted *before* the lock is
+taken (reading may be slow, a pipe even); :func:`.textfile.reload` then refuses a model
+whose settings changed meanwhile.
+
+Every result equals, bit for bit, a fresh fit of the documents it now holds
+(:mod:`nbclass.models.learning`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from ..errors import ModelKindError, UsageError
+from ..models.estimators import EstimatorSettings
+from ..models.learning import (
+    Documents,
+    Keys,
+    SyncReport,
+    combine,
+    corpus_sample,
+    count_documents,
+    new_model,
+    unlearn_counts,
+    unlearn_keys,
+    update,
+)
+from ..models.learning import sync as sync_model
+from ..models.model import Model, VocabularyFilter, with_choice, with_defaults
+from ..models.tablemodel import TableModel, merge_tables
+from ..reading.corpus import Corpus
+from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy
+from . import tablefile
+from .textfile import load, locked, reload, save
+
+
+def update_file(
+    path: str,
+    output: str,
+    before: Model,
+    documents: Documents,
+    vocabulary_filter: VocabularyFilter,
+    defaults: EstimatorSettings,
+) -> Model:
+    """Add ``documents`` (counted for the model ``before``, read from ``path``) to the
+    model at ``path`` and write the result to ``output``, with ``vocabulary_filter`` and
+    the default settings ``defaults`` (:func:`nbclass.models.model.with_defaults`)."""
+    with locked(output):
+        current = replace(reload(path, before), vocabulary_filter=vocabulary_filter)
+        model = update(with_defaults(current, defaults), documents)
+        save(model, output)
+    return model
+
+
+def unlearn_file(
+    path: str,
+    output: str,
+    before: Model,
+    documents: Documents | None = None,
+    keys: Keys | None = None,
+    sources: Sequence[str] = (),
+) -> Model:
+    """Remove documents from the model at ``path`` and write the result to ``output``.
+
+    A model with a ledger removes the documents of ``keys`` (their ``(digest, class)``,
+    named by ``sources`` when one was never learned); one without removes the counts of
+    ``documents``, counted for the model ``before``. Nothing is written unless every
+    document can be removed.
+    """
+    with locked(output):
+        model = reload(path, before)
+        if model.ledger is not None:
+            result = unlearn_keys(model, keys, sources)
+        else:
+            result = unlearn_counts(model, documents)
+        save(result, output)
+    return result
+
+
+def merge_files(paths: Sequence[str], output: str) -> Model | TableModel:
+    """The sum of the models at ``paths``, written to ``output``: text models with text
+    models (:func:`nbclass.models.learning.combine`), table models with table models
+    (:func:`nbclass.models.tablemodel.merge_tables`).
+
+    Raises
+    ------
+    UsageError
+        For fewer than two models, or text and table models together.
+    """
+    if len(paths) < 2:
+        raise UsageError("give at least two models to merge")
+    try:
+        models = [load(path) for path in paths]
+    except ModelKindError as exc:
+        if exc.kind != "table":
+            raise
+        return _merge_tables(paths, output)
+    with locked(output):
+        merged = combine(models, list(paths))
+        save(merged, output)
+    return merged
+
+
+def _merge_tables(paths: Sequence[str], output: str) -> TableModel:
+    tables, texts = [], []
+    for path in paths:
+        try:
+            tables.append(tablefile.load(path))
+        except ModelKindError:
+            texts.append(path)
+    if texts:
+        raise UsageError(
+            f"cannot merge the text model {texts[0]!r} with table models: merge text models "
+            "with text models and table models (fit --table) with table models"
+        )
+    with locked(output):
+        merged = merge_tables(*tables)
+        tablefile.save(merged, output)
+    return merged
+
+
+def sync_folder(
+    path: str,
+    corpus: Callable[[], Corpus],
+    settings: Callable,
+    jobs: int = 1,
+    policy: ReadPolicy = DEFAULT_POLICY,
+    log: ReadLog | None = None,
+) -> tuple[Model, SyncReport]:
+    """Make the model at ``path`` equal to a fresh fit (with a ledger) of a folder as it is
+    now, and write it if that changed it; create it when ``path`` does not exist.
+
+    ``corpus()`` lists the folder (under the lock: what is listed is what is learned).
+    ``settings(base)`` gives ``(tokenizer, vocabulary_filter, defaults, auto)`` as
+    :func:`nbclass.models.learning.fit_settings` does, over the model ``base`` or for a new
+    one (``base`` None). Documents are read under ``policy`` (``log`` records those it
+    skips); ``jobs`` processes count them.
+
+    A model whose settings fit chose (``auto``) is chosen and calibrated again whenever the
+    folder changed (:func:`nbclass.models.model.with_choice`), so that it stays equal to
+    a fresh fit of the folder.
+
+    Returns the model as it now is and what was done (:class:`nbclass.models.learning.SyncReport`).
+    """
+    with locked(path):
+        listed = corpus()
+        if os.path.exists(path):
+            model = load(path)
+            _, vocabulary_filter, defaults, _ = settings(model)
+            resettled = (vocabulary_filter, defaults) != (model.vocabulary_filter, model.defaults)
+            model = with_defaults(replace(model, vocabulary_filter=vocabulary_filter), defaults)
+            model, report = sync_model(model, listed, jobs, policy, log)
+            if report.changed and model.choice is not None:
+                model = with_choice(model, corpus_sample(listed, policy), jobs)
+        else:
+            tokenizer, vocabulary_filter, defaults, auto = settings(None)
+            documents = count_documents(
+                listed, tokenizer, True, jobs, policy=policy, log=log, sample=auto
+            )
+            model = new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
+            report, resettled = SyncReport(added=documents.counts.n_docs), True
+        if report.changed or resettled:
+            save(model, path)
+    return model, report
