@@ -34,7 +34,12 @@ FAST = settings(max_examples=40, deadline=None, database=None)
 COLUMNS = ("size", "colour", "note", "kind")
 TYPES = {"size": "numeric", "colour": "categorical", "note": "text"}
 
-SIZE = st.one_of(st.none(), st.floats(-50, 50, allow_nan=False).map(repr))
+# Sizes as a table holds them; none so small that their squares underflow (such a column
+# is refused with "rescale the column", a case of its own in test_edges).
+SIZE = st.one_of(
+    st.none(),
+    st.floats(-50, 50, allow_nan=False).filter(lambda x: x == 0 or abs(x) > 1e-100).map(repr),
+)
 COLOUR = st.sampled_from([None, "red", "blue", "green"])
 NOTE = st.one_of(
     st.none(),
