@@ -63,8 +63,6 @@ from ..errors import ModelFileError, NbclassError
 from ..models.choosing import check_choice
 from ..models.estimators import Prepared
 from ..models.model import Model, VocabularyFilter
-from ..text.tokenizer import TokenizerSettings
-from ..text.vectorizer import TextCounter
 from . import header as checked
 from .fileformat import (
     HASHING_SECTIONS,
@@ -532,25 +530,6 @@ def _build_column_words(tokenizer, arrays, vocabulary) -> dict | None:
         if group:
             result[column] = group
     return result
-
-
-def load_counter(data: bytes, path: str = "<bytes>") -> TextCounter:
-    """The :class:`nbclass.text.vectorizer.TextCounter` of the model in ``data``: its tokenizer
-    and used vocabulary, read from the header and three sections without building the
-    model (no dense counts, no scipy), for worker processes that count while the model
-    loads. Every checksum is checked; :func:`loads` of the same bytes checks the rest,
-    and :class:`nbclass.models.model.Classifier` that the two agree."""
-    header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
-    try:
-        V = int(header["n_features"])
-        tokenizer = TokenizerSettings.from_dict(header["tokenizer"])
-        words = sections["vocabulary"].tobytes().decode("utf-8").split("\x00") if V else []
-        used = np.unpackbits(np.frombuffer(sections["used"], np.uint8), bitorder="little")
-        if len(words) != V or used.size != (V + 7) // 8 * 8:
-            raise ValueError("inconsistent section sizes")
-        return TextCounter(tokenizer, [words[j] for j in np.flatnonzero(used[:V]).tolist()])
-    except (KeyError, TypeError, ValueError, UnicodeDecodeError, NbclassError) as exc:
-        raise refuse(path, f"is not a valid nbclass model ({exc})") from None
 
 
 def load(path: str) -> Model:

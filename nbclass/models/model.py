@@ -22,6 +22,7 @@ import numpy as np
 
 from ..counting.counts import Counts, count_corpus
 from ..counting.ledger import Ledger, canonical, from_entries
+from ..defaults import BATCH_SIZE
 from ..errors import NbclassError, UsageError
 from ..reading.corpus import Corpus
 from ..text.hashing import words_of
@@ -44,8 +45,6 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
     from ..reading.policy import ReadPolicy
-
-BATCH_SIZE = 1000
 
 
 @dataclass(frozen=True)
@@ -348,7 +347,7 @@ class Classifier:
         counter: TextCounter | None = None, calibration: Calibration | None = None,
     ):  # fmt: skip
         """``counter``: the model's :class:`nbclass.text.vectorizer.TextCounter`, if one is
-        built already (:func:`nbclass.modelfile.textfile.load_counter`); it must hold the model's
+        built already (:func:`nbclass.modelfile.counter.load_counter`); it must hold the model's
         tokenizer settings and (used) vocabulary. ``calibration``: applied to the
         probabilities (see :func:`scoring_settings` for when a command uses it)."""
         self.settings = (settings or model.defaults).validate()

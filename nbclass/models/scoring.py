@@ -5,7 +5,7 @@ building the scorer is most of the rest, and it needs scipy. So the work is spli
 
 - :class:`CountedBatches` forks ``jobs`` worker processes as soon as the files are
   listed and the model's :class:`nbclass.text.vectorizer.TextCounter` is read
-  (:func:`nbclass.modelfile.textfile.load_counter`: the tokenizer and the vocabulary, no counts).
+  (:func:`nbclass.modelfile.counter.load_counter`: the tokenizer and the vocabulary, no counts).
   Each worker takes a batch of files (``BATCH_SIZE``), reads and counts it, and sends
   back the sources, the nonzero counts and the token numbers, with the batch's read log;
 - meanwhile the main process loads the whole model and builds the
