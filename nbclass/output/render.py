@@ -55,9 +55,9 @@ def _ranked(
     """
     order_all = range(len(classes))
     for source, row in zip(sources, log_proba_rows):
-        row = [float(v) for v in row]
-        if top_k == 1:  # max keeps the first of equals, as the stable sort below does
-            order = [max(order_all, key=row.__getitem__)]
+        row = list(map(float, row))
+        if top_k == 1:  # the first of equals, as the stable sort below keeps it
+            order = [row.index(max(row))]
         else:
             order = sorted(order_all, key=lambda c: -row[c])[:top_k]
         label = classes[order[0]] if row[order[0]] > -math.inf else ""
@@ -132,7 +132,8 @@ def prediction_labels(
     document that every class rules out, which has a warning)."""
     labels, problems = [], []
     for i, (source, row) in enumerate(zip(sources, rows)):
-        if max(row) == float("-inf"):
+        best = max(row)
+        if best == float("-inf"):
             labels.append("")
             problems.append(
                 f"every class has probability 0 for {source!r} under "
@@ -143,7 +144,7 @@ def prediction_labels(
         elif extras is not None and extras[i]["reason"]:
             labels.append(unsure_label)
         else:
-            labels.append(classes[max(range(len(row)), key=row.__getitem__)])
+            labels.append(classes[row.index(best)])  # the first of equals
     return labels, problems
 
 
