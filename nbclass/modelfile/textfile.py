@@ -60,7 +60,6 @@ from .. import __version__
 from ..counting.counts import Counts, doc_count_histograms
 from ..counting.ledger import Ledger
 from ..errors import ModelFileError, NbclassError
-from ..models.choosing import check_choice
 from ..models.estimators import Prepared
 from ..models.model import Model, VocabularyFilter
 from . import header as checked
@@ -435,7 +434,7 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         selection=selection,
         ledger=_build_ledger(header, arrays, counts),
         column_words=_build_column_words(tokenizer, arrays, vocabulary),
-        choice=check_choice(header.get("choice")),
+        choice=_check_choice(header.get("choice")),
         calibration=checked.calibration(header),
     )
     typicality = header.get("typicality")
@@ -458,6 +457,14 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         # uses them, so both paths agree.
         model.__dict__["prepared"] = prepared
     return model
+
+
+def _check_choice(data):
+    """:func:`nbclass.models.choosing.check_choice`, whose module (and scipy) is imported only
+    when a model is read: writing one, as fit does, never needs them."""
+    from ..models.choosing import check_choice
+
+    return check_choice(data)
 
 
 def _check_prepared(prepared: Prepared, active: Counts) -> None:

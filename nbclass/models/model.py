@@ -28,7 +28,6 @@ from ..reading.corpus import Corpus
 from ..text.hashing import words_of
 from ..text.tokenizer import TokenizerSettings, make_tokenizer
 from ..text.vectorizer import TextCounter
-from .choosing import calibrated, choose, plan, sample_indices
 from .estimators import (
     DEFAULTS,
     Calibration,
@@ -211,6 +210,8 @@ def with_choice(model: Model, sample: Sequence[tuple[str, str]], threads: int = 
     they are dealt to folds, so the choice depends on which documents were read, not on
     their order: a folder and the same documents as --lines choose alike. ``threads``
     score the candidates (:func:`nbclass.models.choosing.choose`)."""
+    from .choosing import choose, plan, sample_indices  # scipy: imported when it is used
+
     counts = model.active_counts
     at = {name: c for c, name in enumerate(counts.classes)}
     kept = sorted((at[name], text) for name, text in sample if name in at)
@@ -377,6 +378,8 @@ class Classifier:
     def log_proba(self, X: sp.csr_matrix, jll: np.ndarray) -> np.ndarray:
         """log p(y = c | x) of documents counted as ``X`` (n, V) with scores ``jll`` (n, C):
         the softmax of the scores, calibrated when the classifier has a calibration."""
+        from .choosing import calibrated
+
         return calibrated(jll, np.asarray(X.sum(axis=1)).ravel(), self.calibration)
 
     def predict(self, texts: Sequence[str], sources: Sequence[str] | None = None) -> Predictions:
