@@ -26,8 +26,11 @@ from collections.abc import Callable, Iterator, Sequence
 
 from ..reading.policy import ReadLog, ReadPolicy, has_bytes, read_document
 
-# Below this much text, one process: forking and sending back cost more than they save.
+# Below this much text, one process: forking and sending back cost more than they save;
+# unless there are this many files: opening and reading a file costs as much as counting
+# a few kB of its text, so many short documents are worth the workers too.
 PARALLEL_MIN_BYTES = 4 * 2**20
+PARALLEL_MIN_FILES = 10_000
 # Batches each worker may have counted ahead of the one the main process scores. The main
 # process first imports scipy and loads the model (about 0.4 s for 20 Newsgroups' model),
 # in which time a worker counts about four batches of its test split: with fewer, the
@@ -40,9 +43,12 @@ _WORK: tuple | None = None  # in a worker: (text counter, read policy)
 
 def worth_parallel(files: Sequence[tuple[str, bool]], batch_size: int) -> bool:
     """Whether ``files`` (``(path, walked)`` pairs) are enough work for worker processes:
-    more than one batch and at least ``PARALLEL_MIN_BYTES`` (estimated from a sample of
-    the files by :func:`nbclass.reading.policy.has_bytes`, given them as a list)."""
-    return len(files) > batch_size and has_bytes([p for p, _ in files], PARALLEL_MIN_BYTES)
+    more than one batch, and ``PARALLEL_MIN_FILES`` files or at least ``PARALLEL_MIN_BYTES``
+    (estimated from a sample of the files by :func:`nbclass.reading.policy.has_bytes`,
+    given them as a list)."""
+    if len(files) <= batch_size:
+        return False
+    return len(files) >= PARALLEL_MIN_FILES or has_bytes([p for p, _ in files], PARALLEL_MIN_BYTES)
 
 
 class CountedBatches:
