@@ -217,15 +217,18 @@ def multilingual_rows(repeat: int, work: Path, row) -> dict | None:
     )
     row("multilingual floor: read train files", floors["read"], train_mb)
     row("multilingual floor: read + regex tokenize train (1 core)", floors["regex"], train_mb)
+    named = [NBCLASS, "fit", str(train), "-o", model + ".named", "-q", "--model", "multinomial"]
     fits = alternating(
         repeat,
         {
             "sk": [py, str(HERE / "sklearn_pipeline.py"), "fit", str(train), sk_model],
             "nb": [NBCLASS, "fit", str(train), "-o", model, "-q"],
+            "named": named,
         },
     )
     row("multilingual: scikit-learn fit", fits["sk"], train_mb)
-    row("multilingual: nbclass fit", fits["nb"], train_mb)
+    row("multilingual: nbclass fit (--model auto)", fits["nb"], train_mb)
+    row("multilingual: nbclass fit --model multinomial", fits["named"], train_mb)
     predicts = alternating(
         repeat,
         {
@@ -239,6 +242,7 @@ def multilingual_rows(repeat: int, work: Path, row) -> dict | None:
         tsv_accuracy(predicts["nb"]["stdout"]))  # fmt: skip
     return {
         "fit": fits["nb"]["seconds"],
+        "named_fit": fits["named"]["seconds"],
         "sk_fit": fits["sk"]["seconds"],
         "predict": predicts["nb"]["seconds"],
         "sk_predict": predicts["sk"]["seconds"],
@@ -414,6 +418,9 @@ def main() -> None:
         ratios.update(
             {
                 "multilingual: fit / scikit-learn fit": multi["fit"] / multi["sk_fit"],
+                "multilingual: fit --model multinomial / scikit-learn fit": (
+                    multi["named_fit"] / multi["sk_fit"]
+                ),
                 "multilingual: predict / scikit-learn predict": (
                     multi["predict"] / multi["sk_predict"]
                 ),

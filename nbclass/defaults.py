@@ -18,6 +18,9 @@ TF = ("raw", "log")
 NORMS = ("none", "length", "weight", "both")
 AUTO = "auto"  # fit's --model default: choose the settings by cross-validation
 
+# Documents scored at a time (predict, evaluate): here so that bulk predict can plan its
+# worker processes before it imports the models (and scipy).
+BATCH_SIZE = 1000
 DEFAULT_FOLDS = 5  # cv: stratified folds
 DEFAULT_SEED = 0  # cv: seed of the stratified split
 DEFAULT_VAR_SMOOTHING = 1e-9  # fit --table: variance floor, times the largest variance

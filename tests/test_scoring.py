@@ -11,11 +11,11 @@ from nbclass.cli.app import cli
 @pytest.fixture
 def small_batches(monkeypatch):
     """Workers for any amount of text, and batches of 7 documents (several per worker)."""
-    import nbclass.models.model
+    import nbclass.defaults
     import nbclass.models.scoring
 
     monkeypatch.setattr(nbclass.models.scoring, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(nbclass.models.model, "BATCH_SIZE", 7)
+    monkeypatch.setattr(nbclass.defaults, "BATCH_SIZE", 7)  # where predict reads it
 
 
 @pytest.fixture(scope="module")

@@ -172,19 +172,25 @@ def predict(
         # Settings that need every count (fitted β, idf, normalised weights): batch path.
     from functools import partial
 
-    from ..modelfile.textfile import load
-    from ..models.explain import extras, score_batch
-    from ..models.model import BATCH_SIZE, Classifier, scoring_settings
+    from ..defaults import BATCH_SIZE
     from ..models.scoring import worth_parallel
     from ..output.render import shows_evidence
 
+    # The models (and scipy) are imported once the worker processes, if any, are forked.
     def check_classes(classes) -> None:
         abstention.check_classes(classes)
         if use_exit_code:
             check_exit_classes(classes)
 
     evidence = shows_evidence(fmt)
-    add_extras = partial(extras, abstention=abstention, explain=explain, evidence=evidence)
+
+    def add_extras(classifier, scored):
+        from ..models.explain import extras
+
+        return extras(
+            classifier, scored, abstention=abstention, explain=explain, evidence=evidence
+        )
+
     overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
     scoring = overrides, not no_calibration
     on_cluster = scheduler and not lines and paths and "-" not in paths
@@ -222,6 +228,10 @@ def predict(
             model_path, files, jobs, scoring, reading, add_extras, check_classes
         )
     else:
+        from ..modelfile.textfile import load
+        from ..models.explain import score_batch
+        from ..models.model import Classifier, scoring_settings
+
         if files is not None:  # listed already: read them without walking again
             documents = iter_documents(paths, lines, *reading, listed=files)
         model = load(model_path)
@@ -292,16 +302,19 @@ def _predict_in_parallel(model_path, files, jobs, scoring, reading, add_extras, 
     """``(classes, settings, batches)`` of ``files``, read and counted by ``jobs`` forked
     workers while this process loads the model (:mod:`nbclass.models.scoring`); an error before
     the batches are taken (the model, the options, ``check_classes``) stops the workers."""
+    from ..defaults import BATCH_SIZE
+    from ..modelfile.counter import load_counter
     from ..modelfile.fileformat import read
-    from ..modelfile.textfile import load_counter, loads
-    from ..models.model import BATCH_SIZE, Classifier, scoring_settings
     from ..models.scoring import CountedBatches, score_counted
 
     data = read(model_path)
     counter = load_counter(data, model_path)  # the model file's damage is refused here
     policy, log = reading
     counted = CountedBatches(counter, files, policy, jobs, BATCH_SIZE)
-    try:
+    try:  # the workers count while scipy is imported and the model loaded
+        from ..modelfile.textfile import loads
+        from ..models.model import Classifier, scoring_settings
+
         model = loads(data, model_path)
         settings, calibration = scoring_settings(model, *scoring)
         classifier = Classifier(model, settings, counter, calibration)

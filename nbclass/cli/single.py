@@ -120,10 +120,14 @@ def predict_one(
     else:
         scale = 1.0 / calibration.temperature(known, score_gap(jll))
         row = log_posterior([b * scale for b in jll])
+    # log p(x) is printed in JSONL and compared with --min-typicality's threshold; TSV
+    # without that threshold shows neither, so a second model's scores are not needed.
     if evidence_by == settings:
         evidence = log_sum_exp(jll)
-    else:
+    elif fmt == "jsonl" or abstention.typicality_threshold is not None:
         evidence = log_sum_exp(model.joint_log_likelihood(text, evidence_by))
+    else:
+        evidence = None
     reason = abstention.reason(row, known, tokens, evidence)
     extra = {"log_evidence": evidence, "evidence_model": evidence_by.model, "reason": reason}
     labels = print_predictions(

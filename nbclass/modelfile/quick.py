@@ -31,7 +31,6 @@ from ..models.estimators import (
     log_ratio,
     multinomial_fraction,
 )
-from ..models.poisson import negative_binomial_length_term, poisson_fraction, poisson_rate_total
 from . import header as checked
 from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, read, refuse
 
@@ -48,6 +47,7 @@ class QuickModel:
 
     def __init__(self, path: str):
         self.path = path
+        self._last = None  # (text, rows, tokens) of the last document scored
         # Every CRC is checked (a flipped bit anywhere is refused, ledger included); only
         # the sections used are looked at.
         header, sections = parse(read(path), path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
@@ -103,23 +103,35 @@ class QuickModel:
         return self.blob[self.offsets[j] : self.offsets[j + 1] - 1]
 
     def _rows(self, text: str) -> list[tuple[int, int]]:
-        """(j, x_j) for the used vocabulary words of ``text``, j ascending.
+        """(j, x_j) for the used vocabulary words of ``text``, j ascending."""
+        return self._document(text)[0]
+
+    def _document(self, text: str) -> tuple[list[tuple[int, int]], int]:
+        """``(rows, tokens)``: (j, x_j) for the used vocabulary words of ``text``, j
+        ascending, and the number of its tokens; found once for the last text asked.
 
         The vocabulary is sorted by code point, which is the order of its UTF-8 bytes, so a
         binary search over the encoded words finds each token without decoding them all.
         """
+        last = self._last
+        if last is not None and last[0] is text:
+            return last[1], last[2]
+        tokens = self.tokenize(text)
         used, rows, V, word_at = self.used, [], len(self.offsets) - 1, self._word
-        for token, n in Counter(self.tokenize(text)).items():
+        every = range(V)
+        for token, n in Counter(tokens).items():
             key = token.encode("utf-8")
-            j = bisect_left(range(V), key, key=word_at)
+            j = bisect_left(every, key, key=word_at)
             if j < V and word_at(j) == key and used[j >> 3] >> (j & 7) & 1:
                 rows.append((j, n))
         rows.sort()
-        return rows
+        self._last = (text, rows, len(tokens))
+        return rows, len(tokens)
 
     def known_tokens(self, text: str) -> tuple[int, int]:
         """(known tokens, all tokens) of ``text``; known tokens are used vocabulary words."""
-        return sum(x for _, x in self._rows(text)), len(self.tokenize(text))
+        rows, tokens = self._document(text)
+        return sum(x for _, x in rows), tokens
 
     def _entries(self, j: int) -> dict[int, tuple[int, int]]:
         """{c: (D_jc, T_jc)} for the classes where word j occurs."""
@@ -176,36 +188,40 @@ class QuickModel:
         if s.model == "multinomial" and s.estimator == "predictive":
             return self._polya(rows, s.beta[0], log_pi)
         if s.model == "multinomial":
-            V, T_c = self.n_used, self.class_tokens
+            V, T_c, beta, estimator = self.n_used, self.class_tokens, s.beta[0], s.estimator
+            # log θ_jc of a word absent from class c (T_jc = 0), the same for every such word.
+            absent = [
+                log_ratio(*multinomial_fraction(0, T_c[c], V, estimator, beta)) for c in range(C)
+            ]
             for j, x in rows:
-                entries = self._entries(j)
-                for c in range(C):
-                    T_jc = entries.get(c, (0, 0))[1]
-                    scores[c] += x * log_ratio(
-                        *multinomial_fraction(T_jc, T_c[c], V, s.estimator, s.beta[0])
-                    )
+                weights = absent[:]
+                for c, (_, T_jc) in self._entries(j).items():
+                    weights[c] = log_ratio(*multinomial_fraction(T_jc, T_c[c], V, estimator, beta))
+                scores = [score + x * w for score, w in zip(scores, weights)]
             return [score + log_pi[c] for c, score in enumerate(scores)]
         bias, required = [], []
         for c in range(C):
             total, certain = bernoulli_absent_total(self.histogram(c), N_c[c], s.estimator, s.beta)
             bias.append(log_pi[c] + total)
             required.append(certain)
+
+        def weight(D_jc: int, c: int) -> tuple[float, int]:
+            """log θ_jc − log(1 − θ_jc) of a present word, and 1 where θ_jc = 1."""
+            present, absent, denominator = bernoulli_fraction(D_jc, N_c[c], s.estimator, s.beta)
+            if denominator <= 0:
+                return -math.inf, 0
+            if absent <= 0:  # θ_jc = 1: present contributes log 1 = 0
+                return 0.0, 1
+            return log_ratio(present, denominator) - log_ratio(absent, denominator), 0
+
+        unseen = [weight(0, c) for c in range(C)]  # a word absent from class c: D_jc = 0
         present_certain = [0] * C
         for j, _ in rows:
-            entries = self._entries(j)
-            for c in range(C):
-                D_jc = entries.get(c, (0, 0))[0]
-                present, absent, denominator = bernoulli_fraction(
-                    D_jc, N_c[c], s.estimator, s.beta
-                )
-                if denominator <= 0:
-                    weight = -math.inf
-                elif absent <= 0:  # θ_jc = 1: present contributes log 1 = 0
-                    weight = 0.0
-                    present_certain[c] += 1
-                else:
-                    weight = log_ratio(present, denominator) - log_ratio(absent, denominator)
-                scores[c] += weight
+            weights = unseen[:]
+            for c, (D_jc, _) in self._entries(j).items():
+                weights[c] = weight(D_jc, c)
+            scores = [score + w for score, (w, _) in zip(scores, weights)]
+            present_certain = [n + certain for n, (_, certain) in zip(present_certain, weights)]
         return [
             -math.inf if present_certain[c] < required[c] else scores[c] + bias[c]
             for c in range(C)
@@ -215,13 +231,16 @@ class QuickModel:
         """b_c = −Σ_j x_j log θ̃_jc, θ̃_jc = (T_j − T_jc + β) / (T − T_c + Vβ)."""
         C, V, T_c = len(self.classes), self.n_used, self.class_tokens
         T = sum(T_c)
+        log_denominators = _logs([T - T_c[c] + V * beta for c in range(C)])
         scores = [0.0] * C
         for j, x in rows:
             entries = self._entries(j)
             T_j = sum(t for _, t in entries.values())
-            for c in range(C):
-                T_jc = entries.get(c, (0, 0))[1]
-                scores[c] -= x * log_ratio(T_j - T_jc + beta, T - T_c[c] + V * beta)
+            T_jc = [0] * C
+            for c, (_, t) in entries.items():
+                T_jc[c] = t
+            weights = _log_ratios([T_j - t + beta for t in T_jc], log_denominators)
+            scores = [score - x * w for score, w in zip(scores, weights)]
         return scores
 
     def _transformed(self, rows, s: EstimatorSettings, prepared, log_pi) -> list[float]:
@@ -253,22 +272,25 @@ class QuickModel:
             length = math.sqrt(sum(t * t for t in features))
             features = [t * (1.0 / length) if length > 0 else 0.0 for t in features]
         scores = [0.0] * C
+        if s.model == "complement":
+            log_denominators = _logs([totals[c] + V * beta for c in range(C)])
+        else:
+            log_denominators = _logs(
+                [multinomial_fraction(0.0, totals[c], V, s.estimator, beta)[1] for c in range(C)]
+            )
         for t, S_j in zip(features, sums):
             if s.model == "complement":
                 total = sum(S_j)
                 weights = [
-                    -log_ratio(total - S_j[c] + beta, totals[c] + V * beta) for c in range(C)
+                    -w for w in _log_ratios([total - S + beta for S in S_j], log_denominators)
                 ]
             else:
-                weights = [
-                    log_ratio(*multinomial_fraction(S_j[c], totals[c], V, s.estimator, beta))
-                    for c in range(C)
-                ]
+                numerators = [multinomial_fraction(S, 0, V, s.estimator, beta)[0] for S in S_j]
+                weights = _log_ratios(numerators, log_denominators)
             if s.norm in ("weight", "both"):
                 norms = prepared.weight_norms
                 weights = [w / norms[c] if norms[c] > 0 else 0.0 for c, w in enumerate(weights)]
-            for c in range(C):
-                scores[c] += t * weights[c]
+            scores = [score + t * w for score, w in zip(scores, weights)]
         if s.norm in ("weight", "both"):
             log_pi = [0.0] * C
         return [score + log_pi[c] for c, score in enumerate(scores)]
@@ -296,10 +318,15 @@ class QuickModel:
             scores.append(words[c] - length + log_pi[c])
         return scores
 
-
     def _poisson(self, rows: list[tuple[int, int]], s: EstimatorSettings, log_pi) -> list[float]:
         """Poisson counts (:mod:`nbclass.models.poisson`): Σ_j x_j (log λ_jc − Λ_c) for the plug-in
         estimators; the negative binomial predictive under ``predictive``."""
+        from ..models.poisson import (  # only here: one document seldom meets a Poisson model
+            negative_binomial_length_term,
+            poisson_fraction,
+            poisson_rate_total,
+        )
+
         C, V, T_c, beta = len(self.classes), self.n_used, self.class_tokens, s.beta[0]
         if s.estimator == "predictive":
             scores = self._gamma_ratios(rows, beta)
@@ -369,6 +396,20 @@ def _sizes_agree(s: dict, header: dict, V: int, C: int) -> bool:
         if len(ptr) != V + 1 or ptr[V] != s["column_words"].tobytes().count(0):
             return False
     return True
+
+
+def _logs(denominators: list[float]) -> list[float | None]:
+    """log d of each denominator, ``None`` where d <= 0 (for :func:`_log_ratios`)."""
+    return [math.log(d) if d > 0 else None for d in denominators]
+
+
+def _log_ratios(numerators: list[float], log_denominators: list[float | None]) -> list[float]:
+    """``[log_ratio(n, d) ...]`` given each log d from :func:`_logs`: the same numbers, with
+    the logarithm of each class's denominator taken once, not once per word."""
+    log, inf = math.log, math.inf
+    return [
+        -inf if n <= 0 or d is None else log(n) - d for n, d in zip(numerators, log_denominators)
+    ]
 
 
 def log_posterior(jll: list[float]) -> list[float]:

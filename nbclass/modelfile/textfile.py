@@ -60,11 +60,8 @@ from .. import __version__
 from ..counting.counts import Counts, doc_count_histograms
 from ..counting.ledger import Ledger
 from ..errors import ModelFileError, NbclassError
-from ..models.choosing import check_choice
 from ..models.estimators import Prepared
 from ..models.model import Model, VocabularyFilter
-from ..text.tokenizer import TokenizerSettings
-from ..text.vectorizer import TextCounter
 from . import header as checked
 from .fileformat import (
     HASHING_SECTIONS,
@@ -437,7 +434,7 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         selection=selection,
         ledger=_build_ledger(header, arrays, counts),
         column_words=_build_column_words(tokenizer, arrays, vocabulary),
-        choice=check_choice(header.get("choice")),
+        choice=_check_choice(header.get("choice")),
         calibration=checked.calibration(header),
     )
     typicality = header.get("typicality")
@@ -460,6 +457,14 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         # uses them, so both paths agree.
         model.__dict__["prepared"] = prepared
     return model
+
+
+def _check_choice(data):
+    """:func:`nbclass.models.choosing.check_choice`, whose module (and scipy) is imported only
+    when a model is read: writing one, as fit does, never needs them."""
+    from ..models.choosing import check_choice
+
+    return check_choice(data)
 
 
 def _check_prepared(prepared: Prepared, active: Counts) -> None:
@@ -532,25 +537,6 @@ def _build_column_words(tokenizer, arrays, vocabulary) -> dict | None:
         if group:
             result[column] = group
     return result
-
-
-def load_counter(data: bytes, path: str = "<bytes>") -> TextCounter:
-    """The :class:`nbclass.text.vectorizer.TextCounter` of the model in ``data``: its tokenizer
-    and used vocabulary, read from the header and three sections without building the
-    model (no dense counts, no scipy), for worker processes that count while the model
-    loads. Every checksum is checked; :func:`loads` of the same bytes checks the rest,
-    and :class:`nbclass.models.model.Classifier` that the two agree."""
-    header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
-    try:
-        V = int(header["n_features"])
-        tokenizer = TokenizerSettings.from_dict(header["tokenizer"])
-        words = sections["vocabulary"].tobytes().decode("utf-8").split("\x00") if V else []
-        used = np.unpackbits(np.frombuffer(sections["used"], np.uint8), bitorder="little")
-        if len(words) != V or used.size != (V + 7) // 8 * 8:
-            raise ValueError("inconsistent section sizes")
-        return TextCounter(tokenizer, [words[j] for j in np.flatnonzero(used[:V]).tolist()])
-    except (KeyError, TypeError, ValueError, UnicodeDecodeError, NbclassError) as exc:
-        raise refuse(path, f"is not a valid nbclass model ({exc})") from None
 
 
 def load(path: str) -> Model:

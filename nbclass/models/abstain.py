@@ -178,6 +178,8 @@ class Abstention:
             and evidence / known < self.typicality_threshold
         ):
             return "unlike-training"
+        if self.min_probability is None and self.min_margin is None:
+            return None
         proba = sorted((math.exp(v) for v in log_proba), reverse=True)
         if self.min_probability is not None and proba[0] < self.min_probability:
             return "low-probability"

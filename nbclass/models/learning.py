@@ -39,7 +39,6 @@ from ..text.tokenizer import (
     load_stop_words,
     make_tokenizer,
 )
-from .choosing import SAMPLE_DOCUMENTS, SEED, sample_indices
 from .estimators import AUTO, DEFAULTS, EstimatorSettings, overridden, resolve
 from .model import Model, VocabularyFilter, check_usable, with_choice
 
@@ -141,6 +140,8 @@ def corpus_sample(corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY) -> list[t
     Documents ``policy`` skips are left out without a word: the count that came first
     skipped them too, and said so.
     """
+    from .choosing import sample_indices  # scipy: imported only to choose a model
+
     chosen = sample_indices(np.asarray(corpus.labels)).tolist()
     if corpus.texts is not None:  # read already (labelled lines)
         return [(corpus.classes[corpus.labels[i]], corpus.texts[i]) for i in chosen]
@@ -326,6 +327,8 @@ def line_keys(lines: Iterable[tuple[str, str]]) -> tuple[Keys, list[str]]:
 def lines_sample(lines: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     """The sample of labelled lines :func:`count_lines` keeps with ``sample``, read alone
     (when the lines were counted elsewhere, on a cluster)."""
+    from .choosing import SAMPLE_DOCUMENTS, SEED
+
     reservoir = Reservoir(SAMPLE_DOCUMENTS, SEED)
     for _source, label, data in labelled_lines(lines):
         reservoir.offer((label, data))
@@ -342,7 +345,11 @@ def count_lines(
     ``sample``, a uniform sample of the lines (:class:`Reservoir`, as many as
     :data:`nbclass.models.choosing.SAMPLE_DOCUMENTS`) is kept for choosing the model.
     """
-    reservoir = Reservoir(SAMPLE_DOCUMENTS, SEED) if sample else None
+    reservoir = None
+    if sample:
+        from .choosing import SAMPLE_DOCUMENTS, SEED
+
+        reservoir = Reservoir(SAMPLE_DOCUMENTS, SEED)
     tokenize = make_tokenizer(tokenizer)
     take_seen = getattr(tokenize, "take_seen", None)
     seen = {} if take_seen else None

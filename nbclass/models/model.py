@@ -22,12 +22,12 @@ import numpy as np
 
 from ..counting.counts import Counts, count_corpus
 from ..counting.ledger import Ledger, canonical, from_entries
+from ..defaults import BATCH_SIZE
 from ..errors import NbclassError, UsageError
 from ..reading.corpus import Corpus
 from ..text.hashing import words_of
 from ..text.tokenizer import TokenizerSettings, make_tokenizer
 from ..text.vectorizer import TextCounter
-from .choosing import calibrated, choose, plan, sample_indices
 from .estimators import (
     DEFAULTS,
     Calibration,
@@ -44,8 +44,6 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
     from ..reading.policy import ReadPolicy
-
-BATCH_SIZE = 1000
 
 
 @dataclass(frozen=True)
@@ -212,6 +210,8 @@ def with_choice(model: Model, sample: Sequence[tuple[str, str]], threads: int = 
     they are dealt to folds, so the choice depends on which documents were read, not on
     their order: a folder and the same documents as --lines choose alike. ``threads``
     score the candidates (:func:`nbclass.models.choosing.choose`)."""
+    from .choosing import choose, plan, sample_indices  # scipy: imported when it is used
+
     counts = model.active_counts
     at = {name: c for c, name in enumerate(counts.classes)}
     kept = sorted((at[name], text) for name, text in sample if name in at)
@@ -356,7 +356,7 @@ class Classifier:
         counter: TextCounter | None = None, calibration: Calibration | None = None,
     ):  # fmt: skip
         """``counter``: the model's :class:`nbclass.text.vectorizer.TextCounter`, if one is
-        built already (:func:`nbclass.modelfile.textfile.load_counter`); it must hold the model's
+        built already (:func:`nbclass.modelfile.counter.load_counter`); it must hold the model's
         tokenizer settings and (used) vocabulary. ``calibration``: applied to the
         probabilities (see :func:`scoring_settings` for when a command uses it)."""
         self.settings = (settings or model.defaults).validate()
@@ -386,6 +386,8 @@ class Classifier:
     def log_proba(self, X: sp.csr_matrix, jll: np.ndarray) -> np.ndarray:
         """log p(y = c | x) of documents counted as ``X`` (n, V) with scores ``jll`` (n, C):
         the softmax of the scores, calibrated when the classifier has a calibration."""
+        from .choosing import calibrated
+
         return calibrated(jll, np.asarray(X.sum(axis=1)).ravel(), self.calibration)
 
     def predict(self, texts: Sequence[str], sources: Sequence[str] | None = None) -> Predictions:

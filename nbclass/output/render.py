@@ -52,10 +52,10 @@ def _rank(classes, row, top_k: int | None) -> tuple[str, list]:
     The label is the most probable class (the first in class order on a tie), or ``""``
     when every class has probability 0 (all log posteriors −inf).
     """
-    row = [float(v) for v in row]
+    row = list(map(float, row))
     order_all = range(len(classes))
-    if top_k == 1:  # max keeps the first of equals, as the stable sort below does
-        order = [max(order_all, key=row.__getitem__)]
+    if top_k == 1:  # the first of equals, as the stable sort below keeps it
+        order = [row.index(max(row))]
     else:
         order = sorted(order_all, key=lambda c: -row[c])[:top_k]
     label = classes[order[0]] if row[order[0]] > -math.inf else ""
@@ -152,7 +152,8 @@ def prediction_labels(
     document that every class rules out, which has a warning)."""
     labels, problems = [], []
     for i, (source, row) in enumerate(zip(sources, rows)):
-        if max(row) == float("-inf"):
+        best = max(row)
+        if best == float("-inf"):
             labels.append("")
             problems.append(
                 f"every class has probability 0 for {source!r} under "
@@ -163,7 +164,7 @@ def prediction_labels(
         elif extras is not None and extras[i]["reason"]:
             labels.append(unsure_label)
         else:
-            labels.append(classes[max(range(len(row)), key=row.__getitem__)])
+            labels.append(classes[row.index(best)])  # the first of equals
     return labels, problems
 
 

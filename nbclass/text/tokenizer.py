@@ -232,7 +232,6 @@ def pattern_hazard(pattern: str) -> str | None:
     return walk(parser.parse(pattern), False)
 
 
-@dataclass(frozen=True)
 class AsciiSplitter:
     """The tokenizer of the default pattern, on ASCII bytes, without a regex.
 
@@ -255,10 +254,19 @@ class AsciiSplitter:
     [b'the']
     """
 
-    table: bytes
-    dropped: frozenset[bytes]
-    lowercase: bool = True
-    stop_words: tuple[str, ...] = ()
+    # A plain class, not a dataclass: this module is imported to score one document, which
+    # never uses a splitter, and a dataclass compiles its methods when it is defined.
+    __slots__ = ("table", "dropped", "lowercase", "stop_words")
+
+    def __init__(
+        self,
+        table: bytes,
+        dropped: frozenset[bytes],
+        lowercase: bool = True,
+        stop_words: tuple[str, ...] = (),
+    ):
+        self.table, self.dropped = table, dropped
+        self.lowercase, self.stop_words = lowercase, stop_words
 
     def split(self, data: bytes) -> list[bytes]:
         """The runs of ``data`` (ASCII bytes): the tokens, with the dropped ones."""

@@ -1,0 +1,35 @@
+"""What a worker process needs to count documents for a model: its tokenizer and words.
+
+:func:`load_counter` reads them from a model file's bytes with numpy alone. Bulk predict
+(:mod:`nbclass.models.scoring`) forks its counting workers as soon as it has them, before
+it imports scipy and loads the whole model (:mod:`nbclass.modelfile.textfile`): scipy
+alone takes longer to import than the workers need to count the first batches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import NbclassError
+from ..text.tokenizer import TokenizerSettings
+from ..text.vectorizer import TextCounter
+from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, refuse
+
+
+def load_counter(data: bytes, path: str = "<bytes>") -> TextCounter:
+    """The :class:`nbclass.text.vectorizer.TextCounter` of the model in ``data``: its tokenizer
+    and used vocabulary, read from the header and three sections without building the
+    model (no dense counts, no scipy), for worker processes that count while the model
+    loads. Every checksum is checked; :func:`nbclass.modelfile.textfile.loads` of the same
+    bytes checks the rest, and :class:`nbclass.models.model.Classifier` that the two agree."""
+    header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+    try:
+        V = int(header["n_features"])
+        tokenizer = TokenizerSettings.from_dict(header["tokenizer"])
+        words = sections["vocabulary"].tobytes().decode("utf-8").split("\x00") if V else []
+        used = np.unpackbits(np.frombuffer(sections["used"], np.uint8), bitorder="little")
+        if len(words) != V or used.size != (V + 7) // 8 * 8:
+            raise ValueError("inconsistent section sizes")
+        return TextCounter(tokenizer, [words[j] for j in np.flatnonzero(used[:V]).tolist()])
+    except (KeyError, TypeError, ValueError, UnicodeDecodeError, NbclassError) as exc:
+        raise refuse(path, f"is not a valid nbclass model ({exc})") from None
