@@ -90,6 +90,7 @@ def predict_one(
     from ..models.abstain import check_exit_classes, exit_code, log_sum_exp
     from ..models.estimators import overridden, resolve, score_gap
     from ..models.novelty import evidence_settings
+    from ..output.render import shows_evidence
 
     model = QuickModel(model_path)
     settings = resolve(model.defaults, **overrides)
@@ -124,7 +125,7 @@ def predict_one(
     # without that threshold shows neither, so a second model's scores are not needed.
     if evidence_by == settings:
         evidence = log_sum_exp(jll)
-    elif fmt == "jsonl" or abstention.typicality_threshold is not None:
+    elif shows_evidence(fmt) or abstention.typicality_threshold is not None:
         evidence = log_sum_exp(model.joint_log_likelihood(text, evidence_by))
     else:
         evidence = None
