@@ -173,7 +173,7 @@ def fit(
     if base is None:
         from ..models.learning import new_model
 
-        model = new_model(documents, tokenizer, vocabulary_filter, defaults, auto)
+        model = new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
         if typicality and not auto and corpus is not None:  # typical documents (novelty.py)
             from ..models.model import with_typicality
 

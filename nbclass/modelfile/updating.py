@@ -157,13 +157,13 @@ def sync_folder(
             model = with_defaults(replace(model, vocabulary_filter=vocabulary_filter), defaults)
             model, report = sync_model(model, listed, jobs, policy, log)
             if report.changed and model.choice is not None:
-                model = with_choice(model, corpus_sample(listed, policy))
+                model = with_choice(model, corpus_sample(listed, policy), jobs)
         else:
             tokenizer, vocabulary_filter, defaults, auto = settings(None)
             documents = count_documents(
                 listed, tokenizer, True, jobs, policy=policy, log=log, sample=auto
             )
-            model = new_model(documents, tokenizer, vocabulary_filter, defaults, auto)
+            model = new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
             report, resettled = SyncReport(added=documents.counts.n_docs), True
         if report.changed or resettled:
             save(model, path)

@@ -248,12 +248,13 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
 
 
 def fold_scores(
-    counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, candidates
+    counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, candidates,
+    threads: int = 1,
 ) -> tuple[Fold, np.ndarray, list[np.ndarray]]:
     """The fold holding out ``rows``, the known tokens of those documents (those in the
     fold's training vocabulary, as predict counts a document's known tokens), shape
     (len(rows),), and every candidate's scores b_c of them under the fold's training
-    counts, each of shape (len(rows), C_k)."""
+    counts, each of shape (len(rows), C_k), computed by ``threads`` threads."""
     fold = fold_of(counts, X, y, rows)
     held_out = X[rows][:, fold.words]
 
@@ -261,30 +262,35 @@ def fold_scores(
         scorer = make_scorer(fold.counts, settings, prepare(fold.counts, settings))
         return scorer.joint_log_likelihood(held_out)
 
-    scores = [score(settings) for settings in candidates]
+    if threads > 1:  # numpy leaves the interpreter lock on whole-table arithmetic
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(threads) as pool:
+            scores = list(pool.map(score, candidates))
+    else:
+        scores = [score(settings) for settings in candidates]
     return fold, np.asarray(held_out.sum(axis=1)).ravel(), scores
 
 
 def held_out_scores(
-    counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.ndarray, candidates
+    counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.ndarray, candidates,
+    threads: int = 1,
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Every candidate's b_c of every sampled document under the model of its fold,
     shape (n, C) each, and each document's known tokens under that model, shape (n,).
 
     One fold's training counts are held at a time, in this process, its candidates scored
-    one after the other: spread over forked workers, each would hold a fold of its own
+    by ``threads`` threads: spread over forked workers, each would hold a fold of its own
     (a V × C table or more apiece), which on 20 Newsgroups nearly doubled the memory of
-    fit to gain 4 % of its time; scored by two threads, or by two forked workers sharing
-    the fold, the candidates took longer on two cores than in turn (their tables' arithmetic
-    is bound by memory, not by the processor). A class the fold's training counts lack
-    scores −inf (no refit could name it).
+    fit to gain 4 % of its time. A class the fold's training counts lack scores −inf (no
+    refit could name it).
     """
     n, C = X.shape[0], len(counts.classes)
     out = [np.full((n, C), -np.inf) for _ in candidates]
     known = np.zeros(n, dtype=np.int64)
     for k in np.unique(fold_ids).tolist():
         fold, fold_known, scores = fold_scores(counts, X, y, np.flatnonzero(fold_ids == k),
-                                               candidates)  # fmt: skip
+                                               candidates, threads)  # fmt: skip
         known[fold.rows] = fold_known
         for jll, part in zip(out, scores):
             jll[np.ix_(fold.rows, fold.classes)] = part
@@ -558,12 +564,13 @@ def _no_evidence(candidates) -> Choice:
 
 
 def choose(
-    counts: Counts, X: sp.csr_matrix, y: np.ndarray, candidates=CANDIDATES, k: int = FOLDS
+    counts: Counts, X: sp.csr_matrix, y: np.ndarray, candidates=CANDIDATES, k: int = FOLDS,
+    threads: int = 1,
 ) -> Choice:
     """Cross-validate ``candidates`` on the sample ``(X, y)`` of the corpus of ``counts``.
 
     ``X`` (n, V) counts the sampled documents over ``counts.vocabulary``; ``y`` (n,) are
-    their classes (indices into ``counts.classes``).
+    their classes (indices into ``counts.classes``); ``threads`` score the candidates.
     """
     y = np.asarray(y, dtype=np.int64)
     # A document whose class has no other document is never scored: held out, its class
@@ -574,7 +581,7 @@ def choose(
         return _no_evidence(candidates)
     fold_ids = stratified_fold_ids(y, folds_for(y.size, counts.n_docs, k))
     rows = []
-    scores, n_tokens = held_out_scores(counts, X, y, fold_ids, candidates)
+    scores, n_tokens = held_out_scores(counts, X, y, fold_ids, candidates, threads)
     for settings, jll in zip(candidates, scores):
         scored = np.isfinite(jll[np.arange(y.size), y])
         log_proba = log_posterior(jll[scored])

@@ -647,9 +647,11 @@ def new_model(
     vocabulary_filter: VocabularyFilter,
     defaults: EstimatorSettings,
     auto: bool,
+    jobs: int = 1,
 ) -> Model:
     """The model of freshly counted ``documents``; with ``auto``, its settings chosen by
-    cross-validation on the documents' sample (:func:`nbclass.models.model.with_choice`).
+    cross-validation on the documents' sample (:func:`nbclass.models.model.with_choice`,
+    ``jobs`` threads).
 
     Raises
     ------
@@ -666,4 +668,4 @@ def new_model(
         column_words=documents.column_words,
     )  # fmt: skip
     check_usable(model)
-    return with_choice(model, documents.sample) if auto else model
+    return with_choice(model, documents.sample, jobs) if auto else model

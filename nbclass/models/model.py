@@ -201,14 +201,15 @@ def fit(
     return model
 
 
-def with_choice(model: Model, sample: Sequence[tuple[str, str]]) -> Model:
+def with_choice(model: Model, sample: Sequence[tuple[str, str]], threads: int = 1) -> Model:
     """``model`` with the settings chosen by cross-validation on ``sample``, its
     ``(class name, text)`` documents (:func:`nbclass.models.choosing.choose`), their table and
     calibration, and the typicality of the training documents
     (:mod:`nbclass.models.novelty`) measured by the same folds. Documents of a class the model
     does not use are left out. The documents are sorted (by class, then text) before
     they are dealt to folds, so the choice depends on which documents were read, not on
-    their order: a folder and the same documents as --lines choose alike."""
+    their order: a folder and the same documents as --lines choose alike. ``threads``
+    score the candidates (:func:`nbclass.models.choosing.choose`)."""
     from .choosing import choose, plan, sample_indices  # scipy: imported when it is used
 
     counts = model.active_counts
@@ -220,7 +221,7 @@ def with_choice(model: Model, sample: Sequence[tuple[str, str]]) -> Model:
         kept = [kept[i] for i in sample_indices(labels, documents).tolist()]
     X, _ = TextCounter(model.tokenizer, counts.vocabulary).count([text for _, text in kept])
     labels = np.array([c for c, _ in kept], dtype=np.int64)
-    choice = choose(counts, X, labels, k=folds)
+    choice = choose(counts, X, labels, k=folds, threads=threads)
     typicality = None
     if choice.evidence is not None:
         from .novelty import evidence_settings, typicality_record
