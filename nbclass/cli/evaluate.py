@@ -22,6 +22,7 @@ from .options import (
     FOLDER,
     estimator_options,
     format_option,
+    jobs_option,
     lines_option,
     model_option,
     reading_options,
@@ -185,13 +186,7 @@ def _describe_settings(settings, model=None) -> str:
     f"[default: --model {AUTO}]"
 )
 @format_option("text", "json")
-@click.option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Processes that read and count.  [default: $NBCLASS_JOBS, else every core]",
-)
+@jobs_option("Processes that read and count.")
 @reading_options
 def cv(
     corpus_dir,

@@ -11,7 +11,15 @@ from ..errors import (
     UsageError,
 )
 from .common import count_input, fit_settings, line_documents, shown, summary
-from .options import CONTEXT, FILE, FOLDER, fit_options, model_option, reading_options
+from .options import (
+    CONTEXT,
+    FILE,
+    FOLDER,
+    fit_options,
+    jobs_option,
+    model_option,
+    reading_options,
+)
 
 
 @click.command(context_settings=CONTEXT)
@@ -61,13 +69,7 @@ def merge(models, output, quiet):
     help="Unlearn one document per line (LABEL<TAB>TEXT or __label__LABEL TEXT).",
 )
 @click.option("-o", "--output", type=FILE, metavar="OUT", help="Write here instead of over MODEL.")
-@click.option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Processes that read and count.  [default: $NBCLASS_JOBS, else every core]",
-)
+@jobs_option("Processes that read and count.")
 @click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
 @reading_options
 def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):

@@ -394,19 +394,24 @@ def fit_options(command):
             "Stored as the model's default; --update and sync keep the model's own.  "
             f"[default: --model {AUTO}; with --table: {as_options(TABLE_DEFAULTS)}]"
         ),
-        click.option(
-            "-j",
-            "--jobs",
-            type=click.IntRange(min=1),
-            default=None,
-            help="Processes that read and count. The model is the same for any number.  "
-            "[default: $NBCLASS_JOBS, else every core]",
-        ),
+        jobs_option("Processes that read and count. The model is the same for any number."),
         click.option("-q", "--quiet", is_flag=True, help="Print no summary and no progress bar."),
     ]
     for option in reversed(options):
         command = option(command)
     return command
+
+
+def jobs_option(what: str):
+    """-j/--jobs: how many processes do ``what`` (a sentence of help); unset, the
+    environment's NBCLASS_JOBS or every core."""
+    return click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(min=1),
+        default=None,
+        help=f"{what}  [default: $NBCLASS_JOBS, else every core]",
+    )
 
 
 def lines_option(what: str):

@@ -28,6 +28,7 @@ from .options import (
     FOLDER,
     click_option,
     estimator_options,
+    jobs_option,
     model_option,
     reading_options,
     table_predict_options,
@@ -71,13 +72,9 @@ from .options import (
 )
 @click_option(spec.UNSURE_LABEL)
 @click_option(spec.EXIT_CODE)
-@click.option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Processes that read and score files (from 4 MB of them). The output is the "
-    "same for any number.  [default: $NBCLASS_JOBS, else every core]",
+@jobs_option(
+    "Processes that read and score files (from 4 MB of them). The output is the same for "
+    "any number."
 )
 @click_option(spec.QUIET)
 @click.option(
