@@ -93,3 +93,36 @@ def test_sync_creates_then_follows_the_folder_and_equals_a_fresh_fit(tmp_path):
     assert load(path).counts.equals(load(fresh).counts)
     _, report = sync_folder(path, partial(list_corpus, str(folder)), settings)
     assert not report.changed
+
+
+def test_bulk_predict_in_workers_and_in_turn_gives_the_batches_of_the_classifier(
+    base, tmp_path, monkeypatch
+):
+    """predict_documents, with forked workers and without, yields what the classifier
+    itself gives the same documents, in their order."""
+    import numpy as np
+
+    import nbclass.models.scoring
+    from nbclass.modelfile.predicting import listed_files, predict_documents
+    from nbclass.modelfile.textfile import save
+    from nbclass.models.model import Classifier
+    from nbclass.reading.corpus import iter_documents
+    from nbclass.reading.policy import DEFAULT_POLICY, ReadLog
+
+    monkeypatch.setattr(nbclass.models.scoring, "PARALLEL_MIN_BYTES", 0)
+    path = str(tmp_path / "m.nbc")
+    save(base, path)
+    paths = [str(DEMO_CORPUS)]
+    files, jobs = listed_files(paths, lines=False, jobs=2)
+    texts = {source: text for source, text in iter_documents(paths, False)}
+    expected = Classifier(load(path)).predict(list(texts.values()), list(texts)).log_proba
+    for workers, listed in ((2, files), (1, None)):
+        seen = []
+        classes, _, batches = predict_documents(
+            path, iter_documents(paths, False), listed, workers, ({}, True),
+            (DEFAULT_POLICY, ReadLog()), lambda classifier, scored: None, seen.append,
+        )  # fmt: skip
+        assert seen == [classes] and list(classes) == list(base.active_counts.classes)
+        rows = [(s, row) for sources, rows, _ in batches for s, row in zip(sources, rows)]
+        assert [s for s, _ in rows] == list(texts)
+        assert np.allclose([row for _, row in rows], expected, rtol=0, atol=1e-12)

@@ -167,10 +167,7 @@ def predict(
                 raise click.exceptions.Exit(code)
             return
         # Settings that need every count (fitted β, idf, normalised weights): batch path.
-    from functools import partial
-
-    from ..defaults import BATCH_SIZE
-    from ..models.scoring import worth_parallel
+    from ..modelfile.predicting import listed_files, predict_documents
     from ..output.render import shows_evidence
 
     # The models (and scipy) are imported once the worker processes, if any, are forked.
@@ -193,7 +190,7 @@ def predict(
     on_cluster = scheduler and not lines and paths and "-" not in paths
     if on_cluster:
         check_scheduler(click.get_current_context(), scheduler)
-    files, jobs = (None, 1) if on_cluster else _listed_files(paths, lines, jobs)
+    files, jobs = (None, 1) if on_cluster else listed_files(paths, lines, jobs)
     # The progress bar needs the files listed; never over results printed on a terminal.
     bar_wanted = not (quiet or on_cluster or lines or not paths or "-" in paths)
     bar_wanted = bar_wanted and sys.stderr.isatty() and not sys.stdout.isatty()
@@ -220,24 +217,11 @@ def predict(
         classes, settings, batches = predict_paths(
             scheduler, model_path, paths, scoring, abstention, explain, *reading
         )
-    elif files is not None and jobs > 1 and worth_parallel(files, BATCH_SIZE):
-        classes, settings, batches = _predict_in_parallel(
-            model_path, files, jobs, scoring, reading, add_extras, check_classes
-        )
     else:
-        from ..modelfile.textfile import load
-        from ..models.explain import score_batch
-        from ..models.model import Classifier, scoring_settings
-
         if files is not None:  # listed already: read them without walking again
             documents = iter_documents(paths, lines, *reading, listed=files)
-        model = load(model_path)
-        settings, calibration = scoring_settings(model, *scoring)
-        classifier = Classifier(model, settings, calibration=calibration)
-        classes = classifier.classes
-        batches = (
-            (scored.sources, scored.log_proba.tolist(), add_extras(classifier, scored))
-            for scored in map(partial(score_batch, classifier), _batches(documents, BATCH_SIZE))
+        classes, settings, batches = predict_documents(
+            model_path, documents, files, jobs, scoring, reading, add_extras, check_classes
         )
     check_classes(classes)
     labels = []
@@ -274,63 +258,6 @@ def _write_predictions(
     write_part(folder, part_name(index, fmt), lines)
     for problem in prediction_labels(sources, classes, rows, settings, extras, unsure_label)[1]:
         warnings.warn(problem, NbclassWarning, stacklevel=1)
-
-
-def _listed_files(paths, lines: bool, jobs: int | None):
-    """``(files, jobs)``: the ``(path, walked)`` files of ``paths``, which ``jobs`` worker
-    processes may read and count (:mod:`nbclass.models.scoring`), or None (and one job) for
-    standard input, --lines, one job, or a path that does not exist (its error comes in
-    its turn, after the documents before it)."""
-    from ..counting.counts import default_jobs
-    from ..reading.corpus import list_inputs
-
-    if lines or not paths or "-" in paths:
-        return None, 1
-    jobs = jobs or default_jobs()
-    if jobs < 2:
-        return None, 1
-    try:
-        return list_inputs(paths), jobs
-    except NbclassError:
-        return None, 1
-
-
-def _predict_in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_classes):
-    """``(classes, settings, batches)`` of ``files``, read and counted by ``jobs`` forked
-    workers while this process loads the model (:mod:`nbclass.models.scoring`); an error before
-    the batches are taken (the model, the options, ``check_classes``) stops the workers."""
-    from ..defaults import BATCH_SIZE
-    from ..modelfile.counter import load_counter
-    from ..modelfile.fileformat import read
-    from ..models.scoring import CountedBatches, score_counted
-
-    data = read(model_path)
-    counter = load_counter(data, model_path)  # the model file's damage is refused here
-    policy, log = reading
-    counted = CountedBatches(counter, files, policy, jobs, BATCH_SIZE)
-    try:  # the workers count while scipy is imported and the model loaded
-        from ..modelfile.textfile import loads
-        from ..models.model import Classifier, scoring_settings
-
-        model = loads(data, model_path)
-        settings, calibration = scoring_settings(model, *scoring)
-        classifier = Classifier(model, settings, counter, calibration)
-        check_classes(classifier.classes)
-    except BaseException:
-        counted.close()
-        raise
-    return classifier.classes, settings, score_counted(classifier, counted, log, add_extras)
-
-
-def _batches(items, size: int):
-    batch = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def _print_predictions(

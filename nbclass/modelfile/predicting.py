@@ -1,0 +1,105 @@
+"""Bulk predict on this machine: a model file and documents to batches of predictions.
+
+:func:`predict_documents` chooses how: when many files are listed and several processes
+are allowed, forked workers read and count them while this process loads the model
+(:mod:`nbclass.models.scoring`); otherwise this process reads, counts and scores them in
+batches of :data:`nbclass.defaults.BATCH_SIZE`. Either way the batches are the same, in
+the order of the documents: ``(sources, log posteriors, extras)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from .. import defaults
+from ..errors import NbclassError
+
+
+def listed_files(paths, lines: bool, jobs: int | None):
+    """``(files, jobs)``: the ``(path, walked)`` files of ``paths``, which ``jobs`` worker
+    processes may read and count (:mod:`nbclass.models.scoring`), or None (and one job) for
+    standard input, --lines, one job, or a path that does not exist (its error comes in
+    its turn, after the documents before it)."""
+    from ..counting.counts import default_jobs
+    from ..reading.corpus import list_inputs
+
+    if lines or not paths or "-" in paths:
+        return None, 1
+    jobs = jobs or default_jobs()
+    if jobs < 2:
+        return None, 1
+    try:
+        return list_inputs(paths), jobs
+    except NbclassError:
+        return None, 1
+
+
+def batches_of(items: Iterable, size: int) -> Iterator[list]:
+    """``items`` in lists of ``size`` (the last one shorter)."""
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def predict_documents(
+    model_path: str, documents: Iterable, files, jobs: int, scoring: tuple, reading: tuple,
+    add_extras: Callable, check_classes: Callable,
+):  # fmt: skip
+    """``(classes, settings, batches)`` of the model file ``model_path`` on ``documents``
+    (``(source, text)`` pairs, read lazily), or on ``files`` (listed ``(path, walked)``
+    pairs, or None) read by ``jobs`` workers when that is worth it.
+
+    ``scoring`` is ``(overrides, use_calibration)`` (:func:`nbclass.models.model.
+    scoring_settings`), ``reading`` ``(policy, log)``; ``add_extras(classifier, scored)``
+    gives each batch's extras, and ``check_classes(classes)`` may refuse the model's
+    classes before any batch is taken. ``batches`` yields ``(sources, rows, extras)``.
+    """
+    from ..models.scoring import worth_parallel
+
+    size = defaults.BATCH_SIZE  # read when called: tests make it smaller
+    if files is not None and jobs > 1 and worth_parallel(files, size):
+        return _in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_classes)
+    from ..modelfile.textfile import load
+    from ..models.explain import score_batch
+    from ..models.model import Classifier, scoring_settings
+
+    model = load(model_path)
+    settings, calibration = scoring_settings(model, *scoring)
+    classifier = Classifier(model, settings, calibration=calibration)
+    check_classes(classifier.classes)
+    batches = (
+        (scored.sources, scored.log_proba.tolist(), add_extras(classifier, scored))
+        for scored in (score_batch(classifier, b) for b in batches_of(documents, size))
+    )
+    return classifier.classes, settings, batches
+
+
+def _in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_classes):
+    """:func:`predict_documents` by ``jobs`` forked workers, which read and count while this
+    process loads the model; an error before the batches are taken (the model, the
+    options, ``check_classes``) stops the workers."""
+    from ..models.scoring import CountedBatches, score_counted
+    from .counter import load_counter
+    from .fileformat import read
+
+    data = read(model_path)
+    counter = load_counter(data, model_path)  # the model file's damage is refused here
+    policy, log = reading
+    counted = CountedBatches(counter, files, policy, jobs, defaults.BATCH_SIZE)
+    try:  # the workers count while scipy is imported and the model loaded
+        from ..models.model import Classifier, scoring_settings
+        from .textfile import loads
+
+        model = loads(data, model_path)
+        settings, calibration = scoring_settings(model, *scoring)
+        classifier = Classifier(model, settings, counter, calibration)
+        check_classes(classifier.classes)
+    except BaseException:
+        counted.close()
+        raise
+    return classifier.classes, settings, score_counted(classifier, counted, log, add_extras)
