@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from ..counting.counts import Counts
+from ..counting.counts import Counts, count_documents
 from .estimators import Calibration, EstimatorSettings
 from .posterior import log_posterior, make_scorer
 from .textmodels import prepare
@@ -196,19 +196,6 @@ def stratified_fold_ids(y: np.ndarray, k: int = FOLDS, seed: int = SEED) -> np.n
 # --- held-out scores ------------------------------------------------------------------------
 
 
-def _class_sums(X: sp.csr_matrix, y: np.ndarray, C: int):
-    """The words the rows of X hold, shape (u,), and their (D, T) by class: int64 arrays
-    of shape (u, C), D counting the rows that hold the word and T its tokens."""
-    X = sp.csr_matrix(X)
-    words, local = np.unique(X.indices, return_inverse=True)
-    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-    cells = local * C + y[rows]
-    size = words.size * C
-    T = np.bincount(cells, weights=X.data, minlength=size).astype(np.int64).reshape(-1, C)
-    D = np.bincount(cells, minlength=size).astype(np.int64).reshape(-1, C)
-    return words, D, T
-
-
 @dataclass(frozen=True)
 class Fold:
     """One fold's training counts (whole corpus minus the fold) and its held-out rows."""
@@ -223,8 +210,10 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
     """The fold that holds out the sampled documents ``rows``: ``counts`` (the whole
     training corpus's, over the vocabulary X's columns count) less their counts."""
     C = len(counts.classes)
-    seen, D, T = _class_sums(X[rows], y[rows], C)
-    class_count = counts.class_count - np.bincount(y[rows], minlength=C)
+    held_out = sp.csr_matrix(X[rows])
+    seen = np.unique(held_out.indices)  # only these words' rows change
+    N_c, D, T = count_documents(held_out[:, seen], y[rows], C)
+    class_count = counts.class_count - N_c
     token_count, doc_count = counts.token_count.copy(), counts.doc_count.copy()
     token_count[seen] -= T
     doc_count[seen] -= D

@@ -215,12 +215,12 @@ def with_choice(model: Model, sample: Sequence[tuple[str, str]], threads: int = 
     counts = model.active_counts
     at = {name: c for c, name in enumerate(counts.classes)}
     kept = sorted((at[name], text) for name, text in sample if name in at)
+    labels = np.array([c for c, _ in kept], dtype=np.int64)
     documents, folds = plan(counts)
     if len(kept) > documents:  # the folds the corpus affords hold out fewer documents
-        labels = np.array([c for c, _ in kept], dtype=np.int64)
-        kept = [kept[i] for i in sample_indices(labels, documents).tolist()]
+        chosen = sample_indices(labels, documents)
+        kept, labels = [kept[i] for i in chosen.tolist()], labels[chosen]
     X, _ = TextCounter(model.tokenizer, counts.vocabulary).count([text for _, text in kept])
-    labels = np.array([c for c, _ in kept], dtype=np.int64)
     choice = choose(counts, X, labels, k=folds, threads=threads)
     typicality = None
     if choice.evidence is not None:
