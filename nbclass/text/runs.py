@@ -338,6 +338,19 @@ def _chunks(texts: Sequence[bytes]) -> Iterator[tuple[int, int]]:
         first = last
 
 
+def _runs_by_chunk(texts, table: bytes, lowercase: bool):
+    """``(first, last, runs, ascii)`` per chunk of :func:`_chunks`: the runs of texts
+    ``first``..``last - 1`` (:func:`_chunk_runs` for ASCII bytes, :func:`_text_chunk_runs`
+    for str of any script) and whether they were bytes."""
+    text = bool(texts) and isinstance(texts[0], str)
+    for first, last in _chunks(texts):
+        chunk = texts[first:last]
+        if text:
+            yield first, last, _text_chunk_runs(chunk, lowercase), False
+        else:
+            yield first, last, _chunk_runs(chunk, table), True
+
+
 def _chunk_runs(texts: Sequence[bytes], table: bytes):
     """``(translated, codes, starts, ends, text)``: the texts joined by spaces and
     translated by ``table`` (bytes and uint8 ndarray), its runs, and the text of each run
@@ -491,14 +504,8 @@ class RunCounter:
         column, and each text's number of tokens, shape (n,). Texts are counted in
         chunks of about ``CHUNK_BYTES`` (characters, for str)."""
         parts, n_tokens = [], np.zeros(len(texts), dtype=np.int64)
-        text = bool(texts) and isinstance(texts[0], str)
-        for first, last in _chunks(texts):
-            chunk = texts[first:last]
-            if text:
-                runs = _text_chunk_runs(chunk, self.lowercase)
-            else:
-                runs = _chunk_runs(chunk, self.table)
-            rows, columns, values, tokens = self._count_chunk(len(chunk), runs, not text)
+        for first, last, runs, ascii_ in _runs_by_chunk(texts, self.table, self.lowercase):
+            rows, columns, values, tokens = self._count_chunk(last - first, runs, ascii_)
             parts.append((rows + first, columns, values))
             n_tokens[first:last] = tokens
         if not parts:
@@ -600,14 +607,8 @@ class RunTally:
         ``CHUNK_BYTES``) of classes ``labels``; returns the indices of those not counted
         (a chunk with a hash clash)."""
         refused = []
-        text = bool(texts) and isinstance(texts[0], str)
-        for first, last in _chunks(texts):
-            chunk = texts[first:last]
-            if text:
-                runs = _text_chunk_runs(chunk, self.lowercase)
-            else:
-                runs = _chunk_runs(chunk, self.table)
-            if not self._add_chunk(runs, labels[first:last], not text):
+        for first, last, runs, ascii_ in _runs_by_chunk(texts, self.table, self.lowercase):
+            if not self._add_chunk(runs, labels[first:last], ascii_):
                 refused.extend(range(first, last))
         return refused
 
