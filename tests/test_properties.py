@@ -213,7 +213,6 @@ def test_log_posterior_of_an_impossible_document_is_minus_infinity_not_nan():
     assert log_evidence(jll).tolist() == [-math.inf, 0.0]
 
 
-
 @FAST
 @given(CORPUS, CORPUS)
 def test_subtract_undoes_merge(a, b):
@@ -230,3 +229,46 @@ def test_subtract_refuses_what_was_never_learned():
         subtract(total, counts_of([(["hi"], "eggs")]))
     with pytest.raises(ValueError, match="word 'bye' is not in the model"):
         subtract(total, counts_of([(["bye"], "ham")]))
+
+
+# A scorer made for some words only (the held-out folds of fit's choice use it) gives the
+# documents that hold only those words the scores of the whole model: every total still
+# covers the whole vocabulary.
+SCORED_SETTINGS = [
+    EstimatorSettings(model="multinomial"),
+    EstimatorSettings(model="multinomial", estimator="mle"),
+    EstimatorSettings(model="bernoulli"),
+    EstimatorSettings(model="bernoulli", estimator="mle"),
+    EstimatorSettings(model="complement", class_prior=False),
+    EstimatorSettings(model="multinomial", prior_fit=True),
+    EstimatorSettings(model="multinomial", tf="log", prior_fit=True),
+    EstimatorSettings(model="complement", tf="log", idf=True, norm="length"),
+    EstimatorSettings(model="complement", tf="log", norm="weight"),
+    EstimatorSettings(model="dcm", prior_fit=True),
+    EstimatorSettings(model="multinomial", estimator="predictive"),
+    EstimatorSettings(model="poisson"),
+    EstimatorSettings(model="poisson", estimator="predictive"),
+]
+
+
+@FAST
+@given(CORPUS, st.lists(DOCUMENT, min_size=1, max_size=4), st.sampled_from(SCORED_SETTINGS))
+def test_a_scorer_of_some_words_scores_their_documents_as_the_whole_model(
+    documents, probes, estimator
+):
+    import scipy.sparse as sp
+
+    from nbclass.models.posterior import make_scorer
+    from nbclass.models.textmodels import prepare
+
+    counts = counts_of(documents)
+    at = {w: j for j, w in enumerate(counts.vocabulary)}
+    X = sp.csr_matrix(count_matrix([[w for w in d if w in at] for d in probes], at))
+    rows = np.unique(X.indices)
+    prepared = prepare(counts, estimator)
+    whole = make_scorer(counts, estimator, prepared).joint_log_likelihood(X)
+    part = make_scorer(counts, estimator, prepared, rows=rows).joint_log_likelihood(X[:, rows])
+    assert part.shape == whole.shape
+    assert np.array_equal(np.isneginf(part), np.isneginf(whole))
+    finite = np.isfinite(whole)
+    assert np.allclose(part[finite], whole[finite], rtol=1e-12, atol=1e-12)

@@ -147,7 +147,7 @@ class Counts:
         rows = np.asarray(rows, dtype=np.int64)
         return Counts(
             classes=self.classes,
-            vocabulary=tuple(self.vocabulary[j] for j in rows),
+            vocabulary=tuple(map(self.vocabulary.__getitem__, rows.tolist())),
             class_count=self.class_count,
             doc_count=self.doc_count[rows],
             token_count=self.token_count[rows],
@@ -588,7 +588,9 @@ def default_jobs() -> int:
 
 
 def count_texts(
-    texts: Sequence[str], labels: Sequence[int], classes: Sequence[str],
+    texts: Sequence[str],
+    labels: Sequence[int],
+    classes: Sequence[str],
     tokenizer: TokenizerSettings,
 ) -> Counts:
     """The counts of documents already in memory, as :func:`count_corpus` counts files.

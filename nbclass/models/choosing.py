@@ -209,26 +209,31 @@ class Fold:
 def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -> Fold:
     """The fold that holds out the sampled documents ``rows``: ``counts`` (the whole
     training corpus's, over the vocabulary X's columns count) less their counts."""
-    C = len(counts.classes)
+    C, V = len(counts.classes), len(counts.vocabulary)
     held_out = sp.csr_matrix(X[rows])
     seen = np.unique(held_out.indices)  # only these words' rows change
     N_c, D, T = count_documents(held_out[:, seen], y[rows], C)
     class_count = counts.class_count - N_c
-    token_count, doc_count = counts.token_count.copy(), counts.doc_count.copy()
-    token_count[seen] -= T
-    doc_count[seen] -= D
-    # Only the fold's words can be left with no count.
-    gone = seen[~token_count[seen].any(axis=1)]
-    words = np.delete(np.arange(len(counts.vocabulary)), gone)
-    if gone.size:
-        token_count, doc_count = token_count[words], doc_count[words]
+    T = counts.token_count[seen] - T
+    D = counts.doc_count[seen] - D
+    # Only the fold's words can be left with no count; the tables are copied once,
+    # without them, and the fold's rows written in.
+    kept = T.any(axis=1)
+    gone = seen[~kept]
+    words = np.delete(np.arange(V), gone) if gone.size else np.arange(V)
+    token_count, doc_count = (
+        (counts.token_count[words], counts.doc_count[words]) if gone.size
+        else (counts.token_count.copy(), counts.doc_count.copy())
+    )  # fmt: skip
+    at = np.searchsorted(words, seen[kept])
+    token_count[at], doc_count[at] = T[kept], D[kept]
     classes = np.flatnonzero(class_count)
     if classes.size < C:
         token_count, doc_count = token_count[:, classes], doc_count[:, classes]
     vocabulary = counts.vocabulary
     training = Counts(
         classes=tuple(counts.classes[c] for c in classes.tolist()),
-        vocabulary=tuple(vocabulary[j] for j in words.tolist()) if gone.size else vocabulary,
+        vocabulary=tuple(map(vocabulary.__getitem__, words.tolist())) if gone.size else vocabulary,
         class_count=class_count[classes],
         doc_count=doc_count,
         token_count=token_count,
@@ -237,7 +242,11 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
 
 
 def fold_scores(
-    counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray, candidates,
+    counts: Counts,
+    X: sp.csr_matrix,
+    y: np.ndarray,
+    rows: np.ndarray,
+    candidates,
     threads: int = 1,
 ) -> tuple[Fold, np.ndarray, list[np.ndarray]]:
     """The fold holding out ``rows``, the known tokens of those documents (those in the
@@ -246,9 +255,14 @@ def fold_scores(
     counts, each of shape (len(rows), C_k), computed by ``threads`` threads."""
     fold = fold_of(counts, X, y, rows)
     held_out = X[rows][:, fold.words]
+    # Only the words the held-out documents hold get weights (a third of 20 Newsgroups'
+    # vocabulary in its one fold); every total still covers the fold's whole vocabulary.
+    used = np.unique(held_out.indices)
+    held_out = held_out[:, used]
 
     def score(settings: EstimatorSettings) -> np.ndarray:
-        scorer = make_scorer(fold.counts, settings, prepare(fold.counts, settings))
+        prepared = prepare(fold.counts, settings)
+        scorer = make_scorer(fold.counts, settings, prepared, rows=used)
         return scorer.joint_log_likelihood(held_out)
 
     if threads > 1:  # numpy leaves the interpreter lock on whole-table arithmetic
@@ -262,7 +276,11 @@ def fold_scores(
 
 
 def held_out_scores(
-    counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.ndarray, candidates,
+    counts: Counts,
+    X: sp.csr_matrix,
+    y: np.ndarray,
+    fold_ids: np.ndarray,
+    candidates,
     threads: int = 1,
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Every candidate's b_c of every sampled document under the model of its fold,
@@ -553,7 +571,11 @@ def _no_evidence(candidates) -> Choice:
 
 
 def choose(
-    counts: Counts, X: sp.csr_matrix, y: np.ndarray, candidates=CANDIDATES, k: int = FOLDS,
+    counts: Counts,
+    X: sp.csr_matrix,
+    y: np.ndarray,
+    candidates=CANDIDATES,
+    k: int = FOLDS,
     threads: int = 1,
 ) -> Choice:
     """Cross-validate ``candidates`` on the sample ``(X, y)`` of the corpus of ``counts``.

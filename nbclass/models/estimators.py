@@ -46,6 +46,7 @@ from ..errors import UsageError
 # model file's header is checked against it (:mod:`nbclass.modelfile.header`).
 BETA_RANGE = (1e-4, 100.0)
 
+
 @dataclass(frozen=True)
 class EstimatorSettings:
     """Event model, estimator and prior pseudo-counts.
@@ -593,15 +594,22 @@ def bernoulli_log_theta(doc_count, class_count, estimator: str, beta: tuple[floa
     return log_theta, log_not_theta
 
 
-def multinomial_log_theta(token_count, estimator: str, beta: float):
-    """log θ_jc, ndarray of shape (V, C), with V = ``token_count.shape[0]``.
+def multinomial_log_theta(token_count, estimator: str, beta: float, totals=None, V=None):
+    """log θ_jc, ndarray of shape (R, C), for the R rows of ``token_count``.
 
     Parameters
     ----------
-    token_count : ndarray of shape (V, C)
-        T_jc (tokens).
+    token_count : ndarray of shape (R, C)
+        T_jc (tokens) of R words: every word of the vocabulary (the default), or some of
+        them when ``totals`` and ``V`` are given.
+    totals : ndarray of shape (C,), optional
+        T_c over the whole vocabulary; the column sums of ``token_count`` by default.
+    V : int, optional
+        The vocabulary's size; ``token_count.shape[0]`` by default.
     """
     import numpy as np
 
     T = np.asarray(token_count, dtype=np.float64)
-    return log_fraction(*multinomial_fraction(T, T.sum(axis=0), T.shape[0], estimator, beta))
+    T_c = T.sum(axis=0) if totals is None else np.asarray(totals, dtype=np.float64)
+    V = T.shape[0] if V is None else V
+    return log_fraction(*multinomial_fraction(T, T_c, V, estimator, beta))

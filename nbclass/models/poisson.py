@@ -50,7 +50,7 @@ arrays alike; numpy is imported only where an array is built.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 TYPE_CHECKING = False  # the one-document path imports this module: no typing import
 
@@ -137,6 +137,10 @@ class NegativeBinomialScorer:
     shape: np.ndarray
     rate: np.ndarray
     log_prior: np.ndarray
+
+    def words(self, rows: np.ndarray) -> NegativeBinomialScorer:
+        """This scorer for documents that hold only the words ``rows`` (R,): X of shape (n, R)."""
+        return replace(self, shape=self.shape[rows])
 
     def joint_log_likelihood(self, X: sp.csr_matrix) -> np.ndarray:
         """b_c = log π_c + log p(x | c, training data), ndarray of shape (n, C).

@@ -22,7 +22,7 @@ its log posterior is −inf everywhere and it has no label.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,6 +41,7 @@ from .estimators import (
     multinomial_log_theta,
 )
 from .textmodels import (
+    class_totals,
     complement_weights,
     dcm_scorer,
     document_features,
@@ -85,6 +86,15 @@ class LinearScorer:
     tf: str = "raw"
     idf: np.ndarray | None = None
     length_norm: bool = False
+
+    def words(self, rows: np.ndarray) -> LinearScorer:
+        """This scorer for documents that hold only the words ``rows`` (R,): X of shape (n, R)."""
+        return replace(
+            self,
+            weights=self.weights[rows],
+            required=None if self.required is None else self.required[rows],
+            idf=None if self.idf is None else self.idf[rows],
+        )
 
     def features(self, X: sp.csr_matrix) -> sp.csr_matrix:
         """f(X), what the weights multiply: 1[X > 0], X, or its transform; (n, V)."""
@@ -143,12 +153,21 @@ class LinearScorer:
         return self.bias[a] - self.bias[b]
 
 
-def make_scorer(counts: Counts, settings: EstimatorSettings, prepared: Prepared | None = None):
+def make_scorer(
+    counts: Counts, settings: EstimatorSettings, prepared: Prepared | None = None, rows=None
+):
     """The scorer of ``counts`` under ``settings`` (model, estimator, priors, transforms).
 
     ``prepared`` (:class:`nbclass.models.textmodels.Prepared`), the numbers a model file keeps for
     its default settings, supplies the fitted β when it belongs to ``settings`` and
     ``counts``; otherwise β is fitted here.
+
+    ``rows`` (int ndarray of shape (R,), indices into the vocabulary): the scorer of
+    documents that hold only those words, scoring X of shape (n, R). Every total (T_c,
+    the absent-word sums, the concentrations, β) still covers the whole vocabulary, so
+    the scores are those of the whole model, to rounding; only the R words' weights are
+    made, which is what makes scoring a few documents against a large vocabulary cheap
+    (the held-out folds of :mod:`nbclass.models.choosing`).
 
     A :class:`LinearScorer` for every model but ``--estimator predictive``
     (:class:`nbclass.models.textmodels.PolyaScorer`) and ``--model dcm``
@@ -160,62 +179,94 @@ def make_scorer(counts: Counts, settings: EstimatorSettings, prepared: Prepared 
     if prepared is not None and prepared.settings == settings:
         settings = prepared.resolved()
     else:
+        prepared = None
         settings = resolve_prior(counts, settings)
     if settings.model == "dcm":
-        return dcm_scorer(counts, settings)
-    if settings.model == "multinomial" and settings.estimator == "predictive":
-        return polya_scorer(counts, settings)
+        return dcm_scorer(counts, settings, rows)
+    part = counts if rows is None else counts.restrict(rows)
+    V, T_c = len(counts.vocabulary), counts.class_tokens
     log_pi = log_class_prior(counts.class_count, settings.estimator, settings.alpha)
     if not settings.class_prior:
         log_pi = np.zeros(len(log_pi))
+    if settings.model == "multinomial" and settings.estimator == "predictive":
+        return _words(polya_scorer(counts, settings), rows)
     if settings.model == "poisson":
         from .poisson import poisson_weights, predictive_scorer
 
         if settings.estimator == "predictive":
-            return predictive_scorer(counts, settings)
-        return LinearScorer(weights=poisson_weights(counts, settings), bias=log_pi, binary=False)
+            return _words(predictive_scorer(counts, settings), rows)
+        weights = poisson_weights(counts, settings)
+        return _words(LinearScorer(weights=weights, bias=log_pi, binary=False), rows)
     if settings.model in ("multinomial", "complement") and settings.transformed:
-        return _transformed_scorer(counts, settings, log_pi)
+        if rows is not None and settings.norm in ("weight", "both"):  # norms of every word
+            return _transformed_scorer(counts, settings, log_pi).words(rows)
+        return _transformed_scorer(
+            part, settings, log_pi, _totals(counts, settings, prepared, rows), V
+        )
     if settings.model == "complement":
-        weights = complement_weights(counts.token_count.astype(np.float64), settings.beta[0])
+        T = part.token_count.astype(np.float64)
+        totals = None if rows is None else T_c.sum() - T_c  # S̃_c = Σ_j T̃_jc
+        weights = complement_weights(T, settings.beta[0], totals, V)
         return LinearScorer(weights=weights, bias=log_pi, binary=False)
     if settings.model == "multinomial":
-        log_theta = multinomial_log_theta(counts.token_count, settings.estimator, settings.beta[0])
+        log_theta = multinomial_log_theta(
+            part.token_count, settings.estimator, settings.beta[0], T_c, V
+        )
         return LinearScorer(weights=log_theta, bias=log_pi, binary=False)
     log_theta, log_not_theta = bernoulli_log_theta(
-        counts.doc_count, counts.class_count, settings.estimator, settings.beta
+        part.doc_count, counts.class_count, settings.estimator, settings.beta
     )
     certain = np.isneginf(log_not_theta)  # θ_jc = 1
     weights = np.where(certain, 0.0, log_theta - np.where(certain, 0.0, log_not_theta))
-    absent = [
-        bernoulli_absent_total(histogram, N_c, settings.estimator, settings.beta)[0]
+    # Σ_j log(1 − θ_jc) over every word, and how many words have θ_jc = 1, per class.
+    absent, n_certain = zip(*(
+        bernoulli_absent_total(histogram, N_c, settings.estimator, settings.beta)
         for histogram, N_c in zip(
             doc_count_histograms(counts.doc_count), counts.class_count.tolist()
         )
-    ]
+    ))  # fmt: skip
     bias = log_pi + np.array(absent)
+    if not any(n_certain):
+        return LinearScorer(weights=weights, bias=bias, binary=True)
     import scipy.sparse as sp
 
-    if not certain.any():
-        return LinearScorer(weights=weights, bias=bias, binary=True)
     return LinearScorer(
         weights=weights,
         bias=bias,
         binary=True,
         required=sp.csr_matrix(certain.astype(np.int64)),
-        n_required=certain.sum(axis=0),
+        n_required=np.array(n_certain, dtype=np.int64),
     )
 
 
-def _transformed_scorer(counts: Counts, settings: EstimatorSettings, log_pi) -> LinearScorer:
-    """Multinomial or complement weights from the transformed sums S_jc (textmodels)."""
+def _words(scorer, rows):
+    """``scorer`` made for every word, for documents that hold only ``rows`` (if given)."""
+    return scorer if rows is None else scorer.words(rows)
+
+
+def _totals(counts: Counts, settings: EstimatorSettings, prepared: Prepared | None, rows):
+    """S_c (or S̃_c for complement) over the whole vocabulary when only ``rows`` are
+    scored (from ``prepared`` when it has them); None when every word is."""
+    if rows is None:
+        return None
+    if prepared is not None and prepared.class_totals is not None:
+        return np.array(prepared.class_totals)
+    return class_totals(counts, settings)
+
+
+def _transformed_scorer(
+    counts: Counts, settings: EstimatorSettings, log_pi, totals=None, V: int | None = None
+) -> LinearScorer:
+    """Multinomial or complement weights from the transformed sums S_jc (textmodels); of
+    the words of ``counts`` alone when ``totals`` (S_c, or S̃_c for complement) and ``V``
+    of a whole vocabulary are given."""
     S = transformed_counts(counts, settings)
     beta = settings.beta[0]
     if settings.model == "complement":
-        weights = complement_weights(S, beta)
+        weights = complement_weights(S, beta, totals, V)
         bias = log_pi
     else:
-        weights = multinomial_weights(S, settings.estimator, beta)
+        weights = multinomial_weights(S, settings.estimator, beta, totals, V)
         bias = log_pi
     if settings.norm in ("weight", "both"):
         weights = normalise_weights(weights)

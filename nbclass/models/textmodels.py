@@ -208,22 +208,56 @@ def normalise_weights(W: np.ndarray) -> np.ndarray:
     return np.divide(W, total, out=np.zeros(W.shape), where=total > 0)
 
 
-def multinomial_weights(S: np.ndarray, estimator: str, beta: float) -> np.ndarray:
-    """log θ_jc with θ_jc = (S_jc + β) / (S_c + Vβ) (or the MAP / MLE fraction), (V, C)."""
-    return log_fraction(*multinomial_fraction(S, S.sum(axis=0), S.shape[0], estimator, beta))
+def multinomial_weights(
+    S: np.ndarray, estimator: str, beta: float, totals=None, V: int | None = None
+) -> np.ndarray:
+    """log θ_jc with θ_jc = (S_jc + β) / (S_c + Vβ) (or the MAP / MLE fraction), (R, C).
+
+    ``S`` (R, C) holds the sums of every word (R = V, the default) or of some words, with
+    ``totals`` S_c (C,) and ``V`` of the whole vocabulary given.
+    """
+    S_c = S.sum(axis=0) if totals is None else np.asarray(totals, dtype=np.float64)
+    V = S.shape[0] if V is None else V
+    return log_fraction(*multinomial_fraction(S, S_c, V, estimator, beta))
 
 
-def complement_weights(S: np.ndarray, beta: float) -> np.ndarray:
-    """−log θ̃_jc, θ̃_jc = (S̃_jc + β) / (S̃_c + Vβ), S̃_jc = Σ_{c'≠c} S_jc'; (V, C).
+def complement_weights(
+    S: np.ndarray, beta: float, totals=None, V: int | None = None
+) -> np.ndarray:
+    """−log θ̃_jc, θ̃_jc = (S̃_jc + β) / (S̃_c + Vβ), S̃_jc = Σ_{c'≠c} S_jc'; (R, C).
+
+    ``S`` (R, C) holds the sums of every word (the default) or of some words, with
+    ``totals`` S̃_c = Σ_j S̃_jc (C,) and ``V`` of the whole vocabulary given.
 
     Examples
     --------
     >>> S = np.array([[2.0, 0.0], [1.0, 3.0]])  # complement counts [[0, 2], [3, 1]]
-    >>> np.allclose(complement_weights(S, 1.0), -np.log([[1 / 5, 3 / 5], [4 / 5, 2 / 5]]))
+    >>> W = complement_weights(S, 1.0)
+    >>> np.allclose(W, -np.log([[1 / 5, 3 / 5], [4 / 5, 2 / 5]]))
+    True
+    >>> np.array_equal(complement_weights(S[1:], 1.0, totals=[3.0, 3.0], V=2), W[1:])
     True
     """
     complement = S.sum(axis=1, keepdims=True) - S
-    return -multinomial_weights(complement, "posterior-mean", beta)
+    return -multinomial_weights(complement, "posterior-mean", beta, totals, V)
+
+
+def class_totals(counts: Counts, settings: EstimatorSettings, entries=None) -> np.ndarray:
+    """The denominators' data part of a multinomial or complement model, (C,): S_c = Σ_j S_jc,
+    or for complement S̃_c = Σ_j S̃_jc = S − S_c.
+
+    Summed from the nonzero S_jc (:func:`transformed_entries`; ``entries``, their
+    ``(cols, S)``, if the caller has them), memory in proportion to them, not to V × C.
+    """
+    if entries is None:
+        entries = transformed_entries(counts, settings)[1:]
+    cols, S = entries
+    sums = np.bincount(cols, weights=S, minlength=len(counts.classes))
+    if settings.model == "complement":
+        # S − S_c can round to a hair below 0 where it is 0 (one class): it is a sum of
+        # nonnegative numbers, and the model file refuses negative totals.
+        sums = np.maximum(S.sum() - sums, 0.0)
+    return sums
 
 
 # --- The Pólya (Dirichlet-multinomial) predictive -------------------------------------
@@ -246,6 +280,10 @@ class PolyaScorer:
     pseudo: np.ndarray
     total: np.ndarray
     log_prior: np.ndarray
+
+    def words(self, rows: np.ndarray) -> PolyaScorer:
+        """This scorer for documents that hold only the words ``rows`` (R,): X of shape (n, R)."""
+        return replace(self, pseudo=self.pseudo[rows])
 
     def joint_log_likelihood(self, X: sp.csr_matrix) -> np.ndarray:
         """b_c = log π_c + log p(x | c, training data), ndarray of shape (n, C).
@@ -345,6 +383,10 @@ class DcmScorer:
     concentration: np.ndarray
     binary = True
 
+    def words(self, rows: np.ndarray) -> DcmScorer:
+        """This scorer for documents that hold only the words ``rows`` (R,): X of shape (n, R)."""
+        return replace(self, weights=self.weights[rows])
+
     def features(self, X: sp.csr_matrix) -> sp.csr_matrix:
         """1[X > 0], the word presences the weights multiply."""
         from ..text.vectorizer import binarize
@@ -360,11 +402,13 @@ class DcmScorer:
         return presence + self.bias - gammaln(self.concentration + n)
 
 
-def dcm_parameters(counts: Counts, beta: float) -> tuple[np.ndarray, np.ndarray]:
-    """log β_jc (V, C) and s_c (C,) of the EDCM, from N_c, D_jc and T_c (see module doc)."""
-    D = counts.doc_count.astype(np.float64)
-    V = D.shape[0]
-    D_c = D.sum(axis=0)
+def dcm_parameters(counts: Counts, beta: float, rows=None) -> tuple[np.ndarray, np.ndarray]:
+    """log β_jc (V, C) and s_c (C,) of the EDCM, from N_c, D_jc and T_c (see module doc);
+    with ``rows`` (R,), log β_jc of those words only, (R, C)."""
+    V = counts.doc_count.shape[0]
+    D_c = counts.doc_count.sum(axis=0).astype(np.float64)
+    D = counts.doc_count if rows is None else counts.doc_count[rows]
+    D = D.astype(np.float64)
     T_c = counts.token_count.sum(axis=0).astype(np.float64)
     N_c = counts.class_count.astype(np.float64)
     s = np.array(
@@ -377,10 +421,12 @@ def dcm_parameters(counts: Counts, beta: float) -> tuple[np.ndarray, np.ndarray]
     return log_beta, s
 
 
-def dcm_scorer(counts: Counts, settings: EstimatorSettings) -> DcmScorer:
+def dcm_scorer(counts: Counts, settings: EstimatorSettings, rows=None) -> DcmScorer:
+    """The EDCM scorer of ``counts``; with ``rows``, of documents holding only those words
+    (:func:`nbclass.models.posterior.make_scorer`)."""
     from scipy.special import gammaln
 
-    log_beta, s = dcm_parameters(counts, settings.beta[0])
+    log_beta, s = dcm_parameters(counts, settings.beta[0], rows)
     log_pi = _log_prior(counts, settings)
     return DcmScorer(weights=log_beta, bias=log_pi + gammaln(s), concentration=s)
 
@@ -468,9 +514,7 @@ def _bernoulli_loo_function(counts: Counts):
     """β ↦ L(β) for the Bernoulli model, with the histograms of D_jc computed once."""
     V = counts.doc_count.shape[0]
     terms = []  # per class: (k, n) pairs of both kinds, and N_c
-    for histogram, N_c in zip(
-        doc_count_histograms(counts.doc_count), counts.class_count.tolist()
-    ):
+    for histogram, N_c in zip(doc_count_histograms(counts.doc_count), counts.class_count.tolist()):
         if N_c == 0:
             continue
         d = np.array([h[0] for h in histogram], dtype=np.float64)
@@ -582,14 +626,7 @@ def prepare(counts: Counts, settings: EstimatorSettings) -> Prepared | None:
     beta = resolved.beta[0] if settings.prior_fit else None
     totals = norms = None
     if transformed:
-        # From the nonzero sums alone (memory in proportion to them, not to V × C):
-        # S_c = Σ_j S_jc, and for complement S̃_c = Σ_j (S_j − S_jc) = S − S_c.
-        class_sums = np.bincount(cols, weights=entries, minlength=len(counts.classes))
-        if settings.model == "complement":
-            # S − S_c can round to a hair below 0 where it is 0 (one class): it is a sum
-            # of nonnegative numbers, and the model file refuses negative totals.
-            class_sums = np.maximum(entries.sum() - class_sums, 0.0)
-        totals = tuple(float(v) for v in class_sums)
+        totals = tuple(float(v) for v in class_totals(counts, settings, (cols, entries)))
         if settings.norm in ("weight", "both"):
             S = transformed_counts(counts, resolved)
             if settings.model == "complement":
