@@ -127,9 +127,9 @@ class Counts:
         """N, the number of training documents."""
         return int(self.class_count.sum())
 
-    @property
+    @cached_property
     def class_tokens(self) -> np.ndarray:
-        """T_c, ndarray of shape (C,): tokens in the documents of class c."""
+        """T_c, ndarray of shape (C,): tokens in the documents of class c (summed once)."""
         return self.token_count.sum(axis=0)
 
     def equals(self, other: Counts) -> bool:

@@ -469,16 +469,14 @@ def _check_choice(data):
 
 def _check_prepared(prepared: Prepared, active: Counts) -> None:
     """Refuse prepared numbers that these counts cannot give (:mod:`nbclass.modelfile.header`)."""
-    from ..models.textmodels import transformed_entries
+    from ..models.textmodels import class_totals, transformed_entries
 
     settings = prepared.settings
     total = checked.transformed_total(prepared)
     if total is not None:
         _, cols, entries = transformed_entries(active, settings)
         total = float(entries.sum())
-        sums = np.bincount(cols, weights=entries, minlength=len(active.classes))
-        if settings.model == "complement":
-            sums = np.maximum(entries.sum() - sums, 0.0)
+        sums = class_totals(active, settings, (cols, entries))
         if not np.allclose(prepared.class_totals, sums, rtol=1e-9, atol=1e-9):
             raise ValueError("the prepared class totals disagree with the counts")
     checked.check_beta(prepared, int(active.token_count.sum()), total)

@@ -183,7 +183,6 @@ def make_scorer(
         settings = resolve_prior(counts, settings)
     if settings.model == "dcm":
         return dcm_scorer(counts, settings, rows)
-    part = counts if rows is None else counts.restrict(rows)
     V, T_c = len(counts.vocabulary), counts.class_tokens
     log_pi = log_class_prior(counts.class_count, settings.estimator, settings.alpha)
     if not settings.class_prior:
@@ -200,21 +199,22 @@ def make_scorer(
     if settings.model in ("multinomial", "complement") and settings.transformed:
         if rows is not None and settings.norm in ("weight", "both"):  # norms of every word
             return _transformed_scorer(counts, settings, log_pi).words(rows)
+        part = counts if rows is None else counts.restrict(rows)
         return _transformed_scorer(
             part, settings, log_pi, _totals(counts, settings, prepared, rows), V
         )
     if settings.model == "complement":
-        T = part.token_count.astype(np.float64)
+        T = _rows_of(counts.token_count, rows).astype(np.float64)
         totals = None if rows is None else T_c.sum() - T_c  # S̃_c = Σ_j T̃_jc
         weights = complement_weights(T, settings.beta[0], totals, V)
         return LinearScorer(weights=weights, bias=log_pi, binary=False)
     if settings.model == "multinomial":
         log_theta = multinomial_log_theta(
-            part.token_count, settings.estimator, settings.beta[0], T_c, V
+            _rows_of(counts.token_count, rows), settings.estimator, settings.beta[0], T_c, V
         )
         return LinearScorer(weights=log_theta, bias=log_pi, binary=False)
     log_theta, log_not_theta = bernoulli_log_theta(
-        part.doc_count, counts.class_count, settings.estimator, settings.beta
+        _rows_of(counts.doc_count, rows), counts.class_count, settings.estimator, settings.beta
     )
     certain = np.isneginf(log_not_theta)  # θ_jc = 1
     weights = np.where(certain, 0.0, log_theta - np.where(certain, 0.0, log_not_theta))
@@ -237,6 +237,11 @@ def make_scorer(
         required=sp.csr_matrix(certain.astype(np.int64)),
         n_required=np.array(n_certain, dtype=np.int64),
     )
+
+
+def _rows_of(table: np.ndarray, rows) -> np.ndarray:
+    """The rows ``rows`` of a (V, C) table, or the whole table when ``rows`` is None."""
+    return table if rows is None else table[rows]
 
 
 def _words(scorer, rows):

@@ -94,6 +94,8 @@ prior keeps the same weight relative to the data.
 from __future__ import annotations
 
 import math
+import threading
+import weakref
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -113,6 +115,25 @@ from .estimators import (
 )
 
 S_MAX = 1e12  # DCM concentration when a class shows no burstiness at all (the multinomial limit)
+
+
+# Numbers derived from a whole Counts object, made once per object: counts are never
+# changed in place, and fit's choice asks for the same ones under several candidates (the
+# fitted β of the multinomial for raw and log tf; the log-tf sums for three candidates).
+# Kept as long as the counts live (weakly keyed), each behind its own lock so that two
+# threads asking for the same numbers compute them once.
+_DERIVED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_DERIVED_LOCK = threading.Lock()
+
+
+def _derived(counts: Counts, key: tuple, compute):
+    """``compute()`` for ``counts`` and ``key``, computed the first time it is asked for."""
+    with _DERIVED_LOCK:
+        slot = _DERIVED.setdefault(counts, {}).setdefault(key, [threading.Lock(), None])
+    with slot[0]:
+        if slot[1] is None:
+            slot[1] = (compute(),)
+    return slot[1][0]
 
 
 def idf_weights(doc_count: np.ndarray, n_docs: int) -> np.ndarray:
@@ -136,8 +157,17 @@ def transformed_entries(
     """``(rows, cols, S)``: the nonzero S_jc of :func:`transformed_counts`, (nnz,) each.
 
     The sums are 0 where D_jc = 0, so these entries are all of them; computing them alone
-    costs memory in proportion to the nonzero counts, not to V × C.
+    costs memory in proportion to the nonzero counts, not to V × C. Computed once per
+    counts and transform (read-only arrays).
     """
+    return _derived(
+        counts,
+        ("entries", settings.tf, settings.idf),
+        lambda: _transformed_entries(counts, settings),
+    )
+
+
+def _transformed_entries(counts: Counts, settings: EstimatorSettings):
     rows, cols = counts.nonzero
     S = counts.at_nonzero(counts.token_count, np.float64)
     if settings.tf == "log":  # S = D · log(1 + T / D), in place: two (nnz,) arrays at most
@@ -148,6 +178,7 @@ def transformed_entries(
         del D
     if settings.idf:
         S *= idf_weights(counts.doc_count, counts.n_docs)[rows]
+    S.flags.writeable = False
     return rows, cols, S
 
 
@@ -553,8 +584,13 @@ def fit_beta(counts: Counts, model: str) -> float:
     """The β in ``BETA_RANGE`` maximising the leave-one-out likelihood (see module doc).
 
     A coarse grid over log β (41 points) finds the best bracket, then a golden-section
-    search refines it to a relative precision of about 1e-9.
+    search refines it to a relative precision of about 1e-9. Fitted once per counts and
+    model.
     """
+    return _derived(counts, ("beta", model), lambda: _fit_beta(counts, model))
+
+
+def _fit_beta(counts: Counts, model: str) -> float:
     objective = loo_objective(counts, model)
     lo, hi = (math.log(b) for b in BETA_RANGE)
     grid = np.linspace(lo, hi, 41)
