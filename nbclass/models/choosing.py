@@ -204,6 +204,7 @@ class Fold:
     counts: Counts  # the training counts, pruned
     words: np.ndarray  # the training vocabulary's columns of X, shape (V_k,)
     classes: np.ndarray  # the training classes' indices among the model's, shape (C_k,)
+    used: np.ndarray  # the training vocabulary's words the held-out rows hold, shape (R,)
 
 
 def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -> Fold:
@@ -238,7 +239,7 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
         doc_count=doc_count,
         token_count=token_count,
     )
-    return Fold(rows, training, words, classes)
+    return Fold(rows, training, words, classes, at)
 
 
 def fold_scores(
@@ -254,11 +255,10 @@ def fold_scores(
     (len(rows),), and every candidate's scores b_c of them under the fold's training
     counts, each of shape (len(rows), C_k), computed by ``threads`` threads."""
     fold = fold_of(counts, X, y, rows)
-    held_out = X[rows][:, fold.words]
     # Only the words the held-out documents hold get weights (a third of 20 Newsgroups'
     # vocabulary in its one fold); every total still covers the fold's whole vocabulary.
-    used = np.unique(held_out.indices)
-    held_out = held_out[:, used]
+    used = fold.used
+    held_out = X[rows][:, fold.words[used]]
 
     def score(settings: EstimatorSettings) -> np.ndarray:
         prepared = prepare(fold.counts, settings)
