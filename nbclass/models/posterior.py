@@ -199,10 +199,8 @@ def make_scorer(
     if settings.model in ("multinomial", "complement") and settings.transformed:
         if rows is not None and settings.norm in ("weight", "both"):  # norms of every word
             return _transformed_scorer(counts, settings, log_pi).words(rows)
-        part = counts if rows is None else counts.restrict(rows)
-        return _transformed_scorer(
-            part, settings, log_pi, _totals(counts, settings, prepared, rows), V
-        )
+        totals = _totals(counts, settings, prepared, rows)
+        return _transformed_scorer(counts, settings, log_pi, totals, rows)
     if settings.model == "complement":
         T = _rows_of(counts.token_count, rows).astype(np.float64)
         totals = None if rows is None else T_c.sum() - T_c  # S̃_c = Σ_j T̃_jc
@@ -260,13 +258,13 @@ def _totals(counts: Counts, settings: EstimatorSettings, prepared: Prepared | No
 
 
 def _transformed_scorer(
-    counts: Counts, settings: EstimatorSettings, log_pi, totals=None, V: int | None = None
+    counts: Counts, settings: EstimatorSettings, log_pi, totals=None, rows=None
 ) -> LinearScorer:
     """Multinomial or complement weights from the transformed sums S_jc (textmodels); of
-    the words of ``counts`` alone when ``totals`` (S_c, or S̃_c for complement) and ``V``
-    of a whole vocabulary are given."""
-    S = transformed_counts(counts, settings)
-    beta = settings.beta[0]
+    the words ``rows`` alone when they and ``totals`` (S_c, or S̃_c for complement, over
+    the whole vocabulary) are given."""
+    S = transformed_counts(counts, settings, rows)
+    beta, V = settings.beta[0], len(counts.vocabulary)
     if settings.model == "complement":
         weights = complement_weights(S, beta, totals, V)
         bias = log_pi
@@ -281,7 +279,7 @@ def _transformed_scorer(
         bias=bias,
         binary=False,
         tf=settings.tf,
-        idf=idf_weights(counts.doc_count, counts.n_docs) if settings.idf else None,
+        idf=idf_weights(_rows_of(counts.doc_count, rows), counts.n_docs) if settings.idf else None,
         length_norm=settings.norm in ("length", "both"),
     )
 

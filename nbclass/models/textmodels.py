@@ -182,15 +182,24 @@ def _transformed_entries(counts: Counts, settings: EstimatorSettings):
     return rows, cols, S
 
 
-def transformed_counts(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
-    """S_jc, the per-class sums of the transformed training counts, ndarray of shape (V, C).
+def transformed_counts(counts: Counts, settings: EstimatorSettings, words=None) -> np.ndarray:
+    """S_jc, the per-class sums of the transformed training counts, ndarray of shape (V, C);
+    with ``words`` (sorted indices, (R,)), the rows of those words only, (R, C).
 
     Computed on the nonzero counts (:func:`transformed_entries`) and placed in zeros: the
     same numbers as the formula over the whole (V, C) array, about four times as fast.
     """
     rows, cols, entries = transformed_entries(counts, settings)
-    S = np.zeros(counts.token_count.shape)
-    S[rows, cols] = entries
+    if words is None:
+        S = np.zeros(counts.token_count.shape)
+        S[rows, cols] = entries
+        return S
+    at = np.full(counts.token_count.shape[0], -1, dtype=np.int64)
+    at[words] = np.arange(len(words))
+    row = at[rows]
+    kept = row >= 0
+    S = np.zeros((len(words), counts.token_count.shape[1]))
+    S[row[kept], cols[kept]] = entries[kept]
     return S
 
 
