@@ -38,6 +38,7 @@ from nbclass.errors import UsageError
 from nbclass.models.estimators import (
     EstimatorSettings,
     bernoulli_log_theta,
+    bernoulli_weights,
     log_class_prior,
     multinomial_log_theta,
 )
@@ -231,6 +232,22 @@ def test_bernoulli_log_theta(counts, estimator):
     assert log_theta.shape == log_not_theta.shape == (6, 2)
     assert_log_equal(log_theta, logs(THETA_BERNOULLI[estimator]))
     assert_log_equal(log_not_theta, logs(NOT_THETA_BERNOULLI[estimator]))
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS)
+def test_bernoulli_weights_are_the_log_odds_of_theta(counts, estimator):
+    # w_jc = log(θ_jc / (1 − θ_jc)) from the hand fractions; θ = 1: weight 0, certain;
+    # θ = 0: −inf.
+    weights, certain = bernoulli_weights(
+        counts.doc_count, counts.class_count, estimator, BETA_BERNOULLI
+    )
+    theta, not_theta = THETA_BERNOULLI[estimator], NOT_THETA_BERNOULLI[estimator]
+    expected = [
+        [0.0 if q == 0 else (-math.inf if p == 0 else log(p / q)) for p, q in zip(*rows)]
+        for rows in zip(theta, not_theta)
+    ]
+    assert certain.tolist() == [[q == 0 for q in row] for row in not_theta]
+    assert_log_equal(weights, expected)
 
 
 def test_laplace_smoothing_of_the_textbook(counts):

@@ -594,6 +594,33 @@ def bernoulli_log_theta(doc_count, class_count, estimator: str, beta: tuple[floa
     return log_theta, log_not_theta
 
 
+def bernoulli_weights(doc_count, class_count, estimator: str, beta: tuple[float, float]):
+    """The Bernoulli model's word weights w_jc = log θ_jc − log(1 − θ_jc) and where
+    θ_jc = 1 (``certain``), each ndarray of shape (R, C) for the R rows of ``doc_count``.
+
+    θ and 1 − θ share their denominator, so w_jc is the difference of the logs of their
+    numerators. Where θ_jc = 1, log(1 − θ_jc) = −∞ would make the weight +∞: it is 0
+    instead and ``certain`` is True (a document lacking the word is impossible for the
+    class; :class:`nbclass.models.posterior.LinearScorer` checks it by counting). Where
+    θ_jc = 0 the weight is −∞, and so it is for every word of a class with no estimate
+    (denominator ≤ 0), as :func:`bernoulli_log_theta` gives.
+    """
+    import numpy as np
+
+    present, absent, denominator = bernoulli_fractions(doc_count, class_count, estimator, beta)
+    certain = absent <= 0
+    if not certain.any() and (present > 0).all():  # smoothed counts: in place, two tables
+        weights = np.log(present, out=present)
+        weights -= np.log(absent, out=absent)
+    else:
+        weights = log_fraction(present, absent)
+        weights[certain] = 0.0
+    unestimated = np.asarray(denominator) <= 0
+    weights[:, unestimated] = -np.inf
+    certain[:, unestimated] = False
+    return weights, certain
+
+
 def multinomial_log_theta(token_count, estimator: str, beta: float, totals=None, V=None):
     """log θ_jc, ndarray of shape (R, C), for the R rows of ``token_count``.
 

@@ -36,7 +36,7 @@ from .estimators import (
     EstimatorSettings,
     Prepared,
     bernoulli_absent_total,
-    bernoulli_log_theta,
+    bernoulli_weights,
     log_class_prior,
     multinomial_log_theta,
 )
@@ -211,11 +211,9 @@ def make_scorer(
             _rows_of(counts.token_count, rows), settings.estimator, settings.beta[0], T_c, V
         )
         return LinearScorer(weights=log_theta, bias=log_pi, binary=False)
-    log_theta, log_not_theta = bernoulli_log_theta(
+    weights, certain = bernoulli_weights(
         _rows_of(counts.doc_count, rows), counts.class_count, settings.estimator, settings.beta
     )
-    certain = np.isneginf(log_not_theta)  # θ_jc = 1
-    weights = np.where(certain, 0.0, log_theta - np.where(certain, 0.0, log_not_theta))
     # Σ_j log(1 − θ_jc) over every word, and how many words have θ_jc = 1, per class.
     absent, n_certain = zip(*(
         bernoulli_absent_total(histogram, N_c, settings.estimator, settings.beta)
