@@ -30,9 +30,9 @@ classes can be told apart.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..records import record
 
 UNSURE = "unsure"
 EXIT_UNSURE = 9
@@ -40,7 +40,7 @@ EXIT_FIRST_CLASS = 10
 MAX_EXIT_CLASSES = 115  # 10 + 114 = 124; 125 and up mean a failed exec or a signal to a shell
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Abstention:
     """The thresholds of ``predict``; ``None`` disables a test.
 

@@ -37,16 +37,17 @@ References: seed 000 (Bayesian naive Bayes, MAP, posterior predictive), seed 004
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ..defaults import AUTO, ESTIMATORS, MODELS, NORMS, TF  # noqa: F401 - the choices
 from ..errors import UsageError
+from ..records import record
 
 # The range of β the prior fit returns (:func:`nbclass.models.textmodels.fit_beta`); the
 # model file's header is checked against it (:mod:`nbclass.modelfile.header`).
 BETA_RANGE = (1e-4, 100.0)
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class EstimatorSettings:
     """Event model, estimator and prior pseudo-counts.
 
@@ -223,7 +224,7 @@ class EstimatorSettings:
         return settings.validate()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Prepared:
     """The numbers of a model's default settings that depend on every count.
 
@@ -302,7 +303,7 @@ def score_gap(scores) -> float:
     return top - second if second > -math.inf else 0.0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Calibration:
     """Calibrated probabilities p(c | x) = softmax_c(b_c / T(x)), with the temperature
 

@@ -27,10 +27,11 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from functools import cached_property, partial
 
 from ..errors import NbclassError, UsageError
+from ..records import record
 
 BINARY_PROBE = 8 * 1024  # bytes looked at for a NUL byte, as grep and git do
 CHUNK = 1024 * 1024  # bytes read at a time
@@ -78,7 +79,7 @@ def format_size(n: int) -> str:
     return str(n)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ReadPolicy:
     """How documents are read: an input option, never stored in a model.
 
@@ -134,7 +135,7 @@ class ReadPolicy:
 DEFAULT_POLICY = ReadPolicy()
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Skip:
     """A document that was not read: its source, the reason (one of :data:`REASONS`) and
     a detail (``"permission denied"``)."""
@@ -144,7 +145,7 @@ class Skip:
     detail: str = ""
 
 
-@dataclass
+@record
 class ReadLog:
     """What reading skipped and replaced; picklable, so a worker returns its own.
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, field, replace
 
 from ..errors import NbclassError, UsageError
+from ..records import record
 
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 DEFAULT_NGRAM_RANGE = (1, 1)
@@ -40,7 +41,7 @@ MAX_PATTERN_LENGTH = 1000  # characters of a token pattern
 _WORD_BYTES = b"0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TokenizerSettings:
     """How a model turns text into tokens; stored in the model and reused by predict.
 
