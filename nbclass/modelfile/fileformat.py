@@ -43,6 +43,9 @@ PREFIX = struct.Struct("<8sIIIQI")  # magic, version, header length, header crc,
 ALIGN = 64
 TYPECODES = {"|u1": "B", "<u2": "H", "<u4": "I", "<u8": "Q"}  # dtype -> memoryview format
 ITEMSIZE = {"|u1": 1, "<u2": 2, "<u4": 4, "<u8": 8}
+# From this size on, ``read(mapped=True)`` maps memory for the file (below it, faulting
+# the pages of a buffer costs less than importing mmap).
+MAPPED_FROM = 1 << 20
 # The sections of a model file, in order (their content: nbclass.modelfile.textfile).
 MODEL_SECTIONS = (
     "class_count",
@@ -150,7 +153,7 @@ def file_kind(mode: int) -> str:
     return "special file"  # pragma: no cover - every kind Linux has is above
 
 
-def read(path: str) -> bytes:
+def read(path: str, mapped: bool = False) -> bytes:
     """The bytes of a model file, read with a bound; a problem is a :class:`ModelFileError`.
 
     A model file is untrusted input, so reading it never blocks and never grows without
@@ -162,6 +165,14 @@ def read(path: str) -> bytes:
     refused without reading the rest; a shorter one is read whole and refused as
     truncated by :func:`parse`. ``path`` may be a URL (:mod:`nbclass.reading.storage`): the object
     is read whole, and refused by :func:`parse` if it is not a model.
+
+    ``mapped``: a large file of the size it declares is read into anonymous memory mapped
+    for it (where the system can map it populated, in one call) and returned as a
+    memoryview of it, not as bytes: the same bytes, without a fault for every page of a
+    fresh buffer (a millisecond for 3.5 MB, a tenth of the interpreter's start). Only
+    what the file holds is mapped, never the size a damaged prefix declares; and the
+    file itself is never mapped (one truncated while mapped would end the process with
+    SIGBUS).
     """
     try:
         if isinstance(path, str) and "://" in path:
@@ -190,6 +201,10 @@ def read(path: str) -> bytes:
         if status.st_size > declared:
             raise refuse(path, f"is corrupted ({status.st_size - declared} bytes after its end)")
         os.lseek(fd, 0, os.SEEK_SET)  # one read of the whole file: one buffer, no copy
+        if mapped and status.st_size == declared >= MAPPED_FROM:  # the size of the file
+            buffer = _populated(declared)
+            if buffer is not None:
+                return _read_into(fd, memoryview(buffer), path)
         return _read_exactly(fd, max(declared, PREFIX.size), path)
     finally:
         os.close(fd)
@@ -237,6 +252,35 @@ def _read_exactly(fd: int, n: int, path: str) -> bytes:
     return b"".join(pieces)
 
 
+def _populated(n: int):
+    """``n`` bytes of anonymous memory, its pages made present at once; None where the
+    system has no ``MAP_POPULATE`` (Linux only), or cannot map them."""
+    import mmap
+
+    populate = getattr(mmap, "MAP_POPULATE", 0)
+    if not populate:  # pragma: no cover - not Linux
+        return None
+    try:
+        return mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
+    except (OSError, ValueError):  # pragma: no cover - no memory to map
+        return None
+
+
+def _read_into(fd: int, view: memoryview, path: str) -> memoryview:
+    """The bytes of ``fd`` read into ``view``, up to its length (fewer only at the end
+    of the file): ``view`` cut to what was read."""
+    got = 0
+    try:
+        while got < len(view):
+            n = os.readv(fd, [view[got : got + 0x7FFFF000]])
+            if not n:
+                break
+            got += n
+    except OSError as exc:
+        raise ModelFileError(f"cannot read model file {path!r}: {exc.strerror}") from None
+    return view[:got]
+
+
 def parse(
     data: bytes,
     path: str,
@@ -256,12 +300,13 @@ def parse(
     the checks below is turned into "is not a valid nbclass model").
     """
     view = memoryview(data)
-    if not data:
+    head = bytes(view[: PREFIX.size])  # any bytes-like data: bytes, a view of a mapping
+    if not head:
         raise refuse(path, "is empty (0 bytes), not an nbclass model file")
-    if not data.startswith(MAGIC):
-        if data and MAGIC.startswith(data):
+    if not head.startswith(MAGIC):
+        if MAGIC.startswith(head):
             raise refuse(path, f"is truncated ({len(data)} bytes): fit the model again")
-        if data[:1] == b"\x80":
+        if head[:1] == b"\x80":
             raise refuse(
                 path, "is a Python pickle, not an nbclass model; nbclass never loads pickles"
             )

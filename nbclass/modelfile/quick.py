@@ -50,7 +50,7 @@ class QuickModel:
         self._last = None  # (text, rows, tokens) of the last document scored
         # Every CRC is checked (a flipped bit anywhere is refused, ledger included); only
         # the sections used are looked at.
-        header, sections = parse(read(path), path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+        header, sections = parse(read(path, mapped=True), path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
         try:
             # Field by field, as the full loader reads them (nbclass.modelfile.header).
             self.classes = checked.classes(header)
