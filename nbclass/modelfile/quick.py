@@ -61,7 +61,8 @@ class QuickModel:
             self.n_used = int(header["n_used"])
             V, C = int(header["n_features"]), len(self.classes)
             s = sections
-            self.blob, self.offsets = s["vocabulary"].tobytes(), s["vocabulary_offsets"]
+            # A view, not a copy: the few words the search compares are copied one by one.
+            self.blob, self.offsets = s["vocabulary"], s["vocabulary_offsets"]
             self.class_count = s["class_count"].tolist()
             self.class_tokens = s["class_tokens"].tolist()
             self.word_ptr, self.class_index = s["word_ptr"], s["class_index"]
@@ -124,7 +125,7 @@ class QuickModel:
         V = len(offsets) - 1
 
         def word_at(j: int) -> bytes:
-            return blob[offsets[j] : offsets[j + 1] - 1]
+            return bytes(blob[offsets[j] : offsets[j + 1] - 1])
 
         firsts = [word_at(j) for j in range(0, V, _BLOCK)] if counts else []
         every = range(V)
