@@ -28,14 +28,18 @@ def model(tmp_path_factory):
 
 
 def test_one_document_leaves_out_what_it_does_not_use(model):
-    """Neither inspect's parsers (ast, dis, tokenize), typing, threading nor the corpus
-    module are imported to score a piped document."""
+    """Neither inspect's parsers (ast, dis, tokenize), typing, threading, the corpus
+    module, the json package (the header is read by its C scanner; a TSV line needs no
+    JSON) nor signal's enumerations are imported to score a piped document."""
     result = run(["predict", "-m", model], flags=["-X", "importtime"])
     assert result.returncode == 0, result.stderr
     imported = imported_modules(result)
-    assert {"nbclass.modelfile.quick", "nbclass.reading.policy", "dataclasses", "json"} <= imported
+    assert {"nbclass.modelfile.quick", "nbclass.reading.policy", "dataclasses"} <= imported
     unused = {"ast", "dis", "tokenize", "typing", "threading", "weakref", "nbclass.reading.corpus"}
+    unused |= {"json", "signal"}
     assert imported & unused == set()
+    jsonl = run(["predict", "-m", model, "--format", "jsonl"], flags=["-X", "importtime"])
+    assert jsonl.returncode == 0 and "json" in imported_modules(jsonl), jsonl.stderr
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ section's (corruption), and that the sections fit the file without overlapping.
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import stat
 import struct
@@ -114,6 +114,8 @@ def pack(header: dict, sections: list[tuple[str, str, int, bytes]]) -> bytes:
         relative += len(data) + _pad(len(data))
     header = {**header, "format": FORMAT_NAME, "version": FORMAT_VERSION, "sections": table}
     header["sections_start"] = 0
+    import json
+
     for _ in range(3):  # the start depends on the header's own length: converge
         text = json.dumps(header, ensure_ascii=True, sort_keys=True).encode("ascii")
         start = PREFIX.size + len(text)
@@ -330,7 +332,7 @@ def parse(
     if len(header_bytes) != header_length or zlib.crc32(header_bytes) != header_crc:
         raise refuse(path, "is corrupted (header checksum mismatch): fit the model again")
     try:
-        header = json.loads(bytes(header_bytes))
+        header = _json_object(bytes(header_bytes))
         if not isinstance(header, dict):
             raise ValueError("the header is not a JSON object")
         if header.get("format") != FORMAT_NAME or header.get("version") != FORMAT_VERSION:
@@ -349,6 +351,39 @@ def parse(
     ) as exc:
         raise refuse(path, f"is not a valid nbclass model ({exc})") from None
     return header, sections
+
+
+class _Decoding:
+    """The settings of ``json.loads`` (its default decoder's), for the C scanner."""
+
+    strict = True
+    object_hook = object_pairs_hook = None
+    parse_float, parse_int = float, int
+    parse_constant = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.__getitem__
+
+
+def _json_object(data: bytes):
+    """``json.loads(data)``, the same value or the same exception.
+
+    A header as :func:`pack` writes it (an ASCII object, spaces after it) is read by the
+    C scanner that ``json.loads`` itself uses, without importing the :mod:`json` package,
+    whose import compiles six regular expressions: a millisecond of a one-document
+    start. Anything else, and any text the scanner does not read to its end (where
+    ``json.loads`` raises the error that says why), is handed to ``json.loads``.
+    """
+    if data[:1] == b"{" and data.isascii() and b"\0" not in data:
+        try:
+            from _json import make_scanner
+
+            text = data.decode("ascii")
+            value, end = make_scanner(_Decoding())(text, 0)
+            if not text[end:].strip(" \t\n\r"):
+                return value
+        except Exception:  # noqa: BLE001 - json.loads says what is wrong
+            pass
+    import json
+
+    return json.loads(data)
 
 
 def _check_kind(actual, wanted: str, path: str) -> None:
