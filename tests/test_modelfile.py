@@ -779,8 +779,9 @@ json_values = st.recursive(
     | st.integers()
     | st.floats()  # NaN and the infinities too, written as json.dumps writes them
     | st.text(),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -819,3 +820,20 @@ def test_a_deeply_nested_header_is_the_recursion_error_of_json_loads():
 
     data = b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     assert json_outcome(_json_object, data) == json_outcome(json.loads, data)
+
+
+@given(
+    magic=st.binary(min_size=8, max_size=8),
+    numbers=st.tuples(
+        *[st.integers(0, 2**32 - 1)] * 3, st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1)
+    ),
+    tail=st.binary(max_size=8),
+)
+def test_the_prefix_is_the_struct_format_it_names(magic, numbers, tail):
+    """fileformat.PREFIX packs and unpacks as struct's ``<8sIIIQI`` does."""
+    layout = struct.Struct("<8sIIIQI")
+    assert PREFIX.size == layout.size
+    assert PREFIX.pack(magic, *numbers) == layout.pack(magic, *numbers)
+    data = layout.pack(magic, *numbers) + tail
+    assert PREFIX.unpack_from(data) == layout.unpack_from(data) == (magic, *numbers)
+    assert PREFIX.unpack_from(memoryview(data)) == layout.unpack_from(data)
