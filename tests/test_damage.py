@@ -427,6 +427,7 @@ BAD_HEADERS = {
     "alpha negative": set_defaults("alpha", -1.0),
     "n_features NaN": lambda h: h.__setitem__("n_features", math.nan),
     "n_used negative": lambda h: h.__setitem__("n_used", -1),
+    "n_used infinite": lambda h: h.__setitem__("n_used", math.inf),
     "ledger length NaN": lambda h: h.__setitem__("ledger", math.nan),
 }
 
