@@ -1,83 +1,201 @@
-"""Dataclasses whose methods are written once, not compiled for each class at import.
+"""Records: dataclasses whose methods are written once, made dataclasses only when asked.
 
 :func:`dataclasses.dataclass` (CPython 3.11) writes the source text of each method it adds
 (``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, and for a frozen class
 ``__setattr__`` and ``__delattr__``) and compiles it when the class is defined: about half
 a millisecond for a frozen class of nine fields, paid by every process that imports the
-module, whether or not it makes one instance. The one-document path of ``nbclass
-predict`` imports eight such classes, a third of its whole start beyond the interpreter's
-own.
+module. The one-document path of ``nbclass predict`` imports eight such classes; with
+the import of :mod:`dataclasses` itself, that was a third of its start beyond the
+interpreter's own.
 
-:func:`record` makes the same class with the methods of this module, which are compiled
-once into its cached bytecode: it is still a dataclass (``dataclasses.fields``,
-``replace``, ``asdict`` and ``is_dataclass`` work on it), and its instances are made,
-compared, hashed, printed and frozen as ``@dataclass`` would (the tests compare the two
-on the same declarations). Only what the package's records use is supported: fields
-with a default or a ``default_factory`` or neither, ``repr=False`` and ``compare=False``,
-``__post_init__``; anything else (``init=False`` fields, ``InitVar``, keyword-only
-fields, ordering) is refused when the class is defined.
+A subclass of :class:`Record` is declared as a dataclass is (fields are the annotated
+names, with a default, a :func:`field` or neither), and made, compared, hashed, printed
+and frozen (``class X(Record, frozen=True)``) as ``@dataclass`` would make it, with the
+methods of this module, compiled once into its cached bytecode. It is still a
+dataclass: the first time anything asks for its dataclass attributes
+(``dataclasses.fields``, ``replace``, ``asdict``, ``is_dataclass``), the class is given
+them; until then :mod:`dataclasses` is not imported. Within the package, :func:`replace`
+copies a record without that. The tests compare records with ``@dataclass`` on the same
+declarations.
+
+Only what the package's records use is supported: fields with a default, a
+``default_factory`` or neither, ``repr=False``, ``compare=False``, ``__post_init__``;
+anything else (``ClassVar`` or ``InitVar`` fields, fields inherited from another record,
+a method the record would write) is refused when the class is defined.
 
 Standard library only, and a leaf: every layer may use it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import MISSING, FrozenInstanceError
+_MISSING = object()  # no default given
+_DATACLASS_ATTRIBUTES = ("__dataclass_fields__", "__dataclass_params__", "__match_args__")
+_WRITTEN = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
+
+
+class _Field:
+    """What :func:`field` says of one field."""
+
+    __slots__ = ("default", "default_factory", "repr", "compare")
+
+    def __init__(self, default, default_factory, repr: bool, compare: bool):
+        self.default, self.default_factory = default, default_factory
+        self.repr, self.compare = repr, compare
+
+
+def field(*, default=_MISSING, default_factory=_MISSING, repr: bool = True, compare: bool = True):
+    """A record's field with these options, as :func:`dataclasses.field` takes them."""
+    if default is not _MISSING and default_factory is not _MISSING:
+        raise ValueError("cannot specify both default and default_factory")
+    return _Field(default, default_factory, repr, compare)
 
 
 class _Spec:
-    """What the shared methods need to know about one record class."""
+    """The fields of one record class, as the shared methods use them."""
 
-    __slots__ = ("names", "fields", "defaults", "factories", "shown", "compared", "post_init")
+    __slots__ = (
+        "names", "fields", "defaults", "factories", "shown", "compared", "options", "post_init"
+    )  # fmt: skip
 
     def __init__(self, cls: type):
-        fields = dataclasses.fields(cls)
-        for f in fields:
-            if not f.init or f.kw_only:
-                raise TypeError(f"record {cls.__qualname__}: field {f.name!r} is not supported")
-        self.names = tuple(f.name for f in fields)
+        annotations = cls.__dict__.get("__annotations__", {})
+        self.names, self.options = tuple(annotations), {}
         self.fields = frozenset(self.names)
-        self.defaults = {f.name: f.default for f in fields if f.default is not MISSING}
-        self.factories = {
-            f.name: f.default_factory for f in fields if f.default_factory is not MISSING
-        }
-        self.shown = tuple(f.name for f in fields if f.repr)
-        self.compared = tuple(f.name for f in fields if f.compare)
-        self.post_init = getattr(cls, "__post_init__", None)
+        self.defaults, self.factories = {}, {}
+        shown, compared, defaulted = [], [], None
+        for name, annotation in annotations.items():
+            kind = str(annotation).split("[")[0].rsplit(".", 1)[-1].strip()
+            if kind in ("ClassVar", "InitVar"):
+                raise TypeError(f"record {cls.__qualname__}: {kind} field {name!r}")
+            value = cls.__dict__.get(name, _MISSING)
+            options = value if isinstance(value, _Field) else _Field(value, _MISSING, True, True)
+            self.options[name] = options
+            if options.default is not _MISSING:
+                if type(options.default).__hash__ is None:  # dataclass's rule: shared state
+                    raise ValueError(
+                        f"mutable default {type(options.default)} for field {name} is not "
+                        "allowed: use default_factory"
+                    )
+                self.defaults[name] = options.default
+            elif options.default_factory is not _MISSING:
+                self.factories[name] = options.default_factory
+            elif defaulted is not None:
+                raise TypeError(f"non-default argument {name!r} follows default argument")
+            if name in self.defaults or name in self.factories:
+                defaulted = name
+            if options.repr:
+                shown.append(name)
+            if options.compare:
+                compared.append(name)
+            if isinstance(value, _Field):  # the class attribute is the default, as in a dataclass
+                if options.default is _MISSING:
+                    delattr(cls, name)
+                else:
+                    setattr(cls, name, options.default)
+        self.shown, self.compared = tuple(shown), tuple(compared)
+        self.post_init = any("__post_init__" in vars(base) for base in cls.__mro__)
 
 
-def record(cls: type | None = None, *, frozen: bool = False):
-    """``@dataclass`` or ``@dataclass(frozen=True)``, with shared methods (see above).
+class _RecordType(type):
+    """Gives a record class its dataclass attributes the first time they are asked for."""
 
-    >>> @record(frozen=True)
-    ... class Point:
+    def __getattr__(cls, name: str):
+        if name in _DATACLASS_ATTRIBUTES and "_record" in cls.__dict__:
+            _make_dataclass(cls)
+            return type.__getattribute__(cls, name)
+        raise AttributeError(f"type object {cls.__name__!r} has no attribute {name!r}")
+
+
+def _make_dataclass(cls: type) -> None:
+    """Make ``cls`` a dataclass with its fields' options, keeping the record's methods."""
+    import dataclasses
+
+    spec = cls._record
+    if "__dataclass_fields__" in cls.__dict__:  # pragma: no cover - asked again meanwhile
+        return
+    for name, options in spec.options.items():
+        setattr(
+            cls,
+            name,
+            dataclasses.field(
+                default=dataclasses.MISSING if options.default is _MISSING else options.default,
+                default_factory=(
+                    dataclasses.MISSING
+                    if options.default_factory is _MISSING
+                    else options.default_factory
+                ),
+                repr=options.repr,
+                compare=options.compare,
+            ),
+        )
+    dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+
+
+class Record(metaclass=_RecordType):
+    """Base of the records: ``class Point(Record, frozen=True): x: int; y: int = 0``.
+
+    >>> class Point(Record, frozen=True):
     ...     x: int
     ...     y: int = 0
     >>> Point(1), Point(1) == Point(1, 0), hash(Point(1)) == hash(Point(1, 0))
     (Point(x=1, y=0), True, True)
-    >>> dataclasses.replace(Point(1), y=2)
+    >>> replace(Point(1), y=2)
     Point(x=1, y=2)
     """
 
-    def wrap(cls: type) -> type:
-        for name in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__"):
+    def __init_subclass__(cls, frozen: bool = False, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in _WRITTEN:
             if name in cls.__dict__:
                 raise TypeError(f"record {cls.__qualname__} defines {name} itself")
-        cls = dataclasses.dataclass(init=False, repr=False, eq=False)(cls)
+        if any("_record" in vars(base) for base in cls.__mro__[1:]):
+            raise TypeError(f"record {cls.__qualname__}: fields inherited from a record")
         cls._record = _Spec(cls)
-        cls.__init__ = _init
-        cls.__repr__ = _repr
-        cls.__eq__ = _eq
-        if frozen:
-            cls.__hash__ = _hash
-            cls.__setattr__ = _refuse_set
-            cls.__delattr__ = _refuse_delete
-        else:
-            cls.__hash__ = None  # mutable and compared by value, as a dataclass
-        return cls
+        if not frozen:  # mutable and compared by value, as a dataclass: no hash
+            cls.__setattr__, cls.__delattr__ = object.__setattr__, object.__delattr__
+            cls.__hash__ = None
 
-    return wrap if cls is None else wrap(cls)
+    def __init__(self, *args, **kwargs) -> None:
+        # Into __dict__, not through __setattr__, which refuses in a frozen record.
+        self.__dict__.update(_values(self, args, kwargs))
+        if type(self)._record.post_init:
+            self.__post_init__()
+
+    def __getattr__(self, name: str):
+        """Only for names an instance does not have: a dataclass attribute is its class's
+        (``dataclasses.fields(record)``), anything else the usual error."""
+        if name in _DATACLASS_ATTRIBUTES:
+            return getattr(type(self), name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in type(self)._record.shown)
+        return f"{type(self).__qualname__}({shown})"
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _compared(self) == _compared(other)
+
+    def __hash__(self) -> int:
+        return hash(_compared(self))
+
+    def __setattr__(self, name: str, value) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def replace(record: Record, /, **changes) -> Record:
+    """A copy of ``record`` with ``changes``, as :func:`dataclasses.replace` makes it (through
+    ``__init__`` and ``__post_init__``), without making its class a dataclass."""
+    values = {name: getattr(record, name) for name in type(record)._record.names}
+    return type(record)(**{**values, **changes})
 
 
 def _values(self, args: tuple, kwargs: dict) -> dict:
@@ -108,36 +226,5 @@ def _values(self, args: tuple, kwargs: dict) -> dict:
     return values
 
 
-def _init(self, *args, **kwargs) -> None:
-    # Into __dict__, not through __setattr__, which refuses in a frozen record.
-    self.__dict__.update(_values(self, args, kwargs))
-    post_init = type(self)._record.post_init
-    if post_init is not None:
-        post_init(self)
-
-
-def _repr(self) -> str:
-    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in type(self)._record.shown)
-    return f"{type(self).__qualname__}({shown})"
-
-
 def _compared(self) -> tuple:
     return tuple(getattr(self, name) for name in type(self)._record.compared)
-
-
-def _eq(self, other):
-    if other.__class__ is not self.__class__:
-        return NotImplemented
-    return _compared(self) == _compared(other)
-
-
-def _hash(self) -> int:
-    return hash(_compared(self))
-
-
-def _refuse_set(self, name: str, value) -> None:
-    raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-
-def _refuse_delete(self, name: str) -> None:
-    raise FrozenInstanceError(f"cannot delete field {name!r}")

@@ -1,6 +1,6 @@
 """nbclass.records: a record behaves as the dataclass of the same declaration.
 
-Each declaration is made twice, once with ``@dataclass`` and once with ``@record``, under
+Each declaration is made twice, once with ``@dataclass`` and once as a ``Record``, under
 the same class name, and both are given the same arguments (hypothesis draws them): the
 instances, their repr, equality, hash, ``replace``, ``asdict``, pickling and the errors
 of a wrong call or an assignment must be the same.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 from dataclasses import FrozenInstanceError, dataclass, field
+from typing import ClassVar
 
 import pytest
 from hypothesis import given
@@ -19,27 +20,27 @@ from hypothesis import strategies as st
 from nbclass.models.abstain import Abstention
 from nbclass.models.estimators import Calibration, EstimatorSettings, Prepared
 from nbclass.reading.policy import ReadLog, ReadPolicy, Skip
-from nbclass.records import record
+from nbclass.records import Record, replace
+from nbclass.records import field as record_field
 from nbclass.text.tokenizer import TokenizerSettings
 
 
-def declarations(decorate, frozen: bool):
-    """Classes declared as the package declares its records, decorated by ``decorate``."""
+def declarations(frozen: bool, as_record: bool):
+    """Classes declared as the package declares its records: dataclasses, or records."""
+    base, field_of = (Record, record_field) if as_record else (object, field)
+    options = {"frozen": frozen} if as_record else {}
 
-    @decorate(frozen=frozen)
-    class Plain:
+    class Plain(base, **options):
         a: int
         b: str = "b"
         c: tuple = (1, 2)
 
-    @decorate(frozen=frozen)
-    class Hidden:
-        items: list = field(default_factory=list)
+    class Hidden(base, **options):
+        items: list = field_of(default_factory=list)
         count: int = 0
-        hook: object = field(default=None, repr=False, compare=False)
+        hook: object = field_of(default=None, repr=False, compare=False)
 
-    @decorate(frozen=frozen)
-    class Checked:
+    class Checked(base, **options):
         """A record that checks its values."""
 
         low: int = 0
@@ -49,14 +50,17 @@ def declarations(decorate, frozen: bool):
             if self.low > self.high:
                 raise ValueError(f"{self.low} > {self.high}")
 
-    return {"Plain": Plain, "Hidden": Hidden, "Checked": Checked}
+    classes = {"Plain": Plain, "Hidden": Hidden, "Checked": Checked}
+    if not as_record:
+        classes = {name: dataclass(frozen=frozen)(cls) for name, cls in classes.items()}
+    return classes
 
 
 # Module-level classes, so that pickle finds them by name.
-DATA_FROZEN = declarations(dataclass, True)
-RECORD_FROZEN = declarations(record, True)
-DATA_MUTABLE = declarations(dataclass, False)
-RECORD_MUTABLE = declarations(record, False)
+DATA_FROZEN = declarations(True, as_record=False)
+RECORD_FROZEN = declarations(True, as_record=True)
+DATA_MUTABLE = declarations(False, as_record=False)
+RECORD_MUTABLE = declarations(False, as_record=True)
 PAIRS = [(DATA_FROZEN[name], RECORD_FROZEN[name], True) for name in DATA_FROZEN] + [
     (DATA_MUTABLE[name], RECORD_MUTABLE[name], False) for name in DATA_MUTABLE
 ]
@@ -143,20 +147,61 @@ def test_a_mutable_record_takes_assignments():
 
 
 def test_unsupported_declarations_are_refused():
-    with pytest.raises(TypeError, match="field 'n' is not supported"):
+    with pytest.raises(TypeError, match="ClassVar field 'n'"):
 
-        @record
-        class NotInit:
-            n: int = field(default=0, init=False)
+        class Counter(Record):
+            n: ClassVar[int] = 0
 
     with pytest.raises(TypeError, match="defines __eq__ itself"):
 
-        @record
-        class OwnEq:
+        class OwnEq(Record):
             n: int = 0
 
             def __eq__(self, other):
                 return True
+
+    with pytest.raises(ValueError, match="mutable default <class 'list'> for field n"):
+
+        class Shared(Record):
+            n: list = []  # noqa: RUF012 - the declaration refused
+
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+
+        class Order(Record):
+            a: int = 0
+            b: int
+
+    class Base(Record):
+        a: int = 0
+
+    with pytest.raises(TypeError, match="fields inherited from a record"):
+
+        class Derived(Base):
+            b: int = 0
+
+
+def test_a_record_is_a_dataclass_only_once_asked():
+    """A record's class gets its dataclass attributes when something asks for them, and
+    replace() copies a record without asking; both copies are the same."""
+
+    class Point(Record, frozen=True):
+        x: int
+        y: list = record_field(default_factory=list, compare=False)
+
+    assert "__dataclass_fields__" not in vars(Point)
+    point = Point(1, [2])
+    copied = replace(point, x=3)
+    assert "__dataclass_fields__" not in vars(Point)
+    assert (copied.x, copied.y) == (3, [2])
+    assert [f.name for f in dataclasses.fields(point)] == ["x", "y"]  # asked of an instance
+    assert dataclasses.is_dataclass(Point) and "__dataclass_fields__" in vars(Point)
+    with pytest.raises(AttributeError, match="'Point' object has no attribute 'z'"):
+        point.z  # noqa: B018 - the lookup is the test
+    assert dataclasses.replace(point, x=3) == copied
+    assert [(f.name, f.compare) for f in dataclasses.fields(Point)] == [("x", True), ("y", False)]
+    assert Point.__match_args__ == ("x", "y")
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+        Point.nothing  # noqa: B018 - the lookup is the test
 
 
 @pytest.mark.parametrize(

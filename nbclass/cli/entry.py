@@ -142,29 +142,6 @@ def parse_predict(args: list[str]) -> dict | None:
     return request
 
 
-def _defer(*names: str) -> None:
-    """Put off importing the modules ``names`` until one of their attributes is used.
-
-    :mod:`dataclasses` imports :mod:`inspect` (through ``ast``, ``dis`` and ``tokenize``,
-    a third of a one-document run's imports) and :mod:`copy` (and ``weakref``), but uses
-    the first only for a class with no docstring and the second only in ``asdict`` and
-    ``astuple``, neither of which this path meets. A stand-in module takes each one's
-    place; the first attribute asked of it imports the real module, which replaces it.
-    """
-    for name in names:
-        if name in sys.modules:
-            continue
-        stand_in = type(sys)(name)
-
-        def __getattr__(attribute: str, name=name, stand_in=stand_in):
-            if sys.modules.get(name) is stand_in:
-                del sys.modules[name]
-            return getattr(__import__(name), attribute)
-
-        stand_in.__getattr__ = __getattr__
-        sys.modules[name] = stand_in
-
-
 def _document(path: str, log):
     """``(source, text)`` of the one document at ``path`` (``-``: standard input), as
     :func:`nbclass.reading.corpus.iter_documents` yields it, under the default reading policy,
@@ -194,7 +171,6 @@ def _fast_predict(args: list[str]) -> int | None:
             return None  # click prints its usage hint
     elif not os.path.isfile(path):
         return None  # a folder (batch), or a missing path: click's path
-    _defer("inspect", "copy")
     from ..models.abstain import Abstention
     from ..reading.policy import DEFAULT_POLICY, ReadLog
     from .single import predict_one, warn_skip

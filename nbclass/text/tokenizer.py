@@ -17,10 +17,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import asdict, field, replace
 
 from ..errors import NbclassError, UsageError
-from ..records import record
+from ..records import Record, field, replace
 
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 DEFAULT_NGRAM_RANGE = (1, 1)
@@ -44,8 +43,7 @@ MAX_PATTERN_LENGTH = 1000  # characters of a token pattern
 _WORD_BYTES = b"0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-@record(frozen=True)
-class TokenizerSettings:
+class TokenizerSettings(Record, frozen=True):
     """How a model turns text into tokens; stored in the model and reused by predict.
 
     Attributes
@@ -72,6 +70,8 @@ class TokenizerSettings:
     hash_features: int | None = None
 
     def to_dict(self) -> dict:
+        from dataclasses import asdict
+
         data = asdict(self)
         data["ngram_range"] = list(self.ngram_range)
         if self.hash_features is None:
