@@ -205,3 +205,28 @@ def test_the_one_pass_sum_is_the_listed_one_to_the_bit(rows, factor):
     subtracted = [score - factor * w for score, w in zip(scores, weights)]
     negated = quick._add_log_ratios(scores, -factor, numerators, log_denominators)
     assert [struct.pack("<d", v) for v in negated] == [struct.pack("<d", v) for v in subtracted]
+
+
+@given(
+    rows=st.lists(
+        st.tuples(
+            finite,
+            st.one_of(st.floats(0, 1e6), st.integers(0, 10**6)),
+            st.one_of(finite, st.none()),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    total=st.one_of(st.floats(0, 1e6), st.integers(0, 10**6)),
+    beta=st.one_of(st.floats(-2, 10), st.just(0.0)),
+    factor=st.one_of(finite, st.integers(-50, 50)),
+)
+def test_the_complement_sum_is_the_listed_one_to_the_bit(rows, total, beta, factor):
+    """The complement numerators total − part + β, summed in one pass or listed first:
+    the same floats, bit for bit (integer counts and transformed sums alike)."""
+    scores, parts, log_denominators = map(list, zip(*rows))
+    numerators = [total - part + beta for part in parts]
+    weights = quick._log_ratios(numerators, log_denominators)
+    listed = [score + factor * w for score, w in zip(scores, weights)]
+    one_pass = quick._add_complement(scores, factor, total, parts, beta, log_denominators)
+    assert [struct.pack("<d", v) for v in one_pass] == [struct.pack("<d", v) for v in listed]

@@ -178,7 +178,7 @@ class QuickModel:
         """b_c = log π_c + log p(x | c) for each class."""
         try:
             return self._joint_log_likelihood(text, settings)
-        except (IndexError, ValueError, KeyError) as exc:
+        except (IndexError, ValueError, KeyError, ArithmeticError) as exc:
             raise refuse(self.path, f"is not a valid nbclass model ({exc})") from None
 
     def _joint_log_likelihood(self, text: str, s: EstimatorSettings) -> list[float]:
@@ -255,7 +255,7 @@ class QuickModel:
             for c, (_, t) in entries.items():
                 T_jc[c] = t
             # score − x_j log θ̃_jc
-            scores = _add_log_ratios(scores, -x, [T_j - t + beta for t in T_jc], log_denominators)
+            scores = _add_complement(scores, -x, T_j, T_jc, beta, log_denominators)
         return scores
 
     def _transformed(self, rows, s: EstimatorSettings, prepared, log_pi) -> list[float]:
@@ -271,18 +271,22 @@ class QuickModel:
         beta = s.beta[0]
         features, sums = [], []
         log_tf, log1p = s.tf == "log", math.log1p
+        ptr, index, doc_count, token_count = (
+            self.word_ptr, self.class_index, self.doc_count, self.token_count
+        )
         for j, x in rows:
-            entries = self._entries(j)
             t = log1p(x) if log_tf else float(x)
             S_j = [0.0] * C
+            start, end = ptr[j], ptr[j + 1]  # word j's entries, as _entries reads them
+            entries = zip(index[start:end], doc_count[start:end], token_count[start:end])
             if log_tf:
-                for c, (D_jc, T_jc) in entries.items():
+                for c, D_jc, T_jc in entries:
                     S_j[c] = D_jc * log1p(T_jc / D_jc)
             else:
-                for c, (_, T_jc) in entries.items():
+                for c, _, T_jc in entries:
                     S_j[c] = float(T_jc)
             if s.idf:
-                df = sum(D for D, _ in entries.values())
+                df = sum(D for D, _ in self._entries(j).values())
                 idf = math.log(N) - math.log(df) if N > 0 else 0.0
                 t *= idf
                 S_j = [v * idf for v in S_j]
@@ -302,13 +306,15 @@ class QuickModel:
         for t, S_j in zip(features, sums):
             if complement:
                 total = sum(S_j)
+                if not weight_norm:  # score + t_j w_jc, w_jc = −log θ̃_jc
+                    scores = _add_complement(scores, -t, total, S_j, beta, log_denominators)
+                    continue
                 numerators = [total - S + beta for S in S_j]
             else:
                 numerators = [multinomial_fraction(S, 0, V, s.estimator, beta)[0] for S in S_j]
-            if not weight_norm:  # score + t_j w_jc, w_jc = ∓log θ_jc (complement: −)
-                factor = -t if complement else t
-                scores = _add_log_ratios(scores, factor, numerators, log_denominators)
-                continue
+                if not weight_norm:  # score + t_j w_jc, w_jc = log θ_jc
+                    scores = _add_log_ratios(scores, t, numerators, log_denominators)
+                    continue
             weights = _log_ratios(numerators, log_denominators)
             if complement:
                 weights = [-w for w in weights]
@@ -455,6 +461,22 @@ def _add_log_ratios(
     except (ValueError, TypeError):  # log of n <= 0, or a d that is None (d <= 0): −inf
         weights = _log_ratios(numerators, log_denominators)
         return [score + factor * w for score, w in zip(scores, weights)]
+
+
+def _add_complement(
+    scores: list[float], factor: float, total, parts: list, beta: float, log_denominators: list
+) -> list[float]:
+    """:func:`_add_log_ratios` of the complement numerators n_c = total − part_c + β
+    (computed in that order), in one pass where every ratio is finite."""
+    log = math.log
+    try:
+        return [
+            score + factor * (log(total - part + beta) - d)
+            for score, part, d in zip(scores, parts, log_denominators)
+        ]
+    except (ValueError, TypeError):  # log of n <= 0, or a d that is None (d <= 0): −inf
+        numerators = [total - part + beta for part in parts]
+        return _add_log_ratios(scores, factor, numerators, log_denominators)
 
 
 def log_posterior(jll: list[float]) -> list[float]:
