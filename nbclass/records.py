@@ -28,7 +28,10 @@ Standard library only, and a leaf: every layer may use it.
 
 from __future__ import annotations
 
+from _thread import RLock  # threading's own lock, without importing threading
+
 _MISSING = object()  # no default given
+_MAKING = RLock()  # held while a record class is made a dataclass
 _DATACLASS_ATTRIBUTES = ("__dataclass_fields__", "__dataclass_params__", "__match_args__")
 _WRITTEN = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__")
 
@@ -107,13 +110,17 @@ class _RecordType(type):
 
 
 def _make_dataclass(cls: type) -> None:
-    """Make ``cls`` a dataclass with its fields' options, keeping the record's methods."""
+    """Make ``cls`` a dataclass with its fields' options, keeping the record's methods
+    (once, whichever thread asks first)."""
+    with _MAKING:
+        if "__dataclass_fields__" not in cls.__dict__:
+            _add_dataclass_attributes(cls)
+
+
+def _add_dataclass_attributes(cls: type) -> None:
     import dataclasses
 
-    spec = cls._record
-    if "__dataclass_fields__" in cls.__dict__:  # pragma: no cover - asked again meanwhile
-        return
-    for name, options in spec.options.items():
+    for name, options in cls._record.options.items():
         setattr(
             cls,
             name,

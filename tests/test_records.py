@@ -225,3 +225,27 @@ def test_the_package_records_repr_and_replace_as_dataclasses(instance):
     assert repr(instance) == f"{type(instance).__qualname__}({shown})"
     assert dataclasses.replace(instance) == instance
     assert pickle.loads(pickle.dumps(instance)) == instance
+
+
+def test_threads_asking_at_once_make_one_dataclass():
+    """Eight threads ask a new record class for its fields at the same moment: each gets
+    the same fields, the default factory kept (made twice, it would be lost)."""
+    import threading
+
+    class Log(Record):
+        items: list = record_field(default_factory=list)
+        count: int = 0
+
+    barrier, found = threading.Barrier(8), []
+
+    def ask():
+        barrier.wait()
+        found.append([(f.name, f.default_factory) for f in dataclasses.fields(Log)])
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert found == [[("items", list), ("count", dataclasses.MISSING)]] * 8
+    assert Log().items == [] and dataclasses.replace(Log(count=2)).count == 2
