@@ -16,9 +16,10 @@ checks this, and that no imports go round in a circle)::
     cluster     Dask (a lower layer takes its counting function as a parameter)
     cli         the command: options to one library call, its result back to text
 
-:mod:`nbclass.errors`, :mod:`nbclass.names` and :mod:`nbclass.defaults` are leaves that
-every layer may use. The command-line interface (:mod:`nbclass.cli`) only parses, calls
-the library and prints; no other layer imports click.
+:mod:`nbclass.errors`, :mod:`nbclass.names`, :mod:`nbclass.defaults` and
+:mod:`nbclass.records` are leaves that every layer may use. The command-line interface
+(:mod:`nbclass.cli`) only parses, calls the library and prints; no other layer imports
+click.
 """
 
 __version__ = "0.1.0"

@@ -10,8 +10,7 @@ costs nothing (no numpy): the command line reads it when it builds its options.
 from __future__ import annotations
 
 # The choices of the estimator options, shared by the click options and the one-document
-# path's own parser (:mod:`nbclass.cli.entry`), which must not import dataclasses before it
-# has deferred what they import.
+# path's own parser (:mod:`nbclass.cli.entry`).
 MODELS = ("multinomial", "bernoulli", "complement", "dcm", "poisson")
 ESTIMATORS = ("posterior-mean", "map", "mle", "predictive")
 TF = ("raw", "log")

@@ -31,7 +31,7 @@ from test_modelfile import Payload
 
 from nbclass.cli.app import cli
 from nbclass.errors import ModelFileError
-from nbclass.modelfile import tablefile
+from nbclass.modelfile import fileformat, tablefile
 from nbclass.modelfile import textfile as modelfile
 from nbclass.modelfile.fileformat import (
     MAGIC,
@@ -40,6 +40,7 @@ from nbclass.modelfile.fileformat import (
     PREFIX,
     pack,
     parse,
+    section,
 )
 from nbclass.modelfile.quick import QuickModel
 
@@ -426,6 +427,7 @@ BAD_HEADERS = {
     "alpha negative": set_defaults("alpha", -1.0),
     "n_features NaN": lambda h: h.__setitem__("n_features", math.nan),
     "n_used negative": lambda h: h.__setitem__("n_used", -1),
+    "n_used infinite": lambda h: h.__setitem__("n_used", math.inf),
     "ledger length NaN": lambda h: h.__setitem__("ledger", math.nan),
 }
 
@@ -502,3 +504,46 @@ def test_the_sum_helpers_alone_change_nothing(models):
         "table"
     )
     assert zlib.crc32(data) == zlib.crc32(repack(*sections_of(data, "table")))
+
+
+# --- the mapped read of large files ---------------------------------------------------------
+
+
+def test_a_large_file_read_mapped_is_the_same_bytes(tmp_path):
+    """A container of 2 MB (over ``MAPPED_FROM``) read into mapped memory: the same bytes
+    and sections as the plain read, and still refused when cut or extended."""
+    values = (np.arange(2**19, dtype=np.uint64) * 2654435761 % 2**32).astype("<u4")
+    data = pack({"kind": "text"}, [section("big", values)])
+    assert len(data) > fileformat.MAPPED_FROM
+    path = tmp_path / "big.nbc"
+    path.write_bytes(data)
+    mapped = fileformat.read(str(path), mapped=True)
+    assert isinstance(mapped, memoryview) and mapped == data == fileformat.read(str(path))
+    _, sections = parse(mapped, "big.nbc", (), ("big",))
+    assert sections["big"].tolist() == values.tolist()
+    path.write_bytes(data[:-1])
+    with pytest.raises(ModelFileError, match=f"is truncated \\({len(data) - 1} of"):
+        parse(fileformat.read(str(path), mapped=True), "big.nbc", (), ("big",))
+    path.write_bytes(data + b"\0")
+    with pytest.raises(ModelFileError, match="is corrupted \\(1 bytes after its end\\)"):
+        fileformat.read(str(path), mapped=True)
+
+
+@pytest.mark.parametrize("kind", ["text", "ledger", "hashed"])
+def test_the_mapped_read_refuses_as_the_plain_read(models, kind, tmp_path, monkeypatch):
+    """With ``MAPPED_FROM`` at 0 the small models take the mapped read of the one-document
+    path too: every cut of the prefix and header and every 7th of the body, and the
+    flipped bits of the test above, give the very message of the plain read."""
+    _, data = models[kind]
+    damaged = InPlace(tmp_path / "m.nbc", data)
+    cases = [("cut", n, 0) for n in sorted({*range(0, 64), *range(64, len(data), 7)})]
+    cases += [("flip", p, b) for p, b in flips(data) if p < 512 or not p % 5]
+    for how, position, bit in cases:
+        path = damaged.truncated(position) if how == "cut" else damaged.flipped(position, bit)
+        monkeypatch.setattr(fileformat, "MAPPED_FROM", 2**62)
+        plain = quick_refuses(path)
+        monkeypatch.setattr(fileformat, "MAPPED_FROM", 0)
+        assert quick_refuses(path) == plain, (how, position, bit)
+        damaged.restore()
+    damaged.close()
+    assert QuickModel(str(damaged.path)).classes  # restored: loads, mapped

@@ -8,14 +8,17 @@ print the same bytes on stdout and stderr and exit with the same code.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import DEMO_CORPUS, DEMO_DOCS, REPO, nbclass_command
+from hypothesis import given
+from hypothesis import strategies as st
 
-from nbclass.cli.entry import parse_predict
+from nbclass.cli.entry import _value, parse_predict
 
 TIMEOUT = 60
 DOCUMENT = b"My card was charged twice for the same invoice, please refund one payment\n"
@@ -186,3 +189,13 @@ def test_the_broken_pipe_exit_is_the_cli_one():
     import nbclass.cli.entry
 
     assert nbclass.cli.entry.EXIT_BROKEN_PIPE == nbclass.cli.app.EXIT_BROKEN_PIPE
+
+
+@given(st.text(alphabet="0123456789.-+e_ \u0663\u00b9x", max_size=70))
+def test_numbers_are_read_as_the_plain_number_patterns_read_them(text):
+    """The fast start takes a whole number or a decimal only when it has the plain form
+    click reads the same way; written with string methods, it is these patterns."""
+    whole = re.fullmatch(r"[1-9][0-9]{0,17}", text)
+    decimal = re.fullmatch(r"[0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30}", text)
+    assert _value("int", text) == (int(text) if whole else None)
+    assert _value("float", text) == (float(text) if decimal else None)

@@ -131,6 +131,15 @@ def test_the_fast_default_pattern_finds_the_same_tokens_as_the_documented_one():
     ]  # fmt: skip
 
 
+def test_the_vetted_patterns_pass_the_checks_they_skip():
+    """make_tokenizer skips compile_pattern's checks for the vetted patterns: each passes
+    them (it compiles, repeats no repeat, has no group, matches no empty string)."""
+    from nbclass.text.tokenizer import _VETTED_PATTERNS, compile_pattern
+
+    for pattern in _VETTED_PATTERNS:
+        assert compile_pattern(pattern).pattern == pattern
+
+
 def test_jobs_option_and_environment(runner, chinese_corpus, tmp_path, parallel_always):
     one, two = tmp_path / "one.nbc", tmp_path / "two.nbc"
     assert (

@@ -31,7 +31,7 @@ LAYERS = [
     "cli",  # the command: options to one library call and back to text
 ]
 # Leaves every layer may use; they import nothing of the package but each other.
-SHARED = {"nbclass", "nbclass.errors", "nbclass.names", "nbclass.defaults"}
+SHARED = {"nbclass", "nbclass.errors", "nbclass.names", "nbclass.defaults", "nbclass.records"}
 # The program itself (``python -m nbclass``): it may import anything, nothing imports it.
 PROGRAM = {"nbclass.__main__"}
 

@@ -769,3 +769,71 @@ def test_a_one_class_model_whose_complement_total_rounds_below_zero_loads():
     model = Model(counts, TokenizerSettings())
     assert model.prepared.class_totals == (0.0,)
     assert loads(dumps(model)).counts.equals(counts)
+
+
+# --- the header's JSON, read without the json package ---------------------------------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()  # NaN and the infinities too, written as json.dumps writes them
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def json_outcome(read, data: bytes):
+    """``("value", repr)`` or ``("error", type, message)`` of ``read(data)``."""
+    try:
+        return "value", repr(read(data))
+    except (ValueError, RecursionError) as exc:
+        return "error", type(exc), str(exc)
+
+
+@settings(max_examples=400)
+@given(
+    value=st.dictionaries(st.text(max_size=5), json_values, max_size=5),
+    ascii=st.booleans(),
+    tail=st.sampled_from(["", "   ", " \t\r\n", " x", "}", "\x00", " {}"]),
+    cut=st.integers(0, 40),
+    edit=st.sampled_from(["", "\x01", "\\", '"', ",", ":", "\x00", "é"]),
+    at=st.integers(0, 400),
+)
+def test_the_header_json_is_read_as_json_loads_reads_it(value, ascii, tail, cut, edit, at):
+    """The header reader gives json.loads's value, or its very error, for JSON objects as
+    pack writes them and for the same texts cut short, followed by other bytes, or with a
+    character put in anywhere (control characters, quotes, NUL, non-ASCII)."""
+    from nbclass.modelfile.fileformat import _json_object
+
+    text = json.dumps(value, ensure_ascii=ascii, sort_keys=True) + tail
+    for variant in (text, text[: max(0, len(text) - cut)], text[:at] + edit + text[at:]):
+        data = variant.encode("utf-8")
+        assert json_outcome(_json_object, data) == json_outcome(json.loads, data)
+
+
+def test_a_deeply_nested_header_is_the_recursion_error_of_json_loads():
+    from nbclass.modelfile.fileformat import _json_object
+
+    data = b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    assert json_outcome(_json_object, data) == json_outcome(json.loads, data)
+
+
+@given(
+    magic=st.binary(min_size=8, max_size=8),
+    numbers=st.tuples(
+        *[st.integers(0, 2**32 - 1)] * 3, st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1)
+    ),
+    tail=st.binary(max_size=8),
+)
+def test_the_prefix_is_the_struct_format_it_names(magic, numbers, tail):
+    """fileformat.PREFIX packs and unpacks as struct's ``<8sIIIQI`` does."""
+    layout = struct.Struct("<8sIIIQI")
+    assert PREFIX.size == layout.size
+    assert PREFIX.pack(magic, *numbers) == layout.pack(magic, *numbers)
+    data = layout.pack(magic, *numbers) + tail
+    assert PREFIX.unpack_from(data) == layout.unpack_from(data) == (magic, *numbers)
+    assert PREFIX.unpack_from(memoryview(data)) == layout.unpack_from(data)

@@ -3,12 +3,9 @@ works when something asks for it (real processes; the timings are the benchmark'
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
-from conftest import DEMO_CORPUS, REPO
-from test_entry import DOCUMENT, TIMEOUT, run  # the console script, with its environment
+from conftest import DEMO_CORPUS
+from test_entry import DOCUMENT, run  # the console script, with its environment
 
 
 def imported_modules(result) -> set[str]:
@@ -28,14 +25,19 @@ def model(tmp_path_factory):
 
 
 def test_one_document_leaves_out_what_it_does_not_use(model):
-    """Neither inspect's parsers (ast, dis, tokenize), typing, threading nor the corpus
-    module are imported to score a piped document."""
+    """Neither dataclasses (the records are made dataclasses only when asked), inspect,
+    typing, threading, the corpus module, the json package (the header is read by its C
+    scanner; a TSV line needs no JSON), struct nor signal's enumerations are imported to
+    score a piped document."""
     result = run(["predict", "-m", model], flags=["-X", "importtime"])
     assert result.returncode == 0, result.stderr
     imported = imported_modules(result)
-    assert {"nbclass.modelfile.quick", "nbclass.reading.policy", "dataclasses", "json"} <= imported
+    assert {"nbclass.modelfile.quick", "nbclass.reading.policy", "nbclass.records"} <= imported
     unused = {"ast", "dis", "tokenize", "typing", "threading", "weakref", "nbclass.reading.corpus"}
+    unused |= {"dataclasses", "inspect", "copy", "json", "struct", "signal"}
     assert imported & unused == set()
+    jsonl = run(["predict", "-m", model, "--format", "jsonl"], flags=["-X", "importtime"])
+    assert jsonl.returncode == 0 and "json" in imported_modules(jsonl), jsonl.stderr
 
 
 @pytest.mark.parametrize(
@@ -54,31 +56,3 @@ def test_one_document_prints_what_the_click_cli_prints(model, stdin):
     )
     if b"\xff" in stdin:
         assert b"replaced 2 undecodable byte sequences by U+FFFD in 1 document" in fast.stderr
-
-
-def test_a_deferred_module_is_the_real_one_once_used():
-    """After ``_defer``, a dataclass with no docstring (which asks inspect for its
-    signature) and ``dataclasses.asdict`` (which asks copy) work, and the modules in
-    sys.modules are then the real ones."""
-    code = (
-        "import sys\n"
-        "from nbclass.cli.entry import _defer\n"
-        "_defer('inspect', 'copy')\n"
-        "assert '__file__' not in vars(sys.modules['inspect'])\n"
-        "import dataclasses\n"
-        "@dataclasses.dataclass\n"
-        "class Point:\n"
-        "    x: int\n"
-        "    y: list\n"
-        "print(Point.__doc__, dataclasses.asdict(Point(1, [2])))\n"
-        "import inspect, copy\n"
-        "print(inspect.__file__.endswith('inspect.py'), copy.__file__.endswith('copy.py'))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, cwd=REPO, timeout=TIMEOUT
-    )
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.decode().splitlines() == [
-        "Point(x: int, y: list) {'x': 1, 'y': [2]}",
-        "True True",
-    ]

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import math
+import struct
+from collections import Counter
 
 import numpy as np
 import pytest
 from conftest import CHINESE_TEST
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
+from nbclass.modelfile import quick
 from nbclass.modelfile.quick import QuickModel, log_posterior
 from nbclass.modelfile.textfile import save
 from nbclass.models.estimators import DEFAULTS, EstimatorSettings
@@ -126,3 +132,101 @@ def test_quick_path_does_not_import_numpy(tmp_path, chinese_corpus, defaults):
     )
     assert result.stdout.splitlines()[-1] == "[]"
     assert result.stdout.splitlines()[0].startswith("-\tchina\t")
+
+
+# --- the word search and the one-pass sums ----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def news_model(news_sample, tmp_path_factory) -> tuple[QuickModel, list[str]]:
+    """A model of the news sample (some words unused by a vocabulary filter) and its
+    vocabulary, in the file's order."""
+    train, _ = news_sample
+    model = fit(list_corpus(str(train)), vocabulary_filter=VocabularyFilter(min_df=2))
+    path = str(tmp_path_factory.mktemp("quick") / "news.nbc")
+    save(model, path)
+    return QuickModel(path), list(model.counts.vocabulary)
+
+
+@pytest.mark.parametrize("block", [1, 2, 7, 512, 10**6])
+@hypothesis_settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_the_word_search_finds_the_used_words_a_dictionary_finds(
+    news_model, block, data, monkeypatch
+):
+    """Whatever the block size, the two-step binary search gives the (j, x_j) of a plain
+    dictionary of the vocabulary: words of the vocabulary (the first, the last, used or
+    not), and tokens that fall before, between and after them."""
+    monkeypatch.setattr(quick, "_BLOCK", block)
+    model, vocabulary = news_model
+    index = {word: j for j, word in enumerate(vocabulary)}
+    words = st.sampled_from(
+        [vocabulary[0], vocabulary[-1], *vocabulary[:: max(1, len(vocabulary) // 300)]]
+    )
+    others = st.sampled_from(["aa", "zzzzzz", "00", "__", "space_", "héllo", "東京", "ab12"])
+    tokens = data.draw(st.lists(st.one_of(words, others), max_size=30))
+    text = " ".join(tokens)
+    model._last = None
+    expected = Counter(
+        t
+        for t in model.tokenize(text)
+        if t in index and model.used[index[t] >> 3] >> (index[t] & 7) & 1
+    )
+    assert model._rows(text) == sorted((index[t], n) for t, n in expected.items())
+
+
+finite = st.floats(-1e6, 1e6, allow_nan=False)
+
+
+@given(
+    rows=st.lists(
+        st.tuples(
+            finite,
+            finite,
+            st.one_of(st.floats(-5, 1e6), st.just(0.0)),
+            st.one_of(finite, st.none()),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    factor=st.one_of(finite, st.integers(-50, 50)),
+)
+def test_the_one_pass_sum_is_the_listed_one_to_the_bit(rows, factor):
+    """score + factor · log_ratio, in one pass or through the list of ratios: the same
+    floats, bit for bit, with zero and negative numerators and unknown denominators."""
+    scores, _, numerators, log_denominators = map(list, zip(*rows))
+    weights = quick._log_ratios(numerators, log_denominators)
+    listed = [score + factor * w for score, w in zip(scores, weights)]
+    one_pass = quick._add_log_ratios(scores, factor, numerators, log_denominators)
+    assert [struct.pack("<d", v) for v in one_pass] == [struct.pack("<d", v) for v in listed]
+    # −x · w is the subtraction the complement scores write
+    subtracted = [score - factor * w for score, w in zip(scores, weights)]
+    negated = quick._add_log_ratios(scores, -factor, numerators, log_denominators)
+    assert [struct.pack("<d", v) for v in negated] == [struct.pack("<d", v) for v in subtracted]
+
+
+@given(
+    rows=st.lists(
+        st.tuples(
+            finite,
+            st.one_of(st.floats(0, 1e6), st.integers(0, 10**6)),
+            st.one_of(finite, st.none()),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    total=st.one_of(st.floats(0, 1e6), st.integers(0, 10**6)),
+    beta=st.one_of(st.floats(-2, 10), st.just(0.0)),
+    factor=st.one_of(finite, st.integers(-50, 50)),
+)
+def test_the_complement_sum_is_the_listed_one_to_the_bit(rows, total, beta, factor):
+    """The complement numerators total − part + β, summed in one pass or listed first:
+    the same floats, bit for bit (integer counts and transformed sums alike)."""
+    scores, parts, log_denominators = map(list, zip(*rows))
+    numerators = [total - part + beta for part in parts]
+    weights = quick._log_ratios(numerators, log_denominators)
+    listed = [score + factor * w for score, w in zip(scores, weights)]
+    one_pass = quick._add_complement(scores, factor, total, parts, beta, log_denominators)
+    assert [struct.pack("<d", v) for v in one_pass] == [struct.pack("<d", v) for v in listed]

@@ -24,7 +24,6 @@ two paths this way).
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 from .predict_options import FAST, OVERRIDES
@@ -48,18 +47,36 @@ _FLAGS = {
 }
 _MULTIPLE = {option.key for option in FAST if option.kind == "multiple"}
 _MOST = 2  # times a "multiple" option may be given (--min-known: N and P%)
-_INT = re.compile(r"[1-9][0-9]{0,17}")
-_FLOAT = re.compile(r"[0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30}")
+
+
+def _digits(text: str, most: int) -> bool:
+    """Whether ``text`` is at most ``most`` ASCII digits (none is fine)."""
+    return len(text) <= most and (not text or (text.isascii() and text.isdigit()))
 
 
 def _value(kind, text: str):
-    """``text`` read as click reads it, or ``None`` when it is not plainly valid."""
+    """``text`` read as click reads it, or ``None`` when it is not plainly valid.
+
+    A whole number is 1 to 18 digits without a leading zero; a plain decimal number is up
+    to 30 digits, a point and up to 30 digits, with at least one digit (no sign, no
+    exponent, ASCII digits only: what click reads the same way as Python). Written with
+    string methods, not regular expressions, whose compiling would cost the start more
+    than the parsing.
+
+    >>> [_value("int", t) for t in ("7", "012", "1e3", "٣")]
+    [7, None, None, None]
+    >>> [_value("float", t) for t in ("0.5", ".5", "5.", ".", "-1", "1e3")]
+    [0.5, 0.5, 5.0, None, None, None]
+    """
     if kind == "str":
         return text if text and not text.startswith("-") else None
     if kind == "int":
-        return int(text) if _INT.fullmatch(text) else None
+        plain = text[:1] in "123456789" and _digits(text, 18)
+        return int(text) if text and plain else None
     if kind == "float":
-        return float(text) if _FLOAT.fullmatch(text) else None
+        whole, point, fraction = text.partition(".")
+        plain = _digits(whole, 30) and _digits(fraction, 30) and (whole or fraction)
+        return float(text) if plain else None
     return text if text in kind else None
 
 
@@ -125,29 +142,6 @@ def parse_predict(args: list[str]) -> dict | None:
     return request
 
 
-def _defer(*names: str) -> None:
-    """Put off importing the modules ``names`` until one of their attributes is used.
-
-    :mod:`dataclasses` imports :mod:`inspect` (through ``ast``, ``dis`` and ``tokenize``,
-    a third of a one-document run's imports) and :mod:`copy` (and ``weakref``), but uses
-    the first only for a class with no docstring and the second only in ``asdict`` and
-    ``astuple``, neither of which this path meets. A stand-in module takes each one's
-    place; the first attribute asked of it imports the real module, which replaces it.
-    """
-    for name in names:
-        if name in sys.modules:
-            continue
-        stand_in = type(sys)(name)
-
-        def __getattr__(attribute: str, name=name, stand_in=stand_in):
-            if sys.modules.get(name) is stand_in:
-                del sys.modules[name]
-            return getattr(__import__(name), attribute)
-
-        stand_in.__getattr__ = __getattr__
-        sys.modules[name] = stand_in
-
-
 def _document(path: str, log):
     """``(source, text)`` of the one document at ``path`` (``-``: standard input), as
     :func:`nbclass.reading.corpus.iter_documents` yields it, under the default reading policy,
@@ -177,7 +171,6 @@ def _fast_predict(args: list[str]) -> int | None:
             return None  # click prints its usage hint
     elif not os.path.isfile(path):
         return None  # a folder (batch), or a missing path: click's path
-    _defer("inspect", "copy")
     from ..models.abstain import Abstention
     from ..reading.policy import DEFAULT_POLICY, ReadLog
     from .single import predict_one, warn_skip

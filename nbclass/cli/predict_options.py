@@ -7,8 +7,7 @@ other argument list to click; :data:`FALLBACK` names the options of ``predict`` 
 to click on purpose (``tests/test_predict_options.py`` checks that the two lists and the
 click command agree, name for name, default for default, value for value).
 
-Standard library only, and no :mod:`dataclasses`: the fast start imports this module
-before it has put off what :mod:`dataclasses` imports.
+Standard library only (the fast start imports it to parse).
 """
 
 from __future__ import annotations

@@ -19,8 +19,12 @@ logarithms may round differently); the tests compare them.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections import Counter
+
+try:  # the C functions bisect.py takes them from: one module fewer to import
+    from _bisect import bisect_left, bisect_right
+except ImportError:  # pragma: no cover - not CPython
+    from bisect import bisect_left, bisect_right
 
 from ..errors import ModelFileError
 from ..models.estimators import (
@@ -33,6 +37,8 @@ from ..models.estimators import (
 )
 from . import header as checked
 from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, read, refuse
+
+_BLOCK = 512  # words of the vocabulary per block of the word search (QuickModel._document)
 
 
 class QuickModel:
@@ -50,7 +56,7 @@ class QuickModel:
         self._last = None  # (text, rows, tokens) of the last document scored
         # Every CRC is checked (a flipped bit anywhere is refused, ledger included); only
         # the sections used are looked at.
-        header, sections = parse(read(path), path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+        header, sections = parse(read(path, mapped=True), path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
         try:
             # Field by field, as the full loader reads them (nbclass.modelfile.header).
             self.classes = checked.classes(header)
@@ -59,7 +65,8 @@ class QuickModel:
             self.n_used = int(header["n_used"])
             V, C = int(header["n_features"]), len(self.classes)
             s = sections
-            self.blob, self.offsets = s["vocabulary"].tobytes(), s["vocabulary_offsets"]
+            # A view, not a copy: the few words the search compares are copied one by one.
+            self.blob, self.offsets = s["vocabulary"], s["vocabulary_offsets"]
             self.class_count = s["class_count"].tolist()
             self.class_tokens = s["class_tokens"].tolist()
             self.word_ptr, self.class_index = s["word_ptr"], s["class_index"]
@@ -99,9 +106,6 @@ class QuickModel:
         ptr, values, counts = self._histogram_sections
         return list(zip(values[ptr[c] : ptr[c + 1]], counts[ptr[c] : ptr[c + 1]]))
 
-    def _word(self, j: int) -> bytes:
-        return self.blob[self.offsets[j] : self.offsets[j + 1] - 1]
-
     def _rows(self, text: str) -> list[tuple[int, int]]:
         """(j, x_j) for the used vocabulary words of ``text``, j ascending."""
         return self._document(text)[0]
@@ -112,16 +116,29 @@ class QuickModel:
 
         The vocabulary is sorted by code point, which is the order of its UTF-8 bytes, so a
         binary search over the encoded words finds each token without decoding them all.
+        The search takes two steps: in the list of every ``_BLOCK``-th word (compared at C
+        speed) for the token's block, then in that block, each step of which slices a word
+        out of the vocabulary.
         """
         last = self._last
         if last is not None and last[0] is text:
             return last[1], last[2]
         tokens = self.tokenize(text)
-        used, rows, V, word_at = self.used, [], len(self.offsets) - 1, self._word
+        counts = Counter(tokens)
+        blob, offsets, used, rows = self.blob, self.offsets, self.used, []
+        V = len(offsets) - 1
+
+        def word_at(j: int) -> bytes:
+            return bytes(blob[offsets[j] : offsets[j + 1] - 1])
+
+        firsts = [word_at(j) for j in range(0, V, _BLOCK)] if counts else []
         every = range(V)
-        for token, n in Counter(tokens).items():
+        for token, n in counts.items():
             key = token.encode("utf-8")
-            j = bisect_left(every, key, key=word_at)
+            start = (bisect_right(firsts, key) - 1) * _BLOCK
+            if start < 0:  # before the first word
+                continue
+            j = bisect_left(every, key, start, min(start + _BLOCK, V), key=word_at)
             if j < V and word_at(j) == key and used[j >> 3] >> (j & 7) & 1:
                 rows.append((j, n))
         rows.sort()
@@ -136,10 +153,8 @@ class QuickModel:
     def _entries(self, j: int) -> dict[int, tuple[int, int]]:
         """{c: (D_jc, T_jc)} for the classes where word j occurs."""
         start, end = self.word_ptr[j], self.word_ptr[j + 1]
-        return {
-            self.class_index[k]: (self.doc_count[k], self.token_count[k])
-            for k in range(start, end)
-        }
+        pairs = zip(self.doc_count[start:end], self.token_count[start:end])
+        return dict(zip(self.class_index[start:end], pairs))
 
     def can_score(self, settings: EstimatorSettings) -> bool:
         """Whether these settings need only the document's words and per-class numbers.
@@ -163,7 +178,7 @@ class QuickModel:
         """b_c = log π_c + log p(x | c) for each class."""
         try:
             return self._joint_log_likelihood(text, settings)
-        except (IndexError, ValueError, KeyError) as exc:
+        except (IndexError, ValueError, KeyError, ArithmeticError) as exc:
             raise refuse(self.path, f"is not a valid nbclass model ({exc})") from None
 
     def _joint_log_likelihood(self, text: str, s: EstimatorSettings) -> list[float]:
@@ -239,8 +254,8 @@ class QuickModel:
             T_jc = [0] * C
             for c, (_, t) in entries.items():
                 T_jc[c] = t
-            weights = _log_ratios([T_j - t + beta for t in T_jc], log_denominators)
-            scores = [score - x * w for score, w in zip(scores, weights)]
+            # score − x_j log θ̃_jc
+            scores = _add_complement(scores, -x, T_j, T_jc, beta, log_denominators)
         return scores
 
     def _transformed(self, rows, s: EstimatorSettings, prepared, log_pi) -> list[float]:
@@ -255,14 +270,23 @@ class QuickModel:
         N = sum(self.class_count)
         beta = s.beta[0]
         features, sums = [], []
+        log_tf, log1p = s.tf == "log", math.log1p
+        ptr, index, doc_count, token_count = (
+            self.word_ptr, self.class_index, self.doc_count, self.token_count
+        )
         for j, x in rows:
-            entries = self._entries(j)
-            t = math.log1p(x) if s.tf == "log" else float(x)
+            t = log1p(x) if log_tf else float(x)
             S_j = [0.0] * C
-            for c, (D_jc, T_jc) in entries.items():
-                S_j[c] = D_jc * math.log1p(T_jc / D_jc) if s.tf == "log" else float(T_jc)
+            start, end = ptr[j], ptr[j + 1]  # word j's entries, as _entries reads them
+            entries = zip(index[start:end], doc_count[start:end], token_count[start:end])
+            if log_tf:
+                for c, D_jc, T_jc in entries:
+                    S_j[c] = D_jc * log1p(T_jc / D_jc)
+            else:
+                for c, _, T_jc in entries:
+                    S_j[c] = float(T_jc)
             if s.idf:
-                df = sum(D for D, _ in entries.values())
+                df = sum(D for D, _ in self._entries(j).values())
                 idf = math.log(N) - math.log(df) if N > 0 else 0.0
                 t *= idf
                 S_j = [v * idf for v in S_j]
@@ -278,18 +302,24 @@ class QuickModel:
             log_denominators = _logs(
                 [multinomial_fraction(0.0, totals[c], V, s.estimator, beta)[1] for c in range(C)]
             )
+        complement, weight_norm = s.model == "complement", s.norm in ("weight", "both")
         for t, S_j in zip(features, sums):
-            if s.model == "complement":
+            if complement:
                 total = sum(S_j)
-                weights = [
-                    -w for w in _log_ratios([total - S + beta for S in S_j], log_denominators)
-                ]
+                if not weight_norm:  # score + t_j w_jc, w_jc = −log θ̃_jc
+                    scores = _add_complement(scores, -t, total, S_j, beta, log_denominators)
+                    continue
+                numerators = [total - S + beta for S in S_j]
             else:
                 numerators = [multinomial_fraction(S, 0, V, s.estimator, beta)[0] for S in S_j]
-                weights = _log_ratios(numerators, log_denominators)
-            if s.norm in ("weight", "both"):
-                norms = prepared.weight_norms
-                weights = [w / norms[c] if norms[c] > 0 else 0.0 for c, w in enumerate(weights)]
+                if not weight_norm:  # score + t_j w_jc, w_jc = log θ_jc
+                    scores = _add_log_ratios(scores, t, numerators, log_denominators)
+                    continue
+            weights = _log_ratios(numerators, log_denominators)
+            if complement:
+                weights = [-w for w in weights]
+            norms = prepared.weight_norms
+            weights = [w / norms[c] if norms[c] > 0 else 0.0 for c, w in enumerate(weights)]
             scores = [score + t * w for score, w in zip(scores, weights)]
         if s.norm in ("weight", "both"):
             log_pi = [0.0] * C
@@ -410,6 +440,43 @@ def _log_ratios(numerators: list[float], log_denominators: list[float | None]) -
     return [
         -inf if n <= 0 or d is None else log(n) - d for n, d in zip(numerators, log_denominators)
     ]
+
+
+def _add_log_ratios(
+    scores: list[float], factor: float, numerators: list[float], log_denominators: list
+) -> list[float]:
+    """``score_c + factor · log_ratio(n_c, d_c)`` for each class, as
+    ``[score + factor * w for score, w in zip(scores, _log_ratios(...))]`` computes it.
+
+    One pass where every n_c > 0 and every d_c > 0 (the usual case: smoothed counts), else
+    that very expression. ``factor`` may be −x for a subtraction: ``score + (−x) · w`` is
+    ``score − x · w`` to the last bit, as negation is exact.
+    """
+    log = math.log
+    try:
+        return [
+            score + factor * (log(n) - d)
+            for score, n, d in zip(scores, numerators, log_denominators)
+        ]
+    except (ValueError, TypeError):  # log of n <= 0, or a d that is None (d <= 0): −inf
+        weights = _log_ratios(numerators, log_denominators)
+        return [score + factor * w for score, w in zip(scores, weights)]
+
+
+def _add_complement(
+    scores: list[float], factor: float, total, parts: list, beta: float, log_denominators: list
+) -> list[float]:
+    """:func:`_add_log_ratios` of the complement numerators n_c = total − part_c + β
+    (computed in that order), in one pass where every ratio is finite."""
+    log = math.log
+    try:
+        return [
+            score + factor * (log(total - part + beta) - d)
+            for score, part, d in zip(scores, parts, log_denominators)
+        ]
+    except (ValueError, TypeError):  # log of n <= 0, or a d that is None (d <= 0): −inf
+        numerators = [total - part + beta for part in parts]
+        return _add_log_ratios(scores, factor, numerators, log_denominators)
 
 
 def log_posterior(jll: list[float]) -> list[float]:

@@ -375,7 +375,7 @@ def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[Model, dict]:
         arrays = {name: np.frombuffer(view, dtype=view.format) for name, view in sections.items()}
         return _build(header, arrays), header
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError,
-            NbclassError) as exc:  # fmt: skip
+            OverflowError, NbclassError) as exc:  # fmt: skip (int() of an infinite number)
         raise refuse(path, f"is not a valid nbclass model ({exc})") from None
 
 

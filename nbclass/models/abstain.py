@@ -30,9 +30,9 @@ classes can be told apart.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..records import Record, replace
 
 UNSURE = "unsure"
 EXIT_UNSURE = 9
@@ -40,8 +40,7 @@ EXIT_FIRST_CLASS = 10
 MAX_EXIT_CLASSES = 115  # 10 + 114 = 124; 125 and up mean a failed exec or a signal to a shell
 
 
-@dataclass(frozen=True)
-class Abstention:
+class Abstention(Record, frozen=True):
     """The thresholds of ``predict``; ``None`` disables a test.
 
     Attributes
@@ -117,8 +116,6 @@ class Abstention:
         (:func:`.novelty.typicality_threshold`, which refuses a model without one)."""
         if self.min_typicality is None:
             return self
-        from dataclasses import replace
-
         from .novelty import typicality_threshold
 
         value = typicality_threshold(record, settings, self.min_typicality)

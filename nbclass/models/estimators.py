@@ -37,18 +37,17 @@ References: seed 000 (Bayesian naive Bayes, MAP, posterior predictive), seed 004
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 
 from ..defaults import AUTO, ESTIMATORS, MODELS, NORMS, TF  # noqa: F401 - the choices
 from ..errors import UsageError
+from ..records import Record, replace
 
 # The range of β the prior fit returns (:func:`nbclass.models.textmodels.fit_beta`); the
 # model file's header is checked against it (:mod:`nbclass.modelfile.header`).
 BETA_RANGE = (1e-4, 100.0)
 
 
-@dataclass(frozen=True)
-class EstimatorSettings:
+class EstimatorSettings(Record, frozen=True):
     """Event model, estimator and prior pseudo-counts.
 
     Attributes
@@ -224,8 +223,7 @@ class EstimatorSettings:
         return settings.validate()
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(Record, frozen=True):
     """The numbers of a model's default settings that depend on every count.
 
     The one-document path (:mod:`nbclass.modelfile.quick`) reads only the rows of the document's
@@ -303,8 +301,7 @@ def score_gap(scores) -> float:
     return top - second if second > -math.inf else 0.0
 
 
-@dataclass(frozen=True)
-class Calibration:
+class Calibration(Record, frozen=True):
     """Calibrated probabilities p(c | x) = softmax_c(b_c / T(x)), with the temperature
 
         T(x) = exp(t0 + t1 · log(1 + n_x) + t2 · log(1 + g(x)))

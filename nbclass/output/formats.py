@@ -13,13 +13,12 @@ come in two shapes:
   colours it only on a terminal, and writes plain text without trailing spaces to a file
   or a pipe).
 
-Imports nothing heavy (rich only when a report is drawn): the one-document path writes
-its line through :func:`record_lines`.
+Imports nothing heavy (rich only when a report is drawn, json only when JSON is written):
+the one-document path writes its line through :func:`record_lines`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 
@@ -45,7 +44,7 @@ def record_lines(fmt: str, items: Iterable, record: Callable, row: Callable) -> 
     ['{"n": 1, "w": "é"}']
     """
     if fmt == "jsonl":
-        dumps = json.dumps
+        from json import dumps  # here: a TSV line (one document) imports no json
         for item in items:
             yield dumps(record(item), ensure_ascii=False)
     elif fmt == "tsv":
@@ -72,6 +71,8 @@ def finite(value):
 
 def json_text(value) -> str:
     """One strict JSON document (non-finite numbers as ``null``), indented."""
+    import json
+
     return json.dumps(finite(value), ensure_ascii=False, indent=2, allow_nan=False)
 
 

@@ -8,7 +8,6 @@ so every record stays on one line whatever a file name holds.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 
@@ -248,6 +247,8 @@ def _visible(text: str) -> str:
 def info_json(info: dict) -> str:
     """``nbclass info --format json`` of a text or a table model: one indented object
     (non-finite numbers as JSON's ``NaN`` and ``Infinity``, as Python writes them)."""
+    import json
+
     return json.dumps(info, ensure_ascii=False, indent=2)
 
 

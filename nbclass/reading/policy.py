@@ -27,10 +27,10 @@ import errno
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from functools import cached_property, partial
 
 from ..errors import NbclassError, UsageError
+from ..records import Record, field
 
 BINARY_PROBE = 8 * 1024  # bytes looked at for a NUL byte, as grep and git do
 CHUNK = 1024 * 1024  # bytes read at a time
@@ -78,8 +78,7 @@ def format_size(n: int) -> str:
     return str(n)
 
 
-@dataclass(frozen=True)
-class ReadPolicy:
+class ReadPolicy(Record, frozen=True):
     """How documents are read: an input option, never stored in a model.
 
     Attributes
@@ -134,8 +133,7 @@ class ReadPolicy:
 DEFAULT_POLICY = ReadPolicy()
 
 
-@dataclass(frozen=True)
-class Skip:
+class Skip(Record, frozen=True):
     """A document that was not read: its source, the reason (one of :data:`REASONS`) and
     a detail (``"permission denied"``)."""
 
@@ -144,8 +142,7 @@ class Skip:
     detail: str = ""
 
 
-@dataclass
-class ReadLog:
+class ReadLog(Record):
     """What reading skipped and replaced; picklable, so a worker returns its own.
 
     ``on_skip``, in the main process only, is called with each :class:`Skip` as it is
