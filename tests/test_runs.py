@@ -71,6 +71,18 @@ def test_chunks_of_any_size_count_the_same(texts, vocabulary, chunk):
         assert_same(texts, TokenizerSettings(), vocabulary)
 
 
+@settings(max_examples=100, deadline=None, database=None)
+@given(st.lists(ascii_text, max_size=12), vocabularies, st.integers(2, 5))
+def test_texts_counted_by_threads_give_the_same_matrix(texts, vocabulary, threads):
+    """Consecutive parts counted at once by threads, put together: the same matrix and
+    token numbers as one count."""
+    counter = TextCounter(TokenizerSettings(), sorted(set(vocabulary)))
+    X, n = counter.count(texts)
+    Y, m = counter.count(texts, threads=threads)
+    assert (X != Y).nnz == 0 and X.shape == Y.shape
+    assert n.tolist() == m.tolist()
+
+
 def test_a_large_vocabulary_with_unknown_words():
     """20,000 words (long probe chains in the table) and texts mixing them with unknown
     words, punctuation and upper case."""

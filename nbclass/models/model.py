@@ -220,7 +220,8 @@ def with_choice(model: Model, sample: Sequence[tuple[str, str]], threads: int = 
     if len(kept) > documents:  # the folds the corpus affords hold out fewer documents
         chosen = sample_indices(labels, documents)
         kept, labels = [kept[i] for i in chosen.tolist()], labels[chosen]
-    X, _ = TextCounter(model.tokenizer, counts.vocabulary).count([text for _, text in kept])
+    texts = [text for _, text in kept]
+    X, _ = TextCounter(model.tokenizer, counts.vocabulary).count(texts, threads)
     choice = choose(counts, X, labels, k=folds, threads=threads)
     typicality = None
     if choice.evidence is not None:

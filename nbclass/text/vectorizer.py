@@ -126,12 +126,26 @@ class TextCounter:
 
         return RunCounter.for_vocabulary(self.vocabulary, self.splitter)
 
-    def count(self, texts: Iterable[str]) -> tuple[sp.csr_matrix, np.ndarray]:
+    def count(self, texts: Iterable[str], threads: int = 1) -> tuple[sp.csr_matrix, np.ndarray]:
         """``(X, n_tokens)``: :func:`count_matrix` of ``map(tokenize, texts)``, shape
-        (n, V), and each text's number of tokens, known words or not, shape (n,)."""
+        (n, V), and each text's number of tokens, known words or not, shape (n,).
+
+        ``threads`` > 1 count as many consecutive parts of ``texts`` at once (the run
+        counter's numpy work leaves the interpreter lock); the result is the same."""
         texts = texts if isinstance(texts, list) else list(texts)
-        *entries, n_tokens = self.entries(texts)
-        return entries_matrix(*entries, len(texts), len(self.words)), n_tokens
+        if threads > 1 and len(texts) >= 2 * threads:
+            from concurrent.futures import ThreadPoolExecutor
+
+            step = -(-len(texts) // threads)
+            starts = range(0, len(texts), step)
+            self.runs  # noqa: B018 - built once, before the threads ask for it
+            with ThreadPoolExecutor(threads) as pool:
+                parts = list(pool.map(self.entries, (texts[i : i + step] for i in starts)))
+            rows = np.concatenate([part[0] + start for part, start in zip(parts, starts)])
+            columns, values, n_tokens = (np.concatenate(p) for p in list(zip(*parts))[1:])
+        else:
+            rows, columns, values, n_tokens = self.entries(texts)
+        return entries_matrix(rows, columns, values, len(texts), len(self.words)), n_tokens
 
     def entries(self, texts: Sequence[str]) -> tuple[np.ndarray, ...]:
         """``(rows, columns, values, n_tokens)``: the nonzero counts of ``texts`` (int64,
