@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from itertools import chain, tee
 
 from ..reading.corpus import decode
-from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, read_document
+from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, read_documents
 from ..text.tokenizer import AsciiSplitter, TokenizerSettings, ascii_splitter, make_tokenizer
 
 # (N_c as list, [Counter word -> D_jc] per class, [Counter word -> T_jc] per class), and with
@@ -88,10 +88,8 @@ def tally_ledger(
 def read_labelled(paths, labels, policy: ReadPolicy, log: ReadLog):
     """``(bytes, label)`` of each document at ``paths`` that the policy reads, one at a
     time; what it skips is recorded in ``log`` (:mod:`nbclass.reading.policy`)."""
-    for path, label in zip(paths, labels):
-        data = read_document(path, policy, log)
-        if data is not None:
-            yield data, label
+    for i, data in read_documents(paths, policy, log):
+        yield data, labels[i]
 
 
 def pack(part: Tally, origin=None) -> tuple:
