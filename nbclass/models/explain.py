@@ -144,15 +144,17 @@ def extras(
     else:
         evidence, evidence_model = [None] * n, None
     abstention = abstention.for_model(classifier.typicality, classifier.settings)
-    known, tokens = scored.known.tolist(), scored.tokens.tolist()
-    rows = scored.log_proba.tolist()
+    if abstention.active:
+        known, tokens = scored.known.tolist(), scored.tokens.tolist()
+        rows = scored.log_proba.tolist()
+        reasons = [
+            abstention.reason(rows[i], known[i], tokens[i], evidence[i]) for i in range(n)
+        ]
+    else:  # no threshold: never unsure
+        reasons = [None] * n
     out = [
-        {
-            "log_evidence": evidence[i],
-            "evidence_model": evidence_model,
-            "reason": abstention.reason(rows[i], known[i], tokens[i], evidence[i]),
-        }
-        for i in range(len(rows))
+        {"log_evidence": value, "evidence_model": evidence_model, "reason": reason}
+        for value, reason in zip(evidence, reasons)
     ]
     if explain:
         for record, explanation in zip(out, explanations(classifier, scored, explain)):
