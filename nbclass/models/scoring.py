@@ -6,9 +6,10 @@ building the scorer is most of the rest, and it needs scipy. So the work is spli
 - :class:`CountedBatches` forks ``jobs`` worker processes as soon as the files are
   listed and the model's :class:`nbclass.text.vectorizer.TextCounter` is read
   (:func:`nbclass.modelfile.counter.load_counter`: the tokenizer and the vocabulary, no counts).
-  Each worker takes a batch of files (``BATCH_SIZE``), reads and counts it, and sends
-  back the sources, the nonzero counts and the token numbers, with the batch's read log,
-  up to ``AHEAD`` batches ahead of the main process;
+  Each worker builds the counter's run table, takes a batch of files (``BATCH_SIZE``),
+  reads and counts it, and sends back the sources, the nonzero counts and the token
+  numbers, with the batch's read log, up to ``AHEAD`` batches ahead of the main process
+  (or more, for short documents: :func:`ahead`);
 - meanwhile the main process loads the whole model and builds the
   :class:`nbclass.models.model.Classifier`; then :func:`score_counted` scores each batch as it
   comes (one sparse product), in the order of the files, and the caller prints it.
@@ -24,7 +25,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
-from ..reading.policy import ReadLog, ReadPolicy, has_bytes, read_document
+from ..reading.policy import ReadLog, ReadPolicy, has_bytes, mean_bytes, read_document
 
 # Below this much text, one process: forking and sending back cost more than they save;
 # unless there are this many files: opening and reading a file costs as much as counting
@@ -37,6 +38,9 @@ PARALLEL_MIN_FILES = 10_000
 # workers wait idle and the main process then waits for them; with more, the memory of
 # the batches counted and not yet scored grows for nothing.
 AHEAD = 4
+# ... or more, if they hold no more than this much text (what they hold, counted, is
+# about as large): 20 Newsgroups' batches have 2 MB, the multilingual corpus's 60 kB.
+TEXT_AHEAD = 16 * 2**20
 
 _WORK: tuple | None = None  # in a worker: (text counter, read policy)
 
@@ -51,9 +55,18 @@ def worth_parallel(files: Sequence[tuple[str, bool]], batch_size: int) -> bool:
     return len(files) >= PARALLEL_MIN_FILES or has_bytes([p for p, _ in files], PARALLEL_MIN_BYTES)
 
 
+def ahead(files: Sequence[tuple[str, bool]], jobs: int, batch_size: int) -> int:
+    """The batches to have in flight: ``AHEAD`` a worker, or as many as hold about
+    ``TEXT_AHEAD`` bytes of text (file sizes from a sample), if more: batches of short
+    documents are then all counted while the model loads. At most every batch."""
+    size = batch_size * mean_bytes([path for path, _ in files])
+    wanted = max(AHEAD * jobs, int(TEXT_AHEAD // max(size, 1.0)))
+    return min(wanted, -(-len(files) // batch_size))
+
+
 class CountedBatches:
     """The batches of ``files``, read and counted by ``jobs`` worker processes forked
-    when this is made (at most ``AHEAD`` batches each in flight).
+    when this is made (at most :func:`ahead` batches in flight).
 
     Iterating gives, per batch in the order of the files, ``(sources, entries,
     n_tokens, log)``: :meth:`nbclass.text.vectorizer.TextCounter.entries` of the documents
@@ -70,8 +83,9 @@ class CountedBatches:
         from concurrent.futures import ProcessPoolExecutor
 
         global _WORK
-        _ = counter.runs  # built once here (a cached property), shared by the workers
-        _WORK = (counter, policy)  # inherited by the forked workers
+        # Inherited by the forked workers, each of which builds the counter's run table
+        # (a cached property) as it starts, while this process loads the model.
+        _WORK = (counter, policy)
         self._batches = (files[i : i + batch_size] for i in range(0, len(files), batch_size))
         from ..reading.process import start_worker
 
@@ -82,7 +96,7 @@ class CountedBatches:
             initargs=(os.getpid(),),
         )
         self._pending = deque()
-        for _ in range(AHEAD * jobs):
+        for _ in range(ahead(files, jobs, batch_size)):
             self._submit()
 
     def _submit(self) -> None:

@@ -265,6 +265,27 @@ def has_bytes(paths: Iterable[str], minimum: int) -> bool:
     return total >= minimum
 
 
+def mean_bytes(paths: Sequence[str], sample: int = 32) -> float:
+    """The mean size of the files at ``paths`` (0.0 for none), from ``stat`` of at most
+    ``sample`` of them spread evenly through the list; a file that cannot be stat-ed
+    counts nothing.
+
+    >>> mean_bytes([])
+    0.0
+    """
+    if not paths:
+        return 0.0
+    step = max(1.0, len(paths) / sample)
+    total = n = 0
+    for i in range(min(len(paths), sample)):
+        n += 1
+        try:
+            total += os.path.getsize(paths[int(i * step)])
+        except OSError:
+            pass
+    return total / n
+
+
 _NAMED_FLAGS = os.O_RDONLY | getattr(os, "O_NOCTTY", 0)
 _WALKED_FLAGS = _NAMED_FLAGS | os.O_NONBLOCK
 
