@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import repeat
+from itertools import islice, repeat
+from operator import lt
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -182,19 +183,13 @@ class Counts:
                 found.append(f"{name} counts have shape {array.shape}, expected ({V}, {C})")
         if found:
             return found
-        D, T = self.doc_count, self.token_count
-        negative = D.size and (D.min() < 0 or T.min() < 0) or (self.class_count < 0).any()
+        negative, too_many, more_documents, tokens_alone = self._cell_problems()
         if negative:
             found.append("negative counts")
-        if (D > self.class_count).any():
+        if too_many:
             found.append("a word is in more documents of a class than the class has")
-        more_documents = (D > T).any()
         if more_documents:
             found.append("a word is in more documents than it has tokens")
-        if negative or more_documents:
-            tokens_alone = ((D == 0) & (T != 0)).any()
-        else:  # 0 <= D <= T: D > 0 implies T > 0, so the nonzero cells are the same iff
-            tokens_alone = np.count_nonzero(D) != np.count_nonzero(T)  # as many
         if tokens_alone:
             found.append("a word has tokens in a class but no documents")
         if not _strictly_increasing(self.classes):
@@ -206,8 +201,29 @@ class Counts:
         return found
 
 
+    def _cell_problems(self) -> tuple[bool, bool, bool, bool]:
+        """Whether any count is negative, any D_jc > N_c, any D_jc > T_jc, and any T_jc
+        has no D_jc: every test on a block of rows at a time, while it is in the cache
+        (on the whole (V, C) arrays, each test read them from memory again)."""
+        D, T, N = self.doc_count, self.token_count, self.class_count
+        negative = bool((N < 0).any())
+        too_many = more_documents = tokens_alone = False
+        step = max(1, BLOCK_CELLS // max(D.shape[1], 1))
+        for start in range(0, D.shape[0], step):
+            d, t = D[start : start + step], T[start : start + step]
+            negative = negative or bool(d.min() < 0 or t.min() < 0)
+            too_many = too_many or bool((d > N).any())
+            more = bool((d > t).any())
+            more_documents = more_documents or more
+            if negative or more:
+                tokens_alone = tokens_alone or bool(((d == 0) & (t != 0)).any())
+            else:  # 0 <= D <= T: D > 0 implies T > 0, so the nonzero cells are the same
+                tokens_alone = tokens_alone or np.count_nonzero(d) != np.count_nonzero(t)
+        return negative, too_many, more_documents, tokens_alone
+
+
 def _strictly_increasing(items: Sequence[str]) -> bool:
-    return all(map(str.__lt__, items[:-1], items[1:]))
+    return all(map(lt, items, islice(items, 1, None)))  # (str.__lt__ took three times as long)
 
 
 def doc_count_histograms(doc_count: np.ndarray) -> list[list[tuple[int, int]]]:
