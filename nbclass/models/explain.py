@@ -125,9 +125,10 @@ def extras(
     abstention: Abstention,
     explain: int | None = None,
     evidence: bool = True,
-) -> list[dict]:
+) -> list[dict] | None:
     """Per document: ``log_evidence``, ``evidence_model``, ``reason`` and, if asked,
-    ``explanation``.
+    ``explanation``; None when none of them is shown or used (no ``evidence``, no
+    abstention option, no ``explain``: every document's reason is None).
 
     ``log_evidence`` comes from the chosen model when its settings are generative (see
     :attr:`nbclass.models.estimators.EstimatorSettings.generative`), else from the multinomial of
@@ -137,6 +138,8 @@ def extras(
     """
     from .novelty import evidence_of
 
+    if not (evidence or explain or abstention.active):
+        return None
     n = scored.jll.shape[0]
     if evidence or classifier.settings.generative or abstention.min_typicality is not None:
         values, evidence_model = evidence_of(classifier, scored.X, scored.jll)
