@@ -406,3 +406,40 @@ def packed_cells(packed):
     """(class, row, D, T) of each cell of a packed tally, sorted."""
     classes = np.repeat(np.arange(len(packed[0])), packed[2]).tolist()
     return sorted(zip(classes, packed[3].tolist(), packed[4].tolist(), packed[5].tolist()))
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(
+    st.lists(
+        st.one_of(
+            texts_strategy.map(lambda t: t.encode("utf-8", "surrogatepass")),
+            st.binary(max_size=12),  # not UTF-8, often
+        ),
+        max_size=10,
+    ),
+    st.sampled_from(["utf-8", "latin-1", "utf-16"]),
+    st.sampled_from([None, 20]),
+)
+def test_documents_counted_from_their_bytes_are_counted_as_their_texts(documents, encoding, chunk):
+    """A batch of raw documents (some not UTF-8, some longer than a chunk) counted from
+    their bytes: the counts and token numbers of the decoded texts, and the same
+    replacements counted, under an encoding that reads ASCII as ASCII or not."""
+    from nbclass.reading.policy import ReadLog
+
+    settings_ = TokenizerSettings()
+    texts_log, bytes_log = ReadLog(), ReadLog()
+    texts = [texts_log.decode(data, encoding) for data in documents]
+    vocabulary = sorted({t for text in texts for t in tokens_of(settings_)(text)})
+    counter = TextCounter(settings_, vocabulary)
+    with pytest.MonkeyPatch.context() as patch:
+        if chunk is not None:
+            patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        expected = counter.entries(texts)
+        got = counter.document_entries(
+            documents, lambda data: bytes_log.decode(data, encoding), encoding
+        )
+    cells = lambda e: sorted(zip(e[0].tolist(), e[1].tolist(), e[2].tolist()))  # noqa: E731
+    assert cells(got) == cells(expected) and got[3].tolist() == expected[3].tolist()
+    assert (bytes_log.replaced, bytes_log.replaced_docs) == (
+        texts_log.replaced, texts_log.replaced_docs,
+    )  # fmt: skip

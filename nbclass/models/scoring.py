@@ -25,7 +25,14 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
-from ..reading.policy import ReadLog, ReadPolicy, has_bytes, mean_bytes, read_document
+from ..reading.policy import (
+    ReadLog,
+    ReadPolicy,
+    has_bytes,
+    mean_bytes,
+    read_document,
+    read_documents,
+)
 
 # Below this much text, one process: forking and sending back cost more than they save;
 # unless there are this many files: opening and reading a file costs as much as counting
@@ -123,13 +130,19 @@ def _count_batch(batch: Sequence[tuple[str, bool]]):
     """A worker's task: read and count one batch of files."""
     counter, policy = _WORK
     log = ReadLog()  # no warnings here: the main process prints them in order
-    sources, texts = [], []
-    for path, walked in batch:
-        data = read_document(path, policy, log, walked)
-        if data is not None:
-            sources.append(path)
-            texts.append(log.decode(data, policy.encoding))
-    *entries, n_tokens = counter.entries(texts)
+    paths = [path for path, _ in batch]
+    if all(walked for _, walked in batch):
+        read = list(read_documents(paths, policy, log))
+    else:
+        read = [(i, read_document(p, policy, log, walked)) for i, (p, walked) in enumerate(batch)]
+        read = [(i, data) for i, data in read if data is not None]
+    sources = [paths[i] for i, _ in read]
+    documents = [data for _, data in read]
+
+    def decode(data: bytes) -> str:
+        return log.decode(data, policy.encoding)
+
+    *entries, n_tokens = counter.document_entries(documents, decode, policy.encoding)
     return sources, entries, n_tokens, log
 
 
