@@ -141,9 +141,15 @@ class Model:
         return "|".join(self.column_words.get(token, ())) or token
 
     @cached_property
+    def active_rows(self) -> np.ndarray:
+        """Sorted indices of the words of :attr:`counts` the vocabulary filter keeps
+        (computed once: saving and loading a model want them three times)."""
+        return self.vocabulary_filter.rows(self.counts)
+
+    @cached_property
     def active_counts(self) -> Counts:
         """The counts restricted to the words the vocabulary filter keeps."""
-        rows = self.vocabulary_filter.rows(self.counts)
+        rows = self.active_rows
         if rows.size == len(self.counts.vocabulary):
             return self.counts
         return self.counts.restrict(rows)
