@@ -363,22 +363,34 @@ class Classifier:
     ):  # fmt: skip
         """``counter``: the model's :class:`nbclass.text.vectorizer.TextCounter`, if one is
         built already (:func:`nbclass.modelfile.counter.load_counter`); it must hold the model's
-        tokenizer settings and (used) vocabulary. ``calibration``: applied to the
-        probabilities (see :func:`scoring_settings` for when a command uses it)."""
+        tokenizer settings and (used) vocabulary. Otherwise one is built when first needed
+        (bulk predict's main process scores documents its workers counted, and needs
+        none). ``calibration``: applied to the probabilities (see :func:`scoring_settings`
+        for when a command uses it)."""
         self.settings = (settings or model.defaults).validate()
         self.calibration = calibration
         counts = model.active_counts
         self.classes = counts.classes
-        if counter is None:
-            counter = TextCounter(model.tokenizer, counts.vocabulary)
-        elif counter.settings != model.tokenizer or counter.words != counts.vocabulary:
-            raise ValueError("the text counter belongs to another model")
-        self.counter = counter
-        self.vocabulary = counter.vocabulary
+        self.tokenizer = model.tokenizer
+        if counter is not None:
+            if counter.settings != model.tokenizer or counter.words != counts.vocabulary:
+                raise ValueError("the text counter belongs to another model")
+            self.counter = counter
         self.counts, self.typicality = counts, model.typicality
         # The file's prepared numbers (fitted β) belong to the defaults: use them then.
         prepared = model.prepared if self.settings == model.defaults else None
         self.scorer = make_scorer(counts, self.settings, prepared)
+
+    @cached_property
+    def counter(self) -> TextCounter:
+        """The :class:`nbclass.text.vectorizer.TextCounter` of the model's tokenizer and
+        (used) vocabulary."""
+        return TextCounter(self.tokenizer, self.counts.vocabulary)
+
+    @property
+    def vocabulary(self) -> dict[str, int]:
+        """Word -> column of the (used) vocabulary, V words."""
+        return self.counter.vocabulary
 
     def count(self, texts: Iterable[str]) -> tuple[sp.csr_matrix, np.ndarray]:
         """``(X, n_tokens)``: the texts' counts over the vocabulary, shape (n, V), and

@@ -4,9 +4,10 @@ Reading and counting the documents is most of predict's work; loading the model 
 building the scorer is most of the rest, and it needs scipy. So the work is split:
 
 - :class:`CountedBatches` forks ``jobs`` worker processes as soon as the files are
-  listed and the model's :class:`nbclass.text.vectorizer.TextCounter` is read
-  (:func:`nbclass.modelfile.counter.load_counter`: the tokenizer and the vocabulary, no counts).
-  Each worker builds the counter's run table, takes a batch of files (``BATCH_SIZE``),
+  listed and the model file is read and its checksums checked. Each worker reads the
+  model's :class:`nbclass.text.vectorizer.TextCounter` from those bytes
+  (:func:`nbclass.modelfile.counter.load_counter`: the tokenizer and the vocabulary, no
+  counts) and builds its run table, takes a batch of files (``BATCH_SIZE``),
   reads and counts it, and sends back the sources, the nonzero counts and the token
   numbers, with the batch's read log, up to ``AHEAD`` batches ahead of the main process
   (or more, for short documents: :func:`ahead`);
@@ -86,13 +87,16 @@ class CountedBatches:
         self, counter, files: Sequence[tuple[str, bool]], policy: ReadPolicy, jobs: int,
         batch_size: int,
     ):  # fmt: skip
+        """``counter``: the model's :class:`nbclass.text.vectorizer.TextCounter`, or a
+        function that makes it (each worker then calls it once)."""
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         global _WORK
-        # Inherited by the forked workers, each of which builds the counter's run table
-        # (a cached property) as it starts, while this process loads the model.
-        _WORK = (counter, policy)
+        # Inherited by the forked workers, each of which builds the counter (when given a
+        # function that makes it) and its run table (a cached property) as it starts,
+        # while this process loads the model.
+        _WORK = [counter, policy]
         self._batches = (files[i : i + batch_size] for i in range(0, len(files), batch_size))
         from ..reading.process import start_worker
 
@@ -129,6 +133,8 @@ class CountedBatches:
 def _count_batch(batch: Sequence[tuple[str, bool]]):
     """A worker's task: read and count one batch of files."""
     counter, policy = _WORK
+    if callable(counter):  # the first batch of this worker
+        counter = _WORK[0] = counter()
     log = ReadLog()  # no warnings here: the main process prints them in order
     paths = [path for path, _ in batch]
     if all(walked for _, walked in batch):
@@ -160,6 +166,6 @@ def score_counted(
 
     for sources, entries, n_tokens, batch_log in counted:
         log.add(batch_log)
-        X = entries_matrix(*entries, len(sources), len(classifier.vocabulary))
+        X = entries_matrix(*entries, len(sources), len(classifier.counts.vocabulary))
         scored = score_counts(classifier, sources, X, n_tokens)
         yield sources, scored.log_proba.tolist(), extras(classifier, scored)
