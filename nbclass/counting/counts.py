@@ -767,27 +767,44 @@ class _Share:
         packs are added as they come and no process holds more than one window.
         """
         import multiprocessing
+        from collections import deque
         from concurrent.futures import FIRST_COMPLETED, wait
 
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
         context = multiprocessing.get_context(method)
         self.next_part, self.done = context.Value("q", 0), context.Value("q", 0)
         reported, n = 0, len(self.paths)
+        # A worker's windows must be added in the order it made them: a window sends
+        # the words it numbered since the one before, and later windows name them by
+        # number only. Futures are taken in the order they finished (their callbacks
+        # run in the order the results arrive, one worker's in its order), not from
+        # the set wait() gives: two windows of one worker that finished while this
+        # process was adding another window came in any order, and a word numbered in
+        # the first was then counted on another word's row.
+        finished_in_order = deque()
+
+        def submit():
+            future = pool.submit(_tally_window)
+            future.add_done_callback(finished_in_order.append)
+            return future
+
         with _pool(jobs, context, self) as pool:
             # Two tasks per worker: one waits, so a worker never idles while its
             # packed tally travels back and the next task comes.
-            live = {pool.submit(_tally_window) for _ in range(2 * jobs)}
+            live = {submit() for _ in range(2 * jobs)}
             try:
                 while live:
-                    finished, live = wait(live, timeout=0.05, return_when=FIRST_COMPLETED)
+                    wait(live, timeout=0.05, return_when=FIRST_COMPLETED)
                     if on_progress and self.done.value > reported:
                         counted = self.done.value
                         on_progress(reported, counted)
                         reported = counted
-                    for future in finished:
+                    while finished_in_order:
+                        future = finished_in_order.popleft()
+                        live.discard(future)
                         packed = future.result()
                         if packed is not None and self.left():
-                            live.add(pool.submit(_tally_window))
+                            live.add(submit())
                         if packed is not None:
                             yield packed
             finally:
