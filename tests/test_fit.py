@@ -402,3 +402,34 @@ def test_files_whose_names_are_not_utf8_are_learned_in_workers(tmp_path, paralle
     assert os.fsencode(corpus.paths[1]).endswith(b"/ham/caf\xe9.txt")  # sorted after 001
     for jobs in (1, 2):
         assert dumps(fit(corpus, jobs=jobs)) == dumps(fit(list_corpus(str(plain)), jobs=1))
+
+
+def test_a_workers_windows_are_added_in_the_order_it_made_them(tmp_path, monkeypatch):
+    """A worker's later windows name the words its earlier ones sent by number only: a
+    slow receiver (every window added 30 ms after it is taken) must still add each
+    worker's windows in order, however many finish meanwhile. The counts are those of
+    one process, on every try."""
+    import time
+
+    import nbclass.counting.counts as counts_module
+    import nbclass.text.runs as runs_module
+    from nbclass.counting.counts import _Share
+    from nbclass.reading.policy import DEFAULT_POLICY
+
+    words = [f"w{i:03d}" for i in range(600)]
+    docs = {
+        label: [" ".join(words[(i * 37 + k * 11 + c) % 600] for k in range(12)) for i in range(60)]
+        for c, label in enumerate("abc")
+    }
+    corpus = list_corpus(str(write_corpus(tmp_path / "c", docs)))
+    settings = TokenizerSettings()
+    expected = count_corpus(corpus.paths, corpus.labels, corpus.classes, settings)
+    monkeypatch.setattr(runs_module, "CHUNK_BYTES", 200)  # texts counted as they come
+    monkeypatch.setattr(counts_module, "FLUSH_ENTRIES", 1)  # one window a part
+    for _ in range(2):
+        share = _Share(corpus.paths, corpus.labels, 3, settings, False, 4, DEFAULT_POLICY)
+        accumulator = CountAccumulator(corpus.classes)
+        for packed in share.tally_in_workers(2):
+            time.sleep(0.03)
+            accumulator.add_packed(packed)
+        assert accumulator.result().equals(expected)

@@ -108,3 +108,40 @@ def test_the_check_finds_a_command_that_branches_on_the_format(tmp_path):
     path = tmp_path / "command.py"
     path.write_text('def f(fmt):\n    if fmt == "json":\n        return 1\n', encoding="utf-8")
     assert _format_comparisons(path) == ["command.py:2"]
+
+
+_LOG_PROBA = st.one_of(
+    st.floats(max_value=0.0, allow_nan=False), st.just(-math.inf), st.just(math.nan),
+    st.sampled_from([0.0, -0.5, -700.0, -750.0]),  # ties, and probabilities that underflow
+)  # fmt: skip
+
+
+@given(
+    st.integers(1, 4).flatmap(
+        lambda C: st.lists(
+            st.tuples(
+                st.text(max_size=6),  # sources with tabs, newlines, surrogates
+                st.lists(_LOG_PROBA, min_size=C, max_size=C),
+                st.sampled_from([None, "low-probability", "few-known-words"]),
+            ),
+            max_size=8,
+        )
+    ),
+    st.booleans(),
+    st.sampled_from([None, 1]),
+)
+def test_best_class_lines_are_the_general_renderers_lines(documents, with_extras, top_k):
+    """One class a document in TSV, as a batch prints it: the lines of the record
+    renderer, for any log posteriors (ties, all impossible, NaN, underflow), sources
+    and reasons."""
+    from nbclass.output.render import prediction_lines, prediction_views
+
+    classes = ["a", "b\tc", "d", "é"][: len(documents[0][1]) if documents else 1]
+    sources = [s for s, _, _ in documents]
+    rows = [r for _, r, _ in documents]
+    extras = [{"reason": reason, "log_evidence": None} for _, _, reason in documents]
+    extras = extras if with_extras else None
+    got = list(prediction_lines(sources, classes, rows, "tsv", top_k, extras, "not sure"))
+    items = zip(sources, rows, extras) if extras else zip(sources, rows)
+    expected = list(record_lines("tsv", items, *prediction_views(classes, top_k, "not sure")))
+    assert got == expected

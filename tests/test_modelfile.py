@@ -278,6 +278,43 @@ def test_each_impossible_count_is_named(N, D, T, expected):
         assert words in problem
 
 
+@settings(max_examples=200, deadline=None, database=None)
+@given(
+    st.integers(1, 3).flatmap(
+        lambda C: st.tuples(
+            st.lists(st.integers(-1, 3), min_size=C, max_size=C),
+            st.lists(st.lists(st.integers(-1, 4), min_size=2 * C, max_size=2 * C), max_size=9),
+        )
+    ),
+    st.sampled_from([1, 2, 5, 2**18]),
+)
+def test_impossible_counts_are_found_in_any_block_of_rows(counts, block):
+    """The cell checks run a block of rows at a time: any block size finds what the
+    definitions find on the whole arrays (a negative count, D_jc > N_c, D_jc > T_jc,
+    T_jc > 0 with D_jc = 0), wherever in the rows it is."""
+    import nbclass.counting.counts as counts_module
+
+    N, rows = counts
+    C = len(N)
+    D = np.array([row[:C] for row in rows], dtype=np.int64).reshape(len(rows), C)
+    T = np.array([row[C:] for row in rows], dtype=np.int64).reshape(len(rows), C)
+    classes = tuple("abc"[:C])
+    vocabulary = tuple(f"w{j}" for j in range(len(rows)))
+    expected = [
+        D.size and (D.min() < 0 or T.min() < 0) or min(N) < 0,
+        (D > np.array(N)).any(),
+        (D > T).any(),
+        ((D == 0) & (T != 0)).any(),
+    ]
+    names = ["negative", "of a class than", "more documents than", "no documents"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(counts_module, "BLOCK_CELLS", block)
+        found = Counts(classes, vocabulary, np.array(N), D, T).problems()
+    wanted = [name for name, bad in zip(names, expected) if bad]
+    assert len(found) == len(wanted)
+    assert all(name in problem for name, problem in zip(wanted, found))
+
+
 # --- atomic save -------------------------------------------------------------------------
 
 

@@ -97,3 +97,71 @@ def test_a_path_list_holds_the_paths_given(batches):
     assert list(paths) == flat and len(paths) == len(flat)
     assert [paths[i] for i in range(len(flat))] == flat and paths[1:-1] == flat[1:-1]
     assert bytes(paths._data) == b"".join(os.fsencode(p) + b"\x00" for p in flat)
+
+
+def _kinds_of_files(folder):
+    """Files of every kind a listing may meet, in order, and the paths listed."""
+    import stat as stat_module
+
+    from nbclass.reading.policy import READ_AT_ONCE
+
+    folder.mkdir()
+    made = {
+        "empty": b"",
+        "small": "мир ab".encode(),
+        "binary": b"text\x00more",
+        "nul-late": b"a" * 9000 + b"\x00",  # past the binary probe: text
+        "below": b"b" * (READ_AT_ONCE - 1),
+        "at": b"c" * READ_AT_ONCE,
+        "above": b"d" * (READ_AT_ONCE + 1),
+        "large": b"e" * (3 * READ_AT_ONCE + 5),
+    }
+    for name, data in made.items():
+        (folder / name).write_bytes(data)
+    os.mkfifo(folder / "fifo")  # put in a file's place after the listing
+    (folder / "folder").mkdir()
+    os.symlink(folder / "small", folder / "link")
+    os.symlink("/dev/null", folder / "device")
+    names = [*made, "fifo", "folder", "link", "device", "vanished"]
+    assert stat_module.S_ISFIFO(os.stat(folder / "fifo").st_mode)
+    return [str(folder / name) for name in names]
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [ReadPolicy(on_error="skip"), ReadPolicy(on_error="skip", max_bytes=70_000),
+     ReadPolicy(on_error="skip", max_bytes=10), ReadPolicy(on_error="skip", binary=True),
+     ReadPolicy(on_error="skip", encoding="utf-16")],
+)  # fmt: skip
+def test_reading_listed_files_at_once_gives_what_reading_each_gives(tmp_path, policy):
+    """Every kind of file (empty, binary, around the one-read size and the limit, a FIFO,
+    a folder, links to a file and to a device, one gone since the listing): the same
+    bytes, the same skips with the same reasons, in the same order."""
+    from nbclass.reading.policy import read_documents
+
+    paths = _kinds_of_files(tmp_path / "docs")
+    each_log, many_log = ReadLog(), ReadLog()
+    each = [(i, read_document(p, policy, each_log)) for i, p in enumerate(paths)]
+    each = [(i, data) for i, data in each if data is not None]
+    many = list(read_documents(paths, policy, many_log))
+    assert many == each
+    assert many_log.skipped == each_log.skipped and len(each_log.skipped) >= 4
+
+
+def test_reading_listed_files_at_once_fails_as_reading_each(tmp_path):
+    """Under --on-error fail, the first file that cannot be read stops both ways with
+    the same error, after the same documents."""
+    from nbclass.errors import NbclassError
+    from nbclass.reading.policy import read_documents
+
+    paths = _kinds_of_files(tmp_path / "docs")
+    policy = ReadPolicy(max_bytes=100_000)
+    got = []
+    with pytest.raises(NbclassError) as many:
+        for i, _ in read_documents(paths, policy, ReadLog()):
+            got.append(i)
+    with pytest.raises(NbclassError) as each:
+        for path in paths:
+            read_document(path, policy, ReadLog())
+    assert str(many.value) == str(each.value) and "large" in str(many.value)
+    assert got == [0, 1, 3, 4, 5, 6]  # the binary file is skipped, not an error

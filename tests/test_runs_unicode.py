@@ -322,3 +322,124 @@ def test_windows_packed_by_word_numbers_add_up_to_the_plain_counts(tmp_path, mon
     expected.add_packed(pack(tally([tokenize(t) for t in texts], labels, 2)))
     assert counts.equals(expected.result())
     assert counts.token_count[counts.vocabulary.index("мир")].tolist() == [3, 2]
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.lists(texts_strategy, max_size=12))
+def test_documents_decoded_at_once_are_the_documents_decoded_each(texts):
+    """UTF-8 documents decoded in one call (surrogates are not UTF-8: those texts are
+    refused) give each text and its length, as decoding them one by one does."""
+    from nbclass.text.runs import JoinedTexts
+
+    encoded = [text.encode("utf-8", "surrogatepass") for text in texts]
+    joined = JoinedTexts.decode(encoded)
+    if any("\udc80" in text for text in texts):
+        assert joined is None
+        return
+    assert list(joined) == texts and joined.lengths.tolist() == [len(t) for t in texts]
+    for first in range(len(texts) + 1):
+        part = joined[first : first + 3]
+        assert list(part) == texts[first : first + 3]
+        assert part.text == "\n".join(texts[first : first + 3])
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(st.lists(texts_strategy, max_size=10), st.booleans())
+def test_texts_lower_cased_together_are_each_lower_cased(texts, explained):
+    """Lower-casing texts joined by newlines gives each text lower-cased on its own (a
+    sigma at a text's end is final there, and 'İ' grows a text by one): the same
+    characters and each text's new length. With the growth left unexplained (the
+    dotted I taken for another character), the texts are lower-cased one by one."""
+    from nbclass.text.runs import JoinedTexts, _lowered
+
+    joined = JoinedTexts.of(texts)
+    expected = JoinedTexts.of([text.lower() for text in texts])
+    with pytest.MonkeyPatch.context() as patch:
+        if not explained:
+            patch.setattr(runs_module, "_DOTTED_I", ord("z"))
+        text, lengths = _lowered(joined.text + "\n", joined.lengths, joined)
+    assert text == expected.text + "\n" and lengths.tolist() == expected.lengths.tolist()
+
+
+def test_a_final_sigma_at_the_end_of_one_text_is_final_in_the_chunk():
+    """The context of a capital sigma stops at a text's end: ΑΣ then Β is 'ας' then 'β'
+    (as on its own), never 'ασ'; a sigma that starts a text is not final."""
+    from nbclass.text.runs import JoinedTexts, _lowered
+
+    texts = ["ΑΣ", "ΒΣ'", "ΣΑ", "İİ ΟΣ", "ΑΣ\u0301"]
+    joined = JoinedTexts.of(texts)
+    text, lengths = _lowered(joined.text + "\n", joined.lengths, joined)
+    assert text.split("\n")[:-1] == ["ας", "βς'", "σα", "i\u0307i\u0307 ος", "ας\u0301"]
+    assert lengths.tolist() == [2, 3, 2, 7, 3]
+
+
+def test_a_part_with_a_document_that_is_not_utf8_counts_and_logs_as_each_decoded(tmp_path):
+    """Among documents of other scripts, one that is not UTF-8: the part is decoded
+    document by document, its bad bytes replaced and counted, and the counts are those
+    of the tokenizer on the same texts."""
+    from nbclass.counting.tally import pack, settle, tally, tally_paths
+    from nbclass.reading.policy import ReadLog
+
+    documents = ["мир мир ab".encode(), b"caf\xe9 \xff\xfe \xd0\xbc\xd0\xb8\xd1\x80",
+                 "日本語 ab".encode(), b"plain ab cd", "ΟΔΟΣ мир".encode()]  # fmt: skip
+    labels = [0, 1, 0, 1, 0]
+    paths = []
+    for i, data in enumerate(documents):
+        (tmp_path / f"{i}.txt").write_bytes(data)
+        paths.append(str(tmp_path / f"{i}.txt"))
+    settings_ = TokenizerSettings()
+    tokenize = make_tokenizer(settings_)
+    part = tally_paths(paths, labels, 2, tokenize, splitter=ascii_splitter(settings_, "utf-8"))
+    settle(part, tokenize)
+    log = ReadLog()
+    texts = [log.decode(data, "utf-8") for data in documents]
+    expected = pack(tally([tokenize(t) for t in texts], labels, 2))
+    got = pack(part)
+    assert (part[5].replaced, part[5].replaced_docs) == (log.replaced, log.replaced_docs) == (3, 1)
+    assert got[0] == expected[0]
+    words = got[1].split("\x00")
+    assert words == expected[1].split("\x00")
+    assert packed_cells(got) == packed_cells(expected)
+
+
+def packed_cells(packed):
+    """(class, row, D, T) of each cell of a packed tally, sorted."""
+    classes = np.repeat(np.arange(len(packed[0])), packed[2]).tolist()
+    return sorted(zip(classes, packed[3].tolist(), packed[4].tolist(), packed[5].tolist()))
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(
+    st.lists(
+        st.one_of(
+            texts_strategy.map(lambda t: t.encode("utf-8", "surrogatepass")),
+            st.binary(max_size=12),  # not UTF-8, often
+        ),
+        max_size=10,
+    ),
+    st.sampled_from(["utf-8", "latin-1", "utf-16"]),
+    st.sampled_from([None, 20]),
+)
+def test_documents_counted_from_their_bytes_are_counted_as_their_texts(documents, encoding, chunk):
+    """A batch of raw documents (some not UTF-8, some longer than a chunk) counted from
+    their bytes: the counts and token numbers of the decoded texts, and the same
+    replacements counted, under an encoding that reads ASCII as ASCII or not."""
+    from nbclass.reading.policy import ReadLog
+
+    settings_ = TokenizerSettings()
+    texts_log, bytes_log = ReadLog(), ReadLog()
+    texts = [texts_log.decode(data, encoding) for data in documents]
+    vocabulary = sorted({t for text in texts for t in tokens_of(settings_)(text)})
+    counter = TextCounter(settings_, vocabulary)
+    with pytest.MonkeyPatch.context() as patch:
+        if chunk is not None:
+            patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        expected = counter.entries(texts)
+        got = counter.document_entries(
+            documents, lambda data: bytes_log.decode(data, encoding), encoding
+        )
+    cells = lambda e: sorted(zip(e[0].tolist(), e[1].tolist(), e[2].tolist()))  # noqa: E731
+    assert cells(got) == cells(expected) and got[3].tolist() == expected[3].tolist()
+    assert (bytes_log.replaced, bytes_log.replaced_docs) == (
+        texts_log.replaced, texts_log.replaced_docs,
+    )  # fmt: skip

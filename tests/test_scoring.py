@@ -161,3 +161,54 @@ def test_real_processes_over_four_megabytes_give_the_same_bytes(tmp_path, news_m
     two = run("predict", "-m", news_model, folder, "-j", "2")
     assert one.returncode == 0 and one.stdout.count(b"\n") == 1200
     assert (two.returncode, two.stdout, two.stderr) == (0, one.stdout, one.stderr)
+
+
+def test_a_main_process_that_never_scores_still_ends(tmp_path, news_model, news_sample):
+    """A process that forks its counting workers and stops before it scores, without
+    closing its batches, still ends, with its workers."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from nbclass.modelfile.counter import load_counter\n"
+        "from nbclass.modelfile.fileformat import read\n"
+        "from nbclass.models.scoring import CountedBatches\n"
+        "from nbclass.reading.corpus import list_inputs\n"
+        "from nbclass.reading.policy import ReadPolicy\n"
+        "counter = load_counter(read(sys.argv[1]))\n"
+        "batches = CountedBatches(counter, list_inputs([sys.argv[2]]), ReadPolicy(), 3, 7)\n"
+        "print('started', flush=True)\n"
+        "sys.exit(0)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(news_model), str(news_sample[1])],
+        capture_output=True, timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"started\n", b"")
+
+
+def test_batches_of_short_documents_are_all_counted_ahead(tmp_path):
+    """Batches in flight: AHEAD a worker for documents of a few kB, every batch for
+    short ones (up to TEXT_AHEAD bytes of text), sized from the files themselves."""
+    from nbclass.models.scoring import AHEAD, TEXT_AHEAD, ahead
+
+    short, long = tmp_path / "short", tmp_path / "long"
+    short.mkdir()
+    long.mkdir()
+    for i in range(40):
+        (short / f"{i:02d}.txt").write_text("a short one " * 5)  # 60 bytes
+        (long / f"{i:02d}.txt").write_text("x" * 4000)
+    for i in range(10):
+        (tmp_path / f"empty{i}").write_bytes(b"")
+
+    def files(folder, n=40):
+        return [(str(p), True) for p in sorted(folder.iterdir())] * (n // 40)
+
+    assert TEXT_AHEAD // 600 < 400_000 // 10  # the text budget, not the number of batches
+    assert ahead(files(short, 400_000), 2, 10) == TEXT_AHEAD // 600
+    assert ahead(files(short), 2, 10) == 4  # every batch
+    assert ahead(files(long, 40_000), 2, 10) == max(AHEAD * 2, TEXT_AHEAD // 40_000)
+    assert ahead(files(long, 40_000), 2, 1000) == AHEAD * 2
+    empty = [(str(tmp_path / f"empty{i}"), True) for i in range(10)] * 100
+    assert ahead(empty, 3, 10) == 100  # nothing to size: every batch, and no more

@@ -9,14 +9,16 @@ arrays (:class:`nbclass.counting.counts.CountAccumulator`).
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable
-from itertools import chain, tee
+from itertools import chain, compress, tee
+from operator import not_
 
 from ..reading.corpus import decode
-from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, read_document
+from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, read_documents
 from ..text.tokenizer import AsciiSplitter, TokenizerSettings, ascii_splitter, make_tokenizer
 
 # (N_c as list, [Counter word -> D_jc] per class, [Counter word -> T_jc] per class), and with
@@ -88,10 +90,8 @@ def tally_ledger(
 def read_labelled(paths, labels, policy: ReadPolicy, log: ReadLog):
     """``(bytes, label)`` of each document at ``paths`` that the policy reads, one at a
     time; what it skips is recorded in ``log`` (:mod:`nbclass.reading.policy`)."""
-    for path, label in zip(paths, labels):
-        data = read_document(path, policy, log)
-        if data is not None:
-            yield data, label
+    for i, data in read_documents(paths, policy, log):
+        yield data, labels[i]
 
 
 def pack(part: Tally, origin=None) -> tuple:
@@ -259,7 +259,8 @@ def tally_paths(
         return log.decode(data, policy.encoding)
 
     if splitter is not None and not ledger:
-        part = _tally_split(read, n_classes, tokenize, decode, splitter, into, runs)
+        utf8 = codecs.lookup(policy.encoding).name == "utf-8"
+        part = _tally_split(read, n_classes, tokenize, decode, splitter, into, runs, utf8)
     else:
         texts, kept = tee(read)
         texts, kept = (data for data, _ in texts), (label for _, label in kept)
@@ -283,13 +284,14 @@ def tally_paths(
     return (*part[:4], seen, log, *part[4:])
 
 
-def _tally_split(documents, n_classes, tokenize, decode, splitter, into, runs=None):
+def _tally_split(documents, n_classes, tokenize, decode, splitter, into, runs=None, utf8=False):
     """:func:`tally` of raw ``(document, label)`` pairs, counted by runs with numpy
     (:class:`nbclass.text.runs.RunTally`): those all ASCII as bytes, never decoded, the others
-    decoded and counted as str; only documents longer than ``CHUNK_BYTES`` (or a chunk
-    with a hash clash) are tokenized in Python. Returns ``(class_count, docs, tokens,
-    None, runs)`` (see :func:`tally_paths`)."""
-    from ..text.runs import CHUNK_BYTES
+    decoded and counted as str (with ``utf8``, the encoding's, all of a part in one call
+    unless one of them is not UTF-8); only documents longer than ``CHUNK_BYTES`` (or a
+    chunk with a hash clash) are tokenized in Python. Returns ``(class_count, docs,
+    tokens, None, runs)`` (see :func:`tally_paths`)."""
+    from ..text.runs import CHUNK_BYTES, JoinedTexts
 
     if into is None:
         class_count, docs, tokens = new_tally(n_classes)
@@ -300,21 +302,28 @@ def _tally_split(documents, n_classes, tokenize, decode, splitter, into, runs=No
         from ..text.runs import RunTally
 
         runs = RunTally.make(splitter, n_classes)
-    fast, fast_labels, texts, text_labels, others = [], [], [], [], []
-    for data, c in documents:
-        class_count[c] += 1
-        if runs is None or len(data) > CHUNK_BYTES:
-            others.append((decode(data), c))
-        elif data.isascii():
-            fast.append(data)
-            fast_labels.append(c)
-        else:
-            texts.append(decode(data))
-            text_labels.append(c)
+    found = list(documents)
+    if not found:
+        return class_count, docs, tokens, None, runs
+    datas, labels = map(list, zip(*found))
+    del found
+    for c, n in Counter(labels).items():
+        class_count[c] += n
+    others = []
+    if runs is None or max(map(len, datas)) > CHUNK_BYTES:  # tokenized in Python
+        short = [runs is not None and len(data) <= CHUNK_BYTES for data in datas]
+        others = [(decode(d), c) for d, c, s in zip(datas, labels, short) if not s]
+        datas, labels = list(compress(datas, short)), list(compress(labels, short))
+    ascii_ = list(map(bytes.isascii, datas))
+    fast = list(compress(datas, ascii_))
     if fast:
-        others.extend(runs.gather(fast, fast_labels))
-    if texts:
-        others.extend(runs.gather(texts, text_labels))
+        others.extend(runs.gather(fast, list(compress(labels, ascii_))))
+    if len(fast) < len(datas):
+        wide = list(compress(datas, map(not_, ascii_)))
+        texts = JoinedTexts.decode(wide) if utf8 else None
+        if texts is None:  # not UTF-8: each decoded, what is replaced counted
+            texts = JoinedTexts.of([decode(data) for data in wide])
+        others.extend(runs.gather(texts, list(compress(labels, map(not_, ascii_)))))
     _tokenized(others, tokenize, docs, tokens)
     return class_count, docs, tokens, None, runs
 

@@ -95,7 +95,7 @@ def derived_sections(model: Model) -> dict[str, np.ndarray]:
     """The sections computed from the counts and the filter (see the table above)."""
     counts, active = model.counts, model.active_counts
     used = np.zeros(len(counts.vocabulary), dtype=bool)
-    used[model.vocabulary_filter.rows(counts)] = True
+    used[model.active_rows] = True
     histograms = doc_count_histograms(active.doc_count)
     pairs = [pair for histogram in histograms for pair in histogram]
     return {
@@ -172,7 +172,7 @@ def dumps(model: Model) -> bytes:
         "nbclass_version": __version__,
         "classes": list(model.counts.classes),
         "n_features": len(model.counts.vocabulary),
-        "n_used": int(model.vocabulary_filter.rows(model.counts).size),
+        "n_used": int(model.active_rows.size),
         "tokenizer": model.tokenizer.to_dict(),
         "vocabulary_filter": model.vocabulary_filter.to_dict(),
         "defaults": model.defaults.to_dict(),

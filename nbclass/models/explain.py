@@ -125,9 +125,10 @@ def extras(
     abstention: Abstention,
     explain: int | None = None,
     evidence: bool = True,
-) -> list[dict]:
+) -> list[dict] | None:
     """Per document: ``log_evidence``, ``evidence_model``, ``reason`` and, if asked,
-    ``explanation``.
+    ``explanation``; None when none of them is shown or used (no ``evidence``, no
+    abstention option, no ``explain``: every document's reason is None).
 
     ``log_evidence`` comes from the chosen model when its settings are generative (see
     :attr:`nbclass.models.estimators.EstimatorSettings.generative`), else from the multinomial of
@@ -137,6 +138,8 @@ def extras(
     """
     from .novelty import evidence_of
 
+    if not (evidence or explain or abstention.active):
+        return None
     n = scored.jll.shape[0]
     if evidence or classifier.settings.generative or abstention.min_typicality is not None:
         values, evidence_model = evidence_of(classifier, scored.X, scored.jll)
@@ -144,15 +147,17 @@ def extras(
     else:
         evidence, evidence_model = [None] * n, None
     abstention = abstention.for_model(classifier.typicality, classifier.settings)
-    known, tokens = scored.known.tolist(), scored.tokens.tolist()
-    rows = scored.log_proba.tolist()
+    if abstention.active:
+        known, tokens = scored.known.tolist(), scored.tokens.tolist()
+        rows = scored.log_proba.tolist()
+        reasons = [
+            abstention.reason(rows[i], known[i], tokens[i], evidence[i]) for i in range(n)
+        ]
+    else:  # no threshold: never unsure
+        reasons = [None] * n
     out = [
-        {
-            "log_evidence": evidence[i],
-            "evidence_model": evidence_model,
-            "reason": abstention.reason(rows[i], known[i], tokens[i], evidence[i]),
-        }
-        for i in range(len(rows))
+        {"log_evidence": value, "evidence_model": evidence_model, "reason": reason}
+        for value, reason in zip(evidence, reasons)
     ]
     if explain:
         for record, explanation in zip(out, explanations(classifier, scored, explain)):

@@ -141,9 +141,15 @@ class Model:
         return "|".join(self.column_words.get(token, ())) or token
 
     @cached_property
+    def active_rows(self) -> np.ndarray:
+        """Sorted indices of the words of :attr:`counts` the vocabulary filter keeps
+        (computed once: saving and loading a model want them three times)."""
+        return self.vocabulary_filter.rows(self.counts)
+
+    @cached_property
     def active_counts(self) -> Counts:
         """The counts restricted to the words the vocabulary filter keeps."""
-        rows = self.vocabulary_filter.rows(self.counts)
+        rows = self.active_rows
         if rows.size == len(self.counts.vocabulary):
             return self.counts
         return self.counts.restrict(rows)
@@ -358,22 +364,34 @@ class Classifier:
     ):  # fmt: skip
         """``counter``: the model's :class:`nbclass.text.vectorizer.TextCounter`, if one is
         built already (:func:`nbclass.modelfile.counter.load_counter`); it must hold the model's
-        tokenizer settings and (used) vocabulary. ``calibration``: applied to the
-        probabilities (see :func:`scoring_settings` for when a command uses it)."""
+        tokenizer settings and (used) vocabulary. Otherwise one is built when first needed
+        (bulk predict's main process scores documents its workers counted, and needs
+        none). ``calibration``: applied to the probabilities (see :func:`scoring_settings`
+        for when a command uses it)."""
         self.settings = (settings or model.defaults).validate()
         self.calibration = calibration
         counts = model.active_counts
         self.classes = counts.classes
-        if counter is None:
-            counter = TextCounter(model.tokenizer, counts.vocabulary)
-        elif counter.settings != model.tokenizer or counter.words != counts.vocabulary:
-            raise ValueError("the text counter belongs to another model")
-        self.counter = counter
-        self.vocabulary = counter.vocabulary
+        self.tokenizer = model.tokenizer
+        if counter is not None:
+            if counter.settings != model.tokenizer or counter.words != counts.vocabulary:
+                raise ValueError("the text counter belongs to another model")
+            self.counter = counter
         self.counts, self.typicality = counts, model.typicality
         # The file's prepared numbers (fitted β) belong to the defaults: use them then.
         prepared = model.prepared if self.settings == model.defaults else None
         self.scorer = make_scorer(counts, self.settings, prepared)
+
+    @cached_property
+    def counter(self) -> TextCounter:
+        """The :class:`nbclass.text.vectorizer.TextCounter` of the model's tokenizer and
+        (used) vocabulary."""
+        return TextCounter(self.tokenizer, self.counts.vocabulary)
+
+    @property
+    def vocabulary(self) -> dict[str, int]:
+        """Word -> column of the (used) vocabulary, V words."""
+        return self.counter.vocabulary
 
     def count(self, texts: Iterable[str]) -> tuple[sp.csr_matrix, np.ndarray]:
         """``(X, n_tokens)``: the texts' counts over the vocabulary, shape (n, V), and

@@ -4,11 +4,13 @@ Reading and counting the documents is most of predict's work; loading the model 
 building the scorer is most of the rest, and it needs scipy. So the work is split:
 
 - :class:`CountedBatches` forks ``jobs`` worker processes as soon as the files are
-  listed and the model's :class:`nbclass.text.vectorizer.TextCounter` is read
-  (:func:`nbclass.modelfile.counter.load_counter`: the tokenizer and the vocabulary, no counts).
-  Each worker takes a batch of files (``BATCH_SIZE``), reads and counts it, and sends
-  back the sources, the nonzero counts and the token numbers, with the batch's read log,
-  up to ``AHEAD`` batches ahead of the main process;
+  listed and the model file is read and its checksums checked. Each worker reads the
+  model's :class:`nbclass.text.vectorizer.TextCounter` from those bytes
+  (:func:`nbclass.modelfile.counter.load_counter`: the tokenizer and the vocabulary, no
+  counts) and builds its run table, takes a batch of files (``BATCH_SIZE``),
+  reads and counts it, and sends back the sources, the nonzero counts and the token
+  numbers, with the batch's read log, up to ``AHEAD`` batches ahead of the main process
+  (or more, for short documents: :func:`ahead`);
 - meanwhile the main process loads the whole model and builds the
   :class:`nbclass.models.model.Classifier`; then :func:`score_counted` scores each batch as it
   comes (one sparse product), in the order of the files, and the caller prints it.
@@ -24,7 +26,14 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 
-from ..reading.policy import ReadLog, ReadPolicy, has_bytes, read_document
+from ..reading.policy import (
+    ReadLog,
+    ReadPolicy,
+    has_bytes,
+    mean_bytes,
+    read_document,
+    read_documents,
+)
 
 # Below this much text, one process: forking and sending back cost more than they save;
 # unless there are this many files: opening and reading a file costs as much as counting
@@ -37,6 +46,9 @@ PARALLEL_MIN_FILES = 10_000
 # workers wait idle and the main process then waits for them; with more, the memory of
 # the batches counted and not yet scored grows for nothing.
 AHEAD = 4
+# ... or more, if they hold no more than this much text (what they hold, counted, is
+# about as large): 20 Newsgroups' batches have 2 MB, the multilingual corpus's 60 kB.
+TEXT_AHEAD = 16 * 2**20
 
 _WORK: tuple | None = None  # in a worker: (text counter, read policy)
 
@@ -51,9 +63,18 @@ def worth_parallel(files: Sequence[tuple[str, bool]], batch_size: int) -> bool:
     return len(files) >= PARALLEL_MIN_FILES or has_bytes([p for p, _ in files], PARALLEL_MIN_BYTES)
 
 
+def ahead(files: Sequence[tuple[str, bool]], jobs: int, batch_size: int) -> int:
+    """The batches to have in flight: ``AHEAD`` a worker, or as many as hold about
+    ``TEXT_AHEAD`` bytes of text (file sizes from a sample), if more: batches of short
+    documents are then all counted while the model loads. At most every batch."""
+    size = batch_size * mean_bytes([path for path, _ in files])
+    wanted = max(AHEAD * jobs, int(TEXT_AHEAD // max(size, 1.0)))
+    return min(wanted, -(-len(files) // batch_size))
+
+
 class CountedBatches:
     """The batches of ``files``, read and counted by ``jobs`` worker processes forked
-    when this is made (at most ``AHEAD`` batches each in flight).
+    when this is made (at most :func:`ahead` batches in flight).
 
     Iterating gives, per batch in the order of the files, ``(sources, entries,
     n_tokens, log)``: :meth:`nbclass.text.vectorizer.TextCounter.entries` of the documents
@@ -66,12 +87,16 @@ class CountedBatches:
         self, counter, files: Sequence[tuple[str, bool]], policy: ReadPolicy, jobs: int,
         batch_size: int,
     ):  # fmt: skip
+        """``counter``: the model's :class:`nbclass.text.vectorizer.TextCounter`, or a
+        function that makes it (each worker then calls it once)."""
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
         global _WORK
-        _ = counter.runs  # built once here (a cached property), shared by the workers
-        _WORK = (counter, policy)  # inherited by the forked workers
+        # Inherited by the forked workers, each of which builds the counter (when given a
+        # function that makes it) and its run table (a cached property) as it starts,
+        # while this process loads the model.
+        _WORK = [counter, policy]
         self._batches = (files[i : i + batch_size] for i in range(0, len(files), batch_size))
         from ..reading.process import start_worker
 
@@ -82,7 +107,7 @@ class CountedBatches:
             initargs=(os.getpid(),),
         )
         self._pending = deque()
-        for _ in range(AHEAD * jobs):
+        for _ in range(ahead(files, jobs, batch_size)):
             self._submit()
 
     def _submit(self) -> None:
@@ -108,14 +133,22 @@ class CountedBatches:
 def _count_batch(batch: Sequence[tuple[str, bool]]):
     """A worker's task: read and count one batch of files."""
     counter, policy = _WORK
+    if callable(counter):  # the first batch of this worker
+        counter = _WORK[0] = counter()
     log = ReadLog()  # no warnings here: the main process prints them in order
-    sources, texts = [], []
-    for path, walked in batch:
-        data = read_document(path, policy, log, walked)
-        if data is not None:
-            sources.append(path)
-            texts.append(log.decode(data, policy.encoding))
-    *entries, n_tokens = counter.entries(texts)
+    paths = [path for path, _ in batch]
+    if all(walked for _, walked in batch):
+        read = list(read_documents(paths, policy, log))
+    else:
+        read = [(i, read_document(p, policy, log, walked)) for i, (p, walked) in enumerate(batch)]
+        read = [(i, data) for i, data in read if data is not None]
+    sources = [paths[i] for i, _ in read]
+    documents = [data for _, data in read]
+
+    def decode(data: bytes) -> str:
+        return log.decode(data, policy.encoding)
+
+    *entries, n_tokens = counter.document_entries(documents, decode, policy.encoding)
     return sources, entries, n_tokens, log
 
 
@@ -133,6 +166,6 @@ def score_counted(
 
     for sources, entries, n_tokens, batch_log in counted:
         log.add(batch_log)
-        X = entries_matrix(*entries, len(sources), len(classifier.vocabulary))
+        X = entries_matrix(*entries, len(sources), len(classifier.counts.vocabulary))
         scored = score_counts(classifier, sources, X, n_tokens)
         yield sources, scored.log_proba.tolist(), extras(classifier, scored)

@@ -325,30 +325,98 @@ def _stop_runs(splitter: AsciiSplitter) -> list[bytes]:
     return sorted(words)
 
 
-def _chunks(texts: Sequence[bytes]) -> Iterator[tuple[int, int]]:
-    """``(first, last)`` of consecutive texts joined into chunks of about ``CHUNK_BYTES``
-    (a longer text alone)."""
-    first = 0
-    while first < len(texts):
-        size, last = len(texts[first]), first + 1
-        while last < len(texts) and size + len(texts[last]) < CHUNK_BYTES:
-            size += len(texts[last]) + 1
-            last += 1
+def _chunks(lengths: np.ndarray) -> Iterator[tuple[int, int]]:
+    """``(first, last)`` of consecutive texts of ``lengths`` (int64 ndarray) joined, one
+    separator after each, into chunks of at most about ``CHUNK_BYTES`` (a longer text
+    alone)."""
+    ends = np.cumsum(lengths + 1)  # the end of each text and its separator
+    first, n = 0, lengths.size
+    while first < n:
+        base = int(ends[first - 1]) if first else 0
+        last = max(first + 1, int(np.searchsorted(ends, base + CHUNK_BYTES, side="right")))
         yield first, last
         first = last
+
+
+class JoinedTexts(Sequence):
+    """Texts of any script held as one str: ``text`` is the texts joined by newlines,
+    ``lengths`` (int64 ndarray) the characters of each; text i is a slice of it.
+
+    Many short texts cost one ``str`` rather than one each: UTF-8 documents are decoded
+    all at once (:meth:`decode`), and a chunk of them is lower-cased at once.
+
+    >>> texts = JoinedTexts.decode([b"caf\\xc3\\xa9", b"", "\\u65e5\\u672c".encode()])
+    >>> len(texts), list(texts), texts[1:].text, texts.lengths.tolist()
+    (3, ['café', '', '日本'], '\\n日本', [4, 0, 2])
+    """
+
+    def __init__(self, text: str, lengths: np.ndarray):
+        self.text, self.lengths = text, lengths
+        self._starts = None
+
+    @classmethod
+    def of(cls, texts: Sequence[str]) -> JoinedTexts:
+        """The texts ``texts`` (str) joined."""
+        return cls("\n".join(texts), np.fromiter(map(len, texts), np.int64, len(texts)))
+
+    @classmethod
+    def decode(cls, documents: Sequence[bytes]) -> JoinedTexts | None:
+        """UTF-8 ``documents`` decoded in one call; None when one of them is not UTF-8
+        (the caller then decodes each, counting what it replaces). A document's
+        characters are its bytes that do not continue a UTF-8 sequence (``10xxxxxx``)."""
+        blob = b"\n".join(documents)
+        try:
+            text = blob.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        sizes = np.fromiter(map(len, documents), np.int64, len(documents))
+        leads = np.zeros(len(blob) + 1, dtype=np.int64)  # leading bytes before each byte
+        np.cumsum((np.frombuffer(blob, np.uint8) & 0xC0) != 0x80, out=leads[1:])
+        starts = np.cumsum(sizes + 1) - sizes - 1
+        return cls(text, leads[starts + sizes] - leads[starts])
+
+    @classmethod
+    def concat(cls, parts: Sequence[JoinedTexts]) -> JoinedTexts:
+        """The texts of ``parts``, one after the other."""
+        if len(parts) == 1:
+            return parts[0]
+        return cls("\n".join(p.text for p in parts), np.concatenate([p.lengths for p in parts]))
+
+    def __len__(self) -> int:
+        return self.lengths.size
+
+    def _start(self, i: int) -> int:
+        """Where text i starts in :attr:`text` (for i = len(self), one past its end)."""
+        if self._starts is None:
+            self._starts = np.cumsum(self.lengths + 1) - self.lengths - 1
+        return int(self._starts[i]) if i < self.lengths.size else len(self.text) + 1
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            first, last, step = index.indices(len(self))
+            if step != 1:
+                raise ValueError("a slice of JoinedTexts has step 1")
+            last = max(first, last)
+            text = self.text[self._start(first) : self._start(last) - 1] if last > first else ""
+            return JoinedTexts(text, self.lengths[first:last])
+        i = index + len(self) if index < 0 else index
+        if not 0 <= i < len(self):
+            raise IndexError("JoinedTexts index out of range")
+        start = self._start(i)
+        return self.text[start : start + int(self.lengths[i])]
 
 
 def _runs_by_chunk(texts, table: bytes, lowercase: bool):
     """``(first, last, runs, ascii)`` per chunk of :func:`_chunks`: the runs of texts
     ``first``..``last - 1`` (:func:`_chunk_runs` for ASCII bytes, :func:`_text_chunk_runs`
-    for str of any script) and whether they were bytes."""
-    text = bool(texts) and isinstance(texts[0], str)
-    for first, last in _chunks(texts):
-        chunk = texts[first:last]
-        if text:
-            yield first, last, _text_chunk_runs(chunk, lowercase), False
-        else:
-            yield first, last, _chunk_runs(chunk, table), True
+    for str of any script, or :class:`JoinedTexts`) and whether they were bytes."""
+    if isinstance(texts, JoinedTexts) or (bool(texts) and isinstance(texts[0], str)):
+        joined = texts if isinstance(texts, JoinedTexts) else JoinedTexts.of(texts)
+        for first, last in _chunks(joined.lengths):
+            yield first, last, _text_chunk_runs(joined[first:last], lowercase), False
+        return
+    for first, last in _chunks(np.fromiter(map(len, texts), np.int64, len(texts))):
+        yield first, last, _chunk_runs(texts[first:last], table), True
 
 
 def _chunk_runs(texts: Sequence[bytes], table: bytes):
@@ -401,29 +469,56 @@ def is_word(points: np.ndarray) -> np.ndarray:
     return _IS_WORD[points]
 
 
-def _text_chunk_runs(texts: Sequence[str], lowercase: bool):
-    """:func:`_chunk_runs` of str texts (any script), with the regex's ``\\w``:
-    ``(translated, codes, starts, ends, text)``, where ``translated`` holds the UTF-8
-    bytes of the texts' tokens (lower-cased if ``lowercase``, as ``str.lower`` does),
-    every other character a space and each text ended by a newline.
+_DOTTED_I = 0x130  # 'İ', the one character that str.lower() makes two ('i' and U+0307)
 
-    The texts are lower-cased one by one (a length-changing case mapping such as
-    ``'İ'.lower()``, two code points, and Greek final sigma are then what the tokenizer
-    sees), joined, and viewed as code points; a word character next to another one is
-    part of a run of two or more, a token; every other code point becomes a space (a
-    newline at the end of a text), and the result is encoded as UTF-8. The runs of bytes
-    above the space are the tokens, whole, and never one character long."""
+
+def _lowered(joined: str, lengths: np.ndarray, texts: JoinedTexts) -> tuple[str, np.ndarray]:
+    """``(joined.lower(), the new length of each text)``, ``joined`` being ``texts``
+    joined by newlines, with a newline at the end. A text's length grows by one for each
+    ``İ`` it holds; if the whole grew otherwise, or a text's end does not fall on its
+    newline, the texts are lower-cased one by one instead."""
+    lowered = joined.lower()
+    if len(lowered) == len(joined):
+        return lowered, lengths
+    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    dotted = np.flatnonzero(points == _DOTTED_I)
+    if len(lowered) == len(joined) + dotted.size:
+        ends = np.cumsum(lengths + 1)  # of each text with its newline, in ``joined``
+        lengths = lengths + np.bincount(
+            np.searchsorted(ends, dotted, side="right"), minlength=lengths.size
+        )
+        lowered_points = np.frombuffer(lowered.encode("utf-32-le", "surrogatepass"), "<u4")
+        if (lowered_points[np.cumsum(lengths + 1) - 1] == _LINE).all():
+            return lowered, lengths
+    each = JoinedTexts.of([text.lower() for text in texts])
+    return each.text + "\n", each.lengths
+
+
+def _text_chunk_runs(texts: JoinedTexts, lowercase: bool):
+    """:func:`_chunk_runs` of texts of any script (:class:`JoinedTexts`), with the
+    regex's ``\\w``: ``(translated, codes, starts, ends, text)``, where ``translated``
+    holds the UTF-8 bytes of the texts' tokens (lower-cased if ``lowercase``, as
+    ``str.lower`` does), every other character a space and each text ended by a newline.
+
+    The joined texts are lower-cased at once: ``str.lower`` looks at a character's
+    neighbours only for a capital sigma (final or not), past case-ignorable characters,
+    and a newline is neither cased nor case-ignorable, so each text is lower-cased as on
+    its own. Where that changes the length (``'İ'.lower()`` is two code points), the
+    texts are lower-cased one by one to know their new lengths. The result is viewed as
+    code points; a word character next to another one is part of a run of two or more,
+    a token; every other code point becomes a space (a newline at the end of a text),
+    and the result is encoded as UTF-8. The runs of bytes above the space are the
+    tokens, whole, and never one character long."""
+    joined, lengths = texts.text + "\n", texts.lengths
     if lowercase:
-        texts = [text.lower() for text in texts]
-    joined = "\n".join(texts) + "\n"
+        joined, lengths = _lowered(joined, lengths, texts)
     points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     word = is_word(points)
     token = np.zeros(word.size, dtype=bool)  # a word character beside another one
     np.logical_and(word[1:], word[:-1], out=token[1:])
     token[:-1] |= token[1:]
     points = np.where(token, points, np.uint32(_SPACE))
-    ends_of_texts = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) + 1)
-    points[ends_of_texts - 1] = _LINE
+    points[np.cumsum(lengths + 1) - 1] = _LINE  # the end of each text
     translated = str(points.data, "utf-32-le").encode("utf-8")
     codes = np.frombuffer(translated, dtype=np.uint8)
     word = codes > _SPACE
@@ -575,17 +670,25 @@ class RunTally:
             return None
         return cls(splitter, n_classes, words)
 
-    def gather(self, texts: Sequence[bytes] | Sequence[str], labels: Sequence[int]) -> list:
-        """:meth:`add` ``texts`` (all ASCII bytes, or all str) once about ``CHUNK_BYTES``
-        of their kind are gathered, so that many short texts still make full chunks (a
-        chunk has a fixed cost of a few dozen numpy calls); returns the ``(text, label)``
-        pairs not counted, from this call or earlier ones. :meth:`flush` counts the rest.
+    def gather(
+        self, texts: Sequence[bytes] | Sequence[str] | JoinedTexts, labels: Sequence[int]
+    ) -> list:
+        """:meth:`add` ``texts`` (all ASCII bytes, or all str, or :class:`JoinedTexts`)
+        once about ``CHUNK_BYTES`` of their kind are gathered, so that many short texts
+        still make full chunks (a chunk has a fixed cost of a few dozen numpy calls);
+        returns the ``(text, label)`` pairs not counted, from this call or earlier ones.
+        :meth:`flush` counts the rest.
         """
-        text = bool(texts) and isinstance(texts[0], str)
+        text = isinstance(texts, JoinedTexts) or (bool(texts) and isinstance(texts[0], str))
         waiting = self._waiting[text]
-        waiting[0].extend(texts)
+        if text:
+            texts = texts if isinstance(texts, JoinedTexts) else JoinedTexts.of(texts)
+            waiting[0].append(texts)
+            waiting[2] += len(texts.text)
+        else:
+            waiting[0].extend(texts)
+            waiting[2] += sum(map(len, texts))
         waiting[1].extend(labels)
-        waiting[2] += sum(map(len, texts))
         return self._add_waiting(text) if waiting[2] >= CHUNK_BYTES else []
 
     def flush(self) -> list:
@@ -595,6 +698,8 @@ class RunTally:
     def _add_waiting(self, text: bool) -> list:
         texts, labels, _ = self._waiting[text]
         self._waiting[text] = [[], [], 0]
+        if text and texts:
+            texts = JoinedTexts.concat(texts)
         return [(texts[i], labels[i]) for i in self.add(texts, labels)]
 
     @property
@@ -602,7 +707,9 @@ class RunTally:
         """Whether :meth:`gather` holds texts not counted yet."""
         return bool(self._waiting[False][0] or self._waiting[True][0])
 
-    def add(self, texts: Sequence[bytes] | Sequence[str], labels: Sequence[int]) -> list[int]:
+    def add(
+        self, texts: Sequence[bytes] | Sequence[str] | JoinedTexts, labels: Sequence[int]
+    ) -> list[int]:
         """Count ``texts`` (all ASCII bytes, or all str of any script; each at most
         ``CHUNK_BYTES``) of classes ``labels``; returns the indices of those not counted
         (a chunk with a hash clash)."""

@@ -9,10 +9,12 @@ made dense.
 
 from __future__ import annotations
 
+import codecs
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
-from itertools import repeat
+from itertools import compress, repeat
+from operator import not_
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -155,8 +157,8 @@ class TextCounter:
         all ASCII as bytes, the others as str), the longer ones tokenized one by one; the
         same counts either way.
         """
-        runs, groups = self.runs, []
-        if runs is not None:
+        groups = []
+        if self.runs is not None:
             from .runs import CHUNK_BYTES
 
             ascii_, other = [], []
@@ -167,12 +169,50 @@ class TextCounter:
                 groups.append((ascii_, [texts[i].encode("ascii") for i in ascii_]))
             if other:
                 groups.append((other, [texts[i] for i in other]))
-        n_tokens = np.zeros(len(texts), dtype=np.int64)
+        return self._entries(len(texts), groups, texts.__getitem__)
+
+    def document_entries(
+        self, documents: Sequence[bytes], decode, encoding: str
+    ) -> tuple[np.ndarray, ...]:
+        """:meth:`entries` of the raw ``documents`` in ``encoding``, ``decode`` giving a
+        document's text (and counting what it replaces). Under an encoding that reads
+        ASCII as ASCII, a document all ASCII is counted as its bytes, never decoded, and
+        the others of the batch, under UTF-8, are decoded all at once
+        (:class:`nbclass.text.runs.JoinedTexts`, unless one of them is not UTF-8); a batch
+        with a document longer than a chunk, or another tokenizer, is decoded text by
+        text."""
+        from .runs import CHUNK_BYTES, JoinedTexts
+
+        runs, n = self.runs, len(documents)
+        if (
+            runs is None
+            or ascii_splitter(self.settings, encoding) is None
+            or max(map(len, documents), default=0) > CHUNK_BYTES
+        ):
+            return self.entries([decode(data) for data in documents])
+        ascii_ = list(map(bytes.isascii, documents))
+        groups = []
+        fast = list(compress(range(n), ascii_))
+        if fast:
+            groups.append((fast, [documents[i] for i in fast]))
+        if len(fast) < n:
+            other = list(compress(range(n), map(not_, ascii_)))
+            wide = [documents[i] for i in other]
+            utf8 = codecs.lookup(encoding).name == "utf-8"
+            texts = JoinedTexts.decode(wide) if utf8 else None
+            groups.append((other, texts if texts is not None else [decode(d) for d in wide]))
+        return self._entries(n, groups, None)
+
+    def _entries(self, n: int, groups: list, text_of) -> tuple[np.ndarray, ...]:
+        """:meth:`entries` of ``n`` texts: ``groups`` of ``(indices, texts)`` counted by
+        :attr:`runs`, every other text (``text_of(i)``) tokenized one by one."""
+        runs = self.runs
+        n_tokens = np.zeros(n, dtype=np.int64)
         fast = [i for indices, _ in groups for i in indices]
-        slow = range(len(texts)) if not fast else sorted(set(range(len(texts))).difference(fast))
+        slow = range(n) if not fast else sorted(set(range(n)).difference(fast))
         tokenize = self.tokenize
         rows, columns, values, slow_tokens = count_entries(
-            (tokenize(texts[i]) for i in slow), self.vocabulary
+            (tokenize(text_of(i)) for i in slow), self.vocabulary
         )
         slow = np.asarray(slow, dtype=np.int64)
         rows, n_tokens[slow] = slow[rows], slow_tokens
