@@ -67,9 +67,9 @@ def test_workers_start_only_from_a_few_megabytes_of_text(tmp_path, monkeypatch):
     runs = []
     in_workers = nbclass.counting.counts._Share.tally_in_workers
 
-    def recording(share, jobs, on_progress=None):
+    def recording(share, jobs, *rest):
         runs.append(jobs)
-        return in_workers(share, jobs, on_progress)
+        return in_workers(share, jobs, *rest)
 
     monkeypatch.setattr(nbclass.counting.counts._Share, "tally_in_workers", recording)
     small = dumps(fit(corpus, jobs=2))
@@ -78,6 +78,37 @@ def test_workers_start_only_from_a_few_megabytes_of_text(tmp_path, monkeypatch):
     assert dumps(fit(corpus, jobs=2)) == small
     assert runs == [2]
     assert nbclass.counting.counts.PARALLEL_MIN_BYTES < 2**23  # "a few megabytes", per the README
+
+
+def test_work_meanwhile_runs_once_while_the_workers_count(tmp_path, monkeypatch):
+    """count_corpus's ``meanwhile`` (fit's choice imports scipy with it) runs once: in a
+    thread while the forked workers count, or after the count in one process; the
+    counts are the same."""
+    import multiprocessing
+
+    import nbclass.counting.counts
+    from nbclass.counting.counts import count_corpus
+    from nbclass.text.tokenizer import TokenizerSettings
+
+    root = write_corpus(tmp_path / "c", {"a": ["xx yy"] * 30, "b": ["yy zz"] * 30})
+    corpus = list_corpus(str(root))
+    seen = []
+
+    def meanwhile():
+        seen.append(len(multiprocessing.active_children()))
+
+    def count(jobs):
+        return count_corpus(
+            corpus.paths, corpus.labels, corpus.classes, TokenizerSettings(), jobs,
+            meanwhile=meanwhile,
+        )  # fmt: skip
+
+    alone = count(1)
+    assert seen == [0]
+    monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(nbclass.counting.counts, "PART_SIZE", 5)
+    assert count(2).equals(alone)
+    assert seen[0] == 0 and seen[1:] == [2]  # the two workers were forked before it ran
 
 
 def test_a_worker_error_stops_the_fit_with_its_message(tmp_path, parallel_always):

@@ -636,6 +636,7 @@ def count_corpus(
     cluster: Callable[..., tuple] | None = None,
     policy: ReadPolicy = DEFAULT_POLICY,
     log: ReadLog | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> Counts:
     """Read, tokenize and count documents, on ``jobs`` processes or a Dask cluster.
 
@@ -666,6 +667,12 @@ def count_corpus(
     corpus: :func:`nbclass.cluster.remote.counter` gives one that tallies parts of at most
     ``PART_SIZE`` documents on a Dask cluster's workers and sums them there. The counting
     layer takes the function rather than importing the cluster layer above it.
+
+    ``meanwhile``: work for this process while worker processes count (fit's choice
+    imports scipy with it), run by a thread started once they are forked (never before:
+    a fork would copy a thread's half-done import), and waited for before this returns;
+    without workers, it runs after the count. It must not raise (its errors are its
+    own to keep for later).
     """
     accumulator = CountAccumulator(classes)
     n, C = len(paths), len(classes)
@@ -681,11 +688,14 @@ def count_corpus(
     if jobs <= 1 or n <= size or not has_bytes(paths, PARALLEL_MIN_BYTES):
         packs = share.tally(on_progress)
     else:
-        packs = share.tally_in_workers(jobs, on_progress)
+        packs = share.tally_in_workers(jobs, on_progress, meanwhile)
+        meanwhile = None
     for packed in packs:
         accumulator.add_packed(packed, entries, seen)
         if log is not None:
             log.add(packed[8])
+    if meanwhile is not None:
+        meanwhile()
     return accumulator.result()
 
 
@@ -761,12 +771,14 @@ class _Share:
         while (packed := self.tally_window(on_progress)) is not None:
             yield packed
 
-    def tally_in_workers(self, jobs: int, on_progress=None):
+    def tally_in_workers(self, jobs: int, on_progress=None, meanwhile=None):
         """Yield packed tallies of every part, made by ``jobs`` worker processes.
 
         Each task tallies one window (:meth:`tally_window`) and sends its packed tally
         back; a worker that finishes one gets another while parts are left, so the
         packs are added as they come and no process holds more than one window.
+        ``meanwhile`` runs in a thread of this process once the workers are forked
+        (:func:`count_corpus`).
         """
         import multiprocessing
         from collections import deque
@@ -793,7 +805,13 @@ class _Share:
         with _pool(jobs, context, self) as pool:
             # Two tasks per worker: one waits, so a worker never idles while its
             # packed tally travels back and the next task comes.
-            live = {submit() for _ in range(2 * jobs)}
+            live = {submit() for _ in range(2 * jobs)}  # the workers are forked here
+            helper = None
+            if meanwhile is not None:
+                import threading
+
+                helper = threading.Thread(target=meanwhile, daemon=True)
+                helper.start()
             try:
                 while live:
                     wait(live, timeout=0.05, return_when=FIRST_COMPLETED)
@@ -812,6 +830,8 @@ class _Share:
             finally:
                 with self.next_part.get_lock():
                     self.next_part.value = n  # on an error, the other workers stop early
+                if helper is not None:
+                    helper.join()
         if on_progress and reported < n:
             on_progress(reported, n)
 

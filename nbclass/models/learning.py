@@ -124,6 +124,7 @@ def count_documents(
     counts = count_corpus(
         corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen,
         cluster=cluster, policy=policy, log=log,
+        meanwhile=_import_for_choosing if sample and cluster is None else None,
     )
     texts = corpus_sample(corpus, policy) if sample else None
     if entries is None:
@@ -132,6 +133,17 @@ def count_documents(
         from_entries(entries, counts.vocabulary), counts.classes, counts.vocabulary
     )
     return Documents(counts, book, seen, texts)
+
+
+def _import_for_choosing() -> None:
+    """Import what choosing the model needs (scipy, 0.1 s or more), while workers count:
+    the choice comes after the count, and this process waits on the workers meanwhile."""
+    try:
+        import scipy.special  # noqa: F401 - the DCM candidate's and the calibration's
+
+        from . import choosing  # noqa: F401 - and scipy.sparse
+    except BaseException:  # noqa: S110 - the choice imports them again and reports
+        pass
 
 
 def corpus_sample(corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY) -> list[tuple[str, str]]:
