@@ -389,6 +389,7 @@ def main() -> None:
 
     multi = multilingual_rows(args.repeat, work, row)
 
+    generated = {}  # the default fit's time over a named fit's, per generated corpus
     for megabytes in [float(x) for x in args.scale.split(",") if x]:
         folder = CACHE / f"generated-{megabytes:g}MB"
         if not folder.is_dir():
@@ -397,8 +398,12 @@ def main() -> None:
                 [py, str(HERE / "generate.py"), model, str(folder), str(megabytes)], check=True
             )
         size = folder_mb(folder)
-        result = measure([NBCLASS, "fit", str(folder), "-o", str(work / "gen.nbc"), "-q"])
+        command = [NBCLASS, "fit", str(folder), "-o", str(work / "gen.nbc"), "-q"]
+        result = measure(command)
         row(f"nbclass fit, generated corpus of {size:.0f} MB", result, size)
+        named = measure([*command, "--model", "multinomial"])
+        row(f"nbclass fit --model multinomial, generated corpus of {size:.0f} MB", named, size)
+        generated[f"{size:.0f} MB"] = result["seconds"] / named["seconds"]
 
     floor = rows[1]["seconds"]
     ratios = {
@@ -407,6 +412,7 @@ def main() -> None:
         "fit --model multinomial peak memory / scikit-learn's": (
             nb_named["peak_mb"] / sk_fit["peak_mb"]
         ),
+        "fit (auto) / fit --model multinomial": nb_fit["seconds"] / nb_named["seconds"],
         "fit / read+regex floor": nb_fit["seconds"] / floor,
         "predict / scikit-learn predict": nb_pred["seconds"] / sk_pred["seconds"],
         "fit peak memory / scikit-learn's": nb_fit["peak_mb"] / sk_fit["peak_mb"],
@@ -433,6 +439,8 @@ def main() -> None:
                 ),
             }
         )
+    for name, ratio in generated.items():
+        ratios[f"generated {name}: fit (auto) / fit --model multinomial"] = ratio
     report(rows, ratios, machine())
 
 
