@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from ..counting.counts import Counts
+from ..counting.counts import Counts, count_documents
 from .estimators import Calibration, EstimatorSettings
 from .posterior import log_posterior, make_scorer
 from .textmodels import prepare
@@ -212,26 +212,22 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
     training corpus's, over the vocabulary X's columns count) less their counts."""
     C, V = len(counts.classes), len(counts.vocabulary)
     held_out = sp.csr_matrix(X[rows])
-    labels = np.asarray(y, dtype=np.int64)[rows]
-    # The held-out documents' counts, cell by cell of the (V, C) table: each entry of
-    # the matrix is one (document, word) pair, so a cell's entries are its documents
-    # (D_jc) and their counts add up to its tokens (T_jc). Subtracted from the whole
-    # tables, they give the fold's tables in one pass each (the tables' copies).
-    document = np.repeat(np.arange(len(rows)), np.diff(held_out.indptr))
-    cells = held_out.indices.astype(np.int64) * C + labels[document]
-    held_tokens = np.bincount(cells, weights=held_out.data, minlength=V * C)
-    token_count = counts.token_count - held_tokens.astype(np.int64).reshape(V, C)
-    doc_count = counts.doc_count - np.bincount(cells, minlength=V * C).reshape(V, C)
-    class_count = counts.class_count - np.bincount(labels, minlength=C)
-    # Only the held-out documents' words can be left with no count; they are dropped.
-    word_tokens = np.bincount(held_out.indices, weights=held_out.data, minlength=V)
-    seen = np.flatnonzero(word_tokens)
-    gone = seen[counts.token_count[seen].sum(axis=1) == word_tokens[seen]]
-    words = np.arange(V)
-    if gone.size:
-        words = np.delete(words, gone)
-        token_count, doc_count = token_count[words], doc_count[words]
-    at = np.searchsorted(words, np.setdiff1d(seen, gone, assume_unique=True))
+    seen = np.flatnonzero(np.bincount(held_out.indices, minlength=V))  # only these rows change
+    N_c, D, T = count_documents(held_out[:, seen], y[rows], C)
+    class_count = counts.class_count - N_c
+    T = counts.token_count[seen] - T
+    D = counts.doc_count[seen] - D
+    # Only the fold's words can be left with no count; the tables are copied once,
+    # without them, and the fold's rows written in.
+    kept = T.any(axis=1)
+    gone = seen[~kept]
+    words = np.delete(np.arange(V), gone) if gone.size else np.arange(V)
+    token_count, doc_count = (
+        (counts.token_count[words], counts.doc_count[words]) if gone.size
+        else (counts.token_count.copy(), counts.doc_count.copy())
+    )  # fmt: skip
+    at = np.searchsorted(words, seen[kept])
+    token_count[at], doc_count[at] = T[kept], D[kept]
     classes = np.flatnonzero(class_count)
     if classes.size < C:
         token_count, doc_count = token_count[:, classes], doc_count[:, classes]
