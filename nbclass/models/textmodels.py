@@ -474,9 +474,10 @@ def dcm_scorer(counts: Counts, settings: EstimatorSettings, rows=None) -> DcmSco
 # --- Prior fit --------------------------------------------------------------------------
 
 
-def _value_histogram(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct positive values of ``K`` and how often each occurs."""
-    values, n = value_counts(K[K > 0])
+def _value_histogram(K: np.ndarray, positive=None) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct positive values of ``K`` and how often each occurs; ``positive``: those
+    values already picked out (in any order), if the caller has them."""
+    values, n = value_counts(K[K > 0] if positive is None else positive)
     return values.astype(np.float64), n.astype(np.float64)
 
 
@@ -489,9 +490,10 @@ def multinomial_loo(K: np.ndarray, beta) -> np.ndarray:
     return _multinomial_loo_function(K)(beta)
 
 
-def _multinomial_loo_function(K: np.ndarray):
-    """β ↦ L(β) for counts K, with the histogram of K's values computed once."""
-    return _loo_of_histogram(*_value_histogram(K), K.sum(axis=0), K.shape[0])
+def _multinomial_loo_function(K: np.ndarray, positive=None):
+    """β ↦ L(β) for counts K, with the histogram of K's values computed once
+    (``positive``: K's positive values, if the caller has them)."""
+    return _loo_of_histogram(*_value_histogram(K, positive), K.sum(axis=0), K.shape[0])
 
 
 def _complement_loo_function(T: np.ndarray, nonzero=None):
@@ -582,11 +584,10 @@ def loo_objective(counts: Counts, model: str):
         return _bernoulli_loo_function(counts)
     if model == "complement":
         return _complement_loo_function(counts.token_count, counts.nonzero)
-    if model == "dcm":
-        K = counts.doc_count
-    else:
-        K = counts.token_count
-    return _multinomial_loo_function(K)
+    K = counts.doc_count if model == "dcm" else counts.token_count
+    # The positive counts are those at the nonzero (word, class) pairs, which the counts
+    # keep (D_jc > 0 exactly where T_jc > 0): no pass over every cell to find them.
+    return _multinomial_loo_function(K, counts.at_nonzero(K, K.dtype))
 
 
 def fit_beta(counts: Counts, model: str) -> float:
