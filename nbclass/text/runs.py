@@ -41,7 +41,7 @@ for text of many scripts, ``tests/test_runs_unicode.py``).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -559,11 +559,12 @@ class RunCounter:
 
     @classmethod
     def for_vocabulary(
-        cls, vocabulary: Mapping[str, int], splitter: AsciiSplitter
+        cls, vocabulary: Sequence[str], splitter: AsciiSplitter, columns=None
     ) -> RunCounter | None:
-        """The counter of ``vocabulary`` (word -> column, the columns 0..V−1 in order)
-        under ``splitter``'s tokens, or None when its table cannot be made (two words with
-        one hash, or a word holding a space)."""
+        """The counter of ``vocabulary`` (the words of the columns 0..V−1, in order) under
+        ``splitter``'s tokens, or None when its table cannot be made (two words with one
+        hash, or a word holding a space). ``columns()`` gives the word -> column mapping,
+        asked for only when there are stop words (by default, made from the words)."""
         table, V = splitter.table, len(vocabulary)
         stop = _stop_runs(splitter)
         blob = " ".join(vocabulary).encode("utf-8", "surrogatepass")
@@ -579,8 +580,11 @@ class RunCounter:
         kept = bytes(codes).translate(table[:128] + _HIGH_BYTES)
         np.cumsum(np.frombuffer(kept, np.uint8) != codes, out=changed[1:])
         words = (changed[ends[:V]] == changed[starts[:V]]) & (ends[:V] - starts[:V] > 1)
+        at = None
+        if stop:
+            at = columns() if columns else dict(zip(vocabulary, range(V)))
         for word in stop:
-            j = vocabulary.get(word.decode("utf-8"))
+            j = at.get(word.decode("utf-8"))
             if j is not None:
                 words[j] = False
         columns = np.flatnonzero(words)

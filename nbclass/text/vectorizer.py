@@ -113,10 +113,15 @@ class TextCounter:
     def __init__(self, settings: TokenizerSettings, words: Sequence[str]):
         self.settings = settings
         self.words = tuple(words)
-        self.vocabulary = dict(zip(self.words, range(len(self.words))))
         self.tokenize = make_tokenizer(settings)
         # Texts are str here: an ASCII one is encoded to ASCII for the splitter.
         self.splitter = ascii_splitter(settings, "ascii")
+
+    @cached_property
+    def vocabulary(self) -> dict[str, int]:
+        """Word -> column; made when first needed (texts the run counter cannot count,
+        stop words): for 130,000 words it takes longer than counting a few documents."""
+        return dict(zip(self.words, range(len(self.words))))
 
     @cached_property
     def runs(self):
@@ -126,7 +131,7 @@ class TextCounter:
             return None
         from .runs import RunCounter
 
-        return RunCounter.for_vocabulary(self.vocabulary, self.splitter)
+        return RunCounter.for_vocabulary(self.words, self.splitter, lambda: self.vocabulary)
 
     def count(self, texts: Iterable[str], threads: int = 1) -> tuple[sp.csr_matrix, np.ndarray]:
         """``(X, n_tokens)``: :func:`count_matrix` of ``map(tokenize, texts)``, shape
