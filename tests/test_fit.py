@@ -111,6 +111,24 @@ def test_work_meanwhile_runs_once_while_the_workers_count(tmp_path, monkeypatch)
     assert seen[0] == 0 and seen[1:] == [2]  # the two workers were forked before it ran
 
 
+def test_the_choices_sample_read_while_workers_count_is_the_sample(tmp_path, monkeypatch):
+    """fit's sample for choosing the model is read by a thread while the workers count:
+    the same documents, in the same order, as reading it after the count."""
+    import nbclass.counting.counts
+    from nbclass.models.learning import corpus_sample, count_documents
+    from nbclass.text.tokenizer import TokenizerSettings
+
+    root = write_corpus(
+        tmp_path / "c", {"a": [f"xx yy {i}" for i in range(30)], "b": ["yy zz"] * 30}
+    )
+    corpus = list_corpus(str(root))
+    monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(nbclass.counting.counts, "PART_SIZE", 5)
+    documents = count_documents(corpus, TokenizerSettings(), False, jobs=2, sample=True)
+    assert documents.sample == corpus_sample(corpus)
+    assert len(documents.sample) == 60
+
+
 def test_a_worker_error_stops_the_fit_with_its_message(tmp_path, parallel_always):
     from nbclass.errors import NbclassError
 

@@ -118,15 +118,28 @@ def count_documents(
     :func:`nbclass.cluster.remote.counter`), read under ``policy`` (skips go to ``log``).
 
     With ``sample``, the documents of :func:`nbclass.models.choosing.sample_indices` are read
-    again (here, after the count) for choosing the model."""
+    again for choosing the model: while the workers count, by a thread of this process
+    that first imports what the choice needs (:func:`nbclass.counting.counts.count_corpus`'s
+    ``meanwhile``), or after the count."""
     entries = [] if ledger else None
     seen = {} if tokenizer.hash_features else None
+    ahead: list = []
+
+    def meanwhile() -> None:
+        _import_for_choosing()
+        try:
+            ahead.append(corpus_sample(corpus, policy))
+        except Exception:  # noqa: S110 - read again after the count, which reports it
+            pass
+
     counts = count_corpus(
         corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen,
         cluster=cluster, policy=policy, log=log,
-        meanwhile=_import_for_choosing if sample and cluster is None else None,
+        meanwhile=meanwhile if sample and cluster is None else None,
     )
-    texts = corpus_sample(corpus, policy) if sample else None
+    texts = None
+    if sample:
+        texts = ahead[0] if ahead else corpus_sample(corpus, policy)
     if entries is None:
         return Documents(counts, None, seen, texts)
     book, counts = canonical(
@@ -137,7 +150,7 @@ def count_documents(
 
 def _import_for_choosing() -> None:
     """Import what choosing the model needs (scipy, 0.1 s or more), while workers count:
-    the choice comes after the count, and this process waits on the workers meanwhile."""
+    the choice comes after the count, and this process mostly waits on the workers."""
     try:
         import scipy.special  # noqa: F401 - the DCM candidate's and the calibration's
 
