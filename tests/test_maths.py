@@ -37,9 +37,10 @@ from sklearn.metrics import mutual_info_score
 from nbclass.errors import UsageError
 from nbclass.models.estimators import (
     EstimatorSettings,
-    bernoulli_log_theta,
+    bernoulli_fractions,
     bernoulli_weights,
     log_class_prior,
+    log_fraction,
     multinomial_log_theta,
 )
 from nbclass.models.model import Classifier, fit
@@ -222,6 +223,16 @@ def test_multinomial_log_theta(counts, estimator):
     log_theta = multinomial_log_theta(counts.token_count, estimator, BETA_MULTINOMIAL[0])
     assert log_theta.shape == (6, 2)
     assert_log_equal(log_theta, logs(THETA_MULTINOMIAL[estimator]))
+
+
+def bernoulli_log_theta(doc_count, class_count, estimator, beta):
+    """log θ_jc and log(1 − θ_jc) from the library's fractions, each (V, C); a class whose
+    denominator is 0 gives its words θ = 0: log θ = −inf, log(1 − θ) = 0."""
+    present, absent, denominator = bernoulli_fractions(doc_count, class_count, estimator, beta)
+    log_theta = log_fraction(present, denominator)
+    log_not_theta = log_fraction(absent, denominator)
+    log_not_theta[:, np.asarray(denominator) <= 0] = 0.0
+    return log_theta, log_not_theta
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)

@@ -577,20 +577,6 @@ def bernoulli_fractions(doc_count, class_count, estimator: str, beta: tuple[floa
     return bernoulli_fraction(D, N_c, estimator, beta)
 
 
-def bernoulli_log_theta(doc_count, class_count, estimator: str, beta: tuple[float, float]):
-    """log θ_jc and log(1 − θ_jc), each ndarray of shape (V, C).
-
-    A class whose denominator is 0 gives its words θ = 0: log θ = −inf, log(1 − θ) = 0.
-    """
-    import numpy as np
-
-    present, absent, denominator = bernoulli_fractions(doc_count, class_count, estimator, beta)
-    log_theta = log_fraction(present, denominator)
-    log_not_theta = log_fraction(absent, denominator)
-    log_not_theta[:, np.asarray(denominator) <= 0] = 0.0
-    return log_theta, log_not_theta
-
-
 def bernoulli_weights(doc_count, class_count, estimator: str, beta: tuple[float, float]):
     """The Bernoulli model's word weights w_jc = log θ_jc − log(1 − θ_jc) and where
     θ_jc = 1 (``certain``), each ndarray of shape (R, C) for the R rows of ``doc_count``.
@@ -600,7 +586,7 @@ def bernoulli_weights(doc_count, class_count, estimator: str, beta: tuple[float,
     instead and ``certain`` is True (a document lacking the word is impossible for the
     class; :class:`nbclass.models.posterior.LinearScorer` checks it by counting). Where
     θ_jc = 0 the weight is −∞, and so it is for every word of a class with no estimate
-    (denominator ≤ 0), as :func:`bernoulli_log_theta` gives.
+    (denominator ≤ 0), whose θ is taken as 0.
     """
     import numpy as np
 
