@@ -25,8 +25,10 @@ So the default fit chooses, on the training corpus alone:
    the most accurate candidate can neglect the small ones, and the one best for them can
    lose documents; the winner is the candidate never far behind the best on either.
 4. **Calibration.** The winner's held-out scores fit a per-document temperature
-   T(x) = exp(t₀ + t₁ · log(1 + n_x)), n_x the document's tokens in the vocabulary, by
-   minimising the held-out log loss (Newton's method in the box of :data:`T1_RANGE`);
+   T(x) = exp(t₀ + t₁ · log(1 + n_x) + t₂ · log(1 + g_x)), n_x the document's tokens in
+   the vocabulary and g_x the gap between its two best scores, by minimising the held-out
+   log loss (Newton's method in the box of :data:`T1_RANGE` and ±
+   :attr:`nbclass.models.estimators.Calibration.GAP_BOUND` for t₂);
    predict reports softmax_c(b_c / T(x)). Naive Bayes
    adds one log-likelihood ratio per token, so its confidence grows with the length of a
    document however redundant the words are: a temperature that grows with length is the
