@@ -24,6 +24,8 @@ import pytest
 import scipy.sparse as sp
 from click.testing import CliRunner
 from conftest import DEMO_CORPUS, DEMO_DOCS, nbclass_command, write_corpus
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from nbclass.cli.app import cli
 from nbclass.counting.counts import CountAccumulator
@@ -172,6 +174,40 @@ def test_a_folds_training_counts_are_a_refit_without_it():
     refit = counts_of([documents[i] for i in rest], [labels[i] for i in rest])
     assert fold.counts.equals(refit)  # "z" and "v" are gone, as a refit never saw them
     assert [counts.vocabulary[j] for j in fold.words] == list(refit.vocabulary)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(st.lists(st.sampled_from("uvwxyz"), max_size=6), st.integers(0, 2)),
+        min_size=2,
+        max_size=12,
+    ),
+    st.data(),
+)
+def test_any_fold_is_a_refit_of_the_documents_it_keeps(corpus, data):
+    """A law: held-out counts subtracted cell by cell equal a count of the rest, and the
+    fold's used rows are exactly the held-out documents' words that the rest knows."""
+    documents, labels = [d for d, _ in corpus], [c for _, c in corpus]
+    counts = counts_of(documents, labels, classes=("a", "b", "c"))
+    X = sp.csr_matrix(count_matrix(documents, {w: j for j, w in enumerate(counts.vocabulary)}))
+    held = np.array(
+        sorted(data.draw(st.sets(st.integers(0, len(documents) - 1), min_size=1,
+                                 max_size=len(documents) - 1)))
+    )  # fmt: skip
+    rest = [i for i in range(len(documents)) if i not in set(held.tolist())]
+    refit = counts_of([documents[i] for i in rest], [labels[i] for i in rest], ("a", "b", "c"))
+    fold = fold_of(counts, X, np.array(labels), held)
+    training_classes = [n for n, k in zip(refit.classes, refit.class_count.tolist()) if k]
+    keep = np.flatnonzero(refit.class_count)
+    assert fold.counts.classes == tuple(training_classes)
+    assert fold.counts.vocabulary == refit.vocabulary
+    assert np.array_equal(fold.counts.token_count, refit.token_count[:, keep])
+    assert np.array_equal(fold.counts.doc_count, refit.doc_count[:, keep])
+    assert fold.counts.class_count.tolist() == refit.class_count[keep].tolist()
+    held_words = {w for i in held.tolist() for w in documents[i]}
+    used = [fold.counts.vocabulary[j] for j in fold.used]
+    assert used == sorted(held_words & set(refit.vocabulary))
 
 
 def test_a_class_left_without_documents_is_dropped_from_the_fold():

@@ -83,6 +83,21 @@ def test_texts_counted_by_threads_give_the_same_matrix(texts, vocabulary, thread
     assert n.tolist() == m.tolist()
 
 
+def test_texts_the_runs_count_need_no_word_dictionary():
+    """The word -> column dict is made only for texts tokenized one by one (a text
+    longer than a chunk): the runs alone count the others, the empty list included."""
+    counter = TextCounter(TokenizerSettings(), ["ab", "été", "zz"])
+    X, n = counter.count(["ab zz AB", "été ab", ""])
+    assert X.toarray().tolist() == [[2, 0, 1], [1, 1, 0], [0, 0, 0]] and n.tolist() == [3, 2, 0]
+    assert counter.count([])[0].shape == (0, 3)
+    assert "vocabulary" not in counter.__dict__
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", 4)
+        Y, m = counter.count(["ab zz AB", "ab"])
+    assert Y.toarray().tolist() == [[2, 0, 1], [1, 0, 0]] and m.tolist() == [3, 1]
+    assert "vocabulary" in counter.__dict__
+
+
 def test_a_large_vocabulary_with_unknown_words():
     """20,000 words (long probe chains in the table) and texts mixing them with unknown
     words, punctuation and upper case."""

@@ -133,6 +133,11 @@ class Counts:
         """T_c, ndarray of shape (C,): tokens in the documents of class c (summed once)."""
         return self.token_count.sum(axis=0)
 
+    @cached_property
+    def word_tokens(self) -> np.ndarray:
+        """Σ_c T_jc, ndarray of shape (V,): tokens of word j in all classes (summed once)."""
+        return self.token_count.sum(axis=1)
+
     def equals(self, other: Counts) -> bool:
         """True when both hold the same classes, words and integer counts."""
         return (

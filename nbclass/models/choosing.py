@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from ..counting.counts import Counts, count_documents
+from ..counting.counts import Counts
 from .estimators import Calibration, EstimatorSettings
 from .posterior import log_posterior, make_scorer
 from .textmodels import prepare
@@ -211,25 +211,38 @@ class Fold:
 
 def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -> Fold:
     """The fold that holds out the sampled documents ``rows``: ``counts`` (the whole
-    training corpus's, over the vocabulary X's columns count) less their counts."""
+    training corpus's, over the vocabulary X's columns count) less their counts.
+
+    The held-out documents' T_jc and D_jc are summed as sparse (class, word) cells, and
+    only those cells are subtracted from one copy of the tables: a fold costs one copy
+    of them and work in the held-out documents' size, however many words they touch.
+    Words left with no token are dropped from the fold's vocabulary, classes left with
+    no document from its classes, as a count of the training documents alone would."""
     C, V = len(counts.classes), len(counts.vocabulary)
     held_out = sp.csr_matrix(X[rows])
-    seen = np.flatnonzero(np.bincount(held_out.indices, minlength=V))  # only these rows change
-    N_c, D, T = count_documents(held_out[:, seen], y[rows], C)
-    class_count = counts.class_count - N_c
-    T = counts.token_count[seen] - T
-    D = counts.doc_count[seen] - D
-    # Only the fold's words can be left with no count; the tables are copied once,
-    # without them, and the fold's rows written in.
-    kept = T.any(axis=1)
-    gone = seen[~kept]
-    words = np.delete(np.arange(V), gone) if gone.size else np.arange(V)
-    token_count, doc_count = (
-        (counts.token_count[words], counts.doc_count[words]) if gone.size
-        else (counts.token_count.copy(), counts.doc_count.copy())
-    )  # fmt: skip
-    at = np.searchsorted(words, seen[kept])
-    token_count[at], doc_count[at] = T[kept], D[kept]
+    labels = np.asarray(y)[rows]
+    members = sp.csr_matrix(  # (C, m): which class each held-out document is of
+        (np.ones(rows.size, dtype=np.int64), (labels, np.arange(rows.size))), shape=(C, rows.size)
+    )
+    present = held_out.copy()
+    present.data = np.ones_like(present.data)
+    tokens, documents = (sp.coo_matrix(members @ part) for part in (held_out, present))
+    class_count = counts.class_count - np.bincount(labels, minlength=C)
+    left = counts.word_tokens - np.bincount(tokens.col, weights=tokens.data, minlength=V)
+    gone = np.flatnonzero(left == 0)  # every token of these words is held out
+    if gone.size:
+        words = np.delete(np.arange(V), gone)
+        token_count, doc_count = counts.token_count[words], counts.doc_count[words]
+    else:
+        words = np.arange(V)
+        token_count, doc_count = counts.token_count.copy(), counts.doc_count.copy()
+    row = np.full(V, -1, dtype=np.int64)  # each word's row in the fold's tables
+    row[words] = np.arange(words.size)
+    for table, cells in ((token_count, tokens), (doc_count, documents)):
+        at = row[cells.col]
+        kept = at >= 0
+        table[at[kept], cells.row[kept]] -= cells.data[kept]  # each cell once
+    used = row[np.flatnonzero(np.bincount(held_out.indices, minlength=V))]
     classes = np.flatnonzero(class_count)
     if classes.size < C:
         token_count, doc_count = token_count[:, classes], doc_count[:, classes]
@@ -241,7 +254,7 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
         doc_count=doc_count,
         token_count=token_count,
     )
-    return Fold(rows, training, words, classes, at)
+    return Fold(rows, training, words, classes, used[used >= 0])
 
 
 def fold_scores(

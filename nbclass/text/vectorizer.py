@@ -215,24 +215,26 @@ class TextCounter:
         n_tokens = np.zeros(n, dtype=np.int64)
         fast = [i for indices, _ in groups for i in indices]
         slow = range(n) if not fast else sorted(set(range(n)).difference(fast))
-        tokenize = self.tokenize
-        rows, columns, values, slow_tokens = count_entries(
-            (tokenize(text_of(i)) for i in slow), self.vocabulary
-        )
-        slow = np.asarray(slow, dtype=np.int64)
-        rows, n_tokens[slow] = slow[rows], slow_tokens
-        parts = [(rows, columns, values)]
+        parts = []
+        if slow:  # the word -> column dict is made only for texts tokenized one by one
+            tokenize = self.tokenize
+            rows, columns, values, slow_tokens = count_entries(
+                (tokenize(text_of(i)) for i in slow), self.vocabulary
+            )
+            slow = np.asarray(slow, dtype=np.int64)
+            rows, n_tokens[slow] = slow[rows], slow_tokens
+            parts.append((rows, columns, values))
         for indices, group in groups:
             fast_rows, fast_columns, fast_values, fast_tokens = runs.count(group)
             indices = np.asarray(indices, dtype=np.int64)
             n_tokens[indices] = fast_tokens
             parts.append((indices[fast_rows], fast_columns, fast_values))
-        if len(parts) > 1 and not slow.size:
-            del parts[0]
         if len(parts) > 1:
             rows, columns, values = (np.concatenate(p) for p in zip(*parts))
-        else:
+        elif parts:
             rows, columns, values = parts[0]
+        else:
+            rows = columns = values = np.zeros(0, dtype=np.int64)
         return rows, columns, values, n_tokens
 
 
