@@ -11,6 +11,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -337,3 +338,24 @@ def test_progress_bars_on_a_terminal_and_none_with_quiet(news_sample, tmp_path):
     assert "predict 120/120 files" in screen and "Traceback" not in screen
     code, out, screen = _stderr_on_a_terminal("predict", "-m", model, test, "-q", "-j", "1")
     assert (code, out, screen) == (0, piped.stdout, "")
+
+
+def test_the_allocator_keeps_freed_memory_in_a_process_that_asks():
+    """:func:`nbclass.reading.process.keep_freed_memory` (a default fit asks): glibc takes
+    the three settings, and the process then computes as before (asked in a child, whose
+    allocator is its own)."""
+    script = (
+        "import numpy as np\n"
+        "from nbclass.reading.process import keep_freed_memory\n"
+        "assert keep_freed_memory()\n"
+        "a = np.arange(5_000_000, dtype=np.float64)\n"
+        "for _ in range(3):\n"
+        "    b = a * 2.0\n"
+        "    del b\n"
+        "print(float((a * 2.0).sum()))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) == 2.0 * 4_999_999 * 5_000_000 / 2

