@@ -272,3 +272,53 @@ def test_a_scorer_of_some_words_scores_their_documents_as_the_whole_model(
     assert np.array_equal(np.isneginf(part), np.isneginf(whole))
     finite = np.isfinite(whole)
     assert np.allclose(part[finite], whole[finite], rtol=1e-12, atol=1e-12)
+
+
+LINEAR_SETTINGS = [
+    s
+    for s in SCORED_SETTINGS
+    if s.model in ("multinomial", "bernoulli", "complement") and s.estimator != "predictive"
+] + [
+    EstimatorSettings(model="multinomial", tf="log", idf=True, norm="both"),
+    EstimatorSettings(model="complement", idf=True),
+    EstimatorSettings(model="bernoulli", estimator="map", beta=(2.0, 1.0)),
+]
+
+
+@FAST
+@given(
+    CORPUS,
+    st.lists(DOCUMENT, min_size=1, max_size=6),
+    st.sampled_from(LINEAR_SETTINGS),
+    st.integers(0, 1000),
+)
+def test_scores_of_nonzero_counts_are_the_sparse_products_floats(
+    documents, probes, estimator, seed
+):
+    """A law of bulk predict's scipy-free scoring: b_c from the nonzero counts, given
+    in any order, is the sparse product's, bit for bit, for every linear scorer, and a
+    scorer that needs the sparse matrix says so (None)."""
+    import scipy.sparse as sp
+
+    from nbclass.models.posterior import make_scorer
+    from nbclass.models.textmodels import prepare
+
+    counts = counts_of(documents)
+    at = {w: j for j, w in enumerate(counts.vocabulary)}
+    X = sp.csr_matrix(count_matrix([[w for w in d if w in at] for d in probes], at))
+    scorer = make_scorer(counts, estimator, prepare(counts, estimator))
+    coo = X.tocoo()
+    order = np.random.default_rng(seed).permutation(coo.nnz)  # the workers' any order
+    from nbclass.text.vectorizer import sorted_entries
+
+    rows, cols, values = sorted_entries(
+        coo.row.astype(np.int64)[order], coo.col.astype(np.int64)[order],
+        coo.data.astype(np.int64)[order], len(counts.vocabulary),
+    )  # fmt: skip
+    fast = scorer.entry_scores(rows, cols, values, X.shape[0])
+    if scorer.required is not None:
+        assert fast is None
+        return
+    expected = scorer.joint_log_likelihood(X)
+    assert fast.shape == expected.shape
+    assert fast.tobytes() == expected.tobytes()  # the same floats, signs of zero included

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from test_subprocess import run
 
 from nbclass.cli.app import cli
+from nbclass.models.estimators import EstimatorSettings
 
 
 @pytest.fixture
@@ -212,3 +214,72 @@ def test_batches_of_short_documents_are_all_counted_ahead(tmp_path):
     assert ahead(files(long, 40_000), 2, 1000) == AHEAD * 2
     empty = [(str(tmp_path / f"empty{i}"), True) for i in range(10)] * 100
     assert ahead(empty, 3, 10) == 100  # nothing to size: every batch, and no more
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [{}, {"model": "multinomial"}, {"model": "complement", "tf": "log", "idf": True},
+     {"model": "bernoulli"}, {"model": "multinomial", "norm": "length"}],
+)  # fmt: skip
+def test_scores_of_news_documents_without_scipy_are_the_sparse_products(
+    news_model, news_sample, overrides
+):
+    """Real documents, rows of hundreds of words: the scores made from the nonzero
+    counts with numpy alone are the sparse product's floats, bit for bit (a reduction
+    that adds long rows pairwise would differ in the last bits)."""
+    from dataclasses import replace
+
+    from nbclass.modelfile.textfile import load
+    from nbclass.models.model import Classifier
+    from nbclass.text.vectorizer import sorted_entries
+
+    model = load(str(news_model))
+    settings = replace(EstimatorSettings(), **overrides) if overrides else model.defaults
+    classifier = Classifier(model, settings)
+    texts = [p.read_text(errors="replace") for p in sorted(news_sample[1].rglob("*.txt"))]
+    X, _ = classifier.count(texts)
+    assert np.diff(X.indptr).max() > 100
+    coo = X.tocoo()
+    entries = sorted_entries(
+        coo.row.astype(np.int64), coo.col.astype(np.int64), coo.data.astype(np.int64),
+        X.shape[1],
+    )  # fmt: skip
+    fast = classifier.scorer.entry_scores(*entries, X.shape[0])
+    expected = classifier.scorer.joint_log_likelihood(X)
+    if classifier.scorer.required is not None:
+        assert fast is None
+    else:
+        assert fast.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("fmt, scipy", [("tsv", False), ("jsonl", True)])
+def test_a_bulk_predict_of_short_documents_never_imports_scipy(
+    news_sample, tmp_path, fmt, scipy
+):
+    """Workers count, and the main process scores small batches with numpy alone:
+    labels and probabilities (TSV) need no sparse matrix; JSON lines' log p(x) does,
+    and scipy is imported then. The output is the one process's either way."""
+    import subprocess
+    import sys
+
+    model = tmp_path / "m.nbc"
+    assert run("fit", news_sample[0], "-o", model, "-q", "--model", "complement").returncode == 0
+    script = (
+        "import sys\n"
+        "import nbclass.defaults, nbclass.models.scoring as scoring\n"
+        "scoring.PARALLEL_MIN_BYTES = 0\n"
+        "nbclass.defaults.BATCH_SIZE = 7\n"
+        "from nbclass.cli.app import cli\n"
+        "try:\n"
+        "    cli.main(sys.argv[1:], standalone_mode=False)\n"
+        "finally:\n"
+        "    sys.stderr.write('scipy: %s\\n' % ('scipy.sparse' in sys.modules))\n"
+    )
+    args = ["predict", "-m", str(model), str(news_sample[1]), "--format", fmt]
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args, "-j", "2"], capture_output=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.decode().endswith(f"scipy: {scipy}\n")
+    one = run(*args, "-j", "1")
+    assert one.returncode == 0 and done.stdout == one.stdout and one.stdout.count(b"\n") == 120

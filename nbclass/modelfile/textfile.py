@@ -460,9 +460,9 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
 
 
 def _check_choice(data):
-    """:func:`nbclass.models.choosing.check_choice`, whose module (and scipy) is imported only
-    when a model is read: writing one, as fit does, never needs them."""
-    from ..models.choosing import check_choice
+    """:func:`nbclass.models.chosen.check_choice`, whose module is imported only when a
+    model is read: writing one, as fit does, never needs it."""
+    from ..models.chosen import check_choice
 
     return check_choice(data)
 

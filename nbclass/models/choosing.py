@@ -47,6 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..counting.counts import Counts
+from .chosen import calibrated, check_choice, score_gaps, temperatures  # noqa: F401 - also here
 from .estimators import Calibration, EstimatorSettings
 from .posterior import log_posterior, make_scorer
 from .textmodels import prepare
@@ -448,37 +449,6 @@ def _minimise(function, bounds, steps: int = 100) -> np.ndarray:
     return t
 
 
-def score_gaps(jll: np.ndarray) -> np.ndarray:
-    """g(x) = b_(1) − b_(2) per document, shape (n,): how far each row's top score is
-    ahead of its second; 0 where fewer than two classes are possible (as
-    :func:`nbclass.models.estimators.score_gap`, for arrays)."""
-    if jll.shape[1] < 2:
-        return np.zeros(jll.shape[0])
-    top_two = -np.partition(-jll, 1, axis=1)[:, :2]
-    with np.errstate(invalid="ignore"):
-        gap = top_two[:, 0] - top_two[:, 1]
-    return np.where(np.isfinite(top_two[:, 1]), gap, 0.0)
-
-
-def temperatures(calibration: Calibration, n_tokens, jll: np.ndarray) -> np.ndarray:
-    """T(x) of documents of ``n_tokens`` known tokens and scores ``jll`` (n, C), shape
-    (n,) (as :meth:`nbclass.models.estimators.Calibration.temperature`, for arrays)."""
-    n = np.asarray(n_tokens, dtype=np.float64)
-    return np.exp(
-        calibration.t0 + calibration.t1 * np.log1p(n)
-        + calibration.t2 * np.log1p(score_gaps(jll))
-    )  # fmt: skip
-
-
-def calibrated(jll: np.ndarray, n_tokens: np.ndarray, calibration: Calibration | None):
-    """log p(c | x) of scores ``jll`` (n, C), calibrated when ``calibration`` is given."""
-    if calibration is None:
-        return log_posterior(jll)
-    scale = 1.0 / temperatures(calibration, n_tokens, jll)
-    with np.errstate(invalid="ignore"):
-        return log_posterior(np.where(np.isneginf(jll), -np.inf, jll * scale[:, None]))
-
-
 # --- the choice ------------------------------------------------------------------------------
 
 
@@ -518,40 +488,6 @@ class Choice:
             "chosen": describe(self.settings),
             "candidates": self.table,
         }
-
-
-MAX_CANDIDATES = 64
-CHOICE_NUMBERS = ("accuracy", "macro_f1", "log_loss", "calibrated_log_loss")
-
-
-def check_choice(data):
-    """``data`` if it is a well-formed :meth:`Choice.to_dict` record (or None), else
-    ``ValueError``: a model file from elsewhere is checked before anything shows it."""
-    if data is None:
-        return None
-    if not isinstance(data, dict) or not isinstance(data.get("candidates"), list):
-        raise ValueError("the choice record is not an object with a list of candidates")
-    if not 0 < len(data["candidates"]) <= MAX_CANDIDATES:
-        raise ValueError(f"the choice record must list 1 to {MAX_CANDIDATES} candidates")
-    for key in ("folds", "documents"):
-        if not isinstance(data.get(key), int) or data[key] < 0:
-            raise ValueError(f"the choice record's {key} is not a count")
-    for key in ("criterion", "chosen"):
-        if not isinstance(data.get(key), str) or len(data[key]) > 200:
-            raise ValueError(f"the choice record's {key} is not a short text")
-    for row in data["candidates"]:
-        if not isinstance(row, dict) or not isinstance(row.get("name"), str):
-            raise ValueError("a candidate of the choice record has no name")
-        if len(row["name"]) > 200 or not isinstance(row.get("chosen"), bool):
-            raise ValueError("a candidate of the choice record is malformed")
-        EstimatorSettings.from_dict(row["settings"]).validate()
-        for key in CHOICE_NUMBERS:
-            value = row.get(key)
-            if (key in row or key != "calibrated_log_loss") and not (
-                isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
-            ):
-                raise ValueError(f"a candidate's {key} is not a number >= 0")
-    return data
 
 
 def _macro_f1(y: np.ndarray, pred: np.ndarray, C: int) -> float:

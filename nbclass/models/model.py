@@ -405,9 +405,13 @@ class Classifier:
     def log_proba(self, X: sp.csr_matrix, jll: np.ndarray) -> np.ndarray:
         """log p(y = c | x) of documents counted as ``X`` (n, V) with scores ``jll`` (n, C):
         the softmax of the scores, calibrated when the classifier has a calibration."""
-        from .choosing import calibrated
+        return self.log_proba_of_known(np.asarray(X.sum(axis=1)).ravel(), jll)
 
-        return calibrated(jll, np.asarray(X.sum(axis=1)).ravel(), self.calibration)
+    def log_proba_of_known(self, known: np.ndarray, jll: np.ndarray) -> np.ndarray:
+        """:meth:`log_proba` of documents of ``known`` tokens in the vocabulary (n,)."""
+        from .chosen import calibrated
+
+        return calibrated(jll, known, self.calibration)
 
     def predict(self, texts: Sequence[str], sources: Sequence[str] | None = None) -> Predictions:
         """Posterior probabilities of a batch of texts."""

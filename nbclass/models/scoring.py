@@ -161,11 +161,9 @@ def score_counted(
     (:func:`nbclass.models.explain.extras` with its options bound); each batch's read log is
     added to ``log`` (its warnings printed) before the batch is given.
     """
-    from ..text.vectorizer import entries_matrix
-    from .explain import score_counts
+    from .explain import score_entries
 
     for sources, entries, n_tokens, batch_log in counted:
         log.add(batch_log)
-        X = entries_matrix(*entries, len(sources), len(classifier.counts.vocabulary))
-        scored = score_counts(classifier, sources, X, n_tokens)
+        scored = score_entries(classifier, sources, entries, n_tokens)
         yield sources, scored.log_proba.tolist(), extras(classifier, scored)

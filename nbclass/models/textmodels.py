@@ -212,15 +212,24 @@ def document_features(
     stays all zero under the length normalisation.
     """
     X = X.astype(np.float64)  # a copy: the caller's matrix is never changed
-    if tf == "log":
-        np.log1p(X.data, out=X.data)
-    if idf is not None:
-        X.data *= idf[X.indices]
-    if length_norm:
-        lengths = np.sqrt(np.bincount(_row_of_entries(X), X.data**2, minlength=X.shape[0]))
-        scale = np.divide(1.0, lengths, out=np.zeros(lengths.shape), where=lengths > 0)
-        X.data *= np.repeat(scale, np.diff(X.indptr))
+    rows = _row_of_entries(X) if length_norm else None
+    X.data = entry_features(X.data, X.indices, rows, X.shape[0], tf, idf, length_norm)
     return X
+
+
+def entry_features(values, cols, rows, n: int, tf: str = "raw", idf=None, length_norm=False):
+    """:func:`document_features` of the nonzero counts ``values`` (float64, changed in
+    place and returned) of n documents, at columns ``cols`` and rows ``rows`` (needed
+    for the length normalisation only), each row's entries in column order."""
+    if tf == "log":
+        np.log1p(values, out=values)
+    if idf is not None:
+        values *= idf[cols]
+    if length_norm:
+        lengths = np.sqrt(np.bincount(rows, values**2, minlength=n))
+        scale = np.divide(1.0, lengths, out=np.zeros(lengths.shape), where=lengths > 0)
+        values *= scale[rows]
+    return values
 
 
 def _row_of_entries(X: sp.csr_matrix) -> np.ndarray:

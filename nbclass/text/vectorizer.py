@@ -253,6 +253,16 @@ def entries_matrix(rows, columns, values, n: int, V: int) -> sp.csr_matrix:
     return X
 
 
+def sorted_entries(rows, columns, values, V: int) -> tuple[np.ndarray, ...]:
+    """``(rows, columns, values)`` ordered by row, then column (the order of a CSR
+    matrix with sorted indices), each position once: V is the number of columns."""
+    keys = rows * V + columns
+    if keys.size and (np.diff(keys) <= 0).any():
+        order = np.argsort(keys, kind="stable")  # runs already in order are merged
+        rows, columns, values = rows[order], columns[order], values[order]
+    return rows, columns, values
+
+
 def binarize(X: sp.csr_matrix) -> sp.csr_matrix:
     """Presence matrix ``1[X > 0]`` of the same shape (the Bernoulli event model's ``x``)."""
     B = X.copy()
