@@ -1,6 +1,7 @@
 """A multilingual corpus from the translated message catalogs installed on this machine.
 
 Usage: python bench/multilingual.py OUT_DIR [--per-language N] [--locale-dir DIR]
+       python bench/multilingual.py OUT_DIR --join SOURCE_DIR --size BYTES
 
 Every Debian or Ubuntu system holds the translations of its programs' messages as
 gettext catalogs, ``/usr/share/locale/LANG/LC_MESSAGES/*.mo`` (coreutils, bash, dpkg,
@@ -107,12 +108,40 @@ def build(out: Path, per_language: int, locale_dir: Path) -> dict[str, int]:
     return kept
 
 
+def join(source: Path, out: Path, size: int) -> int:
+    """Write the documents of the folder ``source`` (one subfolder per class), joined in
+    the order of their names into documents of about ``size`` bytes each, into ``out``
+    (replacing it): the same text and classes in fewer, longer files. The number of
+    documents written."""
+    shutil.rmtree(out, ignore_errors=True)
+    written = 0
+    for folder in sorted(p for p in source.iterdir() if p.is_dir()):
+        (out / folder.name).mkdir(parents=True)
+        part: list[bytes] = []
+        held = 0
+        files = sorted(folder.iterdir())
+        for i, path in enumerate(files):
+            part.append(path.read_bytes())
+            held += len(part[-1])
+            if held >= size or i == len(files) - 1:
+                (out / folder.name / f"{written:06d}.txt").write_bytes(b"".join(part))
+                written += 1
+                part, held = [], 0
+    return written
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--per-language", type=int, default=6000)
     parser.add_argument("--locale-dir", type=Path, default=Path("/usr/share/locale"))
+    parser.add_argument("--join", type=Path, help="join this corpus's documents instead")
+    parser.add_argument("--size", type=int, default=1700, help="bytes a joined document")
     args = parser.parse_args()
+    if args.join is not None:
+        written = join(args.join, args.out, args.size)
+        print(f"multilingual: {written} joined documents in {args.out}", file=sys.stderr)
+        return
     kept = build(args.out, args.per_language, args.locale_dir)
     print(
         f"multilingual: {sum(kept.values())} messages in {len(kept)} languages "
