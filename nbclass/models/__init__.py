@@ -4,8 +4,9 @@ Estimators of π and θ (:mod:`.estimators`), the text models beyond the plug-in
 multinomial (:mod:`.textmodels`, :mod:`.poisson`), the posterior and its scorers
 (:mod:`.posterior`), feature selection (:mod:`.selection`), metrics (:mod:`.metrics`),
 evidence and typicality (:mod:`.novelty`), the choice of the model and its calibration
-(:mod:`.choosing`), abstention (:mod:`.abstain`), the model itself with fit and predict
-(:mod:`.model`), explanations (:mod:`.explain`), bulk scoring on several cores
-(:mod:`.scoring`), update, merge, unlearn and sync (:mod:`.learning`), and table models
-(:mod:`.columns`, :mod:`.tablemodel`). The maths takes arrays, never paths.
+(:mod:`.choosing`; what predict needs of them, without scipy: :mod:`.chosen`),
+abstention (:mod:`.abstain`), the model itself with fit and predict (:mod:`.model`),
+explanations (:mod:`.explain`), bulk scoring on several cores (:mod:`.scoring`), update,
+merge, unlearn and sync (:mod:`.learning`), and table models (:mod:`.columns`,
+:mod:`.tablemodel`). The maths takes arrays, never paths.
 """
