@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from nbclass.cli.app import cli
 from nbclass.counting.counts import CountAccumulator
 from nbclass.modelfile.textfile import load
-from nbclass.models import choosing
+from nbclass.models import choosing, chosen
 from nbclass.models.choosing import (
     CANDIDATES,
     choose,
@@ -348,10 +348,10 @@ def test_the_calibration_lowers_the_held_out_log_loss_of_an_overconfident_model(
     calibration = fit_calibration(jll, y, lengths)
     assert calibration.t0 > 0 or calibration.t1 > 0  # a temperature above 1: less sure
     new_jll, new_y, new_lengths = draw(4000)
-    before = choosing.log_loss_of(choosing.calibrated(new_jll, new_lengths, None), new_y)
-    after = choosing.log_loss_of(choosing.calibrated(new_jll, new_lengths, calibration), new_y)
+    before = choosing.log_loss_of(chosen.calibrated(new_jll, new_lengths, None), new_y)
+    after = choosing.log_loss_of(chosen.calibrated(new_jll, new_lengths, calibration), new_y)
     assert after < 0.8 * before
-    same = choosing.calibrated(new_jll, new_lengths, calibration).argmax(axis=1)
+    same = chosen.calibrated(new_jll, new_lengths, calibration).argmax(axis=1)
     assert (same == new_jll.argmax(axis=1)).all()
 
 
@@ -366,7 +366,7 @@ def test_the_calibration_is_the_minimum_of_its_loss_over_the_box():
     calibration = fit_calibration(jll, y, lengths)
 
     def cross_entropy(calibration):
-        return choosing.log_loss_of(choosing.calibrated(jll, lengths, calibration), y)
+        return choosing.log_loss_of(chosen.calibrated(jll, lengths, calibration), y)
 
     grid = min(
         cross_entropy(Calibration(t0, t1, t2))
@@ -385,8 +385,8 @@ def test_the_temperature_grows_with_the_gap_between_the_two_top_scores_by_hand()
         math.exp(0.5) * F(4) ** F(1, 4) * F(4) ** F(1, 2), rel=1e-15
     )
     scores = np.array([[4.0, 1.0, -np.inf], [2.0, -np.inf, -np.inf]])
-    assert choosing.score_gaps(scores).tolist() == [3.0, 0.0]  # one possible class: no gap
-    T = choosing.temperatures(calibration, np.array([3, 3]), scores)
+    assert chosen.score_gaps(scores).tolist() == [3.0, 0.0]  # one possible class: no gap
+    T = chosen.temperatures(calibration, np.array([3, 3]), scores)
     assert T[0] == pytest.approx(calibration.temperature(3, 3.0), rel=1e-15)
     assert T[1] == pytest.approx(calibration.temperature(3, 0.0), rel=1e-15)
 
@@ -424,7 +424,7 @@ def test_a_perfect_sample_does_not_drive_the_temperature_to_zero():
     jll = np.array([[2.0, 0.0]] * 20 + [[0.0, 2.0]] * 20)
     y = np.array([0] * 20 + [1] * 20)
     calibration = fit_calibration(jll, y, np.full(40, 10))
-    top = math.exp(choosing.calibrated(jll[:1], np.array([10]), calibration)[0, 0])
+    top = math.exp(chosen.calibrated(jll[:1], np.array([10]), calibration)[0, 0])
     assert top <= 1 - 1 / (40 + 2) + 1e-6
 
 
@@ -432,7 +432,7 @@ def test_the_temperature_formula_by_hand():
     calibration = Calibration(t0=math.log(2), t1=0.5)
     # T = 2 · (1 + 8)^0.5 = 6 for a document of 8 known tokens
     assert calibration.temperature(8) == pytest.approx(6.0, rel=1e-15)
-    row = choosing.calibrated(np.array([[12.0, 0.0]]), np.array([8]), calibration)[0]
+    row = chosen.calibrated(np.array([[12.0, 0.0]]), np.array([8]), calibration)[0]
     p = F(1) / (1 + F(math.exp(-2.0)))  # softmax of (12/6, 0)
     assert math.exp(row[0]) == pytest.approx(float(p), rel=1e-12)
 

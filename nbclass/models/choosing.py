@@ -47,7 +47,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..counting.counts import Counts
-from .chosen import calibrated, check_choice, score_gaps, temperatures  # noqa: F401 - also here
+from ..text.vectorizer import binarize
+from .chosen import calibrated, score_gaps
 from .estimators import Calibration, EstimatorSettings
 from .posterior import log_posterior, make_scorer
 from .textmodels import prepare
@@ -225,9 +226,7 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
     members = sp.csr_matrix(  # (C, m): which class each held-out document is of
         (np.ones(rows.size, dtype=np.int64), (labels, np.arange(rows.size))), shape=(C, rows.size)
     )
-    present = held_out.copy()
-    present.data = np.ones_like(present.data)
-    tokens, documents = (sp.coo_matrix(members @ part) for part in (held_out, present))
+    tokens, documents = (sp.coo_matrix(members @ part) for part in (held_out, binarize(held_out)))
     class_count = counts.class_count - np.bincount(labels, minlength=C)
     left = counts.word_tokens - np.bincount(tokens.col, weights=tokens.data, minlength=V)
     gone = np.flatnonzero(left == 0)  # every token of these words is held out

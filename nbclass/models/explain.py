@@ -105,15 +105,15 @@ def score_entries(
     from ..text.vectorizer import entries_matrix, sorted_entries
 
     n, V = len(sources), len(classifier.counts.vocabulary)
-    rows, cols, values = sorted_entries(*entries, V)
     entry_scores = getattr(classifier.scorer, "entry_scores", None)
-    small = values.size * len(classifier.classes) <= NUMPY_PRODUCTS
-    if entry_scores is None or not small or "scipy.sparse" in sys.modules:
-        jll = None
-    else:
-        jll = entry_scores(rows, cols, values, n)
+    small = entries[2].size * len(classifier.classes) <= NUMPY_PRODUCTS
+    jll = None
+    if entry_scores is not None and small and "scipy.sparse" not in sys.modules:
+        entries = sorted_entries(*entries, V)
+        jll = entry_scores(*entries, n)
     if jll is None:
-        return score_counts(classifier, sources, entries_matrix(rows, cols, values, n, V), tokens)
+        return score_counts(classifier, sources, entries_matrix(*entries, n, V), tokens)
+    rows, cols, values = entries
     known = np.bincount(rows, weights=values, minlength=n).astype(np.int64)
     return ScoredBatch(
         sources=sources, jll=jll, log_proba=classifier.log_proba_of_known(known, jll),
