@@ -111,11 +111,6 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
 def main(argv=None) -> None:
     """Entry point of the ``nbclass`` console script."""
     warnings.showwarning = _show_warning
-    if os.environ.get("NBX_MALLOPT"):
-        import ctypes
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, int(os.environ["NBX_MALLOPT"]) << 20)
-        libc.mallopt(-1, 4 * int(os.environ["NBX_MALLOPT"]) << 20)
     reserve_standard_streams()
     install_sigterm()
     try:
