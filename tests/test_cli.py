@@ -19,6 +19,7 @@ japan: chinese 1, japan 1, tokyo 1.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import warnings
@@ -460,7 +461,7 @@ def test_top_features_estimator_override(runner, model):
         cli, ["top-features", "-m", str(model), "-k", "6", "--estimator", "mle"]
     )
     assert result.exit_code == 0
-    settings = loaded.defaults.with_overrides(estimator="mle")
+    settings = dataclasses.replace(loaded.defaults, estimator="mle")
     I = mutual_information(loaded.active_counts, settings)
     index = {w: j for j, w in enumerate(loaded.active_counts.vocabulary)}
     for line in result.stdout.splitlines():

@@ -42,7 +42,6 @@ seen in training has no θ: its factor is left out, as for a missing value.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -53,7 +52,6 @@ from .estimators import log_fraction, multinomial_fraction
 
 X_SHIFT = 1074  # S1 is stored as S1 · 2^1074 (an integer for any sum of doubles)
 XX_SHIFT = 2 * X_SHIFT  # S2 as S2 · 2^2148
-LOG_2PI = math.log(2 * math.pi)
 
 
 def exact_units(x: float) -> tuple[int, int]:

@@ -104,10 +104,6 @@ class EstimatorSettings(Record, frozen=True):
         """
         return self.model != "complement" and not self.transformed
 
-    def with_overrides(self, **overrides) -> EstimatorSettings:
-        """A copy with the given fields replaced; ``None`` values keep the current field."""
-        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
-
     def validate(self) -> EstimatorSettings:
         """Return self if usable, else raise :class:`UsageError` saying how to fix it."""
         if self.model not in MODELS:

@@ -180,7 +180,7 @@ def fit_table(
     """Fit a table model: one distribution per column, by type (detected or given).
 
     ``min_classes`` is 2 for a new model; rows added to an existing model
-    (:func:`update_table`) may all be of one class.
+    (:func:`table_part`, then :func:`merge_tables`) may all be of one class.
 
     Raises
     ------
@@ -557,15 +557,6 @@ def merge_tables(*models: TableModel) -> TableModel:
         var_smoothing=first.var_smoothing,
         ignored=first.ignored,
     )
-
-
-def update_table(model: TableModel, table: Table, label: str | None = None) -> TableModel:
-    """``model`` plus the rows of ``table``: the model of both tables at once.
-
-    Every statistic is a sum (:func:`merge_tables`), so this equals a fit of the
-    concatenated tables with the model's settings.
-    """
-    return merge_tables(model, table_part(model, table, label))
 
 
 def table_part(model: TableModel, table: Table, label: str | None = None) -> TableModel:

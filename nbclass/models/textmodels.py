@@ -553,16 +553,9 @@ def _loo_of_histogram(values: np.ndarray, n: np.ndarray, K_c: np.ndarray, V: int
     return objective
 
 
-def bernoulli_loo(counts: Counts, beta) -> np.ndarray:
-    """L(β) of the Bernoulli model with β_1 = β_0 = β: each presence bit left out once.
-
-    β is a number or an array; the result has its shape.
-    """
-    return _bernoulli_loo_function(counts)(beta)
-
-
 def _bernoulli_loo_function(counts: Counts):
-    """β ↦ L(β) for the Bernoulli model, with the histograms of D_jc computed once."""
+    """β ↦ L(β) of the Bernoulli model with β_1 = β_0 = β (each presence bit left out
+    once), with the histograms of D_jc computed once."""
     V = counts.doc_count.shape[0]
     terms = []  # per class: (k, n) pairs of both kinds, and N_c
     for histogram, N_c in zip(doc_count_histograms(counts.doc_count), counts.class_count.tolist()):

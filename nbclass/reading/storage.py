@@ -204,13 +204,6 @@ def size(url: str) -> int:
         return int(fs.size(path))
 
 
-def read_range(url: str, start: int, end: int) -> bytes:
-    """Bytes ``[start, end)`` of the object at ``url`` (fewer at its end)."""
-    fs, path = filesystem(url)
-    with errors():
-        return fs.cat_file(path, start=start, end=end)
-
-
 def makedirs(url: str) -> None:
     fs, path = filesystem(url)
     with errors():
