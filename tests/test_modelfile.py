@@ -315,6 +315,68 @@ def test_impossible_counts_are_found_in_any_block_of_rows(counts, block):
     assert all(name in problem for name, problem in zip(wanted, found))
 
 
+def _flags(N, D, T) -> list[bool]:
+    """The four cell checks by their definitions, on the whole arrays."""
+    return [
+        bool(D.size and (D.min() < 0 or T.min() < 0) or min(N) < 0),
+        bool((D > np.array(N)).any()),
+        bool((D > T).any()),
+        bool(((D == 0) & (T != 0)).any()),
+    ]
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.integers(1, 4).flatmap(
+        lambda C: st.tuples(
+            st.lists(st.integers(0, 4), min_size=C, max_size=C),
+            st.lists(st.lists(st.integers(0, 3), min_size=2 * C, max_size=2 * C), max_size=9),
+        )
+    ),
+    st.sampled_from([None, "negative D", "negative T", "T alone", "D alone", "D > T"]),
+    st.integers(0, 10**6),
+    st.sampled_from([1, 3, 2**18]),
+)
+def test_consistent_counts_checked_at_their_nonzero_pairs_find_what_the_cells_do(
+    counts, change, where, block
+):
+    """Counts whose T_jc > 0 exactly where D_jc > 0 are checked at those pairs only; one
+    changed cell (a negative count, tokens or documents alone, more documents than
+    tokens) sends the check to every cell: either way it finds what the definitions
+    find, and the histograms of D_jc (never negative) from the pairs are those from
+    every cell."""
+    import nbclass.counting.counts as counts_module
+    from nbclass.counting.counts import doc_count_histograms
+
+    N, rows = counts
+    C = len(N)
+    D = np.array([row[:C] for row in rows], dtype=np.int64).reshape(len(rows), C)
+    T = D + np.array([row[C:] for row in rows], dtype=np.int64).reshape(len(rows), C) * (D > 0)
+    if change is not None and D.size:
+        j, c = divmod(where % D.size, C)
+        if change == "negative D":
+            D[j, c] = -1
+        elif change == "negative T":
+            T[j, c] = -1
+        elif change == "T alone":
+            D[j, c], T[j, c] = 0, 2
+        elif change == "D alone":
+            D[j, c], T[j, c] = 1, 0
+        else:
+            D[j, c], T[j, c] = 3, 2
+    counts_ = Counts(tuple("abcd"[:C]), tuple(f"w{j}" for j in range(len(rows))),
+                     np.array(N), D, T)  # fmt: skip
+    names = ["negative", "of a class than", "more documents than", "no documents"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(counts_module, "BLOCK_CELLS", block)
+        found = counts_.problems()
+        if not D.size or D.min() >= 0:  # (histograms are of counts, never negative)
+            assert counts_.doc_histograms == doc_count_histograms(D)
+    wanted = [name for name, bad in zip(names, _flags(N, D, T)) if bad]
+    assert len(found) == len(wanted)
+    assert all(name in problem for name, problem in zip(wanted, found))
+
+
 # --- atomic save -------------------------------------------------------------------------
 
 

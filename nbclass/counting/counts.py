@@ -123,6 +123,26 @@ class Counts:
             out[start:end] = matrix[rows[start:end], cols[start:end]]
         return out
 
+    @cached_property
+    def doc_histograms(self) -> list[list[tuple[int, int]]]:
+        """:func:`doc_count_histograms` of D_jc (computed once): from the nonzero pairs
+        when D_jc ≥ 1 at every one of them, as in any consistent counts (a bincount of
+        their values by class, and V less their number as each class's count of zeros),
+        else from every cell."""
+        V, C = self.doc_count.shape
+        rows, cols = self.nonzero
+        values = self.at_nonzero(self.doc_count, np.int64)
+        if not values.size or values.min() < 1:
+            return doc_count_histograms(self.doc_count)
+        width = int(values.max()) + 1
+        if C * width > 4 * max(V, values.size):  # a few large values: class by class
+            return doc_count_histograms(self.doc_count)
+        codes = cols.astype(np.int64) * width
+        codes += values
+        tally = np.bincount(codes, minlength=C * width).reshape(C, width)
+        tally[:, 0] = V - tally.sum(axis=1)  # the words a class lacks: D_jc = 0
+        return _histograms_of(tally)
+
     @property
     def n_docs(self) -> int:
         """N, the number of training documents."""
@@ -208,10 +228,24 @@ class Counts:
 
     def _cell_problems(self) -> tuple[bool, bool, bool, bool]:
         """Whether any count is negative, any D_jc > N_c, any D_jc > T_jc, and any T_jc
-        has no D_jc: every test on a block of rows at a time, while it is in the cache
-        (on the whole (V, C) arrays, each test read them from memory again)."""
+        has no D_jc. When N_c ≥ 0, and T has as many nonzero cells as D and T_jc, D_jc ≥ 1
+        at each of D's (any consistent counts), no other cell is nonzero, and only those
+        pairs are tested; otherwise every test on a block of rows at a time, while it is in the
+        cache (on the whole (V, C) arrays, each test read them from memory again)."""
         D, T, N = self.doc_count, self.token_count, self.class_count
         negative = bool((N < 0).any())
+        rows, cols = self.nonzero
+        if not negative and np.count_nonzero(T) == rows.size:  # only the nonzero pairs
+            too_many = more_documents = False
+            for start in range(0, rows.size, BLOCK_CELLS):
+                r, c = rows[start : start + BLOCK_CELLS], cols[start : start + BLOCK_CELLS]
+                d, t = D[r, c], T[r, c]
+                if d.min() < 1 or t.min() < 1:  # impossible counts: every cell below
+                    break
+                too_many = too_many or bool((d > N[c]).any())
+                more_documents = more_documents or bool((d > t).any())
+            else:  # T_jc > 0 at each of D's nonzero pairs, as many: no other cell is nonzero
+                return negative, too_many, more_documents, False
         too_many = more_documents = tokens_alone = False
         step = max(1, BLOCK_CELLS // max(D.shape[1], 1))
         for start in range(0, D.shape[0], step):
@@ -253,16 +287,20 @@ def doc_count_histograms(doc_count: np.ndarray) -> list[list[tuple[int, int]]]:
         for start in range(0, V, step):
             codes = doc_count[start : start + step] + offsets
             tally += np.bincount(codes.reshape(-1), minlength=tally.size)
-        tally = tally.reshape(C, width)
-        histograms = []
-        for column in tally:
-            values = np.flatnonzero(column)
-            histograms.append(list(zip(values.tolist(), column[values].tolist())))
-        return histograms
+        return _histograms_of(tally.reshape(C, width))
     histograms = []
     for c in range(C):
         values, n = value_counts(doc_count[:, c])
         histograms.append(list(zip(values.tolist(), n.tolist())))
+    return histograms
+
+
+def _histograms_of(tally: np.ndarray) -> list[list[tuple[int, int]]]:
+    """The (d, n) pairs with n > 0 of each row of ``tally`` (C, width): n = tally[c, d]."""
+    histograms = []
+    for column in tally:
+        values = np.flatnonzero(column)
+        histograms.append(list(zip(values.tolist(), column[values].tolist())))
     return histograms
 
 

@@ -57,7 +57,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from .. import __version__
-from ..counting.counts import Counts, doc_count_histograms
+from ..counting.counts import Counts
 from ..counting.ledger import Ledger
 from ..errors import ModelFileError, NbclassError
 from ..models.estimators import Prepared
@@ -96,11 +96,11 @@ def derived_sections(model: Model) -> dict[str, np.ndarray]:
     counts, active = model.counts, model.active_counts
     used = np.zeros(len(counts.vocabulary), dtype=bool)
     used[model.active_rows] = True
-    histograms = doc_count_histograms(active.doc_count)
+    histograms = active.doc_histograms
     pairs = [pair for histogram in histograms for pair in histogram]
     return {
         "used": np.packbits(used, bitorder="little"),
-        "class_tokens": active.token_count.sum(axis=0),
+        "class_tokens": active.class_tokens,
         "histogram_ptr": np.cumsum([0] + [len(h) for h in histograms]),
         "histogram_value": np.array([d for d, _ in pairs], dtype=np.int64),
         "histogram_count": np.array([n for _, n in pairs], dtype=np.int64),
@@ -123,10 +123,11 @@ def _arrays(model: Model) -> dict[str, np.ndarray]:
         "vocabulary": encoded,
         "vocabulary_offsets": offsets,
         "word_ptr": word_ptr,
-        # The largest sections, each made its smallest type at once (not all in int64).
+        # The largest sections, made their smallest type by dumps (from their own
+        # largest value: no pass over every cell of the tables).
         "class_index": _compact(cols),
-        "doc_count": counts.at_nonzero(counts.doc_count, _smallest_uint(counts.doc_count)),
-        "token_count": counts.at_nonzero(counts.token_count, _smallest_uint(counts.token_count)),
+        "doc_count": counts.at_nonzero(counts.doc_count, np.int64),
+        "token_count": counts.at_nonzero(counts.token_count, np.int64),
         **derived_sections(model),
         **_ledger_arrays(model.ledger),
         **_column_word_arrays(model),

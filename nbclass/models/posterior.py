@@ -30,7 +30,7 @@ import numpy as np
 if TYPE_CHECKING:  # scipy is imported where it is used, so fitting never loads it
     import scipy.sparse as sp
 
-from ..counting.counts import Counts, doc_count_histograms
+from ..counting.counts import Counts
 from ..text.vectorizer import binarize
 from .estimators import (
     EstimatorSettings,
@@ -245,7 +245,7 @@ def make_scorer(
     absent, n_certain = zip(*(
         bernoulli_absent_total(histogram, N_c, settings.estimator, settings.beta)
         for histogram, N_c in zip(
-            doc_count_histograms(counts.doc_count), counts.class_count.tolist()
+            counts.doc_histograms, counts.class_count.tolist()
         )
     ))  # fmt: skip
     bias = log_pi + np.array(absent)

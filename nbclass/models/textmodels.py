@@ -104,7 +104,7 @@ import numpy as np
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-from ..counting.counts import BLOCK_CELLS, Counts, doc_count_histograms, value_counts
+from ..counting.counts import BLOCK_CELLS, Counts, value_counts
 from .estimators import (
     BETA_RANGE,
     EstimatorSettings,
@@ -558,7 +558,7 @@ def _bernoulli_loo_function(counts: Counts):
     once), with the histograms of D_jc computed once."""
     V = counts.doc_count.shape[0]
     terms = []  # per class: (k, n) pairs of both kinds, and N_c
-    for histogram, N_c in zip(doc_count_histograms(counts.doc_count), counts.class_count.tolist()):
+    for histogram, N_c in zip(counts.doc_histograms, counts.class_count.tolist()):
         if N_c == 0:
             continue
         d = np.array([h[0] for h in histogram], dtype=np.float64)
