@@ -225,7 +225,6 @@ class Counts:
             found.append("a word holds a NUL character")
         return found
 
-
     def _cell_problems(self) -> tuple[bool, bool, bool, bool]:
         """Whether any count is negative, any D_jc > N_c, any D_jc > T_jc, and any T_jc
         has no D_jc. When N_c ≥ 0, and T has as many nonzero cells as D and T_jc, D_jc ≥ 1

@@ -9,7 +9,6 @@ arrays (:class:`nbclass.counting.counts.CountAccumulator`).
 
 from __future__ import annotations
 
-import codecs
 import hashlib
 from bisect import bisect_left
 from collections import Counter
@@ -259,8 +258,9 @@ def tally_paths(
         return log.decode(data, policy.encoding)
 
     if splitter is not None and not ledger:
-        utf8 = codecs.lookup(policy.encoding).name == "utf-8"
-        part = _tally_split(read, n_classes, tokenize, decode, splitter, into, runs, utf8)
+        part = _tally_split(
+            read, n_classes, tokenize, decode, splitter, into, runs, policy.encoding
+        )
     else:
         texts, kept = tee(read)
         texts, kept = (data for data, _ in texts), (label for _, label in kept)
@@ -284,13 +284,13 @@ def tally_paths(
     return (*part[:4], seen, log, *part[4:])
 
 
-def _tally_split(documents, n_classes, tokenize, decode, splitter, into, runs=None, utf8=False):
+def _tally_split(documents, n_classes, tokenize, decode, splitter, into, runs, encoding):
     """:func:`tally` of raw ``(document, label)`` pairs, counted by runs with numpy
     (:class:`nbclass.text.runs.RunTally`): those all ASCII as bytes, never decoded, the others
-    decoded and counted as str (with ``utf8``, the encoding's, all of a part in one call
-    unless one of them is not UTF-8); only documents longer than ``CHUNK_BYTES`` (or a
-    chunk with a hash clash) are tokenized in Python. Returns ``(class_count, docs,
-    tokens, None, runs)`` (see :func:`tally_paths`)."""
+    decoded and counted as str (:meth:`nbclass.text.runs.JoinedTexts.read`: under UTF-8,
+    all of a part in one call unless one of them is not UTF-8); only documents longer
+    than ``CHUNK_BYTES`` (or a chunk with a hash clash) are tokenized in Python. Returns
+    ``(class_count, docs, tokens, None, runs)`` (see :func:`tally_paths`)."""
     from ..text.runs import CHUNK_BYTES, JoinedTexts
 
     if into is None:
@@ -320,9 +320,7 @@ def _tally_split(documents, n_classes, tokenize, decode, splitter, into, runs=No
         others.extend(runs.gather(fast, list(compress(labels, ascii_))))
     if len(fast) < len(datas):
         wide = list(compress(datas, map(not_, ascii_)))
-        texts = JoinedTexts.decode(wide) if utf8 else None
-        if texts is None:  # not UTF-8: each decoded, what is replaced counted
-            texts = JoinedTexts.of([decode(data) for data in wide])
+        texts = JoinedTexts.read(wide, encoding, decode)
         others.extend(runs.gather(texts, list(compress(labels, map(not_, ascii_)))))
     _tokenized(others, tokenize, docs, tokens)
     return class_count, docs, tokens, None, runs

@@ -122,4 +122,3 @@ def _keep_loaded() -> None:
     import gc
 
     gc.freeze()
-

@@ -20,7 +20,8 @@ CHOICE_NUMBERS = ("accuracy", "macro_f1", "log_loss", "calibrated_log_loss")
 
 
 def check_choice(data):
-    """``data`` if it is a well-formed :meth:`Choice.to_dict` record (or None), else
+    """``data`` if it is a well-formed :meth:`nbclass.models.choosing.Choice.to_dict`
+    record (or None), else
     ``ValueError``: a model file from elsewhere is checked before anything shows it."""
     if data is None:
         return None

@@ -458,7 +458,7 @@ def dcm_parameters(counts: Counts, beta: float, rows=None) -> tuple[np.ndarray, 
     D_c = counts.doc_count.sum(axis=0).astype(np.float64)
     D = counts.doc_count if rows is None else counts.doc_count[rows]
     D = D.astype(np.float64)
-    T_c = counts.token_count.sum(axis=0).astype(np.float64)
+    T_c = counts.class_tokens.astype(np.float64)
     N_c = counts.class_count.astype(np.float64)
     s = np.array(
         [

@@ -40,6 +40,7 @@ for text of many scripts, ``tests/test_runs_unicode.py``).
 
 from __future__ import annotations
 
+import codecs
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -374,6 +375,14 @@ class JoinedTexts(Sequence):
         np.cumsum((np.frombuffer(blob, np.uint8) & 0xC0) != 0x80, out=leads[1:])
         starts = np.cumsum(sizes + 1) - sizes - 1
         return cls(text, leads[starts + sizes] - leads[starts])
+
+    @classmethod
+    def read(cls, documents: Sequence[bytes], encoding: str, decode) -> JoinedTexts:
+        """The texts of ``documents`` in ``encoding``: all decoded in one call when it is
+        UTF-8 and every document is (:meth:`decode`), else each by ``decode`` (which
+        counts what it replaces)."""
+        texts = cls.decode(documents) if codecs.lookup(encoding).name == "utf-8" else None
+        return texts if texts is not None else cls.of([decode(data) for data in documents])
 
     @classmethod
     def concat(cls, parts: Sequence[JoinedTexts]) -> JoinedTexts:

@@ -9,7 +9,6 @@ made dense.
 
 from __future__ import annotations
 
-import codecs
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
@@ -203,9 +202,7 @@ class TextCounter:
         if len(fast) < n:
             other = list(compress(range(n), map(not_, ascii_)))
             wide = [documents[i] for i in other]
-            utf8 = codecs.lookup(encoding).name == "utf-8"
-            texts = JoinedTexts.decode(wide) if utf8 else None
-            groups.append((other, texts if texts is not None else [decode(d) for d in wide]))
+            groups.append((other, JoinedTexts.read(wide, encoding, decode)))
         return self._entries(n, groups, None)
 
     def _entries(self, n: int, groups: list, text_of) -> tuple[np.ndarray, ...]:
