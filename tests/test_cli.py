@@ -549,6 +549,7 @@ def test_info_json(runner, model):
         "fitted_beta": None,
         "ledger": None,
         "calibration": None,
+        "typicality": None,
         "choice": None,
     }
     assert list(info["classes"]) == ["china", "japan"]
@@ -569,6 +570,7 @@ def test_info_text(runner, model):
         r"tokenizer    lowercase true, token_pattern (?u)\b\w\w+\b, ngram_range 1,1, "
         "stop_words none (0 words)",
         "defaults     model multinomial, estimator posterior-mean, alpha 1.0, beta 1.0",
+        "typicality   not stored (predict --min-typicality needs fit --typicality)",
     ]
 
 
@@ -579,10 +581,11 @@ def test_info_shows_the_fitted_beta_of_the_defaults(runner, chinese_corpus, tmp_
     model = load(str(path))
     beta = resolve_prior(model.active_counts, DEFAULTS).beta[0]
     text = runner.invoke(cli, ["info", "-m", str(path)]).stdout
-    assert text.splitlines()[-1] == (
+    assert text.splitlines()[-2:] == [
         "defaults     model complement, estimator posterior-mean, alpha 1.0, "
-        f"beta {beta:.4g} fitted, tf log"
-    )
+        f"beta {beta:.4g} fitted, tf log",
+        "typicality   not stored (predict --min-typicality needs fit --typicality)",
+    ]
     info = json.loads(runner.invoke(cli, ["info", "-m", str(path), "--format", "json"]).stdout)
     assert info["fitted_beta"] == beta and info["defaults"] == DEFAULTS.to_dict()
 

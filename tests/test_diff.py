@@ -110,3 +110,67 @@ def test_diff_text(models, runner):
     assert "classes added     korea" in out
     assert "6 -> 8 words (+2: 2 new, 0 gone)" in out
     assert "new words, most frequent first: osaka, seoul" in out
+
+
+def test_diff_reports_how_the_models_score_at_their_defaults(tmp_path, runner):
+    """The choice, fitted β, calibration and typicality are compared, not only counts:
+    two models of the same counts, one chosen by fit and one named, differ in all four."""
+    from conftest import DEMO_CORPUS, NAMED
+
+    from nbclass.modelfile.textfile import load
+
+    chosen, named, small = tmp_path / "chosen.nbc", tmp_path / "named.nbc", tmp_path / "small.nbc"
+    assert runner.invoke(cli, ["fit", str(DEMO_CORPUS), "-o", str(chosen), "-q"]).exit_code == 0
+    options = ["fit", str(DEMO_CORPUS), "-o", str(named), "-q", *NAMED]
+    assert runner.invoke(cli, options).exit_code == 0
+    options = ["select-features", "-m", str(chosen), "-k", "50", "-o", str(small), "-q"]
+    assert runner.invoke(cli, options).exit_code == 0
+    a, b = load(str(chosen)), load(str(named))
+
+    def scoring(old, new):
+        result = runner.invoke(cli, ["diff", str(old), str(new), "--format", "json"])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    data = scoring(chosen, named)
+    assert data["scoring"] == {
+        "old": {
+            "defaults": "complement no-class-prior",
+            "chosen": True,
+            "fitted_beta": None,
+            "calibration": a.calibration.to_dict(),
+            "typicality": {
+                "documents": 42, "median": a.typicality["percentiles"][50],
+            },
+        },  # fmt: skip
+        "new": {
+            "defaults": "complement tf=log β=fit",
+            "chosen": False,
+            "fitted_beta": b.prepared.beta,
+            "calibration": None,
+            "typicality": None,
+        },
+        "changed": ["defaults", "chosen", "fitted_beta", "calibration", "typicality"],
+    }
+    assert data["notes"] == [
+        "the models score differently at their defaults (default settings, who chose them, "
+        "fitted β, calibration, typicality)"
+    ]
+    assert all(entry["kl"] == 0.0 for entry in data["classes"].values())  # same counts
+    assert scoring(chosen, chosen)["scoring"]["changed"] == []
+    assert scoring(chosen, chosen)["notes"] == []
+    # select-features keeps the choice and calibration; the typicality described the
+    # counts of every word, so it is gone.
+    assert scoring(chosen, small)["scoring"]["changed"] == ["typicality"]
+    result = runner.invoke(cli, ["diff", str(chosen), str(named)])
+    rows = [line.strip() for line in result.stdout.splitlines()]
+    c = a.calibration
+    at = next(i for i, row in enumerate(rows) if row.startswith("defaults"))
+    assert rows[at : at + 5] == [
+        "defaults      complement no-class-prior (chosen by fit) -> complement tf=log",
+        "β=fit (named)",  # wrapped at 80 columns
+        f"fitted β      none -> {b.prepared.beta:.4g}",
+        f"calibration   t = {c.t0:.4g}, {c.t1:.4g}, {c.t2:.4g} -> none",
+        f"typicality    42 documents, median {a.typicality['percentiles'][50]:.4g} -> not "
+        "stored",
+    ]

@@ -248,6 +248,55 @@ def test_sync_json_report(tmp_path, runner):
     )
 
 
+def test_sync_refuses_options_that_change_an_existing_models_settings(tmp_path, runner):
+    """The same options again (a cron line) are fine; other ones are refused with exit 2
+    and the model left as it was, so it stays the fit of the folder with its settings."""
+    inbox = demo_subset(tmp_path / "inbox", FIRST)
+    model, fresh = tmp_path / "live.nbc", tmp_path / "fresh.nbc"
+    assert invoke(runner, "sync", inbox, "-m", model, *NAMED).exit_code == 0
+    before = model.read_bytes()
+    result = invoke(runner, "sync", inbox, "-m", model, *NAMED)
+    assert result.exit_code == 0 and result.output.endswith("(unchanged)\n")
+    (inbox / "billing" / "fresh.txt").write_text("a completely new invoice dispute")
+    for options, changed in (
+        (["--model", "bernoulli"], "--model bernoulli --beta 1 --tf raw --no-prior-fit"),
+        ([*NAMED, "--min-df", "2"], "--min-df 2"),
+        ([*NAMED, "--alpha", "0.5"], "--alpha 0.5"),
+    ):
+        result = invoke(runner, "sync", inbox, "-m", model, *options)
+        assert result.exit_code == 2, result.output
+        assert result.output == (
+            f"Error: sync keeps the settings {str(model)!r} was fitted with, and the options "
+            f"given change them ({changed}): to change a model's settings, fit the folder "
+            f"anew with the options you want (nbclass fit {inbox} --ledger -o {model} "
+            "OPTIONS), or leave them out of sync\n"
+        )
+        assert model.read_bytes() == before
+    result = invoke(runner, "sync", inbox, "-m", model, "--model", "auto")
+    assert result.exit_code == 2 and "--model auto would change them" in result.output
+    # Without options the model keeps its settings and learns the new file.
+    result = invoke(runner, "sync", inbox, "-m", model)
+    assert result.output == (
+        f"sync: 1 added, 0 removed, 0 relabelled, 11 unchanged, 12 documents -> {model}\n"
+    )
+    assert invoke(runner, "fit", inbox, "-o", fresh, "--ledger", "-q", *NAMED).exit_code == 0
+    assert model.read_bytes() == fresh.read_bytes()
+
+
+def test_sync_of_a_chosen_model_accepts_model_auto_again(tmp_path, runner):
+    inbox = demo_subset(tmp_path / "inbox", FIRST)
+    model = tmp_path / "live.nbc"
+    assert invoke(runner, "sync", inbox, "-m", model, "--model", "auto").exit_code == 0
+    before = model.read_bytes()
+    result = invoke(runner, "sync", inbox, "-m", model, "--model", "auto")
+    assert result.exit_code == 0 and result.output.endswith("(unchanged)\n")
+    result = invoke(runner, "sync", inbox, "-m", model, *NAMED)
+    assert result.exit_code == 2 and "the options given change them (--model complement" in (
+        result.output
+    )
+    assert model.read_bytes() == before
+
+
 def test_parse_labelled_line():
     assert parse_labelled_line("spam\twin cash\tnow", "x") == ("spam", "win cash\tnow")
     assert parse_labelled_line("__label__ham see you at 6", "x") == ("ham", "see you at 6")

@@ -70,13 +70,14 @@ def diff(old_path, new_path, k, fmt):
       nbclass diff prod.nbc new.nbc -k 10
     """
     from ..evaluation.judging import diff as compare
-    from ..evaluation.judging import diff_notes
+    from ..evaluation.judging import diff_notes, scoring_diff
     from ..modelfile.textfile import load
     from ..output.formats import Output
 
     old, new = load(old_path), load(new_path)
     data = {"old": old_path, "new": new_path, "notes": diff_notes(old, new)}
     data.update(compare(old, new, k).to_dict())
+    data["scoring"] = scoring_diff(old, new)
 
     def report(data):  # rich is imported only when the report is drawn
         from ..output.report import diff_report

@@ -153,12 +153,24 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
 
     from ..counting.counts import default_jobs
     from ..modelfile.updating import sync_folder
+    from ..models.estimators import AUTO
     from ..reading.corpus import list_corpus
 
-    settings = partial(fit_settings, ctx, options)
+    def settings(base):
+        if base is not None and options["event_model"] == AUTO:
+            if base.choice is None:  # fit did not choose this model's settings
+                raise UsageError(
+                    f"sync keeps the settings {model_path!r} was fitted with, and --model "
+                    f"auto would change them: to let fit choose, fit the folder anew (nbclass "
+                    f"fit {corpus_dir} --ledger -o {model_path}), or leave the option out"
+                )
+            return fit_settings(ctx, {**options, "event_model": None}, base)  # as it is
+        return fit_settings(ctx, options, base)
+
     model, report = sync_folder(
-        model_path, partial(list_corpus, corpus_dir), settings, jobs or default_jobs(), *reading
-    )
+        model_path, partial(list_corpus, corpus_dir), settings, jobs or default_jobs(), *reading,
+        folder=corpus_dir,
+    )  # fmt: skip
     if quiet:
         return
     from ..output.formats import Output

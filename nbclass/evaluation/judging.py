@@ -581,13 +581,54 @@ class ModelDiff:
 
 def diff_notes(old: Model, new: Model) -> list[str]:
     """What a reader of :func:`diff` should know: the models tokenize differently, or use
-    different vocabulary filters or selections (words may then differ for that reason)."""
+    different vocabulary filters or selections (words may then differ for that reason), or
+    score differently at their defaults (:func:`scoring_diff`)."""
     notes = []
     if old.tokenizer.to_dict() != new.tokenizer.to_dict():
         notes.append("the models tokenize differently: words may differ for that reason")
     if old.vocabulary_filter != new.vocabulary_filter or old.selection != new.selection:
         notes.append("the models use different vocabulary filters or selections")
+    changed = scoring_diff(old, new)["changed"]
+    if changed:
+        names = {"defaults": "default settings", "chosen": "who chose them",
+                 "fitted_beta": "fitted β"}  # fmt: skip
+        notes.append(
+            "the models score differently at their defaults ("
+            + ", ".join(names.get(name, name) for name in changed) + ")"
+        )
     return notes
+
+
+def scoring_diff(old: Model, new: Model) -> dict:
+    """How two models score at their defaults, side by side.
+
+    Two models of the same counts score differently when fit chose or calibrated them on
+    other documents, so the counts alone cannot say whether a model changed. Each side
+    holds ``defaults`` (the short name of the default settings,
+    :func:`nbclass.models.choosing.describe`), ``chosen`` (whether fit chose them),
+    ``fitted_beta`` (the fitted β, or None), ``calibration`` (t0, t1, t2, or None) and
+    ``typicality`` (the stored record's documents and median per-token evidence, or
+    None); ``changed`` lists the fields that differ (the typicality by its whole record).
+    """
+    from ..models.choosing import describe
+
+    def side(model: Model) -> dict:
+        record = model.typicality
+        return {
+            "defaults": describe(model.defaults),
+            "chosen": model.choice is not None,
+            "fitted_beta": None if model.prepared is None else model.prepared.beta,
+            "calibration": None if model.calibration is None else model.calibration.to_dict(),
+            "typicality": None if record is None else {
+                "documents": record["documents"], "median": record["percentiles"][50],
+            },
+        }  # fmt: skip
+
+    a, b = side(old), side(new)
+    changed = [name for name in a if name != "typicality" and a[name] != b[name]]
+    if old.typicality != new.typicality:
+        changed.append("typicality")
+    return {"old": a, "new": b, "changed": changed}
 
 
 def diff(old: Model, new: Model, k: int = 5) -> ModelDiff:

@@ -23,6 +23,7 @@ from ..models.learning import (
     Documents,
     Keys,
     SyncReport,
+    changed_options,
     combine,
     corpus_sample,
     count_documents,
@@ -132,6 +133,7 @@ def sync_folder(
     jobs: int = 1,
     policy: ReadPolicy = DEFAULT_POLICY,
     log: ReadLog | None = None,
+    folder: str = "CORPUS_DIR",
 ) -> tuple[Model, SyncReport]:
     """Make the model at ``path`` equal to a fresh fit (with a ledger) of a folder as it is
     now, and write it if that changed it; create it when ``path`` does not exist.
@@ -144,7 +146,8 @@ def sync_folder(
 
     A model whose settings fit chose (``auto``) is chosen and calibrated again whenever the
     folder changed (:func:`nbclass.models.model.with_choice`), so that it stays equal to
-    a fresh fit of the folder.
+    a fresh fit of the folder. Options that would change an existing model's settings
+    are refused (:func:`refuse_new_settings`; ``folder`` names the folder there).
 
     Returns the model as it now is and what was done (:class:`nbclass.models.learning.SyncReport`).
     """
@@ -153,8 +156,7 @@ def sync_folder(
         if os.path.exists(path):
             model = load(path)
             _, vocabulary_filter, defaults, _ = settings(model)
-            resettled = (vocabulary_filter, defaults) != (model.vocabulary_filter, model.defaults)
-            model = with_defaults(replace(model, vocabulary_filter=vocabulary_filter), defaults)
+            refuse_new_settings(model, vocabulary_filter, defaults, path, folder)
             model, report = sync_model(model, listed, jobs, policy, log)
             if report.changed and model.choice is not None:
                 model = with_choice(model, corpus_sample(listed, policy), jobs)
@@ -164,7 +166,34 @@ def sync_folder(
                 listed, tokenizer, True, jobs, policy=policy, log=log, sample=auto
             )
             model = new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
-            report, resettled = SyncReport(added=documents.counts.n_docs), True
-        if report.changed or resettled:
+            report = SyncReport(added=documents.counts.n_docs)
+        if report.changed:
             save(model, path)
     return model, report
+
+
+def refuse_new_settings(
+    model: Model, vocabulary_filter: VocabularyFilter, defaults: EstimatorSettings,
+    path: str, folder: str = "CORPUS_DIR",
+) -> None:  # fmt: skip
+    """Refuse to sync the model at ``path`` with options that change its settings.
+
+    A synced model is the fit of its folder with the settings it was created with; new
+    settings would make it the fit of no command run so far, and the next sync (given no
+    option) would keep them silently. The same options given again (a cron line that
+    always passes them) change nothing and are accepted.
+
+    Raises
+    ------
+    UsageError
+        Naming the options that differ and the ``fit`` that applies them.
+    """
+    changed = changed_options(model, vocabulary_filter, defaults)
+    if changed:
+        given = " ".join(changed)
+        raise UsageError(
+            f"sync keeps the settings {path!r} was fitted with, and the options given "
+            f"change them ({given}): to change a model's settings, fit the folder anew "
+            f"with the options you want (nbclass fit {folder} --ledger -o {path} OPTIONS), "
+            "or leave them out of sync"
+        )

@@ -39,7 +39,7 @@ from ..text.tokenizer import (
     load_stop_words,
     make_tokenizer,
 )
-from .estimators import AUTO, DEFAULTS, EstimatorSettings, overridden, resolve
+from .estimators import AUTO, DEFAULTS, EstimatorSettings, as_options, overridden, resolve
 from .model import Model, VocabularyFilter, check_usable, with_choice
 
 BATCH_SIZE = 1000
@@ -664,6 +664,36 @@ def fit_settings(
     vocabulary_filter = replace(base.vocabulary_filter, **filters)
     defaults = resolve(base.defaults, **overrides)
     return base.tokenizer, vocabulary_filter.validate(), defaults, False
+
+
+def changed_options(
+    model: Model, vocabulary_filter: VocabularyFilter, defaults: EstimatorSettings
+) -> list[str]:
+    """The options (as :func:`nbclass.models.estimators.as_options` spells them) by which
+    ``vocabulary_filter`` and ``defaults`` differ from ``model``'s own; empty when none do.
+
+    >>> from nbclass.counting.counts import Counts
+    >>> from nbclass.text.tokenizer import TokenizerSettings
+    >>> import numpy as np
+    >>> none = np.zeros((0, 2), dtype=np.int64)
+    >>> empty = Counts(("a", "b"), (), np.ones(2, dtype=np.int64), none, none)
+    >>> m = Model(empty, TokenizerSettings(), defaults=EstimatorSettings())
+    >>> changed_options(m, VocabularyFilter(min_df=2), EstimatorSettings(model="bernoulli"))
+    ['--min-df 2', '--model bernoulli']
+    """
+    def groups(text: str) -> list[str]:
+        return ["--" + part.strip() for part in text.split("--") if part.strip()]
+
+    before, after = model.vocabulary_filter, vocabulary_filter
+    found = [
+        f"--{name.replace('_', '-')} {getattr(after, name)}"
+        for name in ("min_df", "max_features")
+        if getattr(after, name) != getattr(before, name)
+    ]
+    if defaults != model.defaults:
+        old = set(groups(as_options(model.defaults)))
+        found += [group for group in groups(as_options(defaults)) if group not in old]
+    return found
 
 
 def new_model(

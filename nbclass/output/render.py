@@ -248,7 +248,19 @@ def model_info(model: Model, path: str, header: dict | None = None) -> dict:
         "fitted_beta": None if model.prepared is None else model.prepared.beta,
         "ledger": None if model.ledger is None else model.ledger.n_documents,
         "calibration": None if model.calibration is None else model.calibration.to_dict(),
+        "typicality": _typicality_info(model.typicality),
         "choice": model.choice,
+    }
+
+
+def _typicality_info(record: dict | None) -> dict | None:
+    """What ``info`` says of a stored typicality record (:mod:`nbclass.models.novelty`)."""
+    if record is None:
+        return None
+    return {
+        "documents": record["documents"],
+        "folds": record["folds"],
+        "evidence_model": record["evidence_settings"]["model"],
     }
 
 
@@ -317,6 +329,14 @@ def info_lines(info: dict) -> Iterator[str]:
             f"{c['t1']:.4g} log(1 + known tokens) {'-' if t2 < 0 else '+'} "
             f"{abs(t2):.4g} log(1 + gap))"
         )
+    t = info.get("typicality")
+    if t:
+        yield (
+            f"typicality   stored: per-token evidence of {t['documents']} training documents "
+            f"({t['folds']}-fold, {t['evidence_model']}), for predict --min-typicality"
+        )
+    else:
+        yield "typicality   not stored (predict --min-typicality needs fit --typicality)"
     if info.get("choice"):
         yield from _choice_lines(info["choice"])
 

@@ -396,6 +396,41 @@ def _signed(n: int) -> str:
     return f"+{n}" if n > 0 else str(n)
 
 
+def _scoring_rows(scoring: dict) -> list[tuple[str, str]]:
+    """``diff``'s rows on how the models score at their defaults: old -> new, or same."""
+
+    def defaults(side):
+        return escape(side["defaults"]) + (" (chosen by fit)" if side["chosen"] else " (named)")
+
+    def beta(side):
+        return "none" if side["fitted_beta"] is None else f"{side['fitted_beta']:.4g}"
+
+    def calibration(side):
+        c = side["calibration"]
+        if c is None:
+            return "none"
+        return f"t = {c['t0']:.4g}, {c['t1']:.4g}, {c.get('t2', 0.0):.4g}"
+
+    def typicality(side):
+        t = side["typicality"]
+        if t is None:
+            return "not stored"
+        return f"{t['documents']} documents, median {t['median']:.4g}"
+
+    rows = []
+    old, new, changed = scoring["old"], scoring["new"], scoring["changed"]
+    for name, shown, fields in (
+        ("defaults", defaults, ("defaults", "chosen")),
+        ("fitted β", beta, ("fitted_beta",)),
+        ("calibration", calibration, ("calibration",)),
+        ("typicality", typicality, ("typicality",)),
+    ):
+        a, b = shown(old), shown(new)
+        differ = any(field in changed for field in fields)
+        rows.append((name, f"{a} -> {b}" if differ or a != b else f"same: {a}"))
+    return rows
+
+
 def diff_report(data: dict, title: str) -> list:
     """The renderables of ``nbclass diff``."""
     out: list = [title_text(title)]
@@ -419,6 +454,8 @@ def diff_report(data: dict, title: str) -> list:
             justify="left",
         )
     )
+    if "scoring" in data:
+        out.append(metrics_table(_scoring_rows(data["scoring"]), justify="left"))
     if v["frequent_new_words"]:
         out.append(Text("new words, most frequent first: " + ", ".join(v["frequent_new_words"])))
     table = _table()
