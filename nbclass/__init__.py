@@ -20,6 +20,47 @@ checks this, and that no imports go round in a circle)::
 :mod:`nbclass.records` are leaves that every layer may use. The command-line interface
 (:mod:`nbclass.cli`) only parses, calls the library and prints; no other layer imports
 click.
+
+The package itself is the Python library's door (``docs/python.md``): ``import nbclass``
+imports nothing else, and each public name below is imported from :mod:`nbclass.api` (or
+:mod:`nbclass.errors`) the first time it is used (PEP 562), so the command line's
+one-document path, which starts here too, never pays for numpy.
 """
 
-__version__ = "0.1.0"
+from .version import __version__
+
+# Public name -> the module that defines it.
+_PUBLIC = {
+    "fit": "api",
+    "fit_corpus": "api",
+    "load": "api",
+    "Model": "api",
+    "NbclassError": "errors",
+    "UsageError": "errors",
+    "InputError": "errors",
+    "CorpusError": "errors",
+    "ModelFileError": "errors",
+    "ModelKindError": "errors",
+    "NbclassWarning": "errors",
+}
+
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name: str):
+    """The public names of :mod:`nbclass.api` and :mod:`nbclass.errors`, imported when first
+    asked for (then kept as attributes of the package)."""
+    where = _PUBLIC.get(name)
+    if where is None:
+        raise AttributeError(f"module 'nbclass' has no attribute {name!r}")
+    if where == "api":
+        from . import api as module
+    else:
+        from . import errors as module
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -43,6 +43,12 @@ class UsageError(NbclassError):
     exit_code = EXIT_USAGE
 
 
+class InputError(UsageError, ValueError):
+    """A value given to the Python library (:mod:`nbclass.api`, :mod:`nbclass.sklearn`) that
+    cannot work: a text that is not a string, labels of another length. Also a
+    ``ValueError``, as Python code (scikit-learn among it) expects of a bad value."""
+
+
 class CorpusError(NbclassError):
     """A training corpus that cannot be read as one folder per class."""
 

@@ -28,10 +28,20 @@ LAYERS = [
     "evaluation",  # judging models on labelled documents
     "output",  # results as text: lines for scripts, reports for people, part files
     "cluster",  # Dask
+    # The Python library (``import nbclass``), a module at the top: it calls what the
+    # commands call, from any layer before it, and never the command line (click).
+    "api",
+    "sklearn",  # the scikit-learn estimator over the library, the one module importing sklearn
     "cli",  # the command: options to one library call and back to text
 ]
 # Leaves every layer may use; they import nothing of the package but each other.
-SHARED = {"nbclass", "nbclass.errors", "nbclass.names", "nbclass.defaults", "nbclass.records"}
+SHARED = {
+    "nbclass", "nbclass.errors", "nbclass.names", "nbclass.defaults", "nbclass.records",
+    "nbclass.version",
+}  # fmt: skip
+# The package's own ``__init__`` is the door to the library: its lazy attributes (PEP 562,
+# imported when first used) may import the library's module, and only that one.
+DOOR = {"nbclass": {"nbclass.api"}}
 # The program itself (``python -m nbclass``): it may import anything, nothing imports it.
 PROGRAM = {"nbclass.__main__"}
 
@@ -127,7 +137,7 @@ def wrong_way(graph: dict[str, dict[str, int]]) -> list[str]:
         for target, line in sorted(edges.items()):
             if target in PROGRAM:
                 found.append(f"{module} (line {line}) imports the program {target}")
-            elif module in SHARED and target not in SHARED:
+            elif module in SHARED and target not in SHARED | DOOR.get(module, set()):
                 found.append(f"shared leaf {module} (line {line}) imports {target}")
             elif module not in SHARED and target not in SHARED:
                 here, there = layer_of(module), layer_of(target)
@@ -163,6 +173,9 @@ def test_the_layer_packages_import_nothing():
     """A subpackage's ``__init__`` is run by every import of one of its modules: the
     one-document path would pay for whatever it imported."""
     for layer in LAYERS:
+        if not (PACKAGE / layer).is_dir():  # a layer of one module (api, sklearn)
+            assert (PACKAGE / f"{layer}.py").is_file(), layer
+            continue
         tree = ast.parse((PACKAGE / layer / "__init__.py").read_text(encoding="utf-8"))
         assert [type(n).__name__ for n in tree.body] == ["Expr"], layer  # a docstring
 
@@ -179,6 +192,26 @@ def test_the_cli_is_the_only_layer_that_imports_click():
         )
     }
     assert importers and {layer_of(m) for m in importers} == {"cli"}
+
+
+def test_only_the_estimator_imports_scikit_learn():
+    """scikit-learn is an optional extra: nothing else may need it."""
+    importers = {
+        module
+        for module, path in module_files(PACKAGE, "nbclass").items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and not getattr(node, "level", 0)  # not a relative import (of nbclass.sklearn)
+        and any(
+            (getattr(node, "module", None) or alias.name).split(".")[0] == "sklearn"
+            for alias in node.names
+        )
+    }
+    assert importers == {"nbclass.sklearn"}
+
+
+def test_the_door_opens_on_the_library_only():
+    assert set(GRAPH["nbclass"]) == {"nbclass.api", "nbclass.errors", "nbclass.version"}
 
 
 # --- the checks themselves, on a small package written for them ----------------------------

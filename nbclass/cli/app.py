@@ -15,7 +15,6 @@ import warnings
 
 import click
 
-from .. import __version__
 from ..errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -23,6 +22,7 @@ from ..errors import (
     Terminated,
 )
 from ..reading.process import install_sigterm, output_error, reserve_standard_streams
+from ..version import __version__
 from .describe import diff, info
 from .evaluate import check, cv, evaluate
 from .export import export

@@ -34,8 +34,8 @@ from dataclasses import dataclass, replace
 from functools import partial
 from itertools import islice
 
-from .. import __version__
 from ..errors import NbclassError, UsageError
+from ..version import __version__
 
 INSTALL = "pip install 'nbclass[dask]'"
 TIMEOUT_VARIABLE = "NBCLASS_SCHEDULER_TIMEOUT"

@@ -32,8 +32,8 @@ import stat
 import sys
 import zlib
 
-from .. import __version__
 from ..errors import ModelFileError, ModelKindError
+from ..version import __version__
 
 MAGIC = b"\x89NBC\r\n\x1a\n"
 FORMAT_NAME = "nbclass-model"

@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import __version__
 from ..counting.counts import Counts
 from ..errors import NbclassError
 from ..models.columns import XX_SHIFT, CategoricalStats, GaussianStats
 from ..models.estimators import EstimatorSettings
 from ..models.tablemodel import FEATURE_TYPES, TableColumn, TableModel, validate_var_smoothing
 from ..text.tokenizer import TokenizerSettings, make_tokenizer
+from ..version import __version__
 from .fileformat import pack, parse, read, refuse, section
 from .textfile import _smallest_uint, write_atomic
 

@@ -56,12 +56,12 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from .. import __version__
 from ..counting.counts import Counts
 from ..counting.ledger import Ledger
 from ..errors import ModelFileError, NbclassError
 from ..models.estimators import Prepared
 from ..models.model import Model, VocabularyFilter
+from ..version import __version__
 from . import header as checked
 from .fileformat import (
     HASHING_SECTIONS,

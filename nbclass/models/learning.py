@@ -364,12 +364,24 @@ def count_lines(
     lines: Iterable[tuple[str, str]], tokenizer: TokenizerSettings, ledger: bool,
     sample: bool = False,
 ) -> Documents:  # fmt: skip
-    """Count labelled lines ``(source, text)``, one document per non-blank line.
+    """Count labelled lines ``(source, text)``, one document per non-blank line
+    (:func:`count_labelled` of their labels and texts).
 
     The input is read once, in batches, so it may be a stream of any length. With
     ``sample``, a uniform sample of the lines (:class:`Reservoir`, as many as
     :data:`nbclass.models.choosing.SAMPLE_DOCUMENTS`) is kept for choosing the model.
     """
+    documents = ((label, data) for _source, label, data in labelled_lines(lines))
+    return count_labelled(documents, tokenizer, ledger, sample)
+
+
+def count_labelled(
+    documents: Iterable[tuple[str, bytes]], tokenizer: TokenizerSettings, ledger: bool,
+    sample: bool = False,
+) -> Documents:  # fmt: skip
+    """Count labelled documents ``(class name, UTF-8 bytes of the text)``, as
+    :func:`count_lines` counts lines (the Python library's texts and labels are counted
+    here, so that they make the model of the same documents given as lines)."""
     reservoir = None
     if sample:
         from .choosing import SAMPLE_DOCUMENTS, SEED
@@ -398,7 +410,7 @@ def count_lines(
         parts.append(accumulator.result())
         batch.clear()
 
-    for _source, label, data in labelled_lines(lines):
+    for label, data in documents:
         class_at.setdefault(label, len(class_at))
         batch.append((label, data))
         if reservoir is not None:
