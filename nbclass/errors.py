@@ -9,8 +9,9 @@ Exit codes (documented in docs/commands.md):
 ====  ==========================================================================
 code  meaning
 ====  ==========================================================================
-0     success
-1     runtime error: unreadable or invalid corpus, model file or input
+0     success (``serve``: stopped by SIGTERM once its requests in flight were answered)
+1     runtime error: unreadable or invalid corpus, model file or input (``serve``: also
+      an address it cannot listen on)
 2     usage error: a bad option value or combination (click's own code too)
 3     ``nbclass check``: the new model fails the gate
 9     ``predict --exit-code``: unsure, or no label
@@ -18,6 +19,7 @@ code  meaning
 130   interrupted (Ctrl-C, SIGINT)
 141   the output pipe was closed (``| head``): nothing more is printed
 129   hung up (SIGHUP: the terminal or session went away), handled as SIGTERM
+      (``serve`` reloads its model instead)
 143   terminated (SIGTERM, as sent by ``kill``, ``timeout`` or a service manager)
 ====  ==========================================================================
 """

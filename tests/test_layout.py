@@ -32,6 +32,7 @@ LAYERS = [
     # commands call, from any layer before it, and never the command line (click).
     "api",
     "sklearn",  # the scikit-learn estimator over the library, the one module importing sklearn
+    "service",  # the HTTP service: a front end like the CLI, whose serve command starts it
     "cli",  # the command: options to one library call and back to text
 ]
 # Leaves every layer may use; they import nothing of the package but each other.
@@ -212,6 +213,25 @@ def test_only_the_estimator_imports_scikit_learn():
 
 def test_the_door_opens_on_the_library_only():
     assert set(GRAPH["nbclass"]) == {"nbclass.api", "nbclass.errors", "nbclass.version"}
+
+
+def test_only_the_service_imports_the_server_library():
+    """uvicorn is an optional extra (``nbclass[serve]``): one module imports it, and only
+    the ``serve`` command imports that module, when it runs."""
+    importers = {
+        module
+        for module, path in module_files(PACKAGE, "nbclass").items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and any(
+            (getattr(node, "module", None) or alias.name).split(".")[0] in ("uvicorn", "httptools")
+            for alias in node.names
+        )
+    }
+    assert importers == {"nbclass.service.server"}
+    assert [m for m, edges in GRAPH.items() if "nbclass.service.server" in edges] == [
+        "nbclass.cli.serve"
+    ]
 
 
 # --- the checks themselves, on a small package written for them ----------------------------

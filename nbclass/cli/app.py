@@ -31,6 +31,7 @@ from .fit import fit
 from .learn import merge, sync, unlearn
 from .options import CONTEXT
 from .predict import predict
+from .serve import serve
 
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a filter cut off by `head`
 
@@ -97,7 +98,7 @@ def cli():
 # One module per command or command group; each translates options to library calls.
 for _command in (
     fit, predict, top_features, select_features, export, info, diff, merge, unlearn, sync,
-    evaluate, cv, check,
+    evaluate, cv, check, serve,
 ):  # fmt: skip
     cli.add_command(_command)
 

@@ -87,9 +87,9 @@ def predict_one(
     need every count of the model (a fitted β, idf, normalised weights, the DCM): the
     caller then scores it on the batch path, with the same result.
     """
-    from ..modelfile.quick import QuickModel, log_posterior
-    from ..models.abstain import check_exit_classes, exit_code, log_sum_exp
-    from ..models.estimators import overridden, resolve, score_gap
+    from ..modelfile.quick import QuickModel, score_document
+    from ..models.abstain import check_exit_classes, exit_code
+    from ..models.estimators import overridden, resolve
     from ..models.novelty import evidence_settings
     from ..output.render import shows_evidence
 
@@ -98,10 +98,7 @@ def predict_one(
     calibration = None
     if use_calibration and not overridden(**overrides):
         calibration = model.calibration
-    # Complement and transformed scores give the posterior but no probability of x: the
-    # multinomial of the same counts gives the evidence (nbclass.models.novelty).
-    evidence_by = evidence_settings(settings)
-    if not (model.can_score(settings) and model.can_score(evidence_by)):
+    if not (model.can_score(settings) and model.can_score(evidence_settings(settings))):
         return None
     abstention = abstention.for_model(model.typicality, settings)
     abstention.check_classes(model.classes)
@@ -111,27 +108,9 @@ def predict_one(
     if document is None:  # skipped by the reading policy (a warning said why): no label
         return exit_code(model.classes, "") if use_exit_code else 0
     source, text = document
-    jll = model.joint_log_likelihood(text, settings)
-    # Counting known tokens tokenizes again: only when a threshold or calibration needs them.
-    needs_known = (
-        abstention.needs_known or abstention.min_typicality is not None or calibration is not None
+    row, extra = score_document(
+        model, text, settings, calibration, abstention, shows_evidence(fmt)
     )
-    known, tokens = model.known_tokens(text) if needs_known else (0, 0)
-    if calibration is None:
-        row = log_posterior(jll)
-    else:
-        scale = 1.0 / calibration.temperature(known, score_gap(jll))
-        row = log_posterior([b * scale for b in jll])
-    # log p(x) is printed in JSONL and compared with --min-typicality's threshold; TSV
-    # without that threshold shows neither, so a second model's scores are not needed.
-    if evidence_by == settings:
-        evidence = log_sum_exp(jll)
-    elif shows_evidence(fmt) or abstention.typicality_threshold is not None:
-        evidence = log_sum_exp(model.joint_log_likelihood(text, evidence_by))
-    else:
-        evidence = None
-    reason = abstention.reason(row, known, tokens, evidence)
-    extra = {"log_evidence": evidence, "evidence_model": evidence_by.model, "reason": reason}
     labels = print_predictions(
         [source], model.classes, [row], fmt, top_k, settings, [extra], abstention.label
     )

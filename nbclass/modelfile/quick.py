@@ -51,12 +51,16 @@ class QuickModel:
     calibration : Calibration or None
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, data: bytes | None = None):
+        """``data``: the file's bytes, when read already (the service reads them once for
+        this reader and the full loader, so both see the same file); else read here."""
         self.path = path
         self._last = None  # (text, rows, tokens) of the last document scored
         # Every CRC is checked (a flipped bit anywhere is refused, ledger included); only
         # the sections used are looked at.
-        header, sections = parse(read(path, mapped=True), path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+        if data is None:
+            data = read(path, mapped=True)
+        header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
         try:
             # Field by field, as the full loader reads them (nbclass.modelfile.header).
             self.classes = checked.classes(header)
@@ -477,6 +481,50 @@ def _add_complement(
     except (ValueError, TypeError):  # log of n <= 0, or a d that is None (d <= 0): −inf
         numerators = [total - part + beta for part in parts]
         return _add_log_ratios(scores, factor, numerators, log_denominators)
+
+
+def score_document(
+    model: QuickModel, text: str, settings: EstimatorSettings, calibration, abstention,
+    show_evidence: bool,
+) -> tuple[list[float], dict]:  # fmt: skip
+    """``(log_proba, extra)`` of one document: its log posterior (C floats) and what
+    predict adds to it (``log_evidence``, ``evidence_model``, ``reason``), as the batch
+    path's :func:`nbclass.models.explain.extras` gives them.
+
+    ``settings`` must be scorable here (:meth:`QuickModel.can_score`, and so must their
+    evidence settings, :func:`nbclass.models.novelty.evidence_settings`);
+    ``calibration`` is the model's :class:`nbclass.models.chosen.Calibration` or None;
+    ``abstention`` an :class:`nbclass.models.abstain.Abstention` already set for the model
+    (:meth:`~nbclass.models.abstain.Abstention.for_model`). ``show_evidence``: whether
+    log p(x) is wanted when the chosen scores do not give it (JSONL shows it).
+    """
+    from ..models.abstain import log_sum_exp
+    from ..models.estimators import score_gap
+    from ..models.novelty import evidence_settings
+
+    evidence_by = evidence_settings(settings)
+    jll = model.joint_log_likelihood(text, settings)
+    # Counting known tokens tokenizes again: only when a threshold or calibration needs them.
+    needs_known = (
+        abstention.needs_known or abstention.min_typicality is not None or calibration is not None
+    )
+    known, tokens = model.known_tokens(text) if needs_known else (0, 0)
+    if calibration is None:
+        row = log_posterior(jll)
+    else:
+        scale = 1.0 / calibration.temperature(known, score_gap(jll))
+        row = log_posterior([b * scale for b in jll])
+    # Complement and transformed scores give the posterior but no probability of x: the
+    # multinomial of the same counts gives the evidence (nbclass.models.novelty). Without
+    # a typicality threshold or a format that shows it, it is not computed.
+    if evidence_by == settings:
+        evidence = log_sum_exp(jll)
+    elif show_evidence or abstention.typicality_threshold is not None:
+        evidence = log_sum_exp(model.joint_log_likelihood(text, evidence_by))
+    else:
+        evidence = None
+    reason = abstention.reason(row, known, tokens, evidence)
+    return row, {"log_evidence": evidence, "evidence_model": evidence_by.model, "reason": reason}
 
 
 def log_posterior(jll: list[float]) -> list[float]:
