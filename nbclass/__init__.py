@@ -14,6 +14,8 @@ checks this, and that no imports go round in a circle)::
     evaluation  evaluate, cross-validate, check, diff
     output      lines for scripts, reports for people, part files
     cluster     Dask (a lower layer takes its counting function as a parameter)
+    service     the HTTP service of ``nbclass serve``: the model kept loaded, requests
+                to predict's lines (the one module importing uvicorn runs it)
     cli         the command: options to one library call, its result back to text
 
 :mod:`nbclass.errors`, :mod:`nbclass.names`, :mod:`nbclass.defaults` and
