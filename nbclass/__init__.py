@@ -18,8 +18,9 @@ checks this, and that no imports go round in a circle)::
                 to predict's lines (the one module importing uvicorn runs it)
     cli         the command: options to one library call, its result back to text
 
-:mod:`nbclass.errors`, :mod:`nbclass.names`, :mod:`nbclass.defaults` and
-:mod:`nbclass.records` are leaves that every layer may use. The command-line interface
+:mod:`nbclass.errors`, :mod:`nbclass.names`, :mod:`nbclass.defaults`,
+:mod:`nbclass.records` and :mod:`nbclass.ranges` (the range of every number a user gives)
+are leaves that every layer may use. The command-line interface
 (:mod:`nbclass.cli`) only parses, calls the library and prints; no other layer imports
 click.
 

@@ -101,8 +101,8 @@ def test_check_json_is_both_evaluations(models, runner):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--max-drop", "-0.1"], "--max-drop -0.1 must be 0 or more"),
-        (["--max-ece", "2"], "--max-ece 2.0 must be between 0 and 1"),
+        (["--max-drop", "-0.1"], "--max-drop -0.1 is out of range: give a number from 0 to 1"),
+        (["--max-ece", "2"], "--max-ece 2.0 is out of range: give a number from 0 to 1"),
     ],
 )
 def test_check_usage_errors(models, runner, args, message):

@@ -73,7 +73,7 @@ def test_too_many_folds_for_a_class_is_refused(tmp_path):
     corpus = list_corpus(str(write_corpus(tmp_path / "c", CHINESE)))
     with pytest.raises(UsageError, match="class 'japan' has 1 document"):
         stratified_folds(corpus, 2)
-    with pytest.raises(UsageError, match="at least 2"):
+    with pytest.raises(UsageError, match="--folds 1 is out of range: give a whole number from 2"):
         stratified_folds(corpus, 1)
 
 

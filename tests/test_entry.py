@@ -107,7 +107,7 @@ def test_the_cases_cover_output_warnings_and_errors(model):
     warned = run(["predict", "-m", model, *plain, "--estimator", "mle", "--exit-code"], RULED_OUT)
     assert warned.returncode == 9 and warned.stderr.startswith(b"Warning: every class")
     bad = run(["predict", "-m", model, "--min-probability", "2"])
-    message = b"Error: --min-probability 2.0 must be between 0 and 1\n"
+    message = b"Error: --min-probability 2.0 is out of range: give a number from 0 to 1\n"
     assert (bad.returncode, bad.stderr) == (2, message)
     coded = run(["predict", "-m", model, *plain, "--exit-code"])
     assert coded.returncode == 11  # billing, the second class (account, billing, outage)

@@ -156,8 +156,8 @@ def test_abstention_reasons_in_order():
 @pytest.mark.parametrize(
     "args, message",
     [
-        ((1.5, None, ()), "--min-probability 1.5 must be between 0 and 1"),
-        ((None, -0.1, ()), "--min-margin -0.1 must be between 0 and 1"),
+        ((1.5, None, ()), "--min-probability 1.5 is out of range: give a number from 0 to 1"),
+        ((None, -0.1, ()), "--min-margin -0.1 is out of range: give a number from 0 to 1"),
         ((None, None, ("lots",)), "--min-known 'lots' must be a whole number"),
         ((None, None, ("150%",)), "--min-known '150%'"),
         ((None, None, ("-3",)), "--min-known '-3'"),

@@ -203,7 +203,9 @@ def test_jobs_option_and_environment(runner, chinese_corpus, tmp_path, parallel_
         cli, ["fit", str(chinese_corpus), "-o", str(two)], env={"NBCLASS_JOBS": "x"}
     )
     assert bad.exit_code == 2
-    assert bad.stderr == "Error: NBCLASS_JOBS='x' must be a whole number of at least 1\n"
+    assert bad.stderr == (
+        "Error: NBCLASS_JOBS='x' is not a whole number: give a whole number from 1 to 256\n"
+    )
 
 
 @pytest.mark.parametrize("jobs", ["0", "-1"])

@@ -227,7 +227,7 @@ def test_min_typicality_is_a_percentile(runner, demo_model, value):
                            input="x")  # fmt: skip
     assert result.exit_code == 2
     assert result.stderr == (
-        f"Error: --min-typicality {float(value)} must be a percentile between 0 and 100\n"
+        f"Error: --min-typicality {float(value)} is out of range: give a number from 0 to 100\n"
     )
 
 

@@ -9,6 +9,8 @@ import pytest
 from nbclass.cli import predict_options as spec
 from nbclass.cli.app import cli
 from nbclass.cli.entry import parse_predict
+from nbclass.cli.options import Ranged
+from nbclass.ranges import RANGES
 
 PREDICT = cli.commands["predict"]
 CLICK = {
@@ -52,10 +54,11 @@ def test_each_fast_option_is_the_click_option_of_the_same_name_default_and_kind(
         assert param.is_flag and (kind == "switch") == bool(param.secondary_opts)
     elif kind == "multiple":
         assert param.multiple and param.type is click.STRING
-    elif kind == "int":
-        assert isinstance(param.type, click.IntRange) and param.type.min == 1
-    elif kind == "float":
-        assert param.type is click.FLOAT
+    elif kind == "int":  # a whole number >= 1, in the option's range
+        assert isinstance(param.type, Ranged) and param.type.range is RANGES[param.opts[0]]
+        assert param.type.range.low == 1
+    elif kind == "float":  # checked by the library, or by click in the option's range
+        assert param.type is click.FLOAT or param.type.range is RANGES[param.opts[0]]
     elif kind == "path":
         assert isinstance(param.type, click.Path)
     elif kind == "str":

@@ -9,7 +9,7 @@ from ..errors import (
     ModelKindError,
 )
 from .common import shown
-from .options import CONTEXT, FILE, format_option, model_option
+from .options import CONTEXT, FILE, Ranged, format_option, model_option
 
 
 @click.command(context_settings=CONTEXT)
@@ -49,7 +49,7 @@ def _table_info(model_path, fmt):
 @click.option(
     "-k",
     "k",
-    type=click.IntRange(min=1),
+    type=Ranged("-k"),
     default=5,
     show_default=True,
     help="Words listed per class, and new words listed.",

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..ranges import RANGES
 from .predict_options import FAST, OVERRIDES
 
 EXIT_BROKEN_PIPE = 141  # as nbclass.cli.app: 128 + SIGPIPE
@@ -46,6 +47,13 @@ _FLAGS = {
     for name, value in option.flags()
 }
 _MULTIPLE = {option.key for option in FAST if option.kind == "multiple"}
+# Whole numbers with a range of their own (nbclass.ranges): one outside it goes to click,
+# which says so.
+_RANGED = {
+    option.key: RANGES[option.names[0]]
+    for option in FAST
+    if option.kind == "int" and option.names[0] in RANGES
+}
 _MOST = 2  # times a "multiple" option may be given (--min-known: N and P%)
 
 
@@ -121,7 +129,7 @@ def parse_predict(args: list[str]) -> dict | None:
             value = args[i]
             i += 1
         value = _value(kind, value)
-        if value is None:
+        if value is None or (key in _RANGED and not _RANGED[key].contains(value)):
             return None
         if key in _MULTIPLE:
             if len(found[key]) == _MOST:

@@ -20,6 +20,7 @@ from .options import (
     CONTEXT,
     FILE,
     FOLDER,
+    Ranged,
     estimator_options,
     format_option,
     jobs_option,
@@ -156,14 +157,14 @@ def _describe_settings(settings, model=None) -> str:
 @click.option(
     "-k",
     "--folds",
-    type=int,
+    type=Ranged("--folds"),
     default=DEFAULT_FOLDS,
     show_default=True,
     help="Number of folds; every class needs at least this many documents.",
 )
 @click.option(
     "--seed",
-    type=int,
+    type=Ranged("--seed"),
     default=DEFAULT_SEED,
     show_default=True,
     help="Seed of the stratified split (the split never depends on file listing order).",
@@ -282,14 +283,14 @@ def cv(
 @lines_option("Test on")
 @click.option(
     "--max-drop",
-    type=float,
+    type=Ranged("--max-drop"),
     default=0.0,
     show_default=True,
     help="Largest allowed fall of accuracy and of macro-F1 (e.g. 0.01 for one point).",
 )
 @click.option(
     "--max-ece",
-    type=float,
+    type=Ranged("--max-ece"),
     default=None,
     help="Also fail if the new model's expected calibration error is above this.",
 )

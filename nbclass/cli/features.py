@@ -10,18 +10,18 @@ from ..errors import (
     UsageError,
 )
 from .common import resolve_settings, shown
-from .options import CONTEXT, FILE, estimator_options, format_option, model_option
+from .options import CONTEXT, FILE, Ranged, estimator_options, format_option, model_option
 
 
 @click.command("top-features", context_settings=CONTEXT)
 @model_option
 @click.option(
-    "-k", "k", type=click.IntRange(min=1), default=20, show_default=True, help="How many words."
+    "-k", "k", type=Ranged("-k"), default=20, show_default=True, help="How many words."
 )
 @click.option(
     "--per-class",
     "per_class",
-    type=click.IntRange(min=1),
+    type=Ranged("--per-class"),
     metavar="K",
     help="Instead: the K words that most favour each class, by log θ_jc − log θ_j,rest "
     "(prints class<TAB>word<TAB>log_ratio).",
@@ -104,7 +104,7 @@ def _per_class_features(model, settings, k: int, fmt: str) -> None:
 
 @click.command("select-features", context_settings=CONTEXT)
 @model_option
-@click.option("-k", "k", type=click.IntRange(min=1), required=True, help="How many words to keep.")
+@click.option("-k", "k", type=Ranged("-k"), required=True, help="How many words to keep.")
 @click.option(
     "-o", "--output", required=True, type=FILE, metavar="PRUNED", help="Model file to write."
 )

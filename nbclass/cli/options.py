@@ -20,6 +20,7 @@ from ..models.estimators import (
     TABLE_DEFAULTS,
     as_options,
 )
+from ..ranges import MAX_JOBS, RANGES
 from ..text.tokenizer import DEFAULT_NGRAM_RANGE, DEFAULT_TOKEN_PATTERN
 from . import predict_options as spec
 
@@ -58,6 +59,26 @@ class ModelChoice(click.Choice):
                 ctx,
             )
         return super().convert(value, param, ctx)
+
+
+class Ranged(click.ParamType):
+    """A number in the range of its row of :data:`nbclass.ranges.RANGES`: a value of the
+    wrong type is click's usage error, one out of range the library's one line."""
+
+    def __init__(self, name: str):
+        self.range = RANGES[name]
+        self.name = "integer" if self.range.kind == "int" else self.range.kind
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return self.range.check(value)
+        kind = int if self.range.kind == "int" else float
+        try:
+            number = kind(value)
+        except ValueError:
+            self.fail(f"{value!r} is not {'a whole number' if kind is int else 'a number'}",
+                      param, ctx)  # fmt: skip
+        return self.range.check(number)  # named as the library names it: 2.0, nan
 
 
 def _parse_pair(name: str, text: str, kind=int) -> tuple:
@@ -175,6 +196,9 @@ def click_option(option: spec.Option, **changes):
         keywords["show_default"] = True
     if kind == "path":
         keywords["type"] = FILE
+    elif kind in ("int", "float") and option.names[0] in RANGES and option is not spec.ALPHA:
+        # (α's range is checked with the estimator's, whose message says more)
+        keywords["type"] = Ranged(option.names[0])
     elif kind == "int":
         keywords["type"] = click.IntRange(min=1)
     elif kind == "float":
@@ -296,7 +320,7 @@ def table_fit_options(command):
         ),
         click.option(
             "--var-smoothing",
-            type=float,
+            type=Ranged("--var-smoothing"),
             default=None,
             metavar="EPS",
             help="With --table: variance floor of numeric columns, EPS times the largest "
@@ -378,14 +402,14 @@ def fit_options(command):
         ),
         click.option(
             "--min-df",
-            type=int,
+            type=Ranged("--min-df"),
             default=1,
             show_default=True,
             help="Use only words found in at least this many documents.",
         ),
         click.option(
             "--max-features",
-            type=int,
+            type=Ranged("--max-features"),
             default=None,
             metavar="K",
             help="Use only the K most frequent words (after --min-df).",
@@ -408,9 +432,9 @@ def jobs_option(what: str):
     return click.option(
         "-j",
         "--jobs",
-        type=click.IntRange(min=1),
+        type=Ranged("--jobs"),
         default=None,
-        help=f"{what}  [default: $NBCLASS_JOBS, else every core]",
+        help=f"{what}  [default: $NBCLASS_JOBS, else every core; at most {MAX_JOBS}]",
     )
 
 

@@ -26,6 +26,7 @@ from .options import (
     CONTEXT,
     FILE_OR_FOLDER,
     FOLDER,
+    Ranged,
     click_option,
     estimator_options,
     jobs_option,
@@ -52,7 +53,7 @@ from .options import (
 @click_option(spec.NO_CALIBRATION)
 @click.option(
     "--explain",
-    type=click.IntRange(min=1),
+    type=Ranged("--explain"),
     default=None,
     metavar="N",
     help="Add the N words that pushed each document most towards its class (their "
@@ -63,7 +64,7 @@ from .options import (
 @click_option(spec.MIN_KNOWN)
 @click.option(
     "--min-typicality",
-    type=float,
+    type=Ranged("--min-typicality"),
     default=None,
     metavar="P",
     help="Label a document unsure (unlike-training) when its log-evidence per known token "

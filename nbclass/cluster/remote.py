@@ -35,6 +35,7 @@ from functools import partial
 from itertools import islice
 
 from ..errors import NbclassError, UsageError
+from ..ranges import environment
 from ..version import __version__
 
 INSTALL = "pip install 'nbclass[dask]'"
@@ -63,16 +64,8 @@ def _distributed():
 
 def scheduler_timeout() -> float:
     """Seconds allowed to reach the scheduler: ``NBCLASS_SCHEDULER_TIMEOUT``, else 10."""
-    value = os.environ.get(TIMEOUT_VARIABLE)
-    if not value:
-        return DEFAULT_TIMEOUT
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds < float("inf"):
-        raise UsageError(f"{TIMEOUT_VARIABLE}={value!r} must be a positive number of seconds")
-    return seconds
+    seconds = environment(TIMEOUT_VARIABLE)
+    return DEFAULT_TIMEOUT if seconds is None else seconds
 
 
 def _worker_version() -> str:  # runs on each worker

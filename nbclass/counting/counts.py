@@ -34,7 +34,7 @@ import numpy as np
 if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
     import scipy.sparse as sp
 
-from ..errors import UsageError
+from ..ranges import environment
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
 from ..text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from ..text.vectorizer import GrowingVocabulary, binarize
@@ -630,14 +630,8 @@ def subtract(total: Counts, part: Counts) -> Counts:
 
 def default_jobs() -> int:
     """Worker processes for fitting: ``NBCLASS_JOBS`` if set, else every usable core."""
-    value = os.environ.get("NBCLASS_JOBS")
-    if value:
-        try:
-            jobs = int(value)
-        except ValueError:
-            jobs = 0
-        if jobs < 1:
-            raise UsageError(f"NBCLASS_JOBS={value!r} must be a whole number of at least 1")
+    jobs = environment("NBCLASS_JOBS")
+    if jobs is not None:
         return jobs
     try:
         return len(os.sched_getaffinity(0))
@@ -730,7 +724,8 @@ def count_corpus(
     if jobs <= 1 or n <= size or not has_bytes(paths, PARALLEL_MIN_BYTES):
         packs = share.tally(on_progress)
     else:
-        packs = share.tally_in_workers(jobs, on_progress, meanwhile)
+        parts = -(-n // size)  # never more workers than parts to count
+        packs = share.tally_in_workers(min(jobs, parts), on_progress, meanwhile)
         meanwhile = None
     for packed in packs:
         accumulator.add_packed(packed, entries, seen)

@@ -33,6 +33,7 @@ from ..models.estimators import AUTO, DEFAULTS, EstimatorSettings, overridden, r
 from ..models.learning import corpus_sample
 from ..models.model import BATCH_SIZE, Classifier, Model, VocabularyFilter, with_choice
 from ..models.tablemodel import TableClassifier, TableModel
+from ..ranges import check as check_range
 from ..reading.corpus import Corpus, read_text, stratified_folds
 from ..reading.policy import DEFAULT_POLICY, ReadPolicy
 from ..reading.table import Table
@@ -458,10 +459,8 @@ def check(
     policy: ReadPolicy = DEFAULT_POLICY,
 ) -> Check:
     """Evaluate both models on ``corpus``, each under its own defaults plus ``overrides``."""
-    if max_drop < 0:
-        raise UsageError(f"--max-drop {max_drop} must be 0 or more")
-    if max_ece is not None and not 0 <= max_ece <= 1:
-        raise UsageError(f"--max-ece {max_ece} must be between 0 and 1")
+    check_range("--max-drop", max_drop)
+    check_range("--max-ece", max_ece)
     overrides = overrides or {}
 
     def judge(model: Model) -> Evaluation:
@@ -633,8 +632,7 @@ def scoring_diff(old: Model, new: Model) -> dict:
 
 def diff(old: Model, new: Model, k: int = 5) -> ModelDiff:
     """Compare two models' counts over the words each one uses."""
-    if k < 1:
-        raise UsageError(f"-k {k} must be at least 1")
+    check_range("-k", k)
     return ModelDiff(old.active_counts, new.active_counts, k)
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 
 from ..errors import UsageError
+from ..ranges import check
 from ..records import Record, replace
 
 UNSURE = "unsure"
@@ -83,9 +84,8 @@ class Abstention(Record, frozen=True):
         >>> Abstention.from_options(0.9, None, ("3", "50%")).min_known_share
         0.5
         """
-        for name, value in (("--min-probability", min_probability), ("--min-margin", min_margin)):
-            if value is not None and not 0 <= value <= 1:
-                raise UsageError(f"{name} {value} must be between 0 and 1")
+        check("--min-probability", min_probability)
+        check("--min-margin", min_margin)
         tokens = share = None
         for text in min_known:
             text = text.strip()
@@ -105,10 +105,7 @@ class Abstention(Record, frozen=True):
                 ) from None
         if not label or any(ch in label for ch in "\t\n\r"):
             raise UsageError("--unsure-label must be a non-empty name without tabs or newlines")
-        if min_typicality is not None and not 0 <= min_typicality <= 100:
-            raise UsageError(
-                f"--min-typicality {min_typicality} must be a percentile between 0 and 100"
-            )
+        check("--min-typicality", min_typicality)
         return cls(min_probability, min_margin, tokens, share, label, min_typicality)
 
     def for_model(self, record: dict | None, settings) -> Abstention:

@@ -40,6 +40,7 @@ import math
 
 from ..defaults import AUTO, ESTIMATORS, MODELS, NORMS, TF  # noqa: F401 - the choices
 from ..errors import UsageError
+from ..ranges import MAX_PSEUDO_COUNT, RANGES
 from ..records import Record, replace
 
 # The range of β the prior fit returns (:func:`nbclass.models.textmodels.fit_beta`); the
@@ -113,8 +114,10 @@ class EstimatorSettings(Record, frozen=True):
                 f"unknown estimator {self.estimator!r}: use one of {', '.join(ESTIMATORS)}"
             )
         values = (self.alpha, *self.beta)
-        if not all(math.isfinite(v) for v in values):
-            raise UsageError("--alpha and --beta must be finite numbers")
+        named = (("--alpha", self.alpha), ("--beta", self.beta[0]), ("--beta", self.beta[1]))
+        for name, value in named:
+            if not -math.inf < value <= MAX_PSEUDO_COUNT:  # NaN, ±inf, too large to sum
+                RANGES[name].check(value)  # (below 0: the estimator's own message, below)
         if self.model != "bernoulli" and self.beta[0] != self.beta[1]:
             raise UsageError(
                 f"the {self.model} model takes one --beta (a symmetric Dirichlet); "
@@ -165,6 +168,8 @@ class EstimatorSettings(Record, frozen=True):
                 f"--estimator {self.estimator} needs --alpha > 0 and --beta > 0; "
                 "use --estimator mle for unsmoothed estimates"
             )
+        for name, value in named:
+            RANGES[name].check(value)
         return self
 
     def to_dict(self) -> dict:

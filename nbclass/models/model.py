@@ -23,7 +23,8 @@ import numpy as np
 from ..counting.counts import Counts, count_corpus
 from ..counting.ledger import Ledger, canonical, from_entries
 from ..defaults import BATCH_SIZE
-from ..errors import NbclassError, UsageError
+from ..errors import NbclassError
+from ..ranges import check
 from ..reading.corpus import Corpus
 from ..text.hashing import words_of
 from ..text.tokenizer import TokenizerSettings, make_tokenizer
@@ -63,10 +64,8 @@ class VocabularyFilter:
     max_features: int | None = None
 
     def validate(self) -> VocabularyFilter:
-        if self.min_df < 1:
-            raise UsageError(f"--min-df {self.min_df} must be at least 1")
-        if self.max_features is not None and self.max_features < 1:
-            raise UsageError(f"--max-features {self.max_features} must be at least 1")
+        check("--min-df", self.min_df)
+        check("--max-features", self.max_features)
         return self
 
     def rows(self, counts: Counts) -> np.ndarray:
@@ -281,8 +280,7 @@ def select_features(model: Model, k: int, settings: EstimatorSettings | None = N
     Counts are kept as they were, N_c included; the vocabulary filter is replaced by the
     selection, which is recorded in :attr:`Model.selection`.
     """
-    if k < 1:
-        raise UsageError(f"-k {k} must be at least 1")
+    check("-k", k)
     settings = (settings or model.defaults).validate()
     counts = model.active_counts
     I = mutual_information(counts, settings)

@@ -101,7 +101,7 @@ class CountedBatches:
         from ..reading.process import start_worker
 
         self._pool = ProcessPoolExecutor(
-            jobs,
+            min(jobs, -(-len(files) // batch_size)),  # never more workers than batches
             mp_context=multiprocessing.get_context("fork"),
             initializer=start_worker,  # workers never outlive this process
             initargs=(os.getpid(),),

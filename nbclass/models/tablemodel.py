@@ -37,6 +37,7 @@ from ..counting.counts import CountAccumulator, Counts
 from ..counting.counts import merge as merge_counts
 from ..defaults import DEFAULT_VAR_SMOOTHING
 from ..errors import NbclassError, NbclassWarning, UsageError
+from ..ranges import check
 from ..reading.table import Cell, Table, detect_type, is_number
 from ..text.tokenizer import TokenizerSettings, make_tokenizer
 from ..text.vectorizer import count_matrix
@@ -160,12 +161,9 @@ class TableModel:
 
 
 def validate_var_smoothing(value: float) -> float:
-    if not (math.isfinite(value) and value > 0):
-        raise UsageError(
-            f"--var-smoothing {value} must be a positive number (a class whose values are "
-            "all equal would otherwise have variance 0)"
-        )
-    return value
+    """``value`` if it is a variance floor fit and predict accept (a positive share of the
+    largest variance: a class whose values are all equal would otherwise have variance 0)."""
+    return check("--var-smoothing", value)
 
 
 def fit_table(

@@ -30,6 +30,7 @@ from operator import add
 from ..defaults import DEFAULT_SEED
 from ..errors import CorpusError, NbclassError, NbclassWarning, UsageError
 from ..names import escape, is_utf8
+from ..ranges import check
 from .policy import (
     DEFAULT_POLICY,
     UNREADABLE,
@@ -523,8 +524,8 @@ def stratified_folds(corpus: Corpus, k: int, seed: int = DEFAULT_SEED) -> list[n
     """
     import numpy as np
 
-    if k < 2:
-        raise UsageError(f"--folds {k} must be at least 2")
+    check("--folds", k)
+    check("--seed", seed)
     rng = np.random.default_rng(seed)
     labels = np.asarray(corpus.labels)
     folds: list[list[int]] = [[] for _ in range(k)]

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import codecs
 import io
-import os
 from collections.abc import Iterator
 
-from ..errors import NbclassError, UsageError
+from ..errors import NbclassError
+from ..ranges import environment
 
 MiB = 1024 * 1024
 MAX_STOP_WORDS_BYTES = 16 * MiB
@@ -52,18 +52,8 @@ def format_limit(n: int) -> str:
 
 def table_limit() -> int:
     """The largest table read whole: ``$NBCLASS_MAX_TABLE_BYTES`` (e.g. ``1G``), else 256 MiB."""
-    text = os.environ.get(TABLE_BYTES_VARIABLE)
-    if not text:
-        return MAX_TABLE_BYTES
-    from .policy import parse_size
-
-    try:
-        return parse_size(text)
-    except UsageError:
-        raise UsageError(
-            f"{TABLE_BYTES_VARIABLE}={text!r} is not a size: give bytes or a number with "
-            "K, M or G (e.g. 1G)"
-        ) from None
+    limit = environment(TABLE_BYTES_VARIABLE)
+    return MAX_TABLE_BYTES if limit is None else limit
 
 
 def read_bounded(stream, limit: int, too_large: str) -> bytes:

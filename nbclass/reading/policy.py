@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import cached_property, partial
 
 from ..errors import NbclassError, UsageError
+from ..ranges import _SUFFIXES, check, parse_size  # noqa: F401 - parse_size: read here by its users
 from ..records import Record, field
 
 BINARY_PROBE = 8 * 1024  # bytes looked at for a NUL byte, as grep and git do
@@ -44,7 +45,6 @@ HAS_BYTES_SAMPLE = 200  # files stat-ed to estimate the size of a longer list
 # into a corpus is refused instead of filling the memory of a cron job.
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 ON_ERROR = ("fail", "skip")
-_SUFFIXES = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
 # Skip reasons, in the order the summary lists them.
 UNREADABLE = "unreadable"
@@ -53,25 +53,6 @@ NOT_REGULAR = "not a regular file"
 BINARY = "binary"
 TOO_LARGE = "too large"
 REASONS = (UNREADABLE, VANISHED, NOT_REGULAR, BINARY, TOO_LARGE)
-
-
-def parse_size(text: str) -> int:
-    """Bytes from ``N`` or ``N`` with a suffix K, M, G or T (powers of 1024; ``KiB``,
-    ``KB`` and lower case are read the same).
-
-    >>> parse_size("64M"), parse_size("512"), parse_size("1KiB"), parse_size("2g")
-    (67108864, 512, 1024, 2147483648)
-    """
-    value = text.strip().upper()
-    for tail in ("IB", "B"):
-        if value.endswith(tail) and value[: -len(tail)][-1:] in "KMGT" and len(value) > 2:
-            value = value[: -len(tail)]
-            break
-    suffix = value[-1:] if value[-1:] in "KMGT" else ""
-    digits = value[: len(value) - len(suffix)]
-    if not digits.isdigit() or int(digits) < 1:
-        raise ValueError(f"{text!r} is not a size: give a whole number of bytes, e.g. 64M")
-    return int(digits) * _SUFFIXES[suffix]
 
 
 def format_size(n: int) -> str:
@@ -115,8 +96,7 @@ class ReadPolicy(Record, frozen=True):
                 f"--encoding {self.encoding!r} is not a text encoding: give e.g. utf-8 or "
                 "latin-1"
             )
-        if self.max_bytes < 1:
-            raise UsageError(f"--max-bytes must be at least 1, not {self.max_bytes}")
+        check("--max-bytes", self.max_bytes)
         if self.on_error not in ON_ERROR:
             raise UsageError(f"--on-error must be fail or skip, not {self.on_error!r}")
 
