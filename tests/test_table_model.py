@@ -186,7 +186,7 @@ def test_fit_refuses_what_cannot_work():
         fit_table(table(DEMO[:3]), "kind")
     with pytest.raises(NbclassError, match="no feature column"):
         fit_table(table(DEMO), "kind", {"size": "ignore", "colour": "ignore", "note": "ignore"})
-    with pytest.raises(UsageError, match="--var-smoothing 0.0 is out of range: give a number above"):
+    with pytest.raises(UsageError, match="--var-smoothing 0.0 is out of range: give a number ab"):
         fit_table(table(DEMO), "kind", var_smoothing=0.0)
 
 
