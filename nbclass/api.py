@@ -207,7 +207,9 @@ def _jobs(jobs) -> int:
         from .counting.counts import default_jobs
 
         return default_jobs()
-    return _number("jobs", jobs, int, 1)
+    from .ranges import check
+
+    return check("--jobs", _number("jobs", jobs, int, 1))
 
 
 def _warn_skip(skip: Skip) -> None:
