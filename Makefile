@@ -10,7 +10,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_WORK ?= $(or $(TMPDIR),/tmp)/nbclass-fuzz
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test lint bench bench-accuracy clean
+.PHONY: help install demo test lint bench bench-serving bench-accuracy clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -41,8 +41,12 @@ lint: $(STAMP) ## Check style with ruff
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check ruff
 	$(BIN)/python -m ruff check nbclass tests bench fuzz
 
-bench: $(STAMP) ## Benchmark against scikit-learn on 20 Newsgroups (minutes; 1 GB generated)
+bench: $(STAMP) ## Benchmark against scikit-learn on 20 Newsgroups (minutes; 1 GB generated), then nbclass serve
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/serving.py
+
+bench-serving: $(STAMP) ## Benchmark nbclass serve alone with wrk on 127.0.0.1 (installs wrk with apt-get if missing)
+	$(BIN)/python bench/serving.py
 
 bench-accuracy: $(STAMP) ## Accuracy, macro-F1, log loss, ECE against scikit-learn's NB on every shared corpus
 	$(BIN)/python bench/accuracy.py

@@ -56,6 +56,7 @@ class QuickModel:
         this reader and the full loader, so both see the same file); else read here."""
         self.path = path
         self._last = None  # (text, rows, tokens) of the last document scored
+        self._firsts = (_BLOCK, None)  # every _BLOCK-th word, once a document needs them
         # Every CRC is checked (a flipped bit anywhere is refused, ledger included); only
         # the sections used are looked at.
         if data is None:
@@ -135,7 +136,10 @@ class QuickModel:
         def word_at(j: int) -> bytes:
             return bytes(blob[offsets[j] : offsets[j + 1] - 1])
 
-        firsts = [word_at(j) for j in range(0, V, _BLOCK)] if counts else []
+        block, firsts = self._firsts  # kept for the next document (a service scores many)
+        if counts and (firsts is None or block != _BLOCK):
+            firsts = [word_at(j) for j in range(0, V, _BLOCK)]
+            self._firsts = (_BLOCK, firsts)
         every = range(V)
         for token, n in counts.items():
             key = token.encode("utf-8")
