@@ -15,7 +15,7 @@ code  meaning
 2     usage error: a bad option value or combination (click's own code too)
 3     ``nbclass check``: the new model fails the gate
 9     ``predict --exit-code``: unsure, or no label
-10+k  ``predict --exit-code``: the k-th class (0-based), k < 115
+10+   ``predict --exit-code``: the class's code, 10 to 124 (:mod:`nbclass.models.exitcodes`)
 130   interrupted (Ctrl-C, SIGINT)
 141   the output pipe was closed (``| head``): nothing more is printed
 129   hung up (SIGHUP: the terminal or session went away), handled as SIGTERM

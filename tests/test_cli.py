@@ -551,6 +551,7 @@ def test_info_json(runner, model):
         "calibration": None,
         "typicality": None,
         "choice": None,
+        "exit_codes": {"china": 10, "japan": 11},
     }
     assert list(info["classes"]) == ["china", "japan"]
 
@@ -566,6 +567,7 @@ def test_info_text(runner, model):
         "classes      2",
         "  china  3",
         "  japan  1",
+        "exit codes   10 china, 11 japan",
         "vocabulary   6 words used of 6 counted (min_df 1, max_features none)",
         r"tokenizer    lowercase true, token_pattern (?u)\b\w\w+\b, ngram_range 1,1, "
         "stop_words none (0 words)",

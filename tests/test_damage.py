@@ -429,7 +429,23 @@ BAD_HEADERS = {
     "n_used negative": lambda h: h.__setitem__("n_used", -1),
     "n_used infinite": lambda h: h.__setitem__("n_used", math.inf),
     "ledger length NaN": lambda h: h.__setitem__("ledger", math.nan),
+    "exit code 300": lambda h: h.__setitem__("exit_codes", _codes(h, 300)),
+    "exit code 9": lambda h: h.__setitem__("exit_codes", _codes(h, 9)),
+    "exit code true": lambda h: h.__setitem__("exit_codes", _codes(h, True)),
+    "exit code 10.0": lambda h: h.__setitem__("exit_codes", _codes(h, 10.0)),
+    "exit codes shared": lambda h: h.__setitem__("exit_codes", _codes(h, 11)),
+    "exit codes a list": lambda h: h.__setitem__("exit_codes", [10, 11]),
+    "a class without an exit code": lambda h: h.__setitem__("exit_codes", {"other": 10}),
 }
+
+
+def _codes(header: dict, first) -> dict:
+    """Exit codes 20, 21, ... for the classes, but ``first`` for the first one."""
+    codes = {name: 20 + i for i, name in enumerate(header["classes"])}
+    codes[header["classes"][0]] = first
+    if first == 11:  # the second class too
+        codes[header["classes"][1]] = 11
+    return codes
 
 
 @pytest.mark.parametrize("case", list(BAD_HEADERS))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -118,8 +119,10 @@ def test_merge_of_shards_equals_one_fit(tmp_path, runner, ledger):
     assert result.output.startswith("merge: 2 models, 21 documents, 3 classes, ")
     assert out.read_bytes() == whole.read_bytes()
     out2 = tmp_path / "merged2.nbc"
-    invoke(runner, "merge", b, a, "-o", out2)  # order does not matter
-    assert out2.read_bytes() == whole.read_bytes()
+    invoke(runner, "merge", b, a, "-o", out2)  # the order changes only the exit codes:
+    merged = load(str(out2))  # the first model's win, and b has no account
+    assert merged.codes == {"billing": 10, "outage": 11, "account": 12}
+    assert dumps(replace(merged, exit_codes=None)) == whole.read_bytes()
 
 
 def test_merge_refuses_different_tokenizers_naming_the_difference(tmp_path, runner):
@@ -152,11 +155,14 @@ def test_unlearn_gives_the_fit_of_the_rest(tmp_path, runner, ledger):
     model, rest = tmp_path / "m.nbc", tmp_path / "rest.nbc"
     invoke(runner, "fit", demo_subset(tmp_path / "both", BOTH), "-o", model, *NAMED, *flag)
     invoke(runner, "fit", demo_subset(tmp_path / "first", FIRST), "-o", rest, *NAMED, *flag)
-    # Unlearning every outage document removes the class, as a fit without it would.
+    # Unlearning every outage document removes the class, as a fit without it would; its
+    # exit code stays reserved for it (a new class must not be routed as an outage).
     result = invoke(runner, "unlearn", demo_subset(tmp_path / "second", SECOND), "-m", model)
     assert result.exit_code == 0, result.output
     assert result.output.startswith("unlearn: -10 documents, now 11 documents, 2 classes, ")
-    assert model.read_bytes() == rest.read_bytes()
+    unlearned = load(str(model))
+    assert unlearned.codes == {"account": 10, "billing": 11, "outage": 12}
+    assert dumps(replace(unlearned, exit_codes=None)) == rest.read_bytes()
 
 
 def test_unlearn_with_a_ledger_names_a_document_never_learned(tmp_path, runner):
@@ -392,17 +398,40 @@ def test_any_sequence_of_operations_gives_the_fresh_fit(base, extra, rnd):
     rnd.shuffle(shuffled)
     expected = dumps(_model(whole))
     assert dumps(_model(shuffled)) == expected
-    assert dumps(update(_model(base), _documents(extra))) == expected
-    assert dumps(combine([_model(extra), _model(base)], ["b", "a"])) == expected
+    # The exit codes are history (nbclass.models.exitcodes): the first model's classes keep
+    # theirs, new ones take the free codes; the file is the fresh fit's whenever those are
+    # the sorted codes, and apart from the codes always.
+    updated = update(_model(base), _documents(extra))
+    _check_codes(updated, _model(base), expected)
+    merged = combine([_model(extra), _model(base)], ["b", "a"])
+    _check_codes(merged, _model(extra), expected, later=_model(base))
     # unlearn by keys (ledger) and by counts (no ledger)
     grown = update(_model(whole), _documents(extra))
     keys = grown.ledger.keys(grown.counts.classes)
     extra_docs = _documents(extra)
     extra_keys = extra_docs.ledger.keys(extra_docs.counts.classes)
     assert len(keys) == len(whole) + len(extra)
-    assert dumps(unlearn_keys(grown, extra_keys, ["?"] * len(extra_keys))) == expected
+    unlearned = unlearn_keys(grown, extra_keys, ["?"] * len(extra_keys))
+    _check_codes(unlearned, grown, expected)
     plain = unlearn_counts(_model(whole + extra, False), _documents(extra, False))
-    assert dumps(plain) == dumps(_model(whole, False))
+    _check_codes(plain, _model(whole + extra, False), dumps(_model(whole, False)))
+
+
+def _check_codes(result: Model, first: Model, expected: bytes, later=None) -> None:
+    """``result`` is the file ``expected`` but for its exit codes, which keep ``first``'s;
+    a class of the ``later`` model merged keeps its code there when it is free; every
+    other class takes the smallest free code, in sorted order."""
+    assert dumps(replace(result, exit_codes=None)) == expected
+    codes = dict(first.codes)
+    if later is not None:
+        for name, code in later.codes.items():
+            if name not in codes and code not in codes.values():
+                codes[name] = code
+    new = sorted(set(result.counts.classes) - set(codes))
+    free = [code for code in range(10, 125) if code not in codes.values()]
+    assert result.codes == {**codes, **dict(zip(new, free))}
+    if result.codes == dict(zip(sorted(result.counts.classes), range(10, 125))):
+        assert dumps(result) == expected
 
 
 def test_sync_sequences_equal_a_fresh_fit(tmp_path):

@@ -91,7 +91,7 @@ def cli():
       nbclass evaluate -m model.nbc test/        # accuracy, F1, calibration
       nbclass cv corpus/ --folds 10              # cross-validation
       nbclass check -m new.nbc --baseline prod.nbc test/ --max-drop 0.01   # exit 0 or 3
-      nbclass predict -m model.nbc --min-probability 0.9 --exit-code ticket.txt  # 10+k, 9
+      nbclass predict -m model.nbc --min-probability 0.9 --exit-code ticket.txt  # class code, 9
     """
 
 

@@ -9,6 +9,7 @@ import click
 
 from ..defaults import DEFAULT_VAR_SMOOTHING
 from ..errors import (
+    NbclassError,
     UsageError,
 )
 from ..models.estimators import (
@@ -62,6 +63,14 @@ from .options import CONTEXT, FILE, FOLDER, fit_options, reading_options, table_
     "Reads up to 1,000 documents again. (--model auto, the default, always stores it: "
     "its cross-validation measures it.)",
 )
+@click.option(
+    "--exit-code-map",
+    "exit_code_map",
+    metavar="FILE|CLASS=CODE,...",
+    help="The exit codes of predict --exit-code, 10 to 124: a file of CLASS<TAB>CODE lines "
+    "(what predict --exit-code-map prints) or CLASS=CODE pairs. Other classes take the "
+    "smallest free codes.  [default: 10, 11, ... in sorted order]",
+)
 @fit_options
 @click.option(
     "--scheduler",
@@ -75,8 +84,8 @@ from .options import CONTEXT, FILE, FOLDER, fit_options, reading_options, table_
 @click.pass_context
 @reading_options
 def fit(
-    ctx, corpus_dir, output, lines_path, update_path, ledger, typicality, jobs, quiet, scheduler,
-    reading, **options,
+    ctx, corpus_dir, output, lines_path, update_path, ledger, typicality, exit_code_map, jobs,
+    quiet, scheduler, reading, **options,
 ):
     """Learn a model from CORPUS_DIR, a folder with one subfolder per class.
 
@@ -114,10 +123,10 @@ def fit(
                 "--table is fitted in this process, not on a Dask cluster: leave out "
                 "--scheduler (and unset DASK_SCHEDULER_ADDRESS)"
             )
-        if lines_path or ledger or options["hash_features"] or typicality:
+        if lines_path or ledger or options["hash_features"] or typicality or exit_code_map:
             raise UsageError(
-                "--table cannot be combined with --lines, --ledger, --hash-features or "
-                "--typicality"
+                "--table cannot be combined with --lines, --ledger, --hash-features, "
+                "--typicality or --exit-code-map"
             )
         if update_path is not None:
             return _update_table(ctx, update_path, output, quiet, table_options)
@@ -153,6 +162,7 @@ def fit(
     if output is None:
         raise UsageError("give -o MODEL (or --update MODEL)")
     check_destination(output)  # before reading and counting, which may take long
+    codes = None if exit_code_map is None else _exit_code_map(exit_code_map)
     jobs = jobs or default_jobs()
     base = None
     if update_path is not None:
@@ -176,7 +186,7 @@ def fit(
     if base is None:
         from ..models.learning import new_model
 
-        model = new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs)
+        model = new_model(documents, tokenizer, vocabulary_filter, defaults, auto, jobs, codes)
         if typicality and not auto and corpus is not None:  # typical documents (novelty.py)
             from ..models.model import with_typicality
 
@@ -186,10 +196,36 @@ def fit(
     else:
         from ..modelfile.updating import update_file
 
-        model = update_file(update_path, output, base, documents, vocabulary_filter, defaults)
+        model = update_file(
+            update_path, output, base, documents, vocabulary_filter, defaults, codes
+        )
     if not quiet:
         extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "
         summary("update" if base is not None else "fit", model, output, start, extra, auto)
+
+
+def _exit_code_map(value: str) -> dict[str, int]:
+    """--exit-code-map: the file at ``value`` when there is one, else ``value`` itself."""
+    import os
+
+    from ..models.exitcodes import parse_map
+
+    if os.path.isfile(value):
+        limit = 1 << 20  # 115 classes and codes take a few kB
+        try:
+            with open(value, "rb") as handle:
+                data = handle.read(limit + 1)
+        except OSError as exc:
+            raise NbclassError(f"cannot read --exit-code-map {value!r}: {exc.strerror}") from None
+        if len(data) > limit:
+            raise UsageError(f"--exit-code-map {value!r} is over 1 MB: it is not a code map")
+        return parse_map(data.decode("utf-8", "replace"), repr(value))
+    if "=" not in value:
+        raise UsageError(
+            f"--exit-code-map {value!r}: no such file, and not CLASS=CODE pairs; give a file "
+            "of CLASS<TAB>CODE lines or e.g. --exit-code-map billing=11,account=10"
+        )
+    return parse_map(value, "--exit-code-map")
 
 
 def _update_table(ctx, update_path, output, quiet, table_options):

@@ -73,6 +73,7 @@ from .options import (
 )
 @click_option(spec.UNSURE_LABEL)
 @click_option(spec.EXIT_CODE)
+@click_option(spec.EXIT_CODE_MAP)
 @jobs_option(
     "Processes that read and score files (from 4 MB of them). The output is the same for "
     "any number."
@@ -91,7 +92,8 @@ from .options import (
 def predict(
     model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
     no_calibration, explain, min_probability, min_margin, min_known, min_typicality,
-    unsure_label, use_exit_code, text_options, jobs, quiet, reading, output_dir, **table_options,
+    unsure_label, use_exit_code, show_exit_codes, text_options, jobs, quiet, reading, output_dir,
+    **table_options,
 ):  # fmt: skip
     """Classify documents: files, folders (walked recursively) or standard input.
 
@@ -115,7 +117,12 @@ def predict(
 
     With --table FILE (a model fitted with --table), every row of FILE is classified;
     its source is FILE:ROW (rows counted from 1 after the header) or the --id column.
+
+    With --exit-code-map, print the model's exit codes (CLASS<TAB>CODE per class, what
+    fit --exit-code-map reads) and read no document.
     """
+    if show_exit_codes:
+        return _print_exit_codes(model_path, paths, lines)
     if table_options["table"] is not None or table_options["id_column"] is not None:
         if output_dir is not None:
             raise UsageError("--output-dir writes the predictions of documents: not with --table")
@@ -130,6 +137,8 @@ def predict(
             "standard input, e.g.  echo 'some text' | nbclass predict -m MODEL"
         )
     from ..models.abstain import Abstention, check_exit_classes, exit_code
+
+    codes = {}
     from ..reading.corpus import iter_documents
 
     abstention = Abstention.from_options(
@@ -173,9 +182,13 @@ def predict(
 
     # The models (and scipy) are imported once the worker processes, if any, are forked.
     def check_classes(classes) -> None:
+        nonlocal codes
         abstention.check_classes(classes)
         if use_exit_code:
-            check_exit_classes(classes)
+            from ..modelfile.quick import QuickModel
+
+            codes = QuickModel(model_path).exit_codes  # a class's code never changes
+            check_exit_classes(codes, classes)
 
     evidence = shows_evidence(fmt)
 
@@ -243,7 +256,21 @@ def predict(
         if bar:
             bar.past(None, finished=True)
     if use_exit_code:
-        raise click.exceptions.Exit(exit_code(classes, labels[0] if labels else ""))
+        raise click.exceptions.Exit(exit_code(codes, labels[0] if labels else ""))
+
+
+def _print_exit_codes(model_path, paths, lines) -> None:
+    """predict --exit-code-map: the model's code map on stdout, no document read."""
+    if paths or lines:
+        raise UsageError(
+            "--exit-code-map prints the model's exit codes and reads no document: leave out "
+            + ("--lines" if lines else "PATH")
+        )
+    from ..modelfile.quick import QuickModel
+    from ..models.exitcodes import map_lines
+
+    for line in map_lines(QuickModel(model_path).exit_codes):
+        click.echo(line)
 
 
 def _write_predictions(

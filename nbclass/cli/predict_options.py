@@ -123,8 +123,13 @@ UNSURE_LABEL = Option(
 )  # fmt: skip
 EXIT_CODE = Option(
     ("--exit-code",), "use_exit_code", "flag", False,
-    help="One document only: exit 10+k for the k-th class (as 'nbclass info' lists "
-    "them), 9 for unsure or no label; 1 and 2 stay errors.",
+    help="One document only: exit with the class's code (10 to 124, kept by the model for "
+    "good: see --exit-code-map), 9 for unsure or no label; 1 and 2 stay errors.",
+)  # fmt: skip
+EXIT_CODE_MAP = Option(
+    ("--exit-code-map",), "show_exit_codes", "flag", False,
+    help="Print the model's exit codes, CLASS<TAB>CODE per class (as fit --exit-code-map "
+    "reads them), and read no document.",
 )  # fmt: skip
 QUIET = Option(
     ("-q", "--quiet"), "quiet", "flag", False,
@@ -143,5 +148,5 @@ FAST = (
 FALLBACK = (
     "--lines", "--beta", "--scheduler", "--explain", "--min-typicality", "-j", "--jobs",
     "--output-dir", "--table", "--table-format", "--id", "--encoding", "--max-bytes",
-    "--binary", "--on-error",
+    "--binary", "--on-error", "--exit-code-map",
 )  # fmt: skip

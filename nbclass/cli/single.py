@@ -82,7 +82,7 @@ def predict_one(
     (:func:`nbclass.models.model.scoring_settings`). The document is read only after the model and
     the options are found usable.
 
-    Returns the exit code (10 + k for the k-th class with ``use_exit_code``, 9 for unsure
+    Returns the exit code (the class's code with ``use_exit_code``, 9 for unsure
     or no label, else 0), or ``None`` without reading the document when the settings
     need every count of the model (a fitted β, idf, normalised weights, the DCM): the
     caller then scores it on the batch path, with the same result.
@@ -103,10 +103,10 @@ def predict_one(
     abstention = abstention.for_model(model.typicality, settings)
     abstention.check_classes(model.classes)
     if use_exit_code:
-        check_exit_classes(model.classes)
+        check_exit_classes(model.exit_codes, model.classes)
     document = next(documents, None)
     if document is None:  # skipped by the reading policy (a warning said why): no label
-        return exit_code(model.classes, "") if use_exit_code else 0
+        return exit_code(model.exit_codes, "") if use_exit_code else 0
     source, text = document
     row, extra = score_document(
         model, text, settings, calibration, abstention, shows_evidence(fmt)
@@ -114,4 +114,4 @@ def predict_one(
     labels = print_predictions(
         [source], model.classes, [row], fmt, top_k, settings, [extra], abstention.label
     )
-    return exit_code(model.classes, labels[0]) if use_exit_code else 0
+    return exit_code(model.exit_codes, labels[0]) if use_exit_code else 0

@@ -12,7 +12,9 @@ path, :mod:`nbclass.modelfile.quick`), so that the two accept exactly the same f
 - ``defaults``: estimator settings that ``fit`` accepts;
 - ``prepared``: the numbers computed from every count for the defaults; the fitted β must
   be one that the prior fit can return (in ``BETA_RANGE``, times the scale of the
-  transformed sums), and the full loader recomputes the class totals from the counts.
+  transformed sums), and the full loader recomputes the class totals from the counts;
+- ``exit_codes`` (optional): each class's exit code, distinct codes 10 to 124
+  (:func:`nbclass.models.exitcodes.check_stored`).
 
 Each group has its own function; a new header field gets a function of its own, called by
 both loaders. A problem is a ``ValueError`` (or a :class:`nbclass.errors.UsageError` from
@@ -25,6 +27,7 @@ from __future__ import annotations
 import math
 
 from ..models.estimators import BETA_RANGE, Calibration, EstimatorSettings, Prepared
+from ..models.exitcodes import check_stored
 from ..text.tokenizer import TokenizerSettings, make_tokenizer
 
 _BETA_SLACK = 1e-9  # relative: the fitted β, scaled, is rounded once or twice
@@ -74,6 +77,11 @@ def prepared(header: dict, n_classes: int, settings: EstimatorSettings) -> Prepa
                 "default settings"
             )
     return found
+
+
+def exit_codes(header: dict, classes: list[str]) -> dict[str, int] | None:
+    """The stored exit codes (None: sorted codes, as in every file that has none)."""
+    return check_stored(header.get("exit_codes"), classes)
 
 
 def calibration(header: dict) -> Calibration | None:

@@ -35,6 +35,7 @@ from ..models.estimators import (
     log_ratio,
     multinomial_fraction,
 )
+from ..models.exitcodes import effective
 from . import header as checked
 from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, read, refuse
 
@@ -49,6 +50,8 @@ class QuickModel:
     classes : list of str
     defaults : EstimatorSettings
     calibration : Calibration or None
+    exit_codes : dict
+        The exit code of each class (:mod:`nbclass.models.exitcodes`).
     """
 
     def __init__(self, path: str, data: bytes | None = None):
@@ -79,6 +82,7 @@ class QuickModel:
             self.used = s["used"]
             self.prepared = checked.prepared(header, C, self.defaults)
             self.calibration = checked.calibration(header)
+            self.exit_codes = effective(checked.exit_codes(header, self.classes), self.classes)
             self.typicality = header.get("typicality")
             hist_ptr = s["histogram_ptr"].tolist()
             self._histogram_sections = (hist_ptr, s["histogram_value"], s["histogram_count"])

@@ -60,6 +60,7 @@ from ..counting.counts import Counts
 from ..counting.ledger import Ledger
 from ..errors import ModelFileError, NbclassError
 from ..models.estimators import Prepared
+from ..models.exitcodes import stored_form
 from ..models.model import Model, VocabularyFilter
 from ..version import __version__
 from . import header as checked
@@ -184,6 +185,9 @@ def dumps(model: Model) -> bytes:
         "calibration": None if model.calibration is None else model.calibration.to_dict(),
         "typicality": _typicality(model),
     }
+    codes = stored_form(model.codes, model.counts.classes)
+    if codes is not None:  # a fresh fit's sorted codes are not written (exitcodes.py)
+        header["exit_codes"] = codes
     sections = [section(name, _compact(values)) for name, values in _arrays(model).items()]
     return pack(header, sections)
 
@@ -437,6 +441,7 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         column_words=_build_column_words(tokenizer, arrays, vocabulary),
         choice=_check_choice(header.get("choice")),
         calibration=checked.calibration(header),
+        exit_codes=checked.exit_codes(header, classes),
     )
     typicality = header.get("typicality")
     if typicality is not None:  # written by dumps only when it applied: check it still does

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from ..errors import ModelKindError, UsageError
 from ..models.estimators import EstimatorSettings
+from ..models.exitcodes import with_explicit
 from ..models.learning import (
     Documents,
     Keys,
@@ -48,12 +49,18 @@ def update_file(
     documents: Documents,
     vocabulary_filter: VocabularyFilter,
     defaults: EstimatorSettings,
+    codes: dict[str, int] | None = None,
 ) -> Model:
     """Add ``documents`` (counted for the model ``before``, read from ``path``) to the
     model at ``path`` and write the result to ``output``, with ``vocabulary_filter`` and
-    the default settings ``defaults`` (:func:`nbclass.models.model.with_defaults`)."""
+    the default settings ``defaults`` (:func:`nbclass.models.model.with_defaults`).
+
+    ``codes`` (``--exit-code-map``) may give exit codes to new classes; a class the model
+    has must be given its own (:func:`nbclass.models.exitcodes.with_explicit`)."""
     with locked(output):
         current = replace(reload(path, before), vocabulary_filter=vocabulary_filter)
+        if codes is not None:
+            current = replace(current, exit_codes=with_explicit(current.codes, codes, repr(path)))
         model = update(with_defaults(current, defaults), documents)
         save(model, output)
     return model

@@ -21,15 +21,15 @@ model's vocabulary; the others are ignored by the model, so a document made most
 them is classified on little evidence. A document for which every class is impossible
 (``--estimator mle``) already has no label; it is not also marked unsure.
 
-Exit codes of ``predict --exit-code`` (one document): 10 + k for the k-th class of the
-model (0-based, in the order ``nbclass info`` lists them), 9 for unsure or no label.
-Codes 1 and 2 stay errors, and codes above 125 mean signals to a shell, so at most 115
-classes can be told apart.
+Exit codes of ``predict --exit-code`` (one document): the class's code from the
+model's code map (:mod:`nbclass.models.exitcodes`: 10 to 124, kept for good once given),
+9 for unsure or no label. Codes 1 and 2 stay errors.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from ..errors import UsageError
 from ..ranges import check
@@ -37,8 +37,6 @@ from ..records import Record, replace
 
 UNSURE = "unsure"
 EXIT_UNSURE = 9
-EXIT_FIRST_CLASS = 10
-MAX_EXIT_CLASSES = 115  # 10 + 114 = 124; 125 and up mean a failed exec or a signal to a shell
 
 
 class Abstention(Record, frozen=True):
@@ -182,21 +180,16 @@ class Abstention(Record, frozen=True):
         return None
 
 
-def check_exit_classes(classes) -> None:
-    """Refuse ``--exit-code`` for a model with more classes than exit codes can name."""
-    if len(classes) > MAX_EXIT_CLASSES:
-        raise UsageError(
-            f"--exit-code can name at most {MAX_EXIT_CLASSES} classes (exit codes 10 to 124) "
-            f"and this model has {len(classes)}: read the label from standard output instead"
-        )
+def check_exit_classes(codes: Mapping[str, int], classes) -> None:
+    """Refuse ``--exit-code`` for a model with a class that has no code (more than 115)."""
+    from .exitcodes import check_exit_classes as check
+
+    check(codes, classes)
 
 
-def exit_code(classes, label: str) -> int:
-    """10 + k for the k-th class; 9 for the unsure label or no label."""
-    try:
-        return EXIT_FIRST_CLASS + list(classes).index(label)
-    except ValueError:
-        return EXIT_UNSURE
+def exit_code(codes: Mapping[str, int], label: str) -> int:
+    """The class's code in the model's map ``codes``; 9 for the unsure label or no label."""
+    return codes.get(label, EXIT_UNSURE)
 
 
 def log_sum_exp(values: list[float]) -> float:

@@ -39,6 +39,7 @@ from ..text.tokenizer import (
     load_stop_words,
     make_tokenizer,
 )
+from . import exitcodes
 from .estimators import AUTO, DEFAULTS, EstimatorSettings, as_options, overridden, resolve
 from .model import Model, VocabularyFilter, check_usable, with_choice
 
@@ -448,8 +449,16 @@ def _joined_words(*samples: dict | None) -> dict | None:
     return words_of(merge_representatives(keyed(s) for s in present))
 
 
+def _coded(before: Model, after: Model) -> Model:
+    """``after`` with the exit codes of ``before``, and new ones for the classes it adds
+    (:mod:`.exitcodes`: a class's code never changes; a class left with no document
+    keeps its code)."""
+    return replace(after, exit_codes=exitcodes.extended(before.codes, after.counts.classes))
+
+
 def update(model: Model, documents: Documents) -> Model:
-    """``model`` with ``documents`` added: the model of both sets of documents."""
+    """``model`` with ``documents`` added: the model of both sets of documents (a new
+    class takes the smallest free exit code, :mod:`.exitcodes`)."""
     _refuse_selected(model, "the model")
     model = replace(model, column_words=_joined_words(model.column_words, documents.column_words))
     counts = model.counts
@@ -460,17 +469,18 @@ def update(model: Model, documents: Documents) -> Model:
             (model.ledger, counts.classes, counts.vocabulary),
             (documents.ledger, documents.counts.classes, documents.counts.vocabulary),
         ]
-        return _from_ledger(model, *unify(parts))
+        return _coded(model, _from_ledger(model, *unify(parts)))
     result = replace(model, counts=merge(counts, documents.counts))
     check_usable(result)
-    return result
+    return _coded(model, result)
 
 
 def combine(models: Sequence[Model], names: Sequence[str]) -> Model:
     """The sum of models fitted on different shards (``names`` are for messages).
 
-    The first model's vocabulary filter and default estimator settings are kept. The
-    result has a ledger when every part has one.
+    The first model's vocabulary filter and default estimator settings are kept, and its
+    exit codes (:func:`nbclass.models.exitcodes.merged`; a class whose code differs in
+    another model is warned of). The result has a ledger when every part has one.
     """
     first = models[0]
     for model, name in zip(models, names):
@@ -488,7 +498,13 @@ def combine(models: Sequence[Model], names: Sequence[str]) -> Model:
                     NbclassWarning,
                     stacklevel=2,
                 )
-    first = replace(first, column_words=_joined_words(*(m.column_words for m in models)))
+    stored = [exitcodes.stored_form(m.codes, m.counts.classes) is not None for m in models]
+    codes, moved = exitcodes.merged([m.codes for m in models], list(names), stored)
+    for note in moved:
+        warnings.warn(note, NbclassWarning, stacklevel=2)
+    first = replace(
+        first, column_words=_joined_words(*(m.column_words for m in models)), exit_codes=codes
+    )
     with_ledger = [m.ledger is not None for m in models]
     if all(with_ledger):
         parts = [(m.ledger, m.counts.classes, m.counts.vocabulary) for m in models]
@@ -521,7 +537,8 @@ def unlearn_keys(model: Model, keys: Keys, sources: Sequence[str]) -> Model:
             f"{sources[i]!r} was never learned as class {keys[i][1]!r} (no document with its "
             "content and class in the model's ledger); nothing was changed"
         )
-    return _from_ledger(model, model.ledger.take(rest), counts.classes, counts.vocabulary)
+    return _coded(model, _from_ledger(model, model.ledger.take(rest), counts.classes,
+                                      counts.vocabulary))  # fmt: skip
 
 
 def unlearn_counts(model: Model, documents: Documents) -> Model:
@@ -544,7 +561,7 @@ def unlearn_counts(model: Model, documents: Documents) -> Model:
         ) from None
     result = replace(model, counts=remaining)
     check_usable(result)
-    return result
+    return _coded(model, result)
 
 
 @dataclass
@@ -607,7 +624,7 @@ def sync(
         parts.append((documents.ledger, documents.counts.classes, documents.counts.vocabulary))
         words = _joined_words(model.column_words, documents.column_words)
         model = replace(model, column_words=words)
-    return _from_ledger(model, *unify(parts)), report
+    return _coded(model, _from_ledger(model, *unify(parts))), report
 
 
 # --- from fit's options to a model ----------------------------------------------------------
@@ -715,10 +732,14 @@ def new_model(
     defaults: EstimatorSettings,
     auto: bool,
     jobs: int = 1,
+    codes: dict[str, int] | None = None,
 ) -> Model:
     """The model of freshly counted ``documents``; with ``auto``, its settings chosen by
     cross-validation on the documents' sample (:func:`nbclass.models.model.with_choice`,
-    ``jobs`` threads).
+    ``jobs`` threads). Its exit codes are ``codes`` (``fit --exit-code-map``) and, for the
+    classes they leave out, the smallest free ones (:mod:`.exitcodes`); 10, 11, ... in
+    sorted order without ``codes``. A class of ``codes`` the documents do not have keeps
+    its code (a warning says so: it may be a misspelt name).
 
     Raises
     ------
@@ -735,4 +756,13 @@ def new_model(
         column_words=documents.column_words,
     )  # fmt: skip
     check_usable(model)
+    if codes is not None:
+        for name in sorted(set(codes).difference(documents.counts.classes)):
+            warnings.warn(
+                f"--exit-code-map gives exit code {codes[name]} to {name!r}, which is not a "
+                "class of the input: the code is kept for that class",
+                NbclassWarning,
+                stacklevel=2,
+            )
+        model = replace(model, exit_codes=exitcodes.extended(codes, documents.counts.classes))
     return with_choice(model, documents.sample, jobs) if auto else model

@@ -29,6 +29,7 @@ from ..reading.corpus import Corpus
 from ..text.hashing import words_of
 from ..text.tokenizer import TokenizerSettings, make_tokenizer
 from ..text.vectorizer import TextCounter
+from . import exitcodes
 from .estimators import (
     DEFAULTS,
     Calibration,
@@ -120,6 +121,9 @@ class Model:
     typicality : dict or None
         The training documents' out-of-fold per-token evidence (:mod:`nbclass.models.novelty`);
         saved only while it still describes the counts and defaults.
+    exit_codes : dict or None
+        ``{class: exit code}`` of ``predict --exit-code``, classes no longer in the counts
+        included (:mod:`nbclass.models.exitcodes`); None: 10, 11, ... in sorted order.
     """
 
     counts: Counts
@@ -132,6 +136,12 @@ class Model:
     choice: dict | None = None
     calibration: Calibration | None = None
     typicality: dict | None = None
+    exit_codes: dict[str, int] | None = None
+
+    @property
+    def codes(self) -> dict[str, int]:
+        """The exit code of every class this model has had (:mod:`.exitcodes`)."""
+        return exitcodes.effective(self.exit_codes, self.counts.classes)
 
     def display(self, token: str) -> str:
         """How to show a vocabulary entry: the word, or a hashed column's sampled words."""

@@ -250,6 +250,7 @@ def model_info(model: Model, path: str, header: dict | None = None) -> dict:
         "calibration": None if model.calibration is None else model.calibration.to_dict(),
         "typicality": _typicality_info(model.typicality),
         "choice": model.choice,
+        "exit_codes": dict(sorted(model.codes.items(), key=lambda item: item[1])),
     }
 
 
@@ -271,6 +272,28 @@ def _class_lines(classes: dict) -> Iterator[str]:
     width = max(len(c) for c in names)
     for name, n in names.items():
         yield f"  {name:<{width}}  {n}"
+
+
+def _exit_code_lines(codes: dict, classes: dict) -> Iterator[str]:
+    """``exit codes`` and ``CODE CLASS`` pairs, wrapped; a class no longer in the model
+    (its code is kept for it) is marked ``(no documents)``."""
+    pairs = [
+        f"{code} {escape(name)}" + ("" if name in classes else " (no documents)")
+        for name, code in codes.items()
+    ]
+    missing = len([name for name in classes if name not in codes])
+    if missing:
+        pairs.append(f"none for {missing} more classes")
+    line, lines = "", []
+    for pair in pairs:
+        if line and len(line) + len(pair) + 2 > 75:
+            lines.append(line + ",")
+            line = ""
+        line = f"{line}, {pair}" if line else pair
+    lines.append(line)
+    yield f"exit codes   {lines[0]}"
+    for rest in lines[1:]:
+        yield f"             {rest}"
 
 
 def _visible(text: str) -> str:
@@ -298,6 +321,7 @@ def info_lines(info: dict) -> Iterator[str]:
     yield f"documents    {info['documents']}"
     yield f"tokens       {info['tokens']}"
     yield from _class_lines(info["classes"])
+    yield from _exit_code_lines(info["exit_codes"], info["classes"])
     vf = info["vocabulary_filter"]
     max_features = "none" if vf["max_features"] is None else vf["max_features"]
     yield (
