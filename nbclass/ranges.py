@@ -139,6 +139,15 @@ _ROWS = [
           "(256M unset)"),
     Range("NBCLASS_SCHEDULER_TIMEOUT", "float", 0.0, MAX_TIMEOUT, "seconds to reach a "
           "Dask scheduler (10 unset)", low_open=True),
+    # the service
+    Range("--port", "int", 0, 65535, "serve: TCP port (0: a free one)"),
+    Range("--workers", "int", 1, MAX_JOBS, "serve: processes that serve requests"),
+    Range("--max-request-bytes", "int", 1, 1 << 30, "serve: largest request body"),
+    Range("--max-batch", "int", 1, 1_000_000, "serve: texts in one request"),
+    Range("--max-headers", "int", 1, 10_000, "serve: header fields in one request"),
+    Range("--max-connections", "int", 1, 100_000, "serve: open connections per worker"),
+    Range("--timeout", "float", 0.0, MAX_TIMEOUT, "serve: seconds for a request's headers, "
+          "then for its body", low_open=True),
 ]  # fmt: skip
 RANGES: dict[str, Range] = {row.name: row for row in _ROWS}
 

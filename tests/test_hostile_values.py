@@ -112,6 +112,12 @@ CASES = [
      "--explain 0 is out of range: give a whole number from 1 to 2^31-1"),
     (["predict", "-m", "M", "D", "--max-bytes", "2T"], {},
      "--max-bytes 2199023255552 is out of range: give " + SIZE),
+    (["serve", "-m", "M", "--workers", "500"], {},
+     "--workers 500 is out of range: give a whole number from 1 to 256"),
+    (["serve", "-m", "M", "--timeout", "nan"], {},
+     "--timeout nan is out of range: give a number above 0 and at most 86400"),
+    (["serve", "-m", "M", "--port", "70000"], {},
+     "--port 70000 is out of range: give a whole number from 0 to 65535"),
 ]  # fmt: skip
 
 

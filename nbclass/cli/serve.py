@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from ..errors import NbclassError
-from .options import CONTEXT, FILE, model_option
+from .options import CONTEXT, FILE, Ranged, model_option
 
-# Each bound's default, and the largest value it takes.
+# Each bound's default (their ranges: nbclass.ranges).
 MAX_REQUEST_BYTES = 1 << 20
 MAX_BATCH = 1000
 MAX_HEADERS = 100
@@ -26,7 +26,7 @@ TIMEOUT = 10.0
 )
 @click.option(
     "--port",
-    type=click.IntRange(0, 65535),
+    type=Ranged("--port"),
     default=8080,
     show_default=True,
     help="The TCP port; 0 takes a free one (the log's first line names it).",
@@ -40,7 +40,7 @@ TIMEOUT = 10.0
 )
 @click.option(
     "--workers",
-    type=click.IntRange(1, 64),
+    type=Ranged("--workers"),
     default=1,
     show_default=True,
     help="Processes that serve requests (one event loop each, sharing the socket and the "
@@ -48,21 +48,21 @@ TIMEOUT = 10.0
 )
 @click.option(
     "--max-request-bytes",
-    type=click.IntRange(1, 1 << 30),
+    type=Ranged("--max-request-bytes"),
     default=MAX_REQUEST_BYTES,
     show_default=True,
     help="The largest request body; a larger one is answered 413.",
 )
 @click.option(
     "--max-batch",
-    type=click.IntRange(1, 1_000_000),
+    type=Ranged("--max-batch"),
     default=MAX_BATCH,
     show_default=True,
     help='The most documents in one request\'s "texts"; more are answered 413.',
 )
 @click.option(
     "--max-headers",
-    type=click.IntRange(1, 10_000),
+    type=Ranged("--max-headers"),
     default=MAX_HEADERS,
     show_default=True,
     help="The most header fields in a request (their size is bounded at 16 KB); more "
@@ -70,14 +70,14 @@ TIMEOUT = 10.0
 )
 @click.option(
     "--max-connections",
-    type=click.IntRange(1, 100_000),
+    type=Ranged("--max-connections"),
     default=MAX_CONNECTIONS,
     show_default=True,
     help="Open connections a worker keeps; past it a request is answered 503.",
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(0.1, 3600),
+    type=Ranged("--timeout"),
     default=TIMEOUT,
     show_default=True,
     metavar="SECONDS",

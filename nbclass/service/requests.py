@@ -17,10 +17,10 @@ of ``predict --lines --format jsonl`` as a JSON array.
 from __future__ import annotations
 
 import json
-import math
 
 from ..errors import NbclassError
 from ..models.abstain import Abstention
+from ..ranges import RANGES
 from .loaded import LoadedModel
 
 FIELDS = frozenset({
@@ -69,23 +69,16 @@ def _string(value, name: str) -> str:
     return value
 
 
-def _number(data: dict, name: str, low: float, high: float) -> float | None:
+def _ranged(data: dict, name: str, option: str):
+    """The field ``name`` of the request (None when absent), in the range of ``option``
+    (:data:`nbclass.ranges.RANGES`: the command line's bounds)."""
     value = data.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise RequestError(400, f"{name} must be a number from {low:g} to {high:g}")
-    if not low <= value <= high:
-        raise RequestError(400, f"{name} {value!r} must be from {low:g} to {high:g}")
-    return float(value)
-
-
-def _count(data: dict, name: str, low: int, high: int) -> int | None:
-    value = data.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise RequestError(400, f"{name} must be a whole number from {low} to {high}")
+    row = RANGES[option]
+    if not row.contains(value):
+        shown = json.dumps(value)[:40]
+        raise RequestError(400, f"{name} {shown} is out of range: give {row.describe()}")
     return value
 
 
@@ -102,7 +95,7 @@ class PredictRequest:
     calibrated : bool
     """
 
-    def __init__(self, data: dict, max_batch: int, max_words: int = 1000):
+    def __init__(self, data: dict, max_batch: int):
         unknown = sorted(set(data) - FIELDS)
         if unknown:
             raise RequestError(
@@ -134,8 +127,8 @@ class PredictRequest:
             elif not isinstance(sources, list) or len(sources) != len(texts):
                 raise RequestError(400, "sources must be a list of strings, one per text")
             self.sources = [_string(s, f"sources[{i}]") for i, s in enumerate(sources)]
-        self.top_k = _count(data, "top_k", 1, 1 << 31)
-        self.explain = _count(data, "explain", 1, max_words)
+        self.top_k = _ranged(data, "top_k", "--top-k")
+        self.explain = _ranged(data, "explain", "--explain")
         calibration = data.get("calibration", True)
         if not isinstance(calibration, bool):
             raise RequestError(400, "calibration must be true or false")
@@ -156,9 +149,10 @@ class PredictRequest:
         label = data.get("unsure_label", "unsure")
         try:
             self.abstention = Abstention.from_options(
-                _number(data, "min_probability", 0, 1), _number(data, "min_margin", 0, 1),
-                min_known, _string(label, "unsure_label"),
-                _number(data, "min_typicality", 0, 100),
+                _ranged(data, "min_probability", "--min-probability"),
+                _ranged(data, "min_margin", "--min-margin"), min_known,
+                _string(label, "unsure_label"),
+                _ranged(data, "min_typicality", "--min-typicality"),
             )  # fmt: skip
         except NbclassError as exc:
             raise RequestError(400, _field_names(str(exc))) from None
