@@ -29,7 +29,7 @@ def test_every_path_parameter_completes_as_a_path_and_nothing_else_does():
     paths = {(name, p.name) for name, p in _params() if PATH_METAVAR.search(_metavar(p))}
     typed = {(name, p.name) for name, p in _params() if isinstance(p.type, click.Path)}
     assert paths == typed
-    assert len(paths) == 40  # every command's -m, -o, --lines, folders, serve's --socket, ...
+    assert len(paths) == 41  # every command's -m, -o, --lines, folders, serve's --socket, ...
     assert ("predict", "paths") in paths and ("fit", "stop_words") in paths
 
 

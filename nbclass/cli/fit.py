@@ -66,6 +66,7 @@ from .options import CONTEXT, FILE, FOLDER, fit_options, reading_options, table_
 @click.option(
     "--exit-code-map",
     "exit_code_map",
+    type=FILE,  # completes a file name; CLASS=CODE pairs pass as typed
     metavar="FILE|CLASS=CODE,...",
     help="The exit codes of predict --exit-code, 10 to 124: a file of CLASS<TAB>CODE lines "
     "(what predict --exit-code-map prints) or CLASS=CODE pairs. Other classes take the "
