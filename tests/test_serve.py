@@ -555,11 +555,21 @@ def test_a_broken_new_file_is_refused_and_the_old_model_keeps_serving(
     assert server.stop() == 0
 
 
-def test_sighup_loads_the_file_again(start, demo_model):
-    server = start(demo_model)
+def wait_for_lines(server: Server, pattern: str, n: int, timeout: float = 30) -> None:
+    """Wait until ``n`` lines of the server's log match ``pattern``."""
+    deadline = time.monotonic() + timeout
+    while sum(bool(re.search(pattern, line)) for line in list(server.lines)) < n:
+        assert time.monotonic() < deadline, (pattern, server.lines)
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_sighup_loads_the_file_again_in_every_worker(start, demo_model, workers):
+    server = start(demo_model, "--workers", str(workers))
+    wait_for_lines(server, r"^serve: ready", workers)
     sha = json.loads(server.request("GET", "/health")[2])["model"]
     os.kill(server.process.pid, signal.SIGHUP)
-    server.wait_for(rf"reloaded '.*model.nbc': the same model \({sha}\)")
+    wait_for_lines(server, rf"reloaded '.*model.nbc': the same model \({sha}\)", workers)
     assert server.request("GET", "/health")[0] == 200
     assert server.stop() == 0
 

@@ -71,6 +71,7 @@ class Service:
     def __init__(self, holder: ModelHolder, limits: Limits, access_log: bool = True):
         self.holder, self.limits, self.access_log = holder, limits, access_log
         self._reload = None  # an asyncio.Event once the loop runs
+        self._loop = None
         self._watcher = None
 
     # --- lifespan: the watcher of the model file ------------------------------------------
@@ -80,7 +81,8 @@ class Service:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self._reload = asyncio.Event()
-                self._watcher = asyncio.get_running_loop().create_task(self._watch())
+                self._loop = asyncio.get_running_loop()
+                self._watcher = self._loop.create_task(self._watch())
                 await send({"type": "lifespan.startup.complete"})
                 log_line(f"ready (pid {os.getpid()})")
             elif message["type"] == "lifespan.shutdown":
@@ -90,9 +92,10 @@ class Service:
                 return
 
     def reload(self) -> None:
-        """Load the model file again now (SIGHUP; the event loop's thread only)."""
-        if self._reload is not None:
-            self._reload.set()
+        """Load the model file again now (SIGHUP): safe from a signal handler or another
+        thread, it wakes the watcher through the event loop."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._reload.set)
 
     async def _watch(self) -> None:
         loop = asyncio.get_running_loop()

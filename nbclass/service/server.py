@@ -263,23 +263,8 @@ def _run_worker(config: dict, sock: socket.socket, service: Service) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda signum, frame: captured.append(signum))
     server = uvicorn.Server(uvicorn.Config(**config))
-
-    def hangup(signum, frame) -> None:
-        loop = getattr(server, "_nbclass_loop", None)
-        if loop is not None:
-            loop.call_soon_threadsafe(service.reload)
-
-    signal.signal(signal.SIGHUP, hangup)
-
-    async def run() -> None:
-        import asyncio
-
-        server._nbclass_loop = asyncio.get_running_loop()
-        await server.serve(sockets=[sock])
-
-    import asyncio
-
-    asyncio.run(run())
+    signal.signal(signal.SIGHUP, lambda signum, frame: service.reload())
+    server.run(sockets=[sock])  # uvloop's event loop when it is installed
     log_line(f"drained and stopped (pid {os.getpid()})")
     if signal.SIGINT in captured and signal.SIGTERM not in captured:
         return EXIT_INTERRUPTED
