@@ -198,7 +198,9 @@ def run_nbclass(train: Path, test: Path, work: Path, model: str | None) -> dict:
     options = [] if model is None else ["--model", model]
     fit_seconds, _ = _timed([NBCLASS, "fit", str(train), "-o", path, "-q", *options])
     predict_seconds, output = _timed(
-        [NBCLASS, "predict", "-m", path, str(test), "--format", "jsonl", "-q"]
+        # --min-known 0: every document takes its most probable class, as scikit-learn's
+        # do (by default one with no known word is unsure, with the prior's probabilities).
+        [NBCLASS, "predict", "-m", path, str(test), "--format", "jsonl", "-q", "--min-known", "0"]
     )
     records = [json.loads(line) for line in output.decode().splitlines()]
     classes = sorted(records[0]["probabilities"])

@@ -418,8 +418,8 @@ class Model:
 
     @cached_property
     def _classifier(self) -> Classifier:
-        settings, calibration = scoring_settings(self._model, self._overrides, self._calibration)
-        return Classifier(self._model, settings, calibration=calibration)
+        settings, calibrate = scoring_settings(self._model, self._overrides, self._calibration)
+        return Classifier(self._model, settings, calibrate=calibrate)
 
     def _scored(self, texts) -> Iterator[ScoredBatch]:
         texts = _texts(texts)

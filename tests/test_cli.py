@@ -265,9 +265,11 @@ def test_predict_lines_from_stdin(runner, model):
     assert result.exit_code == 0 and result.stderr == ""
     rows = [line.split("\t") for line in result.stdout.splitlines()]
     assert [r[0] for r in rows] == ["-:1", "-:2", "-:3", "-:4"]
-    assert [r[1] for r in rows] == ["china", "japan", "china", "china"]
-    # line 3 is empty: the posterior is the prior (N_c + 1) / (N + 2)
+    # line 3 is empty: no evidence, so unsure, and the posterior is the prior (N_c + 1) / (N + 2)
+    assert [r[1] for r in rows] == ["china", "japan", "unsure", "china"]
     assert parse_number(rows[2][2]) == pytest.approx(4 / 6, abs=1e-15, rel=0)
+    again = predict(runner, model, "--lines", "--min-known", "0", input="\n")  # the prior's class
+    assert again.exit_code == 0 and again.stdout.split("\t")[1] == "china"
 
 
 def test_predict_lines_from_a_file(runner, model, tmp_path):

@@ -12,6 +12,7 @@ from conftest import CHINESE, write_corpus
 
 from nbclass.models.estimators import EstimatorSettings, log_class_prior
 from nbclass.models.model import Classifier, fit
+from nbclass.models.posterior import log_posterior
 from nbclass.reading.corpus import list_corpus
 from nbclass.text.tokenizer import TokenizerSettings, load_stop_words, make_tokenizer
 from nbclass.text.vectorizer import GrowingVocabulary, count_matrix
@@ -64,11 +65,16 @@ def test_empty_document_multinomial_mle_gives_the_mle_prior(chinese_model):
     assert_posterior(predictions.log_proba[0], [F(3, 4), F(1, 4)])
 
 
-def test_empty_document_bernoulli_gives_prior_times_absences(chinese_model):
-    predictions = Classifier(chinese_model, BERNOULLI).predict([""])
+def test_empty_document_bernoulli_scores_absences_but_reports_the_prior(chinese_model):
+    clf = Classifier(chinese_model, BERNOULLI)
+    # The formula's score counts every word absent: b_c = log π_c + Σ_j log(1 − θ_jc) ...
     china = PI[0] * math.prod(NOT_THETA_CHINA)
     japan = PI[1] * math.prod(NOT_THETA_JAPAN)
-    assert_posterior(predictions.log_proba[0], normalise([china, japan]))
+    assert_posterior(
+        log_posterior(clf.joint_log_likelihood([""]))[0], normalise([china, japan])
+    )
+    # ... but a document with no known word is no evidence: its posterior is the prior.
+    assert_posterior(clf.predict([""]).log_proba[0], PI)
 
 
 @pytest.mark.parametrize("settings", [MULTINOMIAL, BERNOULLI], ids=["multinomial", "bernoulli"])

@@ -145,7 +145,11 @@ def test_abstention_reasons_in_order():
     log = [math.log(0.6), math.log(0.3), math.log(0.1)]
     assert a.reason(log, known=1, tokens=1) == "few-known-words"  # fewer than 2 known
     assert a.reason(log, known=2, tokens=5) == "few-known-words"  # 40 % < 50 %
-    assert a.reason(log, known=0, tokens=0) == "few-known-words"
+    assert a.reason(log, known=0, tokens=0) == "no-known-words"  # before any threshold
+    assert Abstention().reason(log, known=0, tokens=4) == "no-known-words"  # the default
+    assert Abstention(no_known=False).reason(log, known=0, tokens=4) is None  # --min-known 0
+    assert Abstention.from_options(None, None, ("0",)).no_known is False
+    assert Abstention.from_options(None, None, ("0%",)).no_known is True
     assert a.reason(log, known=3, tokens=5) == "low-probability"
     assert Abstention(min_margin=0.5).reason(log, 3, 5) == "low-margin"  # 0.6 − 0.3 < 0.5
     assert Abstention(min_margin=0.3).reason(log, 3, 5) is None

@@ -14,7 +14,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from nbclass.modelfile import quick
-from nbclass.modelfile.quick import QuickModel, log_posterior
+from nbclass.modelfile.quick import QuickModel, reported
 from nbclass.modelfile.textfile import save
 from nbclass.models.estimators import DEFAULTS, EstimatorSettings
 from nbclass.models.model import Classifier, VocabularyFilter, fit, select_features
@@ -60,9 +60,9 @@ def both_paths(model, path, texts, settings):
     for text in texts:
         jll = batch.joint_log_likelihood([text])[0]
         assert_same(quick.joint_log_likelihood(text, settings), jll)
+        jll, known = quick.joint_log_likelihood(text, settings), quick.known_tokens(text)[0]
         assert_same(
-            log_posterior(quick.joint_log_likelihood(text, settings)),
-            batch.predict([text]).log_proba[0],
+            reported(jll, known, quick.class_count, settings), batch.predict([text]).log_proba[0]
         )
 
 

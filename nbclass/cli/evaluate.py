@@ -15,12 +15,14 @@ from ..errors import (
 from ..models.estimators import (
     AUTO,
 )
+from . import predict_options as spec
 from .common import estimator_overrides, refuse_reading_options, resolve_settings, shown
 from .options import (
     CONTEXT,
     FILE,
     FOLDER,
     Ranged,
+    click_option,
     estimator_options,
     format_option,
     jobs_option,
@@ -51,10 +53,11 @@ def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
 @lines_option("Evaluate on")
 @format_option("text", "json")
 @estimator_options("Overrides the model's default without refitting.")
+@click_option(spec.NO_CALIBRATION)
 @reading_options
 def evaluate(
     model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator, alpha,
-    beta, text_options, reading,
+    beta, text_options, no_calibration, reading,
 ):  # fmt: skip
     """Measure a model on TEST_DIR, labelled documents laid out like a training corpus.
 
@@ -62,10 +65,13 @@ def evaluate(
     label (as for fit --lines). A table model (fit --table) is measured on --table FILE,
     whose label column holds each row's true class.
 
-    Prints accuracy, macro- and micro-F1, log loss, Brier score (multiclass sum form,
-    0 to 2), expected calibration error (10 equal-width confidence bins), precision,
-    recall and F1 per class, the confusion matrix and a reliability diagram. On a
-    terminal the matrix is a coloured heat map; --format json prints one object.
+    Every document is scored as predict scores it (the model's settings and calibration;
+    a document with no known word gets the class prior), and labelled with its most
+    probable class, as predict --min-known 0 labels it. Prints accuracy, macro- and
+    micro-F1, log loss, Brier score (multiclass sum form, 0 to 2), expected calibration
+    error (10 equal-width confidence bins), precision, recall and F1 per class, the
+    confusion matrix and a reliability diagram. On a terminal the matrix is a coloured
+    heat map; --format json prints one object.
 
     \b
     Examples:
@@ -83,7 +89,7 @@ def evaluate(
     try:
         return _evaluate(
             model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator,
-            alpha, beta, text_options, reading,
+            alpha, beta, text_options, no_calibration, reading,
         )  # fmt: skip
     except ModelKindError as exc:
         fix = (
@@ -96,7 +102,7 @@ def evaluate(
 
 def _evaluate(
     model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator, alpha,
-    beta, text_options, reading,
+    beta, text_options, no_calibration, reading,
 ):  # fmt: skip
     from ..evaluation.judging import evaluate as run
     from ..modelfile.textfile import load
@@ -111,17 +117,21 @@ def _evaluate(
         evaluation = evaluate_table(model, settings, read_table(table, table_format))
         test_dir, n_classes = table, len(model.classes)
     else:
+        from ..models.model import scoring_settings
+
         model = load(model_path)
-        settings = resolve_settings(
-            model.defaults, event_model, estimator, alpha, beta, text_options
-        )
+        overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
+        settings, calibrate = scoring_settings(model, overrides, not no_calibration)
         from ..models.learning import labelled_documents
 
         corpus = labelled_documents(test_dir, lines_path, *reading, min_classes=1)
-        evaluation = run(model, settings, corpus, reading[0])
+        evaluation = run(model, settings, corpus, reading[0], calibrate)
         n_classes = len(corpus.classes)
         test_dir = _one_source(test_dir, lines_path, "TEST_DIR")
     from ..output.formats import Output
+
+    # Whether the stored calibration scored the documents (table models have none).
+    calibrated = table is None and calibrate and model.calibration is not None
 
     def report(data):  # rich is imported only when the report is drawn
         from ..output.report import evaluation_report
@@ -129,26 +139,31 @@ def _evaluate(
         title = (
             f"{shown(model_path)} on {shown(test_dir)}: {evaluation.n_docs} "
             f"{'rows' if table else 'documents'}, "
-            f"{n_classes} classes\n{_describe_settings(settings, model)}"
+            f"{n_classes} classes\n{_describe_settings(settings, model, calibrated)}"
         )
         return evaluation_report(evaluation, title)
 
-    data = {"model": model_path, "test_dir": test_dir, **evaluation.to_dict()}
+    data = {"model": model_path, "test_dir": test_dir, "calibrated": calibrated}
+    data.update(evaluation.to_dict())
     Output(fmt).document(data, report=report)
 
 
 _AUTO_TEXT = "model auto: each fold's training documents choose and calibrate, as fit does"
 
 
-def _describe_settings(settings, model=None) -> str:
-    """The settings line of a report; with ``model``, its fitted β when they are its defaults."""
+def _describe_settings(settings, model=None, calibrated: bool = False) -> str:
+    """The settings line of a report; with ``model``, its fitted β when they are its
+    defaults; a second line when its calibration scored the documents."""
     from ..output.render import settings_text
 
     fitted = None
     prepared = getattr(model, "prepared", None)  # table models keep none
     if prepared is not None and settings == model.defaults:
         fitted = prepared.beta
-    return settings_text(settings.to_dict(), fitted)
+    text = settings_text(settings.to_dict(), fitted)
+    if calibrated:
+        text += "\ncalibrated as fit chose (--no-calibration: the formula's own)"
+    return text
 
 
 @click.command(context_settings=CONTEXT)
@@ -186,6 +201,7 @@ def _describe_settings(settings, model=None) -> str:
     "Overrides the defaults (of --like's model, if given).  "
     f"[default: --model {AUTO}]"
 )
+@click_option(spec.NO_CALIBRATION)
 @format_option("text", "json")
 @jobs_option("Processes that read and count.")
 @reading_options
@@ -201,6 +217,7 @@ def cv(
     alpha,
     beta,
     text_options,
+    no_calibration,
     fmt,
     jobs,
     reading,
@@ -245,6 +262,7 @@ def cv(
         learning_curve,
         jobs or default_jobs(),
         reading[0],
+        calibrate=not no_calibration,
     )
     data = {
         "corpus": source,
@@ -252,6 +270,7 @@ def cv(
         "classes": list(corpus.classes),
         "seed": seed,
         "settings": AUTO if settings is None else settings.to_dict(),
+        "calibrated": settings is None and not no_calibration,
         **result.to_dict(),
     }
     from ..output.formats import Output
@@ -263,6 +282,7 @@ def cv(
             f"{shown(source)}: {data['documents']} documents, {len(corpus.classes)} classes, "
             f"{folds} stratified folds (seed {seed})\n"
             + (_AUTO_TEXT if settings is None else _describe_settings(settings))
+            + (", scored without the calibration" if settings is None and no_calibration else "")
         )
         return cross_validation_report(data, title)
 
@@ -296,6 +316,7 @@ def cv(
 )
 @format_option("text", "json")
 @estimator_options("Overrides both models' defaults.")
+@click_option(spec.NO_CALIBRATION)
 @reading_options
 def check(
     model_path,
@@ -310,12 +331,14 @@ def check(
     alpha,
     beta,
     text_options,
+    no_calibration,
     reading,
 ):
     """Gate a new MODEL against the BASELINE on TEST_DIR before it replaces it.
 
     Evaluates both models on the same labelled documents (TEST_DIR, or the lines of
-    --lines FILE) and prints them side by side.
+    --lines FILE), each scored as predict and evaluate score it (its own settings and
+    calibration), and prints them side by side.
     Exits 0 if the new model's accuracy and macro-F1 are each at most --max-drop below
     the baseline's (and its ECE at most --max-ece, if given), 3 if not; 1 and 2 are
     errors, as for every command.
@@ -332,12 +355,13 @@ def check(
 
     source = _one_source(test_dir, lines_path, "TEST_DIR")
     new, baseline = load(model_path), load(baseline_path)
-    overrides = {"model": event_model, "estimator": estimator, "alpha": alpha, "beta": beta}
-    overrides.update(text_options)
+    overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
     from ..models.learning import labelled_documents
 
     corpus = labelled_documents(test_dir, lines_path, *reading, min_classes=1)
-    result = run(new, baseline, corpus, max_drop, max_ece, overrides, reading[0])
+    result = run(
+        new, baseline, corpus, max_drop, max_ece, overrides, reading[0], not no_calibration
+    )
     data = {"model": model_path, "baseline": baseline_path, "test_dir": source}
     data.update(result.to_dict())
     from ..output.formats import Output

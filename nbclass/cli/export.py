@@ -7,8 +7,16 @@ import time
 
 import click
 
+from . import predict_options as spec
 from .common import estimator_overrides
-from .options import CONTEXT, FILE, estimator_options, format_option, model_option
+from .options import (
+    CONTEXT,
+    FILE,
+    click_option,
+    estimator_options,
+    format_option,
+    model_option,
+)
 
 
 @click.command(context_settings=CONTEXT)
@@ -18,12 +26,7 @@ from .options import CONTEXT, FILE, estimator_options, format_option, model_opti
 )
 @format_option("json", "npz")
 @estimator_options("Default: the model's own, as predict uses them.")
-@click.option(
-    "--no-calibration",
-    is_flag=True,
-    help="Export the formula's weights without the model's calibration (as predict "
-    "--no-calibration scores).",
-)
+@click_option(spec.NO_CALIBRATION)
 @click.option("-q", "--quiet", is_flag=True, help="Print no summary.")
 def export(
     model_path, output, fmt, event_model, estimator, alpha, beta, text_options, no_calibration,
@@ -49,8 +52,8 @@ def export(
     start = time.perf_counter()
     model = load(model_path)
     overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
-    settings, calibration = scoring_settings(model, overrides, not no_calibration)
-    write_export(model, settings, output, fmt, calibration)
+    settings, calibrate = scoring_settings(model, overrides, not no_calibration)
+    write_export(model, settings, output, fmt, calibrate)
     if not quiet:
         click.echo(
             f"export: {len(model.active_counts.vocabulary)} words, "

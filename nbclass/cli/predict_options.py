@@ -101,8 +101,8 @@ OVERRIDES = {
 
 NO_CALIBRATION = Option(
     ("--no-calibration",), "no_calibration", "flag", False,
-    help="Print the posterior of the model's formula, without the calibration fit made "
-    "for it (an estimator option given turns the calibration off too).",
+    help="Score with the posterior of the model's formula, without the calibration fit "
+    "made for it (an estimator option given turns the calibration off too).",
 )  # fmt: skip
 MIN_PROBABILITY = Option(
     ("--min-probability",), "min_probability", "float", metavar="P",

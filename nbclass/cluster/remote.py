@@ -378,26 +378,26 @@ _classifiers: dict = {}
 _classifiers_lock = threading.Lock()
 
 
-def _classifier(data: bytes, digest: str, settings, calibration=None):
-    """The worker's classifier for a model's bytes, settings and calibration, built once
-    per process."""
+def _classifier(data: bytes, digest: str, settings, calibrate=True):
+    """The worker's classifier for a model's bytes, settings and ``calibrate``
+    (:class:`nbclass.models.model.Classifier`), built once per process."""
     from ..modelfile.textfile import loads
     from ..models.model import Classifier
 
-    key = (digest, settings, calibration)
+    key = (digest, settings, calibrate)
     with _classifiers_lock:
         classifier = _classifiers.get(key)
         if classifier is None:
             _classifiers.clear()  # one model at a time: a worker's memory is not ours
             classifier = _classifiers[key] = Classifier(
-                loads(data), settings, calibration=calibration
+                loads(data), settings, calibrate=calibrate
             )
     return classifier
 
 
 def score_part(
     data: bytes, digest: str, settings, paths: Sequence[str], start: int, abstention, explain,
-    policy=None, calibration=None,
+    policy=None, calibrate=True,
 ):  # fmt: skip
     """A worker's unit of work: ``(start, end, log_proba, extras, kept, log)`` of the
     files at ``paths``.
@@ -413,7 +413,7 @@ def score_part(
     from ..reading.policy import DEFAULT_POLICY, ReadLog, read_document
 
     policy = policy or DEFAULT_POLICY
-    classifier = _classifier(data, digest, settings, calibration)
+    classifier = _classifier(data, digest, settings, calibrate)
     log, kept, batch = ReadLog(), [], []
     for i, path in enumerate(paths):
         document = read_document(path, policy, log, walked=False)
@@ -428,7 +428,7 @@ def score_part(
 
 def predict_files(
     address: str, data: bytes, classes: Sequence[str], settings, paths: Sequence[str],
-    abstention, explain: int | None = None, policy=None, log=None, calibration=None,
+    abstention, explain: int | None = None, policy=None, log=None, calibrate=True,
 ) -> Iterator:  # fmt: skip
     """Posterior probabilities of the documents at ``paths``, scored on the cluster.
 
@@ -444,8 +444,9 @@ def predict_files(
     classes : sequence of str
         The model's classes, C.
     settings : EstimatorSettings
-    calibration : Calibration or None
-        Applied to the probabilities, as by a local predict with these settings.
+    calibrate : bool
+        Apply the model's calibration to its defaults, as a local predict does
+        (:func:`nbclass.models.model.scoring_settings`).
     paths : sequence of str
         Files to classify; they are printed as given and sent to the workers absolute.
 
@@ -467,7 +468,7 @@ def predict_files(
         absolute = [_absolute(p) for p in paths]
         parts = (
             (model, digest, settings, absolute[a : a + size], a, abstention, explain, policy,
-             calibration)
+             calibrate)
             for a in range(0, n, size)
         )
         for start, end, log_proba, extras, kept, part_log in cluster.run_ordered(
@@ -487,7 +488,7 @@ def predict_files(
 def write_part(
     data: bytes, digest: str, settings, paths: Sequence[str], start: int, abstention, explain,
     policy, classes, fmt: str, top_k, unsure_label: str, folder: str, name: str,
-    shown: Sequence[str], calibration=None,
+    shown: Sequence[str], calibrate=True,
 ):  # fmt: skip
     """A worker's unit of ``predict --output-dir``: score the files at ``paths`` as
     :func:`score_part` does and write their lines, each named by ``shown`` (the paths as
@@ -500,7 +501,7 @@ def write_part(
     from ..output.render import prediction_labels, prediction_lines
 
     start, end, log_proba, extras, kept, log = score_part(
-        data, digest, settings, paths, start, abstention, explain, policy, calibration
+        data, digest, settings, paths, start, abstention, explain, policy, calibrate
     )
     sources = [shown[i] for i in kept]
     rows = log_proba.tolist()
@@ -512,7 +513,7 @@ def write_part(
 def write_predictions(
     address: str, data: bytes, classes: Sequence[str], settings, paths: Sequence[str],
     abstention, explain: int | None, policy, log, folder: str, fmt: str, top_k,
-    unsure_label: str, calibration=None,
+    unsure_label: str, calibrate=True,
 ) -> tuple[int, int, list[str]]:  # fmt: skip
     """Score the documents at ``paths`` on the cluster, each part written by the worker
     that scores it into ``folder`` (already made by :func:`nbclass.output.parts.prepare`), one
@@ -539,7 +540,7 @@ def write_predictions(
         parts = (
             (model, digest, settings, [_absolute(p) for p in paths[a : a + size]], a,
              abstention, explain, policy, tuple(classes), fmt, top_k, unsure_label, folder,
-             part_name(a // size, fmt, digits), list(paths[a : a + size]), calibration)
+             part_name(a // size, fmt, digits), list(paths[a : a + size]), calibrate)
             for a in range(0, n, size)
         )  # fmt: skip
         for start, end, rows, part_log, part_problems in cluster.run_ordered(write_part, parts):
@@ -556,9 +557,9 @@ def write_predictions(
 
 
 def model_to_send(model_path: str, paths: Sequence[str], overrides: dict, use_calibration: bool):
-    """What a predict on a cluster sends: ``(data, settings, calibration, classes, files)``,
-    the model file's bytes (the workers get these very bytes), the settings and
-    calibration it is scored with (:func:`nbclass.models.model.scoring_settings` of the
+    """What a predict on a cluster sends: ``(data, settings, calibrate, classes, files)``,
+    the model file's bytes (the workers get these very bytes), the settings it is scored
+    with and whether its calibration applies (:func:`nbclass.models.model.scoring_settings` of the
     estimator ``overrides``), its classes and the files of ``paths`` (a missing path
     stops here, before any work is sent)."""
     from ..modelfile.fileformat import read
@@ -569,9 +570,9 @@ def model_to_send(model_path: str, paths: Sequence[str], overrides: dict, use_ca
     require_dask()
     data = read(model_path)
     model = loads(data, model_path)
-    settings, calibration = scoring_settings(model, overrides, use_calibration)
+    settings, calibrate = scoring_settings(model, overrides, use_calibration)
     files = list(expand_paths(paths))
-    return data, settings, calibration, model.active_counts.classes, files
+    return data, settings, calibrate, model.active_counts.classes, files
 
 
 def predict_paths(
@@ -581,10 +582,10 @@ def predict_paths(
     """``(classes, settings, batches)`` of the files at ``paths`` scored on the cluster
     with the model at ``model_path`` and ``scoring``, ``(overrides, use_calibration)``:
     each batch is ``(sources, log_proba rows, extras)`` (:func:`predict_files`)."""
-    data, settings, calibration, classes, files = model_to_send(model_path, paths, *scoring)
+    data, settings, calibrate, classes, files = model_to_send(model_path, paths, *scoring)
     batches = predict_files(
         address, data, classes, settings, files, abstention, explain, policy, log,
-        calibration=calibration,
+        calibrate=calibrate,
     )  # fmt: skip
     rows = ((s.sources, s.log_proba.tolist(), extra) for s, extra in batches)
     return classes, settings, rows
@@ -597,11 +598,11 @@ def write_paths(
     """Score the files at ``paths`` on the cluster, each worker writing the parts it
     scores into ``folder`` (:func:`write_predictions`); returns the warnings about
     documents that every class rules out."""
-    data, settings, calibration, classes, files = model_to_send(model_path, paths, *scoring)
+    data, settings, calibrate, classes, files = model_to_send(model_path, paths, *scoring)
     abstention.check_classes(classes)
     _, _, problems = write_predictions(
         address, data, classes, settings, files, abstention, explain, policy, log, folder, fmt,
-        top_k, abstention.label, calibration=calibration,
+        top_k, abstention.label, calibrate=calibrate,
     )  # fmt: skip
     return problems
 

@@ -31,7 +31,14 @@ from ..errors import NbclassError, UsageError
 from ..models import metrics
 from ..models.estimators import AUTO, DEFAULTS, EstimatorSettings, overridden, resolve
 from ..models.learning import corpus_sample
-from ..models.model import BATCH_SIZE, Classifier, Model, VocabularyFilter, with_choice
+from ..models.model import (
+    BATCH_SIZE,
+    Classifier,
+    Model,
+    VocabularyFilter,
+    scoring_settings,
+    with_choice,
+)
 from ..models.tablemodel import TableClassifier, TableModel
 from ..ranges import check as check_range
 from ..reading.corpus import Corpus, read_text, stratified_folds
@@ -218,13 +225,16 @@ def evaluation_of(
 
 
 def evaluate(
-    model: Model, settings: EstimatorSettings, corpus: Corpus,
-    policy: ReadPolicy = DEFAULT_POLICY,
+    model: Model, settings: EstimatorSettings | None, corpus: Corpus,
+    policy: ReadPolicy = DEFAULT_POLICY, calibrate: bool = True,
 ) -> Evaluation:  # fmt: skip
     """Evaluate ``model`` on a labelled test corpus, read under ``policy`` (files) or held
-    in memory (``corpus.texts``)."""
+    in memory (``corpus.texts``), scored as predict scores it: ``settings`` (None: the
+    model's defaults) and ``calibrate`` as :class:`nbclass.models.model.Classifier` takes
+    them (:func:`nbclass.models.model.scoring_settings` gives both from a command's
+    options)."""
     names = [corpus.classes[i] for i in corpus.labels]
-    classifier = Classifier(model, settings)
+    classifier = Classifier(model, settings, calibrate=calibrate)
     return evaluation_of(classifier, corpus.paths, names, policy, corpus.texts)
 
 
@@ -331,6 +341,7 @@ def cross_validate(
     learning_curve: bool = False,
     jobs: int = 1,
     policy: ReadPolicy = DEFAULT_POLICY,
+    calibrate: bool = True,
 ) -> CrossValidation:
     """Stratified k-fold cross-validation, counting each document once.
 
@@ -343,7 +354,9 @@ def cross_validate(
 
     ``settings`` None evaluates what ``fit --model auto`` does: each training set chooses
     its own settings and calibration (:func:`nbclass.models.model.with_choice`) from a sample of
-    its own documents, read again for that; the test fold is never among them.
+    its own documents, read again for that; the test fold is never among them. Each fold
+    is scored as predict would score its model (:class:`nbclass.models.model.Classifier`),
+    without the calibration unless ``calibrate``.
     """
     folds = stratified_folds(corpus, k, seed)
     paths, labels, texts = corpus.paths, corpus.labels, corpus.texts
@@ -367,7 +380,7 @@ def cross_validate(
         model = Model(counts, tokenizer, vocabulary_filter, settings or DEFAULTS)
         if settings is None:
             model = with_choice(model, corpus_sample(corpus.subset(training), policy))
-        classifier = Classifier(model, model.defaults, calibration=model.calibration)
+        classifier = Classifier(model, calibrate=calibrate)  # as predict scores the model
         names = [corpus.classes[labels[j]] for j in test]
         test_texts = None if texts is None else [texts[j] for j in test]
         return evaluation_of(classifier, [paths[j] for j in test], names, policy, test_texts)
@@ -457,15 +470,18 @@ def check(
     max_ece: float | None = None,
     overrides: dict | None = None,
     policy: ReadPolicy = DEFAULT_POLICY,
+    use_calibration: bool = True,
 ) -> Check:
-    """Evaluate both models on ``corpus``, each under its own defaults plus ``overrides``."""
+    """Evaluate both models on ``corpus``, each as predict scores it with the estimator
+    ``overrides`` and ``use_calibration`` (:func:`nbclass.models.model.scoring_settings`):
+    by default its own settings and calibration."""
     check_range("--max-drop", max_drop)
     check_range("--max-ece", max_ece)
     overrides = overrides or {}
 
     def judge(model: Model) -> Evaluation:
-        settings = model.defaults.combined(**overrides)
-        return evaluate(model, settings, corpus, policy)
+        settings, calibrate = scoring_settings(model, overrides, use_calibration)
+        return evaluate(model, settings, corpus, policy, calibrate)
 
     return Check(judge(baseline), judge(new), max_drop, max_ece)
 

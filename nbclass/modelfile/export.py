@@ -12,7 +12,9 @@ f(x) its word presences. An export holds what scoring needs: the tokenizer setti
 vocabulary, W, b, the transform, DCM's s_c, and the calibration fit chose with the
 settings (null for a named formula): when present, {"t0", "t1", "t2"}, the scores are
 divided by T(x) = exp(t0 + t1 log(1 + n) + t2 log(1 + g)) before the softmax, n the
-document's in-vocabulary tokens and g the gap between its two top scores.
+document's in-vocabulary tokens and g the gap between its two top scores; and ``prior``,
+log p(c | x) of a document with no in-vocabulary token (n = 0), which predict reports
+whatever the scores.
 
 Two files of the same content: JSON (one object) and NPZ (``numpy.savez_compressed``: the arrays
 ``vocabulary``, ``classes``, ``weights``, ``bias`` and, when there are any, ``idf`` and
@@ -27,7 +29,7 @@ import json
 import numpy as np
 
 from ..errors import NbclassError
-from ..models.estimators import Calibration, EstimatorSettings
+from ..models.estimators import EstimatorSettings
 from ..models.model import Classifier, Model
 
 FORMAT = "nbclass-export"
@@ -35,11 +37,10 @@ VERSION = 1
 EXPORTED = "multinomial, bernoulli, complement, poisson and dcm"
 
 
-def export_data(
-    model: Model, settings: EstimatorSettings, calibration: Calibration | None = None
-) -> dict:
+def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = True) -> dict:
     """What an export holds, as plain data (numpy arrays for W, b, idf, s_c), with the
-    ``calibration`` predict applies to these settings, if any.
+    calibration predict applies to these settings (``calibrate`` and the model's defaults,
+    as :class:`nbclass.models.model.Classifier` decides), if any.
 
     Raises
     ------
@@ -59,7 +60,8 @@ def export_data(
             "export needs a model of words; this one hashes tokens into columns "
             "(--hash-features): fit without it to export"
         )
-    scorer = Classifier(model, settings).scorer
+    classifier = Classifier(model, settings, calibrate=calibrate)
+    scorer, calibration = classifier.scorer, classifier.calibration
     weights, bias = np.asarray(scorer.weights), np.asarray(scorer.bias)
     if getattr(scorer, "required", None) is not None or not (
         np.isfinite(weights).all() and np.isfinite(bias).all()
@@ -91,6 +93,7 @@ def export_data(
         "calibration": None
         if calibration is None
         else {"t0": calibration.t0, "t1": calibration.t1, "t2": calibration.t2},
+        "prior": classifier.prior.tolist(),
         "vocabulary": list(counts.vocabulary),
         "weights": weights,
         "bias": bias,
@@ -131,11 +134,12 @@ def npz_bytes(data: dict) -> bytes:
 
 def export(
     model: Model, settings: EstimatorSettings, path: str, fmt: str = "json",
-    calibration: Calibration | None = None,
+    calibrate: bool = True,
 ) -> int:  # fmt: skip
-    """Write the export of ``model`` under ``settings`` (and ``calibration``) to ``path``
-    (atomically, as model files are written); returns the bytes written."""
+    """Write the export of ``model`` under ``settings`` (calibrated as predict scores them
+    unless not ``calibrate``) to ``path`` (atomically, as model files are written);
+    returns the bytes written."""
     from .textfile import write_atomic
 
-    data = export_data(model, settings, calibration)
+    data = export_data(model, settings, calibrate)
     return write_atomic(json_bytes(data) if fmt == "json" else npz_bytes(data), path)

@@ -69,8 +69,8 @@ def predict_documents(
     from ..models.model import Classifier, scoring_settings
 
     model = load(model_path)
-    settings, calibration = scoring_settings(model, *scoring)
-    classifier = Classifier(model, settings, calibration=calibration)
+    settings, calibrate = scoring_settings(model, *scoring)
+    classifier = Classifier(model, settings, calibrate=calibrate)
     check_classes(classifier.classes)
     _keep_loaded()
     batches = (
@@ -103,8 +103,8 @@ def _in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_cl
         from .textfile import loads
 
         model = loads(data, model_path)
-        settings, calibration = scoring_settings(model, *scoring)
-        classifier = Classifier(model, settings, calibration=calibration)
+        settings, calibrate = scoring_settings(model, *scoring)
+        classifier = Classifier(model, settings, calibrate=calibrate)
         check_classes(classifier.classes)
     except BaseException:
         counted.close()

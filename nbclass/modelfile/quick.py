@@ -34,6 +34,8 @@ from ..models.estimators import (
     class_prior_fraction,
     log_ratio,
     multinomial_fraction,
+    no_evidence_posterior,
+    score_gap,
 )
 from ..models.exitcodes import effective
 from . import header as checked
@@ -491,6 +493,25 @@ def _add_complement(
         return _add_log_ratios(scores, factor, numerators, log_denominators)
 
 
+def reported(
+    jll: list[float], known: int, class_count, settings: EstimatorSettings, calibration=None
+) -> list[float]:
+    """log p(c | x) as every command reports it, of one document of scores ``jll`` and
+    ``known`` tokens in the vocabulary: :func:`nbclass.models.chosen.reported` in plain
+    Python. The class prior of ``settings`` (N_c: ``class_count``) when ``known`` is 0;
+    else softmax_c(b_c / T(x)) with the ``calibration``, softmax_c(b_c) without.
+
+    >>> reported([-9.0, -1.0], 0, [3, 1], EstimatorSettings())  # no known word: π_c
+    [-0.4054651081081644, -1.0986122886681096]
+    """
+    if known == 0:
+        return no_evidence_posterior(class_count, settings)
+    if calibration is None:
+        return log_posterior(jll)
+    scale = 1.0 / calibration.temperature(known, score_gap(jll))
+    return log_posterior([b * scale for b in jll])
+
+
 def score_document(
     model: QuickModel, text: str, settings: EstimatorSettings, calibration, abstention,
     show_evidence: bool,
@@ -507,25 +528,19 @@ def score_document(
     log p(x) is wanted when the chosen scores do not give it (JSONL shows it).
     """
     from ..models.abstain import log_sum_exp
-    from ..models.estimators import score_gap
     from ..models.novelty import evidence_settings
 
     evidence_by = evidence_settings(settings)
     jll = model.joint_log_likelihood(text, settings)
-    # Counting known tokens tokenizes again: only when a threshold or calibration needs them.
-    needs_known = (
-        abstention.needs_known or abstention.min_typicality is not None or calibration is not None
-    )
-    known, tokens = model.known_tokens(text) if needs_known else (0, 0)
-    if calibration is None:
-        row = log_posterior(jll)
-    else:
-        scale = 1.0 / calibration.temperature(known, score_gap(jll))
-        row = log_posterior([b * scale for b in jll])
+    known, tokens = model.known_tokens(text)
+    row = reported(jll, known, model.class_count, settings, calibration)
     # Complement and transformed scores give the posterior but no probability of x: the
     # multinomial of the same counts gives the evidence (nbclass.models.novelty). Without
-    # a typicality threshold or a format that shows it, it is not computed.
-    if evidence_by == settings:
+    # a typicality threshold or a format that shows it, it is not computed. A document
+    # with no known word has observed nothing: log p(x) = 0.
+    if known == 0:
+        evidence = 0.0
+    elif evidence_by == settings:
         evidence = log_sum_exp(jll)
     elif show_evidence or abstention.typicality_threshold is not None:
         evidence = log_sum_exp(model.joint_log_likelihood(text, evidence_by))

@@ -7,6 +7,9 @@ first that fails, in this order:
 =====================  =========================================================
 reason                 test (p1 ≥ p2 the two highest posterior probabilities)
 =====================  =========================================================
+``no-known-words``     no known token at all (the probabilities are the class
+                       prior, :func:`nbclass.models.chosen.reported`); always on,
+                       unless ``--min-known 0``
 ``few-known-words``    known tokens < ``--min-known N``, or known tokens / tokens
                        < ``--min-known P%`` (a document with no token has share 0)
 ``unlike-training``    per-token log-evidence log p(x) / known tokens below the
@@ -23,7 +26,8 @@ them is classified on little evidence. A document for which every class is impos
 
 Exit codes of ``predict --exit-code`` (one document): the class's code from the
 model's code map (:mod:`nbclass.models.exitcodes`: 10 to 124, kept for good once given),
-9 for unsure or no label. Codes 1 and 2 stay errors.
+9 for unsure (a document with no known word included, unless ``--min-known 0``) or no
+label. Codes 1 and 2 stay errors.
 """
 
 from __future__ import annotations
@@ -58,6 +62,9 @@ class Abstention(Record, frozen=True):
         P, a percentile (0 to 100) of the training documents' per-token evidence.
     typicality_threshold : float or None
         That percentile's value for the model at hand (:meth:`for_model`).
+    no_known : bool
+        A document with no known token is unsure (``no-known-words``); ``--min-known 0``
+        turns this off, and such a document takes the class its prior favours.
     """
 
     min_probability: float | None = None
@@ -67,6 +74,7 @@ class Abstention(Record, frozen=True):
     label: str = UNSURE
     min_typicality: float | None = None
     typicality_threshold: float | None = None
+    no_known: bool = True
 
     @classmethod
     def from_options(
@@ -104,7 +112,10 @@ class Abstention(Record, frozen=True):
         if not label or any(ch in label for ch in "\t\n\r"):
             raise UsageError("--unsure-label must be a non-empty name without tabs or newlines")
         check("--min-typicality", min_typicality)
-        return cls(min_probability, min_margin, tokens, share, label, min_typicality)
+        return cls(
+            min_probability, min_margin, tokens, share, label, min_typicality,
+            no_known=tokens != 0,
+        )  # fmt: skip
 
     def for_model(self, record: dict | None, settings) -> Abstention:
         """With ``--min-typicality``: these thresholds with the model's percentile value
@@ -118,7 +129,8 @@ class Abstention(Record, frozen=True):
 
     @property
     def active(self) -> bool:
-        return any(
+        """Whether any document can be unsure (by default, one with no known token)."""
+        return self.no_known or any(
             v is not None
             for v in (
                 self.min_probability,
@@ -129,10 +141,6 @@ class Abstention(Record, frozen=True):
             )
         )
 
-    @property
-    def needs_known(self) -> bool:
-        """Whether :meth:`reason` looks at the known-token counts."""
-        return self.min_known_tokens is not None or self.min_known_share is not None
 
     def check_classes(self, classes) -> None:
         """Refuse an unsure label that is also a class: a script could not tell them apart."""
@@ -157,6 +165,8 @@ class Abstention(Record, frozen=True):
         """
         if max(log_proba) == -math.inf:
             return None
+        if self.no_known and known == 0:
+            return "no-known-words"
         if self.min_known_tokens is not None and known < self.min_known_tokens:
             return "few-known-words"
         if self.min_known_share is not None and (

@@ -73,9 +73,39 @@ def temperatures(calibration: Calibration, n_tokens, jll: np.ndarray) -> np.ndar
 
 
 def calibrated(jll: np.ndarray, n_tokens: np.ndarray, calibration: Calibration | None):
-    """log p(c | x) of scores ``jll`` (n, C), calibrated when ``calibration`` is given."""
+    """log p(c | x) of scores ``jll`` (n, C), calibrated when ``calibration`` is given
+    (documents with known tokens; :func:`reported` is what commands print)."""
     if calibration is None:
         return log_posterior(jll)
     scale = 1.0 / temperatures(calibration, n_tokens, jll)
     with np.errstate(invalid="ignore"):
         return log_posterior(np.where(np.isneginf(jll), -np.inf, jll * scale[:, None]))
+
+
+def reported(
+    jll: np.ndarray, known: np.ndarray, calibration: Calibration | None, prior: np.ndarray
+) -> np.ndarray:
+    """The posterior every command reports, log p(c | x), ndarray of shape (n, C).
+
+    Parameters
+    ----------
+    jll : ndarray of shape (n, C)
+        The scores b_c of the settings.
+    known : ndarray of shape (n,)
+        n_x, each document's tokens that are words of the (used) vocabulary.
+    calibration : Calibration or None
+        softmax_c(b_c / T(x)) when given, softmax_c(b_c) when not.
+    prior : ndarray of shape (C,)
+        log π_c of the settings (:func:`nbclass.models.estimators.no_evidence_posterior`).
+
+    Notes
+    -----
+    No evidence, no confidence: a document with n_x = 0 gets ``prior`` exactly, with or
+    without the calibration (whose temperature at n_x = 0 would sharpen or flatten the
+    prior, and a Bernoulli score would count every word as absent).
+    """
+    out = calibrated(jll, known, calibration)
+    empty = np.asarray(known) == 0
+    if empty.any():
+        out[empty] = prior
+    return out

@@ -441,6 +441,35 @@ def class_prior_fraction(N_c, N, C: int, estimator: str, alpha: float):
     return N_c + alpha, N + C * alpha
 
 
+def no_evidence_posterior(class_count, settings: EstimatorSettings) -> list[float]:
+    """log p(c | x) of a document with no known token: the class prior the scores of
+    ``settings`` add, C floats (``class_count``: N_c, any sequence of C numbers).
+
+    A document none of whose tokens is a word of the model gives no evidence, so every
+    command reports the prior: log π_c (:func:`class_prior_fraction`; the posterior mean
+    for the DCM and the exact predictives, whose scores take that one), or log 1/C for
+    every class when the scores add no prior (``--no-class-prior``, or weights divided
+    by their sum, ``--norm weight`` or ``both``). Plain Python, so the one-document path
+    and the batch path report the same floats.
+
+    >>> [round(math.exp(v), 4) for v in no_evidence_posterior([3, 1], EstimatorSettings())]
+    [0.6667, 0.3333]
+    >>> no_evidence_posterior([3, 1], EstimatorSettings(class_prior=False))
+    [-0.6931471805599453, -0.6931471805599453]
+    """
+    C = len(class_count)
+    if not settings.class_prior or settings.norm in ("weight", "both"):
+        return [-math.log(C)] * C
+    estimator = settings.estimator
+    if settings.model == "dcm" or estimator == "predictive":
+        estimator = "posterior-mean"
+    N = sum(class_count)
+    return [
+        log_ratio(*class_prior_fraction(N_c, N, C, estimator, settings.alpha))
+        for N_c in class_count
+    ]
+
+
 def bernoulli_fraction(D_jc, N_c, estimator: str, beta: tuple[float, float]):
     """Numerators of θ_jc and of 1 − θ_jc, and their denominator (numbers or arrays).
 

@@ -128,7 +128,8 @@ def explanations(classifier: Classifier, scored: ScoredBatch, n: int) -> list[di
     -------
     list of dict, one per document
         ``{"versus": runner-up class, "log_odds": b_a − b_r, "bias": bias difference,
-        "words": [(word, x_j, contribution), ...]}``, largest contribution first.
+        "words": [(word, x_j, contribution), ...]}``, largest contribution first. A
+        document with no known word has no words and the prior's log-odds as its bias.
     """
     order = np.argsort(-scored.log_proba, axis=1, kind="stable")
     a, r = order[:, 0], order[:, 1]
@@ -147,6 +148,10 @@ def explanations(classifier: Classifier, scored: ScoredBatch, n: int) -> list[di
         contributions = contributions.copy()
         contributions.data *= np.repeat(scale, np.diff(contributions.indptr))
         bias = bias * scale
+    # A document with no known word has the prior's posterior: no word moved it, and
+    # its log-odds are the prior's (nbclass.models.chosen.reported).
+    empty = scored.known == 0
+    bias = np.where(empty, classifier.prior[a] - classifier.prior[r], bias)
     words = list(classifier.vocabulary)  # insertion order: word j at position j
     out: list[dict | None] = []
     for i in range(scored.X.shape[0]):
@@ -154,6 +159,8 @@ def explanations(classifier: Classifier, scored: ScoredBatch, n: int) -> list[di
             out.append(None)
             continue
         start, end = contributions.indptr[i], contributions.indptr[i + 1]
+        if empty[i]:
+            start = end
         cols = contributions.indices[start:end]
         values = contributions.data[start:end]
         counts = scored.X.data[scored.X.indptr[i] : scored.X.indptr[i + 1]]
@@ -186,16 +193,16 @@ def extras(
     ``log_evidence`` comes from the chosen model when its settings are generative (see
     :attr:`nbclass.models.estimators.EstimatorSettings.generative`), else from the multinomial of
     the same counts (:func:`nbclass.models.novelty.evidence_of`); ``evidence_model`` names it.
-    Without ``evidence`` (TSV prints none) that second scoring is skipped unless
-    ``--min-typicality`` needs it: both are then None.
+    It is 0.0 for a document with no known token. Without ``evidence`` (TSV prints none)
+    it is not computed unless ``--min-typicality`` needs it: both are then None.
     """
     from .novelty import evidence_of
 
     if not (evidence or explain or abstention.active):
         return None
     n = scored.jll.shape[0]
-    if evidence or classifier.settings.generative or abstention.min_typicality is not None:
-        values, evidence_model = evidence_of(classifier, scored.X, scored.jll)
+    if evidence or abstention.min_typicality is not None:
+        values, evidence_model = evidence_of(classifier, scored.X, scored.jll, scored.known)
         evidence = values.tolist()
     else:
         evidence, evidence_model = [None] * n, None

@@ -30,11 +30,13 @@ from ..text.hashing import words_of
 from ..text.tokenizer import TokenizerSettings, make_tokenizer
 from ..text.vectorizer import TextCounter
 from . import exitcodes
+from .chosen import reported
 from .estimators import (
     DEFAULTS,
     Calibration,
     EstimatorSettings,
     Prepared,
+    no_evidence_posterior,
     overridden,
     resolve,
 )
@@ -339,21 +341,26 @@ class Predictions:
 
 def scoring_settings(
     model: Model, overrides: dict, use_calibration: bool = True
-) -> tuple[EstimatorSettings, Calibration | None]:
-    """The settings and calibration a command scores ``model`` with.
+) -> tuple[EstimatorSettings, bool]:
+    """``(settings, calibrate)``: what a command scores ``model`` with, given its estimator
+    options and ``--no-calibration``.
 
     ``overrides`` are the estimator options given (``None`` = not given), as
     :func:`nbclass.models.estimators.resolve` takes them. The stored calibration applies only
     to the model's own defaults: with any option given, the formula is scored as it is.
+    Give both to :class:`Classifier`.
     """
     settings = resolve(model.defaults, **overrides)
-    if not use_calibration or overridden(**overrides):
-        return settings, None
-    return settings, model.calibration
+    return settings, use_calibration and not overridden(**overrides)
 
 
 class Classifier:
-    """Scores text with a model under given estimator settings.
+    """Scores text with a model: the one way every command (predict, evaluate, cv,
+    check, explain, export) turns a model and documents into the posterior it reports.
+
+    ``Classifier(model)`` scores as ``nbclass predict -m MODEL`` does: the model's
+    default settings, their stored calibration (if fit made one), and the class prior
+    for a document with no known word (:func:`nbclass.models.chosen.reported`).
 
     Examples
     --------
@@ -364,20 +371,26 @@ class Classifier:
     >>> clf = Classifier(Model(acc.result(), TokenizerSettings()))
     >>> clf.classes[clf.predict(["Win cash now"]).best[0]]
     'spam'
+    >>> clf.predict(["no known word"]).log_proba.tolist()  # the prior: N_c = 1, 1
+    [[-0.6931471805599453, -0.6931471805599453]]
     """
 
     def __init__(
         self, model: Model, settings: EstimatorSettings | None = None,
-        counter: TextCounter | None = None, calibration: Calibration | None = None,
+        counter: TextCounter | None = None, calibrate: bool = True,
     ):  # fmt: skip
-        """``counter``: the model's :class:`nbclass.text.vectorizer.TextCounter`, if one is
-        built already (:func:`nbclass.modelfile.counter.load_counter`); it must hold the model's
+        """``settings``: the model's defaults when None. ``calibrate``: apply the model's
+        stored calibration when the settings are its defaults (``False``: the formula's
+        own posterior, as ``--no-calibration``; :func:`scoring_settings` says what a
+        command's options ask for). ``counter``: the model's
+        :class:`nbclass.text.vectorizer.TextCounter`, if one is built already
+        (:func:`nbclass.modelfile.counter.load_counter`); it must hold the model's
         tokenizer settings and (used) vocabulary. Otherwise one is built when first needed
         (bulk predict's main process scores documents its workers counted, and needs
-        none). ``calibration``: applied to the probabilities (see :func:`scoring_settings`
-        for when a command uses it)."""
+        none)."""
         self.settings = (settings or model.defaults).validate()
-        self.calibration = calibration
+        defaults = self.settings == model.defaults
+        self.calibration = model.calibration if calibrate and defaults else None
         counts = model.active_counts
         self.classes = counts.classes
         self.tokenizer = model.tokenizer
@@ -386,8 +399,10 @@ class Classifier:
                 raise ValueError("the text counter belongs to another model")
             self.counter = counter
         self.counts, self.typicality = counts, model.typicality
+        # log p(c | x) of a document with no known word (shape (C,)).
+        self.prior = np.array(no_evidence_posterior(counts.class_count.tolist(), self.settings))
         # The file's prepared numbers (fitted β) belong to the defaults: use them then.
-        prepared = model.prepared if self.settings == model.defaults else None
+        prepared = model.prepared if defaults else None
         self.scorer = make_scorer(counts, self.settings, prepared)
 
     @cached_property
@@ -412,14 +427,14 @@ class Classifier:
 
     def log_proba(self, X: sp.csr_matrix, jll: np.ndarray) -> np.ndarray:
         """log p(y = c | x) of documents counted as ``X`` (n, V) with scores ``jll`` (n, C):
-        the softmax of the scores, calibrated when the classifier has a calibration."""
+        the softmax of the scores, calibrated when the classifier has a calibration, and
+        the prior for a document with no known word."""
         return self.log_proba_of_known(np.asarray(X.sum(axis=1)).ravel(), jll)
 
     def log_proba_of_known(self, known: np.ndarray, jll: np.ndarray) -> np.ndarray:
-        """:meth:`log_proba` of documents of ``known`` tokens in the vocabulary (n,)."""
-        from .chosen import calibrated
-
-        return calibrated(jll, known, self.calibration)
+        """:meth:`log_proba` of documents of ``known`` tokens in the vocabulary (n,)
+        (:func:`nbclass.models.chosen.reported`)."""
+        return reported(jll, known, self.calibration, self.prior)
 
     def predict(self, texts: Sequence[str], sources: Sequence[str] | None = None) -> Predictions:
         """Posterior probabilities of a batch of texts."""

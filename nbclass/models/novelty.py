@@ -283,20 +283,29 @@ def typicality_threshold(record: dict | None, settings: EstimatorSettings, P: fl
     return threshold(record, P)
 
 
-def evidence_of(classifier, X, jll) -> tuple[np.ndarray, str]:
+def evidence_of(classifier, X, jll, known=None) -> tuple[np.ndarray, str]:
     """log p(x) per document, shape (n,), and the name of the model it comes from.
 
     ``jll`` (n, C) are the classifier's scores of ``X`` (n, V); when its settings are not
     generative, the multinomial of :func:`evidence_settings` scores ``X`` again (its
-    scorer built once per classifier).
+    scorer built once per classifier). A document with no known token (``known``, shape
+    (n,), its known tokens; counted from ``X`` when not given) has log p(x) = 0.0: no
+    observation, as its posterior is the prior (:func:`nbclass.models.chosen.reported`).
     """
+    import numpy as np
+
     from .posterior import log_evidence, make_scorer
 
     settings = classifier.settings
+    if known is None:
+        known = np.asarray(X.sum(axis=1)).ravel()
     if settings.generative:
-        return log_evidence(jll), settings.model
-    scorer = getattr(classifier, "evidence_scorer", None)
-    if scorer is None:
-        scorer = make_scorer(classifier.counts, evidence_settings(settings))
-        classifier.evidence_scorer = scorer
-    return log_evidence(scorer.joint_log_likelihood(X)), "multinomial"
+        values, name = log_evidence(jll), settings.model
+    else:
+        scorer = getattr(classifier, "evidence_scorer", None)
+        if scorer is None:
+            scorer = make_scorer(classifier.counts, evidence_settings(settings))
+            classifier.evidence_scorer = scorer
+        values, name = log_evidence(scorer.joint_log_likelihood(X)), "multinomial"
+    values[np.asarray(known) == 0] = 0.0
+    return values, name

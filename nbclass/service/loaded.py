@@ -105,8 +105,8 @@ class LoadedModel:
     def _calibrated(self):
         from ..models.model import Classifier, scoring_settings
 
-        settings, calibration = scoring_settings(self.model, {}, True)
-        classifier = Classifier(self.model, settings, calibration=calibration)
+        settings, calibrate = scoring_settings(self.model, {}, True)
+        classifier = Classifier(self.model, settings, calibrate=calibrate)
         classifier.counter  # noqa: B018 - the vocabulary, built once here
         return classifier
 
@@ -116,7 +116,9 @@ class LoadedModel:
 
         if self.model.calibration is None:
             return self._calibrated
-        return Classifier(self.model, self.settings, counter=self._calibrated.counter)
+        return Classifier(
+            self.model, self.settings, counter=self._calibrated.counter, calibrate=False
+        )
 
     @property
     def calibration(self):
