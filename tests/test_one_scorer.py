@@ -126,7 +126,8 @@ def test_evaluate_reports_the_metrics_of_predicts_output(news, options):
 
 def test_calibration_moves_evaluates_probabilities_but_not_its_labels(news):
     model, folder = news
-    with_it, without = evaluate_json(model, folder), evaluate_json(model, folder, "--no-calibration")
+    with_it = evaluate_json(model, folder)
+    without = evaluate_json(model, folder, "--no-calibration")
     assert with_it["confusion_matrix"] == without["confusion_matrix"]
     assert abs(with_it["log_loss"] - without["log_loss"]) > 1e-3
 
@@ -161,10 +162,9 @@ def test_cv_scores_folds_with_and_without_the_calibration(news):
         runs[options] = json.loads(result.stdout)
     calibrated_run, formula_run = runs[()], runs[("--no-calibration",)]
     assert calibrated_run["calibrated"] is True and formula_run["calibrated"] is False
-    assert (
-        calibrated_run["metrics"]["accuracy"]["folds"] == formula_run["metrics"]["accuracy"]["folds"]
-    )
-    assert calibrated_run["metrics"]["log_loss"]["folds"] != formula_run["metrics"]["log_loss"]["folds"]
+    with_it, without = calibrated_run["metrics"], formula_run["metrics"]
+    assert with_it["accuracy"]["folds"] == without["accuracy"]["folds"]
+    assert with_it["log_loss"]["folds"] != without["log_loss"]["folds"]
 
 
 def test_the_library_route_calibrates_as_predict(news):
