@@ -464,10 +464,16 @@ def no_evidence_posterior(class_count, settings: EstimatorSettings) -> list[floa
     if settings.model == "dcm" or estimator == "predictive":
         estimator = "posterior-mean"
     N = sum(class_count)
-    return [
+    log_pi = [
         log_ratio(*class_prior_fraction(N_c, N, C, estimator, settings.alpha))
         for N_c in class_count
     ]
+    # Normalised as the posterior of scores log π_c (the same steps as log_posterior), so
+    # that the C probabilities sum to 1 in floating point too: 0.5 each for equal classes.
+    top = max(log_pi)
+    shifted = [v - top for v in log_pi]
+    log_total = math.log(sum(math.exp(v) for v in shifted))
+    return [v - log_total for v in shifted]
 
 
 def bernoulli_fraction(D_jc, N_c, estimator: str, beta: tuple[float, float]):
