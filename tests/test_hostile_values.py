@@ -8,15 +8,21 @@ machine.
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import zlib
+from pathlib import Path
 
+import numpy as np
 import pytest
-from conftest import REPO
-from test_robustness import DEMO, TABLE, one_error, run
+from conftest import NAMED, REPO
+from test_robustness import DEMO, PATHS, TABLE, forged, one_error, refused_everywhere, run
 
 from nbclass.errors import UsageError
-from nbclass.ranges import RANGES, check, environment, parse
+from nbclass.modelfile.fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, pack, parse, section
+from nbclass.ranges import RANGES, check, environment
+from nbclass.ranges import parse as parse_value
 
 ROBUSTNESS = REPO / "docs" / "robustness.md"
 
@@ -44,11 +50,11 @@ def test_a_range_names_the_option_the_value_and_the_range():
         check("--max-drop", math.nan)
     assert str(error.value) == "--max-drop nan is out of range: give a number from 0 to 1"
     with pytest.raises(UsageError) as error:
-        parse("NBCLASS_SCHEDULER_TIMEOUT", "0")
+        parse_value("NBCLASS_SCHEDULER_TIMEOUT", "0")
     assert str(error.value) == (
         "NBCLASS_SCHEDULER_TIMEOUT='0' is out of range: give a number above 0 and at most 86400"
     )
-    assert parse("NBCLASS_MAX_TABLE_BYTES", "1K") == 1024
+    assert parse_value("NBCLASS_MAX_TABLE_BYTES", "1K") == 1024
 
 
 def test_an_empty_variable_is_unset(monkeypatch):
@@ -179,3 +185,240 @@ def test_the_largest_pseudo_counts_give_finite_probabilities_on_both_paths(model
         probabilities = [row["probabilities"] for row in rows]
         for c in probabilities[0]:
             assert math.isclose(probabilities[0][c], probabilities[1][c], rel_tol=1e-9)
+
+
+# --- forged model files: numbers and records of the header ---------------------------------
+
+
+def raw_header_edit(path: Path, old: bytes, new: bytes) -> None:
+    """Replace ``old`` by ``new`` once in the JSON header of the model at ``path``, the
+    header's length kept (its padding absorbs the difference) and its CRC-32 made right:
+    what ``pack`` cannot write (``Infinity``, ``1e400``, ``64.0``) in any field."""
+    data = bytearray(path.read_bytes())
+    length = int.from_bytes(data[12:16], "little")
+    header = bytes(data[32 : 32 + length])
+    assert header.count(old) >= 1, old
+    text = header.rstrip(b" ").replace(old, new, 1)
+    assert len(text) <= length
+    header = text + b" " * (length - len(text))
+    data[32 : 32 + length] = header
+    data[16:20] = zlib.crc32(header).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+
+
+@pytest.fixture(scope="module")
+def named(tmp_path_factory) -> Path:
+    """A model with the named settings (a fitted β, log tf) the robustness tests use."""
+    path = tmp_path_factory.mktemp("named") / "model.nbc"
+    result = run("fit", DEMO, "-o", path, "-q", "-j", "1", *NAMED)
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+@pytest.fixture
+def doc(tmp_path) -> Path:
+    path = tmp_path / "doc.txt"
+    path.write_text("I was charged twice for the same invoice, please refund")
+    return path
+
+
+HEADER_FIELDS = ("sections_start", "offset", "length", "shape", "n_features", "n_used")
+NOT_WHOLE = (b"-Infinity", b"1e400", b"NaN", b"64.0", b"true", b"18446744073709551616")
+
+
+@pytest.mark.parametrize(
+    ("field", "number"),
+    [(field, b"Infinity") for field in HEADER_FIELDS]
+    + [(HEADER_FIELDS[i % len(HEADER_FIELDS)], n) for i, n in enumerate(NOT_WHOLE)],
+)
+def test_header_numbers_that_are_no_whole_numbers_are_refused_on_every_path(
+    named, tmp_path, doc, field, number
+):
+    """``int()`` of Infinity raised OverflowError on every path; a float was rounded."""
+    path = tmp_path / "forged.nbc"
+    path.write_bytes(named.read_bytes())
+    if field in ("sections_start", "n_features", "n_used"):
+        value = parse(named.read_bytes(), "m", MODEL_SECTIONS, OPTIONAL_SECTIONS)[0][field]
+        raw_header_edit(path, f'"{field}": {value}'.encode(), f'"{field}": '.encode() + number)
+        name = field
+    else:  # the first section's (class_count)
+        raw = path.read_bytes()
+        start = raw.index(b'"name": "class_count"')
+        entry = raw[raw.rindex(b"{", 0, start) : raw.index(b"}", start)]
+        old = re.search(rf'"{field}": (\[\d+\]|\d+)'.encode(), entry)[0]
+        raw_header_edit(path, old, f'"{field}": '.encode()
+                        + (b"[" + number + b"]" if field == "shape" else number))  # fmt: skip
+        name = f"{field} of section 'class_count'"
+    refused_everywhere(path, doc, f"the header's {name} is not a whole number from 0 to 2^63-1")
+
+
+SELECTION = {"criterion": "mutual-information", "k": 5, "estimator": "posterior-mean",
+             "alpha": 1.0, "beta": [1.0, 1.0], "from_vocabulary": 9}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("selection", {}, "the selection record does not hold exactly alpha, beta, criterion, "
+         "estimator, from_vocabulary, k"),
+        ("selection", {"k": 5}, "the selection record does not hold exactly alpha, beta, "
+         "criterion, estimator, from_vocabulary, k"),
+        ("selection", [], "the selection record does not hold exactly alpha, beta, criterion, "
+         "estimator, from_vocabulary, k"),
+        ("selection", {**SELECTION, "k": 0}, "the selection record's k is out of range"),
+        ("selection", {**SELECTION, "alpha": 1e308}, "the selection record's alpha is out of "
+         "range"),
+        ("selection", {**SELECTION, "criterion": "chi2"},
+         "the selection record names another criterion or estimator"),
+        ("choice", {"candidates": []}, "the choice record must list 1 to 64 candidates"),
+        ("choice", "auto", "the choice record is not an object with a list of candidates"),
+        ("vocabulary_filter", {"min_df": -1, "max_features": None},
+         "the vocabulary filter record's min-df is out of range"),
+        ("vocabulary_filter", {"min_df": 1, "max_features": 0},
+         "the vocabulary filter record's max-features is out of range"),
+        ("vocabulary_filter", {"min_df": 1.5, "max_features": None},
+         "the vocabulary filter record's min-df is out of range"),
+    ],
+)  # fmt: skip
+def test_forged_records_are_refused_alike_by_the_one_document_path(
+    named, tmp_path, doc, field, value, problem
+):
+    """The one-document path accepted a forged selection, choice or min_df −1 that the
+    full loader refused (or, for a selection without its fields, that info crashed on)."""
+    path = forged(named, tmp_path, lambda header: header.update({field: value}))
+    refused_everywhere(path, doc, problem)
+
+
+def test_a_selection_with_its_fields_is_shown_by_info(named, tmp_path):
+    selected = tmp_path / "selected.nbc"
+    result = run("select-features", "-m", named, "-k", "5", "-o", selected)
+    assert result.returncode == 0, result.stderr
+    info = run("info", "-m", selected)
+    assert info.returncode == 0, info.stderr
+    assert re.search(rb"selection +top 5 of \d+ words by mutual-information", info.stdout)
+
+
+# --- memory: what a model file may make a command allocate ---------------------------------
+
+
+def sparse_model(template: Path, path: Path, V: int, C: int) -> Path:
+    """A consistent model of V words and C classes, each word in one document of class
+    j mod C, written as fit writes it: sparse counts, so that the file takes a few bytes
+    per word whatever C is, and loading it makes two dense (V, C) tables."""
+    header, sections = parse(template.read_bytes(), "t", MODEL_SECTIONS, OPTIONAL_SECTIONS)
+    keep = {k: v for k, v in header.items() if k not in ("sections", "sections_start")}
+    j = np.arange(V, dtype=np.int64)
+    cls = j % C
+    per_class = np.bincount(cls, minlength=C)
+    words = "\x00".join(f"w{i:07d}" for i in range(V)).encode()
+    blob = np.frombuffer(words, dtype=np.uint8)
+    offsets = np.append(0, np.append(np.flatnonzero(blob == 0) + 1, blob.size + 1))
+    histograms = [[(0, V - int(n)), (1, int(n))] if n < V else [(1, V)] for n in per_class]
+    pairs = [pair for h in histograms for pair in h]
+    arrays = {
+        "class_count": per_class, "vocabulary": blob, "vocabulary_offsets": offsets,
+        "word_ptr": np.arange(V + 1), "class_index": cls, "doc_count": np.ones(V, np.int64),
+        "token_count": np.ones(V, np.int64),
+        "used": np.packbits(np.ones(V, bool), bitorder="little"), "class_tokens": per_class,
+        "histogram_ptr": np.cumsum([0] + [len(h) for h in histograms]),
+        "histogram_value": np.array([d for d, _ in pairs]),
+        "histogram_count": np.array([n for _, n in pairs]),
+    }  # fmt: skip
+    keep.update(classes=[f"c{c:05d}" for c in range(C)], n_features=V, n_used=V,
+                prepared=None, choice=None, calibration=None, typicality=None,
+                selection=None, ledger=None)  # fmt: skip
+    keep["defaults"] = {**keep["defaults"], "model": "multinomial", "tf": "raw", "idf": False,
+                        "norm": "none", "prior_fit": False}  # fmt: skip
+    table = []
+    for name in MODEL_SECTIONS:
+        values = arrays[name]
+        top = int(values.max(initial=0))
+        dtype = next(t for t in ("|u1", "<u2", "<u4", "<u8") if top < 2 ** (8 * int(t[-1])))
+        table.append(section(name, values.astype(dtype)))  # the smallest type, as fit
+    path.write_bytes(pack(keep, table))
+    return path
+
+
+def test_the_sparse_model_harness_writes_a_model_that_loads(model, tmp_path):
+    path = sparse_model(model, tmp_path / "small.nbc", 600, 30)
+    info = run("info", "-m", path, "--format", "json")
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout)["documents"] == 600
+    one = run("predict", "-m", path, input=b"w0000031 w0000061")
+    batch = run("predict", "-m", path, DEMO / "billing", "--format", "jsonl")
+    assert one.returncode == batch.returncode == 0, (one.stderr, batch.stderr)
+    assert one.stdout.split(b"\t")[1] == b"c00001"
+
+
+def test_a_small_file_declaring_huge_count_tables_is_refused_before_allocating(model, tmp_path,
+                                                                               doc):  # fmt: skip
+    """200,000 words × 5,000 classes in 4.3 MB: 14.9 GiB of dense counts. Refused by every
+    path that reads it, within the 1 GiB of address space each child has here."""
+    path = sparse_model(model, tmp_path / "huge.nbc", 200_000, 5_000)
+    size = path.stat().st_size
+    assert size < 5_000_000
+    message = (
+        f"Error: {str(path)!r} declares 200000 words and 5000 classes: its count tables would "
+        f"take 14.9 GiB of memory, more than the {64 * size / 2**20:.3g} MiB a model of "
+        f"{size} bytes may ask for: "
+        "set NBCLASS_MAX_MODEL_MEMORY (e.g. 15G) to load it"
+    )
+    for name, make in PATHS.items():
+        args, stdin, env = make(path, doc)
+        result = run(*args, input=stdin, env=env)
+        assert one_error(result, 1) == message, name
+
+
+def test_the_model_memory_limit_is_settable(model, tmp_path):
+    result = run("info", "-m", model, env={"NBCLASS_MAX_MODEL_MEMORY": "1K"})
+    assert one_error(result, 1).endswith(
+        "more than the 1 KiB a model of "
+        f"{model.stat().st_size} bytes may ask for: set NBCLASS_MAX_MODEL_MEMORY (e.g. 1G) "
+        "to load it"
+    )
+    one = run("predict", "-m", model, input=b"refund", env={"NBCLASS_MAX_MODEL_MEMORY": "1K"})
+    assert one_error(one, 1) == one_error(result, 1)
+    bad = run("info", "-m", model, env={"NBCLASS_MAX_MODEL_MEMORY": "lots"})
+    assert one_error(bad, 2) == (
+        "Error: NBCLASS_MAX_MODEL_MEMORY='lots' is not a size: give a size from 1 to 2^40 bytes "
+        "(a number, or with K, M or G: 64M)"
+    )
+
+
+# --- output that cannot be encoded ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def drinks(tmp_path_factory) -> tuple[Path, Path]:
+    """A model with the classes café and 🍵tea, and a document of the first."""
+    root = tmp_path_factory.mktemp("drinks")
+    for name, text in (("café", "espresso"), ("🍵tea", "green")):
+        (root / "corpus" / name).mkdir(parents=True)
+        (root / "corpus" / name / "1.txt").write_text(text, encoding="utf-8")
+    result = run("fit", root / "corpus", "-o", root / "m.nbc", "-q", "--model", "multinomial")
+    assert result.returncode == 0, result.stderr
+    return root / "m.nbc", root / "corpus" / "café" / "1.txt"
+
+
+ASCII = [{"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0", "LANG": "C"}]
+
+
+@pytest.mark.parametrize("env", ASCII)
+def test_names_an_ascii_output_cannot_hold_are_escaped_not_a_traceback(drinks, env):
+    model, doc = drinks
+    for full in ("", "1"):  # the fast start, and click
+        one = run("predict", "-m", model, input=b"espresso",
+                  env={**env, "NBCLASS_FULL_CLI": full})  # fmt: skip
+        assert one.returncode == 0 and one.stderr == b"", one.stderr
+        assert one.stdout == b"-\tcaf\\u00e9\t0.6666666666666666\n"
+    jsonl = run("predict", "-m", model, doc, doc, "--format", "jsonl", env=env)
+    assert jsonl.returncode == 0 and jsonl.stderr == b"", jsonl.stderr
+    assert jsonl.stdout.isascii()
+    rows = [json.loads(line) for line in jsonl.stdout.splitlines()]
+    assert [sorted(row["probabilities"]) for row in rows] == [["café", "🍵tea"]] * 2
+    assert b'"\\ud83c\\udf75tea"' in jsonl.stdout  # beyond U+FFFF: a surrogate pair
+    for args in (["info", "-m", model], ["top-features", "-m", model, "-k", "2"],
+                 ["info", "-m", model, "--format", "json"]):  # fmt: skip
+        result = run(*args, env=env)
+        assert result.returncode == 0 and result.stderr == b"", result.stderr
+        assert result.stdout.isascii() and b"caf\\u00e9" in result.stdout, args

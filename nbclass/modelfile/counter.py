@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import NbclassError
 from ..text.tokenizer import TokenizerSettings
 from ..text.vectorizer import TextCounter
-from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, refuse
+from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, refuse, whole
 
 
 def load_counter(data: bytes, path: str = "<bytes>") -> TextCounter:
@@ -24,7 +24,7 @@ def load_counter(data: bytes, path: str = "<bytes>") -> TextCounter:
     bytes checks the rest, and :class:`nbclass.models.model.Classifier` that the two agree."""
     header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
     try:
-        V = int(header["n_features"])
+        V = whole(header["n_features"], "n_features")
         tokenizer = TokenizerSettings.from_dict(header["tokenizer"])
         words = sections["vocabulary"].tobytes().decode("utf-8").split("\x00") if V else []
         used = np.unpackbits(np.frombuffer(sections["used"], np.uint8), bitorder="little")

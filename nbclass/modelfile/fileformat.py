@@ -97,6 +97,15 @@ HASHING_SECTIONS = ("column_words", "column_words_ptr")
 OPTIONAL_SECTIONS = LEDGER_SECTIONS + HASHING_SECTIONS
 
 
+def whole(value, name: str) -> int:
+    """``value`` if it is a whole number from 0 to 2^63 − 1 (as ``pack`` writes every
+    size and offset), else ``ValueError``: a float, ``true``, ``Infinity`` or ``1e400``
+    in a forged header is refused, never rounded or overflowed."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise ValueError(f"the header's {name} is not a whole number from 0 to 2^63-1")
+    return value
+
+
 def _pad(n: int) -> int:
     return (-n) % ALIGN
 
@@ -439,7 +448,7 @@ def _check_kind(actual, wanted: str, path: str) -> None:
 def _sections(
     view: memoryview, header: dict, path: str, required: tuple[str, ...], optional: tuple[str, ...]
 ) -> dict:
-    start = int(header["sections_start"])
+    start = whole(header["sections_start"], "sections_start")
     if start < PREFIX.size + 2 or start % ALIGN:
         raise ValueError("sections start at a wrong offset")
     sections, spans = {}, []
@@ -448,15 +457,17 @@ def _sections(
         known = name in required or name in optional
         if not known or dtype not in TYPECODES or name in sections:
             raise ValueError(f"unexpected section {name!r} of type {dtype!r}")
-        offset, length = start + int(entry["offset"]), int(entry["length"])
-        shape = [int(n) for n in entry["shape"]]
-        if len(shape) != 1 or shape[0] < 0:
+        offset = start + whole(entry["offset"], f"offset of section {name!r}")
+        length = whole(entry["length"], f"length of section {name!r}")
+        shape = entry["shape"]
+        if not isinstance(shape, list) or len(shape) != 1:
             raise ValueError(f"section {name!r} is not a flat array")
+        shape = [whole(shape[0], f"shape of section {name!r}")]
         items = shape[0]
         if offset < start or offset + length > len(view) or length != ITEMSIZE[dtype] * items:
             raise ValueError(f"section {name!r} does not fit the file")
         chunk = view[offset : offset + length]
-        if zlib.crc32(chunk) != int(entry["crc32"]):
+        if zlib.crc32(chunk) != entry["crc32"]:
             raise refuse(path, f"is corrupted (section {name!r} checksum mismatch)")
         sections[name] = _integers(chunk, dtype)
         spans.append((offset, offset + length))

@@ -15,6 +15,10 @@ path, :mod:`nbclass.modelfile.quick`), so that the two accept exactly the same f
   transformed sums), and the full loader recomputes the class totals from the counts;
 - ``exit_codes`` (optional): each class's exit code, distinct codes 10 to 124
   (:func:`nbclass.models.exitcodes.check_stored`).
+- ``vocabulary_filter``, ``selection`` and ``choice``: the records fit and
+  select-features write, every field present and in the range of its option;
+- the sizes (``n_features``, ``n_used``, ``ledger``): whole numbers, never a float,
+  ``Infinity`` or a number past 64 bits (:func:`whole`).
 
 Each group has its own function; a new header field gets a function of its own, called by
 both loaders. A problem is a ``ValueError`` (or a :class:`nbclass.errors.UsageError` from
@@ -26,11 +30,135 @@ from __future__ import annotations
 
 import math
 
+from ..defaults import ESTIMATORS
+from ..errors import ModelFileError
 from ..models.estimators import BETA_RANGE, Calibration, EstimatorSettings, Prepared
 from ..models.exitcodes import check_stored
+from ..ranges import RANGES, environment
 from ..text.tokenizer import TokenizerSettings, make_tokenizer
+from .fileformat import whole
 
 _BETA_SLACK = 1e-9  # relative: the fitted β, scaled, is rounded once or twice
+
+
+MEMORY_VARIABLE = "NBCLASS_MAX_MODEL_MEMORY"
+MEMORY_FACTOR = 64  # the count tables of a model may take this many times its file size,
+MEMORY_FLOOR = 256 << 20  # and at least this many bytes
+MAX_CANDIDATES = 64  # settings compared by fit's choice
+CHOICE_NUMBERS = ("accuracy", "macro_f1", "log_loss", "calibrated_log_loss")
+_SHORT = 200  # characters of a name in a record
+
+
+def memory_limit(file_size: int) -> int:
+    """The bytes of count tables a model file of ``file_size`` bytes may ask for (a
+    :class:`nbclass.errors.UsageError` for a malformed ``NBCLASS_MAX_MODEL_MEMORY``: read
+    it before the checks whose errors say the model is not valid)."""
+    limit = environment(MEMORY_VARIABLE)
+    return max(MEMORY_FLOOR, MEMORY_FACTOR * file_size) if limit is None else limit
+
+
+def memory(path: str, V: int, C: int, file_size: int, limit: int) -> None:
+    """Refuse a model whose count tables would take more memory than it may ask for.
+
+    The counts are stored sparse (one entry per word and class where the word occurs),
+    but loading makes two dense (V, C) tables of 64-bit counts, 16 V C bytes: a forged
+    file of 2 MB declaring 200,000 words and 5,000 classes would ask for 15 GiB. A model
+    may take up to ``MEMORY_FACTOR`` times its own size, and at least ``MEMORY_FLOOR``
+    (a fitted 20 Newsgroups model takes 12 times its size); ``NBCLASS_MAX_MODEL_MEMORY``
+    sets another limit. Checked by both loaders, before anything is built.
+    """
+    need = 16 * V * C
+    if need > limit:
+        raise ModelFileError(
+            f"{path!r} declares {V} words and {C} classes: its count tables would take "
+            f"{_gib(need)} of memory, more than the {_gib(limit)} a model of "
+            f"{file_size} bytes may ask for: set {MEMORY_VARIABLE} (e.g. "
+            f"{-(-need // (1 << 30))}G) to load it"
+        )
+
+
+def _gib(n: int) -> str:
+    """Bytes in words, rounded: ``'14.9 GiB'``, ``'256 MiB'``."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} bytes"
+
+
+def _in_range(option: str, value, record: str):
+    """``value`` if it is in the range of ``option`` (:mod:`nbclass.ranges`), else
+    ``ValueError`` naming the record's field."""
+    if not RANGES[option].contains(value):
+        raise ValueError(f"the {record} record's {option.lstrip('-')} is out of range")
+    return value
+
+
+def vocabulary_filter(header: dict) -> tuple[int, int | None]:
+    """``(min_df, max_features)``, each in the range of its ``fit`` option."""
+    data = header["vocabulary_filter"]
+    if not isinstance(data, dict):
+        raise ValueError("the vocabulary filter is not an object")
+    max_features = data["max_features"]
+    if max_features is not None:
+        _in_range("--max-features", max_features, "vocabulary filter")
+    return _in_range("--min-df", data["min_df"], "vocabulary filter"), max_features
+
+
+def selection(header: dict) -> dict | None:
+    """The record of ``select-features`` (None when the vocabulary was not selected)."""
+    data = header["selection"]
+    if data is None:
+        return None
+    fields = {"criterion", "k", "estimator", "alpha", "beta", "from_vocabulary"}
+    if not isinstance(data, dict) or set(data) != fields:
+        raise ValueError(f"the selection record does not hold exactly {', '.join(sorted(fields))}")
+    beta = data["beta"]
+    if (
+        data["criterion"] != "mutual-information"
+        or data["estimator"] not in ESTIMATORS
+        or not isinstance(beta, list)
+        or len(beta) != 2
+    ):
+        raise ValueError("the selection record names another criterion or estimator")
+    _in_range("-k", data["k"], "selection")
+    _in_range("--alpha", data["alpha"], "selection")
+    for value in beta:
+        _in_range("--beta", value, "selection")
+    whole(data["from_vocabulary"], "selection's from_vocabulary")
+    return data
+
+
+def choice(header: dict) -> dict | None:
+    """fit's choice record (:meth:`nbclass.models.choosing.Choice.to_dict`), or None."""
+    data = header.get("choice")
+    if data is None:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("candidates"), list):
+        raise ValueError("the choice record is not an object with a list of candidates")
+    if not 0 < len(data["candidates"]) <= MAX_CANDIDATES:
+        raise ValueError(f"the choice record must list 1 to {MAX_CANDIDATES} candidates")
+    for key in ("folds", "documents"):
+        if not isinstance(data.get(key), int) or isinstance(data[key], bool) or data[key] < 0:
+            raise ValueError(f"the choice record's {key} is not a count")
+    for key in ("criterion", "chosen"):
+        if not isinstance(data.get(key), str) or len(data[key]) > _SHORT:
+            raise ValueError(f"the choice record's {key} is not a short text")
+    for row in data["candidates"]:
+        if not isinstance(row, dict) or not isinstance(row.get("name"), str):
+            raise ValueError("a candidate of the choice record has no name")
+        if len(row["name"]) > _SHORT or not isinstance(row.get("chosen"), bool):
+            raise ValueError("a candidate of the choice record is malformed")
+        EstimatorSettings.from_dict(row["settings"]).validate()
+        for key in CHOICE_NUMBERS:
+            value = row.get(key)
+            if (key in row or key != "calibrated_log_loss") and not (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and value >= 0
+            ):
+                raise ValueError(f"a candidate's {key} is not a number >= 0")
+    return data
 
 
 def classes(header: dict) -> list[str]:

@@ -67,13 +67,19 @@ class QuickModel:
         if data is None:
             data = read(path, mapped=True)
         header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+        limit = checked.memory_limit(len(data))
         try:
             # Field by field, as the full loader reads them (nbclass.modelfile.header).
             self.classes = checked.classes(header)
             self.tokenizer, self.tokenize = checked.tokenizer(header)
             self.defaults = checked.defaults(header)
-            self.n_used = int(header["n_used"])
-            V, C = int(header["n_features"]), len(self.classes)
+            self.n_used = checked.whole(header["n_used"], "n_used")
+            V, C = checked.whole(header["n_features"], "n_features"), len(self.classes)
+            checked.memory(path, V, C, len(data), limit)  # as the full loader, which needs it
+            # The records the full loader checks, checked alike (the numbers are not used here).
+            checked.vocabulary_filter(header)
+            checked.selection(header)
+            checked.choice(header)
             s = sections
             # A view, not a copy: the few words the search compares are copied one by one.
             self.blob, self.offsets = s["vocabulary"], s["vocabulary_offsets"]

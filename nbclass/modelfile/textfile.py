@@ -376,17 +376,23 @@ def loads(data: bytes, path: str = "<bytes>") -> Model:
 def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[Model, dict]:
     """Parse model-file bytes into the model and the file's JSON header."""
     header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+    limit = checked.memory_limit(len(data))
     try:
         arrays = {name: np.frombuffer(view, dtype=view.format) for name, view in sections.items()}
-        return _build(header, arrays), header
+        return _build(header, arrays, path, len(data), limit), header
+    except ModelFileError:
+        raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError,
             OverflowError, NbclassError) as exc:  # fmt: skip (int() of an infinite number)
         raise refuse(path, f"is not a valid nbclass model ({exc})") from None
 
 
-def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
+def _build(
+    header: dict, arrays: dict[str, np.ndarray], path: str, size: int, limit: int
+) -> Model:
     classes = tuple(checked.classes(header))
-    C, V = len(classes), int(header["n_features"])
+    C, V = len(classes), checked.whole(header["n_features"], "n_features")
+    checked.memory(path, V, C, size, limit)  # before the dense (V, C) tables are made
     blob = arrays["vocabulary"]
     vocabulary = tuple(blob.tobytes().decode("utf-8").split("\x00")) if V else ()
     ends = np.append(np.flatnonzero(blob == 0), blob.size) + 1 if V else np.zeros(0)
@@ -428,18 +434,16 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
     if problems:
         raise ValueError("; ".join(problems))
     tokenizer, _ = checked.tokenizer(header)  # UsageError for what fit would refuse
-    selection = header["selection"]
-    if selection is not None and not isinstance(selection, dict):
-        raise ValueError("the selection record is not an object")
+    min_df, max_features = checked.vocabulary_filter(header)
     model = Model(
         counts=counts,
         tokenizer=tokenizer,
-        vocabulary_filter=VocabularyFilter.from_dict(header["vocabulary_filter"]).validate(),
+        vocabulary_filter=VocabularyFilter(min_df, max_features),
         defaults=checked.defaults(header),
-        selection=selection,
+        selection=checked.selection(header),
         ledger=_build_ledger(header, arrays, counts),
         column_words=_build_column_words(tokenizer, arrays, vocabulary),
-        choice=_check_choice(header.get("choice")),
+        choice=checked.choice(header),
         calibration=checked.calibration(header),
         exit_codes=checked.exit_codes(header, classes),
     )
@@ -450,7 +454,7 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         if record_applies(typicality, model.defaults, fingerprint(model.active_counts)):
             model.__dict__["typicality"] = typicality
     expected = derived_sections(model)
-    if int(header["n_used"]) != len(model.active_counts.vocabulary) or not all(
+    if checked.whole(header["n_used"], "n_used") != len(model.active_counts.vocabulary) or not all(
         np.array_equal(arrays[name], values) for name, values in expected.items()
     ):
         raise ValueError("the derived sections disagree with the counts")
@@ -463,14 +467,6 @@ def _build(header: dict, arrays: dict[str, np.ndarray]) -> Model:
         # uses them, so both paths agree.
         model.__dict__["prepared"] = prepared
     return model
-
-
-def _check_choice(data):
-    """:func:`nbclass.models.chosen.check_choice`, whose module is imported only when a
-    model is read: writing one, as fit does, never needs it."""
-    from ..models.chosen import check_choice
-
-    return check_choice(data)
 
 
 def _check_prepared(prepared: Prepared, active: Counts) -> None:

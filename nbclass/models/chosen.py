@@ -8,46 +8,10 @@ takes a bulk predict's main process 0.1 s that the workers do not wait for).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from .estimators import Calibration, EstimatorSettings
+from .estimators import Calibration
 from .posterior import log_posterior
-
-MAX_CANDIDATES = 64
-CHOICE_NUMBERS = ("accuracy", "macro_f1", "log_loss", "calibrated_log_loss")
-
-
-def check_choice(data):
-    """``data`` if it is a well-formed :meth:`nbclass.models.choosing.Choice.to_dict`
-    record (or None), else
-    ``ValueError``: a model file from elsewhere is checked before anything shows it."""
-    if data is None:
-        return None
-    if not isinstance(data, dict) or not isinstance(data.get("candidates"), list):
-        raise ValueError("the choice record is not an object with a list of candidates")
-    if not 0 < len(data["candidates"]) <= MAX_CANDIDATES:
-        raise ValueError(f"the choice record must list 1 to {MAX_CANDIDATES} candidates")
-    for key in ("folds", "documents"):
-        if not isinstance(data.get(key), int) or data[key] < 0:
-            raise ValueError(f"the choice record's {key} is not a count")
-    for key in ("criterion", "chosen"):
-        if not isinstance(data.get(key), str) or len(data[key]) > 200:
-            raise ValueError(f"the choice record's {key} is not a short text")
-    for row in data["candidates"]:
-        if not isinstance(row, dict) or not isinstance(row.get("name"), str):
-            raise ValueError("a candidate of the choice record has no name")
-        if len(row["name"]) > 200 or not isinstance(row.get("chosen"), bool):
-            raise ValueError("a candidate of the choice record is malformed")
-        EstimatorSettings.from_dict(row["settings"]).validate()
-        for key in CHOICE_NUMBERS:
-            value = row.get(key)
-            if (key in row or key != "calibrated_log_loss") and not (
-                isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
-            ):
-                raise ValueError(f"a candidate's {key} is not a number >= 0")
-    return data
 
 
 def score_gaps(jll: np.ndarray) -> np.ndarray:

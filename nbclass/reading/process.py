@@ -7,6 +7,7 @@ closed or full or a SIGTERM comes. Standard library only.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import sys
@@ -57,6 +58,43 @@ def reserve_standard_streams() -> None:
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
     if sys.stderr is None:
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    for stream in (sys.stdout, sys.stderr):
+        _escape_what_cannot_be_written(stream)
+
+
+ESCAPE = "nbclass-escape"  # the codec error handler of outputs that are not UTF-8
+
+
+def _escape_as_json(error: UnicodeEncodeError) -> tuple[str, int]:
+    """The characters ``error`` could not encode as JSON writes them, ``\\uNNNN`` (a pair
+    of surrogates beyond U+FFFF): valid in a JSON string, where it stands for the very
+    character, and the escape of text outputs (:func:`nbclass.names.escape`)."""
+    out = []
+    for ch in error.object[error.start : error.end]:
+        o = ord(ch)
+        if o > 0xFFFF:
+            o -= 0x10000
+            out.append(f"\\u{0xD800 + (o >> 10):04x}\\u{0xDC00 + (o & 0x3FF):04x}")
+        else:
+            out.append(f"\\u{o:04x}")
+    return "".join(out), error.end
+
+
+def _escape_what_cannot_be_written(stream) -> None:
+    """Write what ``stream``'s encoding (ASCII under ``LC_ALL=C``, or what
+    ``PYTHONIOENCODING`` names) cannot hold as ``\\uNNNN``, not as a traceback: a class
+    named café prints as ``caf\\u00e9``. A UTF-8 stream holds everything and is left as
+    it is."""
+    encoding = getattr(stream, "encoding", None)
+    if not encoding or not hasattr(stream, "reconfigure"):
+        return
+    try:
+        if codecs.lookup(encoding).name == "utf-8":
+            return
+    except LookupError:  # pragma: no cover - Python opened the stream with it
+        return
+    codecs.register_error(ESCAPE, _escape_as_json)
+    stream.reconfigure(errors=ESCAPE)
 
 
 def standard_input():
