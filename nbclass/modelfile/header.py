@@ -14,7 +14,7 @@ path, :mod:`nbclass.modelfile.quick`), so that the two accept exactly the same f
   be one that the prior fit can return (in ``BETA_RANGE``, times the scale of the
   transformed sums), and the full loader recomputes the class totals from the counts;
 - ``exit_codes`` (optional): each class's exit code, distinct codes 10 to 124
-  (:func:`nbclass.models.exitcodes.check_stored`).
+  (:func:`nbclass.models.exitcodes.check_stored`);
 - ``vocabulary_filter``, ``selection`` and ``choice``: the records fit and
   select-features write, every field present and in the range of its option;
 - the sizes (``n_features``, ``n_used``, ``ledger``): whole numbers, never a float,
