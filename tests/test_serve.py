@@ -563,6 +563,22 @@ def wait_for_lines(server: Server, pattern: str, n: int, timeout: float = 30) ->
         time.sleep(0.05)
 
 
+def test_a_removed_model_file_leaves_the_loaded_model_serving(
+    start, demo_model, other_model, tmp_path
+):
+    served = tmp_path / "served.nbc"
+    shutil.copyfile(demo_model, served)
+    server = start(served)
+    _, headers, before = server.request("POST", "/predict", {"text": TEXTS[0]})
+    served.unlink()
+    time.sleep(1.5)  # three looks at the file
+    _, again, body = server.request("POST", "/predict", {"text": TEXTS[0]})
+    assert (again["x-nbclass-model"], body) == (headers["x-nbclass-model"], before)
+    replace_file(other_model, served)
+    server.wait_for(r"loaded .* model \w+ replaces " + headers["x-nbclass-model"])
+    assert server.stop() == 0
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_sighup_loads_the_file_again_in_every_worker(start, demo_model, workers):
     server = start(demo_model, "--workers", str(workers))
