@@ -52,12 +52,19 @@ def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
 @table_format_option
 @lines_option("Evaluate on")
 @format_option("text", "json")
+@click.option(
+    "--errors",
+    "list_errors",
+    is_flag=True,
+    help="Also list the misclassified documents: source, true and predicted class, and the "
+    "probability of each (JSON: errors).",
+)
 @estimator_options("Overrides the model's default without refitting.")
 @click_option(spec.NO_CALIBRATION)
 @reading_options
 def evaluate(
-    model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator, alpha,
-    beta, text_options, no_calibration, reading,
+    model_path, test_dir, table, table_format, lines_path, fmt, list_errors, event_model,
+    estimator, alpha, beta, text_options, no_calibration, reading,
 ):  # fmt: skip
     """Measure a model on TEST_DIR, labelled documents laid out like a training corpus.
 
@@ -89,7 +96,7 @@ def evaluate(
     try:
         return _evaluate(
             model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator,
-            alpha, beta, text_options, no_calibration, reading,
+            alpha, beta, text_options, no_calibration, reading, list_errors,
         )  # fmt: skip
     except ModelKindError as exc:
         fix = (
@@ -102,7 +109,7 @@ def evaluate(
 
 def _evaluate(
     model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator, alpha,
-    beta, text_options, no_calibration, reading,
+    beta, text_options, no_calibration, reading, list_errors=False,
 ):  # fmt: skip
     from ..evaluation.judging import evaluate as run
     from ..modelfile.textfile import load
@@ -116,6 +123,7 @@ def _evaluate(
         settings = resolve_settings(model.defaults, event_model, estimator, alpha, beta)
         evaluation = evaluate_table(model, settings, read_table(table, table_format))
         test_dir, n_classes = table, len(model.classes)
+        sources = [f"{table}:{row}" for row in range(1, evaluation.n_docs + 1)]
     else:
         from ..models.model import scoring_settings
 
@@ -127,6 +135,7 @@ def _evaluate(
         corpus = labelled_documents(test_dir, lines_path, *reading, min_classes=1)
         evaluation = run(model, settings, corpus, reading[0], calibrate)
         n_classes = len(corpus.classes)
+        sources = list(corpus.paths)
         test_dir = _one_source(test_dir, lines_path, "TEST_DIR")
     from ..output.formats import Output
 
@@ -134,17 +143,24 @@ def _evaluate(
     calibrated = table is None and calibrate and model.calibration is not None
 
     def report(data):  # rich is imported only when the report is drawn
-        from ..output.report import evaluation_report
+        from ..output.report import errors_report, evaluation_report
 
         title = (
             f"{shown(model_path)} on {shown(test_dir)}: {evaluation.n_docs} "
             f"{'rows' if table else 'documents'}, "
             f"{n_classes} classes\n{_describe_settings(settings, model, calibrated)}"
         )
-        return evaluation_report(evaluation, title)
+        out = evaluation_report(evaluation, title)
+        if list_errors:
+            out += errors_report(data["errors"], evaluation.n_docs)
+        return out
 
     data = {"model": model_path, "test_dir": test_dir, "calibrated": calibrated}
     data.update(evaluation.to_dict())
+    if list_errors:
+        from ..evaluation.judging import misclassified
+
+        data["errors"] = misclassified(evaluation, sources)
     Output(fmt).document(data, report=report)
 
 

@@ -40,6 +40,15 @@ from .options import (
 @model_option
 @click.argument("paths", nargs=-1, type=FILE_OR_FOLDER, metavar="[PATH]...")
 @click.option("--lines", is_flag=True, help="Every line of the input is one document.")
+@click.option(
+    "--labelled",
+    type=click.Choice(["auto", "yes", "no"]),
+    default="auto",
+    show_default=True,
+    help="With --lines: read a line's label (LABEL<TAB>TEXT or __label__LABEL TEXT, as fit "
+    "reads them) as a label, not as text. auto: when a file's first line has a label "
+    "that is one of the model's classes, or __label__ (a warning says so).",
+)
 @click_option(spec.FORMAT)
 @click_option(spec.TOP_K)
 @estimator_options("Overrides the model's default without refitting.")
@@ -90,8 +99,8 @@ from .options import (
 @table_predict_options
 @reading_options
 def predict(
-    model_path, paths, lines, fmt, top_k, event_model, estimator, alpha, beta, scheduler,
-    no_calibration, explain, min_probability, min_margin, min_known, min_typicality,
+    model_path, paths, lines, labelled, fmt, top_k, event_model, estimator, alpha, beta,
+    scheduler, no_calibration, explain, min_probability, min_margin, min_known, min_typicality,
     unsure_label, use_exit_code, show_exit_codes, text_options, jobs, quiet, reading, output_dir,
     **table_options,
 ):  # fmt: skip
@@ -163,6 +172,11 @@ def predict(
             "--lines): an exit code can only name one label"
         )
     documents = iter_documents(paths or ["-"], lines, *reading)
+    model_classes: list = []
+    if lines and labelled != "no":
+        from ..models.learning import texts_of_lines
+
+        documents = texts_of_lines(documents, lambda: model_classes, labelled)
     if single and not explain:
         # One document: score it without numpy, which would take most of the time to import.
         from .single import predict_one
@@ -183,6 +197,7 @@ def predict(
     # The models (and scipy) are imported once the worker processes, if any, are forked.
     def check_classes(classes) -> None:
         nonlocal codes
+        model_classes[:] = classes  # before any line is read (texts_of_lines)
         abstention.check_classes(classes)
         if use_exit_code:
             from ..modelfile.quick import QuickModel
@@ -232,7 +247,7 @@ def predict(
             scheduler, model_path, paths, scoring, abstention, explain, *reading
         )
     else:
-        if files is not None:  # listed already: read them without walking again
+        if files is not None:  # listed already: read them without walking again (no --lines)
             documents = iter_documents(paths, lines, *reading, listed=files)
         classes, settings, batches = predict_documents(
             model_path, documents, files, jobs, scoring, reading, add_extras, check_classes

@@ -148,5 +148,5 @@ FAST = (
 FALLBACK = (
     "--lines", "--beta", "--scheduler", "--explain", "--min-typicality", "-j", "--jobs",
     "--output-dir", "--table", "--table-format", "--id", "--encoding", "--max-bytes",
-    "--binary", "--on-error", "--exit-code-map",
+    "--binary", "--on-error", "--exit-code-map", "--labelled",
 )  # fmt: skip

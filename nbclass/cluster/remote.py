@@ -919,7 +919,7 @@ def tally_range(path: str, start: int, end: int, tokenizer, ledger: bool, policy
             reader = _Range(handle, start, end)
             lines = iter_lines(path, reader, replace(policy, binary=True), log)
             batch = []
-            for _source, label, data in labelled_lines(lines):
+            for _source, label, data in labelled_lines(lines, headers=start == 0):
                 if label not in class_at:
                     class_at[label] = len(class_at)
                     part[0].append(0)

@@ -209,6 +209,28 @@ class Evaluation:
         }
 
 
+def misclassified(evaluation: Evaluation, sources: Sequence[str]) -> list[dict]:
+    """The documents ``evaluation`` got wrong, in its order: their ``source`` (from
+    ``sources``, one per document), ``true`` and ``predicted`` class (None: no label), and
+    the ``probability`` the model gave each (None for a class the model does not know,
+    or no label)."""
+    ev = evaluation
+    if len(sources) != ev.n_docs:  # pragma: no cover - the callers pass the corpus's own
+        raise ValueError("one source per evaluated document")
+    C = ev.n_model_classes
+    out = []
+    for i in np.flatnonzero(ev.y_pred != ev.y_true).tolist():
+        t, p = int(ev.y_true[i]), int(ev.y_pred[i])
+        out.append({
+            "source": sources[i],
+            "true": ev.labels[t],
+            "predicted": None if p < 0 else ev.labels[p],
+            "true_probability": float(np.exp(ev.log_proba[i, t])) if t < C else None,
+            "probability": None if p < 0 else float(np.exp(ev.log_proba[i, p])),
+        })  # fmt: skip
+    return out
+
+
 def evaluation_of(
     classifier: Classifier, paths: Sequence[str], class_names: Sequence[str],
     policy: ReadPolicy = DEFAULT_POLICY, texts: Sequence[str] | None = None,

@@ -277,16 +277,126 @@ def parse_labelled_line(line: str, where: str) -> tuple[str, str]:
     return label, text
 
 
-def labelled_lines(lines: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str, bytes]]:
-    """``(source, label, text bytes)`` of each non-blank labelled line ``(source, text)``.
+# The column names a table's header row gives its label and its text (lower case): a first
+# line made of one of each is a header, not a document (:func:`is_header`).
+HEADER_NAMES = frozenset({
+    "label", "labels", "class", "classes", "category", "categories", "target", "y", "tag",
+    "tags", "intent", "topic", "sentiment", "text", "texts", "document", "doc", "sentence",
+    "message", "content", "body", "review", "comment", "x", "question", "tweet", "email",
+})  # fmt: skip
+
+
+def is_header(line: str) -> bool:
+    """Whether ``line`` is a header row: two different column names of :data:`HEADER_NAMES`
+    separated by a tab, a comma, a semicolon or spaces, each perhaps in double quotes.
+
+    >>> [is_header(x) for x in ("label\ttext", '"class","text"', "text label", "billing\ttext")]
+    [True, True, True, False]
+    """
+    import re
+
+    fields = [f.strip().strip('"').lower() for f in re.split(r"[\t,;]| +", line.strip())]
+    return len(fields) == 2 and fields[0] != fields[1] and set(fields) <= HEADER_NAMES
+
+
+def without_header(
+    lines: Iterable[tuple[str, str]], headers: bool = True
+) -> Iterator[tuple[str, str]]:
+    """``lines`` ``(source, text)`` without the first line of a file (source ``FILE:1``)
+    when it is a header row (:func:`is_header`), skipped with a warning: a table exported
+    with its column names would otherwise give a class named after its label column."""
+    for source, line in lines:
+        if headers and source.endswith(":1") and is_header(line):
+            _warn_header(source, line)
+            continue
+        yield source, line
+
+
+def _warn_header(source: str, line: str) -> None:
+    warnings.warn(
+        f"line {source} is a header row ({line.strip()!r}), not a labelled document: skipped",
+        NbclassWarning,
+        stacklevel=3,
+    )
+
+
+def labelled_lines(
+    lines: Iterable[tuple[str, str]], headers: bool = True
+) -> Iterator[tuple[str, str, bytes]]:
+    """``(source, label, text bytes)`` of each non-blank labelled line ``(source, text)``,
+    a header row first skipped (:func:`without_header`, when ``headers``).
 
     A document is named by the UTF-8 bytes of its text without the label, so the same
     text learned from a file or from a line is the same document in a ledger.
     """
-    for source, line in lines:
+    for source, line in without_header(lines, headers):
         if line.strip():
             label, text = parse_labelled_line(line, f"line {source}")
             yield source, label, text.encode("utf-8")
+
+
+LABELLED = ("auto", "yes", "no")  # predict --lines --labelled
+
+
+def _looks_labelled(line: str, classes: Collection[str]) -> bool:
+    """Whether ``line`` is a labelled line as fit reads it, with a label among
+    ``classes`` (or fastText's ``__label__``, which no text to classify starts with)."""
+    if line.startswith("__label__"):
+        return True
+    label, tab, _ = line.partition("\t")
+    return bool(tab) and label.strip() in classes
+
+
+def texts_of_lines(
+    lines: Iterable[tuple[str, str]], classes: Callable[[], Collection[str]], labelled: str
+) -> Iterator[tuple[str, str]]:
+    """``(source, text)`` of the lines ``(source, line)`` to classify: labelled lines (a
+    file of the form fit reads) without their labels, so that a label is never read as
+    text.
+
+    ``labelled`` is ``"no"`` (every line is a text, as it is), ``"yes"`` (every line is
+    labelled: a line without a label is an error, a header row is skipped, blank lines
+    too, as fit does) or ``"auto"``: a file whose first line (after blank ones and a header
+    row) is ``LABEL<TAB>TEXT`` with a label among ``classes()`` (the model's, asked for
+    when the first line comes), or ``__label__LABEL TEXT``, is read as ``"yes"`` with a
+    warning that says so; any other file as ``"no"``.
+    """
+    if labelled == "no":
+        yield from lines
+        return
+    current, mode, waiting = None, labelled, []
+    for source, line in lines:
+        name = source.rpartition(":")[0]
+        if name != current:  # a new file decides anew
+            if mode == "auto":
+                yield from waiting  # the blank lines of a file without any other
+            current, mode, waiting = name, labelled, []
+            if source.endswith(":1") and is_header(line):
+                _warn_header(source, line)
+                mode = "yes"  # a label column's header: the file is labelled
+                continue
+        if mode == "auto":
+            if not line.strip():
+                waiting.append((source, line))
+                continue
+            mode = "yes" if _looks_labelled(line, classes()) else "no"
+            if mode == "yes":
+                warnings.warn(
+                    f"{name} holds labelled lines (LABEL<TAB>TEXT or __label__LABEL TEXT): "
+                    "their labels are not read as text (--labelled no reads every line "
+                    "whole)",
+                    NbclassWarning,
+                    stacklevel=2,
+                )
+            else:
+                yield from waiting
+            waiting = []
+        if mode == "no":
+            yield source, line
+        elif line.strip():
+            yield source, parse_labelled_line(line, f"line {source}")[1]
+    if mode == "auto":
+        yield from waiting
 
 
 def labelled_corpus(lines: Iterable[tuple[str, str]], min_classes: int = 1) -> Corpus:
@@ -294,7 +404,7 @@ def labelled_corpus(lines: Iterable[tuple[str, str]], min_classes: int = 1) -> C
 
     Each non-blank line is one document (``LABEL<TAB>TEXT`` or ``__label__LABEL TEXT``);
     its source ``FILE:LINE`` stands for its path, its text is kept in ``texts``. Classes
-    are sorted, as a folder corpus's are.
+    are sorted, as a folder corpus's are. A header row is skipped (:func:`without_header`).
 
     Raises
     ------
@@ -303,7 +413,7 @@ def labelled_corpus(lines: Iterable[tuple[str, str]], min_classes: int = 1) -> C
         when there are fewer than ``min_classes`` classes.
     """
     sources, names, texts = [], [], []
-    for source, line in lines:
+    for source, line in without_header(lines):
         if line.strip():
             label, text = parse_labelled_line(line, f"line {source}")
             sources.append(source)

@@ -266,6 +266,29 @@ def reliability_diagram(calibration) -> Group:
     return Group(*lines)
 
 
+def errors_report(errors: list[dict], n_docs: int) -> list:
+    """``evaluate --errors``: the misclassified documents, one row each."""
+    out: list = [Text(""), heading(f"misclassified documents ({len(errors)} of {n_docs})")]
+    if not errors:
+        return out
+    table = _table()
+    for name in ("true", "predicted"):
+        table.add_column(name)
+    for name in ("p(true)", "p(pred.)"):
+        table.add_column(name, justify="right")
+    table.add_column("source", overflow="fold")  # whole, wrapped: a script may want it
+    for e in errors:
+        table.add_row(
+            _short(e["true"], 16),
+            "(none)" if e["predicted"] is None else _short(e["predicted"], 16),
+            num(e["true_probability"]),
+            num(e["probability"]),
+            escape(e["source"]),
+        )
+    out.append(table)
+    return out
+
+
 def evaluation_report(evaluation, title: str) -> list:
     """The renderables of ``nbclass evaluate``'s text output."""
     ev = evaluation

@@ -106,6 +106,11 @@ class ReadPolicy(Record, frozen=True):
         return not self.binary and b"\0" not in "\n".encode(self.encoding)
 
     @property
+    def utf8(self) -> bool:
+        """True when the encoding is UTF-8 (whatever its spelling: utf8, UTF-8, ...)."""
+        return codecs.lookup(self.encoding).name == "utf-8"
+
+    @property
     def splits_lines(self) -> bool:
         """True when a line ends at the byte ``\\n`` (ASCII-compatible encodings)."""
         return "\n".encode(self.encoding) == b"\n"
@@ -428,9 +433,11 @@ def iter_lines(
     """``(source:lineno, text)`` per line of the binary stream ``handle``.
 
     A line is at most ``max_bytes`` bytes (without its ``\\n``; a trailing ``\\r`` is
-    dropped too); a longer one is never held in memory, and is an error or skipped as
-    the policy says. A stream with a NUL byte in what is read first (up to
-    :data:`BINARY_PROBE` bytes) is binary and skipped whole. Output is produced as lines
+    dropped too, and under UTF-8 a leading byte-order mark, which editors and other tools
+    write at the start of a file, and ``cat`` of such files at the start of a line);
+    a longer one is never held in memory, and is an error or skipped as the policy says.
+    A stream with a NUL byte in what is read first (up to :data:`BINARY_PROBE` bytes) is
+    binary and skipped whole. Output is produced as lines
     arrive, so a slow pipe is classified line by line.
     """
     limit = policy.max_bytes
@@ -439,6 +446,7 @@ def iter_lines(
     too_long = False
     lineno = 0
     first = True
+    bom = policy.utf8
 
     def finish(raw: bytes | None):
         where = f"{source}:{lineno}"
@@ -447,6 +455,8 @@ def iter_lines(
             return None
         if raw.endswith(b"\r"):
             raw = raw[:-1]
+        if bom and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8) :]
         return where, log.decode(raw, policy.encoding)
 
     while True:
