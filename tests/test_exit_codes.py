@@ -78,6 +78,12 @@ def test_a_new_class_takes_a_new_code_and_the_others_keep_theirs(demo, tmp_path)
     fresh = tmp_path / "fresh.nbc"
     assert run("fit", "--lines", both, "-o", fresh, "-q", *NAMED).returncode == 0
     assert printed_map(fresh) == {"account": 10, "api": 11, "billing": 12, "outage": 13}
+    # diff says so: a script routing by the updated model's codes would misfile these.
+    notes = json.loads(run("diff", demo, fresh, "--format", "json").stdout)["notes"]
+    assert notes[0] == (
+        "a class has another exit code in the new model (predict --exit-code): api 13 -> 11, "
+        "billing 11 -> 12, outage 12 -> 13"
+    )
 
 
 def test_an_update_in_sorted_order_writes_the_fresh_fits_file(tmp_path):

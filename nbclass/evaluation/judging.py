@@ -626,6 +626,12 @@ def diff_notes(old: Model, new: Model) -> list[str]:
     if old.vocabulary_filter != new.vocabulary_filter or old.selection != new.selection:
         notes.append("the models use different vocabulary filters or selections")
     changed = scoring_diff(old, new)["changed"]
+    moved = exit_code_changes(old, new)
+    if moved:
+        notes.append(
+            "a class has another exit code in the new model (predict --exit-code): "
+            + ", ".join(moved)
+        )
     if changed:
         names = {"defaults": "default settings", "chosen": "who chose them",
                  "fitted_beta": "fitted β"}  # fmt: skip
@@ -666,6 +672,14 @@ def scoring_diff(old: Model, new: Model) -> dict:
     if old.typicality != new.typicality:
         changed.append("typicality")
     return {"old": a, "new": b, "changed": changed}
+
+
+def exit_code_changes(old: Model, new: Model) -> list[str]:
+    """``class old -> new`` for each class both models give an exit code and the codes
+    differ (:mod:`nbclass.models.exitcodes`): what a routing script would get wrong."""
+    a, b = old.codes, new.codes
+    both = [name for name in sorted(a) if name in b and a[name] != b[name]]
+    return [f"{name} {a[name]} -> {b[name]}" for name in both]
 
 
 def diff(old: Model, new: Model, k: int = 5) -> ModelDiff:
