@@ -32,7 +32,7 @@ from nbclass.errors import UsageError
 from nbclass.modelfile.textfile import save
 from nbclass.models.abstain import Abstention
 from nbclass.models.estimators import EstimatorSettings
-from nbclass.models.explain import explanations, score_batch
+from nbclass.models.explain import explanations, extras, score_batch
 from nbclass.models.model import Classifier, fit
 from nbclass.reading.corpus import list_corpus
 
@@ -138,6 +138,19 @@ def test_log_evidence_by_hand(runner, model_path):
 
 
 # --- abstention ----------------------------------------------------------------------------
+
+
+def test_the_default_rule_gives_the_reasons_of_the_full_test():
+    """With no threshold given, a batch's reasons are found without testing each row;
+    they are what Abstention.reason gives (a threshold that never fires forces it)."""
+    clf = Classifier(fit(list_corpus(str(DEMO_CORPUS))))
+    texts = ["refund my card", "", "zzzz qqqq", "the login page returns 503", "\n"]
+    scored = score_batch(clf, [(str(i), t) for i, t in enumerate(texts)])
+    default = [e["reason"] for e in extras(clf, scored, Abstention(), evidence=False)]
+    full = extras(clf, scored, Abstention(min_probability=0.0), evidence=False)
+    assert default == [e["reason"] for e in full]
+    assert default == [None, "no-known-words", "no-known-words", None, "no-known-words"]
+    assert extras(clf, scored, Abstention(no_known=False), evidence=False) is None
 
 
 def test_abstention_reasons_in_order():

@@ -40,6 +40,7 @@ from ..ranges import check
 from ..records import Record, replace
 
 UNSURE = "unsure"
+NO_KNOWN_WORDS = "no-known-words"  # the reason of a document with no known token
 EXIT_UNSURE = 9
 
 
@@ -130,7 +131,12 @@ class Abstention(Record, frozen=True):
     @property
     def active(self) -> bool:
         """Whether any document can be unsure (by default, one with no known token)."""
-        return self.no_known or any(
+        return self.no_known or self.thresholds
+
+    @property
+    def thresholds(self) -> bool:
+        """Whether any threshold option is given (beyond the no-known-word rule)."""
+        return any(
             v is not None
             for v in (
                 self.min_probability,
@@ -140,7 +146,6 @@ class Abstention(Record, frozen=True):
                 self.min_typicality,
             )
         )
-
 
     def check_classes(self, classes) -> None:
         """Refuse an unsure label that is also a class: a script could not tell them apart."""
@@ -166,7 +171,7 @@ class Abstention(Record, frozen=True):
         if max(log_proba) == -math.inf:
             return None
         if self.no_known and known == 0:
-            return "no-known-words"
+            return NO_KNOWN_WORDS
         if self.min_known_tokens is not None and known < self.min_known_tokens:
             return "few-known-words"
         if self.min_known_share is not None and (

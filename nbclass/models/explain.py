@@ -23,7 +23,7 @@ from functools import cached_property
 import numpy as np
 
 from ..errors import UsageError
-from .abstain import Abstention
+from .abstain import NO_KNOWN_WORDS, Abstention
 from .chosen import temperatures
 from .model import Classifier
 
@@ -207,13 +207,17 @@ def extras(
     else:
         evidence, evidence_model = [None] * n, None
     abstention = abstention.for_model(classifier.typicality, classifier.settings)
-    if abstention.active:
+    if abstention.thresholds:
         known, tokens = scored.known.tolist(), scored.tokens.tolist()
         rows = scored.log_proba.tolist()
         reasons = [
             abstention.reason(rows[i], known[i], tokens[i], evidence[i]) for i in range(n)
         ]
-    else:  # no threshold: never unsure
+    elif abstention.no_known:  # no threshold given: unsure only without a known word
+        # (what reason() says then, without a row of C floats a document: its posterior
+        # is the prior, which no class rules out)
+        reasons = [NO_KNOWN_WORDS if k == 0 else None for k in scored.known.tolist()]
+    else:  # --min-known 0 and no threshold: never unsure
         reasons = [None] * n
     out = [
         {"log_evidence": value, "evidence_model": evidence_model, "reason": reason}
