@@ -94,8 +94,9 @@ def test_an_empty_file_is_a_document_without_words(tmp_path, clean, dirty):
     assert lines(result.stderr)[0].startswith("fit: 5 documents, 2 classes, 6 words, ")
     options = ["--model", "multinomial", "--estimator", "posterior-mean", "--alpha", "1"]
     empty = run("predict", "-m", tmp_path / "m.nbc", *options, input=b"")
-    # No words: the posterior is the class prior, (N_c + α) / (N + Cα) = (3 + 1) / (5 + 2).
-    expected = f"-\tchina\t{(3 + 1) / (5 + 2)!r}\n".encode()
+    # No words: the posterior is the class prior, (N_c + α) / (N + Cα) = (3 + 1) / (5 + 2),
+    # and the document is unsure (no-known-words).
+    expected = f"-\tunsure\t{(3 + 1) / (5 + 2)!r}\n".encode()
     assert (empty.returncode, empty.stdout, empty.stderr) == (0, expected, b"")
 
 
