@@ -431,6 +431,64 @@ def test_fit_refuses_the_patterns_a_model_may_not_hold(tmp_path, pattern, hazard
     assert not (tmp_path / "m.nbc").exists()
 
 
+POWER = "which can take time a power of the length of some texts; write one repeat (e.g. " \
+    "\\w+ instead of \\w*\\w*)"  # fmt: skip
+QUADRATIC = "which can take time quadratic in the length of some texts; bound the repeat to " \
+    "at most 100 (e.g. \\w{1,100}x instead of \\w+x)"  # fmt: skip
+UNBOUNDED = "repeats a part without a bound before a part that can fail"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "problem"),
+    [
+        ("\\w*" * 20 + "x", f"{UNBOUNDED}, {QUADRATIC}"),
+        ("\\w{0,9}" * 20 + "x", f"repeats the same characters twice in a row, {POWER}"),
+        ("\\w*\\w*", f"repeats the same characters twice in a row, {POWER}"),
+        ("\\w+x", f"{UNBOUNDED}, {QUADRATIC}"),
+        ("\\w+@\\w+", f"{UNBOUNDED}, {QUADRATIC}"),
+        ("[a-z]+\\b", f"{UNBOUNDED}, {QUADRATIC}"),
+        ("(?:ab)+c", f"{UNBOUNDED}, {QUADRATIC}"),
+        ("\\w{1,101}x", f"{UNBOUNDED}, {QUADRATIC}"),
+    ],
+)
+def test_patterns_that_take_a_power_of_the_text_length_are_refused_on_every_path(
+    tmp_path, model, doc, pattern, problem
+):
+    """Twenty \\w* and an x took over an hour on 60 characters; \\w+x minutes on 100 KB.
+    Refused from the pattern's shape by fit and by every path that reads a model."""
+    result = run("fit", DEMO, "-o", tmp_path / "m.nbc", "--token-pattern", pattern)
+    assert one_error(result, 2) == f"Error: --token-pattern {pattern!r} {problem}"
+    assert not (tmp_path / "m.nbc").exists()
+    path = forged(model, tmp_path, lambda h: h["tokenizer"].update(token_pattern=pattern))
+    doc.write_text("a" * 60)
+    refused_everywhere(path, doc, f"--token-pattern {pattern!r} {problem}")
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["\\w{1,100}x", "#\\w+x", "(?u)\\b[^\\W\\d_]{2,}\\b", "\\d+(?:\\.\\d+)?",
+     "[A-Za-z]+(?:'[a-z]+)?", "\\b[a-z]+[0-9]+", "\\S+"],
+)  # fmt: skip
+def test_patterns_that_stay_linear_fit_and_predict_a_long_run_in_bounded_time(
+    tmp_path, pattern
+):
+    """Bounded repeats, and repeats that cannot be started again inside a run (a first part
+    they cannot match, a leading \\b before word characters) are tried once per run: a
+    200 KB run of letters, and of digits, is predicted (the timeout bounds the time)."""
+    corpus = tmp_path / "c"
+    for label, text in (("a", "#ab1x 12.5 don't"), ("b", "#cdx 3 xyz9")):
+        (corpus / label).mkdir(parents=True)
+        (corpus / label / "1.txt").write_text(text)
+    model = tmp_path / "m.nbc"
+    result = run("fit", corpus, "-o", model, "-q", "--token-pattern", pattern, *NAMED)
+    assert (result.returncode, result.stderr) == (0, b"")
+    long = tmp_path / "long.txt"
+    long.write_text("a" * 200_000 + " " + "1" * 200_000 + "#" + "b" * 200_000 + "\n")
+    for args in (["predict", "-m", model, long], ["predict", "-m", model, tmp_path / "c"]):
+        result = run(*args, timeout=60)
+        assert result.returncode == 0 and result.stderr == b"", result.stderr
+
+
 def test_a_huge_ngram_range_is_refused_on_every_path(tmp_path, model, doc):
     path = forged(model, tmp_path, lambda h: h["tokenizer"].update(ngram_range=[1, 100000000]))
     refused_everywhere(path, doc, (

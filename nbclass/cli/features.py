@@ -122,13 +122,17 @@ def select_features(
     Example:
       nbclass select-features -m model.nbc -k 1000 -o small.nbc
     """
-    from ..modelfile.textfile import load, save
+    from ..modelfile.textfile import check_destination, load, locked, save
     from ..models.model import select_features as select
 
-    model = load(model_path)
-    settings = resolve_settings(model.defaults, event_model, estimator, alpha, beta, text_options)
-    pruned = select(model, k, settings)
-    save(pruned, output)
+    check_destination(output)
+    with locked(output):  # the model is read under the lock when it is also the output
+        model = load(model_path)
+        settings = resolve_settings(
+            model.defaults, event_model, estimator, alpha, beta, text_options
+        )
+        pruned = select(model, k, settings)
+        save(pruned, output)
     if not quiet:
         click.echo(
             f"select-features: kept {len(pruned.counts.vocabulary)} of "

@@ -280,6 +280,7 @@ def _fit_table(
     if min_df != 1 or max_features is not None:
         raise UsageError("--min-df and --max-features apply to text corpora, not --table")
     from ..modelfile.tablefile import save
+    from ..modelfile.textfile import locked
     from ..models.tablemodel import fit_table
     from ..reading.table import parse_column_types, read_table
     from ..text.tokenizer import TokenizerSettings, load_stop_words
@@ -303,7 +304,8 @@ def _fit_table(
         defaults,
         DEFAULT_VAR_SMOOTHING if var_smoothing is None else var_smoothing,
     )
-    save(model, output)
+    with locked(output):
+        save(model, output)
     if not quiet:
         seconds = time.perf_counter() - start
         kinds = [c.type for c in model.columns]

@@ -255,14 +255,12 @@ def predict(
     check_classes(classes)
     labels = []
     listed = [path for path, _ in files] if bar_wanted else []
+    if output_dir is not None:
+        return _write_all_predictions(
+            output_dir, batches, classes, fmt, top_k, settings, unsure_label
+        )
     with FileProgress("predict", listed, not bar_wanted) as bar:
-        for index, (sources, rows, extra) in enumerate(batches):
-            if output_dir is not None:
-                _write_predictions(
-                    output_dir, index, sources, classes, rows, fmt, top_k, settings, extra,
-                    unsure_label,
-                )  # fmt: skip
-                continue
+        for sources, rows, extra in batches:
             labels = _print_predictions(
                 sources, classes, rows, fmt, top_k, settings, extra, unsure_label
             )
@@ -286,6 +284,25 @@ def _print_exit_codes(model_path, paths, lines) -> None:
 
     for line in map_lines(QuickModel(model_path).exit_codes):
         click.echo(line)
+
+
+def _write_all_predictions(folder, batches, classes, fmt, top_k, settings, unsure_label):
+    """--output-dir here: each batch as its part file; a run that fails (an unreadable
+    document, a full disk, a signal) removes the parts it wrote, so that it can be run
+    again into the same folder."""
+    from ..output.parts import part_name, remove_parts
+
+    written = []
+    try:
+        for index, (sources, rows, extra) in enumerate(batches):
+            written.append(part_name(index, fmt))
+            _write_predictions(
+                folder, index, sources, classes, rows, fmt, top_k, settings, extra,
+                unsure_label,
+            )  # fmt: skip
+    except BaseException:
+        remove_parts(folder, written)
+        raise
 
 
 def _write_predictions(

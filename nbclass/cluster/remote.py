@@ -517,7 +517,8 @@ def write_predictions(
 ) -> tuple[int, int, list[str]]:  # fmt: skip
     """Score the documents at ``paths`` on the cluster, each part written by the worker
     that scores it into ``folder`` (already made by :func:`nbclass.output.parts.prepare`), one
-    file per part, named in the order of ``paths``.
+    file per part, named in the order of ``paths``. A run that fails removes the parts it
+    wrote (:func:`nbclass.output.parts.remove_parts`), so it can be run again as it was.
 
     Sources are written as given (local paths relative to this process's folder stay
     so); skipped documents are merged into ``log`` in the order of ``paths``.
@@ -526,33 +527,53 @@ def write_predictions(
     -------
     (documents written, parts, warnings)
     """
+    from ..output.parts import remove_parts
+
+    names: list[str] = []
+    try:
+        with connect(address) as cluster:
+            return _write_predictions(
+                cluster, data, classes, settings, paths, abstention, explain, policy, log,
+                folder, fmt, top_k, unsure_label, calibrate, names,
+            )  # fmt: skip
+    except BaseException:  # no part of a failed run stays: it can be run again as it was
+        remove_parts(folder, names)
+        raise
+
+
+def _write_predictions(
+    cluster, data, classes, settings, paths, abstention, explain, policy, log, folder, fmt,
+    top_k, unsure_label, calibrate, names: list[str],
+) -> tuple[int, int, list[str]]:  # fmt: skip
+    """:func:`write_predictions` on the connected ``cluster``; ``names`` receives the
+    names of the parts as soon as they are known (so that a failure can remove them)."""
     from ..models.model import BATCH_SIZE
     from ..output.parts import digits_for, part_name
 
     written, problems = 0, []
-    with connect(address) as cluster:
-        n = len(paths)
-        size = max(1, min(BATCH_SIZE, -(-n // (cluster.threads * 4))))
-        count = -(-n // size)
-        digits = digits_for(count)
-        model = cluster.client.scatter(data, broadcast=True, hash=False)
-        digest = hashlib.sha256(data).hexdigest()
-        parts = (
-            (model, digest, settings, [_absolute(p) for p in paths[a : a + size]], a,
-             abstention, explain, policy, tuple(classes), fmt, top_k, unsure_label, folder,
-             part_name(a // size, fmt, digits), list(paths[a : a + size]), calibrate)
-            for a in range(0, n, size)
-        )  # fmt: skip
-        for start, end, rows, part_log, part_problems in cluster.run_ordered(write_part, parts):
-            if log is not None:
-                given = dict(zip(map(_absolute, paths[start:end]), paths[start:end]))
-                part_log.skipped = [
-                    replace(skip, source=given.get(skip.source, skip.source))
-                    for skip in part_log.skipped
-                ]
-                log.add(part_log)
-            written += rows
-            problems.extend(part_problems)
+    n = len(paths)
+    size = max(1, min(BATCH_SIZE, -(-n // (cluster.threads * 4))))
+    count = -(-n // size)
+    digits = digits_for(count)
+    names.extend(part_name(i, fmt, digits) for i in range(count))
+    model = cluster.client.scatter(data, broadcast=True, hash=False)
+    digest = hashlib.sha256(data).hexdigest()
+    parts = (
+        (model, digest, settings, [_absolute(p) for p in paths[a : a + size]], a,
+         abstention, explain, policy, tuple(classes), fmt, top_k, unsure_label, folder,
+         part_name(a // size, fmt, digits), list(paths[a : a + size]), calibrate)
+        for a in range(0, n, size)
+    )  # fmt: skip
+    for start, end, rows, part_log, part_problems in cluster.run_ordered(write_part, parts):
+        if log is not None:
+            given = dict(zip(map(_absolute, paths[start:end]), paths[start:end]))
+            part_log.skipped = [
+                replace(skip, source=given.get(skip.source, skip.source))
+                for skip in part_log.skipped
+            ]
+            log.add(part_log)
+        written += rows
+        problems.extend(part_problems)
     return written, count, problems
 
 

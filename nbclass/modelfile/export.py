@@ -142,4 +142,6 @@ def export(
     from .textfile import write_atomic
 
     data = export_data(model, settings, calibrate)
-    return write_atomic(json_bytes(data) if fmt == "json" else npz_bytes(data), path)
+    return write_atomic(
+        json_bytes(data) if fmt == "json" else npz_bytes(data), path, model=False
+    )

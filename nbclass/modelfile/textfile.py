@@ -67,6 +67,7 @@ from . import header as checked
 from .fileformat import (
     HASHING_SECTIONS,
     LEDGER_SECTIONS,
+    MAGIC,
     MODEL_SECTIONS,
     OPTIONAL_SECTIONS,
     TYPECODES,
@@ -210,13 +211,17 @@ def lock_path(path: str) -> str:
     return os.path.join(folder, f".{name}.lock")
 
 
-def check_destination(path: str) -> None:
-    """Refuse to write a model over anything but a regular file (or nothing).
+def check_destination(path: str, model: bool = True) -> None:
+    """Refuse to write a model over anything but a model file (or nothing).
 
     A write renames a new file over ``path``: over a device (/dev/full), a named pipe or a
-    socket that would silently replace it with a regular file. Such a destination is a
-    :class:`ModelFileError`, raised before any lock file is created beside it. A symbolic
-    link is judged by what it points to (a link to a model is replaced by the new model).
+    socket that would silently replace it with a regular file, and over a regular file
+    that is not a model (notes, a table, a CSV) it would lose that file. Such a destination
+    is a :class:`ModelFileError`, raised before any lock file is created beside it. A
+    regular file may be replaced when it is empty or begins with the model magic number
+    (:data:`.fileformat.MAGIC`: a text or table model, even a damaged one). ``model=False``
+    (an export, which is not a model) is the other way round: any regular file but a
+    model. A symbolic link is judged by what it points to.
     """
     try:
         mode = os.stat(path).st_mode
@@ -234,6 +239,34 @@ def check_destination(path: str) -> None:
             f"cannot write model {path!r}: it is a {file_kind(mode)}, not a regular file, "
             "and writing would replace it; give the path of a new or existing model file"
         )
+    start = _start(path)
+    if model and not MAGIC.startswith(start):  # empty, or the magic (whole or cut short)
+        raise ModelFileError(
+            f"cannot write model {path!r}: it is a file that is not an nbclass model, and "
+            "writing would replace it; give the path of a new or existing model file (or "
+            "remove the file first)"
+        )
+    if not model and start == MAGIC:
+        raise ModelFileError(
+            f"cannot write {path!r}: it is an nbclass model file, and the export would "
+            "replace it; give another path"
+        )
+
+
+def _start(path: str) -> bytes:
+    """The first bytes of the regular file at ``path``, as many as the magic number has,
+    read without blocking; ``b""`` when it cannot be read (the write then says why)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, len(MAGIC)) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 @contextmanager
@@ -304,12 +337,12 @@ def save(model: Model, path: str) -> int:
     return write_atomic(dumps(model), path)
 
 
-def write_atomic(data: bytes, path: str) -> int:
+def write_atomic(data: bytes, path: str, model: bool = True) -> int:
     """Write the bytes of a model file to ``path`` atomically; returns their number.
 
-    ``path`` must not exist or be a regular file (:func:`check_destination`); it is
-    checked again just before the rename. At a URL (:mod:`nbclass.reading.storage`), the object is
-    written in one put."""
+    ``path`` must not exist or be a model file (:func:`check_destination`; any regular
+    file but a model when ``model`` is false); it is checked again just before the
+    rename. At a URL (:mod:`nbclass.reading.storage`), the object is written in one put."""
     if _is_url(path):
         from ..reading.storage import write_bytes
 
@@ -318,7 +351,7 @@ def write_atomic(data: bytes, path: str) -> int:
         except OSError as exc:
             raise ModelFileError(f"cannot write model {path!r}: {exc.strerror}") from None
         return len(data)
-    check_destination(path)
+    check_destination(path, model)
     folder = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=_temporary_prefix(path), suffix=".tmp")
@@ -332,7 +365,7 @@ def write_atomic(data: bytes, path: str) -> int:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
-        check_destination(path)
+        check_destination(path, model)
         os.replace(tmp, path)
     except BaseException as exc:
         try:

@@ -103,19 +103,23 @@ def merge_files(paths: Sequence[str], output: str) -> Model | TableModel:
     """
     if len(paths) < 2:
         raise UsageError("give at least two models to merge")
-    try:
-        models = [load(path) for path in paths]
-    except ModelKindError as exc:
-        if exc.kind != "table":
-            raise
-        return _merge_tables(paths, output)
+    # The inputs are read under the output's lock: the output may be one of them, and a
+    # writer that changes it meanwhile (fit --update, sync, another merge) must not have
+    # its change lost by a sum of what the file held before.
     with locked(output):
+        try:
+            models = [load(path) for path in paths]
+        except ModelKindError as exc:
+            if exc.kind != "table":
+                raise
+            return _merge_tables(paths, output)
         merged = combine(models, list(paths))
         save(merged, output)
     return merged
 
 
 def _merge_tables(paths: Sequence[str], output: str) -> TableModel:
+    """The sum of the table models at ``paths``, written to ``output`` (under its lock)."""
     tables, texts = [], []
     for path in paths:
         try:
@@ -127,9 +131,8 @@ def _merge_tables(paths: Sequence[str], output: str) -> TableModel:
             f"cannot merge the text model {texts[0]!r} with table models: merge text models "
             "with text models and table models (fit --table) with table models"
         )
-    with locked(output):
-        merged = merge_tables(*tables)
-        tablefile.save(merged, output)
+    merged = merge_tables(*tables)
+    tablefile.save(merged, output)
     return merged
 
 

@@ -4,6 +4,10 @@ Each part of the input (a batch locally, a part on a Dask cluster, where each wo
 writes its own) becomes one file ``part-NNNNNN.tsv`` (or ``.jsonl``) in the folder, in
 the order of the input, so that the files sorted by name and concatenated are what
 ``predict`` prints to stdout. The folder may be a URL (:mod:`nbclass.reading.storage`).
+
+A part file appears whole or not at all: it is written under a hidden temporary name
+and renamed (an object store's put is whole already). A run that fails removes the parts
+it wrote (:func:`remove_parts`), so that it can be run again into the same folder.
 """
 
 from __future__ import annotations
@@ -98,8 +102,35 @@ def write_part(folder: str, name: str, lines) -> None:
             raise NbclassError(f"cannot write {path!r}: {exc.strerror}") from None
         return
     path = os.path.join(folder, name)
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")  # hidden: not a part file
     try:
-        with open(path, "wb") as handle:
-            handle.write(data)
+        try:
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
     except OSError as exc:
         raise NbclassError(f"cannot write {path!r}: {exc.strerror}") from None
+
+
+def remove_parts(folder: str, names) -> None:
+    """Remove the part files ``names`` of ``folder`` that exist (those of a run that
+    failed); a part that cannot be removed is left as it is."""
+    for name in names:
+        if _is_url(folder):
+            from ..reading.storage import remove
+
+            try:
+                remove(f"{folder.rstrip('/')}/{name}")
+            except OSError:
+                pass
+            continue
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass

@@ -197,6 +197,16 @@ def write_bytes(url: str, data: bytes) -> None:
         fs.pipe_file(path, data)
 
 
+def remove(url: str) -> None:
+    """Remove the object at ``url`` (nothing when it is absent); OSError when it cannot."""
+    fs, path = filesystem(url)
+    try:
+        with errors():
+            fs.rm_file(path)
+    except FileNotFoundError:
+        pass
+
+
 def size(url: str) -> int:
     """The size of the object at ``url`` in bytes; OSError when it cannot be read."""
     fs, path = filesystem(url)

@@ -153,10 +153,8 @@ def compile_pattern(pattern: str) -> re.Pattern:
         ) from None
     hazard = pattern_hazard(pattern)
     if hazard:
-        raise UsageError(
-            f"--token-pattern {pattern!r} {hazard}, which can take exponential time on some "
-            "texts; write it without (e.g. \\w+ instead of (\\w+)+)"
-        )
+        advice = _ADVICE.get(hazard, _ADVICE[None])
+        raise UsageError(f"--token-pattern {pattern!r} {hazard}, {advice}")
     if regex.groups > 1:
         raise UsageError(
             f"--token-pattern {pattern!r} has {regex.groups} capturing groups; use at most one "
@@ -180,60 +178,190 @@ def validate_ngram_range(ngram_range: tuple[int, int]) -> None:
         )
 
 
+MAX_FAILING_REPEAT = 100  # repetitions of a part that a later part of a pattern may undo
+_ADVICE = {  # what to do about each hazard of pattern_hazard
+    None: "which can take exponential time on some texts; write it without (e.g. \\w+ "
+    "instead of (\\w+)+)",
+    "repeats the same characters twice in a row": "which can take time a power of the "
+    "length of some texts; write one repeat (e.g. \\w+ instead of \\w*\\w*)",
+    "repeats a part without a bound before a part that can fail": "which can take time "
+    f"quadratic in the length of some texts; bound the repeat to at most "
+    f"{MAX_FAILING_REPEAT} (e.g. \\w{{1,{MAX_FAILING_REPEAT}}}x instead of \\w+x)",
+}
+# Characters that stand for all others when two parts of a pattern are compared: ASCII,
+# Latin-1 and Latin Extended, and a letter, a digit and a space of other scripts.
+_PROBES = "".join(map(chr, range(0x250))) + (
+    "\u0391\u03b1\u0410\u0430\u05d0\u0627\u0660\u0905\u0966\u0e01\u1e00\u2000\u2028"
+    "\u3000\u3042\u30a2\u4e00\uac00\uff10\uff21\U0001d400\U0001f600"
+)
+
+
 def pattern_hazard(pattern: str) -> str | None:
     """What makes ``pattern`` (a valid regular expression) risky, or None.
 
     Python's regex engine backtracks: a repeated part that can itself match in many ways
-    (``(\\w+)+``, ``(a|ab)*``) or a back-reference can take time exponential in the
-    length of a text that almost matches. Refused, wherever it is in the pattern:
+    (``(\\w+)+``, ``(a|ab)*``, ``\\w*\\w*``) or a back-reference can take time
+    exponential in the length of a text that almost matches, or a power of it; and an
+    unbounded repeat followed by a part that can fail (``\\w+x``) is tried again from
+    every character of a long run: time quadratic in its length. Refused, wherever it
+    is in the pattern:
 
     - a repeat (``*``, ``+``, ``{m,n}`` with n > 1) inside a repeat;
     - an alternation ``|`` inside a repeat (an alternation of single characters is a
       character class, which is fine);
-    - a back-reference (``\\1``, ``(?P=name)``, ``(?(1)...)``).
+    - a back-reference (``\\1``, ``(?P=name)``, ``(?(1)...)``);
+    - two repeats in a row that can match the same character, unless a part that must
+      match a character the first cannot match stands between them (``\\w+@\\w+`` is
+      fine, ``\\w*\\w*`` and ``\\w+_?\\w+`` are not);
+    - a repeat of more than :data:`MAX_FAILING_REPEAT` (``+``, ``*``, ``{m,}``) followed,
+      anywhere later, by a part that can fail after it: one that must match a character,
+      or a lookaround (``\\b`` after a repeat of exactly ``\\w`` never fails, nor does a
+      part that may match nothing), unless the pattern cannot start inside a run of
+      what the repeat matches (it begins with ``\\b`` before a repeat of word
+      characters, with ``^``, or with a part the repeat cannot match: ``#\\w+x``).
+      ``\\w{1,100}x`` is the bounded form of ``\\w+x``.
 
     >>> pattern_hazard(r"(?u)\\b\\w\\w+\\b") is None
     True
     >>> pattern_hazard(r"(?u)(\\w+)+!")
     'repeats a part that is itself repeated'
+    >>> pattern_hazard(r"\\w+x")
+    'repeats a part without a bound before a part that can fail'
     """
     try:
+        from re import _compiler as compiler
         from re import _constants as c
         from re import _parser as parser
     except ImportError:  # pragma: no cover - Python 3.10
+        import sre_compile as compiler
         import sre_constants as c
         import sre_parse as parser
 
     repeats = {c.MAX_REPEAT, c.MIN_REPEAT}
     repeats |= {getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT)}
+    tree = parser.parse(pattern)
+    flags = tree.state.flags
 
-    def walk(items, repeated: bool) -> str | None:
+    def chars(items) -> frozenset:
+        """The probe characters that some character-matching part of ``items`` (each a
+        leaf: a literal, a class, ``.``) can match."""
+        found: set = set()
+        for item in items:
+            sub = parser.SubPattern(tree.state, [item])
+            try:
+                regex = compiler.compile(sub, flags)
+            except Exception:  # pragma: no cover - a part that cannot stand alone
+                return frozenset(_PROBES)
+            found.update(ch for ch in _PROBES if regex.fullmatch(ch))
+        return frozenset(found)
+
+    def leaves(items):
+        """The parts of ``items`` that match characters, through groups and repeats."""
         for op, av in items:
+            if op in repeats:
+                yield from leaves(av[2])
+            elif op is c.SUBPATTERN:
+                yield from leaves(av[3])
+            elif op is c.BRANCH:
+                for alternative in av[1]:
+                    yield from leaves(alternative)
+            elif op is getattr(c, "ATOMIC_GROUP", None):
+                yield from leaves(av)
+            elif op not in (c.AT, c.ASSERT, c.ASSERT_NOT):
+                yield op, av
+
+    def width(item) -> int:
+        return parser.SubPattern(tree.state, [item]).getwidth()[0]
+
+    def word_only(item) -> bool:
+        """Whether ``item`` is a repeat of exactly ``\\w``."""
+        return chars(leaves([item])) == chars([(c.IN, [(c.CATEGORY, c.CATEGORY_WORD)])])
+
+    def can_fail(items, after) -> bool:
+        """Whether a part of ``items`` can fail right after the repeat ``after``."""
+        for op, av in items:
+            if op is c.AT:
+                if av in (c.AT_BOUNDARY, c.AT_UNI_BOUNDARY, c.AT_LOC_BOUNDARY):
+                    if word_only(after):
+                        continue
+                return True
+            if op in (c.ASSERT, c.ASSERT_NOT):
+                return True
+            if width((op, av)) > 0:
+                return True
+        return False
+
+    def guarded(repeat) -> bool:
+        """Whether the pattern cannot start inside a run of what ``repeat`` matches: it
+        begins with ``\\b`` (or ``^``) and ``repeat`` matches word characters only, or
+        with a part that must match a character ``repeat`` cannot. Then each run is
+        tried once, not from each of its characters."""
+        op, av = tree[0] if len(tree) else (None, None)
+        inside = chars(leaves([repeat]))
+        if op is c.AT:
+            if av in (c.AT_BEGINNING_STRING,) or (
+                av is c.AT_BEGINNING and not flags & re.MULTILINE
+            ):
+                return True
+            word = chars([(c.IN, [(c.CATEGORY, c.CATEGORY_WORD)])])
+            return av in (c.AT_BOUNDARY, c.AT_UNI_BOUNDARY, c.AT_LOC_BOUNDARY) and (
+                inside <= word
+            )
+        return op is not None and width((op, av)) > 0 and not (chars(leaves([(op, av)])) & inside)
+
+    def walk(items, repeated: bool, tail) -> str | None:
+        """``tail``: the parts that follow ``items`` in the pattern (what a repeat at
+        the end of ``items`` is followed by)."""
+        pending = None  # the last repeat that a later part could share characters with
+        between: list = []
+        for i, (op, av) in enumerate(items):
+            rest = list(items[i + 1 :]) + list(tail)
             found = None
             if op in repeats:
                 low, high, sub = av
                 many = high == c.MAXREPEAT or high > 1
                 if many and repeated:
                     return "repeats a part that is itself repeated"
-                found = walk(sub, repeated or many)
+                if many and pending is not None:
+                    first = chars(leaves([pending]))
+                    separated = any(
+                        width(part) > 0 and not (chars(leaves([part])) & first)
+                        for part in between
+                    )
+                    if not separated and first & chars(leaves(sub)):
+                        return "repeats the same characters twice in a row"
+                found = walk(sub, repeated or many, rest)
+                unbounded = high == c.MAXREPEAT or high > MAX_FAILING_REPEAT
+                if (
+                    not found and many and unbounded and can_fail(rest, (op, av))
+                    and not guarded((op, av))
+                ):  # fmt: skip
+                    return "repeats a part without a bound before a part that can fail"
+                if many:
+                    pending, between = (op, av), []
+                    if found:
+                        return found
+                    continue
             elif op is c.BRANCH:
                 if repeated:
                     return "repeats an alternation"
                 for alternative in av[1]:
-                    found = found or walk(alternative, repeated)
+                    found = found or walk(alternative, repeated, rest)
             elif op is c.SUBPATTERN:
-                found = walk(av[3], repeated)
+                found = walk(av[3], repeated, rest)
             elif op in (c.ASSERT, c.ASSERT_NOT):
-                found = walk(av[1], repeated)
+                found = walk(av[1], repeated, ())
             elif op in (c.GROUPREF, c.GROUPREF_EXISTS, getattr(c, "GROUPREF_IGNORE", None)):
                 return "refers back to a group"
             elif op is getattr(c, "ATOMIC_GROUP", None):
-                found = walk(av, repeated)
+                found = walk(av, repeated, rest)
             if found:
                 return found
+            if pending is not None:
+                between.append((op, av))
         return None
 
-    return walk(parser.parse(pattern), False)
+    return walk(tree, False, ())
 
 
 class AsciiSplitter:
