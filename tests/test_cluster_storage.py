@@ -518,3 +518,39 @@ def test_output_dir_on_the_cluster_warns_as_a_local_predict(world, tmp_path):
     assert b"binary" in here.stderr and b"every class has probability 0" in here.stderr
     parts = sorted((tmp_path / "out").iterdir())
     assert b"".join(p.read_bytes() for p in parts) == here.stdout
+
+
+def _peak_rss(env, *args) -> tuple[int, bytes, int]:
+    """``(exit code, stderr, peak resident memory in kB)`` of nbclass ``args``."""
+    process = subprocess.Popen(
+        [*nbclass_command(), *map(str, args)], stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, env=env, cwd=REPO,
+    )  # fmt: skip
+    err = process.stderr.read()
+    process.stderr.close()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, err, usage.ru_maxrss
+
+
+def test_a_model_object_longer_than_it_declares_is_refused_without_reading_it(
+    world, tmp_path
+):
+    """A model at an s3:// URL is read as a local one: the prefix, then no more than the
+    size it declares. With 64 MiB appended it is refused from its size, and the command
+    holds no more memory than reading the plain model does."""
+    _, env = world
+    model, long = tmp_path / "m.nbc", tmp_path / "long.nbc"
+    assert run(env, "fit", DEMO_CORPUS, "-o", model, "-q").returncode == 0
+    long.write_bytes(model.read_bytes() + b"\0" * (64 * 1024 * 1024))
+    upload(env, model, f"s3://{BUCKET}/bound/m.nbc")
+    upload(env, long, f"s3://{BUCKET}/bound/long.nbc")
+    code, err, plain = _peak_rss(env, "info", "-m", f"s3://{BUCKET}/bound/m.nbc")
+    assert (code, err) == (0, b"")
+    code, err, peak = _peak_rss(env, "info", "-m", f"s3://{BUCKET}/bound/long.nbc")
+    assert code == 1
+    assert err.decode() == (
+        f"Error: 's3://{BUCKET}/bound/long.nbc' is corrupted ({64 * 1024 * 1024} bytes after "
+        "its end)\n"
+    )
+    assert peak < plain + 16 * 1024, (peak, plain)

@@ -121,14 +121,16 @@ def summary(
 
 
 def check_scheduler(ctx, address: str) -> None:
-    """Refuse a malformed scheduler address at once, naming where it came from."""
+    """Refuse a malformed scheduler address at once, naming where it came from, and a
+    malformed ``NBCLASS_WORKER_TIMEOUT``."""
     from click.core import ParameterSource
 
-    from ..cluster.remote import check_address_form
+    from ..cluster.remote import check_address_form, worker_timeout
 
     source = ctx.get_parameter_source("scheduler")
     name = "DASK_SCHEDULER_ADDRESS" if source == ParameterSource.ENVIRONMENT else "--scheduler"
     check_address_form(address, name)
+    worker_timeout()  # a bad NBCLASS_WORKER_TIMEOUT is said before any work
 
 
 def line_documents(lines_path: str, reading):

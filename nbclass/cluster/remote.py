@@ -41,6 +41,8 @@ from ..version import __version__
 INSTALL = "pip install 'nbclass[dask]'"
 TIMEOUT_VARIABLE = "NBCLASS_SCHEDULER_TIMEOUT"
 DEFAULT_TIMEOUT = 10.0  # seconds to reach the scheduler, and then to find a worker
+WORKER_TIMEOUT_VARIABLE = "NBCLASS_WORKER_TIMEOUT"
+DEFAULT_WORKER_TIMEOUT = 60.0  # seconds a command waits while the cluster has no worker
 SCHEMES = ("tcp", "tls")
 SPLIT_EVERY = 8  # results merged into one on a worker, at each level of a reduction
 WORKER_HINT = (
@@ -263,9 +265,76 @@ def _connect(distributed, address: str) -> Iterator[Cluster]:
             ) from None
         _check_workers(client)
         threads = sum(client.nthreads().values())
-        yield Cluster(client, address, max(1, threads))
+        with _watch_workers(client, address, worker_timeout()):
+            yield Cluster(client, address, max(1, threads))
     finally:
         client.close()
+
+
+def worker_timeout() -> float:
+    """Seconds a command waits while its cluster has no worker: ``NBCLASS_WORKER_TIMEOUT``,
+    else 60 (more than 0, at most a day)."""
+    from ..reading.limits import seconds_variable
+
+    return seconds_variable(WORKER_TIMEOUT_VARIABLE, DEFAULT_WORKER_TIMEOUT)
+
+
+class _NoWorker(BaseException):
+    """Raised in the main thread when the cluster has had no worker for too long (a
+    BaseException, as KeyboardInterrupt is, so that no handler of errors stops it)."""
+
+
+@contextmanager
+def _watch_workers(client, address: str, seconds: float) -> Iterator[None]:
+    """Stop the block with an :class:`NbclassError` once the scheduler has had no worker
+    for ``seconds``: its work would wait for ever (the scheduler keeps it for workers
+    that may come back). A thread asks the scheduler for its workers every second, and
+    interrupts the main thread with SIGALRM, the wait for a result included. (Nothing is
+    watched when the block is not in the main thread, where no signal can be received.)
+    """
+    import signal
+    import time
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    stop, active = threading.Event(), [True]
+
+    def expire(signum, frame):
+        if active[0]:
+            raise _NoWorker()
+
+    def watch():
+        since = None
+        while not stop.wait(min(1.0, seconds / 4)):
+            try:
+                workers = len(client.nthreads())
+            except Exception:  # the scheduler went away: the main thread is told so
+                continue
+            if workers:
+                since = None
+                continue
+            since = time.monotonic() if since is None else since
+            if time.monotonic() - since >= seconds and not stop.is_set():
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGALRM)
+                return
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    watcher = threading.Thread(target=watch, name="nbclass-workers", daemon=True)
+    watcher.start()
+    try:
+        yield
+    except _NoWorker:
+        raise NbclassError(
+            f"the Dask scheduler at {address} has had no worker for {seconds:g} s with work "
+            f"left (were its workers stopped?): start some with  dask worker {address}  and "
+            f"run the command again (the wait is set by {WORKER_TIMEOUT_VARIABLE})"
+        ) from None
+    finally:
+        stop.set()
+        watcher.join()
+        active[0] = False
+        signal.signal(signal.SIGALRM, previous)
 
 
 _ADDRESS = re.compile(

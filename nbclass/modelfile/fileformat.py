@@ -204,7 +204,7 @@ def read(path: str, mapped: bool = False) -> bytes:
     most the size its fixed 32-byte prefix declares is read. A file longer than that is
     refused without reading the rest; a shorter one is read whole and refused as
     truncated by :func:`parse`. ``path`` may be a URL (:mod:`nbclass.reading.storage`): the object
-    is read whole, and refused by :func:`parse` if it is not a model.
+    is read by the same rule, in ranges, each request bounded in time.
 
     ``mapped``: a large file of the size it declares is read into anonymous memory mapped
     for it (where the system can map it populated, in one call) and returned as a
@@ -216,10 +216,10 @@ def read(path: str, mapped: bool = False) -> bytes:
     """
     try:
         if isinstance(path, str) and "://" in path:
-            from ..reading.storage import is_url, read_bytes
+            from ..reading.storage import is_url
 
             if is_url(path):
-                return read_bytes(path)
+                return _read_url(path)
         before = os.stat(path)
     except OSError as exc:
         raise _read_error(exc, path) from None
@@ -248,6 +248,22 @@ def read(path: str, mapped: bool = False) -> bytes:
         return _read_exactly(fd, max(declared, PREFIX.size), path)
     finally:
         os.close(fd)
+
+
+def _read_url(path: str) -> bytes:
+    """The bytes of the model at the URL ``path``, read as a local one is: the prefix,
+    then no more than the size it declares (an object longer than that is refused from
+    its size, unread), each request bounded in time (:mod:`nbclass.reading.storage`)."""
+    from ..reading.storage import read_range, size
+
+    prefix = read_range(path, 0, PREFIX.size)
+    if len(prefix) < PREFIX.size or not prefix.startswith(MAGIC):
+        return prefix  # parse() says what it is (empty, truncated, a pickle, not ours)
+    declared = PREFIX.unpack_from(prefix)[4]
+    total = size(path)
+    if total > declared:
+        raise refuse(path, f"is corrupted ({total - declared} bytes after its end)")
+    return prefix + read_range(path, PREFIX.size, max(declared, PREFIX.size))
 
 
 def _read_error(exc: OSError, path: str) -> ModelFileError:

@@ -9,8 +9,10 @@ counted.
 Skipped everywhere, by rule: names starting with ``.`` (hidden files and folders, editor
 swap files, ``.git``) and names ending in ``~`` (editor backups), and anything that is not
 a regular file (FIFOs, sockets, devices). Symbolic links to files are followed; symbolic
-links to folders are not, so a link loop cannot hang the walk. A class folder whose name
-is not valid UTF-8 is refused (a class name is stored as UTF-8 text).
+links to folders are not, at any depth, class folders included (a warning names them), so
+a link loop cannot hang the walk and a link to ``/`` cannot make it walk the file system.
+A class folder whose name is not valid UTF-8 is refused (a class name is stored as UTF-8
+text), whatever the locale's encoding.
 
 This stage knows nothing about tokens: it yields ``(source, text)`` pairs.
 """
@@ -295,21 +297,50 @@ def class_folders(root: str) -> list[tuple[str, str]]:
     except OSError as exc:
         raise CorpusError(f"cannot read corpus folder {root!r}: {exc.strerror}") from None
     class_dirs = []
-    loose_files = 0
+    loose_files, links = 0, []
     for name in entries:
         if is_skipped_name(name):
             continue
         path = os.path.join(root, name)
         if os.path.isdir(path):
-            if not is_utf8(name):
+            if os.path.islink(path):  # a folder elsewhere (a link to / would walk it all)
+                links.append(path)
+                continue
+            label = class_name(name)
+            if label is None:
                 raise CorpusError(
                     f"class folder name '{escape(name)}' in '{escape(root)}' is not valid "
                     "UTF-8: rename the folder (a class name is stored as UTF-8 text)"
                 )
-            class_dirs.append((name, path))
+            class_dirs.append((label, path))
         elif _is_regular_file(path):
             loose_files += 1
+    if links:
+        warnings.warn(
+            f"ignoring {len(links)} symbolic link(s) to folders in '{escape(root)}' (first "
+            f"'{escape(links[0])}'): links to folders are not followed; move or copy the "
+            "folder into the corpus",
+            NbclassWarning,
+            stacklevel=3,
+        )
     return _checked_classes(root, class_dirs, loose_files)
+
+
+def class_name(name: str) -> str | None:
+    """The class name of the folder ``name`` (as :func:`os.listdir` gives it): its bytes
+    decoded as UTF-8 whatever the locale's encoding (under ``LC_ALL=C`` without UTF-8
+    mode, Python gives the bytes of ``café`` as surrogates), or None when they are not
+    UTF-8.
+
+    >>> class_name("caf\udcc3\udca9"), class_name("caf\udce9"), class_name("café")
+    ('café', None, 'café')
+    """
+    if is_utf8(name):
+        return name
+    try:
+        return os.fsencode(name).decode("utf-8")
+    except (UnicodeDecodeError, UnicodeEncodeError):
+        return None
 
 
 def _checked_classes(root: str, class_dirs: list, loose_files: int) -> list[tuple[str, str]]:
@@ -483,7 +514,9 @@ def _open_lines(path: str):
         from .storage import open_binary
 
         return open_binary(path)
-    return open(path, "rb")
+    from .limits import open_named
+
+    return os.fdopen(open_named(path), "rb")
 
 
 def list_inputs(paths: Iterable[str]) -> list[tuple[str, bool]]:

@@ -18,6 +18,12 @@ streamed table         none              ``predict --table`` reads, scores and p
                                          batch of 1,000 rows at a time, in bounded memory
 =====================  ================  ==================================================
 
+A named pipe (FIFO) that the user names (a document, ``--lines``, ``--stop-words``,
+``--table``; ``<(command)`` is one) is read like standard input, but its first byte
+(or its writer's end) must come within ``NBCLASS_PIPE_WAIT`` seconds (30 by default):
+a pipe that no process writes to is an error, not a wait for ever (:func:`open_named`).
+A FIFO found by listing a folder is never opened.
+
 Standard library only (the one-document path imports it).
 """
 
@@ -35,6 +41,9 @@ MAX_STOP_WORDS_BYTES = 16 * MiB
 MAX_TABLE_BYTES = 256 * MiB
 MAX_ROW_BYTES = 16 * MiB
 TABLE_BYTES_VARIABLE = "NBCLASS_MAX_TABLE_BYTES"
+PIPE_WAIT_VARIABLE = "NBCLASS_PIPE_WAIT"
+DEFAULT_PIPE_WAIT = 30.0  # seconds a named pipe may take to give its first byte
+MAX_WAIT = 86400.0  # the longest wait any NBCLASS_*_TIMEOUT or _WAIT variable may ask for
 _CHUNK = MiB
 
 
@@ -54,6 +63,70 @@ def table_limit() -> int:
     """The largest table read whole: ``$NBCLASS_MAX_TABLE_BYTES`` (e.g. ``1G``), else 256 MiB."""
     limit = environment(TABLE_BYTES_VARIABLE)
     return MAX_TABLE_BYTES if limit is None else limit
+
+
+def seconds_variable(name: str, default: float) -> float:
+    """The number of seconds ``$name`` gives (``default`` when unset or empty).
+
+    Raises
+    ------
+    UsageError
+        When it is not a number of seconds greater than 0 and at most 86400 (a day).
+
+    >>> seconds_variable("NBCLASS_UNSET_FOR_THE_DOCTEST", 30.0)
+    30.0
+    """
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= MAX_WAIT:  # NaN is refused too
+        raise UsageError(
+            f"{name}={text!r} is not a number of seconds: give one greater than 0 and at "
+            f"most {MAX_WAIT:.0f} (e.g. 30 or 0.5)"
+        )
+    return value
+
+
+def open_named(path: str) -> int:
+    """A descriptor open for reading (blocking) on ``path``, a file the user named.
+
+    A named pipe is opened without waiting for a writer, then waited on for its first
+    byte (or the end its writer makes by closing) for at most ``NBCLASS_PIPE_WAIT``
+    seconds: a pipe that no process writes to is an :class:`NbclassError`, never a wait
+    for ever. Any other file is opened as :func:`os.open` would.
+
+    Raises
+    ------
+    OSError
+        When ``path`` cannot be opened (as :func:`os.open`).
+    NbclassError
+        When it is a named pipe that nothing writes to in time.
+    """
+    import select
+    import stat
+
+    flags = os.O_RDONLY | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags | os.O_NONBLOCK)
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            wait = seconds_variable(PIPE_WAIT_VARIABLE, DEFAULT_PIPE_WAIT)
+            poller = select.poll()
+            poller.register(fd, select.POLLIN | select.POLLPRI)
+            if not poller.poll(int(wait * 1000)):
+                raise NbclassError(
+                    f"nothing was written to the named pipe {path!r} in {wait:g} s: start "
+                    f"the process that writes to it first, or set {PIPE_WAIT_VARIABLE} to "
+                    "wait longer"
+                )
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def read_bounded(stream, limit: int, too_large: str) -> bytes:

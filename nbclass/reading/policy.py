@@ -32,6 +32,7 @@ from functools import cached_property, partial
 from ..errors import NbclassError, UsageError
 from ..ranges import _SUFFIXES, check, parse_size  # noqa: F401 - parse_size: read here by its users
 from ..records import Record, field
+from .limits import open_named
 
 BINARY_PROBE = 8 * 1024  # bytes looked at for a NUL byte, as grep and git do
 CHUNK = 1024 * 1024  # bytes read at a time
@@ -268,8 +269,7 @@ def mean_bytes(paths: Sequence[str], sample: int = 32) -> float:
     return total / n
 
 
-_NAMED_FLAGS = os.O_RDONLY | getattr(os, "O_NOCTTY", 0)
-_WALKED_FLAGS = _NAMED_FLAGS | os.O_NONBLOCK
+_WALKED_FLAGS = os.O_RDONLY | getattr(os, "O_NOCTTY", 0) | os.O_NONBLOCK
 
 
 def read_document(
@@ -296,8 +296,9 @@ def read_document(
 
             if is_url(path):
                 return _read_url(path, policy, log)
-        # Opening a FIFO found by a listing must not wait for a writer.
-        fd = os.open(path, _WALKED_FLAGS if walked else _NAMED_FLAGS)
+        # Opening a FIFO found by a listing must not wait for a writer; one the user
+        # named is waited on for a bounded time (limits.open_named).
+        fd = os.open(path, _WALKED_FLAGS) if walked else open_named(path)
         try:
             info = os.fstat(fd)
             if stat.S_ISREG(info.st_mode):

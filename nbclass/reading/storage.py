@@ -16,11 +16,21 @@ with their own.
 Folders are prefixes: a corpus folder ``s3://b/train`` holds a class folder for each
 ``s3://b/train/NAME/`` prefix. The reading policy (:mod:`nbclass.reading.policy`) applies to
 objects as to files: size limit, binaries, encodings, errors.
+
+Every request to a store is bounded in time: one that has not finished within
+``NBCLASS_STORAGE_TIMEOUT`` seconds (60 by default), a server that accepts and never
+answers or sends a byte a second included, is an OSError (``ETIMEDOUT``) that the command
+reports in one line. Objects are read in ranges of at most :data:`BLOCK` bytes, each a
+request of its own, so the bound holds for an object of any size, and no more than the
+reader asks for is ever held (a model, for instance, is read up to the size its header
+declares). The bound applies to the filesystems that fsspec runs asynchronously (``s3://``,
+``gs://``, ``http://``, ``az://``...); ``file://`` and ``memory://`` are local.
 """
 
 from __future__ import annotations
 
 import errno
+import io
 import os
 import re
 from contextlib import contextmanager
@@ -28,6 +38,9 @@ from contextlib import contextmanager
 from ..errors import NbclassError, UsageError
 
 INSTALL = "pip install 'nbclass[storage]'"
+TIMEOUT_VARIABLE = "NBCLASS_STORAGE_TIMEOUT"
+DEFAULT_TIMEOUT = 60.0  # seconds one request to a store may take
+BLOCK = 4 * 1024 * 1024  # bytes of an object read by one request
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
@@ -77,7 +90,7 @@ def why(exc: BaseException) -> str:
     if isinstance(exc, IsADirectoryError):
         return "is a folder"
     if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror.lower()
+        return exc.strerror[:1].lower() + exc.strerror[1:]
     return f"{type(exc).__name__}: {_first_line(exc)}"
 
 
@@ -101,6 +114,32 @@ def errors():
         raise OSError(errno.EIO, why(exc)) from None
 
 
+def storage_timeout() -> float:
+    """Seconds one request to a store may take: ``NBCLASS_STORAGE_TIMEOUT``, else 60 (more
+    than 0, at most a day)."""
+    from .limits import seconds_variable
+
+    return seconds_variable(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT)
+
+
+def timed(fs, method: str, *args, **kwargs):
+    """``fs.method(*args, **kwargs)``, given at most :func:`storage_timeout` seconds when
+    the filesystem is asynchronous; running out of time is ``OSError(ETIMEDOUT)``."""
+    seconds = storage_timeout()
+    if getattr(fs, "async_impl", False):
+        kwargs["timeout"] = seconds
+    try:
+        return getattr(fs, method)(*args, **kwargs)
+    except TimeoutError as exc:  # fsspec's FSTimeoutError is one; so is asyncio's
+        if isinstance(exc, OSError) and exc.strerror:
+            raise
+        raise OSError(
+            errno.ETIMEDOUT,
+            f"no answer within {seconds:g} s (the store is slow or does not answer; "
+            f"{TIMEOUT_VARIABLE} sets the wait)",
+        ) from None
+
+
 def join(url: str, *names: str) -> str:
     """``url`` followed by ``/name`` for each name."""
     return "/".join([url.rstrip("/"), *names])
@@ -114,7 +153,7 @@ def info(url: str) -> dict | None:
     """fsspec's ``info`` of ``url`` (``type`` is ``file`` or ``directory``), None if absent."""
     fs, path = filesystem(url)
     try:
-        return fs.info(path)
+        return timed(fs, "info", path)
     except FileNotFoundError:
         return None
     except Exception as exc:  # credentials, network: not the user's path
@@ -140,7 +179,7 @@ def listdir(url: str) -> list[tuple[str, bool]]:
     """
     fs, path = filesystem(url)
     with errors():
-        entries = fs.ls(path, detail=True)
+        entries = timed(fs, "ls", path, detail=True)
     base = path.rstrip("/")
     found = {}
     for entry in entries:
@@ -163,7 +202,7 @@ def walk(url: str, skipped) -> list[str]:
     fs, path = filesystem(url)
     base = path.rstrip("/")
     with errors():
-        found = fs.find(path, detail=True)
+        found = timed(fs, "find", path, detail=True)
     prefix = url.rstrip("/")
     files = []
     for name, entry in found.items():
@@ -177,16 +216,69 @@ def walk(url: str, skipped) -> list[str]:
 
 
 def open_binary(url: str, mode: str = "rb"):
-    """The object at ``url`` open in binary ``mode`` (``rb`` or ``wb``)."""
+    """The object at ``url`` open for reading bytes (``mode`` ``rb``): a buffered stream
+    whose every request is bounded in time (:class:`RangeReader`).
+
+    Raises
+    ------
+    OSError
+        When it cannot be found or read.
+    """
+    if mode != "rb":
+        raise ValueError(f"open_binary reads only (mode 'rb', not {mode!r})")
     fs, path = filesystem(url)
     with errors():
-        return fs.open(path, mode)
+        total = int(timed(fs, "size", path))
+    return io.BufferedReader(RangeReader(fs, path, total), buffer_size=BLOCK)
 
 
-def read_bytes(url: str) -> bytes:
-    """The whole object at ``url``; OSError when it cannot be read."""
-    with open_binary(url) as handle, errors():
-        return handle.read()
+class RangeReader(io.RawIOBase):
+    """The ``size`` bytes of the object ``path`` of ``fs``, read a range at a time, each
+    range one request bounded by :func:`timed` (a stalled store cannot hold a read)."""
+
+    def __init__(self, fs, path: str, size: int):
+        super().__init__()
+        self.fs, self.path, self.size, self.position = fs, path, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.position, io.SEEK_END: self.size}[whence]
+        self.position = max(0, base + offset)
+        return self.position
+
+    def readinto(self, buffer) -> int:
+        end = min(self.size, self.position + min(len(buffer), BLOCK))
+        if end <= self.position:
+            return 0
+        with errors():
+            data = timed(self.fs, "cat_file", self.path, start=self.position, end=end)
+        buffer[: len(data)] = data
+        self.position += len(data)
+        return len(data)
+
+
+def read_range(url: str, start: int, end: int) -> bytes:
+    """Bytes ``start`` to ``end`` (fewer at the end of the object) of the object at
+    ``url``, read a block at a time; OSError when they cannot be read."""
+    fs, path = filesystem(url)
+    parts = []
+    while start < end:
+        stop = min(end, start + BLOCK)
+        with errors():
+            data = timed(fs, "cat_file", path, start=start, end=stop)
+        if not data:
+            break
+        parts.append(data)
+        start += len(data)
+    return b"".join(parts)
 
 
 def write_bytes(url: str, data: bytes) -> None:
@@ -194,7 +286,7 @@ def write_bytes(url: str, data: bytes) -> None:
     on object stores); OSError when it cannot be written."""
     fs, path = filesystem(url)
     with errors():
-        fs.pipe_file(path, data)
+        timed(fs, "pipe_file", path, data)
 
 
 def remove(url: str) -> None:
@@ -202,7 +294,7 @@ def remove(url: str) -> None:
     fs, path = filesystem(url)
     try:
         with errors():
-            fs.rm_file(path)
+            timed(fs, "rm_file", path)
     except FileNotFoundError:
         pass
 
@@ -211,10 +303,10 @@ def size(url: str) -> int:
     """The size of the object at ``url`` in bytes; OSError when it cannot be read."""
     fs, path = filesystem(url)
     with errors():
-        return int(fs.size(path))
+        return int(timed(fs, "size", path))
 
 
 def makedirs(url: str) -> None:
     fs, path = filesystem(url)
     with errors():
-        fs.makedirs(path, exist_ok=True)
+        timed(fs, "makedirs", path, exist_ok=True)

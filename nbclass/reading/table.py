@@ -110,7 +110,7 @@ def _json_cell(value, row: int, key: str, source: str) -> Cell:
 def _open_lines(path: str, total_limit: int | None) -> Iterator[str]:
     """The decoded lines of a table file, or of standard input for ``-``, read as they are
     needed and within the limits of :mod:`nbclass.reading.limits`."""
-    from .limits import bounded_lines
+    from .limits import bounded_lines, open_named
 
     if path == STDIN:
         from .process import standard_input
@@ -119,7 +119,7 @@ def _open_lines(path: str, total_limit: int | None) -> Iterator[str]:
 
     def opened():
         try:
-            return open(path, "rb")  # noqa: SIM115 - closed by lines() below
+            return os.fdopen(open_named(path), "rb")  # closed by lines() below
         except FileNotFoundError:
             raise NbclassError(f"table {path!r} does not exist") from None
         except IsADirectoryError:

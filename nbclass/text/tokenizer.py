@@ -113,10 +113,10 @@ def load_stop_words(spec: str, lowercase: bool = True) -> tuple[tuple[str, ...],
         from .stop_words import ENGLISH
 
         return tuple(sorted(ENGLISH)), "english"
-    from ..reading.limits import MAX_STOP_WORDS_BYTES, format_limit, read_bounded
+    from ..reading.limits import MAX_STOP_WORDS_BYTES, format_limit, open_named, read_bounded
 
     try:
-        with open(spec, "rb") as handle:
+        with os.fdopen(open_named(spec), "rb") as handle:
             data = read_bounded(
                 handle,
                 MAX_STOP_WORDS_BYTES,
