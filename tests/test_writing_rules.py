@@ -192,7 +192,7 @@ def test_output_dir_on_a_full_disk_leaves_no_part_and_the_rerun_works(
     text, _ = demo_models
     docs = tmp_path / "docs"
     docs.mkdir()
-    for i in range(2500):  # three parts of 1,000 lines at most
+    for i in range(1500):  # two parts of 1,000 lines at most, 120 kB in all
         (docs / f"{i:04d}.txt").write_text(f"refund {i} please, the invoice is wrong\n")
     disk, report = tmp_path / "disk", tmp_path / "report"
     disk.mkdir()
@@ -209,7 +209,7 @@ ls -A {disk}/out >{report}/full
 rm {disk}/fill
 {predict} 2>{report}/stderr-again; echo $? >{report}/status-again
 ls -A {disk}/out >{report}/again
-cat {disk}/out/* >{report}/parts
+cat {disk}/out/* >{report}/parts || true
 """
     subprocess.run([*private_mount, "bash", "-c", script], check=True, timeout=TIMEOUT)
     stderr = (report / "stderr").read_text()
@@ -219,9 +219,7 @@ cat {disk}/out/* >{report}/parts
     assert (report / "full").read_text() == ""
     assert (report / "status-again").read_text() == "0\n"
     assert (report / "stderr-again").read_text() == ""
-    assert (report / "again").read_text().split() == [
-        "part-000000.tsv", "part-000001.tsv", "part-000002.tsv"
-    ]
+    assert (report / "again").read_text().split() == ["part-000000.tsv", "part-000001.tsv"]
     assert (report / "parts").read_bytes() == run("predict", "-m", text, docs).stdout
 
 
