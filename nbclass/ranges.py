@@ -141,6 +141,12 @@ _ROWS = [
           "may take (64 times its file size, at least 256M, unset)"),
     Range("NBCLASS_SCHEDULER_TIMEOUT", "float", 0.0, MAX_TIMEOUT, "seconds to reach a "
           "Dask scheduler (10 unset)", low_open=True),
+    Range("NBCLASS_WORKER_TIMEOUT", "float", 0.0, MAX_TIMEOUT, "seconds a command on a "
+          "Dask cluster waits while it has no worker (60 unset)", low_open=True),
+    Range("NBCLASS_STORAGE_TIMEOUT", "float", 0.0, MAX_TIMEOUT, "seconds one request to an "
+          "object store may take (60 unset)", low_open=True),
+    Range("NBCLASS_PIPE_WAIT", "float", 0.0, MAX_TIMEOUT, "seconds a named pipe given by "
+          "name may take to give its first byte (30 unset)", low_open=True),
     # the service
     Range("--port", "int", 0, 65535, "serve: TCP port (0: a free one)"),
     Range("--workers", "int", 1, MAX_JOBS, "serve: processes that serve requests"),

@@ -106,8 +106,9 @@ def test_the_worker_timeout_must_be_a_number_of_seconds(tmp_path, lone_worker, v
                  env={"NBCLASS_WORKER_TIMEOUT": value})  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.decode() == (
-        f"Error: NBCLASS_WORKER_TIMEOUT={value!r} is not a number of seconds: give one greater "
-        "than 0 and at most 86400 (e.g. 30 or 0.5)\n"
+        f"Error: NBCLASS_WORKER_TIMEOUT={value!r} is "
+        f"{'not a number' if value == 'abc' else 'out of range'}: give a number above 0 and "
+        "at most 86400\n"
     )
 
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import os
 from collections.abc import Iterator
 
 from ..errors import NbclassError
@@ -43,7 +44,6 @@ MAX_ROW_BYTES = 16 * MiB
 TABLE_BYTES_VARIABLE = "NBCLASS_MAX_TABLE_BYTES"
 PIPE_WAIT_VARIABLE = "NBCLASS_PIPE_WAIT"
 DEFAULT_PIPE_WAIT = 30.0  # seconds a named pipe may take to give its first byte
-MAX_WAIT = 86400.0  # the longest wait any NBCLASS_*_TIMEOUT or _WAIT variable may ask for
 _CHUNK = MiB
 
 
@@ -66,29 +66,15 @@ def table_limit() -> int:
 
 
 def seconds_variable(name: str, default: float) -> float:
-    """The number of seconds ``$name`` gives (``default`` when unset or empty).
+    """The number of seconds ``$name`` gives (``default`` when unset or empty), checked
+    against its row of :data:`nbclass.ranges.RANGES` (more than 0, at most a day).
 
-    Raises
-    ------
-    UsageError
-        When it is not a number of seconds greater than 0 and at most 86400 (a day).
-
-    >>> seconds_variable("NBCLASS_UNSET_FOR_THE_DOCTEST", 30.0)
-    30.0
+    >>> seconds_variable("NBCLASS_STORAGE_TIMEOUT", 60.0) in (60.0, environment(
+    ...     "NBCLASS_STORAGE_TIMEOUT"))
+    True
     """
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= MAX_WAIT:  # NaN is refused too
-        raise UsageError(
-            f"{name}={text!r} is not a number of seconds: give one greater than 0 and at "
-            f"most {MAX_WAIT:.0f} (e.g. 30 or 0.5)"
-        )
-    return value
+    value = environment(name)
+    return default if value is None else value
 
 
 def open_named(path: str) -> int:
