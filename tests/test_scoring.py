@@ -120,9 +120,10 @@ def test_an_accented_corpus_is_counted_the_same_by_the_workers(runner, small_bat
     for i in range(25):
         text = ["café coffee", "crème crème cream", "the summer été", "unknown words", "x"][i % 5]
         (folder / f"{i:03d}.txt").write_text(text)
-    options = ["--explain", "2", "--format", "jsonl", "--min-known", "2"]
+    options = ["--explain", "2", "--format", "jsonl", "--min-known", "3"]
     one = _predict(runner, "-m", model, folder, "-j", "1", *options)
-    assert one[0] == 0 and '"few-known-words"' in one[1]
+    assert one[0] == 0 and '"few-known-words"' in one[1]  # "café coffee": 2 known tokens
+    assert '"no-known-words"' in one[1]  # "unknown words" and "x": none
     assert _predict(runner, "-m", model, folder, "-j", "2", *options) == one
 
 
