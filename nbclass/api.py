@@ -528,8 +528,9 @@ class Model:
              "beta": None, "text_options": None}, (), model,
         )  # fmt: skip
         documents = learning.count_labelled(
-            zip(labels, _encoded(texts)), model.tokenizer, model.ledger is not None
-        )
+            zip(labels, _encoded(texts)), model.tokenizer, model.ledger is not None,
+            sample=learning.chooses(model),
+        )  # fmt: skip
         from dataclasses import replace
 
         from .models.model import with_defaults

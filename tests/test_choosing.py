@@ -36,7 +36,6 @@ from nbclass.models.choosing import (
     choose,
     fit_calibration,
     fold_of,
-    sample_indices,
     stratified_fold_ids,
 )
 from nbclass.models.estimators import Calibration, EstimatorSettings
@@ -225,15 +224,6 @@ def test_stratified_folds_deal_each_class_in_turn():
     for c in (0, 1):
         sizes = np.bincount(fold[y == c], minlength=5)
         assert sizes.max() - sizes.min() <= 1
-
-
-def test_the_sample_keeps_every_class_and_its_share():
-    labels = np.array([0] * 9000 + [1] * 990 + [2] * 10)
-    chosen = sample_indices(labels, limit=1000)
-    shares = np.bincount(labels[chosen], minlength=3).tolist()
-    assert shares == [900, 99, 1]
-    assert (np.diff(chosen) > 0).all()
-    assert sample_indices(labels[:500], limit=1000).tolist() == list(range(500))
 
 
 def test_a_sample_of_single_document_classes_chooses_the_first_candidate():
@@ -440,30 +430,47 @@ def test_the_temperature_formula_by_hand():
 # --- the choice travels with the model --------------------------------------------------------
 
 
-def test_the_choice_and_calibration_round_trip_and_survive_update_merge_unlearn(tmp_path):
+def test_the_choice_round_trips_and_update_merge_unlearn_choose_again(tmp_path):
+    """At the defaults, fit --update, unlearn and merge write the bytes a fresh fit of the
+    documents writes: the choice, β, calibration and typicality are chosen again from the
+    counts and the sample the file keeps. A line's document is its text, so the same
+    texts as files in the folder are the same documents."""
+    import shutil
+
     model, shard = tmp_path / "m.nbc", tmp_path / "shard.nbc"
     assert invoke("fit", DEMO_CORPUS, "-o", model, "-q").exit_code == 0
     first = load(str(model))
     assert first.choice is not None and first.calibration is not None
+    assert first.sample.n_documents == 42 and first.sample_short == 0
     info = json.loads(invoke("info", "-m", model, "--format", "json").stdout)
     assert info["choice"] == first.choice and info["calibration"] == first.calibration.to_dict()
-    lines = "billing\tmy invoice was charged twice\noutage\tthe api is down\n"
+    texts = {"billing": "my invoice was charged twice", "outage": "the api is down"}
+    lines = "".join(f"{label}\t{text}\n" for label, text in texts.items())
+
+    def fresh(copies: int) -> bytes:
+        folder = tmp_path / f"corpus{copies}"
+        shutil.copytree(DEMO_CORPUS, folder)
+        for label, text in texts.items():
+            for i in range(copies):
+                (folder / label / f"new{i}.txt").write_text(text)
+        out = tmp_path / f"fresh{copies}.nbc"
+        assert invoke("fit", folder, "-o", out, "-q").exit_code == 0
+        return out.read_bytes()
+
     assert invoke("fit", "--lines", "-", "--update", model, input=lines).exit_code == 0
-    updated = load(str(model))
-    assert (updated.defaults, updated.choice, updated.calibration) == (
-        first.defaults, first.choice, first.calibration,
-    )  # fmt: skip
+    assert model.read_bytes() == fresh(1) and load(str(model)).choice != first.choice
     assert invoke("unlearn", "--lines", "-", "-m", model, input=lines).exit_code == 0
-    assert load(str(model)).calibration == first.calibration
+    assert model.read_bytes() == fresh(0)
     assert invoke("fit", "--lines", "-", "-o", shard, "-q", input=lines * 3).exit_code == 0
     merged = tmp_path / "merged.nbc"
-    result = run("merge", model, shard, "-o", merged, "-q")  # a warning: other defaults
-    assert result.returncode == 0 and b"has a different default" in result.stderr
-    assert load(str(merged)).calibration == first.calibration  # the first model's
-    # an estimator option on update changes the settings: their calibration goes
+    result = run("merge", model, shard, "-o", merged, "-q")  # both chose: no warning
+    assert result.returncode == 0 and result.stderr == b""
+    assert merged.read_bytes() == fresh(3)
+    # an estimator option on update changes the settings: the choice and sample go
     options = ["--model", "multinomial"]
     assert invoke("fit", "--lines", "-", "--update", model, *options, input=lines).exit_code == 0
-    assert load(str(model)).calibration is None and load(str(model)).choice is None
+    named = load(str(model))
+    assert (named.calibration, named.choice, named.sample) == (None, None, None)
 
 
 def test_sync_chooses_again_and_equals_a_fresh_fit(tmp_path):

@@ -148,6 +148,21 @@ def test_fit_on_the_cluster_writes_the_same_model_file_as_a_local_fit(scheduler,
     assert (news / "dask.nbc").read_bytes() == local_fit(news / "train", news / "local.nbc")
 
 
+def test_an_update_counted_on_the_cluster_equals_a_fresh_local_fit(scheduler, news):
+    """At the defaults: half the documents fitted here, the other half added by an update
+    counted on the cluster (its sample read here, every document hashed) writes the bytes
+    of a local fit of all of them, choice and calibration included."""
+    first, second = news / "first", news / "second"
+    for path in sorted((news / "train").glob("*/*")):
+        half = first if int(path.stem) % 2 else second
+        (half / path.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, half / path.parent.name / path.name)
+    local_fit(first, news / "m.nbc")
+    remote = run("fit", "second", "--update", "m.nbc", "-q", "--scheduler", scheduler, cwd=news)
+    assert (remote.returncode, remote.stderr) == (0, b"")
+    assert (news / "m.nbc").read_bytes() == local_fit(news / "train", news / "local.nbc")
+
+
 def test_fit_reads_the_scheduler_from_the_environment(scheduler, tmp_path):
     remote = run(
         "fit", DEMO_CORPUS, "-o", tmp_path / "dask.nbc", "-q", "--ngram-range", "1,2",

@@ -117,6 +117,7 @@ def test_the_choices_sample_read_while_workers_count_is_the_sample(tmp_path, mon
     import nbclass.counting.counts
     from nbclass.models.learning import corpus_sample, count_documents
     from nbclass.text.tokenizer import TokenizerSettings
+    from nbclass.text.tokenizer import TokenizerSettings as Settings
 
     root = write_corpus(
         tmp_path / "c", {"a": [f"xx yy {i}" for i in range(30)], "b": ["yy zz"] * 30}
@@ -125,8 +126,10 @@ def test_the_choices_sample_read_while_workers_count_is_the_sample(tmp_path, mon
     monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 1)
     monkeypatch.setattr(nbclass.counting.counts, "PART_SIZE", 5)
     documents = count_documents(corpus, TokenizerSettings(), False, jobs=2, sample=True)
-    assert documents.sample == corpus_sample(corpus)
-    assert len(documents.sample) == 60
+    again = corpus_sample(corpus, documents.counts, Settings())
+    for name in ("digests", "labels", "ptr", "words", "counts"):
+        assert np.array_equal(getattr(documents.sample, name), getattr(again, name))
+    assert documents.sample.n_documents == 60
 
 
 def test_a_worker_error_stops_the_fit_with_its_message(tmp_path, parallel_always):

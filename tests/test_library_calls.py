@@ -61,7 +61,7 @@ def test_a_different_tokenizer_given_over_a_base_model_is_refused(base):
 def test_model_auto_is_refused_with_estimator_options_and_over_a_base_model(base):
     with pytest.raises(UsageError, match="--model auto chooses the estimator"):
         fit_settings(dict(NO_OPTIONS, event_model="auto", alpha=2.0))
-    with pytest.raises(UsageError, match="an update keeps the model's choice"):
+    with pytest.raises(UsageError, match="which this model does not keep"):
         fit_settings(dict(NO_OPTIONS, event_model="auto"), {"event_model"}, base)
 
 

@@ -312,8 +312,9 @@ def test_newsgroups_given_french_and_a_log_file(runner, news_sample, tmp_path):
 def test_fit_at_its_default_stores_the_typicality_its_folds_measured(runner, tmp_path):
     """--model auto scores every sampled document out of fold anyway: the record is the
     percentiles of those documents' e(x) under the winner's evidence model."""
+    import hashlib
+
     from nbclass.models.choosing import choose
-    from nbclass.models.learning import corpus_sample
     from nbclass.models.novelty import evidence_settings
 
     path = tmp_path / "auto.nbc"
@@ -322,9 +323,11 @@ def test_fit_at_its_default_stores_the_typicality_its_folds_measured(runner, tmp
     record = model.typicality
     assert record is not None and record["documents"] == 42 and record["folds"] == 5
     assert record["evidence_settings"] == evidence_settings(model.defaults).to_dict()
-    sample = sorted(corpus_sample(list_corpus(str(DEMO))))
+    corpus = list_corpus(str(DEMO))  # 42 documents: all are sampled, in (SHA-256, class) order
+    read = [(Path(p).read_bytes(), corpus.classes[c]) for p, c in zip(corpus.paths, corpus.labels)]
+    sample = sorted((hashlib.sha256(data).digest(), name, data.decode()) for data, name in read)
     counts = model.active_counts
-    X, _ = TextCounter(model.tokenizer, counts.vocabulary).count([t for _, t in sample])
-    y = np.array([counts.classes.index(c) for c, _ in sample])
+    X, _ = TextCounter(model.tokenizer, counts.vocabulary).count([t for _, _, t in sample])
+    y = np.array([counts.classes.index(c) for _, c, _ in sample])
     choice = choose(counts, X, y)
     assert record["percentiles"] == np.percentile(choice.evidence, range(101)).tolist()

@@ -142,37 +142,39 @@ def line_documents(lines_path: str, reading):
 
 def count_input(
     corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, scheduler, reading,
-    sample=False,
+    sample=False, keys=False,
 ):  # fmt: skip
-    """Count the documents of a corpus folder or of labelled lines (keeping a sample of
-    them for choosing the model with ``sample``)."""
+    """Count the documents of a corpus folder or of labelled lines (keeping their sample
+    for choosing the model with ``sample``, every document's key with ``keys``)."""
     from ..models.learning import count_documents, count_lines
     from ..reading.corpus import list_corpus
 
     min_classes = 1 if base is not None else 2
     if scheduler:
         from ..cluster.remote import count_on_cluster
+        from ..models.learning import from_ledger, lines_sketch, read_sketch, sketched
 
         documents = count_on_cluster(
             scheduler, corpus_dir, lines_path, tokenizer, ledger, min_classes, *reading
         )
-        if sample:  # the sample for choosing the model is read here, as a local fit reads it
-            from ..models.learning import corpus_sample, lines_sample
-
+        if ledger:
+            return from_ledger(documents, sample, keys), None
+        if sample or keys:  # the sample is read here (every document hashed), as fit reads it
             if lines_path is not None:
-                documents.sample = lines_sample(line_documents(lines_path, reading))
+                keeper = lines_sketch(line_documents(lines_path, reading), keys)
             else:
                 corpus = list_corpus(corpus_dir, min_classes=min_classes)
-                documents.sample = corpus_sample(corpus, reading[0])
+                keeper = read_sketch(corpus, reading[0], keys)
+            documents = sketched(documents, keeper, tokenizer, sample, jobs)
         return documents, None
     if lines_path is not None:
         documents = count_lines(
-            line_documents(lines_path, reading), tokenizer, ledger, sample
+            line_documents(lines_path, reading), tokenizer, ledger, sample, keys
         )
         return documents, None
     corpus = list_corpus(corpus_dir, min_classes=min_classes)
     with FileProgress("fit", corpus.paths, quiet) as bar:
         documents = count_documents(
-            corpus, tokenizer, ledger, jobs, bar, None, *reading, sample=sample
+            corpus, tokenizer, ledger, jobs, bar, None, *reading, sample=sample, keys=keys
         )
     return documents, corpus

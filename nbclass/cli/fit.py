@@ -176,6 +176,12 @@ def fit(
             )
     tokenizer, vocabulary_filter, defaults, auto = fit_settings(ctx, options, base)
     keep_ledger = ledger if base is None else base.ledger is not None
+    if base is not None:  # an update of a model that chose: the documents' sample too
+        from ..models.learning import chooses
+
+        auto = defaults == base.defaults and chooses(base)
+        if defaults == base.defaults:  # no estimator option: the settings of the model as
+            defaults = None  # it is under the lock (another writer may have chosen again)
     if auto and base is None:  # the choice makes and drops dozens of large tables
         keep_freed_memory()
     # Read and count before taking the lock: the input may be a slow pipe, and the lock
@@ -198,7 +204,7 @@ def fit(
         from ..modelfile.updating import update_file
 
         model = update_file(
-            update_path, output, base, documents, vocabulary_filter, defaults, codes
+            update_path, output, base, documents, vocabulary_filter, defaults, codes, jobs
         )
     if not quiet:
         extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "

@@ -110,10 +110,11 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):
     else:
         jobs = jobs or default_jobs()
         documents, _ = count_input(
-            corpus_dir, lines_path, model.tokenizer, False, jobs, quiet, model, None, reading
-        )
+            corpus_dir, lines_path, model.tokenizer, False, jobs, quiet, model, None, reading,
+            keys=model.sample is not None,
+        )  # fmt: skip
         removed = documents.counts.n_docs
-    result = unlearn_file(model_path, output, model, documents, keys, sources)
+    result = unlearn_file(model_path, output, model, documents, keys, sources, jobs or 1)
     if not quiet:
         summary("unlearn", result, output, start, f"-{removed} documents, now ")
 

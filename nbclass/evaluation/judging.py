@@ -37,7 +37,7 @@ from ..models.model import (
     Model,
     VocabularyFilter,
     scoring_settings,
-    with_choice,
+    with_sample,
 )
 from ..models.tablemodel import TableClassifier, TableModel
 from ..ranges import check as check_range
@@ -375,7 +375,7 @@ def cross_validate(
     (``corpus.texts``, from labelled lines) is counted from its texts.
 
     ``settings`` None evaluates what ``fit --model auto`` does: each training set chooses
-    its own settings and calibration (:func:`nbclass.models.model.with_choice`) from a sample of
+    its own settings and calibration (:func:`nbclass.models.model.with_sample`) from a sample of
     its own documents, read again for that; the test fold is never among them. Each fold
     is scored as predict would score its model (:class:`nbclass.models.model.Classifier`),
     without the calibration unless ``calibrate``.
@@ -401,7 +401,8 @@ def cross_validate(
     def judge(counts: Counts, training: list[int], test: np.ndarray) -> Evaluation:
         model = Model(counts, tokenizer, vocabulary_filter, settings or DEFAULTS)
         if settings is None:
-            model = with_choice(model, corpus_sample(corpus.subset(training), policy))
+            sample = corpus_sample(corpus.subset(training), counts, tokenizer, policy)
+            model = with_sample(model, sample)
         classifier = Classifier(model, calibrate=calibrate)  # as predict scores the model
         names = [corpus.classes[labels[j]] for j in test]
         test_texts = None if texts is None else [texts[j] for j in test]

@@ -94,7 +94,9 @@ MODEL_SECTIONS = (
 LEDGER_SECTIONS = ("ledger_digest", "ledger_label", "ledger_ptr", "ledger_word", "ledger_count")
 # Present only in a model with feature hashing: the words sampled per column.
 HASHING_SECTIONS = ("column_words", "column_words_ptr")
-OPTIONAL_SECTIONS = LEDGER_SECTIONS + HASHING_SECTIONS
+# Present only in a model whose settings fit chose: the sample it chooses from.
+SAMPLE_SECTIONS = ("sample_digest", "sample_label", "sample_ptr", "sample_word", "sample_count")
+OPTIONAL_SECTIONS = LEDGER_SECTIONS + HASHING_SECTIONS + SAMPLE_SECTIONS
 
 
 def whole(value, name: str) -> int:

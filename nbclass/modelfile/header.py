@@ -17,6 +17,8 @@ path, :mod:`nbclass.modelfile.quick`), so that the two accept exactly the same f
   (:func:`nbclass.models.exitcodes.check_stored`);
 - ``vocabulary_filter``, ``selection`` and ``choice``: the records fit and
   select-features write, every field present and in the range of its option;
+- ``sample`` (optional): the number of documents of the sample a default model chose
+  from and how many unlearning took from it, whole numbers (:func:`sample`);
 - the sizes (``n_features``, ``n_used``, ``ledger``): whole numbers, never a float,
   ``Infinity`` or a number past 64 bits (:func:`whole`).
 
@@ -205,6 +207,17 @@ def prepared(header: dict, n_classes: int, settings: EstimatorSettings) -> Prepa
                 "default settings"
             )
     return found
+
+
+def sample(header: dict) -> tuple[int, int] | None:
+    """``(documents, short)`` of the ``sample`` record (:mod:`nbclass.counting.sketch`), or
+    None when the model keeps no sample."""
+    record = header.get("sample")
+    if record is None:
+        return None
+    if not isinstance(record, dict) or set(record) != {"documents", "short"}:
+        raise ValueError("the sample record is malformed")
+    return whole(record["documents"], "sample documents"), whole(record["short"], "sample short")
 
 
 def exit_codes(header: dict, classes: list[str]) -> dict[str, int] | None:

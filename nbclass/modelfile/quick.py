@@ -80,6 +80,7 @@ class QuickModel:
             checked.vocabulary_filter(header)
             checked.selection(header)
             checked.choice(header)
+            checked.sample(header)
             s = sections
             # A view, not a copy: the few words the search compares are copied one by one.
             self.blob, self.offsets = s["vocabulary"], s["vocabulary_offsets"]
@@ -398,7 +399,7 @@ class QuickModel:
 
 _COUNT_SECTIONS = (
     "class_count", "doc_count", "token_count", "class_tokens", "histogram_value",
-    "histogram_count", "ledger_count",
+    "histogram_count", "ledger_count", "sample_count",
 )  # fmt: skip
 
 
@@ -430,15 +431,18 @@ def _sizes_agree(s: dict, header: dict, V: int, C: int) -> bool:
         view = s.get(name)
         if view is not None and view.format == "Q" and len(view) and max(view) > 2**63 - 1:
             raise ValueError("count too large (a negative count, read as unsigned?)")
-    if "ledger_ptr" in s:
-        n, ptr = header.get("ledger"), s["ledger_ptr"]
+    for prefix, record in (("ledger", header.get("ledger")), ("sample", header.get("sample"))):
+        if f"{prefix}_ptr" not in s:
+            continue
+        n = record.get("documents") if isinstance(record, dict) else record
+        ptr = s[f"{prefix}_ptr"]
         if (
             not isinstance(n, int)
-            or len(s["ledger_digest"]) != 32 * n
-            or len(s["ledger_label"]) != n
+            or len(s[f"{prefix}_digest"]) != 32 * n
+            or len(s[f"{prefix}_label"]) != n
             or len(ptr) != n + 1
-            or ptr[n] != len(s["ledger_word"])
-            or len(s["ledger_count"]) != len(s["ledger_word"])
+            or ptr[n] != len(s[f"{prefix}_word"])
+            or len(s[f"{prefix}_count"]) != len(s[f"{prefix}_word"])
         ):
             return False
     if "column_words_ptr" in s:

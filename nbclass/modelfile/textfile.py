@@ -33,6 +33,15 @@ ledger_count     nnz         tokens of that word in the document
 
 and loading checks that the counts are exactly the ledger's sum.
 
+A model whose settings fit chose (``--model auto``) keeps the sample it chose them from
+(:mod:`nbclass.counting.sketch`) in five more sections of the same form, ``sample_digest``,
+``sample_label``, ``sample_ptr``, ``sample_word`` and ``sample_count``, and the header's
+``sample`` record (``documents``: their number; ``short``: how many sampled documents
+unlearning without a ledger took away). Loading checks them as hostile input: in
+(digest, class) order, no more than a sample keeps, each class within its N_c, no row
+beyond the counts, and equal to the ledger's sample when there is a ledger. A model
+without a sample has neither the sections nor the record.
+
 The derived sections (``used`` to ``histogram_count``) come from the counts and the
 vocabulary filter, so that one
 document can be scored without reading every count (:mod:`nbclass.modelfile.quick`); loading
@@ -70,6 +79,7 @@ from .fileformat import (
     MAGIC,
     MODEL_SECTIONS,
     OPTIONAL_SECTIONS,
+    SAMPLE_SECTIONS,
     TYPECODES,
     file_kind,
     pack,
@@ -132,6 +142,7 @@ def _arrays(model: Model) -> dict[str, np.ndarray]:
         "token_count": counts.at_nonzero(counts.token_count, np.int64),
         **derived_sections(model),
         **_ledger_arrays(model.ledger),
+        **_ledger_arrays(model.sample, "sample"),
         **_column_word_arrays(model),
     }
 
@@ -151,15 +162,15 @@ def _column_word_arrays(model: Model) -> dict[str, np.ndarray]:
     }
 
 
-def _ledger_arrays(ledger: Ledger | None) -> dict[str, np.ndarray]:
+def _ledger_arrays(ledger: Ledger | None, prefix: str = "ledger") -> dict[str, np.ndarray]:
     if ledger is None:
         return {}
     return {
-        "ledger_digest": ledger.digests.reshape(-1),
-        "ledger_label": ledger.labels,
-        "ledger_ptr": ledger.ptr,
-        "ledger_word": ledger.words,
-        "ledger_count": ledger.counts,
+        f"{prefix}_digest": ledger.digests.reshape(-1),
+        f"{prefix}_label": ledger.labels,
+        f"{prefix}_ptr": ledger.ptr,
+        f"{prefix}_word": ledger.words,
+        f"{prefix}_count": ledger.counts,
     }
 
 
@@ -189,6 +200,8 @@ def dumps(model: Model) -> bytes:
     codes = stored_form(model.codes, model.counts.classes)
     if codes is not None:  # a fresh fit's sorted codes are not written (exitcodes.py)
         header["exit_codes"] = codes
+    if model.sample is not None:
+        header["sample"] = {"documents": model.sample.n_documents, "short": model.sample_short}
     sections = [section(name, _compact(values)) for name, values in _arrays(model).items()]
     return pack(header, sections)
 
@@ -480,6 +493,8 @@ def _build(
         calibration=checked.calibration(header),
         exit_codes=checked.exit_codes(header, classes),
     )
+    sample, short = _build_sample(header, arrays, model)
+    model.__dict__.update(sample=sample, sample_short=short)
     typicality = header.get("typicality")
     if typicality is not None:  # written by dumps only when it applied: check it still does
         from ..models.novelty import fingerprint, record_applies
@@ -539,6 +554,46 @@ def _build_ledger(header: dict, arrays: dict[str, np.ndarray], counts: Counts) -
     if not ledger.sum_counts(counts.classes, counts.vocabulary).equals(counts):
         raise ValueError("the counts are not the sum of the ledger")
     return ledger
+
+
+def _build_sample(header: dict, arrays: dict[str, np.ndarray], model: Model):
+    """The stored sample (:mod:`nbclass.counting.sketch`) and its number of lost documents,
+    checked as hostile input, or ``(None, 0)``."""
+    from ..counting.sketch import bottom, problems
+
+    present = [name for name in SAMPLE_SECTIONS if name in arrays]
+    record = checked.sample(header)
+    if not present and record is None:
+        return None, 0
+    if len(present) != len(SAMPLE_SECTIONS) or record is None:
+        raise ValueError("the sample is incomplete")
+    documents, short = record
+    if arrays["sample_digest"].dtype != np.uint8 or arrays["sample_digest"].size % 32:
+        raise ValueError("sample digests are not bytes")
+    counts = model.counts
+    sample = Ledger(
+        digests=arrays["sample_digest"].astype(np.uint8).reshape(-1, 32),
+        labels=arrays["sample_label"].astype(np.int64),
+        ptr=arrays["sample_ptr"].astype(np.int64),
+        words=arrays["sample_word"].astype(np.int64),
+        counts=arrays["sample_count"].astype(np.int64),
+    )
+    found = problems(sample, len(counts.classes), len(counts.vocabulary), counts.class_count)
+    if found:
+        raise ValueError("; ".join(found))
+    if sample.n_documents != documents or short > counts.n_docs:
+        raise ValueError("the sample's length disagrees with the header")
+    rows = sample.sum_counts(counts.classes, counts.vocabulary)
+    if (rows.token_count > counts.token_count).any() or (rows.doc_count > counts.doc_count).any():
+        raise ValueError("the sample holds words its counts do not")
+    if model.ledger is not None:
+        expected = bottom(model.ledger)
+        if short or not all(
+            np.array_equal(getattr(sample, name), getattr(expected, name))
+            for name in ("digests", "labels", "ptr", "words", "counts")
+        ):
+            raise ValueError("the sample is not the ledger's")
+    return sample, short
 
 
 def _build_column_words(tokenizer, arrays, vocabulary) -> dict | None:

@@ -26,7 +26,6 @@ from ..models.learning import (
     SyncReport,
     changed_options,
     combine,
-    corpus_sample,
     count_documents,
     new_model,
     unlearn_counts,
@@ -34,7 +33,7 @@ from ..models.learning import (
     update,
 )
 from ..models.learning import sync as sync_model
-from ..models.model import Model, VocabularyFilter, with_choice, with_defaults
+from ..models.model import Model, VocabularyFilter, with_defaults
 from ..models.tablemodel import TableModel, merge_tables
 from ..reading.corpus import Corpus
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy
@@ -48,12 +47,16 @@ def update_file(
     before: Model,
     documents: Documents,
     vocabulary_filter: VocabularyFilter,
-    defaults: EstimatorSettings,
+    defaults: EstimatorSettings | None,
     codes: dict[str, int] | None = None,
+    threads: int = 1,
 ) -> Model:
     """Add ``documents`` (counted for the model ``before``, read from ``path``) to the
     model at ``path`` and write the result to ``output``, with ``vocabulary_filter`` and
-    the default settings ``defaults`` (:func:`nbclass.models.model.with_defaults`).
+    the default settings ``defaults`` (:func:`nbclass.models.model.with_defaults`; None:
+    those of the model as it is when read again under the lock, which another writer
+    may have chosen again meanwhile). A model that chose its settings chooses again
+    (``threads`` score the candidates).
 
     ``codes`` (``--exit-code-map``) may give exit codes to new classes; a class the model
     has must be given its own (:func:`nbclass.models.exitcodes.with_explicit`)."""
@@ -61,7 +64,9 @@ def update_file(
         current = replace(reload(path, before), vocabulary_filter=vocabulary_filter)
         if codes is not None:
             current = replace(current, exit_codes=with_explicit(current.codes, codes, repr(path)))
-        model = update(with_defaults(current, defaults), documents)
+        if defaults is not None:
+            current = with_defaults(current, defaults)
+        model = update(current, documents, threads)
         save(model, output)
     return model
 
@@ -73,6 +78,7 @@ def unlearn_file(
     documents: Documents | None = None,
     keys: Keys | None = None,
     sources: Sequence[str] = (),
+    threads: int = 1,
 ) -> Model:
     """Remove documents from the model at ``path`` and write the result to ``output``.
 
@@ -84,14 +90,14 @@ def unlearn_file(
     with locked(output):
         model = reload(path, before)
         if model.ledger is not None:
-            result = unlearn_keys(model, keys, sources)
+            result = unlearn_keys(model, keys, sources, threads)
         else:
-            result = unlearn_counts(model, documents)
+            result = unlearn_counts(model, documents, threads)
         save(result, output)
     return result
 
 
-def merge_files(paths: Sequence[str], output: str) -> Model | TableModel:
+def merge_files(paths: Sequence[str], output: str, threads: int = 1) -> Model | TableModel:
     """The sum of the models at ``paths``, written to ``output``: text models with text
     models (:func:`nbclass.models.learning.combine`), table models with table models
     (:func:`nbclass.models.tablemodel.merge_tables`).
@@ -113,7 +119,7 @@ def merge_files(paths: Sequence[str], output: str) -> Model | TableModel:
             if exc.kind != "table":
                 raise
             return _merge_tables(paths, output)
-        merged = combine(models, list(paths))
+        merged = combine(models, list(paths), threads)
         save(merged, output)
     return merged
 
@@ -154,10 +160,11 @@ def sync_folder(
     one (``base`` None). Documents are read under ``policy`` (``log`` records those it
     skips); ``jobs`` processes count them.
 
-    A model whose settings fit chose (``auto``) is chosen and calibrated again whenever the
-    folder changed (:func:`nbclass.models.model.with_choice`), so that it stays equal to
-    a fresh fit of the folder. Options that would change an existing model's settings
-    are refused (:func:`refuse_new_settings`; ``folder`` names the folder there).
+    A model whose settings fit chose (``auto``) is chosen and calibrated again, from the
+    sample its ledger gives, whenever the folder changed
+    (:func:`nbclass.models.learning.chooses`), so that it stays equal to a fresh fit of
+    the folder. Options that would change an existing model's settings are refused
+    (:func:`refuse_new_settings`; ``folder`` names the folder there).
 
     Returns the model as it now is and what was done (:class:`nbclass.models.learning.SyncReport`).
     """
@@ -168,8 +175,6 @@ def sync_folder(
             _, vocabulary_filter, defaults, _ = settings(model)
             refuse_new_settings(model, vocabulary_filter, defaults, path, folder)
             model, report = sync_model(model, listed, jobs, policy, log)
-            if report.changed and model.choice is not None:
-                model = with_choice(model, corpus_sample(listed, policy), jobs)
         else:
             tokenizer, vocabulary_filter, defaults, auto = settings(None)
             documents = count_documents(

@@ -4,10 +4,11 @@ No one setting of naive Bayes is best on every corpus: plain multinomial wins on
 word presence (Bernoulli) on others, complement or bursty (DCM) models on others still.
 So the default fit chooses, on the training corpus alone:
 
-1. **A sample.** Up to :data:`SAMPLE_DOCUMENTS` training documents (fewer when the
-   corpus affords few folds: :func:`plan`), stratified by class (every class keeps its
-   share, and at least one document), drawn with a fixed seed, so the same corpus always
-   gives the same choice. Their counts over the model's vocabulary are the rows of ``X``
+1. **A sample.** Up to :data:`nbclass.counting.sketch.OVERALL` training documents (fewer when the
+   corpus affords few folds: :func:`plan`): those first by the SHA-256 of their content,
+   and the first few of each class (:mod:`nbclass.counting.sketch`), so the same set of
+   documents always gives the same choice, whether it was fitted at once or assembled
+   by update and merge. Their counts over the model's vocabulary are the rows of ``X``
    (shape (n, V)) with labels ``y`` (shape (n,)).
 2. **K-fold cross-validation by subtraction.** The sample is dealt into K stratified
    folds, K from :func:`plan` (at most :data:`FOLDS`). Fold k's model is the model of
@@ -46,6 +47,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from ..counting import sketch
 from ..counting.counts import Counts
 from ..text.vectorizer import binarize
 from .chosen import calibrated, score_gaps
@@ -53,7 +55,6 @@ from .estimators import Calibration, EstimatorSettings
 from .posterior import log_posterior, make_scorer
 from .textmodels import prepare
 
-SAMPLE_DOCUMENTS = 6000
 FOLDS = 5
 SEED = 20261124
 CRITERION = (
@@ -102,26 +103,6 @@ def describe(settings: EstimatorSettings) -> str:
 # --- the sample and its folds -------------------------------------------------------------
 
 
-def sample_indices(labels: np.ndarray, limit: int = SAMPLE_DOCUMENTS, seed: int = SEED):
-    """Sorted indices of a stratified sample of at most about ``limit`` documents.
-
-    ``labels`` (shape (N,)) are the class indices of the documents. Under the limit every
-    document is taken. Over it, class c gives max(1, round(limit · N_c / N)) documents
-    (so the sample may pass ``limit`` by at most one per class), drawn with
-    ``numpy.random.default_rng(seed)``.
-    """
-    labels = np.asarray(labels, dtype=np.int64)
-    if labels.size <= limit:
-        return np.arange(labels.size)
-    rng = np.random.default_rng(seed)
-    chosen = []
-    for c in np.unique(labels).tolist():
-        members = np.flatnonzero(labels == c)
-        take = max(1, round(limit * members.size / labels.size))
-        chosen.append(rng.choice(members, size=min(take, members.size), replace=False))
-    return np.sort(np.concatenate(chosen))
-
-
 HELD_OUT_SHARE = 0.2  # of the corpus, at most, held out of a fold's training counts
 
 
@@ -152,8 +133,9 @@ def plan(counts: Counts, most: int = FOLDS) -> tuple[int, int]:
     """``(documents, folds)``: how many sampled documents the choice scores, in how many
     folds, for the corpus of ``counts``.
 
-    The folds are as many as :func:`folds_for` deals :data:`SAMPLE_DOCUMENTS` into, but
-    their cells in all (folds × V × C) stay within the corpus's tokens, or within
+    The folds are as many as :func:`folds_for` deals
+    :data:`nbclass.counting.sketch.OVERALL` documents into, but their cells in all
+    (folds × V × C) stay within the corpus's tokens, or within
     :data:`FREE_CELLS` if that is more: so the choice costs about what the count costs,
     whatever the vocabulary and the number of classes. The documents are then as many as
     those folds hold out, each at most :data:`HELD_OUT_SHARE` of the corpus.
@@ -169,7 +151,7 @@ def plan(counts: Counts, most: int = FOLDS) -> tuple[int, int]:
     (2260, 1)
     """
     N = counts.n_docs
-    n = min(N, SAMPLE_DOCUMENTS)
+    n = min(N, sketch.OVERALL)
     k = folds_for(n, N, most)
     cells = len(counts.vocabulary) * len(counts.classes)
     budget = max(FREE_CELLS, int(counts.token_count.sum()))
@@ -182,9 +164,11 @@ def plan(counts: Counts, most: int = FOLDS) -> tuple[int, int]:
 def stratified_fold_ids(y: np.ndarray, k: int = FOLDS, seed: int = SEED) -> np.ndarray:
     """The fold (0..k−1) of each sampled document, shape (n,).
 
-    Each class's documents are shuffled and dealt to the folds in turn, each class starting
-    where the previous one stopped, so fold sizes differ by at most one and a class of
-    fewer than k documents lands in as many different folds as it has documents.
+    The documents come in (digest, class) order, a function of the set of documents
+    alone, so the folds are too. Each class's documents are shuffled and dealt to the
+    folds in turn, each class starting where the previous one stopped, so fold sizes
+    differ by at most one and a class of fewer than k documents lands in as many
+    different folds as it has documents.
     """
     y = np.asarray(y, dtype=np.int64)
     rng = np.random.default_rng(seed)

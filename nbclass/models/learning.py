@@ -17,7 +17,6 @@ document the model never learned is caught only when a count would become imposs
 
 from __future__ import annotations
 
-import random
 import warnings
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -26,7 +25,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..counting.counts import CountAccumulator, Counts, count_corpus, merge, subtract
-from ..counting.ledger import Ledger, canonical, from_entries, match, unify
+from ..counting.ledger import DIGEST_SIZE, Ledger, canonical, from_entries, match, unify
+from ..counting.sketch import Keeper, bottom, onto, union, without
 from ..counting.tally import digest, tally, tally_ledger
 from ..errors import CorpusError, NbclassError, NbclassWarning, UsageError
 from ..reading.corpus import Corpus, decode, iter_documents, list_corpus, readable
@@ -39,9 +39,10 @@ from ..text.tokenizer import (
     load_stop_words,
     make_tokenizer,
 )
+from ..text.vectorizer import TextCounter
 from . import exitcodes
 from .estimators import AUTO, DEFAULTS, EstimatorSettings, as_options, overridden, resolve
-from .model import Model, VocabularyFilter, check_usable, with_choice
+from .model import Model, VocabularyFilter, check_usable, with_sample
 
 BATCH_SIZE = 1000
 
@@ -58,15 +59,19 @@ class Documents:
         Their ledger entries over ``counts``' classes and vocabulary, if asked for.
     seen : dict or None
         With feature hashing, the words sampled per column (:mod:`nbclass.text.hashing`).
-    sample : list of (class name, text), or None
-        A sample of the documents for choosing the model (:mod:`nbclass.models.choosing`), when
-        asked for.
+    sample : Ledger or None
+        Their sample for choosing the model (:mod:`nbclass.counting.sketch`), as ledger rows
+        over ``counts``' classes and vocabulary, when asked for.
+    keys : list of (digest, class name), or None
+        Every document's SHA-256 and class, when asked for (unlearn takes them out of a
+        model's sample).
     """
 
     counts: Counts
     ledger: Ledger | None
     seen: dict | None = None
-    sample: list[tuple[str, str]] | None = None
+    sample: Ledger | None = None
+    keys: list[tuple[bytes, str]] | None = None
 
     @property
     def column_words(self) -> dict | None:
@@ -112,41 +117,114 @@ def count_documents(
     corpus: Corpus, tokenizer: TokenizerSettings, ledger: bool, jobs: int = 1,
     on_progress: Callable[[int, int], None] | None = None,
     cluster: Callable[..., tuple] | None = None, policy: ReadPolicy = DEFAULT_POLICY,
-    log: ReadLog | None = None, sample: bool = False,
+    log: ReadLog | None = None, sample: bool = False, keys: bool = False,
 ) -> Documents:  # fmt: skip
     """Count the documents of ``corpus`` (with their ledger entries if ``ledger``), locally
     or by the counting function ``cluster`` (of a Dask cluster:
     :func:`nbclass.cluster.remote.counter`), read under ``policy`` (skips go to ``log``).
 
-    With ``sample``, the documents of :func:`nbclass.models.choosing.sample_indices` are read
-    again for choosing the model: while the workers count, by a thread of this process
-    that first imports what the choice needs (:func:`nbclass.counting.counts.count_corpus`'s
-    ``meanwhile``), or after the count."""
+    With ``sample``, the documents' sample for choosing the model (:mod:`nbclass.counting.sketch`)
+    is made too, and with ``keys`` every document's ``(digest, class)``: from the ledger
+    when there is one, else by reading every document again (each is hashed), while the
+    workers count, by a thread of this process that first imports what the choice needs
+    (:func:`nbclass.counting.counts.count_corpus`'s ``meanwhile``), or after the count."""
     entries = [] if ledger else None
     seen = {} if tokenizer.hash_features else None
     ahead: list = []
+    reread = (sample or keys) and not ledger
 
     def meanwhile() -> None:
         _import_for_choosing()
         try:
-            ahead.append(corpus_sample(corpus, policy))
+            ahead.append(read_sketch(corpus, policy, keys))
         except Exception:  # noqa: S110 - read again after the count, which reports it
             pass
 
     counts = count_corpus(
         corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen,
         cluster=cluster, policy=policy, log=log,
-        meanwhile=meanwhile if sample and cluster is None else None,
+        meanwhile=meanwhile if reread and cluster is None else None,
     )
-    texts = None
-    if sample:
-        texts = ahead[0] if ahead else corpus_sample(corpus, policy)
     if entries is None:
-        return Documents(counts, None, seen, texts)
+        documents = Documents(counts, None, seen)
+        if reread:
+            keeper = ahead[0] if ahead else read_sketch(corpus, policy, keys)
+            documents = sketched(documents, keeper, tokenizer, sample, jobs)
+        return documents
     book, counts = canonical(
         from_entries(entries, counts.vocabulary), counts.classes, counts.vocabulary
     )
-    return Documents(counts, book, seen, texts)
+    return from_ledger(Documents(counts, book, seen), sample, keys)
+
+
+def from_ledger(documents: Documents, sample: bool, keys: bool) -> Documents:
+    """``documents`` (with a ledger) with their sample and keys taken from the ledger."""
+    book, counts = documents.ledger, documents.counts
+    if sample:
+        documents.sample = bottom(book)
+    if keys:
+        documents.keys = book.keys(counts.classes)
+    return documents
+
+
+def read_sketch(corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY, keys: bool = False) -> Keeper:
+    """Every document of ``corpus`` hashed, and the sample's kept with their texts
+    (:class:`nbclass.counting.sketch.Keeper`; ``keys``: every document's key too).
+
+    Documents ``policy`` skips are left out without a word: the count skipped them too,
+    and said so. A corpus held in memory (labelled lines) is named by the UTF-8 bytes of
+    each text, as a line is (:func:`labelled_lines`).
+    """
+    keeper = Keeper(keys)
+    if corpus.texts is not None:
+        for text, label in zip(corpus.texts, corpus.labels):
+            keeper.offer(digest(text.encode("utf-8")), corpus.classes[label], text)
+        return keeper
+    log, quiet = ReadLog(), replace(policy, on_error="skip")
+    for path, label in zip(corpus.paths, corpus.labels):
+        data = read_document(path, quiet, log)
+        if data is not None:
+            keeper.offer(digest(data), corpus.classes[label], data)
+    keeper.decode = lambda data: log.decode(data, policy.encoding)
+    return keeper
+
+
+def sample_rows(
+    items: Sequence[tuple[bytes, str, str]], counts: Counts, tokenizer: TokenizerSettings,
+    threads: int = 1,
+) -> Ledger:  # fmt: skip
+    """The ledger rows of sampled documents ``(digest, class name, text)`` (in their
+    order) over the classes and vocabulary of ``counts``, which counted them."""
+    import scipy.sparse as sp
+
+    at = {name: c for c, name in enumerate(counts.classes)}
+    X, _ = TextCounter(tokenizer, counts.vocabulary).count([t for _, _, t in items], threads)
+    X = sp.csr_matrix(X)
+    X.eliminate_zeros()
+    X.sort_indices()
+    return Ledger(
+        digests=np.frombuffer(b"".join(d for d, _, _ in items), dtype=np.uint8).reshape(
+            -1, DIGEST_SIZE
+        ),
+        labels=np.array([at[name] for _, name, _ in items], dtype=np.int64),
+        ptr=X.indptr.astype(np.int64),
+        words=X.indices.astype(np.int64),
+        counts=X.data.astype(np.int64),
+    )
+
+
+def sketched(
+    documents: Documents, keeper: Keeper, tokenizer: TokenizerSettings, sample: bool,
+    threads: int = 1,
+) -> Documents:  # fmt: skip
+    """``documents`` with the sample (if ``sample``) and keys that ``keeper`` kept."""
+    if sample:
+        items = keeper.items()
+        if keeper.decode is not None:
+            items = [(d, name, keeper.decode(data)) for d, name, data in items]
+        documents.sample = sample_rows(items, documents.counts, tokenizer, threads)
+    documents.keys = keeper.keys
+    return documents
 
 
 def _import_for_choosing() -> None:
@@ -160,46 +238,15 @@ def _import_for_choosing() -> None:
         pass
 
 
-def corpus_sample(corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY) -> list[tuple[str, str]]:
-    """``(class name, text)`` of a stratified sample of ``corpus`` (:mod:`.choosing`).
-
-    Documents ``policy`` skips are left out without a word: the count that came first
-    skipped them too, and said so.
-    """
-    from .choosing import sample_indices  # scipy: imported only to choose a model
-
-    chosen = sample_indices(np.asarray(corpus.labels)).tolist()
-    if corpus.texts is not None:  # read already (labelled lines)
-        return [(corpus.classes[corpus.labels[i]], corpus.texts[i]) for i in chosen]
-    log, quiet = ReadLog(), replace(policy, on_error="skip")
-    out = []
-    for i in chosen:
-        data = read_document(corpus.paths[i], quiet, log)
-        if data is not None:
-            out.append((corpus.classes[corpus.labels[i]], log.decode(data, policy.encoding)))
-    return out
-
-
-class Reservoir:
-    """A uniform sample of at most ``size`` items of a stream of unknown length (Vitter's
-    algorithm R), drawn with a fixed seed so that the same stream gives the same sample."""
-
-    def __init__(self, size: int, seed: int):
-        self.size, self.seen, self.items = size, 0, []
-        self._random = random.Random(seed)
-
-    def texts(self) -> list[tuple[str, str]]:
-        """The sample of ``(label, bytes)`` lines as ``(label, text)``, decoded as fit does."""
-        return [(label, decode(data)) for label, data in self.items]
-
-    def offer(self, item) -> None:
-        self.seen += 1
-        if len(self.items) < self.size:
-            self.items.append(item)
-            return
-        k = self._random.randrange(self.seen)
-        if k < self.size:
-            self.items[k] = item
+def corpus_sample(
+    corpus: Corpus, counts: Counts, tokenizer: TokenizerSettings,
+    policy: ReadPolicy = DEFAULT_POLICY, threads: int = 1,
+) -> Ledger:  # fmt: skip
+    """The sample of ``corpus`` (:mod:`nbclass.counting.sketch`) as ledger rows over the
+    classes and vocabulary of ``counts``, which counted it (read again here)."""
+    documents = sketched(Documents(counts, None), read_sketch(corpus, policy), tokenizer, True,
+                         threads)  # fmt: skip
+    return documents.sample
 
 
 def documents_of(
@@ -460,44 +507,40 @@ def line_keys(lines: Iterable[tuple[str, str]]) -> tuple[Keys, list[str]]:
     return keys, sources
 
 
-def lines_sample(lines: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The sample of labelled lines :func:`count_lines` keeps with ``sample``, read alone
+def lines_sketch(lines: Iterable[tuple[str, str]], keys: bool = False) -> Keeper:
+    """The sample of labelled lines (:class:`nbclass.counting.sketch.Keeper`), read alone
     (when the lines were counted elsewhere, on a cluster)."""
-    from .choosing import SAMPLE_DOCUMENTS, SEED
-
-    reservoir = Reservoir(SAMPLE_DOCUMENTS, SEED)
+    keeper = Keeper(keys)
     for _source, label, data in labelled_lines(lines):
-        reservoir.offer((label, data))
-    return reservoir.texts()
+        keeper.offer(digest(data), label, data)
+    keeper.decode = decode
+    return keeper
 
 
 def count_lines(
     lines: Iterable[tuple[str, str]], tokenizer: TokenizerSettings, ledger: bool,
-    sample: bool = False,
+    sample: bool = False, keys: bool = False,
 ) -> Documents:  # fmt: skip
     """Count labelled lines ``(source, text)``, one document per non-blank line
     (:func:`count_labelled` of their labels and texts).
 
     The input is read once, in batches, so it may be a stream of any length. With
-    ``sample``, a uniform sample of the lines (:class:`Reservoir`, as many as
-    :data:`nbclass.models.choosing.SAMPLE_DOCUMENTS`) is kept for choosing the model.
+    ``sample``, the sample of the lines (:mod:`nbclass.counting.sketch`: every line is
+    hashed, at most about twice the sample held) is kept for choosing the model; with
+    ``keys``, every line's ``(digest, class)``.
     """
     documents = ((label, data) for _source, label, data in labelled_lines(lines))
-    return count_labelled(documents, tokenizer, ledger, sample)
+    return count_labelled(documents, tokenizer, ledger, sample, keys)
 
 
 def count_labelled(
     documents: Iterable[tuple[str, bytes]], tokenizer: TokenizerSettings, ledger: bool,
-    sample: bool = False,
+    sample: bool = False, keys: bool = False,
 ) -> Documents:  # fmt: skip
     """Count labelled documents ``(class name, UTF-8 bytes of the text)``, as
     :func:`count_lines` counts lines (the Python library's texts and labels are counted
     here, so that they make the model of the same documents given as lines)."""
-    reservoir = None
-    if sample:
-        from .choosing import SAMPLE_DOCUMENTS, SEED
-
-        reservoir = Reservoir(SAMPLE_DOCUMENTS, SEED)
+    keeper = Keeper(keys) if (sample or keys) and not ledger else None
     tokenize = make_tokenizer(tokenizer)
     take_seen = getattr(tokenize, "take_seen", None)
     seen = {} if take_seen else None
@@ -524,8 +567,8 @@ def count_labelled(
     for label, data in documents:
         class_at.setdefault(label, len(class_at))
         batch.append((label, data))
-        if reservoir is not None:
-            reservoir.offer((label, data))
+        if keeper is not None:
+            keeper.offer(digest(data), label, data)
         if len(batch) == BATCH_SIZE:
             flush()
     if batch:
@@ -535,20 +578,53 @@ def count_labelled(
             "no labelled lines in the input: write LABEL<TAB>TEXT or __label__LABEL TEXT per line"
         )
     counts = merge(*parts).pruned()
-    texts = None if reservoir is None else reservoir.texts()
     if not ledger:
-        return Documents(counts, None, seen, texts)
+        documents = Documents(counts, None, seen)
+        if keeper is not None:
+            keeper.decode = decode
+            documents = sketched(documents, keeper, tokenizer, sample)
+        return documents
     book = from_entries(entries, counts.vocabulary)
     book, classes, vocabulary = unify([(book, list(class_at), counts.vocabulary)])
     book, counts = canonical(book, classes, vocabulary)
-    return Documents(counts, book, seen, texts)
+    return from_ledger(Documents(counts, book, seen), sample, keys)
 
 
-def _from_ledger(model: Model, ledger: Ledger, classes, vocabulary) -> Model:
+def _from_ledger(model: Model, ledger: Ledger, classes, vocabulary, threads: int = 1) -> Model:
+    """``model`` with the counts of ``ledger``; a model that chooses its settings takes
+    its sample from the ledger, exactly, and chooses again."""
     book, counts = canonical(ledger, classes, vocabulary)
     result = replace(model, counts=counts, ledger=book)
     check_usable(result)
+    if chooses(model):
+        result = with_sample(result, bottom(book), 0, threads)
     return result
+
+
+def chooses(model: Model) -> bool:
+    """True when ``model``'s settings were chosen from its documents (``--model auto``)
+    and can be chosen again after its counts change: it keeps their sample, or a ledger
+    to take the sample from."""
+    return model.sample is not None or (model.choice is not None and model.ledger is not None)
+
+
+def _sample_onto(model: Model, counts: Counts) -> tuple[Ledger, int]:
+    """``model``'s sample moved onto the classes and vocabulary of ``counts``; rows of a
+    class or word ``counts`` lacks (documents that cannot still be there) are dropped,
+    and their number returned."""
+    sample, old = model.sample, model.counts
+    classes, words = set(counts.classes), set(counts.vocabulary)
+    at = np.array([old.classes[c] in classes for c in sample.labels.tolist()], dtype=bool)
+    present = np.array([w in words for w in old.vocabulary], dtype=bool)
+    missing = np.repeat(np.arange(sample.n_documents), np.diff(sample.ptr))[
+        ~present[sample.words]
+    ]
+    at[missing] = False
+    rows = np.flatnonzero(at)
+    return (
+        onto(sample.take(rows), old.classes, old.vocabulary, counts.classes, counts.vocabulary),
+        sample.n_documents - rows.size,
+    )
 
 
 def _joined_words(*samples: dict | None) -> dict | None:
@@ -566,9 +642,13 @@ def _coded(before: Model, after: Model) -> Model:
     return replace(after, exit_codes=exitcodes.extended(before.codes, after.counts.classes))
 
 
-def update(model: Model, documents: Documents) -> Model:
+def update(model: Model, documents: Documents, threads: int = 1) -> Model:
     """``model`` with ``documents`` added: the model of both sets of documents (a new
-    class takes the smallest free exit code, :mod:`.exitcodes`)."""
+    class takes the smallest free exit code, :mod:`.exitcodes`).
+
+    A model that chooses its settings (:func:`chooses`) chooses again, from the sample
+    of both sets (:func:`nbclass.counting.sketch.union`), which ``documents`` must hold
+    when the model has no ledger; ``threads`` score the candidates."""
     _refuse_selected(model, "the model")
     model = replace(model, column_words=_joined_words(model.column_words, documents.column_words))
     counts = model.counts
@@ -579,29 +659,56 @@ def update(model: Model, documents: Documents) -> Model:
             (model.ledger, counts.classes, counts.vocabulary),
             (documents.ledger, documents.counts.classes, documents.counts.vocabulary),
         ]
-        return _coded(model, _from_ledger(model, *unify(parts)))
+        return _coded(model, _from_ledger(model, *unify(parts), threads))
     result = replace(model, counts=merge(counts, documents.counts))
     check_usable(result)
-    return _coded(model, result)
+    if model.sample is None:
+        return _coded(model, result)
+    if documents.sample is None:  # pragma: no cover - callers count with a sample
+        raise ValueError("a model that chooses needs the documents' sample")
+    total = result.counts
+    mine, lost = _sample_onto(model, total)
+    theirs = onto(documents.sample, documents.counts.classes, documents.counts.vocabulary,
+                  total.classes, total.vocabulary)  # fmt: skip
+    short = model.sample_short + lost
+    return _coded(model, with_sample(result, union([mine, theirs]), short, threads))
 
 
-def combine(models: Sequence[Model], names: Sequence[str]) -> Model:
+def combine(models: Sequence[Model], names: Sequence[str], threads: int = 1) -> Model:
     """The sum of models fitted on different shards (``names`` are for messages).
 
-    The first model's vocabulary filter and default estimator settings are kept, and its
-    exit codes (:func:`nbclass.models.exitcodes.merged`; a class whose code differs in
-    another model is warned of). The result has a ledger when every part has one.
+    The first model's vocabulary filter is kept, and its exit codes
+    (:func:`nbclass.models.exitcodes.merged`; a class whose code differs in another model
+    is warned of). When every model chose its settings from its documents and keeps their
+    sample (or every one keeps a ledger), the sum chooses again from the sample of all of
+    them (:func:`nbclass.counting.sketch.union`), as a fit of all the documents does;
+    otherwise the first model's default settings are kept (with a warning when the others
+    differ). The result has a ledger when every part has one.
     """
     first = models[0]
     for model, name in zip(models, names):
         _refuse_selected(model, name)
         check_same_tokenizer(first, model.tokenizer, f"{name} (compared with {names[0]})")
+    all_ledgers = all(m.ledger is not None for m in models)
+    again = chooses(first) and all(
+        (m.ledger is not None and all_ledgers) or m.sample is not None for m in models
+    )
+    if chooses(first) and not again:
+        lacking = next(n for m, n in zip(models, names) if m.sample is None)
+        warnings.warn(
+            f"{lacking} keeps no sample of its documents (fitted with a named --model, or by "
+            f"an older version), so the merged model keeps {names[0]}'s choice of settings, "
+            "made on its documents alone; fit the whole corpus to choose again",
+            NbclassWarning,
+            stacklevel=2,
+        )
+        first = replace(first, sample=None, sample_short=0)
     for model, name in zip(models[1:], names[1:]):
         for what, a, b in (
             ("vocabulary filter", first.vocabulary_filter, model.vocabulary_filter),
             ("default estimator settings", first.defaults, model.defaults),
         ):
-            if a != b:
+            if a != b and not (again and what.startswith("default")):
                 warnings.warn(
                     f"{name} has a different {what} from {names[0]}; the merged model keeps "
                     f"{names[0]}'s",
@@ -618,7 +725,7 @@ def combine(models: Sequence[Model], names: Sequence[str]) -> Model:
     with_ledger = [m.ledger is not None for m in models]
     if all(with_ledger):
         parts = [(m.ledger, m.counts.classes, m.counts.vocabulary) for m in models]
-        return _from_ledger(first, *unify(parts))
+        return _from_ledger(first, *unify(parts), threads)
     if any(with_ledger):
         warnings.warn(
             "not every model keeps a ledger, so the merged model keeps none (sync and exact "
@@ -626,10 +733,22 @@ def combine(models: Sequence[Model], names: Sequence[str]) -> Model:
             NbclassWarning,
             stacklevel=2,
         )
-    return replace(first, counts=merge(*(m.counts for m in models)), ledger=None)
+    result = replace(first, counts=merge(*(m.counts for m in models)), ledger=None)
+    if not again:
+        return result
+    samples, short = [], 0
+    for model in models:
+        if model.sample is None:  # a ledger's (the first model keeps a sample)
+            model = replace(model, sample=bottom(model.ledger))
+        rows, lost = _sample_onto(model, result.counts)
+        samples.append(rows)
+        short += model.sample_short + lost
+    return with_sample(result, union(samples), short, threads)
 
 
-def unlearn_keys(model: Model, keys: Keys, sources: Sequence[str]) -> Model:
+def unlearn_keys(
+    model: Model, keys: Keys, sources: Sequence[str], threads: int = 1
+) -> Model:  # fmt: skip
     """``model`` (which keeps a ledger) without the documents ``keys``.
 
     Raises
@@ -648,11 +767,16 @@ def unlearn_keys(model: Model, keys: Keys, sources: Sequence[str]) -> Model:
             "content and class in the model's ledger); nothing was changed"
         )
     return _coded(model, _from_ledger(model, model.ledger.take(rest), counts.classes,
-                                      counts.vocabulary))  # fmt: skip
+                                      counts.vocabulary, threads))  # fmt: skip
 
 
-def unlearn_counts(model: Model, documents: Documents) -> Model:
+def unlearn_counts(model: Model, documents: Documents, threads: int = 1) -> Model:
     """``model`` (without a ledger) less the counts of ``documents``.
+
+    A model that keeps a sample loses from it the documents of ``documents.keys``
+    (:func:`nbclass.counting.sketch.without`) and chooses again. When the sample did not
+    hold every document, the documents that would take their places are unknown: the
+    model then counts them in :attr:`Model.sample_short` and chooses from what is left.
 
     Raises
     ------
@@ -671,7 +795,16 @@ def unlearn_counts(model: Model, documents: Documents) -> Model:
         ) from None
     result = replace(model, counts=remaining)
     check_usable(result)
-    return _coded(model, result)
+    if model.sample is None:
+        return _coded(model, result)
+    if documents.keys is None:  # pragma: no cover - callers count with keys
+        raise ValueError("a model with a sample needs the documents' keys")
+    sample, removed = without(model.sample, counts.classes, documents.keys)
+    short = model.sample_short
+    if removed and model.sample.n_documents < counts.n_docs:
+        short += removed  # the documents next by digest would have taken their places
+    rows, lost = _sample_onto(replace(model, sample=sample), remaining)
+    return _coded(model, with_sample(result, rows, short + lost, threads))
 
 
 @dataclass
@@ -734,7 +867,7 @@ def sync(
         parts.append((documents.ledger, documents.counts.classes, documents.counts.vocabulary))
         words = _joined_words(model.column_words, documents.column_words)
         model = replace(model, column_words=words)
-    return _coded(model, _from_ledger(model, *unify(parts))), report
+    return _coded(model, _from_ledger(model, *unify(parts), jobs)), report
 
 
 # --- from fit's options to a model ----------------------------------------------------------
@@ -789,10 +922,11 @@ def fit_settings(
         if not overridden(**overrides):
             return tokenizer, vocabulary_filter, DEFAULTS, True
         return tokenizer, vocabulary_filter, resolve(EstimatorSettings(), **overrides), False
-    if options["event_model"] == AUTO:
+    if options["event_model"] == AUTO and not chooses(base):
         raise UsageError(
-            "--model auto chooses from a whole corpus; an update keeps the model's choice: "
-            "fit the whole corpus anew to choose again"
+            "--model auto chooses from a sample of the whole corpus, which this model does "
+            "not keep (it was fitted with a named --model, or by an older version): fit the "
+            "whole corpus anew to choose"
         )
     named = ("lowercase", "token_pattern", "ngram_range", "hash_features")
     changed = {name: getattr(tokenizer, name) for name in named if name in given}
@@ -801,6 +935,8 @@ def fit_settings(
     check_same_tokenizer(base, replace(base.tokenizer, **changed), "the model")
     filters = {k: options[k] for k in ("min_df", "max_features") if k in given}
     vocabulary_filter = replace(base.vocabulary_filter, **filters)
+    if options["event_model"] == AUTO:
+        overrides["model"] = None
     defaults = resolve(base.defaults, **overrides)
     return base.tokenizer, vocabulary_filter.validate(), defaults, False
 
@@ -845,11 +981,12 @@ def new_model(
     codes: dict[str, int] | None = None,
 ) -> Model:
     """The model of freshly counted ``documents``; with ``auto``, its settings chosen by
-    cross-validation on the documents' sample (:func:`nbclass.models.model.with_choice`,
-    ``jobs`` threads). Its exit codes are ``codes`` (``fit --exit-code-map``) and, for the
-    classes they leave out, the smallest free ones (:mod:`.exitcodes`); 10, 11, ... in
-    sorted order without ``codes``. A class of ``codes`` the documents do not have keeps
-    its code (a warning says so: it may be a misspelt name).
+    cross-validation on the documents' sample (:func:`nbclass.models.model.with_sample`,
+    ``jobs`` threads), which the model keeps. Its exit codes are ``codes`` (``fit
+    --exit-code-map``) and, for the classes they leave out, the smallest free ones
+    (:mod:`.exitcodes`); 10, 11, ... in sorted order without ``codes``. A class of
+    ``codes`` the documents do not have keeps its code (a warning says so: it may be a
+    misspelt name).
 
     Raises
     ------
@@ -875,4 +1012,4 @@ def new_model(
                 stacklevel=2,
             )
         model = replace(model, exit_codes=exitcodes.extended(codes, documents.counts.classes))
-    return with_choice(model, documents.sample, jobs) if auto else model
+    return with_sample(model, documents.sample, 0, jobs) if auto else model

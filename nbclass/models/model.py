@@ -126,6 +126,14 @@ class Model:
     exit_codes : dict or None
         ``{class: exit code}`` of ``predict --exit-code``, classes no longer in the counts
         included (:mod:`nbclass.models.exitcodes`); None: 10, 11, ... in sorted order.
+    sample : Ledger or None
+        The documents the choice is made on (:mod:`nbclass.counting.sketch`), as ledger rows
+        over :attr:`counts`' classes and vocabulary, when the settings were chosen (``fit
+        --model auto``); every change of the counts chooses again from it
+        (:func:`with_choice`).
+    sample_short : int
+        How many documents the sample lost to unlearning without a ledger (0: it is the
+        sample of the documents counted, exactly).
     """
 
     counts: Counts
@@ -139,6 +147,8 @@ class Model:
     calibration: Calibration | None = None
     typicality: dict | None = None
     exit_codes: dict[str, int] | None = None
+    sample: Ledger | None = None
+    sample_short: int = 0
 
     @property
     def codes(self) -> dict[str, int]:
@@ -218,28 +228,32 @@ def fit(
     return model
 
 
-def with_choice(model: Model, sample: Sequence[tuple[str, str]], threads: int = 1) -> Model:
-    """``model`` with the settings chosen by cross-validation on ``sample``, its
-    ``(class name, text)`` documents (:func:`nbclass.models.choosing.choose`), their table and
-    calibration, and the typicality of the training documents
-    (:mod:`nbclass.models.novelty`) measured by the same folds. Documents of a class the model
-    does not use are left out. The documents are sorted (by class, then text) before
-    they are dealt to folds, so the choice depends on which documents were read, not on
-    their order: a folder and the same documents as --lines choose alike. ``threads``
-    score the candidates (:func:`nbclass.models.choosing.choose`)."""
-    from .choosing import choose, plan, sample_indices  # scipy: imported when it is used
+def with_choice(model: Model, threads: int = 1) -> Model:
+    """``model`` with the settings chosen by cross-validation on its :attr:`Model.sample`
+    (:func:`nbclass.models.choosing.choose`), their table and calibration, and the
+    typicality of the training documents (:mod:`nbclass.models.novelty`) measured by the
+    same folds: a function of the counts and the sample alone, so that fit, update,
+    merge, unlearn, sync and a Dask fit of the same documents write the same model.
 
-    counts = model.active_counts
-    at = {name: c for c, name in enumerate(counts.classes)}
-    kept = sorted((at[name], text) for name, text in sample if name in at)
-    labels = np.array([c for c, _ in kept], dtype=np.int64)
+    The choice scores the first ``n`` sampled documents in (digest, class) order and the
+    first :data:`nbclass.counting.sketch.PER_CLASS` of each class, ``n`` as many as the
+    corpus affords (:func:`nbclass.models.choosing.plan`); the folds are dealt in that
+    order. ``threads`` score the candidates (the result does not depend on them)."""
+    import scipy.sparse as sp
+
+    from ..counting.sketch import kept
+    from .choosing import choose, plan  # scipy: imported when it is used
+
+    counts, sample = model.active_counts, model.sample
     documents, folds = plan(counts)
-    if len(kept) > documents:  # the folds the corpus affords hold out fewer documents
-        chosen = sample_indices(labels, documents)
-        kept, labels = [kept[i] for i in chosen.tolist()], labels[chosen]
-    texts = [text for _, text in kept]
-    X, _ = TextCounter(model.tokenizer, counts.vocabulary).count(texts, threads)
-    choice = choose(counts, X, labels, k=folds, threads=threads)
+    rows = kept(sample.labels, overall=documents)
+    part = sample.take(rows)
+    X = sp.csr_matrix(
+        (part.counts, part.words, part.ptr), shape=(part.n_documents, len(model.counts.vocabulary))
+    )
+    if counts is not model.counts:  # the words the vocabulary filter keeps
+        X = X[:, model.active_rows]
+    choice = choose(counts, X, part.labels, k=folds, threads=threads)
     typicality = None
     if choice.evidence is not None:
         from .novelty import evidence_settings, typicality_record
@@ -252,12 +266,24 @@ def with_choice(model: Model, sample: Sequence[tuple[str, str]], threads: int = 
     )  # fmt: skip
 
 
+def with_sample(model: Model, sample: Ledger | None, short: int = 0, threads: int = 1) -> Model:
+    """``model`` with ``sample`` (over its counts' classes and vocabulary), chosen again
+    from it (:func:`with_choice`); with ``sample`` None, ``model`` as it is."""
+    if sample is None:
+        return model
+    if short and sample.n_documents == model.counts.n_docs:
+        short = 0  # every document is in the sample again: it is exact
+    return with_choice(replace(model, sample=sample, sample_short=short), threads)
+
+
 def with_defaults(model: Model, defaults: EstimatorSettings) -> Model:
     """``model`` with new default estimator settings; a choice and a calibration made for
     other settings are dropped with them."""
     if defaults == model.defaults:
         return model
-    return replace(model, defaults=defaults, choice=None, calibration=None)
+    return replace(
+        model, defaults=defaults, choice=None, calibration=None, sample=None, sample_short=0
+    )
 
 
 def with_typicality(model: Model, corpus: Corpus, policy: ReadPolicy) -> Model:
@@ -311,6 +337,8 @@ def select_features(model: Model, k: int, settings: EstimatorSettings | None = N
         vocabulary_filter=VocabularyFilter(),
         selection=selection,
         ledger=None,  # a pruned model's counts are no longer the sum of its documents
+        sample=None,  # nor is its sample's choice to be made again
+        sample_short=0,
     )
 
 

@@ -1,0 +1,283 @@
+"""The default model is a function of its documents: the sample it chooses from is a
+bottom-k sketch by content, kept in the file, so update, merge, unlearn and sync at the
+defaults write the bytes a fresh fit of the same documents writes.
+
+The real corpus is SMS spam (5,574 messages, from the shared corpora), split in halves
+by file order. At the real sample size (6,000) it is sampled whole; the tests that must
+see the sketch cut documents away make the sample 1,000 documents in this process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import tarfile
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import DEMO_CORPUS, SHARED_CORPORA, nbclass_command
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nbclass.cli.app import cli
+from nbclass.counting import sketch
+from nbclass.counting.ledger import DIGEST_SIZE, Ledger
+from nbclass.modelfile.textfile import dumps, load, loads
+from nbclass.models.learning import chooses
+
+
+def run(*args, cwd=None, input=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*nbclass_command(), *map(str, args)], capture_output=True, cwd=cwd, input=input,
+        timeout=600,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def sms(tmp_path_factory) -> Path:
+    """SMS spam as folders: ``all``, ``a`` (every other message of each class, from the
+    first) and ``b`` (the others), and the same as labelled lines ``all.tsv``, ``a.tsv``,
+    ``b.tsv`` (a message's newlines and tabs made spaces, in the folders and the lines)."""
+    archive = SHARED_CORPORA / "sms_spam.tar.gz"
+    if not archive.exists():
+        pytest.skip(f"{archive} is absent (the shared corpora live beside the repository)")
+    root = tmp_path_factory.mktemp("sms")
+    seen: dict[str, int] = {}
+    lines = {"all": [], "a": [], "b": []}
+    with tarfile.open(archive, "r:gz") as tar:
+        members = sorted((m for m in tar if m.isfile()), key=lambda m: m.name)
+        for member in members:
+            _, label, name = member.name.split("/")
+            text = tar.extractfile(member).read().decode("utf-8")
+            text = text.replace("\n", " ").replace("\t", " ").replace("\r", " ")
+            half = "ab"[seen.get(label, 0) % 2]
+            seen[label] = seen.get(label, 0) + 1
+            for part in ("all", half):
+                (root / part / label).mkdir(parents=True, exist_ok=True)
+                (root / part / label / name).write_text(text, encoding="utf-8")
+                lines[part].append(f"{label}\t{text}\n")
+    for part, rows in lines.items():
+        (root / f"{part}.tsv").write_text("".join(rows), encoding="utf-8")
+    return root
+
+
+def fit(runner, *args) -> None:
+    result = runner.invoke(cli, [*map(str, args), "-q"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+
+
+# --- the sketch ------------------------------------------------------------------------
+
+
+def ledger_of(items: list[tuple[bytes, int]]) -> Ledger:
+    """A ledger of documents named by ``(digest, class)``, one word each (word = class)."""
+    n = len(items)
+    return Ledger(
+        digests=np.frombuffer(b"".join(d for d, _ in items), dtype=np.uint8).reshape(
+            n, DIGEST_SIZE
+        ),
+        labels=np.array([c for _, c in items], dtype=np.int64),
+        ptr=np.arange(n + 1, dtype=np.int64),
+        words=np.array([c for _, c in items], dtype=np.int64),
+        counts=np.ones(n, dtype=np.int64),
+    )
+
+
+def names(ledger: Ledger) -> list[tuple[bytes, int]]:
+    return [(bytes(d), int(c)) for d, c in zip(ledger.digests, ledger.labels)]
+
+
+documents = st.lists(
+    st.tuples(st.integers(0, 40), st.integers(0, 3), st.booleans()), max_size=80
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(documents, st.integers(1, 12), st.integers(0, 4))
+def test_the_sketch_of_a_union_is_the_sketch_of_the_parts_sketches(docs, overall, per_class):
+    """bottom-k by (digest, class) and the first m of each class merge exactly: the sample
+    of A + B is the sample of (sample of A + sample of B), duplicates included; and it is
+    the first ``overall`` documents by (digest, class) plus each class's first m."""
+    items = [(hashlib.sha256(bytes([x])).digest(), c) for x, c, _ in docs]
+    a = [item for item, (_, _, side) in zip(items, docs) if side]
+    b = [item for item, (_, _, side) in zip(items, docs) if not side]
+    whole = sketch.bottom(ledger_of(items), overall, per_class)
+    parts = [sketch.bottom(ledger_of(p), overall, per_class) for p in (a, b)]
+    assert names(sketch.union(parts, overall, per_class)) == names(whole)
+    ordered = sorted(items)
+    expected = set(range(min(overall, len(items))))
+    for c in range(4):
+        expected.update([i for i, (_, k) in enumerate(ordered) if k == c][:per_class])
+    assert names(whole) == [ordered[i] for i in sorted(expected)]
+
+
+def test_the_keeper_keeps_the_sample_of_a_stream_in_bounded_memory(monkeypatch):
+    monkeypatch.setattr(sketch, "OVERALL", 10)
+    monkeypatch.setattr(sketch, "PER_CLASS", 2)
+    keeper, items, most = sketch.Keeper(keys=True), [], 0
+    for i in range(500):
+        item = (hashlib.sha256(str(i).encode()).digest(), "ab"[i % 7 == 0])
+        items.append(item)
+        keeper.offer(*item, i)
+        most = max(most, len(keeper.candidates))
+    assert most <= 2 * (10 + 2 * 2)
+    ordered = sorted(items)
+    firsts = {c: [x for x in ordered if x[1] == c][:2] for c in "ab"}
+    expected = sorted(set(ordered[:10]) | set(firsts["a"]) | set(firsts["b"]))
+    assert [(d, n) for d, n, _ in keeper.items()] == expected
+    assert keeper.keys == items
+
+
+# --- at the real sample size: SMS spam is sampled whole ---------------------------------
+
+
+def test_update_merge_unlearn_of_sms_halves_write_a_fresh_fits_bytes(sms, tmp_path):
+    """fit a; fit b --update; merge a b; unlearn b from all: at the defaults each cmp-equal
+    to the fresh fit of the same documents (choice, fitted β, calibration, typicality)."""
+    full, half_a, half_b = tmp_path / "all.nbc", tmp_path / "a.nbc", tmp_path / "b.nbc"
+    for corpus, out in ((sms / "all", full), (sms / "a", half_a), (sms / "b", half_b)):
+        assert run("fit", corpus, "-o", out, "-q").returncode == 0
+    fresh = load(str(full))
+    assert fresh.sample.n_documents == 5574 and fresh.choice["documents"] > 0
+    assert load(str(half_a)).choice != fresh.choice  # half the data chooses otherwise
+    updated = tmp_path / "updated.nbc"
+    shutil.copy(half_a, updated)
+    assert run("fit", sms / "b", "--update", updated, "-q").returncode == 0
+    assert updated.read_bytes() == full.read_bytes()
+    merged = tmp_path / "merged.nbc"
+    result = run("merge", half_b, half_a, "-o", merged, "-q")
+    assert result.returncode == 0 and result.stderr == b""
+    assert merged.read_bytes() == full.read_bytes()
+    unlearned = tmp_path / "unlearned.nbc"
+    assert run("unlearn", sms / "b", "-m", full, "-o", unlearned, "-q").returncode == 0
+    assert unlearned.read_bytes() == half_a.read_bytes()  # every document was sampled
+
+
+def test_labelled_lines_updated_from_a_pipe_equal_a_fresh_fit_of_the_lines(sms, tmp_path):
+    full, updated = tmp_path / "all.nbc", tmp_path / "updated.nbc"
+    assert run("fit", "--lines", sms / "all.tsv", "-o", full, "-q").returncode == 0
+    assert run("fit", "--lines", sms / "a.tsv", "-o", updated, "-q").returncode == 0
+    piped = (sms / "b.tsv").read_bytes()
+    assert run("fit", "--lines", "-", "--update", updated, "-q", input=piped).returncode == 0
+    assert updated.read_bytes() == full.read_bytes()
+    folder = tmp_path / "folder.nbc"  # the same texts as files: the same documents
+    assert run("fit", sms / "all", "-o", folder, "-q").returncode == 0
+    assert load(str(folder)).choice == load(str(full)).choice
+
+
+# --- a sample smaller than the corpus: the sketch cuts ------------------------------------
+
+
+@pytest.fixture
+def small_sample(monkeypatch):
+    """A sample of 1,000 documents (and 5 of each class): SMS spam is then cut."""
+    monkeypatch.setattr(sketch, "OVERALL", 1000)
+
+
+def test_a_cut_sample_still_updates_and_merges_exactly(sms, tmp_path, runner, small_sample):
+    full, half_a, half_b = tmp_path / "all.nbc", tmp_path / "a.nbc", tmp_path / "b.nbc"
+    for corpus, out in ((sms / "all", full), (sms / "a", half_a), (sms / "b", half_b)):
+        fit(runner, "fit", corpus, "-o", out)
+    model = load(str(full))
+    assert model.sample.n_documents == 1000  # spam's first 5 are among the first 1,000
+    digests = sorted(
+        (hashlib.sha256(p.read_bytes()).digest(), p.parent.name)
+        for p in (sms / "all").glob("*/*")
+    )
+    assert [(bytes(d), model.counts.classes[c]) for d, c in
+            zip(model.sample.digests, model.sample.labels)] == digests[:1000]  # fmt: skip
+    merged = tmp_path / "merged.nbc"
+    fit(runner, "merge", half_a, half_b, "-o", merged)
+    assert merged.read_bytes() == full.read_bytes()
+    fit(runner, "fit", sms / "b", "--update", half_a)
+    assert half_a.read_bytes() == full.read_bytes()
+
+
+def test_unlearning_sampled_documents_without_a_ledger_is_counted_short(
+    sms, tmp_path, runner, small_sample
+):
+    """The documents next by digest are unknown: the sample says how many it lacks, and
+    the model chooses from what is left; a ledger makes unlearn exact again."""
+    full, half_a = tmp_path / "all.nbc", tmp_path / "a.nbc"
+    fit(runner, "fit", sms / "all", "-o", full)
+    fit(runner, "fit", sms / "a", "-o", half_a)
+    sampled = load(str(full)).sample
+    b_keys = Counter(
+        (hashlib.sha256(p.read_bytes()).digest(), p.parent.name) for p in (sms / "b").glob("*/*")
+    )
+    lost, classes = 0, load(str(full)).counts.classes  # b's sampled rows, as multisets
+    for d, c in zip(sampled.digests, sampled.labels.tolist()):
+        key = (bytes(d), classes[c])
+        if b_keys[key]:
+            b_keys[key] -= 1
+            lost += 1
+    assert 400 < lost < 600
+    fit(runner, "unlearn", sms / "b", "-m", full)
+    short = load(str(full))
+    assert (short.sample.n_documents, short.sample_short) == (1000 - lost, lost)
+    assert short.counts.equals(load(str(half_a)).counts) and chooses(short)
+    assert short.choice["documents"] <= 1000 - lost
+    with_ledger, a_ledger = tmp_path / "ledger.nbc", tmp_path / "a-ledger.nbc"
+    fit(runner, "fit", sms / "all", "-o", with_ledger, "--ledger")
+    fit(runner, "fit", sms / "a", "-o", a_ledger, "--ledger")
+    fit(runner, "unlearn", sms / "b", "-m", with_ledger)
+    assert with_ledger.read_bytes() == a_ledger.read_bytes()
+
+
+def test_sync_of_a_growing_folder_equals_a_fresh_fit(sms, tmp_path, runner, small_sample):
+    inbox, live, fresh = tmp_path / "inbox", tmp_path / "live.nbc", tmp_path / "fresh.nbc"
+    shutil.copytree(sms / "a", inbox)
+    fit(runner, "sync", inbox, "-m", live)
+    for path in (sms / "b").glob("*/*"):
+        shutil.copy(path, inbox / path.parent.name / path.name)
+    fit(runner, "sync", inbox, "-m", live)
+    fit(runner, "fit", inbox, "-o", fresh, "--ledger")
+    assert live.read_bytes() == fresh.read_bytes()
+
+
+# --- the file ----------------------------------------------------------------------------
+
+
+def test_a_named_model_keeps_no_sample_and_an_auto_model_does(tmp_path, runner):
+    named, auto = tmp_path / "named.nbc", tmp_path / "auto.nbc"
+    fit(runner, "fit", DEMO_CORPUS, "-o", named, "--model", "multinomial")
+    fit(runner, "fit", DEMO_CORPUS, "-o", auto)
+    assert b"sample" not in named.read_bytes() and load(str(named)).sample is None
+    model = load(str(auto))
+    assert model.sample.n_documents == 42 and b'"sample": {"documents": 42, "short": 0}' in (
+        auto.read_bytes()
+    )
+
+
+def forged(model, **changes):
+    from dataclasses import replace
+
+    return replace(model, sample=replace(model.sample, **changes))
+
+
+def test_a_forged_sample_is_refused_on_load(tmp_path, runner):
+    from nbclass.errors import ModelFileError
+
+    path = tmp_path / "auto.nbc"
+    fit(runner, "fit", DEMO_CORPUS, "-o", path)
+    model = load(str(path))
+    sample = model.sample
+    swapped = np.r_[1, 0, 2 : sample.n_documents]
+    cases = {
+        "not in order": forged(model, digests=sample.digests[swapped], labels=sample.labels[
+            swapped]),
+        "more documents of a class than the class has": forged(
+            model, labels=np.zeros_like(sample.labels)
+        ),
+        "words its counts do not": forged(model, counts=sample.counts * 1000),
+    }
+    for problem, bad in cases.items():
+        with pytest.raises(ModelFileError, match=problem):
+            loads(dumps(bad), "forged.nbc")
+    from dataclasses import replace
+
+    with pytest.raises(ModelFileError, match="sample short is not a whole number"):
+        loads(dumps(replace(model, sample_short=-1)), "forged.nbc")
