@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import math
 import re
+import subprocess
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import NAMED, REPO
+from conftest import NAMED, REPO, nbclass_command
 from test_robustness import DEMO, PATHS, TABLE, forged, one_error, refused_everywhere, run
 
 from nbclass.errors import UsageError
@@ -422,3 +423,81 @@ def test_names_an_ascii_output_cannot_hold_are_escaped_not_a_traceback(drinks, e
         result = run(*args, env=env)
         assert result.returncode == 0 and result.stderr == b"", result.stderr
         assert result.stdout.isascii() and b"caf\\u00e9" in result.stdout, args
+
+
+# --- messages that name the real cause ----------------------------------------------------
+
+
+@pytest.mark.parametrize("ledger", [[], ["--ledger"]])
+def test_unlearning_every_document_says_so(tmp_path, ledger):
+    model = tmp_path / "m.nbc"
+    assert run("fit", DEMO, "-o", model, "-q", *ledger).returncode == 0
+    before = model.read_bytes()
+    result = run("unlearn", DEMO, "-m", model)
+    assert one_error(result, 1) == (
+        "Error: unlearning these documents would leave the model without a word: they are "
+        "every document it learned (or every one that held a word); nothing was changed. To "
+        "start again, fit a new model"
+    )
+    assert model.read_bytes() == before
+
+
+@pytest.mark.parametrize("url", ["s3://bucket/table.csv", "file:///tmp/table.csv"])
+def test_a_table_at_a_url_is_refused_as_a_url_not_as_missing(tmp_path, url):
+    result = run("fit", "--table", url, "--label", "team", "-o", tmp_path / "t.nbc")
+    assert one_error(result, 2) == (
+        f"Error: --table {url!r} is a URL: a table is read from a local file or from standard "
+        "input; copy it here first, or pipe it in with --table -"
+    )
+
+
+def test_numbers_whose_variance_no_double_holds_are_refused_at_fit(tmp_path):
+    """Values of ±1e308 were accepted by fit, whose model predict then refused."""
+    table = tmp_path / "t.csv"
+    table.write_text("x,label\n1e308,a\n-1e308,a\n1,b\n2,b\n")
+    result = run("fit", "--table", table, "--label", "label", "-o", tmp_path / "t.nbc")
+    assert one_error(result, 1) == (
+        f"Error: {str(table)!r} column 'x': a numeric column's variance is too large for a "
+        "double: rescale the column"
+    )
+    assert not (tmp_path / "t.nbc").exists()
+    table.write_text("x,label\n1e153,a\n-1e153,a\n1,b\n2,b\n")  # the largest that fit
+    fitted = run("fit", "--table", table, "--label", "label", "-o", tmp_path / "t.nbc")
+    assert fitted.returncode == 0, fitted.stderr
+    scored = run("predict", "-m", tmp_path / "t.nbc", "--table", "-", "--table-format", "csv",
+                 input=b"x\n1e153\n1.5\n")  # fmt: skip
+    assert scored.returncode == 0, scored.stderr
+    assert [line.split("\t")[1] for line in scored.stdout.decode().splitlines()] == ["a", "b"]
+
+
+def test_a_row_every_class_rules_out_under_smoothed_estimates_gets_no_smoothing_advice(tmp_path):
+    table = tmp_path / "t.csv"
+    table.write_text("x,label\n0,a\n1,a\n10,b\n11,b\n")
+    fitted = run("fit", "--table", table, "--label", "label", "-o", tmp_path / "t.nbc")
+    assert fitted.returncode == 0, fitted.stderr
+    result = run("predict", "-m", tmp_path / "t.nbc", "--table", "-", "--table-format", "csv",
+                 input=b"x\n1e200\n")  # fmt: skip
+    assert result.returncode == 0
+    assert result.stderr.decode() == (
+        "Warning: every class has probability 0 for '-:1' under --estimator posterior-mean: "
+        "a value the class never had rules each out (or a number too far from every class's "
+        "values); its label is empty.\n"
+    )
+
+
+def test_a_summary_that_cannot_be_written_does_not_fail_the_command(tmp_path):
+    """fit 2>/dev/full wrote the model, then exited 1; messages are lost, not the outcome."""
+    model = tmp_path / "m.nbc"
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([*nbclass_command(), "fit", DEMO, "-o", model],
+                                stderr=full, stdout=subprocess.PIPE, timeout=120)  # fmt: skip
+        assert result.returncode == 0 and model.exists()
+        failed = subprocess.run([*nbclass_command(), "fit", tmp_path / "none", "-o", model],
+                                stderr=full, timeout=120)  # fmt: skip
+        assert failed.returncode == 1
+        usage = subprocess.run([*nbclass_command(), "cv", DEMO, "--folds", "0"],
+                               stderr=full, timeout=120)  # fmt: skip
+        assert usage.returncode == 2
+        one = subprocess.run([*nbclass_command(), "predict", "-m", model], input=b"refund",
+                             stderr=full, stdout=subprocess.PIPE, timeout=120)  # fmt: skip
+        assert one.returncode == 0 and one.stdout.startswith(b"-\tbilling\t")

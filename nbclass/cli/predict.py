@@ -340,7 +340,7 @@ def _predict_table(
     from ..modelfile.tablefile import load
     from ..models.tablemodel import TableClassifier
     from ..output.formats import Output
-    from ..output.render import prediction_views
+    from ..output.render import prediction_views, smoothing_advice
     from ..reading.table import iter_rows
     from ..reading.table import table_format as detect_format
 
@@ -373,8 +373,9 @@ def _predict_table(
             if max(row) == float("-inf"):
                 warnings.warn(
                     f"every class has probability 0 for {source!r} under --estimator "
-                    f"{settings.estimator}: a value the class never had rules each out; its "
-                    "label is empty. Use --estimator posterior-mean to smooth.",
+                    f"{settings.estimator}: a value the class never had rules each out (or a "
+                    "number too far from every class's values); its label is empty."
+                    + smoothing_advice(settings.estimator),
                     NbclassWarning,
                     stacklevel=1,
                 )

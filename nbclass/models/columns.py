@@ -42,6 +42,7 @@ seen in training has no θ: its factor is left out, as for a missing value.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -125,7 +126,27 @@ class GaussianStats:
                 found.append("a numeric column's sums are not those of any values")
             elif n and s2 >= n << (2048 + XX_SHIFT):  # every |x| < 2^1024
                 found.append("a numeric column's sums exceed the range of doubles")
+        if not found:
+            problem = self.variance_problem()
+            if problem:
+                found.append(problem)
         return found
+
+    def variance_problem(self) -> str | None:
+        """What keeps the Gaussian of some class, or of the pooled values, from being
+        scored in doubles (values near ±1e308: a variance, or a variance plus its floor,
+        past the largest double); None when every one can be. Checked at fit, on every
+        update and when a model file is read, so that predict never meets it."""
+        try:
+            variances = [_moments(*self.pooled())[1]] + [
+                _moments(n, s1, s2)[1]
+                for n, s1, s2 in zip(self.count.tolist(), self.sum_x, self.sum_xx)
+            ]
+        except NbclassError as exc:
+            return str(exc)
+        if max(variances) > sys.float_info.max / 2:  # σ² + floor, the floor <= max σ²
+            return TOO_LARGE
+        return None
 
     def parameters(self, floor: float) -> tuple[np.ndarray, np.ndarray]:
         """μ_c and σ²_c = s²_c + floor, each ndarray of shape (C,).
@@ -141,6 +162,9 @@ class GaussianStats:
         return np.array(mean), np.array(var)
 
 
+TOO_LARGE = "a numeric column's variance is too large for a double: rescale the column"
+
+
 def _moments(n: int, s1: int, s2: int) -> tuple[float, float]:
     """Mean and variance (divisor n) from exact sums, each rounded once; (0, 0) if n = 0."""
     if n == 0:
@@ -149,9 +173,7 @@ def _moments(n: int, s1: int, s2: int) -> tuple[float, float]:
         mean = s1 / (n << X_SHIFT)  # int / int is correctly rounded
         var = (n * s2 - s1 * s1) / ((n * n) << XX_SHIFT)
     except OverflowError:
-        raise NbclassError(
-            "a numeric column's variance is too large for a double: rescale the column"
-        ) from None
+        raise NbclassError(TOO_LARGE) from None
     return mean, var
 
 

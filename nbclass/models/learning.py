@@ -590,12 +590,22 @@ def count_labelled(
     return from_ledger(Documents(counts, book, seen), sample, keys)
 
 
-def _from_ledger(model: Model, ledger: Ledger, classes, vocabulary, threads: int = 1) -> Model:
+UNLEARNED_ALL = (
+    "unlearning these documents would leave the model without a word: they are every "
+    "document it learned (or every one that held a word); nothing was changed. To start "
+    "again, fit a new model"
+)
+
+
+def _from_ledger(
+    model: Model, ledger: Ledger, classes, vocabulary, threads: int = 1, empty=None
+) -> Model:
     """``model`` with the counts of ``ledger``; a model that chooses its settings takes
-    its sample from the ledger, exactly, and chooses again."""
+    its sample from the ledger, exactly, and chooses again. ``empty``: what to say when
+    no word is left (:func:`nbclass.models.model.check_usable`)."""
     book, counts = canonical(ledger, classes, vocabulary)
     result = replace(model, counts=counts, ledger=book)
-    check_usable(result)
+    check_usable(result, empty)
     if chooses(model):
         result = with_sample(result, bottom(book), 0, threads)
     return result
@@ -767,7 +777,7 @@ def unlearn_keys(
             "content and class in the model's ledger); nothing was changed"
         )
     return _coded(model, _from_ledger(model, model.ledger.take(rest), counts.classes,
-                                      counts.vocabulary, threads))  # fmt: skip
+                                      counts.vocabulary, threads, UNLEARNED_ALL))  # fmt: skip
 
 
 def unlearn_counts(model: Model, documents: Documents, threads: int = 1) -> Model:
@@ -794,7 +804,7 @@ def unlearn_counts(model: Model, documents: Documents, threads: int = 1) -> Mode
             "names the document)"
         ) from None
     result = replace(model, counts=remaining)
-    check_usable(result)
+    check_usable(result, UNLEARNED_ALL)
     if model.sample is None:
         return _coded(model, result)
     if documents.keys is None:  # pragma: no cover - callers count with keys

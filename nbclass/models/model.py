@@ -297,12 +297,14 @@ def with_typicality(model: Model, corpus: Corpus, policy: ReadPolicy) -> Model:
     return replace(model, typicality=record)
 
 
-def check_usable(model: Model) -> None:
-    """Refuse a model with no words at all, or none left by its vocabulary filter."""
+def check_usable(model: Model, empty: str | None = None) -> None:
+    """Refuse a model with no words at all, or none left by its vocabulary filter;
+    ``empty`` says why there is no word when it is not that the corpus had none."""
     counts, vocabulary_filter = model.counts, model.vocabulary_filter
     if not counts.vocabulary:
         raise NbclassError(
-            "no tokens found in the corpus: check that the documents hold text and that "
+            empty
+            or "no tokens found in the corpus: check that the documents hold text and that "
             "--token-pattern and --stop-words leave some words"
         )
     if not model.active_counts.vocabulary:

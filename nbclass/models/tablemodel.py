@@ -234,9 +234,11 @@ def fit_table(
                 )
             ignored.append(name)
         elif kind == "numeric":
-            columns.append(
-                TableColumn(name, kind, GaussianStats.of(_numbers(cells, name, table.path), y, C))
-            )
+            stats = GaussianStats.of(_numbers(cells, name, table.path), y, C)
+            problem = stats.variance_problem()
+            if problem:
+                raise NbclassError(f"{table.path!r} column {name!r}: {problem}")
+            columns.append(TableColumn(name, kind, stats))
         elif kind == "categorical":
             columns.append(TableColumn(name, kind, CategoricalStats.of(cells, y, C)))
         else:

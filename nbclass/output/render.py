@@ -167,6 +167,14 @@ def best_tsv_lines(sources, classes, log_proba_rows, reasons, unsure_label="unsu
     return lines
 
 
+def smoothing_advice(estimator: str) -> str:
+    """The sentence that ends the warning of a document every class rules out: smoothing,
+    unless the estimates are smoothed already (then nothing a user can change does it)."""
+    if estimator in ("mle", "map"):
+        return " Use --estimator posterior-mean to smooth."
+    return ""
+
+
 def prediction_labels(
     sources, classes, rows, settings, extras=None, unsure_label="unsure"
 ) -> tuple[list[str], list[str]]:
@@ -181,7 +189,7 @@ def prediction_labels(
                 f"every class has probability 0 for {source!r} under "
                 f"--estimator {settings.estimator}: each class rules it out (it holds a word "
                 "the class never saw, or lacks a word every document of the class had); its "
-                "label is empty. Use --estimator posterior-mean to smooth."
+                "label is empty." + smoothing_advice(settings.estimator)
             )
         elif extras is not None and extras[i]["reason"]:
             labels.append(unsure_label)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import errno
+import io
 import os
 import sys
 
@@ -58,8 +59,51 @@ def reserve_standard_streams() -> None:
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
     if sys.stderr is None:
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    sys.stderr = _messages_that_may_be_lost(sys.stderr)
     for stream in (sys.stdout, sys.stderr):
         _escape_what_cannot_be_written(stream)
+
+
+class _LosableWrites(io.RawIOBase):
+    """fd 2 for writing, where a write that fails (a full device, ``2>/dev/full``; a pipe
+    whose reader left) is dropped as if it had been made."""
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return 2
+
+    def isatty(self) -> bool:  # a progress bar is drawn on a terminal
+        return os.isatty(2)
+
+    def write(self, data) -> int:
+        try:
+            os.write(2, data)
+        except OSError:
+            pass
+        return len(data)
+
+
+def _messages_that_may_be_lost(stream):
+    """``stream`` (stderr) made to drop what it cannot write: messages are for people,
+    and a command that did its work (a model written) must not report failure because
+    its summary could not be shown; the exit code still tells how the command ended."""
+    if getattr(stream, "fileno", None) is None:
+        return stream
+    try:
+        if stream.fileno() != 2:
+            return stream  # pragma: no cover - replaced by the caller (a test harness)
+    except (OSError, ValueError):
+        return stream
+    stream.flush()
+    return io.TextIOWrapper(
+        io.BufferedWriter(_LosableWrites()),
+        encoding=stream.encoding,
+        errors=stream.errors,
+        line_buffering=True,
+        write_through=True,
+    )
 
 
 ESCAPE = "nbclass-escape"  # the codec error handler of outputs that are not UTF-8

@@ -116,6 +116,14 @@ def _open_lines(path: str, total_limit: int | None) -> Iterator[str]:
         from .process import standard_input
 
         return bounded_lines(standard_input(), path, total_limit)
+    if "://" in path:
+        from .storage import is_url
+
+        if is_url(path):
+            raise UsageError(
+                f"--table {path!r} is a URL: a table is read from a local file or from "
+                "standard input; copy it here first, or pipe it in with --table -"
+            )
 
     def opened():
         try:
