@@ -254,7 +254,7 @@ def test_predict_top_k_0_is_a_usage_error(runner, model):
     result = predict(runner, model, "--top-k", "0")
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert "Error: Invalid value for '--top-k'" in result.stderr
+    assert "Error: --top-k 0 is out of range: give a whole number from 1 to 2^31" in result.stderr
 
 
 # --- predict: sources ----------------------------------------------------------------------
