@@ -143,4 +143,5 @@ def test_more_than_the_vocabulary_lists_every_word_and_says_so(runner, chinese_m
 
 def test_per_class_zero_is_a_usage_error(runner, chinese_model):
     result = runner.invoke(cli, ["top-features", "-m", str(chinese_model), "--per-class", "0"])
-    assert result.exit_code == 2 and "Invalid value for '--per-class'" in result.stderr
+    assert result.exit_code == 2
+    assert "--per-class 0 is out of range: give a whole number from 1" in result.stderr
