@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import resource
 import subprocess
 import zlib
 from pathlib import Path
@@ -501,3 +502,26 @@ def test_a_summary_that_cannot_be_written_does_not_fail_the_command(tmp_path):
         one = subprocess.run([*nbclass_command(), "predict", "-m", model], input=b"refund",
                              stderr=full, stdout=subprocess.PIPE, timeout=120)  # fmt: skip
         assert one.returncode == 0 and one.stdout.startswith(b"-\tbilling\t")
+
+
+def test_running_out_of_memory_is_one_error_line(model, tmp_path):
+    """A 64 MB line with --max-bytes 1G under 768 MiB of address space: a MemoryError
+    traceback before; one line and exit 1 now, for a line and for a file."""
+    line = tmp_path / "line.txt"
+    with open(line, "wb") as out:
+        for _ in range(64):
+            out.write(b"word " * 200_000)
+        out.write(b"\n")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (768 << 20, 768 << 20))
+
+    for args in (["--lines", line], [line]):
+        result = subprocess.run([*nbclass_command(), "predict", "-m", model, "--max-bytes", "1G",
+                                 *args], capture_output=True, timeout=300,
+                                preexec_fn=limit)  # fmt: skip
+        assert one_error(result, 1) == (
+            "Error: out of memory: the input needs more than this process may use (a document "
+            "of up to --max-bytes is held whole, and several times that while its words are "
+            "counted): give a smaller --max-bytes, or the command more memory"
+        )

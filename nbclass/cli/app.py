@@ -21,7 +21,12 @@ from ..errors import (
     NbclassError,
     Terminated,
 )
-from ..reading.process import install_sigterm, output_error, reserve_standard_streams
+from ..reading.process import (
+    OUT_OF_MEMORY,
+    install_sigterm,
+    output_error,
+    reserve_standard_streams,
+)
 from ..version import __version__
 from .describe import diff, info
 from .evaluate import check, cv, evaluate
@@ -68,6 +73,9 @@ class NbclassGroup(click.Group):
             # The library turns every file it reads or writes into an NbclassError; what is
             # left is writing the results: stdout on a full disk, /dev/full, or closed.
             sys.stderr.write(output_error(exc))
+            raise click.exceptions.Exit(EXIT_ERROR) from None
+        except MemoryError:  # under a memory limit (ulimit -v, a container): no traceback
+            sys.stderr.write(OUT_OF_MEMORY)
             raise click.exceptions.Exit(EXIT_ERROR) from None
 
 

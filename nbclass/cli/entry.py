@@ -247,6 +247,11 @@ def main() -> None:
         except Terminated as exc:
             sys.stderr.write(exc.message)
             sys.exit(exc.exit_code)
+        except MemoryError:  # under a memory limit: one line, as the click command says it
+            from ..reading.process import OUT_OF_MEMORY
+
+            sys.stderr.write(OUT_OF_MEMORY)
+            sys.exit(EXIT_ERROR)
         except OSError as exc:  # writing the result: stdout closed or full
             sys.stderr.write(output_error(exc))
             sys.exit(EXIT_ERROR)

@@ -34,6 +34,13 @@ def silence_stdout() -> None:
         pass
 
 
+OUT_OF_MEMORY = (
+    "Error: out of memory: the input needs more than this process may use (a document "
+    "of up to --max-bytes is held whole, and several times that while its words are "
+    "counted): give a smaller --max-bytes, or the command more memory\n"
+)
+
+
 def reserve_standard_streams() -> None:
     """Give closed fds 0-2 (``nbclass ... >&-``) a placeholder, and stdout a stream.
 
