@@ -308,7 +308,7 @@ def sparse_model(template: Path, path: Path, V: int, C: int) -> Path:
     j mod C, written as fit writes it: sparse counts, so that the file takes a few bytes
     per word whatever C is, and loading it makes two dense (V, C) tables."""
     header, sections = parse(template.read_bytes(), "t", MODEL_SECTIONS, OPTIONAL_SECTIONS)
-    keep = {k: v for k, v in header.items() if k not in ("sections", "sections_start")}
+    keep = {k: v for k, v in header.items() if k not in ("sections", "sections_start", "sample")}
     j = np.arange(V, dtype=np.int64)
     cls = j % C
     per_class = np.bincount(cls, minlength=C)
