@@ -196,7 +196,8 @@ try:
 except SystemExit as exit:
     assert not exit.code, exit.code
 print(sum(gathered), submitted.count("tally_listed"), submitted.count("_merge"),
-      submitted.count("list_folder"))
+      submitted.count("list_folder"), submitted.count("sample_listed"),
+      submitted.count("_merge_samples"))
 """
 
 
@@ -205,7 +206,9 @@ def test_fit_from_s3_lists_and_sums_on_the_workers_and_the_client_gathers_one_ta
 ):
     """The CLI in a real process, its Dask client watched: it gathers the length of each
     of the 4 class folders (listed by the workers) and one table of counts, while the
-    workers tally 8 parts and merge them in a tree. The model equals a local fit."""
+    workers tally 8 parts and merge them in a tree; then, for the sample the default
+    model chooses from, the lengths again and one sample, the workers hashing the same
+    8 parts and merging their samples in a tree. The model equals a local fit."""
     address, env = world
     train, _ = news_s3
     model = f"s3://{BUCKET}/models/news.nbc"
@@ -215,8 +218,9 @@ def test_fit_from_s3_lists_and_sums_on_the_workers_and_the_client_gathers_one_ta
         capture_output=True, text=True, timeout=TIMEOUT, env=env, cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    # gathered: 4 lengths + 1 table; submitted: 8 parts, merged by one task (8 at a time)
-    assert result.stdout == "5 8 1 4\n"
+    # gathered: 4 lengths + 1 table, 4 lengths + 1 sample; submitted: 8 parts, merged by
+    # one task (8 at a time), 4 listings, twice
+    assert result.stdout == "10 8 1 8 8 1\n"
     local(env, "fit", train, "-o", tmp_path / "local.nbc", "-q", "-j", "1")
     assert s3_bytes(env, model) == (tmp_path / "local.nbc").read_bytes()
     # and a local fit of the bucket, with no cluster, writes the same bytes

@@ -140,6 +140,21 @@ def line_documents(lines_path: str, reading):
     return iter_documents([lines_path], True, *reading)
 
 
+def _cluster_sample(scheduler, corpus_dir, policy):
+    """The :class:`nbclass.counting.sketch.Keeper` of the sample of a corpus folder, made
+    by the workers of ``scheduler`` (:func:`nbclass.cluster.remote.sample_folder`); the
+    documents are decoded here as :func:`nbclass.models.learning.read_sketch` decodes them."""
+    from ..cluster.remote import sample_folder
+    from ..counting.sketch import Keeper
+    from ..reading.policy import ReadLog
+
+    keeper, log = Keeper(), ReadLog()
+    for item in sample_folder(scheduler, corpus_dir, policy):
+        keeper.offer(*item)
+    keeper.decode = lambda data: log.decode(data, policy.encoding)
+    return keeper
+
+
 def count_input(
     corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, scheduler, reading,
     sample=False, keys=False,
@@ -159,12 +174,14 @@ def count_input(
         )
         if ledger:
             return from_ledger(documents, sample, keys), None
-        if sample or keys:  # the sample is read here (every document hashed), as fit reads it
-            if lines_path is not None:
+        if sample or keys:
+            if lines_path is not None:  # the lines are read here, every one hashed
                 keeper = lines_sketch(line_documents(lines_path, reading), keys)
-            else:
+            elif keys:
                 corpus = list_corpus(corpus_dir, min_classes=min_classes)
                 keeper = read_sketch(corpus, reading[0], keys)
+            else:  # the workers hash the documents: only the sampled ones come here
+                keeper = _cluster_sample(scheduler, corpus_dir, reading[0])
             documents = sketched(documents, keeper, tokenizer, sample, jobs)
         return documents, None
     if lines_path is not None:

@@ -753,6 +753,68 @@ def _merge(*parts):
     return combine(*parts)
 
 
+def sample_listed(paths, label: int, classes, policy) -> list:
+    """The sample (:class:`nbclass.counting.sketch.Keeper`) of the documents at ``paths``,
+    all of class ``classes[label]``, as ``(digest, class name, bytes)`` items: a leaf of
+    :func:`sample_folder`. Every document is read and hashed where it is; only the bytes
+    of those the sample keeps travel. Documents ``policy`` skips are left out (the count
+    skipped them too, and said so)."""
+    from dataclasses import replace
+
+    from ..counting.sketch import Keeper
+    from ..counting.tally import digest
+    from ..reading.policy import ReadLog, read_document
+
+    keeper, log, quiet = Keeper(), ReadLog(), replace(policy, on_error="skip")
+    name = classes[label]
+    for path in paths:
+        data = read_document(path, quiet, log)
+        if data is not None:
+            keeper.offer(digest(data), name, data)
+    return keeper.items()
+
+
+def _merge_samples(*parts) -> list:
+    """The sample of the union of the sets whose samples are ``parts``: exact, as the
+    sample of a union is the sample of its parts' samples (:mod:`nbclass.counting.sketch`)."""
+    from ..counting.sketch import Keeper
+
+    keeper = Keeper()
+    for items in parts:
+        for item in items:
+            keeper.offer(*item)
+    return keeper.items()
+
+
+def sample_folder(address: str, root: str, policy) -> list:
+    """The sample for choosing the model (:mod:`nbclass.counting.sketch`) of the corpus
+    folder ``root``, made on the cluster: each class folder is listed by a worker, each
+    part's documents are read and hashed by a worker, which keeps the part's sample, and
+    the samples are merged on the workers in a tree (:meth:`Cluster.reduce`). This
+    process receives the ``(digest, class name, bytes)`` of the sampled documents only,
+    in (digest, class) order: the same as reading every document here would keep."""
+    from ..reading.corpus import class_folders
+
+    folders = class_folders(root)
+    classes = tuple(name for name, _ in folders)
+    with connect(address) as cluster:
+        client = cluster.client
+        listings = [
+            client.submit(list_folder, _absolute(path), pure=False) for _, path in folders
+        ]
+        sizes = client.gather([client.submit(len, listing, pure=False) for listing in listings])
+        size = part_size(sum(sizes), cluster.threads)
+
+        def parts():
+            for c, (listing, n) in enumerate(zip(listings, sizes)):
+                for a in range(0, n, size):
+                    paths = client.submit(take, listing, a, min(n, a + size), pure=False)
+                    yield None, (paths, c, classes, policy)
+
+        result = cluster.reduce(sample_listed, parts(), _merge_samples)
+    return [] if result is None else result
+
+
 def count_paths(
     address: str, paths, labels, classes, tokenizer, ledger: bool, policy,
     on_progress: Callable[[int, int], None] | None = None,
