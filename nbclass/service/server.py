@@ -46,8 +46,9 @@ class _Refused(Exception):
         self.status, self.message = status, message
 
 
-def guarded_protocol(max_headers: int, header_seconds: float):
-    """The :class:`HttpToolsProtocol` of a service: see the module's docstring."""
+def guarded_protocol(max_headers: int, header_seconds: float, access_log: bool = True):
+    """The :class:`HttpToolsProtocol` of a service: see the module's docstring.
+    ``access_log``: a line for each connection refused before its request was whole."""
 
     class GuardedProtocol(HttpToolsProtocol):
         def connection_made(self, transport) -> None:
@@ -145,11 +146,9 @@ def guarded_protocol(max_headers: int, header_seconds: float):
             head += b"connection: close\r\n\r\n"
             self.transport.write(head + body)
             self.transport.close()
-            if self.service_log:
+            if access_log:
                 peer = f"{self.client[0]}:{self.client[1]}" if self.client else "-"
                 log_line(f"{peer} refused {status}: {message}")
-
-        service_log = True
 
     return GuardedProtocol
 
@@ -195,6 +194,22 @@ def listen(host: str, port: int, path: str | None) -> socket.socket:
     return sock
 
 
+def _loopback(host: str) -> bool:
+    """Whether ``host`` is an address of this machine only (127.0.0.0/8, ::1, localhost).
+
+    >>> _loopback("127.0.0.1"), _loopback("::1"), _loopback("0.0.0.0"), _loopback("::")
+    (True, True, False, False)
+    """
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def address(sock: socket.socket) -> str:
     """``http://HOST:PORT`` or ``unix:PATH`` of a listening socket."""
     if sock.family == socket.AF_UNIX:
@@ -219,9 +234,13 @@ def serve(
             f"listening on {address(sock)}, {workers} worker{'s' * (workers > 1)}, "
             f"model {model_path!r} ({holder.current.sha256[:16]}), pid {os.getpid()}"
         )
+        if socket_path is None and not _loopback(host):
+            log_line(
+                f"--host {host}: other machines can reach this service, which has no "
+                "authentication: put it behind a firewall or a proxy that has"
+            )
         service = Service(holder, limits, access_log)
-        protocol = guarded_protocol(max_headers, limits.timeout)
-        protocol.service_log = access_log
+        protocol = guarded_protocol(max_headers, limits.timeout, access_log)
         config = dict(
             app=service, http=protocol, ws="none", lifespan="on", interface="asgi3",
             log_config=None, access_log=False, server_header=False, date_header=False,
@@ -234,7 +253,7 @@ def serve(
         return _supervise(config, sock, service, workers)
     finally:
         sock.close()
-        if socket_path is not None and workers >= 1:
+        if socket_path is not None:
             try:
                 os.unlink(socket_path)
             except OSError:
