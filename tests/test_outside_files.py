@@ -162,7 +162,7 @@ def test_a_named_pipe_with_a_writer_is_read_like_standard_input(tmp_path, demo_m
 
     def write():
         with open(fifo, "w") as handle:
-            handle.write("billing\tcharged twice, refund please\n")
+            handle.write("charged twice, refund please\n")
 
     writer = threading.Thread(target=write)
     process = subprocess.Popen(
