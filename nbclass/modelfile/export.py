@@ -66,10 +66,15 @@ def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = Tru
     if getattr(scorer, "required", None) is not None or not (
         np.isfinite(weights).all() and np.isfinite(bias).all()
     ):
-        raise NbclassError(
-            "export needs finite weights; under --estimator mle a word unseen in a class "
-            "(or seen in all its documents) rules the class out: export with --estimator "
-            "posterior-mean or map"
+        if settings.estimator == "mle":
+            raise NbclassError(
+                "export needs finite weights; under --estimator mle a word unseen in a class "
+                "(or seen in all its documents) rules the class out: export with --estimator "
+                "posterior-mean or map"
+            )
+        raise NbclassError(  # pragma: no cover - smoothed estimates in range are finite
+            f"export needs finite weights, and --estimator {settings.estimator} with these "
+            "pseudo-counts gives one that is not: export with smaller --alpha and --beta"
         )
     counts = model.active_counts
     concentration = getattr(scorer, "concentration", None)
