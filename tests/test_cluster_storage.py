@@ -558,3 +558,22 @@ def test_a_model_object_longer_than_it_declares_is_refused_without_reading_it(
         "its end)\n"
     )
     assert peak < plain + 16 * 1024, (peak, plain)
+
+
+def test_a_prefix_given_as_a_model_is_a_folder_not_an_empty_model(world, tmp_path):
+    """info -m s3://bucket/prefix said the model was empty; a prefix is a folder."""
+    _, env = world
+    model = tmp_path / "m.nbc"
+    assert run(env, "fit", DEMO_CORPUS, "-o", model, "-q").returncode == 0
+    upload(env, model, f"s3://{BUCKET}/prefix/m.nbc")
+    for url in (f"s3://{BUCKET}/prefix", f"s3://{BUCKET}/prefix/"):
+        for args, stdin in ((["info", "-m", url], None), (["predict", "-m", url], b"refund")):
+            result = run(env, *args, input=stdin)
+            assert (result.returncode, result.stderr.decode()) == (
+                1, f"Error: {url!r} is a folder (a prefix of objects), not a model file\n"
+            ), args
+    missing = run(env, "info", "-m", f"s3://{BUCKET}/prefix/none.nbc")
+    assert missing.stderr.decode() == (
+        f"Error: model file 's3://{BUCKET}/prefix/none.nbc' does not exist: create one with "
+        "'nbclass fit'\n"
+    )

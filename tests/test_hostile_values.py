@@ -525,3 +525,12 @@ def test_running_out_of_memory_is_one_error_line(model, tmp_path):
             "of up to --max-bytes is held whole, and several times that while its words are "
             "counted): give a smaller --max-bytes, or the command more memory"
         )
+
+
+def test_a_folder_url_given_as_a_model_is_a_folder(model, tmp_path):
+    url = f"file://{model.parent}"
+    for args, stdin in ((["info", "-m", url], None), (["predict", "-m", url], b"refund")):
+        result = run(*args, input=stdin)
+        assert one_error(result, 1) == (
+            f"Error: {url!r} is a folder (a prefix of objects), not a model file"
+        )

@@ -256,9 +256,16 @@ def _read_url(path: str) -> bytes:
     """The bytes of the model at the URL ``path``, read as a local one is: the prefix,
     then no more than the size it declares (an object longer than that is refused from
     its size, unread), each request bounded in time (:mod:`nbclass.reading.storage`)."""
-    from ..reading.storage import read_range, size
+    from ..reading.storage import isdir, read_range, size
 
-    prefix = read_range(path, 0, PREFIX.size)
+    try:
+        prefix = read_range(path, 0, PREFIX.size)
+    except (FileNotFoundError, IsADirectoryError):
+        prefix = None
+    if not prefix and isdir(path):  # a folder, or a prefix of objects (s3://bucket/dir)
+        raise ModelFileError(f"{path!r} is a folder (a prefix of objects), not a model file")
+    if prefix is None:
+        raise _read_error(FileNotFoundError(), path)
     if len(prefix) < PREFIX.size or not prefix.startswith(MAGIC):
         return prefix  # parse() says what it is (empty, truncated, a pickle, not ours)
     declared = PREFIX.unpack_from(prefix)[4]
