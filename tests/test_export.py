@@ -1,8 +1,10 @@
 """nbclass export: the reference scorer of docs/export.md reproduces predict's probabilities.
 
 The scorer is the ```python block of docs/export.md that defines ``probabilities``, run as
-written; scikit-learn's estimators get their attributes from the second block. Both run on
-a sample of 20 Newsgroups (tests/conftest.py) for every model and transform.
+written; scikit-learn's objects come from the later blocks (a Pipeline for every linear
+model, two classes included, and the naive Bayes estimators). All run on a sample of 20
+Newsgroups (tests/conftest.py) for every model and transform; a calibrated export is
+refused by the recipes and served by nbclass.sklearn's estimator instead.
 """
 
 from __future__ import annotations
@@ -271,3 +273,87 @@ def test_sklearn_attributes_from_the_export(fitted, news, tmp_path, settings):
     assert (~known).sum() == 2
     prior = np.exp(ns["load_export"](str(tmp_path / "m.json"))["prior"])
     assert np.abs(want[~known] - prior).max() <= 1e-15
+
+
+# --- scikit-learn objects for two classes and calibrated models ----------------------------
+
+LINEAR = [name for name in SETTINGS if name not in ("defaults", "dcm")]
+
+
+@pytest.fixture(scope="module")
+def two_classes(news_sample, tmp_path_factory):
+    """A training folder of two of the sample's newsgroups."""
+    train, _ = news_sample
+    folder = tmp_path_factory.mktemp("two")
+    for name in ("comp.graphics", "sci.space"):
+        (folder / name).symlink_to(train / name)
+    return folder
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", LINEAR)
+@pytest.mark.parametrize("classes", [2, 4])
+def test_the_sklearn_pipeline_recipe_gives_predicts_probabilities(
+    news, two_classes, tmp_path, runner, name, classes
+):  # fmt: skip
+    import nbclass
+
+    train, texts = news
+    settings = SETTINGS[name].validate()
+    from dataclasses import replace
+
+    model = replace(fit(list_corpus(str(two_classes if classes == 2 else train))),
+                    defaults=settings)  # fmt: skip
+    save(model, str(tmp_path / "m.nbc"))
+    result = runner.invoke(
+        cli, ["export", "-m", str(tmp_path / "m.nbc"), "-o", str(tmp_path / "m.json"), "-q"]
+    )
+    assert result.exit_code == 0, result.stderr
+    ns = doc_namespace()
+    exported = ns["load_export"](str(tmp_path / "m.json"))
+    pipeline = ns["sklearn_pipeline"](exported)
+    got = ns["pipeline_proba"](pipeline, exported, texts)
+    want = nbclass.load(tmp_path / "m.nbc").predict_proba(texts)  # predict's numbers
+    assert got.shape == (len(texts), classes)
+    assert list(pipeline.classes_) == list(model.counts.classes)
+    assert np.abs(got - want).max() <= 1e-12
+    # "" and "zzzz qqqq" know no word: the prior, which softmax(b) is for some models only
+    plain = pipeline.predict_proba(texts)
+    assert np.abs(plain[:-3] - want[:-3]).max() <= 1e-12  # each test document knows a word
+    same = np.abs(plain[-3:-1] - want[-3:-1]).max() <= 1e-12
+    assert same == (settings.model in ("multinomial", "complement"))
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("classes", [2, 4])
+def test_a_calibrated_export_is_refused_and_the_estimator_takes_the_model(
+    news, two_classes, tmp_path, classes
+):  # fmt: skip
+    """fit's default calibrates: no recipe rebuilds that, the estimator does."""
+    import nbclass
+    from nbclass.sklearn import NaiveBayesTextClassifier
+
+    train, texts = news
+    path = tmp_path / "m.nbc"
+    run = [*nbclass_command()]
+    folder = two_classes if classes == 2 else train
+    subprocess.run([*run, "fit", str(folder), "-o", str(path), "-q"], check=True)
+    subprocess.run([*run, "export", "-m", str(path), "-o", str(tmp_path / "m.json"), "-q"],
+                   check=True)  # fmt: skip
+    exported = json.loads((tmp_path / "m.json").read_text())
+    assert exported["calibration"] is not None
+    ns = doc_namespace()
+    for recipe in ("sklearn_pipeline", "sklearn_model"):
+        with pytest.raises(ValueError, match="export with --no-calibration"):
+            ns[recipe](exported)
+    estimator = NaiveBayesTextClassifier.from_model(nbclass.load(path))
+    with (tmp_path / "texts.txt").open("w") as handle:
+        handle.writelines(" ".join(t.split()) + "\n" for t in texts if t.split())
+    lines = [" ".join(t.split()) for t in texts if t.split()]
+    printed = subprocess.run(
+        [*run, "predict", "-m", str(path), "--lines", str(tmp_path / "texts.txt"),
+         "--format", "jsonl"], check=True, capture_output=True, text=True,
+    ).stdout.splitlines()  # fmt: skip
+    want = np.array([[json.loads(r)["probabilities"][c] for c in exported["classes"]]
+                     for r in printed])  # fmt: skip
+    assert np.array_equal(estimator.predict_proba(lines), want)
