@@ -14,13 +14,17 @@ checks this, and that no imports go round in a circle)::
     evaluation  evaluate, cross-validate, check, diff
     output      lines for scripts, reports for people, part files
     cluster     Dask (a lower layer takes its counting function as a parameter)
+    api         the Python library (``import nbclass``): fit, load, predict from Python,
+                by the calls the commands make
+    sklearn     the scikit-learn estimator over the library (the one module importing
+                scikit-learn)
     service     the HTTP service of ``nbclass serve``: the model kept loaded, requests
                 to predict's lines (the one module importing uvicorn runs it)
     cli         the command: options to one library call, its result back to text
 
 :mod:`nbclass.errors`, :mod:`nbclass.names`, :mod:`nbclass.defaults`,
-:mod:`nbclass.records` and :mod:`nbclass.ranges` (the range of every number a user gives)
-are leaves that every layer may use. The command-line interface
+:mod:`nbclass.records`, :mod:`nbclass.ranges` (the range of every number a user gives)
+and :mod:`nbclass.version` are leaves that every layer may use. The command-line interface
 (:mod:`nbclass.cli`) only parses, calls the library and prints; no other layer imports
 click.
 
