@@ -197,7 +197,7 @@ def model_path():
 @FAST
 @given(counts=random_counts(), texts=TEXTS, estimator=SETTINGS)
 def test_the_one_document_path_equals_the_batch(model_path, counts, texts, estimator):
-    from nbclass.modelfile.quick import log_posterior
+    from nbclass.modelfile.quick import reported
     from nbclass.modelfile.textfile import save
 
     model = Model(counts, TokenizerSettings())
@@ -205,6 +205,7 @@ def test_the_one_document_path_equals_the_batch(model_path, counts, texts, estim
     quick = QuickModel(model_path)
     batch = Classifier(model, estimator).predict(texts).log_proba
     for text, row in zip(texts, batch):
-        one = log_posterior(quick.joint_log_likelihood(text, estimator))
+        jll, known = quick.joint_log_likelihood(text, estimator), quick.known_tokens(text)[0]
+        one = reported(jll, known, quick.class_count, estimator)
         assert [math.isinf(v) for v in one] == [math.isinf(v) for v in row.tolist()]
         assert one == pytest.approx(row.tolist(), rel=1e-12, abs=1e-12)

@@ -99,7 +99,8 @@ def test_the_batch_path_ranks_by_log_posterior(model, documents):
     first, second = result.stdout.decode().splitlines()
     assert first == f"{long}\tc\t1.0\tb\t0.0\ta\t0.0"
     cells = second.split("\t")  # equal posteriors: ties keep the class order
-    assert cells[0] == str(empty) and cells[1::2] == ["a", "b", "c"]
+    # (no known word: the prior, and the label unsure; the ranking keeps the class order)
+    assert cells[0] == str(empty) and cells[1::2] == ["unsure", "b", "c"]
     assert [float(p) for p in cells[2::2]] == [pytest.approx(1 / 3, rel=1e-12)] * 3
     lines = run(["predict", "-m", model, "--lines", "--top-k", "2", "-"], f"{LONG}\n{LONG}\n")
     expected = ["-:1\tc\t1.0\tb\t0.0", "-:2\tc\t1.0\tb\t0.0"]

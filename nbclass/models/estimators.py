@@ -471,6 +471,8 @@ def no_evidence_posterior(class_count, settings: EstimatorSettings) -> list[floa
     # Normalised as the posterior of scores log π_c (the same steps as log_posterior), so
     # that the C probabilities sum to 1 in floating point too: 0.5 each for equal classes.
     top = max(log_pi)
+    if top == -math.inf:  # no class has a prior (no document under mle or map)
+        return log_pi
     shifted = [v - top for v in log_pi]
     log_total = math.log(sum(math.exp(v) for v in shifted))
     return [v - log_total for v in shifted]
