@@ -36,6 +36,7 @@ from .models.explain import ScoredBatch, explanations, extras, score_batch
 from .models.model import Classifier, scoring_settings
 from .models.model import Model as _Model
 from .output.render import model_info, prediction_labels, prediction_views
+from .ranges import check as check_range
 from .reading.policy import DEFAULT_MAX_BYTES, ReadLog, ReadPolicy, Skip
 from .version import __version__
 
@@ -466,9 +467,9 @@ class Model:
         ``evidence_model``, ``reason`` (why it is unsure, or None) and, with ``explain``
         N, ``explanation`` (the N words that pushed it most towards its class)."""
         if top_k is not None:
-            top_k = _number("top_k", top_k, int, 1)
+            top_k = check_range("--top-k", _number("top_k", top_k, int))
         if explain is not None:
-            explain = _number("explain", explain, int, 1)
+            explain = check_range("--explain", _number("explain", explain, int))
         if min_known is None:
             min_known = ()
         elif isinstance(min_known, (str, int)):
@@ -506,7 +507,7 @@ class Model:
         ``log_odds``). None when every class rules the text out."""
         if not isinstance(text, str):
             raise InputError(f"explain takes one text (a string), not {type(text).__name__}")
-        n = _number("n", n, int, 1)
+        n = check_range("--explain", _number("n", n, int))
         scored = next(self._scored([text]))
         (explanation,) = explanations(self._classifier, scored, n)
         if explanation is None:

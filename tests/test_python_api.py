@@ -255,6 +255,10 @@ def test_errors_are_the_commands_error_lines(tmp_path, models):
         model.predict(["x"], min_probability=1.5)
     assert str(caught.value) == error_line("predict", "-m", models["named"],
                                            "--min-probability", "1.5", stdin=b"x")  # fmt: skip
+    with pytest.raises(nbclass.UsageError) as caught:
+        model.classify(["x"], top_k=0)
+    assert str(caught.value) == error_line("predict", "-m", models["named"], "--top-k", "0",
+                                           stdin=b"x")  # fmt: skip
 
 
 @pytest.mark.parametrize(
