@@ -786,6 +786,23 @@ def _merge_samples(*parts) -> list:
     return keeper.items()
 
 
+def _listed(cluster, folders) -> tuple[list, list[int]]:
+    """Each class folder of ``folders`` (``(name, path)``) listed by a worker, whose listing
+    stays there (futures), and the listings' lengths, which come back. A listing that
+    failed raises its own error (:meth:`Cluster._result`), not Dask's."""
+    client = cluster.client
+    listings = [client.submit(list_folder, _absolute(path), pure=False) for _, path in folders]
+    lengths = [client.submit(len, listing, pure=False) for listing in listings]
+    try:
+        sizes = client.gather(lengths)
+    except Exception:
+        for future in lengths:
+            if future.status != "finished":
+                cluster._result(future)
+        raise
+    return listings, sizes
+
+
 def sample_folder(address: str, root: str, policy) -> list:
     """The sample for choosing the model (:mod:`nbclass.counting.sketch`) of the corpus
     folder ``root``, made on the cluster: each class folder is listed by a worker, each
@@ -799,10 +816,7 @@ def sample_folder(address: str, root: str, policy) -> list:
     classes = tuple(name for name, _ in folders)
     with connect(address) as cluster:
         client = cluster.client
-        listings = [
-            client.submit(list_folder, _absolute(path), pure=False) for _, path in folders
-        ]
-        sizes = client.gather([client.submit(len, listing, pure=False) for listing in listings])
+        listings, sizes = _listed(cluster, folders)
         size = part_size(sum(sizes), cluster.threads)
 
         def parts():
@@ -879,17 +893,7 @@ def count_folder(
     classes = tuple(name for name, _ in folders)
     with connect(address) as cluster:
         client = cluster.client
-        listings = [
-            client.submit(list_folder, _absolute(path), pure=False) for _, path in folders
-        ]
-        lengths = [client.submit(len, listing, pure=False) for listing in listings]
-        try:
-            sizes = client.gather(lengths)
-        except Exception:
-            for future in lengths:
-                if future.status != "finished":
-                    cluster._result(future)
-            raise
+        listings, sizes = _listed(cluster, folders)
         for (_, path), n in zip(folders, sizes):
             if not n:
                 raise CorpusError(empty_class(path))
