@@ -50,7 +50,11 @@ def ensure_wrk() -> str:
     if found:
         return found
     print("bench: installing wrk with apt-get", flush=True)
-    subprocess.run(["apt-get", "install", "-y", "wrk"], check=True, capture_output=True)
+    install = ["apt-get", "install", "-y", "wrk"]
+    if subprocess.run(install, capture_output=True).returncode:
+        # a fresh machine's package lists may be empty or old: read them, then try again
+        subprocess.run(["apt-get", "update"], check=True, capture_output=True)
+        subprocess.run(install, check=True, capture_output=True)
     return shutil.which("wrk") or sys.exit("bench: wrk is not installed and apt-get failed")
 
 
