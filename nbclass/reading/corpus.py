@@ -332,7 +332,7 @@ def class_name(name: str) -> str | None:
     mode, Python gives the bytes of ``café`` as surrogates), or None when they are not
     UTF-8.
 
-    >>> class_name("caf\udcc3\udca9"), class_name("caf\udce9"), class_name("café")
+    >>> class_name("caf\\udcc3\\udca9"), class_name("caf\\udce9"), class_name("café")
     ('café', None, 'café')
     """
     if is_utf8(name):
