@@ -532,6 +532,21 @@ def _check_prepared(prepared: Prepared, active: Counts) -> None:
     checked.check_beta(prepared, int(active.token_count.sum()), total)
 
 
+def _ledger_sections(arrays: dict[str, np.ndarray], prefix: str) -> Ledger:
+    """The ledger rows stored in the sections ``{prefix}_digest``, ``_label``, ``_ptr``,
+    ``_word`` and ``_count`` (the ledger's, or the sample's), as a :class:`Ledger` to check."""
+    digests = arrays[f"{prefix}_digest"]
+    if digests.dtype != np.uint8 or digests.size % 32:
+        raise ValueError(f"{prefix} digests are not bytes")
+    return Ledger(
+        digests=digests.astype(np.uint8).reshape(-1, 32),
+        labels=arrays[f"{prefix}_label"].astype(np.int64),
+        ptr=arrays[f"{prefix}_ptr"].astype(np.int64),
+        words=arrays[f"{prefix}_word"].astype(np.int64),
+        counts=arrays[f"{prefix}_count"].astype(np.int64),
+    )
+
+
 def _build_ledger(header: dict, arrays: dict[str, np.ndarray], counts: Counts) -> Ledger | None:
     present = [name for name in LEDGER_SECTIONS if name in arrays]
     n = header.get("ledger")
@@ -539,15 +554,7 @@ def _build_ledger(header: dict, arrays: dict[str, np.ndarray], counts: Counts) -
         return None
     if len(present) != len(LEDGER_SECTIONS) or not isinstance(n, int):
         raise ValueError("the ledger is incomplete")
-    if arrays["ledger_digest"].dtype != np.uint8:
-        raise ValueError("ledger digests are not bytes")
-    ledger = Ledger(
-        digests=arrays["ledger_digest"].astype(np.uint8).reshape(-1, 32),
-        labels=arrays["ledger_label"].astype(np.int64),
-        ptr=arrays["ledger_ptr"].astype(np.int64),
-        words=arrays["ledger_word"].astype(np.int64),
-        counts=arrays["ledger_count"].astype(np.int64),
-    )
+    ledger = _ledger_sections(arrays, "ledger")
     problems = ledger.problems(len(counts.classes), len(counts.vocabulary))
     if problems or ledger.n_documents != n:
         raise ValueError("; ".join(problems) or "the ledger's length disagrees with the header")
@@ -568,16 +575,8 @@ def _build_sample(header: dict, arrays: dict[str, np.ndarray], model: Model):
     if len(present) != len(SAMPLE_SECTIONS) or record is None:
         raise ValueError("the sample is incomplete")
     documents, short = record
-    if arrays["sample_digest"].dtype != np.uint8 or arrays["sample_digest"].size % 32:
-        raise ValueError("sample digests are not bytes")
     counts = model.counts
-    sample = Ledger(
-        digests=arrays["sample_digest"].astype(np.uint8).reshape(-1, 32),
-        labels=arrays["sample_label"].astype(np.int64),
-        ptr=arrays["sample_ptr"].astype(np.int64),
-        words=arrays["sample_word"].astype(np.int64),
-        counts=arrays["sample_count"].astype(np.int64),
-    )
+    sample = _ledger_sections(arrays, "sample")
     found = problems(sample, len(counts.classes), len(counts.vocabulary), counts.class_count)
     if found:
         raise ValueError("; ".join(found))
