@@ -178,10 +178,63 @@ def test_ctrl_c_during_a_long_predict_exits_130(demo_model):
                 stream.close()
             except BrokenPipeError:
                 pass
-    assert returncode == EXIT_INTERRUPTED
+    assert returncode == EXIT_INTERRUPTED, stderr
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
     assert stderr == "\nInterrupted\n"
     assert rest == b""  # nothing more was read, so nothing more is written
+
+
+# A finalizer that Ctrl-C interrupts: the signal is sent from inside ``__del__``, so
+# Python's handler raises KeyboardInterrupt there, where Python prints and drops it.
+_INTERRUPTED_FINALIZER = """
+import os, signal, sys, time
+from nbclass.reading.process import install_sigterm
+
+install_sigterm()
+
+class Finalized:
+    def __del__(self):
+        os.kill(os.getpid(), signal.{signal})
+        time.sleep(0.05)  # Python code runs, so the handler runs here
+
+item = Finalized()
+try:
+    del item
+    sys.stdout.write("waiting\\n")
+    sys.stdout.flush()
+    sys.stdin.buffer.read()  # a pipe that stays open: only the signal can end this
+except KeyboardInterrupt:
+    sys.exit(130)
+except BaseException as exc:
+    sys.exit(getattr(exc, "exit_code", 1))
+"""
+
+
+@pytest.mark.parametrize(("name", "code"), [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)])
+def test_an_interrupt_inside_a_finalizer_still_ends_the_command(name, code):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED_FINALIZER.format(signal=name)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        preexec_fn=_default_sigint,
+    )
+    watchdog = threading.Timer(TIMEOUT, proc.kill)
+    watchdog.start()
+    try:
+        assert proc.stdout.readline() == b"waiting\n"
+        returncode = proc.wait(timeout=TIMEOUT)  # stdin stays open: no end of input
+        out, err = proc.stdout.read(), proc.stderr.read()
+    finally:
+        watchdog.cancel()
+        if proc.poll() is None:  # pragma: no cover - only when the test failed
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            stream.close()
+    assert (returncode, out) == (code, b""), err.decode()
+    assert err == b"", err.decode()  # the dropped exception was not printed either
 
 
 def test_mle_warning_from_the_console_entry_point(tmp_path):

@@ -234,7 +234,7 @@ def _import_for_choosing() -> None:
         import scipy.special  # noqa: F401 - the DCM candidate's and the calibration's
 
         from . import choosing  # noqa: F401 - and scipy.sparse
-    except BaseException:  # noqa: S110 - the choice imports them again and reports
+    except Exception:  # noqa: S110 - the choice imports them again and reports
         pass
 
 

@@ -18,7 +18,7 @@ try:  # signal's functions without the module's enumerations of every signal (0.
 except ImportError:  # pragma: no cover - not CPython
     import signal
 
-from ..errors import NbclassError, Terminated
+from ..errors import EXIT_HANGUP, NbclassError, Terminated
 
 # The standard streams (0, 1, 2) that were closed when the command started.
 CLOSED: set[int] = set()
@@ -166,11 +166,44 @@ def terminate(signum, frame):
 def install_sigterm() -> None:
     """SIGTERM unwinds like Ctrl-C (no partial model is left) and exits 143; SIGHUP (the
     terminal or ssh session closed) the same way, exiting 129. A signal that the parent
-    chose to ignore (``nohup``) stays ignored, as Python does for SIGINT."""
+    chose to ignore (``nohup``) stays ignored, as Python does for SIGINT.
+
+    An interrupt that Python would drop is delivered again (:func:`redeliver_interrupt`)."""
     for name in ("SIGTERM", "SIGHUP"):
         signum = getattr(signal, name, None)
         if signum is not None and signal.getsignal(signum) == signal.SIG_DFL:
             signal.signal(signum, terminate)
+    sys.unraisablehook = redeliver_interrupt
+
+
+def redeliver_interrupt(unraisable) -> None:
+    """``sys.unraisablehook``: a Ctrl-C (SIGTERM, SIGHUP) whose handler ran inside a
+    finalizer (a weak reference's callback, a ``__del__``, a generator closed by the
+    collector) raised there, and Python only prints and drops such exceptions: the command
+    would go on, and one waiting for input would wait for ever. The signal is sent to
+    the main thread again, from a thread of its own a tenth of a second later, when this
+    hook has returned (raised in the hook, it would be dropped again), and interrupts
+    what the command does then; should it land in a finalizer again, it comes back here.
+    Any other exception is printed as Python prints it."""
+    exc = unraisable.exc_value
+    if isinstance(exc, KeyboardInterrupt):
+        signum = signal.SIGINT
+    elif isinstance(exc, Terminated):
+        signum = signal.SIGHUP if exc.exit_code == EXIT_HANGUP else signal.SIGTERM
+    else:
+        sys.__unraisablehook__(unraisable)
+        return
+    import threading
+
+    main = threading.main_thread().ident
+
+    def resend():
+        import time
+
+        time.sleep(0.1)
+        signal.pthread_kill(main, signum)
+
+    threading.Thread(target=resend, name="nbclass-interrupt", daemon=True).start()
 
 
 def start_worker(parent: int) -> None:
