@@ -90,9 +90,14 @@ class Counts:
         T_jc > 0), row-major: by word, classes ascending; int32 (int64 past 2**31 cells)
         of shape (nnz,) each.
         Computed once (the counts are never changed in place), a block of rows at a time:
-        no int64 array of every pair is made on the way."""
+        no int64 array of every pair is made on the way. For CSR tables, the pattern
+        itself."""
         D = self.doc_count
         V, C = D.shape
+        if hasattr(D, "tocsr"):  # canonical CSR: its indices are the pairs, row-major
+            dtype = np.int32 if D.shape[0] * D.shape[1] < 2**31 else np.int64
+            rows = np.repeat(np.arange(V, dtype=dtype), np.diff(D.indptr))
+            return rows, D.indices.astype(dtype, copy=False)
         dtype = np.int32 if D.size < 2**31 else np.int64  # half the memory, kept
         rows = np.empty(np.count_nonzero(D), dtype=dtype)
         cols = np.empty(rows.size, dtype=dtype)
@@ -116,6 +121,8 @@ class Counts:
         >>> counts.at_nonzero(counts.token_count, np.float64).tolist()
         [3.0, 5.0]
         """
+        if hasattr(matrix, "tocsr"):  # CSR of the same pattern: its values, in order
+            return matrix.data.astype(dtype)
         rows, cols = self.nonzero
         out = np.empty(rows.size, dtype=dtype)
         for start in range(0, rows.size, BLOCK_CELLS):
@@ -133,10 +140,10 @@ class Counts:
         rows, cols = self.nonzero
         values = self.at_nonzero(self.doc_count, np.int64)
         if not values.size or values.min() < 1:
-            return doc_count_histograms(self.doc_count)
+            return doc_count_histograms(_dense(self.doc_count))
         width = int(values.max()) + 1
         if C * width > 4 * max(V, values.size):  # a few large values: class by class
-            return doc_count_histograms(self.doc_count)
+            return doc_count_histograms(_dense(self.doc_count))
         codes = cols.astype(np.int64) * width
         codes += values
         tally = np.bincount(codes, minlength=C * width).reshape(C, width)
@@ -151,12 +158,12 @@ class Counts:
     @cached_property
     def class_tokens(self) -> np.ndarray:
         """T_c, ndarray of shape (C,): tokens in the documents of class c (summed once)."""
-        return self.token_count.sum(axis=0)
+        return np.asarray(self.token_count.sum(axis=0)).ravel()
 
     @cached_property
     def word_tokens(self) -> np.ndarray:
         """Σ_c T_jc, ndarray of shape (V,): tokens of word j in all classes (summed once)."""
-        return self.token_count.sum(axis=1)
+        return np.asarray(self.token_count.sum(axis=1)).ravel()
 
     def equals(self, other: Counts) -> bool:
         """True when both hold the same classes, words and integer counts."""
@@ -258,6 +265,11 @@ class Counts:
             else:  # 0 <= D <= T: D > 0 implies T > 0, so the nonzero cells are the same
                 tokens_alone = tokens_alone or np.count_nonzero(d) != np.count_nonzero(t)
         return negative, too_many, more_documents, tokens_alone
+
+
+def _dense(table) -> np.ndarray:
+    """A (V, C) table as an ndarray (a CSR matrix made dense)."""
+    return table.toarray() if hasattr(table, "tocsr") else table
 
 
 def _strictly_increasing(items: Sequence[str]) -> bool:

@@ -39,6 +39,7 @@ from ..models.model import (
     scoring_settings,
     with_sample,
 )
+from ..models.sparsity import dense, row_sums
 from ..models.tablemodel import TableClassifier, TableModel
 from ..ranges import check as check_range
 from ..reading.corpus import Corpus, read_text, stratified_folds
@@ -519,7 +520,7 @@ def class_log_odds(counts: Counts) -> np.ndarray:
     the tokens of every other class. A positive value means word j is more frequent in
     class c than in the others: the weight it adds to c against the rest.
     """
-    T = counts.token_count.astype(float)
+    T = dense(counts.token_count).astype(float)
     V = T.shape[0]
     T_c = T.sum(axis=0)
     rest = T.sum(axis=1, keepdims=True) - T
@@ -532,7 +533,7 @@ def _on_vocabulary(counts: Counts, vocabulary: Sequence[str], c: int) -> np.ndar
     at = {w: j for j, w in enumerate(vocabulary)}
     out = np.zeros(len(vocabulary))
     rows = np.array([at[w] for w in counts.vocabulary], dtype=np.int64)
-    out[rows] = counts.token_count[:, c]
+    out[rows] = dense(counts.token_count[:, c]).ravel()
     return out
 
 
@@ -572,7 +573,7 @@ class ModelDiff:
         added = sorted(words_b - words_a)
         union = sorted(words_a | words_b)
         shared = sorted(words_a & words_b)
-        tokens_b = dict(zip(b.vocabulary, b.token_count.sum(axis=1).tolist()))
+        tokens_b = dict(zip(b.vocabulary, row_sums(b.token_count).tolist()))
         frequent_new = sorted(added, key=lambda w: (-tokens_b[w], w))[:k]
         row_a = {w: j for j, w in enumerate(a.vocabulary)}
         row_b = {w: j for j, w in enumerate(b.vocabulary)}

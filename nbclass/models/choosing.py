@@ -53,6 +53,7 @@ from ..text.vectorizer import binarize
 from .chosen import calibrated, score_gaps
 from .estimators import Calibration, EstimatorSettings
 from .posterior import log_posterior, make_scorer
+from .sparsity import is_sparse
 from .textmodels import prepare
 
 FOLDS = 5
@@ -214,18 +215,21 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
     class_count = counts.class_count - np.bincount(labels, minlength=C)
     left = counts.word_tokens - np.bincount(tokens.col, weights=tokens.data, minlength=V)
     gone = np.flatnonzero(left == 0)  # every token of these words is held out
-    if gone.size:
+    if is_sparse(counts.token_count):
+        token_count, doc_count, words, row = _sparse_fold(counts, tokens, documents, gone)
+    elif gone.size:
         words = np.delete(np.arange(V), gone)
         token_count, doc_count = counts.token_count[words], counts.doc_count[words]
     else:
         words = np.arange(V)
         token_count, doc_count = counts.token_count.copy(), counts.doc_count.copy()
-    row = np.full(V, -1, dtype=np.int64)  # each word's row in the fold's tables
-    row[words] = np.arange(words.size)
-    for table, cells in ((token_count, tokens), (doc_count, documents)):
-        at = row[cells.col]
-        kept = at >= 0
-        table[at[kept], cells.row[kept]] -= cells.data[kept]  # each cell once
+    if not is_sparse(counts.token_count):
+        row = np.full(V, -1, dtype=np.int64)  # each word's row in the fold's tables
+        row[words] = np.arange(words.size)
+        for table, cells in ((token_count, tokens), (doc_count, documents)):
+            at = row[cells.col]
+            kept = at >= 0
+            table[at[kept], cells.row[kept]] -= cells.data[kept]  # each cell once
     used = row[np.flatnonzero(np.bincount(held_out.indices, minlength=V))]
     classes = np.flatnonzero(class_count)
     if classes.size < C:
@@ -239,6 +243,27 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
         token_count=token_count,
     )
     return Fold(rows, training, words, classes, used[used >= 0])
+
+
+def _sparse_fold(counts: Counts, tokens, documents, gone: np.ndarray):
+    """:func:`fold_of`'s tables when the counts are CSR (V, C): the held-out cells
+    ``tokens`` and ``documents`` (COO (C, V)) subtracted as sparse matrices, the cells
+    left at 0 dropped (canonical CSR again), then the rows of the words ``gone`` too.
+    Returns the two tables, the kept words (V_k,) and each word's row in them (V,)."""
+    V = len(counts.vocabulary)
+    tables = []
+    for table, cells in ((counts.token_count, tokens), (counts.doc_count, documents)):
+        held = sp.csr_matrix((cells.data, (cells.col, cells.row)), shape=table.shape)
+        rest = sp.csr_matrix(table - held)
+        rest.eliminate_zeros()
+        rest.sort_indices()
+        tables.append(rest)
+    words = np.delete(np.arange(V), gone) if gone.size else np.arange(V)
+    row = np.full(V, -1, dtype=np.int64)
+    row[words] = np.arange(words.size)
+    if gone.size:
+        tables = [table[words] for table in tables]
+    return tables[0], tables[1], words, row
 
 
 def fold_scores(

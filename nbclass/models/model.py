@@ -42,6 +42,7 @@ from .estimators import (
 )
 from .posterior import make_scorer
 from .selection import mutual_information, rank_features
+from .sparsity import row_sums
 from .textmodels import prepare
 
 if TYPE_CHECKING:
@@ -73,9 +74,9 @@ class VocabularyFilter:
 
     def rows(self, counts: Counts) -> np.ndarray:
         """Sorted indices of the words of ``counts`` that pass the filter."""
-        keep = np.flatnonzero(counts.doc_count.sum(axis=1) >= self.min_df)
+        keep = np.flatnonzero(row_sums(counts.doc_count) >= self.min_df)
         if self.max_features is not None and keep.size > self.max_features:
-            frequency = counts.token_count[keep].sum(axis=1)
+            frequency = row_sums(counts.token_count[keep])
             best = np.argsort(-frequency, kind="stable")[: self.max_features]
             keep = np.sort(keep[best])
         return keep

@@ -90,11 +90,12 @@ def out_of_fold_evidence(
 
     from ..counting.counts import Counts, count_documents, subtract
     from .posterior import log_evidence, make_scorer
+    from .sparsity import column_sums
 
     out = np.full(X.shape[0], np.nan)
     C, V = len(counts.classes), len(counts.vocabulary)
     fast = settings.model == "multinomial" and not settings.prior_fit
-    class_tokens = counts.token_count.sum(axis=0)
+    class_tokens = counts.class_tokens
     for rows in folds:
         part_X = X[rows]
         if fast:  # only the fold's words: their rows of the counts, minus the fold's
@@ -109,7 +110,7 @@ def out_of_fold_evidence(
         Xf = part_X[:, np.array([at[w] for w in rest.vocabulary], dtype=np.int64)]
         if fast:
             jll = _multinomial_scores(
-                rest, Xf, class_tokens - token_count.sum(axis=0),
+                rest, Xf, class_tokens - column_sums(token_count),
                 V - (len(total.vocabulary) - len(rest.vocabulary)), settings,
             )  # fmt: skip
         else:
@@ -128,8 +129,9 @@ def _multinomial_scores(rest: Counts, X, T_c, V: int, settings: EstimatorSetting
     import numpy as np
 
     from .estimators import log_class_prior, log_fraction, multinomial_fraction
+    from .sparsity import dense
 
-    T = rest.token_count.astype(np.float64)
+    T = dense(rest.token_count).astype(np.float64)
     fraction = multinomial_fraction(T, T_c.astype(np.float64), V, settings.estimator,
                                     settings.beta[0])  # fmt: skip
     log_pi = log_class_prior(rest.class_count, settings.estimator, settings.alpha)
@@ -201,7 +203,7 @@ def fingerprint(counts: Counts) -> dict:
     """What a typicality record was made from: documents and tokens per class, words."""
     return {
         "class_count": [int(v) for v in counts.class_count.tolist()],
-        "class_tokens": [int(v) for v in counts.token_count.sum(axis=0).tolist()],
+        "class_tokens": [int(v) for v in counts.class_tokens.tolist()],
         "words": len(counts.vocabulary),
     }
 

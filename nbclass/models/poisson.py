@@ -97,7 +97,9 @@ def poisson_weights(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
     from .estimators import log_fraction
 
     beta = settings.beta[0]
-    T = counts.token_count.astype(np.float64)
+    from .sparsity import dense
+
+    T = dense(counts.token_count).astype(np.float64)
     V, T_c = T.shape[0], T.sum(axis=0)
     log_lambda = log_fraction(*poisson_fraction(T, T_c, V, settings.estimator, beta))
     rate_total = poisson_rate_total(T_c, V, settings.estimator, beta)
@@ -112,7 +114,9 @@ def predictive_scorer(counts: Counts, settings: EstimatorSettings) -> NegativeBi
     from .textmodels import _log_prior
 
     beta = settings.beta[0]
-    T = counts.token_count.astype(np.float64)
+    from .sparsity import dense
+
+    T = dense(counts.token_count).astype(np.float64)
     V, T_c = T.shape[0], T.sum(axis=0)
     shape = T + beta
     return NegativeBinomialScorer(

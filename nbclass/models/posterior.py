@@ -40,6 +40,7 @@ from .estimators import (
     log_class_prior,
     multinomial_log_theta,
 )
+from .sparsity import dense
 from .textmodels import (
     class_totals,
     complement_weights,
@@ -229,17 +230,17 @@ def make_scorer(
         totals = _totals(counts, settings, prepared, rows)
         return _transformed_scorer(counts, settings, log_pi, totals, rows)
     if settings.model == "complement":
-        T = _rows_of(counts.token_count, rows).astype(np.float64)
+        T = dense(counts.token_count, rows).astype(np.float64)
         totals = None if rows is None else T_c.sum() - T_c  # S̃_c = Σ_j T̃_jc
         weights = complement_weights(T, settings.beta[0], totals, V)
         return LinearScorer(weights=weights, bias=log_pi, binary=False)
     if settings.model == "multinomial":
         log_theta = multinomial_log_theta(
-            _rows_of(counts.token_count, rows), settings.estimator, settings.beta[0], T_c, V
+            dense(counts.token_count, rows), settings.estimator, settings.beta[0], T_c, V
         )
         return LinearScorer(weights=log_theta, bias=log_pi, binary=False)
     weights, certain = bernoulli_weights(
-        _rows_of(counts.doc_count, rows), counts.class_count, settings.estimator, settings.beta
+        dense(counts.doc_count, rows), counts.class_count, settings.estimator, settings.beta
     )
     # Σ_j log(1 − θ_jc) over every word, and how many words have θ_jc = 1, per class.
     absent, n_certain = zip(*(
@@ -304,7 +305,7 @@ def _transformed_scorer(
         bias=bias,
         binary=False,
         tf=settings.tf,
-        idf=idf_weights(_rows_of(counts.doc_count, rows), counts.n_docs) if settings.idf else None,
+        idf=idf_weights(dense(counts.doc_count, rows), counts.n_docs) if settings.idf else None,
         length_norm=settings.norm in ("length", "both"),
     )
 

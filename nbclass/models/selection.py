@@ -25,6 +25,7 @@ from .estimators import (
     bernoulli_fractions,
     class_prior_fractions,
 )
+from .sparsity import dense
 
 
 def mutual_information(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
@@ -38,7 +39,7 @@ def mutual_information(counts: Counts, settings: EstimatorSettings) -> np.ndarra
 
     settings = presence_settings(counts, settings)
     present, absent, denominator = bernoulli_fractions(
-        counts.doc_count, counts.class_count, settings.estimator, settings.beta
+        dense(counts.doc_count), counts.class_count, settings.estimator, settings.beta
     )
     pi_numerator, pi_denominator = class_prior_fractions(
         counts.class_count, settings.estimator, settings.alpha
@@ -82,7 +83,7 @@ def top_features(counts: Counts, settings: EstimatorSettings, k: int) -> list[Ra
     I = mutual_information(counts, settings)
     rows = rank_features(I, k)
     present, _, denominator = bernoulli_fractions(
-        counts.doc_count[rows], counts.class_count, settings.estimator, settings.beta
+        dense(counts.doc_count, rows), counts.class_count, settings.estimator, settings.beta
     )
     with np.errstate(invalid="ignore", divide="ignore"):
         theta = np.where(denominator > 0, present / denominator, 0.0)
@@ -137,14 +138,14 @@ def class_log_ratios(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
         beta = fit_beta(counts, "bernoulli" if bernoulli else "multinomial")
         settings = replace(settings, beta=(beta, beta), prior_fit=False)
     if bernoulli:
-        D = counts.doc_count.astype(np.float64)
+        D = dense(counts.doc_count).astype(np.float64)
         N_c = counts.class_count.astype(np.float64)
         inside, _, inside_total = bernoulli_fraction(D, N_c, settings.estimator, settings.beta)
         rest, _, rest_total = bernoulli_fraction(
             D.sum(axis=1, keepdims=True) - D, N_c.sum() - N_c, settings.estimator, settings.beta
         )
     else:
-        T = counts.token_count.astype(np.float64)
+        T = dense(counts.token_count).astype(np.float64)
         V, T_c, beta = T.shape[0], T.sum(axis=0), settings.beta[0]
         inside, inside_total = multinomial_fraction(T, T_c, V, settings.estimator, beta)
         rest, rest_total = multinomial_fraction(

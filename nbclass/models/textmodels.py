@@ -113,6 +113,7 @@ from .estimators import (
     log_fraction,
     multinomial_fraction,
 )
+from .sparsity import column_sums, dense, row_sums
 
 S_MAX = 1e12  # DCM concentration when a class shows no burstiness at all (the multinomial limit)
 
@@ -144,7 +145,7 @@ def idf_weights(doc_count: np.ndarray, n_docs: int) -> np.ndarray:
     >>> np.allclose(idf_weights(np.array([[2, 1], [0, 1]]), 4), [math.log(4 / 3), math.log(4)])
     True
     """
-    df = np.asarray(doc_count, dtype=np.float64).sum(axis=1)
+    df = row_sums(doc_count).astype(np.float64)
     out = np.zeros(df.shape)
     seen = df > 0
     out[seen] = math.log(n_docs) - np.log(df[seen]) if n_docs > 0 else 0.0
@@ -356,7 +357,7 @@ class PolyaScorer:
 def polya_scorer(counts: Counts, settings: EstimatorSettings) -> PolyaScorer:
     """The Pólya predictive scorer of ``counts`` with pseudo-count β and class prior α."""
     beta = settings.beta[0]
-    pseudo = counts.token_count.astype(np.float64) + beta
+    pseudo = dense(counts.token_count).astype(np.float64) + beta
     return PolyaScorer(
         pseudo=pseudo,
         total=pseudo.sum(axis=0),
@@ -455,9 +456,8 @@ def dcm_parameters(counts: Counts, beta: float, rows=None) -> tuple[np.ndarray, 
     """log β_jc (V, C) and s_c (C,) of the EDCM, from N_c, D_jc and T_c (see module doc);
     with ``rows`` (R,), log β_jc of those words only, (R, C)."""
     V = counts.doc_count.shape[0]
-    D_c = counts.doc_count.sum(axis=0).astype(np.float64)
-    D = counts.doc_count if rows is None else counts.doc_count[rows]
-    D = D.astype(np.float64)
+    D_c = column_sums(counts.doc_count).astype(np.float64)
+    D = dense(counts.doc_count, rows).astype(np.float64)
     T_c = counts.class_tokens.astype(np.float64)
     N_c = counts.class_count.astype(np.float64)
     s = np.array(
@@ -502,27 +502,33 @@ def multinomial_loo(K: np.ndarray, beta) -> np.ndarray:
 def _multinomial_loo_function(K: np.ndarray, positive=None):
     """β ↦ L(β) for counts K, with the histogram of K's values computed once
     (``positive``: K's positive values, if the caller has them)."""
-    return _loo_of_histogram(*_value_histogram(K, positive), K.sum(axis=0), K.shape[0])
+    return _loo_of_histogram(*_value_histogram(K, positive), column_sums(K), K.shape[0])
 
 
-def _complement_loo_function(T: np.ndarray, nonzero=None):
+def _complement_loo_function(T, nonzero=None, values=None):
     """β ↦ L(β) for the complement counts T̃_jc = T_j − T_jc, without forming them.
 
     For word j, the C − m_j classes where T_jc = 0 (m_j classes have it) hold T̃_jc = T_j,
     the others T_j − T_jc: the histogram comes from the V totals and the nonzero entries
-    (``nonzero``: their ``(rows, cols)``, :attr:`nbclass.counting.counts.Counts.nonzero`).
+    (``nonzero``: their ``(rows, cols)``, :attr:`nbclass.counting.counts.Counts.nonzero`,
+    and ``values`` the T_jc there; ``T`` an ndarray or a CSR matrix).
     """
     V, C = T.shape
-    T_j = T.sum(axis=1)
-    rows, cols = np.nonzero(T) if nonzero is None else nonzero
+    T_j = row_sums(T)
+    if nonzero is None:
+        T = dense(T)
+        nonzero = np.nonzero(T)
+    rows, cols = nonzero
+    if values is None:
+        values = T[rows, cols]
     absent = C - np.bincount(rows, minlength=V)  # classes without word j
     # The histogram of the positive T̃_jc: T_j, absent[j] times; T_j − T_jc, once each.
     whole = (T_j > 0) & (absent > 0)
     totals, where = np.unique(T_j[whole], return_inverse=True)
     others, times = [], []  # the positive T_j − T_jc and their numbers, a block at a time
     for start in range(0, rows.size, BLOCK_CELLS):
-        r, c = rows[start : start + BLOCK_CELLS], cols[start : start + BLOCK_CELLS]
-        rest = T_j[r] - T[r, c]
+        r = rows[start : start + BLOCK_CELLS]
+        rest = T_j[r] - values[start : start + BLOCK_CELLS]
         values, n = value_counts(rest[rest > 0])
         others.append(values)
         times.append(n)
@@ -532,7 +538,7 @@ def _complement_loo_function(T: np.ndarray, nonzero=None):
     distinct, inverse = np.unique(np.concatenate([totals, others]), return_inverse=True)
     weights = np.concatenate([np.bincount(where, weights=absent[whole]), times])
     n = np.bincount(inverse, weights=weights)
-    K_c = T_j.sum() - T.sum(axis=0)
+    K_c = T_j.sum() - column_sums(T)
     return _loo_of_histogram(distinct.astype(np.float64), n, K_c, V)
 
 
@@ -585,7 +591,8 @@ def loo_objective(counts: Counts, model: str):
     if model == "bernoulli":
         return _bernoulli_loo_function(counts)
     if model == "complement":
-        return _complement_loo_function(counts.token_count, counts.nonzero)
+        values = counts.at_nonzero(counts.token_count, np.int64)
+        return _complement_loo_function(counts.token_count, counts.nonzero, values)
     K = counts.doc_count if model == "dcm" else counts.token_count
     # The positive counts are those at the nonzero (word, class) pairs, which the counts
     # keep (D_jc > 0 exactly where T_jc > 0): no pass over every cell to find them.
