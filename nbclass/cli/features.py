@@ -23,13 +23,22 @@ from .options import CONTEXT, FILE, Ranged, estimator_options, format_option, mo
     "per_class",
     type=Ranged("--per-class"),
     metavar="K",
-    help="Instead: the K words that most favour each class, by log θ_jc − log θ_j,rest "
-    "(prints class<TAB>word<TAB>log_ratio).",
+    help="Instead: the K words that most favour each class (prints class<TAB>word<TAB>value).",
+)
+@click.option(
+    "--rank-by",
+    "rank_by",
+    type=click.Choice(["z", "log-ratio"]),
+    default="z",
+    show_default=True,
+    help="--per-class: z, the z-score of the log-odds of the word's documents in the class "
+    "against the rest, shrunk towards the corpus (words in a handful of documents stay low); "
+    "log-ratio, log θ_jc − log θ_j,rest under the model's estimator.",
 )
 @format_option("tsv", "jsonl")
 @estimator_options("Only --model, --estimator, --alpha and --beta matter here.")
 def top_features(
-    model_path, k, per_class, fmt, event_model, estimator, alpha, beta, text_options
+    model_path, k, per_class, rank_by, fmt, event_model, estimator, alpha, beta, text_options
 ):
     """Rank words by mutual information with the class.
 
@@ -39,15 +48,21 @@ def top_features(
     model's estimator unless --estimator says otherwise; with --estimator mle this is the
     empirical mutual information.
 
-    With --per-class K: for each class, the K words with the largest
-    log θ_jc − log θ_j,rest, the log-odds an occurrence adds to the class against all
-    the others pooled (θ: presence probability for --model bernoulli, token probability
-    otherwise), printed class<TAB>word<TAB>log_ratio.
+    With --per-class K: for each class, the K words that most favour it against all the
+    others pooled, printed class<TAB>word<TAB>value. By default (--rank-by z) the value is
+    z, the log-odds of the word's documents in the class against the rest, shrunk towards
+    the whole corpus's counts (an informative Dirichlet prior) and divided by its standard
+    error, so that a word in a handful of documents does not lead; it depends on the
+    document counts only, not on --model or the estimator. --rank-by log-ratio ranks by
+    log θ_jc − log θ_j,rest, the log-odds an occurrence adds to the class (θ: presence
+    probability for --model bernoulli, token probability otherwise) under the model's
+    estimator and β.
 
     \b
     Examples:
       nbclass top-features -m model.nbc -k 10
       nbclass top-features -m model.nbc --per-class 5 --format jsonl
+      nbclass top-features -m model.nbc --per-class 5 --rank-by log-ratio --beta 1
     """
     from ..modelfile.textfile import load
     from ..models.selection import top_features as rank
@@ -67,7 +82,7 @@ def top_features(
         return _table_top_features(model_path, k, fmt, event_model, estimator, alpha, beta)
     settings = resolve_settings(model.defaults, event_model, estimator, alpha, beta, text_options)
     if per_class is not None:
-        return _per_class_features(model, settings, per_class, fmt)
+        return _per_class_features(model, settings, per_class, rank_by, fmt)
     features = rank(model.active_counts, settings, k)
     if k > len(features):  # like head -n: list what there is, and say so
         click.echo(
@@ -82,14 +97,15 @@ def top_features(
     Output(fmt).records(features, feature_record, feature_row)
 
 
-def _per_class_features(model, settings, k: int, fmt: str) -> None:
+def _per_class_features(model, settings, k: int, rank_by: str, fmt: str) -> None:
     from dataclasses import replace
 
     from ..models.selection import class_top_features
     from ..output.formats import Output
     from ..output.render import class_feature_record, class_feature_row
 
-    features = class_top_features(model.active_counts, settings, k)
+    criterion = rank_by.replace("-", "_")  # the JSON key: z or log_ratio
+    features = class_top_features(model.active_counts, settings, k, criterion)
     V = len(model.active_counts.vocabulary)
     if k > V:
         click.echo(

@@ -224,15 +224,17 @@ def feature_row(f: RankedFeature) -> list[str]:
 
 
 def class_feature_record(f: ClassFeature) -> dict:
-    """A class's word as JSON: ``{"class", "word", "log_ratio"}``; an infinite ratio
-    (``--estimator mle``) as the string ``"inf"`` or ``"-inf"`` (JSON has no infinity)."""
-    value = f.log_ratio if math.isfinite(f.log_ratio) else str(f.log_ratio)
-    return {"class": f.label, "word": f.word, "log_ratio": value}
+    """A class's word as JSON: ``{"class", "word", CRITERION}`` with CRITERION ``"z"`` or
+    ``"log_ratio"``; an infinite value (a word seen nowhere, ``--estimator mle``) as the
+    string ``"inf"`` or ``"-inf"`` (JSON has no infinity)."""
+    value = f.value if math.isfinite(f.value) else str(f.value)
+    return {"class": f.label, "word": f.word, f.criterion: value}
 
 
 def class_feature_row(f: ClassFeature) -> list[str]:
-    """A class's word as TSV: ``class<TAB>word<TAB>log_ratio`` (``inf``, ``-inf`` as such)."""
-    return [field(f.label), field(f.word), number(f.log_ratio)]
+    """A class's word as TSV: ``class<TAB>word<TAB>z`` or ``…<TAB>log_ratio`` (``inf``,
+    ``-inf`` as such)."""
+    return [field(f.label), field(f.word), number(f.value)]
 
 
 def model_info(model: Model, path: str, header: dict | None = None) -> dict:
