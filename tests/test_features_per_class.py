@@ -89,6 +89,26 @@ def test_z_ranking_by_hand(runner, chinese_model):
     assert chinese == pytest.approx(0.3465875, rel=1e-6)
 
 
+def test_z_of_sparse_counts_is_that_of_dense_counts():
+    import numpy as np
+    import scipy.sparse
+
+    from nbclass.counting.counts import Counts
+    from nbclass.models.selection import class_z_scores
+
+    D = np.array([[1, 0], [3, 1], [0, 1], [1, 0], [1, 0], [0, 1]])  # the Chinese corpus
+    T = np.array([[1, 0], [5, 1], [0, 1], [1, 0], [1, 0], [0, 1]])
+    words = ("beijing", "chinese", "japan", "macao", "shanghai", "tokyo")
+    dense = Counts(("china", "japan"), words, np.array([3, 1]), D, T)
+    sparse = Counts(
+        dense.classes, words, dense.class_count, scipy.sparse.csr_matrix(D),
+        scipy.sparse.csr_matrix(T),
+    )
+    z = class_z_scores(dense)
+    assert np.array_equal(class_z_scores(sparse), z)
+    assert z[1, 0] == pytest.approx(log(F(49, 40)) / sqrt(F(12, 35)), rel=1e-14)
+
+
 def test_z_depends_on_the_document_counts_only(runner, chinese_model):
     base = ["top-features", "-m", str(chinese_model), "--per-class", "6"]
     default = runner.invoke(cli, base)

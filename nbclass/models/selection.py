@@ -198,7 +198,7 @@ def class_z_scores(counts: Counts) -> np.ndarray:
     >>> round(float(z[0, 0]), 6), round(float(z[0, 1]), 6), round(float(np.log(2) * np.sqrt(2)), 6)
     (0.980258, -0.980258, 0.980258)
     """
-    D_jc = np.asarray(counts.doc_count, dtype=np.float64)  # (V, C)
+    D_jc = dense(counts.doc_count).astype(np.float64)  # (V, C): z is nonzero in every cell
     D_c, D_j = D_jc.sum(axis=0), D_jc.sum(axis=1, keepdims=True)  # (C,), (V, 1)
     D = D_c.sum()
     gamma, gamma_0 = D_j, D  # the informative prior: the corpus's own counts
