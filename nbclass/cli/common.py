@@ -112,8 +112,14 @@ def summary(
     seconds = time.perf_counter() - start
     counts = model.counts
     choice = f"chose {shown(model.choice['chosen'])}, " if chose and model.choice else ""
+    classes = f"{len(counts.classes)} classes"
+    if model.multi_label is not None:
+        data = model.multi_label
+        classes = f"{len(data['labels'])} labels"
+        f1 = [c["micro_f1"] for c in data["candidates"] if c.get("micro_f1") is not None]
+        choice = f"held-out micro-F1 {max(f1):.3f}, " if f1 else ""
     click.echo(
-        f"{verb}: {extra}{counts.n_docs} documents, {len(counts.classes)} classes, "
+        f"{verb}: {extra}{counts.n_docs} documents, {classes}, "
         f"{len(model.active_counts.vocabulary)} words, {choice}{seconds:.2f} s -> "
         f"{shown(path)}",
         err=True,

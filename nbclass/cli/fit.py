@@ -22,6 +22,7 @@ from .common import (
     count_input,
     fit_settings,
     given,
+    line_documents,
     refuse_reading_options,
     resolve_settings,
     shown,
@@ -40,6 +41,14 @@ from .options import CONTEXT, FILE, FOLDER, fit_options, reading_options, table_
     metavar="FILE|-",
     help="Learn one document per line of FILE (- for standard input): LABEL<TAB>TEXT or "
     "fastText's __label__LABEL TEXT.",
+)
+@click.option(
+    "--multi-label",
+    "multi_label",
+    is_flag=True,
+    help="Each document has any number of labels (with --lines): fastText's __label__A "
+    "__label__B TEXT, A,B<TAB>TEXT or JSON {\"labels\": [...], \"text\": ...}. One "
+    "binary model per label, thresholds chosen for F1 (docs/multi-label.md).",
 )
 @click.option(
     "--update",
@@ -85,8 +94,8 @@ from .options import CONTEXT, FILE, FOLDER, fit_options, reading_options, table_
 @click.pass_context
 @reading_options
 def fit(
-    ctx, corpus_dir, output, lines_path, update_path, ledger, typicality, exit_code_map, jobs,
-    quiet, scheduler, reading, **options,
+    ctx, corpus_dir, output, lines_path, multi_label, update_path, ledger, typicality,
+    exit_code_map, jobs, quiet, scheduler, reading, **options,
 ):
     """Learn a model from CORPUS_DIR, a folder with one subfolder per class.
 
@@ -176,6 +185,11 @@ def fit(
             )
     tokenizer, vocabulary_filter, defaults, auto = fit_settings(ctx, options, base)
     keep_ledger = ledger if base is None else base.ledger is not None
+    if multi_label or (base is not None and base.multi_label is not None):
+        return _fit_multi_label(
+            corpus_dir, lines_path, output, base, update_path, tokenizer, vocabulary_filter,
+            defaults, auto, keep_ledger, typicality, codes, scheduler, reading, quiet, start,
+        )  # fmt: skip
     if base is not None:  # an update of a model that chose: the documents' sample too
         from ..models.learning import chooses
 
@@ -209,6 +223,55 @@ def fit(
     if not quiet:
         extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "
         summary("update" if base is not None else "fit", model, output, start, extra, auto)
+
+
+def _fit_multi_label(
+    corpus_dir, lines_path, output, base, update_path, tokenizer, vocabulary_filter, defaults,
+    auto, ledger, typicality, codes, scheduler, reading, quiet, start,
+):  # fmt: skip
+    """fit --multi-label --lines FILE (or --update of a multi-label model)."""
+    from ..modelfile.textfile import locked, save
+    from ..models import multilabel
+
+    if corpus_dir is not None:
+        raise UsageError(
+            "--multi-label reads --lines FILE, not a CORPUS_DIR: a folder per class gives "
+            "each document one label (docs/multi-label.md)"
+        )
+    if scheduler or typicality or codes is not None:
+        raise UsageError(
+            "--multi-label is fitted in this process, without --scheduler, --typicality or "
+            "--exit-code-map"
+        )
+    if base is not None and base.multi_label is None:
+        raise UsageError(f"{update_path!r} is a single-label model: leave out --multi-label")
+    from ..models.learning import count_multi_label_lines
+
+    lines = line_documents(lines_path, reading)
+    documents = count_multi_label_lines(lines, tokenizer, ledger)
+    if base is None:
+        from ..models.model import Model, check_usable, with_sample
+
+        candidates = multilabel.CANDIDATES if auto else (defaults,)
+        labels = multilabel.label_names(documents.counts.classes)
+        if not labels:
+            raise NbclassError("no document has a label: give each some, e.g. A,B<TAB>TEXT")
+        model = Model(
+            documents.counts, tokenizer, vocabulary_filter, defaults, ledger=documents.ledger,
+            column_words=documents.column_words,
+            multi_label=multilabel.record(labels, candidates),
+        )  # fmt: skip
+        check_usable(model)
+        model = with_sample(model, documents.sample)
+        with locked(output):
+            save(model, output)
+    else:
+        from ..modelfile.updating import update_file
+
+        model = update_file(update_path, output, base, documents, vocabulary_filter, None, None, 1)
+    if not quiet:
+        extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "
+        summary("update" if base is not None else "fit", model, output, start, extra, True)
 
 
 def _exit_code_map(value: str) -> dict[str, int]:

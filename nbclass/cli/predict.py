@@ -81,6 +81,20 @@ from .options import (
     "--typicality).",
 )
 @click_option(spec.UNSURE_LABEL)
+@click.option(
+    "--threshold",
+    "thresholds",
+    multiple=True,
+    metavar="P|LABEL=P",
+    help="Multi-label models: predict the labels whose probability is at least P (every "
+    "label's, or LABEL's; repeat for several).  [default: the thresholds fit chose]",
+)
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Multi-label models: a document that passes no threshold gets no label (by "
+    "default it gets its most probable label).",
+)
 @click_option(spec.EXIT_CODE)
 @click_option(spec.EXIT_CODE_MAP)
 @jobs_option(
@@ -101,8 +115,8 @@ from .options import (
 def predict(
     model_path, paths, lines, labelled, fmt, top_k, event_model, estimator, alpha, beta,
     scheduler, no_calibration, explain, min_probability, min_margin, min_known, min_typicality,
-    unsure_label, use_exit_code, show_exit_codes, text_options, jobs, quiet, reading, output_dir,
-    **table_options,
+    unsure_label, thresholds, allow_empty, use_exit_code, show_exit_codes, text_options, jobs,
+    quiet, reading, output_dir, **table_options,
 ):  # fmt: skip
     """Classify documents: files, folders (walked recursively) or standard input.
 
@@ -145,6 +159,31 @@ def predict(
             "no input: give files or folders to classify, or pipe a document into "
             "standard input, e.g.  echo 'some text' | nbclass predict -m MODEL"
         )
+    from ..modelfile.quick import QuickModel
+
+    if QuickModel(model_path).multi_label is not None:
+        from .common import given
+
+        ctx = click.get_current_context()
+        unused = {
+            "use_exit_code": "--exit-code", "explain": "--explain", "output_dir": "--output-dir",
+            "min_probability": "--min-probability", "min_margin": "--min-margin",
+            "min_known": "--min-known", "min_typicality": "--min-typicality",
+            "unsure_label": "--unsure-label", "scheduler": "--scheduler",
+        }  # fmt: skip
+        named = [option for key, option in unused.items() if given(ctx, key)]
+        if named:
+            raise UsageError(
+                f"{named[0]} is for single-label models; a multi-label model predicts a set "
+                "of labels (use --threshold, --top-k and --allow-empty)"
+            )
+        overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
+        return _predict_multi_label(
+            model_path, paths, lines, labelled, fmt, top_k, overrides, not no_calibration,
+            thresholds, allow_empty, reading,
+        )  # fmt: skip
+    if thresholds or allow_empty:
+        raise UsageError("--threshold and --allow-empty are for multi-label models")
     from ..models.abstain import Abstention, check_exit_classes, exit_code
 
     codes = {}
@@ -270,6 +309,30 @@ def predict(
             bar.past(None, finished=True)
     if use_exit_code:
         raise click.exceptions.Exit(exit_code(codes, labels[0] if labels else ""))
+
+
+def _predict_multi_label(
+    model_path, paths, lines, labelled, fmt, top_k, overrides, calibrate, thresholds,
+    allow_empty, reading,
+):  # fmt: skip
+    """predict with a multi-label model: the labels of each document, in batches."""
+    from ..modelfile.textfile import load
+    from ..models.multilabel import predict_documents
+    from ..output.labels import label_lines
+    from ..reading.corpus import iter_documents
+
+    model = load(model_path)
+    documents = iter_documents(paths or ["-"], lines, *reading)
+    if lines and labelled != "no":
+        from ..models.labelsets import texts_of_lines
+
+        documents = texts_of_lines(documents, labelled)
+    batches = predict_documents(
+        model, documents, overrides, calibrate, thresholds, top_k, allow_empty
+    )
+    for batch in batches:
+        for line in label_lines(batch, fmt):
+            click.echo(line)
 
 
 def _print_exit_codes(model_path, paths, lines) -> None:

@@ -147,6 +147,7 @@ FAST = (
 # several documents, or a value it does not parse), and the arguments.
 FALLBACK = (
     "--lines", "--beta", "--scheduler", "--explain", "--min-typicality", "-j", "--jobs",
-    "--output-dir", "--table", "--table-format", "--id", "--encoding", "--max-bytes",
+    "--threshold", "--allow-empty", "--output-dir", "--table", "--table-format", "--id",
+    "--encoding", "--max-bytes",
     "--binary", "--on-error", "--exit-code-map", "--labelled",
 )  # fmt: skip

@@ -94,6 +94,8 @@ def predict_one(
     from ..output.render import shows_evidence
 
     model = QuickModel(model_path)
+    if model.multi_label is not None:
+        return None  # label by label: the batch path (nbclass.cli.predict)
     settings = resolve(model.defaults, **overrides)
     calibration = None
     if use_calibration and not overridden(**overrides):

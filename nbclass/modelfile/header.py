@@ -175,6 +175,17 @@ def classes(header: dict) -> list[str]:
     return names
 
 
+def multi_label(header: dict, classes: list[str]) -> dict | None:
+    """The ``multi_label`` record of a multi-label model (its classes are label sets), or
+    None (:func:`nbclass.models.labelsets.checked_record`)."""
+    data = header.get("multi_label")
+    if data is None:
+        return None
+    from ..models.labelsets import checked_record
+
+    return checked_record(data, classes)
+
+
 def tokenizer(header: dict):
     """``(settings, tokenize)``: the tokenizer settings, checked, and their function."""
     settings = TokenizerSettings.from_dict(header["tokenizer"])

@@ -81,6 +81,8 @@ class QuickModel:
             checked.selection(header)
             checked.choice(header)
             checked.sample(header)
+            # A multi-label model is scored label by label on the batch path.
+            self.multi_label = checked.multi_label(header, self.classes)
             s = sections
             # A view, not a copy: the few words the search compares are copied one by one.
             self.blob, self.offsets = s["vocabulary"], s["vocabulary_offsets"]

@@ -198,10 +198,13 @@ def dumps(model: Model) -> bytes:
         "typicality": _typicality(model),
     }
     codes = stored_form(model.codes, model.counts.classes)
-    if codes is not None:  # a fresh fit's sorted codes are not written (exitcodes.py)
+    if codes is not None and model.multi_label is None:  # a fresh fit's sorted codes are
+        # not written (exitcodes.py); a multi-label model has none (it predicts label sets)
         header["exit_codes"] = codes
     if model.sample is not None:
         header["sample"] = {"documents": model.sample.n_documents, "short": model.sample_short}
+    if model.multi_label is not None:
+        header["multi_label"] = model.multi_label
     sections = [section(name, _compact(values)) for name, values in _arrays(model).items()]
     return pack(header, sections)
 
@@ -492,6 +495,7 @@ def _build(
         choice=checked.choice(header),
         calibration=checked.calibration(header),
         exit_codes=checked.exit_codes(header, classes),
+        multi_label=checked.multi_label(header, classes),
     )
     sample, short = _build_sample(header, arrays, model)
     model.__dict__.update(sample=sample, sample_short=short)

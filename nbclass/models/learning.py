@@ -309,8 +309,8 @@ def parse_labelled_line(line: str, where: str) -> tuple[str, str]:
         label, _, text = line[len("__label__") :].partition(" ")
         if text.startswith("__label__"):
             raise NbclassError(
-                f"{where} has more than one __label__: naive Bayes gives each document one "
-                "class; keep one label per line"
+                f"{where} has more than one __label__: a single-label model gives each "
+                "document one class; keep one label per line, or fit --multi-label"
             )
     else:
         label, tab, text = line.partition("\t")
@@ -531,6 +531,24 @@ def count_lines(
     """
     documents = ((label, data) for _source, label, data in labelled_lines(lines))
     return count_labelled(documents, tokenizer, ledger, sample, keys)
+
+
+def count_multi_label_lines(
+    lines: Iterable[tuple[str, str]], tokenizer: TokenizerSettings, ledger: bool
+) -> Documents:
+    """Count multi-label lines ``(source, line)``
+    (:func:`nbclass.models.labelsets.parse_line`), each document under its label set, with
+    the sample a multi-label model chooses from (:func:`count_labelled`); a header row
+    is skipped."""
+    from .labelsets import label_set, parse_line
+
+    def documents():
+        for source, line in without_header(lines):
+            if line.strip():
+                labels, text = parse_line(line, f"line {source}")
+                yield label_set(labels), text.encode("utf-8", "surrogatepass")
+
+    return count_labelled(documents(), tokenizer, ledger, sample=True)
 
 
 def count_labelled(

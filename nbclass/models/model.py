@@ -135,6 +135,10 @@ class Model:
     sample_short : int
         How many documents the sample lost to unlearning without a ledger (0: it is the
         sample of the documents counted, exactly).
+    multi_label : dict or None
+        For a multi-label model (whose classes are label sets,
+        :mod:`nbclass.models.multilabel`), its labels, candidates, and the calibrations and
+        thresholds chosen from its sample (:func:`nbclass.models.multilabel.record`).
     """
 
     counts: Counts
@@ -150,6 +154,7 @@ class Model:
     exit_codes: dict[str, int] | None = None
     sample: Ledger | None = None
     sample_short: int = 0
+    multi_label: dict | None = None
 
     @property
     def codes(self) -> dict[str, int]:
@@ -240,6 +245,10 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     first :data:`nbclass.counting.sketch.PER_CLASS` of each class, ``n`` as many as the
     corpus affords (:func:`nbclass.models.choosing.plan`); the folds are dealt in that
     order. ``threads`` score the candidates (the result does not depend on them)."""
+    if model.multi_label is not None:  # label by label (multilabel.py)
+        from .multilabel import chosen_again
+
+        return chosen_again(model)
     import scipy.sparse as sp
 
     from ..counting.sketch import kept

@@ -1,0 +1,672 @@
+"""Several labels per document: one binary naive Bayes per label, from one count.
+
+A multi-label corpus is counted once, as a single-label one is, with each document's
+*label set* as its class: the labels sorted, joined by :data:`SEPARATOR` (``"acq,earn"``;
+``""`` for a document with no label). The stored counts are therefore the ordinary exact
+counts N_s, D_js, T_js of :mod:`nbclass.counting.counts` over label sets s, and update,
+merge, unlearn, sync and a Dask fit stay exact with no change. Everything per label is
+derived from them (``docs/multi-label.md``):
+
+=========  ====================================  =========================================
+symbol     code name                             meaning
+=========  ====================================  =========================================
+M_sl       ``membership``, (S, L)                1 when label set s holds label l
+N_l        ``LabelCounts.class_count``, (L,)     Σ_s N_s M_sl: **documents** with label l
+D_jl       ``LabelCounts.doc_count``, (V, L)     Σ_s D_js M_sl: **documents** with l and j
+T_jl       ``LabelCounts.token_count``, (V, L)   Σ_s T_js M_sl: **tokens** of j in them
+N, D_j,    ``n_docs``, ``word_docs``,            the totals over every label set
+T_j        ``word_tokens``
+=========  ====================================  =========================================
+
+The binary model of label l has two classes, "not l" and "l": N_¬l = N − N_l,
+D_j¬l = D_j − D_jl, T_j¬l = T_j − T_jl (a document is counted once whatever its labels).
+Each is scored by the one scorer of its event model (:func:`nbclass.models.posterior.make_scorer`),
+and its log-odds s_l(x) = b_l(x) − b_¬l(x) become a probability
+p_l(x) = σ(a_l s_l(x) + c_l) by a calibration fitted on held-out scores; label l is
+predicted when p_l(x) ≥ t_l, a threshold chosen for F1 (:func:`choose`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..counting.counts import Counts
+from .estimators import EstimatorSettings
+from .labelsets import SEPARATOR, label_names, labels_of
+from .posterior import LinearScorer, make_scorer
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+# A label with fewer sampled positive documents than this shares one threshold, chosen
+# for the micro-F1 of all such labels together: the F1 of 1 to 4 positives is too noisy
+# to place a threshold of its own.
+MIN_THRESHOLD_POSITIVES = 5
+# A label with fewer sampled positive (or negative) documents than this shares one
+# calibration (a_l, c_l), fitted on all such labels' held-out scores together.
+MIN_CALIBRATION_POSITIVES = 20
+FOLDS = 5
+ASCENT_ROUNDS = 2  # rounds of thresholds for the micro-F1 of every label (fit_decisions)
+SEED = 20261126
+THRESHOLD_CRITERION = (
+    "the highest micro-F1 of the held-out decisions: each label's threshold on its "
+    "calibrated probability starts at its own best F1, then is moved, label by label "
+    f"({ASCENT_ROUNDS} rounds), to the best micro-F1 of all labels given the others'; labels "
+    f"with fewer than {MIN_THRESHOLD_POSITIVES} sampled positives share one threshold; "
+    "ties go to the higher threshold, and a threshold of 1 means never"
+)
+# The settings fit chooses from for a multi-label model (by the held-out micro-F1 at the
+# chosen thresholds; ties: the earlier).
+CANDIDATES = (
+    EstimatorSettings(model="multinomial", tf="log", idf=True, norm="length"),
+    EstimatorSettings(model="multinomial", tf="log", idf=True, norm="both"),
+)
+
+
+# --- per-label counts -------------------------------------------------------------------------
+
+
+def membership(classes: Sequence[str], labels: Sequence[str]) -> np.ndarray:
+    """M_sl: 1.0 when label set ``classes[s]`` holds ``labels[l]``, ndarray (S, L)."""
+    at = {label: l for l, label in enumerate(labels)}
+    M = np.zeros((len(classes), len(labels)))
+    for s, name in enumerate(classes):
+        for label in labels_of(name):
+            M[s, at[label]] = 1.0
+    return M
+
+
+def _dense(matrix) -> np.ndarray:
+    return matrix.toarray() if hasattr(matrix, "toarray") else np.asarray(matrix)
+
+
+@dataclass(frozen=True, eq=False)
+class LabelCounts:
+    """The counts of every label and the totals, derived from label-set counts.
+
+    Attributes
+    ----------
+    labels : tuple of str, length L
+    vocabulary : tuple of str, length V
+    n_docs : int
+        N, every document (with or without labels).
+    class_count : ndarray of shape (L,)
+        N_l, the documents with label l.
+    doc_count, token_count : ndarray of shape (V, L)
+        D_jl and T_jl: **documents** with label l holding word j, **tokens** of j in them.
+    word_docs, word_tokens : ndarray of shape (V,)
+        D_j and T_j over every document.
+    """
+
+    labels: tuple[str, ...]
+    vocabulary: tuple[str, ...]
+    n_docs: int
+    class_count: np.ndarray
+    doc_count: np.ndarray
+    token_count: np.ndarray
+    word_docs: np.ndarray
+    word_tokens: np.ndarray
+
+    def binary(self, l: int) -> Counts:
+        """The counts of the binary model of label ``l``: classes ``("0", "1")`` =
+        (not l, l), N = (N − N_l, N_l), D_j = (D_j − D_jl, D_jl), T_j likewise."""
+        D, T = self.doc_count[:, l], self.token_count[:, l]
+        N_l = int(self.class_count[l])
+        return Counts(
+            classes=("0", "1"),
+            vocabulary=self.vocabulary,
+            class_count=np.array([self.n_docs - N_l, N_l], dtype=np.int64),
+            doc_count=np.column_stack([self.word_docs - D, D]).astype(np.int64),
+            token_count=np.column_stack([self.word_tokens - T, T]).astype(np.int64),
+        )
+
+    def without(self, X: sp.csr_matrix, Y: np.ndarray) -> LabelCounts:
+        """These counts less the documents counted as ``X`` (m, V) with labels ``Y``
+        (m, L) 0/1: a held-out fold's training counts (subtraction, no recount)."""
+        from ..text.vectorizer import binarize
+
+        B = binarize(X)
+        return LabelCounts(
+            labels=self.labels,
+            vocabulary=self.vocabulary,
+            n_docs=self.n_docs - X.shape[0],
+            class_count=self.class_count - Y.sum(axis=0),
+            doc_count=self.doc_count - _dense(B.T @ Y),
+            token_count=self.token_count - _dense(X.T @ Y),
+            word_docs=self.word_docs - np.asarray(B.sum(axis=0)).ravel(),
+            word_tokens=self.word_tokens - np.asarray(X.sum(axis=0)).ravel(),
+        )
+
+
+def label_counts(counts: Counts) -> LabelCounts:
+    """The :class:`LabelCounts` of label-set counts: N_l = Σ_s N_s M_sl, D_jl = Σ_s D_js
+    M_sl, T_jl = Σ_s T_js M_sl (exact: float64 sums of integers below 2**53)."""
+    labels = label_names(counts.classes)
+    M = membership(counts.classes, labels)
+    D = counts.doc_count
+    T = counts.token_count
+    return LabelCounts(
+        labels=labels,
+        vocabulary=counts.vocabulary,
+        n_docs=counts.n_docs,
+        class_count=np.rint(counts.class_count @ M).astype(np.int64),
+        doc_count=np.rint(_dense(D @ M)).astype(np.int64),
+        token_count=np.rint(_dense(T @ M)).astype(np.int64),
+        word_docs=np.asarray(D.sum(axis=1)).ravel().astype(np.int64),
+        word_tokens=np.asarray(T.sum(axis=1)).ravel().astype(np.int64),
+    )
+
+
+def label_matrix(classes: Sequence[str], labels: Sequence[str], y: np.ndarray) -> np.ndarray:
+    """Y: 0/1 of each document's labels, ndarray (n, L), from label-set indices ``y`` (n,)."""
+    return membership(classes, labels)[np.asarray(y, dtype=np.int64)]
+
+
+# --- scoring --------------------------------------------------------------------------------
+
+
+class LabelScorer:
+    """The log-odds s_l(x) = b_l(x) − b_¬l(x) of every label's binary model under
+    ``settings``: each label's scorer is :func:`make_scorer` of its binary counts, the one
+    scorer of the event model. When every one is linear with the same features (every
+    model but the DCM and the predictive estimators), their weight differences are one
+    (V, L) matrix, so a batch is one sparse product."""
+
+    def __init__(self, counts: LabelCounts, settings: EstimatorSettings, rows=None):
+        self.labels = counts.labels
+        self.scorers = []
+        self.present = counts.class_count > 0  # a label no training document has: −inf
+        for l in range(len(counts.labels)):
+            if not self.present[l] or counts.class_count[l] == counts.n_docs:
+                self.scorers.append(None)
+                continue
+            self.scorers.append(make_scorer(counts.binary(l), settings, rows=rows))
+        self.always = counts.class_count == counts.n_docs  # every document has it: +inf
+        linear = [s for s in self.scorers if s is not None]
+        self.stacked = None
+        if linear and all(
+            isinstance(s, LinearScorer) and s.required is None for s in linear
+        ):
+            first = linear[0]
+            V = first.weights.shape[0]
+            W = np.zeros((V, len(self.scorers)))
+            b = np.zeros(len(self.scorers))
+            for l, s in enumerate(self.scorers):
+                if s is not None:
+                    W[:, l] = s.weights[:, 1] - s.weights[:, 0]
+                    b[l] = s.bias[1] - s.bias[0]
+            self.stacked = (first, W, b)
+
+    def log_odds(self, X: sp.csr_matrix) -> np.ndarray:
+        """s_l(x) of each document counted as ``X`` (n, V): ndarray (n, L)."""
+        n, L = X.shape[0], len(self.labels)
+        out = np.full((n, L), -np.inf)
+        if self.stacked is not None:
+            first, W, b = self.stacked
+            out[:] = np.asarray(first.features(X) @ W) + b
+        else:
+            for l, scorer in enumerate(self.scorers):
+                if scorer is not None:
+                    jll = scorer.joint_log_likelihood(X)
+                    with np.errstate(invalid="ignore"):
+                        out[:, l] = jll[:, 1] - jll[:, 0]
+        out[:, ~self.present] = -np.inf
+        out[:, self.always] = np.inf
+        return np.nan_to_num(out, nan=0.0, posinf=np.inf, neginf=-np.inf)
+
+
+# --- calibration and thresholds -------------------------------------------------------------
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    """σ(z) = 1 / (1 + e^−z) without overflow, any shape."""
+    z = np.asarray(z, dtype=np.float64)
+    out = np.empty_like(z)
+    positive = z >= 0
+    out[positive] = 1.0 / (1.0 + np.exp(-z[positive]))
+    e = np.exp(z[~positive])
+    out[~positive] = e / (1.0 + e)
+    return out
+
+
+SCORE_BOUND = 1e3  # |s| beyond this is taken as this when calibrating (an infinite log-odds)
+
+
+def fit_platt(s: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """``(a, c)`` maximising Σ log σ(±(a s + c)), the logistic fit of labels ``y`` (n,)
+    0/1 on scores ``s`` (n,), by Newton's method; a ≥ 0.01 (the order of the scores is
+    kept). Platt's targets (n₊ + 1) / (n₊ + 2) and 1 / (n₋ + 2) instead of 1 and 0 keep it
+    finite when the scores separate the labels.
+    """
+    s = np.clip(np.asarray(s, dtype=np.float64), -SCORE_BOUND, SCORE_BOUND)
+    y = np.asarray(y, dtype=np.float64)
+    positives = y.sum()
+    negatives = y.size - positives
+    target = np.where(y > 0, (positives + 1) / (positives + 2), 1 / (negatives + 2))
+    scale = max(float(np.abs(s).max(initial=0.0)), 1.0)
+    z = s / scale
+    params = np.array([1.0, 0.0])
+    for _ in range(50):
+        p = sigmoid(params[0] * z + params[1])
+        g = np.array([np.dot(p - target, z), np.sum(p - target)])
+        w = p * (1 - p) + 1e-12
+        H = np.array([[np.dot(w, z * z), np.dot(w, z)], [np.dot(w, z), w.sum()]])
+        H += 1e-9 * np.eye(2)
+        step = np.linalg.solve(H, g)
+        params = params - step
+        if np.abs(step).max() < 1e-10:
+            break
+    a = max(float(params[0]) / scale, 0.01 / scale)
+    return a, float(params[1])
+
+
+def f1_threshold(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """``(t, F1)``: the threshold on probabilities ``p`` (n,) that maximises the F1 of
+    predicting ``p ≥ t`` against labels ``y`` (n,) 0/1, halfway between the lowest
+    probability predicted and the next lower one; ties go to the higher threshold. With
+    no positive, t = 1 (never predicted by its own threshold) and F1 = 0.
+
+    >>> f1_threshold(np.array([0.9, 0.8, 0.3, 0.1]), np.array([1, 0, 1, 0]))
+    (0.2, 0.8)
+    """
+    p = np.asarray(p, dtype=np.float64)
+    y = np.asarray(y)
+    P = int(y.sum())
+    if P == 0:
+        return 1.0, 0.0
+    order = np.argsort(-p, kind="stable")
+    ps, ys = p[order], y[order]
+    tp = np.cumsum(ys)
+    k = np.arange(1, p.size + 1)
+    f1 = 2 * tp / (k + P)
+    ends = np.append(ps[1:] < ps[:-1], True)  # the last of each run of equal p
+    f1 = np.where(ends, f1, -1.0)
+    best = int(np.argmax(f1))  # first maximum: the fewest predictions, the higher t
+    below = ps[best + 1] if best + 1 < ps.size else 0.0
+    return float((ps[best] + below) / 2), float(f1[best])
+
+
+def micro_f1_threshold(p: np.ndarray, Y: np.ndarray, tp: float = 0.0, fp: float = 0.0,
+                       fn: float = 0.0) -> float:
+    """The one threshold t on every cell of ``p`` and ``Y`` (n, L') together that gives
+    the highest micro-F1 when added to the true positives, false positives and false
+    negatives ``tp``, ``fp``, ``fn`` of the other labels' decisions: 2 (tp + TP(t)) /
+    (2 (tp + TP(t)) + fp + FP(t) + fn + FN(t)); ties go to the higher threshold, and t = 1
+    (never predicted) when predicting no cell is best.
+
+    >>> micro_f1_threshold(np.array([[0.9, 0.2], [0.3, 0.1]]), np.array([[1, 0], [0, 0]]))
+    0.6
+    >>> micro_f1_threshold(np.array([[0.9], [0.8], [0.3]]), np.array([[0], [0], [1]]), 10, 0, 1)
+    1.0
+    """
+    p, y = np.asarray(p, dtype=np.float64).ravel(), np.asarray(Y).ravel()
+    order = np.argsort(-p, kind="stable")
+    ps, ys = p[order], y[order]
+    TP = np.cumsum(ys)
+    FP = np.arange(1, p.size + 1) - TP
+    FN = ys.sum() - TP
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = 2 * (tp + TP) / (2 * (tp + TP) + fp + FP + fn + FN)
+        none = 2 * tp / (2 * tp + fp + fn + ys.sum()) if tp + fp + fn + ys.sum() else 0.0
+    f1 = np.where(np.append(ps[1:] < ps[:-1], True), np.nan_to_num(f1, nan=0.0), -1.0)
+    best = int(np.argmax(f1)) if f1.size else 0
+    if not f1.size or f1[best] <= none:
+        return 1.0
+    below = ps[best + 1] if best + 1 < ps.size else 0.0
+    return float((ps[best] + below) / 2)
+
+
+@dataclass(frozen=True)
+class Decisions:
+    """What a multi-label model predicts with, chosen by :func:`choose`.
+
+    Attributes
+    ----------
+    calibration : ndarray of shape (L, 2)
+        (a_l, c_l) of p_l = σ(a_l s_l + c_l).
+    thresholds : ndarray of shape (L,)
+        t_l in [0, 1]: label l is predicted when p_l ≥ t_l.
+    """
+
+    calibration: np.ndarray
+    thresholds: np.ndarray
+
+    def probabilities(self, log_odds: np.ndarray) -> np.ndarray:
+        """p_l(x) = σ(a_l s_l(x) + c_l), ndarray (n, L), from log-odds (n, L)."""
+        a, c = self.calibration[:, 0], self.calibration[:, 1]
+        s = np.clip(log_odds, -SCORE_BOUND, SCORE_BOUND)
+        return sigmoid(a * s + c)
+
+
+def fit_decisions(S: np.ndarray, Y: np.ndarray) -> Decisions:
+    """Calibrations and thresholds from held-out log-odds ``S`` and labels ``Y`` (n, L).
+
+    A label with :data:`MIN_CALIBRATION_POSITIVES` positives and negatives gets a
+    calibration of its own, the others one fitted on their cells together; then a label
+    with :data:`MIN_THRESHOLD_POSITIVES` positives gets the threshold of its best F1, the
+    others one threshold, the one that gives the best micro-F1 of all labels when added to
+    the decisions of the first (:func:`micro_f1_threshold`)."""
+    n, L = Y.shape
+    positives = Y.sum(axis=0)
+    own = (positives >= MIN_CALIBRATION_POSITIVES) & (n - positives >= MIN_CALIBRATION_POSITIVES)
+    calibration = np.zeros((L, 2))
+    finite = np.isfinite(S)
+    for l in np.flatnonzero(own).tolist():
+        keep = finite[:, l]
+        calibration[l] = fit_platt(S[keep, l], Y[keep, l])
+    shared = np.flatnonzero(~own)
+    if shared.size:
+        cells = finite[:, shared]
+        if cells.any():
+            pooled = fit_platt(S[:, shared][cells], Y[:, shared][cells])
+        else:
+            pooled = (1.0, 0.0)
+        calibration[shared] = pooled
+    decisions = Decisions(calibration, np.ones(L))
+    p = decisions.probabilities(S)
+    truth = Y > 0
+    thresholds = np.ones(L)
+    rare = positives < MIN_THRESHOLD_POSITIVES
+    for l in np.flatnonzero(~rare).tolist():
+        thresholds[l] = f1_threshold(p[:, l], Y[:, l])[0]
+    # Then each label's threshold (the rare labels' one threshold) again, for the micro-F1
+    # of every label given the others' decisions: a label whose best F1 is poor would
+    # otherwise add more false positives than true ones.
+    groups = [[l] for l in np.flatnonzero(~rare).tolist()]
+    if rare.any():
+        groups.append(np.flatnonzero(rare).tolist())
+    chosen = p >= thresholds
+    tp = np.sum(chosen & truth, axis=0).astype(np.float64)
+    fp = np.sum(chosen & ~truth, axis=0).astype(np.float64)
+    fn = np.sum(~chosen & truth, axis=0).astype(np.float64)
+    for _ in range(ASCENT_ROUNDS):
+        for group in groups:
+            others = np.ones(L, dtype=bool)
+            others[group] = False
+            t = micro_f1_threshold(p[:, group], Y[:, group], tp[others].sum(),
+                                   fp[others].sum(), fn[others].sum())  # fmt: skip
+            thresholds[group] = t
+            mine = p[:, group] >= t
+            tp[group] = np.sum(mine & truth[:, group], axis=0)
+            fp[group] = np.sum(mine & ~truth[:, group], axis=0)
+            fn[group] = np.sum(~mine & truth[:, group], axis=0)
+    return Decisions(calibration, thresholds)
+
+
+def decide(
+    p: np.ndarray, thresholds: np.ndarray, top_k: int | None = None, allow_empty: bool = False
+) -> np.ndarray:
+    """Which labels each document gets, bool ndarray (n, L), from its probabilities
+    ``p`` (n, L): p_l ≥ t_l; with ``top_k``, at most the k most probable of those; a
+    document that passes no threshold gets its most probable label unless ``allow_empty``.
+
+    >>> decide(np.array([[0.9, 0.6, 0.1], [0.2, 0.3, 0.1]]), np.array([0.5, 0.5, 0.5])).tolist()
+    [[True, True, False], [False, True, False]]
+    """
+    chosen = p >= thresholds
+    if top_k is not None:
+        rank = np.argsort(np.argsort(-p, axis=1, kind="stable"), axis=1, kind="stable")
+        chosen &= rank < top_k
+    if not allow_empty and p.shape[1]:
+        empty = ~chosen.any(axis=1)
+        chosen[np.flatnonzero(empty), p[empty].argmax(axis=1)] = True
+    return chosen
+
+
+# --- the choice -----------------------------------------------------------------------------
+
+
+def fold_ids(n: int, k: int = FOLDS, seed: int = SEED) -> np.ndarray:
+    """The fold (0..k−1) of each of ``n`` sampled documents (in (digest, class) order),
+    dealt in turn after a seeded shuffle: a function of the set of documents alone."""
+    fold = np.empty(n, dtype=np.int64)
+    fold[np.random.default_rng(seed).permutation(n)] = np.arange(n) % k
+    return fold
+
+
+def held_out_log_odds(
+    counts: LabelCounts, X: sp.csr_matrix, Y: np.ndarray, folds: np.ndarray, candidates
+) -> list[np.ndarray]:
+    """Every candidate's log-odds of every sampled document ``X`` (n, V) with labels
+    ``Y`` (n, L) under the model of the other folds: (n, L) each. A fold's training
+    counts are the whole counts less the fold's (:meth:`LabelCounts.without`); the words
+    the fold's training counts lack are left out of its documents, as predict leaves out
+    unknown words."""
+    n, L = Y.shape
+    out = [np.zeros((n, L)) for _ in candidates]
+    for k in np.unique(folds).tolist():
+        rows = np.flatnonzero(folds == k)
+        held = X[rows]
+        training = counts.without(held, Y[rows])
+        known = np.flatnonzero(training.word_tokens > 0)
+        used = np.intersect1d(known, np.unique(held.indices))
+        part = held[:, used]
+        for scores, settings in zip(out, candidates):
+            scores[rows] = LabelScorer(training, settings, rows=used).log_odds(part)
+    return out
+
+
+def micro_f1(chosen: np.ndarray, Y: np.ndarray) -> float:
+    """2 TP / (2 TP + FP + FN) over every (document, label) cell; 0 with no positive."""
+    tp = float(np.sum(chosen & (Y > 0)))
+    denominator = float(chosen.sum() + (Y > 0).sum())
+    return 2 * tp / denominator if denominator else 0.0
+
+
+@dataclass(frozen=True)
+class Choice:
+    settings: EstimatorSettings
+    decisions: Decisions
+    table: list[dict]  # {"settings", "micro_f1"} of each candidate
+    documents: int
+    folds: int
+
+
+def choose(counts: Counts, X: sp.csr_matrix, y: np.ndarray, candidates=CANDIDATES) -> Choice:
+    """The settings, calibrations and thresholds of a multi-label model, chosen on its
+    sampled documents ``X`` (n, V) of label sets ``y`` (n,) by :data:`FOLDS`-fold
+    cross-validation by subtraction: each candidate's held-out micro-F1 at the thresholds
+    chosen from the held-out scores themselves (:func:`fit_decisions`); the highest wins,
+    ties to the earlier candidate. The winner's calibrations and thresholds are kept."""
+    labelled = label_counts(counts)
+    Y = label_matrix(counts.classes, labelled.labels, y)
+    n = X.shape[0]
+    k = max(2, min(FOLDS, n))
+    folds = fold_ids(n, k)
+    scores = held_out_log_odds(labelled, X, Y, folds, candidates)
+    table, best, best_f1 = [], None, -1.0
+    for settings, S in zip(candidates, scores):
+        decisions = fit_decisions(S, Y)
+        chosen = decide(decisions.probabilities(S), decisions.thresholds)
+        f1 = micro_f1(chosen, Y)
+        table.append({"settings": settings.to_dict(), "micro_f1": round(f1, 12)})
+        if f1 > best_f1:
+            best, best_f1 = (settings, decisions), f1
+    return Choice(best[0], best[1], table, n, k)
+
+
+# --- the model's record ---------------------------------------------------------------------
+
+
+def record(labels: Sequence[str], candidates, choice: Choice | None = None) -> dict:
+    """The ``multi_label`` record of a model's header (:func:`.labelsets.checked_record`):
+    its labels, the candidate settings, and the choice's calibrations, thresholds and
+    held-out micro-F1 of each candidate once made."""
+    data = {"separator": SEPARATOR, "labels": list(labels)}
+    if choice is None:
+        data["candidates"] = [{"settings": s.to_dict()} for s in candidates]
+        return data
+    data.update(
+        candidates=choice.table,
+        calibration=[[float(a), float(c)] for a, c in choice.decisions.calibration],
+        thresholds=[float(t) for t in choice.decisions.thresholds],
+        criterion=THRESHOLD_CRITERION,
+        documents=choice.documents,
+        folds=choice.folds,
+    )
+    return data
+
+
+def candidates_of(data: dict) -> tuple[EstimatorSettings, ...]:
+    """The candidate settings of a checked ``multi_label`` record."""
+    return tuple(EstimatorSettings.from_dict(c["settings"]) for c in data["candidates"])
+
+
+def chosen_again(model):
+    """``model`` (a multi-label :class:`nbclass.models.model.Model` with a sample) with
+    its settings, calibrations and thresholds chosen from its counts and sample
+    (:func:`choose`): a function of those alone, so fit, update, merge, unlearn and sync
+    of the same documents write the same model."""
+    from dataclasses import replace
+
+    import scipy.sparse as sp
+
+    counts, sample = model.active_counts, model.sample
+    X = sp.csr_matrix(
+        (sample.counts, sample.words, sample.ptr),
+        shape=(sample.n_documents, len(model.counts.vocabulary)),
+    )
+    if counts is not model.counts:
+        X = X[:, model.active_rows]
+    candidates = candidates_of(model.multi_label)
+    choice = choose(counts, X, sample.labels, candidates)
+    return replace(
+        model, defaults=choice.settings, choice=None, calibration=None,
+        multi_label=record(label_names(counts.classes), candidates, choice),
+    )  # fmt: skip
+
+
+def decisions_of(data: dict) -> Decisions | None:
+    """The calibrations and thresholds of a checked record (None when it has none)."""
+    if "thresholds" not in data:
+        return None
+    return Decisions(
+        np.array(data["calibration"], dtype=np.float64).reshape(-1, 2),
+        np.array(data["thresholds"], dtype=np.float64),
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class LabelPredictor:
+    """A multi-label model's scorer and decisions: what predict, evaluate and explain
+    score with. ``settings`` other than the model's defaults drop the stored calibration
+    (p_l = σ(s_l)) and thresholds (0.5), as single-label scoring drops its calibration."""
+
+    counts: LabelCounts
+    settings: EstimatorSettings
+    decisions: Decisions
+
+    @cached_property
+    def scorer(self) -> LabelScorer:
+        return LabelScorer(self.counts, self.settings)
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return self.counts.labels
+
+    def probabilities(self, X: sp.csr_matrix) -> np.ndarray:
+        """p_l(x) of each document counted as ``X`` (n, V): ndarray (n, L)."""
+        return self.decisions.probabilities(self.scorer.log_odds(X))
+
+
+def predictor(
+    counts: Counts, settings: EstimatorSettings, data: dict, own: bool
+) -> LabelPredictor:
+    """The :class:`LabelPredictor` of label-set ``counts`` (the model's active counts) with
+    its ``multi_label`` record ``data``; ``own``: ``settings`` are the model's defaults,
+    whose stored decisions apply."""
+    labelled = label_counts(counts)
+    decisions = decisions_of(data) if own else None
+    if decisions is None:
+        L = len(labelled.labels)
+        decisions = Decisions(np.tile([1.0, 0.0], (L, 1)), np.full(L, 0.5))
+    return LabelPredictor(labelled, settings, decisions)
+
+
+def with_thresholds(thresholds: np.ndarray, labels: Sequence[str], given: Sequence[str]):
+    """``thresholds`` (L,) with the ``--threshold`` values ``given``: ``T`` sets every
+    label's, ``LABEL=T`` one label's (later ones win). A :class:`UsageError` for a value
+    out of [0, 1] or a label the model does not have."""
+    from ..errors import UsageError
+
+    out = np.array(thresholds, dtype=np.float64)
+    at = {label: l for l, label in enumerate(labels)}
+    for item in given:
+        name, equals, value = item.rpartition("=")
+        try:
+            t = float(value)
+        except ValueError:
+            t = math.nan
+        if not 0.0 <= t <= 1.0:
+            raise UsageError(f"--threshold {item!r}: give a probability in [0, 1], e.g. 0.4 "
+                             "or LABEL=0.4")  # fmt: skip
+        if not equals:
+            out[:] = t
+        elif name not in at:
+            raise UsageError(f"--threshold {item!r}: the model has no label {name!r}")
+        else:
+            out[at[name]] = t
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class LabelPredictions:
+    """The labels and probabilities of a batch of documents.
+
+    Attributes
+    ----------
+    sources : list of str, length n
+    labels : tuple of str, length L
+    probabilities : ndarray of shape (n, L)
+        p_l(x), calibrated when the model's own settings score.
+    chosen : ndarray of shape (n, L), bool
+        The labels each document gets (:func:`decide`).
+    """
+
+    sources: list[str]
+    labels: tuple[str, ...]
+    probabilities: np.ndarray
+    chosen: np.ndarray
+
+
+def predict_documents(
+    model, documents, overrides: dict | None = None, calibrate: bool = True,
+    thresholds: Sequence[str] = (), top_k: int | None = None, allow_empty: bool = False,
+    batch_size: int = 1000,
+):  # fmt: skip
+    """Predict a stream of ``(source, text)`` pairs with a multi-label ``model``, one
+    :class:`LabelPredictions` per batch. ``overrides``: estimator options as
+    :func:`nbclass.models.estimators.resolve` takes them (any given drops the stored
+    calibrations and thresholds: p_l = σ(s_l), t_l = 0.5); ``calibrate=False`` does the
+    same for the model's own settings; ``thresholds``: ``--threshold`` values."""
+    from ..text.vectorizer import TextCounter
+    from .estimators import overridden, resolve
+
+    overrides = overrides or {}
+    settings = resolve(model.defaults, **overrides)
+    own = calibrate and not overridden(**overrides)
+    counts = model.active_counts
+    scorer = predictor(counts, settings, model.multi_label, own)
+    limits = with_thresholds(scorer.decisions.thresholds, scorer.labels, thresholds)
+    counter = TextCounter(model.tokenizer, counts.vocabulary)
+    batch: list[tuple[str, str]] = []
+
+    def scored():
+        X = counter.count([text for _, text in batch])[0]
+        p = scorer.probabilities(X)
+        chosen = decide(p, limits, top_k, allow_empty)
+        return LabelPredictions([s for s, _ in batch], scorer.labels, p, chosen)
+
+    for document in documents:
+        batch.append(document)
+        if len(batch) == batch_size:
+            yield scored()
+            batch = []
+    if batch:
+        yield scored()

@@ -1,0 +1,253 @@
+"""Multi-label models: reading label sets, per-label counts, thresholds, predict, the file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nbclass.counting.counts import Counts
+from nbclass.errors import NbclassError
+from nbclass.models import multilabel as ml
+from nbclass.models.labelsets import checked_record, label_set, labels_of, parse_line
+
+NBCLASS = [sys.executable, "-m", "nbclass"]
+
+TICKETS = [
+    "__label__billing __label__outage the payment page is down and my card was charged",
+    "__label__billing refund my invoice please",
+    "__label__outage site down since this morning",
+    "account\treset my password please",
+    "billing,account\tcannot login to see my invoice",
+    '{"labels": [], "text": "hello there"}',
+    "__label__billing charged twice for one invoice",
+    "__label__outage the api returns 503 errors",
+    "account\tlocked out of my account after a password change",
+]
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*NBCLASS, *args], input=stdin, capture_output=True, text=True)
+
+
+@pytest.fixture
+def tickets(tmp_path) -> Path:
+    path = tmp_path / "tickets.txt"
+    path.write_text("\n".join(TICKETS) + "\n")
+    return path
+
+
+# --- reading -----------------------------------------------------------------------------
+
+
+def test_the_three_line_forms_give_the_same_label_sets():
+    assert parse_line("__label__b __label__a  some text", "l") == (("a", "b"), "some text")
+    assert parse_line("b,a\tsome text", "l") == (("a", "b"), "some text")
+    assert parse_line('{"labels": ["b", "a"], "text": "some text", "id": 3}', "l") == (
+        ("a", "b"),
+        "some text",
+    )
+    assert parse_line("\tno label", "l") == ((), "no label")
+    assert label_set(["b", "a", "b"]) == "a,b"
+    assert labels_of("") == ()
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("just text", "has no labels"),
+        ('{"labels": "a", "text": "x"}', '"labels" list'),
+        ('{"labels": ["a"]}', '"text" string'),
+        ("{not json", "not valid JSON"),
+        ('{"labels": ["a,b"], "text": "x"}', "holds ','"),
+        ("a, ,b\ttext", "empty label"),
+    ],
+)
+def test_a_bad_line_is_named(line, message):
+    with pytest.raises(NbclassError, match=message):
+        parse_line(line, "line f:7")
+
+
+# --- counts --------------------------------------------------------------------------------
+
+
+def _label_set_counts() -> Counts:
+    # Label sets "", "a", "a,b", "b"; words x, y.
+    return Counts(
+        classes=("", "a", "a,b", "b"),
+        vocabulary=("x", "y"),
+        class_count=np.array([1, 2, 1, 3]),
+        doc_count=np.array([[1, 2, 0, 1], [0, 1, 1, 3]]),
+        token_count=np.array([[2, 5, 0, 1], [0, 1, 4, 6]]),
+    )
+
+
+def test_label_counts_are_sums_over_label_sets_and_not_l_is_the_rest():
+    counts = ml.label_counts(_label_set_counts())
+    assert counts.labels == ("a", "b")
+    assert counts.n_docs == 7
+    assert counts.class_count.tolist() == [3, 4]  # a: 2 + 1; b: 1 + 3
+    assert counts.token_count.tolist() == [[5, 1], [5, 10]]
+    assert counts.doc_count.tolist() == [[2, 1], [2, 4]]
+    b = counts.binary(1)
+    assert b.class_count.tolist() == [3, 4]
+    assert b.token_count.tolist() == [[8 - 1, 1], [11 - 10, 10]]
+    assert b.doc_count.tolist() == [[4 - 1, 1], [5 - 4, 4]]
+
+
+def test_log_odds_are_the_binary_multinomial_by_hand():
+    counts = ml.label_counts(_label_set_counts())
+    settings = ml.EstimatorSettings(model="multinomial")
+    scorer = ml.LabelScorer(counts, settings)
+    import scipy.sparse as sp
+
+    X = sp.csr_matrix(np.array([[1, 2]]))
+    # label a: "a" has N 3 of 7, T_x = 5, T_y = 5; "not a" N 4, T_x = 8 − 5, T_y = 11 − 5.
+    a = (np.log((3 + 1) / (7 + 2)) - np.log((4 + 1) / (7 + 2))
+         + 1 * (np.log((5 + 1) / (10 + 2)) - np.log((3 + 1) / (9 + 2)))
+         + 2 * (np.log((5 + 1) / (10 + 2)) - np.log((6 + 1) / (9 + 2))))  # fmt: skip
+    assert scorer.log_odds(X)[0, 0] == pytest.approx(a, rel=1e-12)
+
+
+# --- thresholds ------------------------------------------------------------------------------
+
+
+def test_f1_threshold_by_hand():
+    p = np.array([0.9, 0.8, 0.6, 0.3, 0.1])
+    y = np.array([1, 0, 1, 1, 0])
+    # top 1: F1 2/(1+3) = 0.5; top 2: 2/(2+3) = 0.4; top 3: 4/(3+3); top 4: 6/(4+3).
+    t, f1 = ml.f1_threshold(p, y)
+    assert f1 == pytest.approx(6 / 7)
+    assert t == pytest.approx((0.3 + 0.1) / 2)
+
+
+def test_f1_threshold_ties_go_to_the_higher_threshold():
+    # Top 1 and top 4 both give F1 2/3 (2·1/(1+2) and 2·2/(4+2)): the higher threshold.
+    t, f1 = ml.f1_threshold(np.array([0.9, 0.5, 0.4, 0.3]), np.array([1, 0, 0, 1]))
+    assert (t, f1) == (pytest.approx(0.7), pytest.approx(2 / 3))
+
+
+def test_a_label_that_only_adds_false_positives_is_never_predicted():
+    # The other labels: 10 true positives, 1 false negative: micro-F1 20/22 without this
+    # label (whose one positive is then missed). Its top 1, 2, 3 cells give 20/23, 20/24,
+    # 22/25: all lower, so it is never predicted.
+    p, y = np.array([[0.9], [0.8], [0.3]]), np.array([[0], [0], [1]])
+    assert ml.micro_f1_threshold(p, y, 10, 0, 1) == 1.0
+    assert ml.micro_f1_threshold(p, y) == pytest.approx((0.3 + 0) / 2)  # alone: all three
+
+
+def test_decide_never_leaves_a_document_empty_unless_asked():
+    p = np.array([[0.2, 0.3], [0.9, 0.6]])
+    t = np.array([0.5, 0.5])
+    assert ml.decide(p, t).tolist() == [[False, True], [True, True]]
+    assert ml.decide(p, t, allow_empty=True).tolist() == [[False, False], [True, True]]
+    assert ml.decide(p, t, top_k=1).tolist() == [[False, True], [True, False]]
+
+
+# --- the command line ----------------------------------------------------------------------
+
+
+def test_fit_and_predict_label_sets(tickets, tmp_path):
+    model = tmp_path / "m.nbc"
+    done = run("fit", "--multi-label", "--lines", str(tickets), "-o", str(model))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("fit: 9 documents, 3 labels, ")
+    done = run("predict", "-m", str(model), "--format", "jsonl", "--threshold", "0",
+               stdin="the payment page is down")  # fmt: skip
+    record = json.loads(done.stdout)
+    assert record["source"] == "-"
+    assert sorted(record["labels"]) == ["account", "billing", "outage"]  # every p >= 0
+    assert list(record["probabilities"]) == record["labels"]  # most probable first
+    done = run("predict", "-m", str(model), "--threshold", "1", "--allow-empty", stdin="down")
+    assert done.stdout == "-\t\t\n"
+    done = run("predict", "-m", str(model), "--threshold", "1", stdin="site down")
+    source, labels, probabilities = done.stdout.rstrip("\n").split("\t")
+    assert (source, labels) == ("-", "outage")  # the most probable, not none
+    assert float(probabilities) == pytest.approx(record["probabilities"]["outage"], abs=0.5)
+
+
+def test_predict_refuses_exit_code_and_unknown_labels(tickets, tmp_path):
+    model = tmp_path / "m.nbc"
+    run("fit", "--multi-label", "--lines", str(tickets), "-o", str(model), "-q")
+    done = run("predict", "-m", str(model), "--exit-code", stdin="x")
+    assert done.returncode == 2
+    assert done.stderr.startswith("Error: --exit-code is for single-label models")
+    done = run("predict", "-m", str(model), "--threshold", "nope=0.3", stdin="x")
+    assert (done.returncode, done.stderr) == (
+        2, "Error: --threshold 'nope=0.3': the model has no label 'nope'\n"
+    )
+    done = run("fit", "--multi-label", str(tmp_path), "-o", str(model))
+    assert done.returncode == 2
+    assert "not a CORPUS_DIR" in done.stderr
+
+
+def test_fit_then_update_is_the_fit_of_both(tickets, tmp_path):
+    lines = tickets.read_text().splitlines(keepends=True)
+    (tmp_path / "a.txt").write_text("".join(lines[:5]))
+    (tmp_path / "b.txt").write_text("".join(lines[5:]))
+    whole, part = tmp_path / "whole.nbc", tmp_path / "part.nbc"
+    for source, target in ((tickets, whole), (tmp_path / "a.txt", part)):
+        done = run("fit", "--multi-label", "--lines", str(source), "-o", str(target), "-q")
+        assert done.returncode == 0, done.stderr
+    done = run("fit", "--update", str(part), "--lines", str(tmp_path / "b.txt"), "-q")
+    assert done.returncode == 0, done.stderr
+    assert part.read_bytes() == whole.read_bytes()
+
+
+# --- the model file is hostile input -----------------------------------------------------------
+
+
+def _record():
+    return {"separator": ",", "labels": ["a", "b"],
+            "candidates": [{"settings": ml.CANDIDATES[0].to_dict()}]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda r: r.update(labels=["a"]), "labels are not those"),
+        (lambda r: r.update(separator=";"), "separator"),
+        (lambda r: r.update(extra=1), "unknown multi_label field"),
+        (lambda r: r.update(candidates=[]), "candidates"),
+        (lambda r: r.update(thresholds=[0.5, 2.0], calibration=[[1, 0], [1, 0]],
+                            criterion="x", documents=1, folds=1), "thresholds"),
+        (lambda r: r.update(thresholds=[0.5, 0.5], calibration=[[0, 0], [1, 0]],
+                            criterion="x", documents=1, folds=1), "calibration"),
+        (lambda r: r["candidates"][0]["settings"].update(model="nope"), "settings"),
+    ],
+)
+def test_a_bad_multi_label_record_is_refused(change, message):
+    data = _record()
+    change(data)
+    with pytest.raises(ValueError, match=message):
+        checked_record(data, ["", "a", "a,b"])
+    assert checked_record(_record(), ["", "a", "a,b"]) == _record()
+    with pytest.raises(ValueError, match="not a label set"):
+        checked_record(_record(), ["a", "b,a"])
+
+
+def test_both_loaders_refuse_a_damaged_record(tickets, tmp_path):
+    from dataclasses import replace
+
+    from nbclass.errors import ModelFileError
+    from nbclass.modelfile.quick import QuickModel
+    from nbclass.modelfile.textfile import dumps, load
+
+    model = tmp_path / "m.nbc"
+    run("fit", "--multi-label", "--lines", str(tickets), "-o", str(model), "-q")
+    loaded = load(str(model))
+    assert loaded.multi_label["labels"] == ["account", "billing", "outage"]
+    assert len(loaded.multi_label["thresholds"]) == 3
+    damaged = dict(loaded.multi_label, thresholds=[0.5, 0.5])
+    bad = tmp_path / "bad.nbc"
+    bad.write_bytes(dumps(replace(loaded, multi_label=damaged)))
+    for loader in (load, QuickModel):
+        with pytest.raises(ModelFileError, match="thresholds are not 3 numbers"):
+            loader(str(bad))
+    done = run("predict", "-m", str(bad), stdin="x")
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: ") and "thresholds are not 3 numbers" in done.stderr
