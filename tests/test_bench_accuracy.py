@@ -1,0 +1,58 @@
+"""bench/accuracy.py's own arithmetic: the multi-label scores, worked out by hand, and the
+rows of models with no probabilities."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from fractions import Fraction as F
+
+import pytest
+from conftest import REPO
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_accuracy", REPO / "bench" / "accuracy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_multi_label_scores_by_hand(bench):
+    # labels a, b, c; four documents:
+    #   truth {a, b}  predicted {a}      a: tp      b: fn
+    #   truth {b}     predicted {b, c}   b: tp      c: fp
+    #   truth {}      predicted {}       (exactly right)
+    #   truth {c}     predicted {a, c}   c: tp      a: fp
+    # a: tp 1, fp 1, fn 0 -> F1 2/3; b: tp 1, fn 1 -> 2/3; c: tp 1, fp 1 -> 2/3
+    # micro: 2·3 / (2·3 + 2 + 1) = 6/9; Hamming: 3 wrong cells (b, c, a) of 12; subset: 1 of 4
+    truth = [{"a", "b"}, {"b"}, set(), {"c"}]
+    predicted = [{"a"}, {"b", "c"}, set(), {"a", "c"}]
+    got = bench.multi_scores(["a", "b", "c"], truth, predicted)
+    assert got == {
+        "micro_f1": pytest.approx(float(F(6, 9)), rel=1e-15),
+        "macro_f1": pytest.approx(float(F(2, 3)), rel=1e-15),
+        "hamming_loss": pytest.approx(float(F(3, 12)), rel=1e-15),
+        "subset_accuracy": 0.25,
+    }
+
+
+def test_a_label_neither_true_nor_predicted_counts_as_f1_zero(bench):
+    got = bench.multi_scores(["a", "b"], [{"a"}], [{"a"}])
+    assert got["micro_f1"] == 1.0 and got["macro_f1"] == 0.5
+
+
+def test_a_model_without_probabilities_has_no_log_loss_or_ece(bench):
+    got = bench.scores(["x", "y"], ["x", "y", "y"], ["x", "x", "y"], None)
+    assert got["accuracy"] == pytest.approx(2 / 3, rel=1e-15)
+    assert got["log_loss"] is None and got["ece"] is None
+    assert bench.shown(None) == "n/a" and bench.shown(0.12344) == "0.1234"
+
+
+def test_nbsvm_learns_a_separable_corpus(bench):
+    texts = ["good fine", "good great", "fine great", "bad awful", "awful poor", "bad poor"]
+    labels = ["pos", "pos", "pos", "neg", "neg", "neg"]
+    model = bench.NBSVM().fit(texts, labels)
+    assert model.predict(["great good", "poor awful", "bad"]) == ["pos", "neg", "neg"]
+    assert json.dumps(model.classes) == '["neg", "pos"]'
