@@ -34,6 +34,14 @@ numpy passes over the bytes of a chunk of texts, with no Python object per token
 6. runs of one character and stop words are dropped (they are never tokens), and the
    (text, word) pairs are counted by sorting.
 
+With word n-grams (``--ngram-range 1,2``), the n consecutive tokens of a text that make
+an n-gram are copied, joined by the byte 0x01 (never a word byte, and below every word
+byte as the space is), into runs of their own after the chunk's words
+(:func:`with_ngrams`): an n-gram is then one more run, keyed, looked up, numbered and
+counted as a word is, and its name takes its spaces back when the words are named. The
+bytes copied are a few times the tokens' bytes, so words and pairs cost about twice words
+alone, against the tokenizer's Python loop over every n-gram.
+
 The result is the tokenizer's, exactly (hypothesis tests in ``tests/test_runs.py`` and,
 for text of many scripts, ``tests/test_runs_unicode.py``).
 """
@@ -119,9 +127,10 @@ def _blocks(starts: np.ndarray, length: np.ndarray):
 def run_hashes(
     codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, eight: np.ndarray | None = None
 ) -> np.ndarray:
-    """A 64-bit hash of each run, shape (R,): Σ_j b_j BASE**j + length, mixed, all
+    """A 64-bit hash of each run, shape (R,): Σ_j f(b_j) BASE**j + length, mixed, all
     modulo 2**64, where b_j is the run's j-th block of 8 bytes (big-endian, the bytes
-    past the run's end zero): the same for the same bytes anywhere. The blocks of all
+    past the run's end zero) and f(b) = b XOR (b >> 32): the same for the same bytes
+    anywhere. The blocks of all
     runs are laid end to end and each run's terms summed (``numpy.add.reduceat``).
     ``eight`` is :func:`_eight` of ``codes``, if already made."""
     length = ends - starts
@@ -131,6 +140,11 @@ def run_hashes(
     offsets, at, j, mask = _blocks(starts, length)
     terms = eight[at].astype(np.uint64)
     terms &= mask
+    # Each block's high half folded into its low half first (a bijection): a product
+    # carries a difference only upwards, so blocks that differ only in their top byte
+    # (``a000 ffff`` and ``f000 fff5``, cut after 8 bytes) would otherwise differ in
+    # Σ b_j BASE**j by a multiple of 2**56 that the low byte of BASE can cancel.
+    terms ^= terms >> np.uint64(32)
     terms *= _powers(int(j.max()) + 1)[j]
     h = np.add.reduceat(terms, offsets)
     h += length.astype(np.uint64)
@@ -156,6 +170,93 @@ def _joined(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> bytes:
     where = np.arange(out.size - length.size + 1) + np.repeat(np.arange(length.size), length)
     out[where] = codes[_positions(starts, ends)]
     return out.tobytes()
+
+
+_JOIN = 1  # the byte between the words of an n-gram run (a space in its name)
+
+
+def _copy_segments(out: np.ndarray, at: np.ndarray, codes: np.ndarray, starts, lengths) -> None:
+    """Copy the segments ``codes[starts[s]:starts[s] + lengths[s]]`` to ``out[at[s]:...]``."""
+    total = int(lengths.sum())
+    if not total:
+        return
+    within = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    out[np.repeat(at, lengths) + within] = codes[np.repeat(starts, lengths) + within]
+
+
+def with_ngrams(
+    codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, text: np.ndarray, ngram_range
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(codes, starts, ends, text)`` of the n-grams of the tokens ``codes[starts[r]:
+    ends[r]]`` (the tokens of a chunk in order, those of text ``text[r]``; ``text``
+    nondecreasing), for every n of ``ngram_range`` from 2: each n-gram is the bytes of n
+    consecutive tokens of one text joined by the byte 0x01, a run of new ``codes``
+    (uint8; runs separated by spaces), grams of length 2 first, then 3, ...: the
+    tokenizer's n-grams, in its order within each length, with 0x01 for its spaces.
+
+    >>> codes = np.frombuffer(b"ab cd ef gh", dtype=np.uint8)
+    >>> grams = with_ngrams(codes, np.array([0, 3, 6, 9]), np.array([2, 5, 8, 11]),
+    ...                     np.array([0, 0, 0, 1]), (1, 2))
+    >>> bytes(grams[0]).replace(b"\x01", b"+"), grams[1].tolist(), grams[3].tolist()
+    (b'ab+cd cd+ef ', [0, 6], [0, 0])
+    """
+    low, high = ngram_range
+    length = ends - starts
+    parts = []  # per n: (first token of each gram, n)
+    for n in range(max(2, low), high + 1):
+        if length.size < n:
+            break
+        first = np.flatnonzero(text[n - 1 :] == text[: length.size - n + 1])
+        if first.size:
+            parts.append((first, n))
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.uint8), empty, empty, empty
+    sizes = []  # each gram's bytes (its tokens and the n - 1 joins)
+    for first, n in parts:
+        size = np.full(first.size, n - 1, dtype=np.int64)
+        for k in range(n):
+            size += length[first + k]
+        sizes.append(size)
+    size = np.concatenate(sizes)
+    gram_starts = np.cumsum(size + 1) - size - 1  # each gram followed by a space
+    out = np.full(int(size.sum()) + size.size, _SPACE, dtype=np.uint8)
+    at_parts, from_parts, length_parts = [], [], []
+    done = 0
+    for first, n in parts:
+        at = gram_starts[done : done + first.size].copy()
+        for k in range(n):
+            token = first + k
+            at_parts.append(at.copy())
+            from_parts.append(starts[token])
+            length_parts.append(length[token])
+            at += length[token]
+            if k < n - 1:
+                out[at] = _JOIN
+                at += 1
+        done += first.size
+    _copy_segments(
+        out, np.concatenate(at_parts), codes, np.concatenate(from_parts),
+        np.concatenate(length_parts),
+    )  # fmt: skip
+    gram_text = np.concatenate([text[first] for first, _ in parts])
+    return out, gram_starts, gram_starts + size, gram_text
+
+
+def _plus_ngrams(codes, starts, ends, text, keys, ngram_range, ascii: bool):
+    """The tokens ``(codes, starts, ends, text, keys)`` of a chunk with its n-grams
+    (:func:`with_ngrams`) after them, in one array of codes; without the single words
+    when ``ngram_range`` starts above 1."""
+    grams, gram_starts, gram_ends, gram_text = with_ngrams(codes, starts, ends, text, ngram_range)
+    gram_keys = run_keys(grams, gram_starts, gram_ends, ascii)
+    gram_starts, gram_ends = gram_starts + codes.size, gram_ends + codes.size
+    if ngram_range[0] > 1:
+        return np.concatenate((codes, grams)), gram_starts, gram_ends, gram_text, gram_keys
+    return (
+        np.concatenate((codes, grams)), np.concatenate((starts, gram_starts)),
+        np.concatenate((ends, gram_ends)), np.concatenate((text, gram_text)),
+        np.concatenate((keys, gram_keys)),
+    )  # fmt: skip
 
 
 _LONG = np.uint64(1 << 63)  # the flag of a key that is a hash
@@ -558,6 +659,9 @@ class RunCounter:
         V, the number of columns.
     lowercase : bool
         Whether str texts are lower-cased before their runs are found.
+    ngram_range : tuple of int
+        The n-grams counted besides (or, from 2, instead of) the words; an n-gram of the
+        vocabulary is in ``words`` with 0x01 for its spaces (:func:`with_ngrams`).
     """
 
     table: bytes
@@ -565,6 +669,7 @@ class RunCounter:
     columns: np.ndarray
     n_words: int
     lowercase: bool = True
+    ngram_range: tuple = (1, 1)
 
     @classmethod
     def for_vocabulary(
@@ -575,8 +680,16 @@ class RunCounter:
         hash, or a word holding a space). ``columns()`` gives the word -> column mapping,
         asked for only when there are stop words (by default, made from the words)."""
         table, V = splitter.table, len(vocabulary)
+        ngrams = tuple(splitter.ngram_range) != (1, 1)
         stop = _stop_runs(splitter)
-        blob = " ".join(vocabulary).encode("utf-8", "surrogatepass")
+        joined = " ".join(vocabulary)
+        odd = None  # n-gram models: words holding 0x01 (no token does) are never found
+        if ngrams:
+            if "\x01" in joined:
+                odd = np.array(["\x01" in word for word in vocabulary], dtype=bool)
+            # (No word holds a NUL: the model file separates its words by NULs.)
+            joined = "\x00".join(vocabulary).replace(" ", "\x01").replace("\x00", " ")
+        blob = joined.encode("utf-8", "surrogatepass")
         codes = np.frombuffer(b" ".join([blob, *stop]) if stop else blob, dtype=np.uint8)
         starts, ends = run_bounds(codes)
         if starts.size != V + len(stop):
@@ -586,9 +699,14 @@ class RunCounter:
         # dropped run (one character, a stop word) is never a token: no other word is
         # looked for. (A word with other bytes that are not a run's is never found.)
         changed = np.zeros(codes.size + 1, dtype=np.int64)
-        kept = bytes(codes).translate(table[:128] + _HIGH_BYTES)
+        low = table[:128]
+        if ngrams:  # the joins of an n-gram's words are its own
+            low = low[:_JOIN] + bytes([_JOIN]) + low[_JOIN + 1 :]
+        kept = bytes(codes).translate(low + _HIGH_BYTES)
         np.cumsum(np.frombuffer(kept, np.uint8) != codes, out=changed[1:])
         words = (changed[ends[:V]] == changed[starts[:V]]) & (ends[:V] - starts[:V] > 1)
+        if odd is not None:
+            words &= ~odd
         at = None
         if stop:
             at = columns() if columns else dict(zip(vocabulary, range(V)))
@@ -602,7 +720,10 @@ class RunCounter:
         if table_words is None:
             return None
         columns = np.concatenate((columns, np.full(len(stop), V), [-1]))
-        return cls(table, table_words, columns.astype(np.int64), V, splitter.lowercase)
+        return cls(
+            table, table_words, columns.astype(np.int64), V, splitter.lowercase,
+            tuple(splitter.ngram_range),
+        )  # fmt: skip
 
     def count(
         self, texts: Sequence[bytes] | Sequence[str]
@@ -628,6 +749,19 @@ class RunCounter:
         found = self.words.find(codes, starts, ends, run_keys(codes, starts, ends, ascii))
         column = self.columns[found]
         token = (ends - starts > 1) & (column != V)  # not one character, not a stop word
+        if self.ngram_range != (1, 1):
+            starts, ends, text, column = starts[token], ends[token], text[token], column[token]
+            grams, gram_starts, gram_ends, gram_text = with_ngrams(
+                codes, starts, ends, text, self.ngram_range
+            )
+            gram_keys = run_keys(grams, gram_starts, gram_ends, ascii)
+            gram_column = self.columns[self.words.find(grams, gram_starts, gram_ends, gram_keys)]
+            if self.ngram_range[0] > 1:
+                text, column = gram_text, gram_column
+            else:
+                text = np.concatenate((text, gram_text))
+                column = np.concatenate((column, gram_column))
+            token = np.ones(text.size, dtype=bool)
         n_tokens = np.bincount(text[token], minlength=n)
         known = token & (column >= 0)
         keys, values = np.unique(text[known] * V + column[known], return_counts=True)
@@ -658,7 +792,7 @@ class RunTally:
 
     def __init__(self, splitter: AsciiSplitter, n_classes: int, stop: WordTable | None):
         self.table, self.n_classes, self.stop = splitter.table, n_classes, stop
-        self.lowercase = splitter.lowercase
+        self.lowercase, self.ngram_range = splitter.lowercase, tuple(splitter.ngram_range)
         self.n_words = self.pairs = 0
         # The words' keys, sorted, and the number of each, in that order: most in the
         # first pair, the latest in the second, merged into the first when it holds
@@ -741,6 +875,10 @@ class RunTally:
         if self.stop is not None:
             keep = self.stop.find(codes, starts, ends, keys) < 0
             starts, ends, text, keys = starts[keep], ends[keep], text[keep], keys[keep]
+        if self.ngram_range != (1, 1):
+            codes, starts, ends, text, keys = _plus_ngrams(
+                codes, starts, ends, text, keys, self.ngram_range, ascii
+            )
         if not keys.size:
             return True
         # The distinct words (by sorting: numpy's default sort is far faster than the
@@ -841,7 +979,7 @@ class RunTally:
         the others are sorted apart, and Python's sort merges the two runs."""
         if self.waiting:
             raise ValueError("a run tally with gathered texts not counted: flush it first")
-        names = self._bytes[:-1].decode("utf-8").split("\x00") if self._bytes else []
+        names = self._names(self._bytes[:-1]) if self._bytes else []
         self._merge_keys()
         n_short = int(np.searchsorted(self._keys, _LONG))
         order = self._ids[:n_short].tolist()
@@ -865,13 +1003,20 @@ class RunTally:
         new_words, new_ids = [], np.zeros(0, dtype=np.int64)
         if n > sent:
             held = self._bytes[self._starts[sent] : self._starts[n] - 1]
-            names = held.decode("utf-8").split("\x00")
+            names = self._names(held)
             order = sorted(range(n - sent), key=names.__getitem__)
             new_words = list(map(names.__getitem__, order))
             new_ids = np.array(order, dtype=np.int64) + sent
         counts = self._by_class()
         self._cells, self.pairs, self._sent = [], 0, n
         return (new_words, new_ids, *counts)
+
+    def _names(self, held: bytes | bytearray) -> list[str]:
+        """The words of ``held`` (NUL-separated bytes), an n-gram's joins made spaces."""
+        text = held.decode("utf-8")
+        if self.ngram_range != (1, 1):
+            text = text.replace("\x01", " ")
+        return text.split("\x00")
 
     def _by_class(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(lengths, ids, doc_counts, token_counts)`` of the counts: class by class,

@@ -388,7 +388,7 @@ class AsciiSplitter:
 
     # A plain class, not a dataclass: this module is imported to score one document, which
     # never uses a splitter, and a dataclass compiles its methods when it is defined.
-    __slots__ = ("table", "dropped", "lowercase", "stop_words")
+    __slots__ = ("table", "dropped", "lowercase", "stop_words", "ngram_range")
 
     def __init__(
         self,
@@ -396,25 +396,29 @@ class AsciiSplitter:
         dropped: frozenset[bytes],
         lowercase: bool = True,
         stop_words: tuple[str, ...] = (),
+        ngram_range: tuple[int, int] = (1, 1),
     ):
         self.table, self.dropped = table, dropped
         self.lowercase, self.stop_words = lowercase, stop_words
+        self.ngram_range = ngram_range
 
     def split(self, data: bytes) -> list[bytes]:
-        """The runs of ``data`` (ASCII bytes): the tokens, with the dropped ones."""
+        """The runs of ``data`` (ASCII bytes): the single-word tokens, with the dropped
+        ones (the n-grams of ``ngram_range`` are made from the tokens, by the counter)."""
         return data.translate(self.table).split()
 
 
 def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter | None:
     """An :class:`AsciiSplitter` for ``settings`` when one gives the same tokens, else None.
 
-    It does for single words (no n-grams, no hashing) of the default token pattern, read
-    with an ``encoding`` that decodes every ASCII byte to the same character (UTF-8,
-    Latin-1, cp1252, ...; not UTF-16).
+    It does for the default token pattern, its words and their n-grams (no hashing),
+    read with an ``encoding`` that decodes every ASCII byte to the same character
+    (UTF-8, Latin-1, cp1252, ...; not UTF-16). The splitter finds the words; the run
+    counters join consecutive ones into the n-grams of ``settings.ngram_range``
+    (:func:`nbclass.text.runs.with_ngrams`).
     """
     if (
         settings.token_pattern not in _RUN_PATTERNS
-        or settings.ngram_range != (1, 1)
         or settings.hash_features is not None
         or not _ascii_compatible(encoding)
     ):
@@ -427,7 +431,8 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
     singles = {bytes([table[byte]]) for byte in _WORD_BYTES}
     stop = {word.encode("ascii") for word in settings.stop_words if word.isascii()}
     return AsciiSplitter(
-        bytes(table), frozenset(singles | stop), settings.lowercase, settings.stop_words
+        bytes(table), frozenset(singles | stop), settings.lowercase, settings.stop_words,
+        tuple(settings.ngram_range),
     )
 
 

@@ -1,0 +1,204 @@
+"""Word n-grams on the numpy run path give exactly the regex tokenizer's n-grams.
+
+With ``--ngram-range MIN,MAX`` the tokenizer finds the words, drops the stop words and
+joins every n consecutive words that are left (n from MIN to MAX, 1 meaning the words
+themselves) with a space. The run counters (:class:`nbclass.text.runs.RunCounter` for
+predict, :class:`nbclass.text.runs.RunTally` for fit) must count the same n-grams, in
+texts of any script, any case, with stop words, for every range.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nbclass.counting.counts
+import nbclass.text.runs as runs_module
+from nbclass.modelfile.textfile import dumps
+from nbclass.models.estimators import EstimatorSettings
+from nbclass.models.model import fit
+from nbclass.reading.corpus import list_corpus
+from nbclass.text.runs import RunTally, run_hashes, with_ngrams
+from nbclass.text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
+from nbclass.text.vectorizer import TextCounter, count_matrix
+
+WORDS = [
+    "ab", "Ab", "the", "x", "zz", "b_1", "abababababab", "İstanbul", "ΣΑΣ", "σοφός",
+    "日本語", "東京タワー", "café", "CAFÉ", "Привет", "мир", "😀😀", "a000", "ffff",
+]  # fmt: skip
+GAPS = [" ", ", ", "-", "\n", "", "😀", "。", "\x00", " x "]
+texts = st.one_of(
+    st.text(alphabet="ab AB_1.\n-'éΣ日本\x00zZ", max_size=50),
+    st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(GAPS)), max_size=14).map(
+        lambda pairs: "".join(word + gap for word, gap in pairs)
+    ),
+)
+RANGES = [(1, 2), (2, 2), (1, 3), (2, 3), (3, 3), (1, 1)]
+STOP_LISTS = [(), ("the",), ("the", "мир", "日本語")]
+
+
+def tokenizer_settings(ngram_range, lowercase, stop):
+    return TokenizerSettings(lowercase=lowercase, stop_words=stop, ngram_range=ngram_range)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(texts, max_size=8), st.sampled_from(RANGES), st.booleans(),
+    st.sampled_from(STOP_LISTS), st.sampled_from([3, 17, 1 << 20]),
+)  # fmt: skip
+def test_a_text_counter_counts_the_tokenizers_ngrams(texts_, ngram_range, lowercase, stop, chunk):
+    """Predict's counts over a vocabulary of the texts' own n-grams, and n-grams no text
+    has (one of a single character, which is never a token, and one of a stop word):
+    the matrix and each text's number of tokens (words and n-grams) are the
+    tokenizer's, in chunks of any size."""
+    settings_ = tokenizer_settings(ngram_range, lowercase, stop)
+    tokenize = make_tokenizer(settings_)
+    tokens = [tokenize(text) for text in texts_]
+    vocabulary = sorted({t for found in tokens for t in found} | {"ab x", "the ab", "zz zz zz"})
+    if ngram_range == (1, 1):
+        vocabulary = [word for word in vocabulary if " " not in word]
+    counter = TextCounter(settings_, vocabulary)
+    assert counter.runs is not None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        X, n_tokens = counter.count(texts_)
+    expected = count_matrix(tokens, {word: j for j, word in enumerate(vocabulary)})
+    assert X.shape == expected.shape and (X != expected).nnz == 0
+    assert n_tokens.tolist() == [len(found) for found in tokens]
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(st.tuples(texts, st.integers(0, 2)), max_size=10), st.sampled_from(RANGES),
+    st.booleans(), st.sampled_from(STOP_LISTS), st.integers(1, 60),
+)  # fmt: skip
+def test_a_run_tally_counts_the_tokenizers_ngrams(documents, ngram_range, lowercase, stop, chunk):
+    """Fit's D_jc and T_jc of texts as ASCII bytes and as str, in chunks of any size:
+    the tokenizer's, n-grams named with their spaces, all sorted."""
+    settings_ = tokenizer_settings(ngram_range, lowercase, stop)
+    tokenize = make_tokenizer(settings_)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        tally = RunTally.make(ascii_splitter(settings_, "utf-8"), 3)
+        counted = [i for i, (text, _) in enumerate(documents) if len(text) <= chunk]
+        ascii_ = [i for i in counted if documents[i][0].isascii()]
+        other = [i for i in counted if not documents[i][0].isascii()]
+        labels = [c for _, c in documents]
+        as_bytes = [documents[i][0].encode() for i in ascii_]
+        assert tally.add(as_bytes, [labels[i] for i in ascii_]) == []
+        assert tally.add([documents[i][0] for i in other], [labels[i] for i in other]) == []
+    words, lengths, rows, docs, tokens = tally.packed()
+    assert words == sorted(set(words))
+    classes = np.repeat(np.arange(3), lengths)
+    found = {
+        (words[j], int(c)): (int(d), int(t))
+        for j, c, d, t in zip(rows.tolist(), classes, docs.tolist(), tokens.tolist())
+    }
+    expected = {}
+    for i in counted:
+        for word, n in Counter(tokenize(documents[i][0])).items():
+            d, t = expected.get((word, labels[i]), (0, 0))
+            expected[word, labels[i]] = (d + 1, t + n)
+    assert found == expected
+
+
+def test_hand_counted_pairs():
+    """"The server, the SERVER and a server_2." with stop word "the": words server,
+    server, and, server_2; pairs "server server", "server and", "and server_2" (the
+    stop words and the one-letter "a" are gone before pairs are made)."""
+    settings_ = TokenizerSettings(stop_words=("the",), ngram_range=(1, 2))
+    text = "The server, the SERVER and a server_2."
+    assert make_tokenizer(settings_)(text)[4:] == [
+        "server server", "server and", "and server_2"
+    ]  # fmt: skip
+    vocabulary = ["and", "and server_2", "server", "server and", "server server", "the server"]
+    X, n_tokens = TextCounter(settings_, vocabulary).count([text, text.encode().decode()])
+    assert X.toarray().tolist() == [[1, 1, 2, 1, 1, 0]] * 2 and n_tokens.tolist() == [7, 7]
+    codes = np.frombuffer(b"ab cd ef gh", dtype=np.uint8)
+    grams = with_ngrams(codes, np.array([0, 3, 6, 9]), np.array([2, 5, 8, 11]),
+                        np.array([0, 0, 0, 1]), (1, 3))  # fmt: skip
+    assert bytes(grams[0]) == b"ab\x01cd cd\x01ef ab\x01cd\x01ef "
+    assert grams[3].tolist() == [0, 0, 0]
+
+
+def test_runs_differing_in_the_top_byte_of_their_blocks_hash_apart():
+    """Two 9-byte pairs whose blocks differ only in their first byte (once in each
+    block): the plain polynomial Σ b_j BASE**j gave them one hash (the difference a
+    multiple of 2**56 that the low byte of BASE cancels), and a tally of 20 Newsgroups
+    with pairs gave back a chunk in five to be tokenized in Python."""
+    codes = np.frombuffer(b"a000\x01ffff f000\x01fff5", dtype=np.uint8)
+    first, second = run_hashes(codes, np.array([0, 10]), np.array([9, 19])).tolist()
+    assert first != second
+    words = [b"a000\x01ffff", b"f000\x01fff5", b"abcdefgh\x01abcdefgh"]
+    rng = np.random.default_rng(3)
+    for _ in range(2000):  # every single-byte change of the top bytes: no two alike
+        word = bytearray(words[rng.integers(0, 3)])
+        word[0], word[8] = rng.integers(48, 123, size=2).tolist()
+        words.append(bytes(word))
+    words = sorted(set(words))
+    codes = np.frombuffer(b" ".join(words), dtype=np.uint8)
+    starts, ends = runs_module.run_bounds(codes)
+    assert np.unique(run_hashes(codes, starts, ends)).size == len(words)
+
+
+@pytest.fixture
+def paired(tmp_path):
+    root = tmp_path / "corpus"
+    documents = {
+        "tech": ["the server is down again", "Server down: restart the server now",
+                 "disk full on the build server", "東京 サーバー 停止 server down"],
+        "food": ["the soup is cold again", "cold soup and warm bread, again",
+                 "bread and soup for lunch", "café au lait and bread"],
+    }  # fmt: skip
+    for label, texts_ in documents.items():
+        (root / label).mkdir(parents=True)
+        for i, text in enumerate(texts_):
+            (root / label / f"{i}.txt").write_text(text + "\n", "utf-8")
+    return root
+
+
+@pytest.mark.parametrize("ngram_range", [(1, 2), (2, 2), (1, 3)])
+def test_fit_with_ngrams_writes_the_regex_paths_bytes(paired, monkeypatch, ngram_range):
+    """The model file of a fit with n-grams, on one process or two, is byte for byte
+    the one fitted with every document tokenized by the regex."""
+    corpus = list_corpus(str(paired))
+    tokenizer = TokenizerSettings(ngram_range=ngram_range)
+    named = EstimatorSettings(model="multinomial")
+    fast = dumps(fit(corpus, tokenizer, defaults=named))
+    monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 1)
+    workers = dumps(fit(corpus, tokenizer, defaults=named, jobs=2))
+    monkeypatch.setattr(nbclass.counting.counts, "ascii_splitter", lambda *args: None)
+    plain = dumps(fit(corpus, tokenizer, defaults=named))
+    assert fast == plain and workers == plain
+    vocabulary = fit(corpus, tokenizer, defaults=named).counts.vocabulary
+    assert ("server down" in vocabulary) == (ngram_range[1] >= 2)
+    assert ("server" in vocabulary) == (ngram_range[0] == 1)
+
+
+def test_predict_with_pairs_scores_as_the_regex_path(paired, tmp_path):
+    """``nbclass predict`` of a model with pairs, through real processes: the scores of
+    the documents counted by the tokenizer (the run counter switched off)."""
+    model = tmp_path / "m.nbc"
+    subprocess.run(
+        [sys.executable, "-m", "nbclass", "fit", str(paired), "-o", str(model), "-q",
+         "--ngram-range", "1,2", "--model", "multinomial"],
+        check=True,
+    )  # fmt: skip
+    command = [sys.executable, "-m", "nbclass", "predict", "-m", str(model), str(paired),
+               "--format", "jsonl"]  # fmt: skip
+    fast = subprocess.run(command, check=True, capture_output=True).stdout
+    forced = (
+        "import sys, nbclass.text.vectorizer as v; "
+        "v.TextCounter.runs = property(lambda self: None); "
+        "from nbclass.__main__ import main; sys.argv = ['nbclass'] + sys.argv[1:]; main()"
+    )
+    slow = subprocess.run(
+        [sys.executable, "-c", forced, *command[3:]], check=True, capture_output=True
+    ).stdout
+    assert fast == slow and fast.count(b"\n") == 8
