@@ -106,14 +106,24 @@ def poisson_weights(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
     return log_lambda - rate_total
 
 
-def predictive_scorer(counts: Counts, settings: EstimatorSettings) -> NegativeBinomialScorer:
+def predictive_scorer(
+    counts: Counts, settings: EstimatorSettings, sparse: bool = False
+) -> NegativeBinomialScorer:
     """The scorer of ``--model poisson --estimator predictive``: the exact negative binomial
-    predictive, with log π_c under the posterior mean (as the Pólya predictive takes it)."""
+    predictive, with log π_c under the posterior mean (as the Pólya predictive takes it);
+    ``sparse``: from the nonzero pairs (no (V, C) table)."""
     import numpy as np
 
+    from .sparsity import csr_table
     from .textmodels import _log_prior
 
     beta = settings.beta[0]
+    if sparse:
+        V = len(counts.vocabulary)
+        return NegativeBinomialScorer(
+            shape=csr_table(counts.token_count), rate=counts.class_tokens + V * beta,
+            log_prior=_log_prior(counts, settings), beta=beta,
+        )  # fmt: skip
     from .sparsity import dense
 
     T = dense(counts.token_count).astype(np.float64)
@@ -130,8 +140,9 @@ class NegativeBinomialScorer:
 
     Attributes
     ----------
-    shape : ndarray of shape (V, C)
-        a'_jc = T_jc + β.
+    shape : ndarray of shape (V, C), or csr_matrix of shape (V, C)
+        a'_jc = T_jc + β; or T_jc itself as a CSR matrix, with a'_jc = T_jc + ``beta``
+        (:func:`nbclass.models.sparsity.gamma_sums`).
     rate : ndarray of shape (C,)
         b'_c = T_c + Vβ (exposure in tokens plus the prior's Vβ).
     log_prior : ndarray of shape (C,)
@@ -141,6 +152,7 @@ class NegativeBinomialScorer:
     shape: np.ndarray
     rate: np.ndarray
     log_prior: np.ndarray
+    beta: float | None = None
 
     def words(self, rows: np.ndarray) -> NegativeBinomialScorer:
         """This scorer for documents that hold only the words ``rows`` (R,): X of shape (n, R)."""
@@ -155,11 +167,15 @@ class NegativeBinomialScorer:
         import numpy as np
         from scipy.special import gammaln
 
+        from .sparsity import gamma_sums
         from .textmodels import _sum_rows
 
-        x = X.data.astype(np.float64)[:, None]
-        a = self.shape[X.indices]
-        words = _sum_rows(X, gammaln(a + x) - gammaln(a))
+        if self.beta is None:
+            x = X.data.astype(np.float64)[:, None]
+            a = self.shape[X.indices]
+            words = _sum_rows(X, gammaln(a + x) - gammaln(a))
+        else:
+            words = gamma_sums(X, self.shape, self.beta)
         if not self.shape.shape[0]:  # no vocabulary: every document is empty
             return words + self.log_prior
         n = np.asarray(X.sum(axis=1), dtype=np.float64)  # (n, 1)

@@ -40,7 +40,14 @@ from .estimators import (
     log_class_prior,
     multinomial_log_theta,
 )
-from .sparsity import dense
+from .sparsity import (
+    SparseWeights,
+    csr_table,
+    dense,
+    dense_cells,
+    weights_at,
+    weights_dot,
+)
 from .textmodels import (
     class_totals,
     complement_weights,
@@ -52,6 +59,7 @@ from .textmodels import (
     normalise_weights,
     polya_scorer,
     resolve_prior,
+    sparse_weights,
     transformed_counts,
 )
 
@@ -62,8 +70,11 @@ class LinearScorer:
 
     Attributes
     ----------
-    weights : ndarray of shape (V, C)
-        W; may hold −inf (a word that makes a class impossible), never +inf or NaN.
+    weights : ndarray of shape (V, C), or SparseWeights
+        W; may hold −inf (a word that makes a class impossible), never +inf or NaN. A
+        :class:`nbclass.models.sparsity.SparseWeights` past
+        :data:`nbclass.models.sparsity.DENSE_CELLS` cells: per-class constants plus
+        corrections at the nonzero pairs, the same scores to rounding.
     bias : ndarray of shape (C,)
         b = log π (+ the Bernoulli absent-word sum).
     binary : bool
@@ -115,7 +126,7 @@ class LinearScorer:
             Token counts over the scorer's vocabulary.
         """
         X = self.features(X)
-        jll = np.asarray(X @ self.weights) + self.bias
+        jll = weights_dot(X, self.weights) + self.bias
         if self.required is not None:
             present = np.asarray((X @ self.required).todense())
             jll[present < self.n_required] = -np.inf
@@ -131,7 +142,7 @@ class LinearScorer:
         product's time, so for small batches. None when the scorer needs the matrix: a
         Bernoulli word whose absence rules a class out is checked by a sparse product.
         """
-        if self.required is not None:
+        if self.required is not None or isinstance(self.weights, SparseWeights):
             return None
         if self.binary:
             values = np.ones(values.size)
@@ -169,7 +180,9 @@ class LinearScorer:
         rows = np.repeat(np.arange(F.shape[0]), np.diff(F.indptr))
         cols = F.indices
         with np.errstate(invalid="ignore"):  # −inf − −inf: both classes ruled out (NaN)
-            difference = self.weights[cols, a[rows]] - self.weights[cols, b[rows]]
+            difference = weights_at(self.weights, cols, a[rows]) - weights_at(
+                self.weights, cols, b[rows]
+            )
         import scipy.sparse as sp
 
         return sp.csr_matrix(
@@ -182,8 +195,9 @@ class LinearScorer:
 
 
 def make_scorer(
-    counts: Counts, settings: EstimatorSettings, prepared: Prepared | None = None, rows=None
-):
+    counts: Counts, settings: EstimatorSettings, prepared: Prepared | None = None, rows=None,
+    layout: str | None = None,
+):  # fmt: skip
     """The scorer of ``counts`` under ``settings`` (model, estimator, priors, transforms).
 
     ``prepared`` (:class:`nbclass.models.textmodels.Prepared`), the numbers a model file keeps for
@@ -203,27 +217,61 @@ def make_scorer(
     ``--model poisson --estimator predictive`` gives a
     :class:`nbclass.models.poisson.NegativeBinomialScorer`.
     All have ``joint_log_likelihood(X)``.
+
+    ``layout``: ``"dense"`` makes (V, C) (or (R, C)) tables of weights, ``"sparse"``
+    per-class constants plus corrections at the nonzero (word, class) pairs
+    (:mod:`nbclass.models.sparsity`, memory in proportion to the pairs); None chooses
+    by size (:func:`nbclass.models.sparsity.dense_cells`). The scores are the same to
+    rounding.
     """
     if prepared is not None and prepared.settings == settings:
         settings = prepared.resolved()
     else:
         prepared = None
         settings = resolve_prior(counts, settings)
-    if settings.model == "dcm":
-        return dcm_scorer(counts, settings, rows)
     V, T_c = len(counts.vocabulary), counts.class_tokens
+    if layout is None:
+        # The rows= path makes R × C weights, but for these models the dense path makes
+        # every word's first (the norms, or the whole table of a predictive).
+        whole = (
+            rows is None or settings.model == "poisson" or settings.estimator == "predictive"
+            or settings.norm in ("weight", "both")
+        )  # fmt: skip
+        layout = "dense" if dense_cells(V if whole else len(rows), T_c.size) else "sparse"
+    sparse = layout == "sparse"
+    if settings.model == "dcm":
+        return dcm_scorer(counts, settings, rows, sparse=sparse)
     log_pi = log_class_prior(counts.class_count, settings.estimator, settings.alpha)
     if not settings.class_prior:
         log_pi = np.zeros(len(log_pi))
     if settings.model == "multinomial" and settings.estimator == "predictive":
-        return _words(polya_scorer(counts, settings), rows)
+        return _words(polya_scorer(counts, settings, sparse), rows)
     if settings.model == "poisson":
         from .poisson import poisson_weights, predictive_scorer
 
         if settings.estimator == "predictive":
-            return _words(predictive_scorer(counts, settings), rows)
+            return _words(predictive_scorer(counts, settings, sparse), rows)
+        if sparse:
+            return LinearScorer(sparse_weights(counts, settings, rows), log_pi, binary=False)
         weights = poisson_weights(counts, settings)
         return _words(LinearScorer(weights=weights, bias=log_pi, binary=False), rows)
+    if sparse and settings.model != "bernoulli":
+        if settings.norm in ("weight", "both"):  # the norms cover every word
+            totals = _totals(counts, settings, prepared, np.arange(0))
+            weights = sparse_weights(counts, settings, None, totals)
+            weights = weights.divided(_weight_norms(weights, prepared))
+            if rows is not None:
+                weights = weights[rows]
+            bias = np.zeros(len(log_pi))
+        else:
+            totals = _totals(counts, settings, prepared, rows)
+            weights, bias = sparse_weights(counts, settings, rows, totals), log_pi
+        return LinearScorer(
+            weights=weights, bias=bias, binary=False, tf=settings.tf,
+            idf=idf_weights(csr_table(counts.doc_count, rows), counts.n_docs)
+            if settings.idf else None,
+            length_norm=settings.norm in ("length", "both"),
+        )  # fmt: skip
     if settings.model in ("multinomial", "complement") and settings.transformed:
         if rows is not None and settings.norm in ("weight", "both"):  # norms of every word
             return _transformed_scorer(counts, settings, log_pi).words(rows)
@@ -239,9 +287,13 @@ def make_scorer(
             dense(counts.token_count, rows), settings.estimator, settings.beta[0], T_c, V
         )
         return LinearScorer(weights=log_theta, bias=log_pi, binary=False)
-    weights, certain = bernoulli_weights(
-        dense(counts.doc_count, rows), counts.class_count, settings.estimator, settings.beta
-    )
+    if sparse:
+        weights, certain = sparse_bernoulli_weights(counts, settings, rows)
+    else:
+        weights, certain = bernoulli_weights(
+            dense(counts.doc_count, rows), counts.class_count, settings.estimator,
+            settings.beta,
+        )  # fmt: skip
     # Σ_j log(1 − θ_jc) over every word, and how many words have θ_jc = 1, per class.
     absent, n_certain = zip(*(
         bernoulli_absent_total(histogram, N_c, settings.estimator, settings.beta)
@@ -258,9 +310,52 @@ def make_scorer(
         weights=weights,
         bias=bias,
         binary=True,
-        required=sp.csr_matrix(certain.astype(np.int64)),
+        required=certain if sparse else sp.csr_matrix(certain.astype(np.int64)),
         n_required=np.array(n_certain, dtype=np.int64),
     )
+
+
+def _weight_norms(weights: SparseWeights, prepared: Prepared | None) -> np.ndarray:
+    """Σ_j |W_jc| of every word, from ``prepared`` when it has them."""
+    if prepared is not None and prepared.weight_norms is not None:
+        return np.array(prepared.weight_norms)
+    return weights.column_abs_sums()
+
+
+def sparse_bernoulli_weights(counts: Counts, settings: EstimatorSettings, rows=None):
+    """The Bernoulli weights w_jc = log θ_jc − log(1 − θ_jc) as
+    :class:`nbclass.models.sparsity.SparseWeights` (the same cells as
+    :func:`nbclass.models.estimators.bernoulli_weights`), and the words with θ_jc = 1 as
+    a CSR matrix of ones (R, C)."""
+    import scipy.sparse as sp
+
+    from .estimators import bernoulli_fraction, log_fraction
+
+    table = csr_table(counts.doc_count, rows)
+    N_c = counts.class_count.astype(np.float64)
+    cols = table.indices
+    present, absent, _ = bernoulli_fraction(
+        table.data.astype(np.float64), N_c[cols], settings.estimator, settings.beta
+    )
+    certain = absent <= 0
+    at = log_fraction(present, absent)
+    at[certain] = 0.0
+    zero = np.zeros(N_c.size)
+    present0, absent0, denominator = bernoulli_fraction(zero, N_c, settings.estimator,
+                                                        settings.beta)  # fmt: skip
+    constant = log_fraction(present0, absent0)
+    unestimated = np.asarray(denominator) <= 0
+    constant[unestimated] = -np.inf
+    at[unestimated[cols]] = -np.inf
+    certain &= ~unestimated[cols]
+    weights = SparseWeights(
+        sp.csr_matrix((at, cols.copy(), table.indptr.copy()), shape=table.shape), constant
+    )
+    ones = np.ones(table.data.size, dtype=np.int64)
+    ones[~certain] = 0
+    required = sp.csr_matrix((ones, cols.copy(), table.indptr.copy()), shape=table.shape)
+    required.eliminate_zeros()
+    return weights, required
 
 
 def _rows_of(table: np.ndarray, rows) -> np.ndarray:

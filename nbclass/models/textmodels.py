@@ -113,7 +113,16 @@ from .estimators import (
     log_fraction,
     multinomial_fraction,
 )
-from .sparsity import column_sums, dense, row_sums
+from .sparsity import (
+    SparseWeights,
+    column_sums,
+    csr_table,
+    dense,
+    dense_cells,
+    gamma_sums,
+    row_sums,
+    weights_dot,
+)
 
 S_MAX = 1e12  # DCM concentration when a class shows no burstiness at all (the multinomial limit)
 
@@ -310,6 +319,66 @@ def class_totals(counts: Counts, settings: EstimatorSettings, entries=None) -> n
     return sums
 
 
+def sparse_weights(
+    counts: Counts, settings: EstimatorSettings, rows=None, totals=None
+) -> SparseWeights:
+    """The weights of the multinomial, complement (raw or transformed sums) or Poisson
+    plug-in model as :class:`nbclass.models.sparsity.SparseWeights`: the value at each
+    nonzero pair and the per-class constant of an unseen word (complement: a per-word
+    and a per-class term), memory in proportion to the pairs; of the words ``rows``
+    (R,) alone if given. ``totals``: S_c (or S̃_c) over every word, if the caller has
+    them. The weights are those of the dense path, cell for cell (before any weight
+    normalisation): the same fractions, elementwise.
+    """
+    import scipy.sparse as sp
+
+    from .estimators import log_fraction, multinomial_fraction
+
+    V, C = len(counts.vocabulary), len(counts.classes)
+    beta, estimator = settings.beta[0], settings.estimator
+    if settings.transformed:  # S_jc at the pairs, in row-major order (the CSR's)
+        r, cols, S = transformed_entries(counts, settings)
+        ptr = np.zeros(V + 1, dtype=np.int64)
+        np.cumsum(np.bincount(r, minlength=V), out=ptr[1:])
+        table = sp.csr_matrix((np.asarray(S, dtype=np.float64), cols, ptr), shape=(V, C))
+        if totals is None:
+            totals = class_totals(counts, settings, (cols, S))
+    else:
+        table = csr_table(counts.token_count).astype(np.float64)
+        if totals is None:
+            totals = counts.class_tokens.astype(np.float64)
+            if settings.model == "complement":
+                totals = totals.sum() - totals
+    totals = np.asarray(totals, dtype=np.float64)
+    word_sums = None
+    if settings.model == "complement":
+        word_sums = np.asarray(table.sum(axis=1), dtype=np.float64).ravel()
+    if rows is not None:
+        table = table[rows]
+        word_sums = None if word_sums is None else word_sums[rows]
+    table.sort_indices()
+    at_rows = np.repeat(np.arange(table.shape[0]), np.diff(table.indptr))
+    cols, values = table.indices, table.data
+    word = scale = None
+    if settings.model == "complement":  # −log((S_j − S_jc + β) / (S̃_c + Vβ))
+        at = -log_fraction(word_sums[at_rows] - values + beta, totals[cols] + V * beta)
+        constant = np.log(totals + V * beta)
+        word, scale = -np.log(word_sums + beta), np.ones(C)
+    elif settings.model == "poisson":
+        from .poisson import poisson_fraction, poisson_rate_total
+
+        rate = poisson_rate_total(totals, V, estimator, beta)
+        at = log_fraction(*poisson_fraction(values, totals[cols], V, estimator, beta))
+        at -= rate[cols]
+        constant = log_fraction(*poisson_fraction(np.zeros(C), totals, V, estimator, beta))
+        constant -= rate
+    else:
+        at = log_fraction(*multinomial_fraction(values, totals[cols], V, estimator, beta))
+        constant = log_fraction(*multinomial_fraction(np.zeros(C), totals, V, estimator, beta))
+    out = sp.csr_matrix((at, cols.copy(), table.indptr.copy()), shape=table.shape)
+    return SparseWeights(out, constant, word, scale)
+
+
 # --- The Pólya (Dirichlet-multinomial) predictive -------------------------------------
 
 
@@ -319,17 +388,22 @@ class PolyaScorer:
 
     Attributes
     ----------
-    pseudo : ndarray of shape (V, C)
-        a_jc = T_jc + β, the posterior Dirichlet's parameters (tokens plus pseudo-counts).
+    pseudo : ndarray of shape (V, C), or csr_matrix of shape (V, C)
+        a_jc = T_jc + β, the posterior Dirichlet's parameters (tokens plus pseudo-counts);
+        or, for large models, T_jc itself as a CSR matrix (its nonzero pairs), with
+        a_jc = T_jc + ``beta`` everywhere (:func:`nbclass.models.sparsity.gamma_sums`).
     total : ndarray of shape (C,)
         A_c = Σ_j a_jc = T_c + Vβ.
     log_prior : ndarray of shape (C,)
         log π_c.
+    beta : float
+        β, when ``pseudo`` holds T_jc.
     """
 
     pseudo: np.ndarray
     total: np.ndarray
     log_prior: np.ndarray
+    beta: float | None = None
 
     def words(self, rows: np.ndarray) -> PolyaScorer:
         """This scorer for documents that hold only the words ``rows`` (R,): X of shape (n, R)."""
@@ -344,9 +418,12 @@ class PolyaScorer:
         """
         from scipy.special import gammaln
 
-        x = X.data.astype(np.float64)[:, None]
-        a = self.pseudo[X.indices]
-        words = _sum_rows(X, gammaln(a + x) - gammaln(a))
+        if self.beta is None:
+            x = X.data.astype(np.float64)[:, None]
+            a = self.pseudo[X.indices]
+            words = _sum_rows(X, gammaln(a + x) - gammaln(a))
+        else:
+            words = gamma_sums(X, self.pseudo, self.beta)
         n = np.asarray(X.sum(axis=1), dtype=np.float64)
         if not self.pseudo.shape[0]:  # no vocabulary: every document is empty, p(x | c) = 1
             return words + self.log_prior
@@ -354,9 +431,16 @@ class PolyaScorer:
         return words - length + self.log_prior
 
 
-def polya_scorer(counts: Counts, settings: EstimatorSettings) -> PolyaScorer:
-    """The Pólya predictive scorer of ``counts`` with pseudo-count β and class prior α."""
+def polya_scorer(counts: Counts, settings: EstimatorSettings, sparse=False) -> PolyaScorer:
+    """The Pólya predictive scorer of ``counts`` with pseudo-count β and class prior α;
+    ``sparse``: from the nonzero pairs (no (V, C) table)."""
     beta = settings.beta[0]
+    if sparse:
+        V = len(counts.vocabulary)
+        return PolyaScorer(
+            pseudo=csr_table(counts.token_count), total=counts.class_tokens + V * beta,
+            log_prior=_log_prior(counts, settings), beta=beta,
+        )  # fmt: skip
     pseudo = dense(counts.token_count).astype(np.float64) + beta
     return PolyaScorer(
         pseudo=pseudo,
@@ -420,8 +504,8 @@ class DcmScorer:
 
     Attributes
     ----------
-    weights : ndarray of shape (V, C)
-        log β_jc, applied to 1[x_j > 0].
+    weights : ndarray of shape (V, C), or SparseWeights
+        log β_jc, applied to 1[x_j > 0] (:mod:`nbclass.models.sparsity` for large models).
     bias : ndarray of shape (C,)
         log π_c + lnΓ(s_c).
     concentration : ndarray of shape (C,)
@@ -448,16 +532,21 @@ class DcmScorer:
         from scipy.special import gammaln
 
         n = np.asarray(X.sum(axis=1), dtype=np.float64)
-        presence = np.asarray(self.features(X) @ self.weights)
+        presence = weights_dot(self.features(X), self.weights)
         return presence + self.bias - gammaln(self.concentration + n)
 
 
-def dcm_parameters(counts: Counts, beta: float, rows=None) -> tuple[np.ndarray, np.ndarray]:
+def dcm_parameters(
+    counts: Counts, beta: float, rows=None, sparse: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """log β_jc (V, C) and s_c (C,) of the EDCM, from N_c, D_jc and T_c (see module doc);
-    with ``rows`` (R,), log β_jc of those words only, (R, C)."""
+    with ``rows`` (R,), log β_jc of those words only, (R, C); ``sparse``: as
+    :class:`nbclass.models.sparsity.SparseWeights` (log s_c + log(β / (D_c + Vβ)) for an
+    unseen word, the same cells as the dense table at the pairs)."""
     V = counts.doc_count.shape[0]
     D_c = column_sums(counts.doc_count).astype(np.float64)
-    D = dense(counts.doc_count, rows).astype(np.float64)
+    D = csr_table(counts.doc_count, rows) if sparse else dense(counts.doc_count, rows)
+    D = D.astype(np.float64)
     T_c = counts.class_tokens.astype(np.float64)
     N_c = counts.class_count.astype(np.float64)
     s = np.array(
@@ -466,16 +555,26 @@ def dcm_parameters(counts: Counts, beta: float, rows=None) -> tuple[np.ndarray, 
             for d, t, n in zip(D_c.tolist(), T_c.tolist(), N_c.tolist())
         ]
     )
+    if sparse:
+        import scipy.sparse as sp
+
+        cols = D.indices
+        at = np.log(s)[cols] + log_fraction(D.data + beta, D_c[cols] + V * beta)
+        constant = np.log(s) + log_fraction(np.full(s.size, beta), D_c + V * beta)
+        values = sp.csr_matrix((at, cols.copy(), D.indptr.copy()), shape=D.shape)
+        return SparseWeights(values, constant), s
     log_beta = np.log(s) + log_fraction(D + beta, D_c + V * beta)
     return log_beta, s
 
 
-def dcm_scorer(counts: Counts, settings: EstimatorSettings, rows=None) -> DcmScorer:
+def dcm_scorer(
+    counts: Counts, settings: EstimatorSettings, rows=None, sparse: bool = False
+) -> DcmScorer:
     """The EDCM scorer of ``counts``; with ``rows``, of documents holding only those words
-    (:func:`nbclass.models.posterior.make_scorer`)."""
+    (:func:`nbclass.models.posterior.make_scorer`); ``sparse``: weights from the pairs."""
     from scipy.special import gammaln
 
-    log_beta, s = dcm_parameters(counts, settings.beta[0], rows)
+    log_beta, s = dcm_parameters(counts, settings.beta[0], rows, sparse)
     log_pi = _log_prior(counts, settings)
     return DcmScorer(weights=log_beta, bias=log_pi + gammaln(s), concentration=s)
 
@@ -682,7 +781,10 @@ def prepare(counts: Counts, settings: EstimatorSettings) -> Prepared | None:
     totals = norms = None
     if transformed:
         totals = tuple(float(v) for v in class_totals(counts, settings, (cols, entries)))
-        if settings.norm in ("weight", "both"):
+        if settings.norm in ("weight", "both") and not dense_cells(*counts.token_count.shape):
+            weights = sparse_weights(counts, resolved, None, np.array(totals))
+            norms = tuple(float(v) for v in weights.column_abs_sums())
+        elif settings.norm in ("weight", "both"):
             S = transformed_counts(counts, resolved)
             if settings.model == "complement":
                 weights = complement_weights(S, resolved.beta[0])
