@@ -106,6 +106,30 @@ def poisson_weights(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
     return log_lambda - rate_total
 
 
+def sparse_poisson_weights(counts: Counts, settings: EstimatorSettings, rows=None):
+    """:func:`poisson_weights` as :class:`nbclass.models.sparsity.SparseWeights` (of the
+    words ``rows`` alone, if given): log λ_jc − Λ_c at the nonzero pairs, and the per-class
+    constant log λ_c(T_jc = 0) − Λ_c off them; the same cells, no (V, C) table."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from .estimators import log_fraction
+    from .sparsity import SparseWeights, csr_table
+
+    beta, estimator = settings.beta[0], settings.estimator
+    V, C = len(counts.vocabulary), len(counts.classes)
+    T_c = counts.class_tokens.astype(np.float64)
+    table = csr_table(counts.token_count, rows)
+    cols = table.indices
+    rate = poisson_rate_total(T_c, V, estimator, beta)
+    at = log_fraction(*poisson_fraction(table.data.astype(np.float64), T_c[cols], V,
+                                        estimator, beta))  # fmt: skip
+    at -= rate[cols]
+    constant = log_fraction(*poisson_fraction(np.zeros(C), T_c, V, estimator, beta)) - rate
+    values = sp.csr_matrix((at, cols.copy(), table.indptr.copy()), shape=table.shape)
+    return SparseWeights(values, constant)
+
+
 def predictive_scorer(
     counts: Counts, settings: EstimatorSettings, sparse: bool = False
 ) -> NegativeBinomialScorer:

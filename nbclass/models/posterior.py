@@ -247,12 +247,13 @@ def make_scorer(
     if settings.model == "multinomial" and settings.estimator == "predictive":
         return _words(polya_scorer(counts, settings, sparse), rows)
     if settings.model == "poisson":
-        from .poisson import poisson_weights, predictive_scorer
+        from .poisson import poisson_weights, predictive_scorer, sparse_poisson_weights
 
         if settings.estimator == "predictive":
             return _words(predictive_scorer(counts, settings, sparse), rows)
         if sparse:
-            return LinearScorer(sparse_weights(counts, settings, rows), log_pi, binary=False)
+            weights = sparse_poisson_weights(counts, settings, rows)
+            return LinearScorer(weights, log_pi, binary=False)
         weights = poisson_weights(counts, settings)
         return _words(LinearScorer(weights=weights, bias=log_pi, binary=False), rows)
     if sparse and settings.model != "bernoulli":

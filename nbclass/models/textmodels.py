@@ -322,8 +322,8 @@ def class_totals(counts: Counts, settings: EstimatorSettings, entries=None) -> n
 def sparse_weights(
     counts: Counts, settings: EstimatorSettings, rows=None, totals=None
 ) -> SparseWeights:
-    """The weights of the multinomial, complement (raw or transformed sums) or Poisson
-    plug-in model as :class:`nbclass.models.sparsity.SparseWeights`: the value at each
+    """The weights of the multinomial or complement model (raw or transformed sums) as
+    :class:`nbclass.models.sparsity.SparseWeights`: the value at each
     nonzero pair and the per-class constant of an unseen word (complement: a per-word
     and a per-class term), memory in proportion to the pairs; of the words ``rows``
     (R,) alone if given. ``totals``: S_c (or S̃_c) over every word, if the caller has
@@ -364,14 +364,6 @@ def sparse_weights(
         at = -log_fraction(word_sums[at_rows] - values + beta, totals[cols] + V * beta)
         constant = np.log(totals + V * beta)
         word, scale = -np.log(word_sums + beta), np.ones(C)
-    elif settings.model == "poisson":
-        from .poisson import poisson_fraction, poisson_rate_total
-
-        rate = poisson_rate_total(totals, V, estimator, beta)
-        at = log_fraction(*poisson_fraction(values, totals[cols], V, estimator, beta))
-        at -= rate[cols]
-        constant = log_fraction(*poisson_fraction(np.zeros(C), totals, V, estimator, beta))
-        constant -= rate
     else:
         at = log_fraction(*multinomial_fraction(values, totals[cols], V, estimator, beta))
         constant = log_fraction(*multinomial_fraction(np.zeros(C), totals, V, estimator, beta))
