@@ -218,3 +218,26 @@ def test_a_model_of_thousands_of_classes_is_scored_without_a_table_of_every_cell
     worst, peak_mb = result.stdout.split()
     assert float(worst) < 1e-12
     assert int(peak_mb) < 400
+
+
+@pytest.mark.parametrize("form", ["dense", "csr"])
+def test_the_complement_prior_fit_reads_every_block_of_pairs(form):
+    """More nonzero pairs than one block (2**18): the complement's leave-one-out
+    likelihood from the pairs is that of the complement counts T_j − T_jc formed whole."""
+    from nbclass.counting.counts import BLOCK_CELLS
+    from nbclass.models.textmodels import loo_objective, multinomial_loo
+
+    rng = np.random.default_rng(1)
+    V, C = BLOCK_CELLS // 2, 5
+    T = rng.integers(0, 4, (V, C)) * (rng.random((V, C)) < 0.6)
+    T[T.sum(axis=1) == 0, 0] = 1
+    counts = Counts(("a", "b", "c", "d", "e"), tuple(f"w{j:06d}" for j in range(V)),
+                    np.full(C, 10**6), np.minimum(T, 1), T)  # fmt: skip
+    assert np.count_nonzero(T) > BLOCK_CELLS
+    counts = as_csr(counts) if form == "csr" else counts
+    betas = np.array([0.01, 0.3, 1.0, 7.0])
+    complement = T.sum(axis=1, keepdims=True) - T
+    np.testing.assert_allclose(
+        loo_objective(counts, "complement")(betas), multinomial_loo(complement, betas),
+        rtol=1e-12,
+    )  # fmt: skip

@@ -620,8 +620,8 @@ def _complement_loo_function(T, nonzero=None, values=None):
     for start in range(0, rows.size, BLOCK_CELLS):
         r = rows[start : start + BLOCK_CELLS]
         rest = T_j[r] - values[start : start + BLOCK_CELLS]
-        values, n = value_counts(rest[rest > 0])
-        others.append(values)
+        distinct, n = value_counts(rest[rest > 0])
+        others.append(distinct)
         times.append(n)
     if not others:  # no nonzero count at all
         others, times = [np.zeros(0, dtype=T.dtype)], [np.zeros(0, dtype=np.int64)]
