@@ -241,3 +241,86 @@ def test_the_complement_prior_fit_reads_every_block_of_pairs(form):
         loo_objective(counts, "complement")(betas), multinomial_loo(complement, betas),
         rtol=1e-12,
     )  # fmt: skip
+
+
+# --- The identity by hand: 3 words (x, y, z), 2 classes (a, b) -----------------------------
+#     T = x: 2 0   D = x: 1 0   N_c = 2 2, so π_c = 1/2 under α = 1 (and under mle)
+#         y: 1 3       y: 1 2
+#         z: 0 1       z: 0 1
+SMALL_T = np.array([[2, 0], [1, 3], [0, 1]])
+SMALL_D = np.array([[1, 0], [1, 2], [0, 1]])
+SMALL = Counts(("a", "b"), ("x", "y", "z"), np.array([2, 2]), SMALL_D, SMALL_T)
+DOCS = sp.csr_matrix(np.array([[1, 1, 2], [1, 0, 0], [0, 1, 1]]))  # x y z z; x; y z
+L = np.log
+
+
+def by_hand(settings: EstimatorSettings) -> np.ndarray:
+    """The scores b_c of DOCS, fractions written out (the prior 1/2 everywhere)."""
+    half = L(1 / 2)
+    if settings.model == "bernoulli":  # θ = (D + 1) / (N + 2): a (2, 2, 1)/4, b (1, 3, 2)/4
+        return half + L([[2 * 2 * 1 / 64, 1 * 3 * 2 / 64],
+                         [2 * 2 * 3 / 64, 1 * 1 * 2 / 64],
+                         [2 * 2 * 1 / 64, 3 * 3 * 2 / 64]])  # fmt: skip
+    if settings.model == "complement":  # θ̃ = (T_j − T_jc + 1)/(S̃_c + 3): a (1,4,2)/7, b (3,2,1)/6
+        return half - L([[1 * 4 * 2 * 2 / 7**4, 3 * 2 * 1 * 1 / 6**4],
+                         [1 / 7, 3 / 6],
+                         [4 * 2 / 7**2, 2 * 1 / 6**2]])  # fmt: skip
+    if settings.estimator == "predictive":  # Γ ratios: a = T + 1, A = T_c + 3
+        return half + L([[3 * 2 * 2 / (6 * 7 * 8 * 9), 1 * 4 * 2 * 3 / (7 * 8 * 9 * 10)],
+                         [3 / 6, 1 / 7],
+                         [2 * 1 / (6 * 7), 4 * 2 / (7 * 8)]])  # fmt: skip
+    if settings.estimator == "mle":  # θ = T / T_c: a (2, 1, 0)/3, b (0, 3, 1)/4
+        return half + L([[0.0, 0.0], [2 / 3, 0.0], [0.0, 3 * 1 / 16]])
+    # multinomial and Poisson: θ = (T + 1) / (T_c + 3): a (3, 2, 1)/6, b (1, 4, 2)/7;
+    # Poisson's weights are log λ − Λ_c with Λ_c = 1, one per token.
+    tokens = np.array([[4.0], [1.0], [2.0]]) if settings.model == "poisson" else 0.0
+    return half - tokens + L([[3 * 2 * 1 * 1 / 6**4, 1 * 4 * 2 * 2 / 7**4],
+                              [3 / 6, 1 / 7],
+                              [2 * 1 / 6**2, 4 * 2 / 7**2]])  # fmt: skip
+
+
+HAND = [
+    EstimatorSettings(),
+    EstimatorSettings(estimator="mle"),
+    EstimatorSettings(estimator="predictive"),
+    EstimatorSettings(model="bernoulli"),
+    EstimatorSettings(model="complement"),
+    EstimatorSettings(model="poisson"),
+]
+
+
+@pytest.mark.parametrize("settings", HAND, ids=[f"{s.model}-{s.estimator}" for s in HAND])
+@pytest.mark.parametrize("form", ["dense", "csr"])
+@pytest.mark.parametrize("layout", ["dense", "sparse"])
+def test_the_identity_by_hand(settings, form, layout):
+    counts = as_csr(SMALL) if form == "csr" else SMALL
+    with np.errstate(divide="ignore"):
+        expected = by_hand(settings)
+    got = make_scorer(counts, settings, layout=layout).joint_log_likelihood(DOCS)
+    assert np.array_equal(np.isneginf(got), np.isneginf(expected))
+    finite = np.isfinite(expected)
+    np.testing.assert_allclose(got[finite], expected[finite], rtol=1e-13)
+
+
+def test_the_multinomial_constant_and_corrections_by_hand():
+    """log θ_jc = log(β / (T_c + Vβ)) + log((T_jc + β) / β): the constants log 1/6 and
+    log 1/7, the corrections log 3, log 2 (class a), log 4, log 2 (class b)."""
+    W = make_scorer(as_csr(SMALL), EstimatorSettings(), layout="sparse").weights
+    np.testing.assert_allclose(W.constant, L([1 / 6, 1 / 7]), rtol=1e-15)
+    delta = W.corrections().toarray()
+    np.testing.assert_allclose(delta, L([[3, 1], [2, 4], [1, 2]]), rtol=1e-15, atol=1e-15)
+
+
+def test_dcm_by_hand_around_its_concentrations():
+    """EDCM: log β_jc = log s_c + log((D_jc + 1) / (D_c + 3)), D_c = 2, 3; the score of
+    x y z z is log π_c + lnΓ(s_c) − lnΓ(s_c + 4) + Σ_j log β_jc (each present word once)."""
+    from scipy.special import gammaln
+
+    settings = EstimatorSettings(model="dcm")
+    for layout in ("dense", "sparse"):
+        scorer = make_scorer(as_csr(SMALL), settings, layout=layout)
+        s = scorer.concentration
+        fractions = np.array([2 * 2 * 1 / 5**3, 1 * 3 * 2 / 6**3])
+        expected = L(1 / 2) + gammaln(s) - gammaln(s + 4) + 3 * L(s) + L(fractions)
+        np.testing.assert_allclose(scorer.joint_log_likelihood(DOCS[:1])[0], expected,
+                                   rtol=1e-13)  # fmt: skip
