@@ -84,13 +84,15 @@ Keys = list  # [(SHA-256 digest, class name)] per document, and a parallel list 
 def tokenizer_difference(a: TokenizerSettings, b: TokenizerSettings) -> str | None:
     """The first tokenizer setting in which ``a`` and ``b`` differ, said for a user."""
     left, right = a.to_dict(), b.to_dict()
-    for key in ("lowercase", "token_pattern", "ngram_range", "stop_words", "hash_features"):
+    keys = ("lowercase", "token_pattern", "unspaced", "ngram_range", "stop_words", "hash_features")
+    for key in keys:
         if left.get(key) != right.get(key):
             shown = {
                 "stop_words": lambda d: f"{len(d['stop_words'])} stop words "
                 f"({d['stop_words_source']})",
                 "ngram_range": lambda d: "{},{}".format(*d["ngram_range"]),
                 "hash_features": lambda d: str(d.get("hash_features") or "off"),
+                "unspaced": lambda d: str(d.get("unspaced") or "none"),
             }.get(key, lambda d, key=key: repr(d[key]))
             return f"{key.replace('_', ' ')}: {shown(left)} vs {shown(right)}"
     return None

@@ -419,10 +419,11 @@ def _stop_runs(splitter: AsciiSplitter) -> list[bytes]:
     more word characters. (The runs one character long are dropped by their length.)"""
     table = splitter.table
     words = [w for w in splitter.dropped if len(w) > 1 and w.translate(table) == w]
+    single = splitter.unspaced in ("characters", "pairs")  # a character can be a token
     words += [
         w.encode("utf-8")
         for w in splitter.stop_words
-        if not w.isascii() and len(w) > 1 and _WORDS.fullmatch(w)
+        if not w.isascii() and (len(w) > 1 or single) and _WORDS.fullmatch(w)
     ]
     return sorted(words)
 
@@ -516,14 +517,15 @@ class JoinedTexts(Sequence):
         return self.text[start : start + int(self.lengths[i])]
 
 
-def _runs_by_chunk(texts, table: bytes, lowercase: bool):
+def _runs_by_chunk(texts, table: bytes, lowercase: bool, unspaced: str | None = None):
     """``(first, last, runs, ascii)`` per chunk of :func:`_chunks`: the runs of texts
     ``first``..``last - 1`` (:func:`_chunk_runs` for ASCII bytes, :func:`_text_chunk_runs`
     for str of any script, or :class:`JoinedTexts`) and whether they were bytes."""
     if isinstance(texts, JoinedTexts) or (bool(texts) and isinstance(texts[0], str)):
         joined = texts if isinstance(texts, JoinedTexts) else JoinedTexts.of(texts)
         for first, last in _chunks(joined.lengths):
-            yield first, last, _text_chunk_runs(joined[first:last], lowercase), False
+            runs = _text_chunk_runs(joined[first:last], lowercase, unspaced)
+            yield first, last, runs, False
         return
     for first, last in _chunks(np.fromiter(map(len, texts), np.int64, len(texts))):
         yield first, last, _chunk_runs(texts[first:last], table), True
@@ -579,6 +581,25 @@ def is_word(points: np.ndarray) -> np.ndarray:
     return _IS_WORD[points]
 
 
+# Whether each code point is of a script written without spaces
+# (:data:`nbclass.text.tokenizer.UNSPACED_RANGES`), made when first asked for.
+_IS_UNSPACED: np.ndarray | None = None
+
+
+def is_unspaced(points: np.ndarray) -> np.ndarray:
+    """Whether each code point of ``points`` (uint32) is of a script written without
+    spaces, bool of the same shape."""
+    global _IS_UNSPACED
+    if _IS_UNSPACED is None:
+        from .tokenizer import UNSPACED_RANGES
+
+        table = np.zeros(0x110000, dtype=bool)
+        for low, high in UNSPACED_RANGES:
+            table[low : high + 1] = True
+        _IS_UNSPACED = table
+    return _IS_UNSPACED[points]
+
+
 _DOTTED_I = 0x130  # 'İ', the one character that str.lower() makes two ('i' and U+0307)
 
 
@@ -604,7 +625,7 @@ def _lowered(joined: str, lengths: np.ndarray, texts: JoinedTexts) -> tuple[str,
     return each.text + "\n", each.lengths
 
 
-def _text_chunk_runs(texts: JoinedTexts, lowercase: bool):
+def _text_chunk_runs(texts: JoinedTexts, lowercase: bool, unspaced: str | None = None):
     """:func:`_chunk_runs` of texts of any script (:class:`JoinedTexts`), with the
     regex's ``\\w``: ``(translated, codes, starts, ends, text)``, where ``translated``
     holds the UTF-8 bytes of the texts' tokens (lower-cased if ``lowercase``, as
@@ -618,18 +639,38 @@ def _text_chunk_runs(texts: JoinedTexts, lowercase: bool):
     code points; a word character next to another one is part of a run of two or more,
     a token; every other code point becomes a space (a newline at the end of a text),
     and the result is encoded as UTF-8. The runs of bytes above the space are the
-    tokens, whole, and never one character long."""
+    tokens, whole, and never one character long.
+
+    With an ``unspaced`` mode, the word characters of the scripts written without spaces
+    (:func:`is_unspaced`) and the others are two kinds: a word character is kept beside
+    one of its own kind (``"runs"``; the others as before), and a space is put between
+    two kept characters of different kinds; ``"characters"`` and ``"pairs"`` keep every
+    unspaced one, with a space after each. ``"pairs"`` adds after the texts one run for
+    each two adjacent unspaced characters, joined by the byte 0x01, as the words of an
+    n-gram are (:func:`with_ngrams`): a space in its name."""
     joined, lengths = texts.text + "\n", texts.lengths
     if lowercase:
         joined, lengths = _lowered(joined, lengths, texts)
     points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     word = is_word(points)
-    token = np.zeros(word.size, dtype=bool)  # a word character beside another one
-    np.logical_and(word[1:], word[:-1], out=token[1:])
-    token[:-1] |= token[1:]
-    points = np.where(token, points, np.uint32(_SPACE))
-    points[np.cumsum(lengths + 1) - 1] = _LINE  # the end of each text
-    translated = str(points.data, "utf-32-le").encode("utf-8")
+    if unspaced is None:
+        token = _beside(word)  # a word character beside another one
+        cut = None
+    else:
+        alone = word & is_unspaced(points)
+        other = word & ~alone
+        if unspaced == "runs":
+            token = _beside(alone) | _beside(other)
+            cut = token[:-1] & token[1:] & (alone[:-1] != alone[1:])
+        else:
+            token = alone | _beside(other)
+            cut = token[:-1] & token[1:] & (alone[:-1] | alone[1:])
+    ends_of_texts = np.cumsum(lengths + 1) - 1
+    kept = np.where(token, points, np.uint32(_SPACE))
+    kept[ends_of_texts] = _LINE  # the end of each text
+    if cut is not None and cut.any():
+        kept = np.insert(kept, np.flatnonzero(cut) + 1, np.uint32(_SPACE))
+    translated = str(kept.data, "utf-32-le").encode("utf-8")
     codes = np.frombuffer(translated, dtype=np.uint8)
     word = codes > _SPACE
     change = np.flatnonzero(word[1:] != word[:-1]) + 1
@@ -637,7 +678,29 @@ def _text_chunk_runs(texts: JoinedTexts, lowercase: bool):
         change = np.concatenate(([0], change))
     starts, ends = change[0::2], change[1::2]  # the last byte is a newline: runs close
     text = np.searchsorted(np.flatnonzero(codes == _LINE), starts)
+    if unspaced == "pairs":
+        first = np.flatnonzero(alone[:-1] & alone[1:])  # a pair's first character
+        if first.size:
+            pairs = np.empty((first.size, 4), dtype="<u4")
+            pairs[:, 0], pairs[:, 1] = points[first], _JOIN
+            pairs[:, 2], pairs[:, 3] = points[first + 1], _SPACE
+            more = str(pairs.data, "utf-32-le").encode("utf-8")
+            more_codes = np.frombuffer(more, dtype=np.uint8)
+            more_starts, more_ends = run_bounds(more_codes)  # one run a pair (0x01 is not a space)
+            translated += more
+            codes = np.frombuffer(translated, dtype=np.uint8)
+            starts = np.concatenate((starts, more_starts + len(translated) - len(more)))
+            ends = np.concatenate((ends, more_ends + len(translated) - len(more)))
+            text = np.concatenate((text, np.searchsorted(ends_of_texts, first)))
     return translated, codes, starts, ends, text
+
+
+def _beside(kind: np.ndarray) -> np.ndarray:
+    """Which characters of ``kind`` (bool) have a neighbour of the kind, bool."""
+    token = np.zeros(kind.size, dtype=bool)
+    np.logical_and(kind[1:], kind[:-1], out=token[1:])
+    token[:-1] |= token[1:]
+    return token
 
 
 @dataclass(frozen=True, eq=False)
@@ -662,6 +725,8 @@ class RunCounter:
     ngram_range : tuple of int
         The n-grams counted besides (or, from 2, instead of) the words; an n-gram of the
         vocabulary is in ``words`` with 0x01 for its spaces (:func:`with_ngrams`).
+    unspaced : str or None
+        How the scripts written without spaces are cut (the settings' own).
     """
 
     table: bytes
@@ -670,6 +735,7 @@ class RunCounter:
     n_words: int
     lowercase: bool = True
     ngram_range: tuple = (1, 1)
+    unspaced: str | None = None
 
     @classmethod
     def for_vocabulary(
@@ -681,10 +747,11 @@ class RunCounter:
         asked for only when there are stop words (by default, made from the words)."""
         table, V = splitter.table, len(vocabulary)
         ngrams = tuple(splitter.ngram_range) != (1, 1)
+        pairs = splitter.unspaced == "pairs"
         stop = _stop_runs(splitter)
         joined = " ".join(vocabulary)
-        odd = None  # n-gram models: words holding 0x01 (no token does) are never found
-        if ngrams:
+        odd = None  # n-gram and pair models: words holding 0x01 (no token does) are never found
+        if ngrams or pairs:
             if "\x01" in joined:
                 odd = np.array(["\x01" in word for word in vocabulary], dtype=bool)
             # (No word holds a NUL: the model file separates its words by NULs.)
@@ -700,7 +767,7 @@ class RunCounter:
         # looked for. (A word with other bytes that are not a run's is never found.)
         changed = np.zeros(codes.size + 1, dtype=np.int64)
         low = table[:128]
-        if ngrams:  # the joins of an n-gram's words are its own
+        if ngrams or pairs:  # the joins of an n-gram's words, of a pair's characters
             low = low[:_JOIN] + bytes([_JOIN]) + low[_JOIN + 1 :]
         kept = bytes(codes).translate(low + _HIGH_BYTES)
         np.cumsum(np.frombuffer(kept, np.uint8) != codes, out=changed[1:])
@@ -722,7 +789,7 @@ class RunCounter:
         columns = np.concatenate((columns, np.full(len(stop), V), [-1]))
         return cls(
             table, table_words, columns.astype(np.int64), V, splitter.lowercase,
-            tuple(splitter.ngram_range),
+            tuple(splitter.ngram_range), splitter.unspaced,
         )  # fmt: skip
 
     def count(
@@ -733,7 +800,8 @@ class RunCounter:
         column, and each text's number of tokens, shape (n,). Texts are counted in
         chunks of about ``CHUNK_BYTES`` (characters, for str)."""
         parts, n_tokens = [], np.zeros(len(texts), dtype=np.int64)
-        for first, last, runs, ascii_ in _runs_by_chunk(texts, self.table, self.lowercase):
+        chunks = _runs_by_chunk(texts, self.table, self.lowercase, self.unspaced)
+        for first, last, runs, ascii_ in chunks:
             rows, columns, values, tokens = self._count_chunk(last - first, runs, ascii_)
             parts.append((rows + first, columns, values))
             n_tokens[first:last] = tokens
@@ -793,6 +861,7 @@ class RunTally:
     def __init__(self, splitter: AsciiSplitter, n_classes: int, stop: WordTable | None):
         self.table, self.n_classes, self.stop = splitter.table, n_classes, stop
         self.lowercase, self.ngram_range = splitter.lowercase, tuple(splitter.ngram_range)
+        self.unspaced = splitter.unspaced
         self.n_words = self.pairs = 0
         # The words' keys, sorted, and the number of each, in that order: most in the
         # first pair, the latest in the second, merged into the first when it holds
@@ -861,7 +930,8 @@ class RunTally:
         ``CHUNK_BYTES``) of classes ``labels``; returns the indices of those not counted
         (a chunk with a hash clash)."""
         refused = []
-        for first, last, runs, ascii_ in _runs_by_chunk(texts, self.table, self.lowercase):
+        chunks = _runs_by_chunk(texts, self.table, self.lowercase, self.unspaced)
+        for first, last, runs, ascii_ in chunks:
             if not self._add_chunk(runs, labels[first:last], ascii_):
                 refused.extend(range(first, last))
         return refused
@@ -1014,7 +1084,7 @@ class RunTally:
     def _names(self, held: bytes | bytearray) -> list[str]:
         """The words of ``held`` (NUL-separated bytes), an n-gram's joins made spaces."""
         text = held.decode("utf-8")
-        if self.ngram_range != (1, 1):
+        if self.ngram_range != (1, 1) or self.unspaced == "pairs":
             text = text.replace("\x01", " ")
         return text.split("\x00")
 

@@ -10,6 +10,15 @@ The default pattern, ``(?u)\\b\\w\\w+\\b``, takes runs of two or more Unicode wo
 (letters, digits, underscore) in any script: single characters ("a", "I", the "s" of "it's")
 are mostly noise for topic classification, and punctuation is never a word. It is also
 scikit-learn's default, which makes results easy to compare.
+
+Scripts written without spaces between words (Chinese, Japanese, Thai, Lao, Khmer,
+Myanmar: :data:`UNSPACED_RANGES`) make a whole clause one run. ``unspaced`` says how the
+word characters of those scripts are cut, the default pattern's runs of every other script
+staying words: ``"runs"`` (their runs of two or more, apart from the runs of other
+scripts they touch), ``"characters"`` (each character a token) or ``"pairs"`` (each
+character, and each two adjacent characters of a run joined by a space, ``"日 本"``,
+added after the n-grams). None (the default, and every model written before) is the
+pattern alone.
 """
 
 from __future__ import annotations
@@ -38,6 +47,66 @@ _RUN_PATTERNS = frozenset({DEFAULT_TOKEN_PATTERN})
 # Patterns known to pass compile_pattern's checks (a test checks): a model with one of
 # them skips the checks (parsing the pattern twice costs a one-document start 0.2 ms).
 _VETTED_PATTERNS = frozenset({DEFAULT_TOKEN_PATTERN})
+# The code points of the scripts written without spaces between words, by Unicode block:
+# in these the default pattern makes a clause (up to the next punctuation) one token.
+# Only their word characters (``\\w``) matter: combining marks (Thai vowel signs, the
+# Khmer and Myanmar viramas, the kana voicing marks) are not word characters, and split a
+# run as punctuation does, in every tokenization. Hangul is not among them: Korean writes
+# spaces between words, and its runs are words with their particles.
+UNSPACED_RANGES = (
+    (0x0E00, 0x0E7F),  # Thai
+    (0x0E80, 0x0EFF),  # Lao
+    (0x1000, 0x109F),  # Myanmar
+    (0x1780, 0x17FF),  # Khmer
+    (0x19E0, 0x19FF),  # Khmer Symbols
+    (0x3005, 0x3007),  # ideographic iteration mark, closing mark, number zero
+    (0x3021, 0x3029),  # Hangzhou numerals
+    (0x3031, 0x3035),  # kana repeat marks
+    (0x3038, 0x303C),  # Hangzhou numerals, ideographic iteration marks
+    (0x3040, 0x309F),  # Hiragana
+    (0x30A0, 0x30FF),  # Katakana (with the prolonged sound mark)
+    (0x31F0, 0x31FF),  # Katakana Phonetic Extensions
+    (0x3400, 0x4DBF),  # CJK Unified Ideographs Extension A
+    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
+    (0xA9E0, 0xA9FF),  # Myanmar Extended-B
+    (0xAA60, 0xAA7F),  # Myanmar Extended-A
+    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
+    (0xFF66, 0xFF9F),  # Halfwidth Katakana
+    (0x1B000, 0x1B16F),  # Kana Supplement, Kana Extended-A, Small Kana Extension
+    (0x20000, 0x323AF),  # CJK Extensions B to H, Compatibility Ideographs Supplement
+)
+UNSPACED_MODES = ("runs", "characters", "pairs")
+
+
+def _ranges(ranges) -> str:
+    return "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in ranges)
+
+
+def _outside(ranges) -> list[tuple[int, int]]:
+    """The code points not in ``ranges`` (sorted, disjoint), as ranges."""
+    out, start = [], 0
+    for low, high in ranges:
+        if low > start:
+            out.append((start, low - 1))
+        start = high + 1
+    return out + [(start, 0x10FFFF)]
+
+
+# The classes of the word characters (\w) of the unspaced scripts and of the others: a
+# class [^\W...] holds the word characters outside what it lists.
+_ALONE = f"[^\\W{_ranges(_outside(UNSPACED_RANGES))}]"
+_OTHER = f"[^\\W{_ranges(UNSPACED_RANGES)}]"
+# The tokens of each mode, found by findall: a run of two or more unspaced word
+# characters ("runs") or one of them, else a run of two or more other word characters.
+# A match starts only where a run of its kind starts (a run of one character fails there
+# and scanning moves on), and ends where it ends, so the runs are maximal.
+_UNSPACED_PATTERNS = {
+    "runs": f"{_ALONE}{{2,}}|{_OTHER}{{2,}}",
+    "characters": f"{_ALONE}|{_OTHER}{{2,}}",
+    "pairs": f"{_ALONE}|{_OTHER}{{2,}}",
+}
+# Each two adjacent unspaced word characters (overlapping: a lookahead).
+_UNSPACED_PAIRS = f"(?=({_ALONE})({_ALONE}))"
 MAX_NGRAM = 10  # the longest word n-gram a model may ask for
 MAX_PATTERN_LENGTH = 1000  # characters of a token pattern
 _WORD_BYTES = b"0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -60,6 +129,10 @@ class TokenizerSettings(Record, frozen=True):
         Where the stop words came from: ``"none"``, ``"english"`` or a file name.
     hash_features : int or None
         N: hash every token into one of N columns (:mod:`nbclass.text.hashing`), or None.
+    unspaced : str or None
+        How the scripts written without spaces are cut (:data:`UNSPACED_MODES`: runs,
+        characters, or characters and pairs), with the default token pattern; None: the
+        pattern alone.
     """
 
     lowercase: bool = True
@@ -68,6 +141,7 @@ class TokenizerSettings(Record, frozen=True):
     stop_words: tuple[str, ...] = field(default=())
     stop_words_source: str = "none"
     hash_features: int | None = None
+    unspaced: str | None = None
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -76,6 +150,8 @@ class TokenizerSettings(Record, frozen=True):
         data["ngram_range"] = list(self.ngram_range)
         if self.hash_features is None:
             del data["hash_features"]  # files without hashing stay as they were
+        if self.unspaced is None:
+            del data["unspaced"]  # nor do files of the pattern alone
         data["stop_words"] = list(self.stop_words)
         return data
 
@@ -88,6 +164,7 @@ class TokenizerSettings(Record, frozen=True):
             stop_words=tuple(str(w) for w in data["stop_words"]),
             stop_words_source=str(data["stop_words_source"]),
             hash_features=_optional_int(data.get("hash_features")),
+            unspaced=_unspaced_mode(data.get("unspaced")),
         )
 
 
@@ -97,6 +174,28 @@ def _optional_int(value) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 2:
         raise ValueError(f"hash_features {value!r} is not a number of columns")
     return value
+
+
+def _unspaced_mode(value) -> str | None:
+    if value is None or (isinstance(value, str) and value in UNSPACED_MODES):
+        return value
+    raise ValueError(f"unspaced {value!r} is not one of {', '.join(UNSPACED_MODES)}")
+
+
+def validate_unspaced(settings: TokenizerSettings) -> None:
+    """Refuse an ``unspaced`` mode that is not one, or one given with another pattern."""
+    mode = settings.unspaced
+    if mode is None:
+        return
+    if mode not in UNSPACED_MODES:
+        raise UsageError(
+            f"--unspaced {mode!r} is not a tokenization: give one of {', '.join(UNSPACED_MODES)}"
+        )
+    if settings.token_pattern != DEFAULT_TOKEN_PATTERN:
+        raise UsageError(
+            "--unspaced cuts the default token pattern's runs; with --token-pattern the "
+            "pattern says what a token is: give one or the other"
+        )
 
 
 def load_stop_words(spec: str, lowercase: bool = True) -> tuple[tuple[str, ...], str]:
@@ -388,7 +487,7 @@ class AsciiSplitter:
 
     # A plain class, not a dataclass: this module is imported to score one document, which
     # never uses a splitter, and a dataclass compiles its methods when it is defined.
-    __slots__ = ("table", "dropped", "lowercase", "stop_words", "ngram_range")
+    __slots__ = ("table", "dropped", "lowercase", "stop_words", "ngram_range", "unspaced")
 
     def __init__(
         self,
@@ -397,10 +496,12 @@ class AsciiSplitter:
         lowercase: bool = True,
         stop_words: tuple[str, ...] = (),
         ngram_range: tuple[int, int] = (1, 1),
+        unspaced: str | None = None,
     ):
         self.table, self.dropped = table, dropped
         self.lowercase, self.stop_words = lowercase, stop_words
         self.ngram_range = ngram_range
+        self.unspaced = unspaced  # the settings' own: ASCII text has no unspaced script
 
     def split(self, data: bytes) -> list[bytes]:
         """The runs of ``data`` (ASCII bytes): the single-word tokens, with the dropped
@@ -412,16 +513,18 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
     """An :class:`AsciiSplitter` for ``settings`` when one gives the same tokens, else None.
 
     It does for the default token pattern, its words and their n-grams (no hashing),
-    read with an ``encoding`` that decodes every ASCII byte to the same character
-    (UTF-8, Latin-1, cp1252, ...; not UTF-16). The splitter finds the words; the run
-    counters join consecutive ones into the n-grams of ``settings.ngram_range``
+    with any ``unspaced`` mode (ASCII text holds none of those scripts; with n-grams, not
+    "pairs"), read with an ``encoding`` that decodes every ASCII byte to the same
+    character (UTF-8, Latin-1, cp1252, ...; not UTF-16). The splitter finds the words;
+    the run counters join consecutive ones into the n-grams of ``settings.ngram_range``
     (:func:`nbclass.text.runs.with_ngrams`).
     """
     if (
         settings.token_pattern not in _RUN_PATTERNS
         or settings.hash_features is not None
         or not _ascii_compatible(encoding)
-    ):
+        or (settings.unspaced == "pairs" and tuple(settings.ngram_range) != (1, 1))
+    ):  # (the pairs come after the n-grams, which the run path makes from the runs)
         return None
     table = bytearray(b" " * 256)
     for byte in _WORD_BYTES:
@@ -432,7 +535,7 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
     stop = {word.encode("ascii") for word in settings.stop_words if word.isascii()}
     return AsciiSplitter(
         bytes(table), frozenset(singles | stop), settings.lowercase, settings.stop_words,
-        tuple(settings.ngram_range),
+        tuple(settings.ngram_range), settings.unspaced,
     )
 
 
@@ -458,9 +561,13 @@ def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
     ['the', 'server', 'is', 'down', 'again', 'the server', 'server is', 'is down', 'down again']
     """
     validate_ngram_range(settings.ngram_range)
+    validate_unspaced(settings)
     if settings.token_pattern not in _VETTED_PATTERNS:
         compile_pattern(settings.token_pattern)
     pattern = _EQUIVALENT_PATTERNS.get(settings.token_pattern, settings.token_pattern)
+    unspaced = settings.unspaced
+    if unspaced is not None:  # on ASCII text (no unspaced script) the tokens are \w\w+'s
+        pattern = _UNSPACED_PATTERNS[unspaced]
     findall = re.compile(pattern).findall
     ascii_pattern = _ASCII_PATTERNS.get(settings.token_pattern)
     ascii_findall = re.compile(ascii_pattern, re.ASCII).findall if ascii_pattern else None
@@ -486,14 +593,42 @@ def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
 
         plain = make_tokenizer(replace(settings, hash_features=None))
         return HashedTokenizer(plain, settings.hash_features)
+    if unspaced == "pairs":
+        return _with_pairs(words, (min_n, max_n), lowercase)
     if (min_n, max_n) == (1, 1):
         return words
 
     def ngrams(text: str) -> list[str]:
-        tokens = words(text)
-        out = tokens[:] if min_n == 1 else []
-        for n in range(max(min_n, 2), min(max_n, len(tokens)) + 1):
-            out.extend(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
-        return out
+        return _ngrams(words(text), min_n, max_n)
 
     return ngrams
+
+
+def _ngrams(tokens: list[str], min_n: int, max_n: int) -> list[str]:
+    """The word n-grams of ``tokens`` of every length in [min_n, max_n], each length in
+    turn, joined by single spaces."""
+    out = tokens[:] if min_n == 1 else []
+    for n in range(max(min_n, 2), min(max_n, len(tokens)) + 1):
+        out.extend(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+    return out
+
+
+def _with_pairs(words, ngram_range: tuple[int, int], lowercase: bool):
+    """The tokenizer of ``unspaced="pairs"``: ``words``' tokens (and their n-grams), then
+    each two adjacent unspaced word characters of the text, joined by a space. Pairs are
+    not stop words' business: a stop word is one token, a pair is two."""
+    pairs = re.compile(_UNSPACED_PAIRS).findall
+    min_n, max_n = ngram_range
+
+    def tokenize(text: str) -> list[str]:
+        tokens = words(text)
+        if (min_n, max_n) != (1, 1):
+            tokens = _ngrams(tokens, min_n, max_n)
+        if "\x00" in text:
+            text = text.replace("\x00", " ")
+        if lowercase:
+            text = text.lower()
+        tokens.extend(f"{a} {b}" for a, b in pairs(text))
+        return tokens
+
+    return tokenize

@@ -1,0 +1,303 @@
+"""Scripts written without spaces: the three tokenizations of ``unspaced`` (runs,
+characters, characters and pairs), the regex tokenizer against a reference written
+character by character, and the numpy run path against the regex, on mixed-script text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nbclass.counting.counts
+import nbclass.text.runs as runs_module
+from nbclass.errors import UsageError
+from nbclass.modelfile.textfile import dumps
+from nbclass.models.model import fit
+from nbclass.reading.corpus import list_corpus
+from nbclass.text.runs import RunTally, is_unspaced
+from nbclass.text.tokenizer import (
+    UNSPACED_MODES,
+    UNSPACED_RANGES,
+    TokenizerSettings,
+    ascii_splitter,
+    make_tokenizer,
+)
+from nbclass.text.vectorizer import TextCounter, count_matrix
+
+MODES = list(UNSPACED_MODES)
+
+# Han, kana (full and half width, the prolonged sound mark, an iteration mark), Thai with
+# its vowel signs and tone marks (not word characters), Lao, Khmer with its virama,
+# Myanmar, an astral ideograph; and characters of spaced scripts that touch them.
+HARD = (
+    "日本語東京中文测试々〇ー"
+    "ひらがなカタカナｱｲｳﾞ"
+    "ภาษาไทย\u0e48\u0e31ง่าย"
+    "ພາສາລາວ"
+    "ភាសា\u17d2ខ្មែរ"
+    "မြန်မာ"
+    "\U00020000\U0002a6d6"
+    "aZ_1 İΣσé한국어Привет١٢٣"
+    ".,。、「」！? \n\x00\u3000"
+)
+WORDS = [
+    "日本語", "東京タワー", "中文文本分类", "我", "的", "iPhone", "2023年", "ｶﾀｶﾅ", "ภาษาไทย",
+    "ง่าย", "ພາສາ", "ខ្មែរ", "မြန်မာ", "\U00020000\U00020001", "한국어", "Straße", "ab", "x",
+    "東京abc", "abc東京", "İ日本",
+]  # fmt: skip
+GAPS = [" ", "", "，", "。", "-", "\n", "\u3000", "\x00", "1"]
+texts_strategy = st.one_of(
+    st.text(alphabet=HARD, max_size=40),
+    st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(GAPS)), max_size=12).map(
+        lambda pairs: "".join(word + gap for word, gap in pairs)
+    ),
+)
+STOP_LISTS = [(), ("ab",), ("的", "我", "日本語", "iphone"), ("東京タワー", "x", "ー")]
+
+
+def unspaced_char(ch: str) -> bool:
+    point = ord(ch)
+    return any(low <= point <= high for low, high in UNSPACED_RANGES)
+
+
+def word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def reference(text: str, mode: str | None, lowercase: bool = True, stop=()) -> list[str]:
+    """The tokens of ``mode``, written without the regex: the text's characters walked one
+    by one, each word character of a kind (unspaced or not) joining the run of its kind
+    before it; runs of two or more are tokens, and in the modes "characters" and "pairs"
+    every unspaced character is one; then the pairs."""
+    text = text.replace("\x00", " ")
+    if lowercase:
+        text = text.lower()
+    kind = [
+        (1 if unspaced_char(ch) else 2) if word_char(ch) and mode is not None
+        else (2 if word_char(ch) else 0)
+        for ch in text
+    ]  # fmt: skip
+    tokens, run = [], ""
+    for i, ch in enumerate(text + " "):
+        k = kind[i] if i < len(text) else 0
+        if run and (k == 0 or k != kind[i - 1] or (k == 1 and mode != "runs")):
+            if len(run) >= 2 or kind[i - 1] == 1 and mode in ("characters", "pairs"):
+                tokens.append(run)
+            run = ""
+        if k:
+            run += ch
+    tokens = [t for t in tokens if t not in stop]
+    if mode == "pairs":
+        tokens += [f"{a} {b}" for a, b, ka, kb in zip(text, text[1:], kind, kind[1:])
+                   if ka == kb == 1]  # fmt: skip
+    return tokens
+
+
+def test_the_unspaced_table_is_the_ranges_on_every_code_point():
+    points = np.arange(0x110000, dtype=np.uint32)
+    expected = np.array([unspaced_char(chr(p)) for p in range(0x110000)])
+    assert np.array_equal(is_unspaced(points), expected)
+    assert not expected[0xAC00] and expected[0x4E00] and expected[0x0E01]  # Hangul is spaced
+
+
+@pytest.mark.parametrize(
+    "mode, expected",
+    [
+        (None, ["我的iphone无法登录", "请帮我重置密码", "2023年", "東京タワーabc", "ภาษาไทยง",
+                "าย"]),
+        ("runs", ["我的", "iphone", "无法登录", "请帮我重置密码", "2023", "東京タワー", "abc",
+                  "ภาษาไทยง", "าย"]),
+        ("characters", ["我", "的", "iphone", "无", "法", "登", "录", "请", "帮", "我", "重", "置",
+                        "密", "码", "2023", "年", "東", "京", "タ", "ワ", "ー", "abc", "日", "ภ",
+                        "า", "ษ", "า", "ไ", "ท", "ย", "ง", "า", "ย"]),
+    ],
+)  # fmt: skip
+def test_the_tokens_of_each_mode_by_hand(mode, expected):
+    """A run of one character (日 alone, 年 after digits in "runs"), digits, punctuation
+    between characters, Latin inside a run, upper case, a Thai tone mark (not a word
+    character: it splits the run)."""
+    text = "我的iPhone无法登录，请帮我重置密码。2023年 東京タワーABC x 日 ภาษาไทยง่าย"
+    assert make_tokenizer(TokenizerSettings(unspaced=mode))(text) == expected
+    assert reference(text, mode) == expected
+
+
+def test_pairs_are_the_characters_then_adjacent_pairs_within_runs():
+    tokenize = make_tokenizer(TokenizerSettings(unspaced="pairs", stop_words=("的",)))
+    assert tokenize("我的猫，ab日本 x") == [
+        "我", "猫", "ab", "日", "本", "我 的", "的 猫", "日 本"
+    ]  # fmt: skip
+    # Word n-grams are formed from the words and characters; the pairs come after them.
+    tokenize = make_tokenizer(TokenizerSettings(unspaced="pairs", ngram_range=(1, 2)))
+    assert tokenize("ab 日本") == ["ab", "日", "本", "ab 日", "日 本", "日 本"]
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(texts_strategy, st.sampled_from([None, *MODES]), st.booleans(), st.sampled_from(STOP_LISTS))
+def test_the_tokenizer_is_the_reference(text, mode, lowercase, stop):
+    settings_ = TokenizerSettings(lowercase=lowercase, stop_words=stop, unspaced=mode)
+    assert make_tokenizer(settings_)(text) == reference(text, mode, lowercase, stop)
+
+
+NGRAMS = [(1, 1), (1, 1), (1, 2), (2, 3)]
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(texts_strategy, max_size=8),
+    st.sampled_from(MODES),
+    st.booleans(),
+    st.sampled_from(STOP_LISTS),
+    st.sampled_from(NGRAMS),
+)
+def test_a_text_counter_counts_as_the_tokenizer(texts, mode, lowercase, stop, ngrams):
+    """predict's counter: the counts and token numbers of the run path are the regex's,
+    over a vocabulary of the texts' tokens and words no run can be; with word n-grams
+    too (but pairs after n-grams are the tokenizer's alone)."""
+    settings_ = TokenizerSettings(
+        lowercase=lowercase, stop_words=stop, unspaced=mode, ngram_range=ngrams
+    )
+    tokenize = make_tokenizer(settings_)
+    token_lists = [tokenize(text) for text in texts]
+    extra = {"x", "AB", "本日"} | ({"日 本 語", "日 本"} if mode == "pairs" else set())
+    vocabulary = sorted({t for tokens in token_lists for t in tokens} | extra)
+    counter = TextCounter(settings_, vocabulary)
+    assert (counter.runs is None) == (mode == "pairs" and ngrams != (1, 1))
+    X, n_tokens = counter.count(texts)
+    expected = count_matrix(token_lists, counter.vocabulary)
+    assert X.shape == expected.shape and (X != expected).nnz == 0
+    assert n_tokens.tolist() == [len(tokens) for tokens in token_lists]
+
+
+def expected_tally(texts, labels, settings_):
+    tokenize = make_tokenizer(settings_)
+    out = {}
+    for text, c in zip(texts, labels):
+        for word, n in Counter(tokenize(text)).items():
+            d, t = out.get((word, c), (0, 0))
+            out[word, c] = (d + 1, t + n)
+    return out
+
+
+def tally_of(runs_tally, n_classes):
+    words, lengths, rows, docs, tokens = runs_tally.packed()
+    assert words == sorted(set(words)) and len(words) == runs_tally.n_words
+    classes = np.repeat(np.arange(n_classes), lengths)
+    return {
+        (words[j], int(c)): (int(d), int(t))
+        for j, c, d, t in zip(rows.tolist(), classes, docs.tolist(), tokens.tolist())
+    }
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(st.tuples(texts_strategy, st.integers(0, 2)), max_size=10),
+    st.sampled_from(MODES),
+    st.booleans(),
+    st.sampled_from(STOP_LISTS),
+    st.integers(1, 50),
+    st.sampled_from(NGRAMS),
+)
+def test_a_run_tally_counts_as_the_tokenizer(documents, mode, lowercase, stop, chunk, ngrams):
+    """fit's tally: D_jc and T_jc of texts of many scripts, in chunks of any size, with
+    ASCII ones as bytes, are the regex tokenizer's; the words come sorted."""
+    if mode == "pairs":
+        ngrams = (1, 1)  # with n-grams, pairs are counted by the tokenizer
+    settings_ = TokenizerSettings(
+        lowercase=lowercase, stop_words=stop, unspaced=mode, ngram_range=ngrams
+    )
+    texts = [text for text, _ in documents]
+    labels = [c for _, c in documents]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        runs_tally = RunTally.make(ascii_splitter(settings_, "utf-8"), 3)
+        part = [i for i in range(len(texts)) if len(texts[i]) <= chunk]
+        ascii_ = [i for i in part if texts[i].isascii()]
+        other = [i for i in part if not texts[i].isascii()]
+        as_bytes = [texts[i].encode() for i in ascii_]
+        assert runs_tally.add(as_bytes, [labels[i] for i in ascii_]) == []
+        assert runs_tally.add([texts[i] for i in other], [labels[i] for i in other]) == []
+        flushed = runs_tally.gather([texts[i] for i in other], [labels[i] for i in other])
+        assert flushed + runs_tally.flush() == []
+    again = [*part, *other]
+    expected = expected_tally([texts[i] for i in again], [labels[i] for i in again], settings_)
+    assert tally_of(runs_tally, 3) == expected
+
+
+def test_a_pair_tally_packs_new_words_by_their_names():
+    """The words a worker sends by number are named as the tokenizer names them."""
+    runs_tally = RunTally.make(ascii_splitter(TokenizerSettings(unspaced="pairs"), "utf-8"), 1)
+    assert runs_tally.add(["日本 ab"], [0]) == []
+    new_words, new_ids, lengths, rows, docs, tokens = runs_tally.packed_new()
+    assert new_words == ["ab", "日", "日 本", "本"]
+    names = dict(zip(new_ids.tolist(), new_words))
+    counted = sorted(zip([names[r] for r in rows.tolist()], tokens.tolist()))
+    assert counted == [("ab", 1), ("日", 1), ("日 本", 1), ("本", 1)]
+
+
+MIXED = {
+    "zh": ["我的账户无法登录，请帮我重置密码", "付款失败了，信用卡被扣了两次钱",
+           "服务器宕机，网站打不开"],
+    "ja": ["東京タワーは日本語で書かれた。ｱｲｳ カタカナ", "請求書の金額が間違っています iPhone",
+           "ログインできません、パスワードを忘れた"],
+    "th": ["ภาษาไทยง่าย ok", "เซิร์ฟเวอร์ล่ม", "บัตรเครดิต ถูกเรียกเก็บเงินสองครั้ง"],
+    "en": ["plain ascii text", "the server is down", "my card was charged twice"],
+}  # fmt: skip
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    root = tmp_path / "corpus"
+    for label, texts in MIXED.items():
+        (root / label).mkdir(parents=True)
+        for i, text in enumerate(texts * 3):
+            (root / label / f"{i}.txt").write_text(f"{text} {i}\n", "utf-8")
+    return root
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fit_writes_the_models_bytes_of_the_regex_path(mixed, mode, monkeypatch):
+    """A corpus of four scripts: the model file of each mode is byte for byte the one
+    fitted with every document tokenized by the regex, on one process or two."""
+    corpus = list_corpus(str(mixed))
+    tokenizer = TokenizerSettings(unspaced=mode)
+    fast = dumps(fit(corpus, tokenizer))
+    monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 1)
+    workers = dumps(fit(corpus, tokenizer, jobs=2))
+    monkeypatch.setattr(nbclass.counting.counts, "ascii_splitter", lambda *args: None)
+    plain = dumps(fit(corpus, tokenizer))
+    assert fast == plain and workers == plain
+    vocabulary = set(fit(corpus, tokenizer).counts.vocabulary)
+    expected = {
+        "runs": {"東京タワーは日本語で書かれた", "我的账户无法登录", "iphone"},
+        "characters": {"東", "账", "iphone"},
+        "pairs": {"東", "東 京", "账 户", "iphone"},
+    }[mode]
+    assert expected <= vocabulary
+    assert "ascii" in vocabulary
+
+
+def test_settings_are_stored_only_when_given_and_checked_when_read():
+    assert "unspaced" not in TokenizerSettings().to_dict()
+    data = TokenizerSettings(unspaced="pairs").to_dict()
+    assert data["unspaced"] == "pairs"
+    assert TokenizerSettings.from_dict(data) == TokenizerSettings(unspaced="pairs")
+    for bad in ("words", 1, ["runs"], ""):
+        with pytest.raises(ValueError, match="unspaced"):
+            TokenizerSettings.from_dict({**data, "unspaced": bad})
+    with pytest.raises(UsageError, match="give one or the other"):
+        make_tokenizer(TokenizerSettings(unspaced="runs", token_pattern=r"(?u)\w+"))
+    with pytest.raises(UsageError, match="is not a tokenization"):
+        make_tokenizer(TokenizerSettings(unspaced="words"))
+
+
+def test_the_modes_patterns_hold_no_hazard_and_find_no_empty_token():
+    from nbclass.text.tokenizer import _UNSPACED_PAIRS, _UNSPACED_PATTERNS, pattern_hazard
+
+    for pattern in _UNSPACED_PATTERNS.values():
+        assert pattern_hazard(pattern) is None and re.match(pattern, "") is None
+    assert re.findall(_UNSPACED_PAIRS, "日本語") == [("日", "本"), ("本", "語")]
