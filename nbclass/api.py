@@ -50,6 +50,7 @@ TEXT_OPTIONS = ("tf", "idf", "norm", "prior_fit", "class_prior")
 TOKENIZER_OPTIONS = {
     "lowercase": True,
     "token_pattern": None,
+    "unspaced": None,
     "ngram_range": None,
     "stop_words": "none",
     "hash_features": None,
@@ -190,6 +191,13 @@ def _fit_settings(options: dict):
             values["hash_features"] = parse_hash_features(str(values["hash_features"]))
         except ValueError as exc:
             raise InputError(f"hash_features: {exc}") from None
+    if values["unspaced"] is not None:
+        from .text.tokenizer import UNSPACED_MODES
+
+        if values["unspaced"] not in UNSPACED_MODES:
+            raise InputError(
+                f"unspaced {values['unspaced']!r} must be one of {', '.join(UNSPACED_MODES)}"
+            )
     if values["stop_words"] is None:
         values["stop_words"] = "none"
     values["min_df"] = _number("min_df", values["min_df"], int)
@@ -238,7 +246,7 @@ def fit(texts: Iterable[str], labels: Iterable[str], *, ledger: bool = False, jo
         Threads that score the candidates of ``model="auto"`` (default: every core; the
         model is the same for any number).
     **options
-        fit's options by their Python names: ``lowercase``, ``token_pattern``,
+        fit's options by their Python names: ``lowercase``, ``token_pattern``, ``unspaced``,
         ``ngram_range`` (MIN, MAX), ``stop_words`` (``"english"``, a file or ``"none"``),
         ``hash_features``, ``min_df``, ``max_features``, and the estimator options
         ``model`` (``"auto"`` by default: chosen by cross-validation and calibrated),

@@ -6,6 +6,8 @@ character by character, and the numpy run path against the regex, on mixed-scrip
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections import Counter
 
 import numpy as np
@@ -301,3 +303,113 @@ def test_the_modes_patterns_hold_no_hazard_and_find_no_empty_token():
     for pattern in _UNSPACED_PATTERNS.values():
         assert pattern_hazard(pattern) is None and re.match(pattern, "") is None
     assert re.findall(_UNSPACED_PAIRS, "日本語") == [("日", "本"), ("本", "語")]
+
+
+REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+TICKETS = REPO / "corpora" / "zh-tickets"
+HELD_OUT = REPO / "corpora" / "zh-tickets-test"
+DATA = REPO / "tests" / "data" / "unspaced"
+
+
+def nbclass_command(*args, cwd=REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nbclass", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True)  # fmt: skip
+
+
+def labels_of(output: str) -> dict[str, str]:
+    rows = [line.split("\t") for line in output.splitlines()]
+    return {source.rsplit("/", 2)[-2] + "/" + source.rsplit("/", 1)[-1]: label
+            for source, label, _ in rows}  # fmt: skip
+
+
+HELD_OUT_LABELS = {
+    "account/a.txt": "account", "account/d.txt": "account", "billing/b.txt": "billing",
+    "billing/e.txt": "billing", "outage/c.txt": "outage", "outage/f.txt": "outage",
+}  # fmt: skip
+
+
+def test_twelve_chinese_tickets_are_one_clause_a_word_under_the_pattern(tmp_path):
+    """The pattern alone: 25 clauses, none of them in a held-out ticket, so every
+    held-out ticket has no known word and is unsure."""
+    model = tmp_path / "m.nbc"
+    fitted = nbclass_command("fit", TICKETS, "-o", model)
+    assert fitted.returncode == 0 and "12 documents, 3 classes, 25 words" in fitted.stderr
+    predicted = nbclass_command("predict", "-m", model, HELD_OUT)
+    assert set(labels_of(predicted.stdout).values()) == {"unsure"}
+
+
+@pytest.mark.parametrize("mode, words", [("characters", 129), ("pairs", 300)])
+def test_twelve_chinese_tickets_by_characters_classify_the_held_out_ones(tmp_path, mode, words):
+    model = tmp_path / "m.nbc"
+    fitted = nbclass_command("fit", TICKETS, "-o", model, "--unspaced", mode)
+    assert fitted.returncode == 0, fitted.stderr
+    assert f"12 documents, 3 classes, {words} words" in fitted.stderr
+    predicted = nbclass_command("predict", "-m", model, HELD_OUT)
+    assert labels_of(predicted.stdout) == HELD_OUT_LABELS
+    info = nbclass_command("info", "-m", model)
+    assert f"unspaced {mode}" in info.stdout
+
+
+def test_a_model_written_before_loads_and_predicts_the_same():
+    """A model of the tickets written by the version before ``unspaced`` existed (the
+    pattern alone), and its predictions then: the same bytes now, and a fresh fit at
+    the same settings writes the same file."""
+    model = DATA / "zh-tickets-pattern.nbc"
+    predicted = nbclass_command("predict", "-m", model.relative_to(REPO),
+                                TICKETS.relative_to(REPO), "--format", "jsonl")  # fmt: skip
+    assert predicted.stdout == (DATA / "zh-tickets-pattern.jsonl").read_text("utf-8")
+    assert "unspaced" not in model.read_bytes()[:4096].decode("utf-8", "replace")
+
+
+def test_a_corpus_of_spaced_scripts_fits_the_same_file_as_before(tmp_path):
+    """The demo corpus, whose tickets hold no unspaced script, fitted at the defaults
+    and with --unspaced: the pattern's file, bytes and all, but for the tokenizer
+    record; and the counts are the same."""
+    from nbclass.modelfile.textfile import load
+
+    plain, runs = tmp_path / "plain.nbc", tmp_path / "runs.nbc"
+    assert nbclass_command("fit", REPO / "corpora" / "demo", "-o", plain, "-q").returncode == 0
+    assert nbclass_command("fit", REPO / "corpora" / "demo", "-o", runs, "-q",
+                           "--unspaced", "pairs").returncode == 0  # fmt: skip
+    a, b = load(str(plain)), load(str(runs))
+    assert a.counts.vocabulary == b.counts.vocabulary
+    assert (a.counts.token_count == b.counts.token_count).all()
+    assert a.tokenizer.unspaced is None and b.tokenizer.unspaced == "pairs"
+
+
+def test_predict_scores_mixed_scripts_as_the_regex_path(mixed, tmp_path):
+    """A Japanese, Chinese and Thai corpus with Latin words inside its runs, fitted with
+    pairs: ``nbclass predict`` through real processes gives the scores of the documents
+    counted by the tokenizer (the run counter switched off), and the one-document path
+    (standard input) the same as the batch."""
+    model = tmp_path / "m.nbc"
+    assert nbclass_command("fit", mixed, "-o", model, "-q", "--unspaced", "pairs").returncode == 0
+    command = ["predict", "-m", str(model), str(mixed), "--format", "jsonl"]
+    fast = nbclass_command(*command).stdout
+    forced = (
+        "import sys, nbclass.text.vectorizer as v; "
+        "v.TextCounter.runs = property(lambda self: None); "
+        "from nbclass.__main__ import main; sys.argv = ['nbclass'] + sys.argv[1:]; main()"
+    )
+    slow = subprocess.run([sys.executable, "-c", forced, *command], capture_output=True,
+                          text=True, cwd=REPO).stdout  # fmt: skip
+    assert fast == slow and fast.count("\n") == 4 * 9
+    text = MIXED["ja"][1]
+    one = subprocess.run([sys.executable, "-m", "nbclass", "predict", "-m", str(model)],
+                         input=text, capture_output=True, text=True).stdout  # fmt: skip
+    many = subprocess.run([sys.executable, "-m", "nbclass", "predict", "-m", str(model),
+                           "--lines", "-"], input=text + "\n" + text + "\n",
+                          capture_output=True, text=True).stdout  # fmt: skip
+    assert one.rstrip("\n").split("\t")[1:] == many.splitlines()[0].split("\t")[1:]
+    assert one.split("\t")[1] == "ja"
+
+
+def test_unspaced_is_refused_where_it_cannot_apply(tmp_path):
+    bad = nbclass_command("fit", TICKETS, "-o", tmp_path / "m.nbc", "--unspaced", "pairs",
+                          "--token-pattern", r"(?u)\w+")  # fmt: skip
+    assert bad.returncode == 2 and bad.stderr.startswith("Error: --unspaced cuts")
+    assert "Traceback" not in bad.stderr
+    model = tmp_path / "m.nbc"
+    assert nbclass_command("fit", TICKETS, "-o", model, "-q").returncode == 0
+    update = nbclass_command("fit", HELD_OUT, "--update", model, "--unspaced", "pairs")
+    assert update.returncode == 2 and "unspaced: none vs pairs" in update.stderr

@@ -133,10 +133,13 @@ def fit(
                 "--table is fitted in this process, not on a Dask cluster: leave out "
                 "--scheduler (and unset DASK_SCHEDULER_ADDRESS)"
             )
-        if lines_path or ledger or options["hash_features"] or typicality or exit_code_map:
+        if (
+            lines_path or ledger or options["hash_features"] or typicality or exit_code_map
+            or options["unspaced"]
+        ):  # fmt: skip
             raise UsageError(
                 "--table cannot be combined with --lines, --ledger, --hash-features, "
-                "--typicality or --exit-code-map"
+                "--unspaced, --typicality or --exit-code-map"
             )
         if update_path is not None:
             return _update_table(ctx, update_path, output, quiet, table_options)
@@ -301,7 +304,7 @@ def _exit_code_map(value: str) -> dict[str, int]:
 def _update_table(ctx, update_path, output, quiet, table_options):
     """fit --table FILE --update MODEL: add the rows to a table model, under its lock."""
     settings = {
-        "lowercase": "--lowercase", "token_pattern": "--token-pattern",
+        "lowercase": "--lowercase", "token_pattern": "--token-pattern", "unspaced": "--unspaced",
         "ngram_range": "--ngram-range", "stop_words": "--stop-words", "min_df": "--min-df",
         "max_features": "--max-features", "event_model": "--model", "estimator": "--estimator",
         "alpha": "--alpha", "beta": "--beta", "tf": "--tf", "idf": "--idf", "norm": "--norm",

@@ -21,7 +21,7 @@ from ..models.estimators import (
     as_options,
 )
 from ..ranges import MAX_JOBS, RANGES
-from ..text.tokenizer import DEFAULT_NGRAM_RANGE, DEFAULT_TOKEN_PATTERN
+from ..text.tokenizer import DEFAULT_NGRAM_RANGE, DEFAULT_TOKEN_PATTERN, UNSPACED_MODES
 from . import predict_options as spec
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -383,6 +383,14 @@ def fit_options(command):
             metavar="MIN,MAX",
             help="Word n-gram lengths, e.g. 1,2 for words and word pairs.  "
             f"[default: {DEFAULT_NGRAM_RANGE[0]},{DEFAULT_NGRAM_RANGE[1]}]",
+        ),
+        click.option(
+            "--unspaced",
+            type=click.Choice(UNSPACED_MODES),
+            default=None,
+            help="Scripts written without spaces (Chinese, Japanese, Thai...): their runs, "
+            "single characters, or characters and adjacent pairs; other scripts' words stay "
+            "words.  [default: the token pattern's runs]",
         ),
         click.option(
             "--stop-words",

@@ -909,7 +909,8 @@ def fit_settings(
     """``(tokenizer, vocabulary_filter, defaults, auto)`` of a fit with ``options``.
 
     ``options`` holds fit's option values by name: ``lowercase``, ``token_pattern``,
-    ``ngram_range``, ``stop_words``, ``hash_features``, ``min_df``, ``max_features``,
+    ``unspaced`` (may be left out), ``ngram_range``, ``stop_words``, ``hash_features``,
+    ``min_df``, ``max_features``,
     ``event_model``, ``estimator``, ``alpha``, ``beta`` and ``text_options`` (a dict of the
     transform options), ``None`` for an option left out where that means "the default".
     ``auto`` is True when the settings are to be chosen from the data (``--model auto``,
@@ -934,6 +935,7 @@ def fit_settings(
         stop_words=words,
         stop_words_source=source,
         hash_features=options["hash_features"],
+        unspaced=options.get("unspaced"),
     )
     make_tokenizer(tokenizer)  # refuse a pattern that cannot work before reading anything
     vocabulary_filter = VocabularyFilter(
@@ -958,7 +960,7 @@ def fit_settings(
             "not keep (it was fitted with a named --model, or by an older version): fit the "
             "whole corpus anew to choose"
         )
-    named = ("lowercase", "token_pattern", "ngram_range", "hash_features")
+    named = ("lowercase", "token_pattern", "ngram_range", "hash_features", "unspaced")
     changed = {name: getattr(tokenizer, name) for name in named if name in given}
     if "stop_words" in given:
         changed.update(stop_words=tokenizer.stop_words, stop_words_source=source)

@@ -351,6 +351,7 @@ def info_lines(info: dict) -> Iterator[str]:
         f"{t['ngram_range'][1]}, stop_words {escape(t['stop_words_source'])} "
         f"({t['stop_words']} words)"
         + (f", hash_features {t['hash_features']}" if t.get("hash_features") else "")
+        + (f", unspaced {t['unspaced']}" if t.get("unspaced") else "")
     )
     if info.get("ledger") is not None:
         yield f"ledger       {info['ledger']} documents (SHA-256, class and word counts of each)"
