@@ -38,7 +38,7 @@ from ..ranges import environment
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
 from ..text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from ..text.vectorizer import GrowingVocabulary, binarize
-from .tally import Tally, narrow, pack, settle, tally, tally_paths
+from .tally import Tally, pack, settle, tally, tally_paths
 
 BLOCK_CELLS = 2**18  # cells per block where whole-table work is done a block at a time
 PART_SIZE = 1000  # documents per progress report, and per part sent to a Dask cluster
@@ -48,13 +48,6 @@ PART_SIZE = 1000  # documents per progress report, and per part sent to a Dask c
 # but hold more memory in every worker at once (on 20 Newsgroups, windows of 100,000 took
 # 120-123 MB for the whole fit, of 200,000 128-146 MB, in the same time).
 FLUSH_ENTRIES = 100_000
-# Packed tallies (about this many bytes) kept before the count arrays are made: up to
-# here the arrays are made once, at their size and in order (CountAccumulator.result).
-# Past it, the arrays are made and grown, and reordered at the end: a copy that costs a
-# few tens of milliseconds against a corpus that took seconds. (20 Newsgroups packs
-# about 5 MB; every MB here is one more MB in the peak of a large fit, when the arrays
-# are made while the tallies wait.)
-PENDING_BYTES = 16 * 2**20
 # Forking a worker process costs a few milliseconds; below this much text one process
 # is about as fast. The result is the same either way.
 PARALLEL_MIN_BYTES = 4 * 2**20
@@ -89,16 +82,15 @@ class Counts:
         """``(rows, cols)`` of the (word, class) pairs with D_jc > 0 (exactly those with
         T_jc > 0), row-major: by word, classes ascending; int32 (int64 past 2**31 cells)
         of shape (nnz,) each.
-        Computed once (the counts are never changed in place), a block of rows at a time:
-        no int64 array of every pair is made on the way. For CSR tables, the pattern
-        itself."""
+        Computed once (the counts are never changed in place): from the CSR pattern, or
+        from a dense table a block of rows at a time (no int64 array of every pair is
+        made on the way)."""
         D = self.doc_count
         V, C = D.shape
-        if hasattr(D, "tocsr"):  # canonical CSR: its indices are the pairs, row-major
-            dtype = np.int32 if D.shape[0] * D.shape[1] < 2**31 else np.int64
+        dtype = np.int32 if V * C < 2**31 else np.int64  # half the memory, kept
+        if is_sparse(D):
             rows = np.repeat(np.arange(V, dtype=dtype), np.diff(D.indptr))
             return rows, D.indices.astype(dtype, copy=False)
-        dtype = np.int32 if D.size < 2**31 else np.int64  # half the memory, kept
         rows = np.empty(np.count_nonzero(D), dtype=dtype)
         cols = np.empty(rows.size, dtype=dtype)
         at, step = 0, max(1, BLOCK_CELLS // max(C, 1))
@@ -111,17 +103,18 @@ class Counts:
             at = end
         return rows, cols
 
-    def at_nonzero(self, matrix: np.ndarray, dtype) -> np.ndarray:
+    def at_nonzero(self, matrix, dtype) -> np.ndarray:
         """``matrix[rows, cols]`` at the pairs of :attr:`nonzero`, made as ``dtype`` a block
         at a time: shape (nnz,). (At 130,000 words × 20 classes, every cell nonzero, an
-        int64 array of them all is 21 MB; this makes none but the result.)
+        int64 array of them all is 21 MB; this makes none but the result.) A CSR matrix
+        of the same pattern gives its values as they are.
 
         >>> counts = Counts(("a", "b"), ("x", "y"), np.array([1, 2]),
         ...                 np.array([[0, 1], [2, 0]]), np.array([[0, 3], [5, 0]]))
         >>> counts.at_nonzero(counts.token_count, np.float64).tolist()
         [3.0, 5.0]
         """
-        if hasattr(matrix, "tocsr"):  # CSR of the same pattern: its values, in order
+        if is_sparse(matrix):
             return matrix.data.astype(dtype)
         rows, cols = self.nonzero
         out = np.empty(rows.size, dtype=dtype)
@@ -129,6 +122,14 @@ class Counts:
             end = start + BLOCK_CELLS
             out[start:end] = matrix[rows[start:end], cols[start:end]]
         return out
+
+    def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(rows, cols, D, T)`` at the nonzero pairs (:attr:`nonzero`), the counts int64."""
+        rows, cols = self.nonzero
+        return (
+            rows, cols,
+            self.at_nonzero(self.doc_count, np.int64), self.at_nonzero(self.token_count, np.int64),
+        )  # fmt: skip
 
     @cached_property
     def doc_histograms(self) -> list[list[tuple[int, int]]]:
@@ -140,10 +141,17 @@ class Counts:
         rows, cols = self.nonzero
         values = self.at_nonzero(self.doc_count, np.int64)
         if not values.size or values.min() < 1:
-            return doc_count_histograms(_dense(self.doc_count))
+            return doc_count_histograms(as_table(self.doc_count))
         width = int(values.max()) + 1
         if C * width > 4 * max(V, values.size):  # a few large values: class by class
-            return doc_count_histograms(_dense(self.doc_count))
+            order = np.argsort(cols, kind="stable")
+            ends = np.cumsum(np.bincount(cols, minlength=C))
+            histograms = []
+            for c, part in enumerate(np.split(values[order], ends[:-1])):
+                found, n = value_counts(part)
+                pairs = list(zip(found.tolist(), n.tolist()))
+                histograms.append([(0, V - part.size)] + pairs if part.size < V else pairs)
+            return histograms
         codes = cols.astype(np.int64) * width
         codes += values
         tally = np.bincount(codes, minlength=C * width).reshape(C, width)
@@ -158,12 +166,12 @@ class Counts:
     @cached_property
     def class_tokens(self) -> np.ndarray:
         """T_c, ndarray of shape (C,): tokens in the documents of class c (summed once)."""
-        return np.asarray(self.token_count.sum(axis=0)).ravel()
+        return np.asarray(self.token_count.sum(axis=0), dtype=np.int64).reshape(-1)
 
     @cached_property
     def word_tokens(self) -> np.ndarray:
         """Σ_c T_jc, ndarray of shape (V,): tokens of word j in all classes (summed once)."""
-        return np.asarray(self.token_count.sum(axis=1)).ravel()
+        return np.asarray(self.token_count.sum(axis=1), dtype=np.int64).reshape(-1)
 
     def equals(self, other: Counts) -> bool:
         """True when both hold the same classes, words and integer counts."""
@@ -171,8 +179,9 @@ class Counts:
             self.classes == other.classes
             and self.vocabulary == other.vocabulary
             and np.array_equal(self.class_count, other.class_count)
-            and np.array_equal(self.doc_count, other.doc_count)
-            and np.array_equal(self.token_count, other.token_count)
+            and self.doc_count.shape == other.doc_count.shape
+            and self.token_count.shape == other.token_count.shape
+            and all(map(np.array_equal, self.pairs(), other.pairs()))
         )
 
     def restrict(self, rows: np.ndarray) -> Counts:
@@ -190,19 +199,29 @@ class Counts:
         """These counts without the words and classes that have no count at all.
 
         A fit only ever sees words and classes that occur, so this is the form that
-        compares bit for bit with a fit of the same documents.
+        compares bit for bit with a fit of the same documents. Made from the nonzero
+        pairs (which consistent counts have only in classes with documents).
         """
-        rows = np.flatnonzero(self.token_count.any(axis=1))
-        cols = np.flatnonzero(self.class_count)
-        if rows.size == len(self.vocabulary) and cols.size == len(self.classes):
+        V, C = len(self.vocabulary), len(self.classes)
+        rows, cols, docs, tokens = self.pairs()
+        used = np.zeros(V, dtype=bool)
+        used[rows] = True
+        words = np.flatnonzero(used)
+        kept = np.flatnonzero(self.class_count)
+        if words.size == V and kept.size == C:
             return self
-        return Counts(
-            classes=tuple(self.classes[c] for c in cols),
-            vocabulary=tuple(self.vocabulary[j] for j in rows),
-            class_count=self.class_count[cols],
-            doc_count=self.doc_count[np.ix_(rows, cols)],
-            token_count=self.token_count[np.ix_(rows, cols)],
-        )
+        word_map = np.full(V, -1, dtype=np.int64)
+        word_map[words] = np.arange(words.size)
+        class_map = np.full(C, -1, dtype=np.int64)
+        class_map[kept] = np.arange(kept.size)
+        rows, cols = word_map[rows], class_map[cols]
+        keep = cols >= 0
+        return counts_of_pairs(
+            tuple(self.classes[c] for c in kept.tolist()),
+            tuple(self.vocabulary[j] for j in words.tolist()),
+            self.class_count[kept],
+            rows[keep], cols[keep], docs[keep], tokens[keep],
+        )  # fmt: skip
 
     def problems(self) -> list[str]:
         """What makes these counts impossible (empty when they are consistent)."""
@@ -240,6 +259,8 @@ class Counts:
         cache (on the whole (V, C) arrays, each test read them from memory again)."""
         D, T, N = self.doc_count, self.token_count, self.class_count
         negative = bool((N < 0).any())
+        if is_sparse(D) or is_sparse(T):
+            return self._pair_problems(negative)
         rows, cols = self.nonzero
         if not negative and np.count_nonzero(T) == rows.size:  # only the nonzero pairs
             too_many = more_documents = False
@@ -266,10 +287,136 @@ class Counts:
                 tokens_alone = tokens_alone or np.count_nonzero(d) != np.count_nonzero(t)
         return negative, too_many, more_documents, tokens_alone
 
+    def _pair_problems(self, negative: bool) -> tuple[bool, bool, bool, bool]:
+        """:meth:`_cell_problems` of CSR counts: both of one pattern (as
+        :func:`counts_of_pairs` makes them), every test on the stored pairs only."""
+        D, T, N = self.doc_count, self.token_count, self.class_count
+        if np.array_equal(D.indptr, T.indptr) and np.array_equal(D.indices, T.indices):
+            d, t, c = D.data, T.data, D.indices
+        else:  # on the union of the patterns
+            C = len(self.classes)
+            Dc, Tc = D.tocoo(), T.tocoo()
+            keys = np.concatenate((Dc.row * np.int64(C) + Dc.col, Tc.row * np.int64(C) + Tc.col))
+            zeros = np.zeros(Tc.nnz + Dc.nnz, dtype=np.int64)
+            d = np.concatenate((Dc.data.astype(np.int64), zeros[: Tc.nnz]))
+            t = np.concatenate((zeros[: Dc.nnz], Tc.data.astype(np.int64)))
+            keys, d, t = summed(keys, d, t)
+            c = keys % C
+        negative = negative or bool(d.size and (d.min() < 0 or t.min() < 0))
+        return (
+            negative,
+            bool((d > N[c]).any()),
+            bool((d > t).any()),
+            bool(((d == 0) & (t != 0)).any()),
+        )
 
-def _dense(table) -> np.ndarray:
-    """A (V, C) table as an ndarray (a CSR matrix made dense)."""
-    return table.toarray() if hasattr(table, "tocsr") else table
+
+def at_most(part: Counts, total: Counts) -> bool:
+    """Whether D_jc and T_jc of ``part`` are at most those of ``total`` at every pair (both
+    over the same classes and words), from their nonzero pairs."""
+    C = len(total.classes)
+    rows, cols, docs, tokens = total.pairs()
+    keys = rows.astype(np.int64) * C + cols
+    part_rows, part_cols, part_docs, part_tokens = part.pairs()
+    taken = part_rows.astype(np.int64) * C + part_cols
+    if not taken.size:
+        return True
+    if not keys.size:
+        return False
+    at = np.minimum(np.searchsorted(keys, taken), keys.size - 1)
+    return bool(
+        np.array_equal(keys[at], taken)
+        and (part_docs <= docs[at]).all()
+        and (part_tokens <= tokens[at]).all()
+    )
+
+
+def is_sparse(matrix) -> bool:
+    """Whether a count matrix is a scipy.sparse CSR matrix (rather than a dense ndarray);
+    scipy is not imported to tell."""
+    return hasattr(matrix, "indptr")
+
+
+def as_table(matrix) -> np.ndarray:
+    """A count matrix as a dense (V, C) ndarray, whatever its form (for small counts:
+    tests, examples, reports of a few words)."""
+    return matrix.toarray() if is_sparse(matrix) else np.asarray(matrix)
+
+
+def counts_of_pairs(
+    classes: Sequence[str], vocabulary: Sequence[str], class_count: np.ndarray,
+    rows: np.ndarray, cols: np.ndarray, docs: np.ndarray, tokens: np.ndarray,
+) -> Counts:  # fmt: skip
+    """Counts from their nonzero (word, class) pairs.
+
+    ``rows`` (word indices) and ``cols`` (class indices) are in row-major order, each
+    pair at most once; ``docs`` and ``tokens`` are D_jc and T_jc there, shape (nnz,) each.
+    Pairs where both are 0 are dropped. The count matrices are made by
+    :func:`count_matrices`.
+    """
+    docs, tokens = np.asarray(docs, dtype=np.int64), np.asarray(tokens, dtype=np.int64)
+    keep = (docs != 0) | (tokens != 0)
+    if not keep.all():
+        rows, cols, docs, tokens = rows[keep], cols[keep], docs[keep], tokens[keep]
+    D, T = count_matrices(len(vocabulary), len(classes), rows, cols, docs, tokens)
+    return Counts(tuple(classes), tuple(vocabulary), np.asarray(class_count, dtype=np.int64), D, T)
+
+
+def count_matrices(V: int, C: int, rows, cols, docs, tokens) -> tuple:
+    """D and T, (V, C), from their values at the pairs ``(rows, cols)`` (row-major, each
+    pair once): the one place that decides the form the models layer gets.
+
+    Today that is dense int64 ndarrays, 16 V C bytes, made only when they fit in the
+    memory left (:func:`check_table_memory`); the pairs themselves are all the counting
+    layer keeps until here.
+    """
+    check_table_memory(V, C)
+    D = np.zeros((V, C), dtype=np.int64)
+    T = np.zeros((V, C), dtype=np.int64)
+    D[rows, cols] = docs
+    T[rows, cols] = tokens
+    return D, T
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process may still take (``MemAvailable`` of /proc/meminfo,
+    or the address-space limit if lower), None where neither is known."""
+    found = []
+    try:
+        with open("/proc/meminfo", "rb") as meminfo:
+            for line in meminfo:
+                if line.startswith(b"MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            found.append(soft)
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not Unix
+        pass
+    return min(found) if found else None
+
+
+def check_table_memory(V: int, C: int) -> None:
+    """Refuse to make dense (V, C) count tables that the memory left cannot hold: a
+    :class:`nbclass.errors.NbclassError` saying how much they need, rather than a
+    MemoryError half-way or the machine swapping."""
+    need = 16 * V * C
+    if need < 1 << 28:  # 256 MiB: never refused
+        return
+    free = available_memory()
+    if free is not None and need > free:
+        from ..errors import NbclassError
+
+        raise NbclassError(
+            f"counts of {V:,} words and {C:,} classes need {need / 2**30:.3g} GiB as tables, "
+            f"more than the {free / 2**30:.3g} GiB of memory available: use fewer words "
+            "(--max-features, --min-df or --hash-features) or fewer classes"
+        )
 
 
 def _strictly_increasing(items: Sequence[str]) -> bool:
@@ -368,11 +515,118 @@ def count_documents(
     return class_count, doc_count, token_count
 
 
+def count_pairs(
+    X: sp.csr_matrix, labels: np.ndarray, n_classes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The nonzero (word, class) pairs of one batch of documents: ``(rows, cols,
+    doc_counts, token_counts)``, int64 arrays of shape (nnz,), row-major (by word, classes
+    ascending). :func:`count_documents` without its (V, C) tables."""
+    import scipy.sparse as sp
+
+    labels = np.asarray(labels, dtype=np.int64)
+    n = labels.shape[0]
+    Y = sp.csr_matrix(
+        (np.ones(n, dtype=np.int64), labels, np.arange(n + 1, dtype=np.int64)),
+        shape=(n, n_classes),
+    )
+    T = sp.csr_matrix(X.T @ Y)
+    D = sp.csr_matrix(binarize(X).T @ Y)
+    T.sum_duplicates()
+    D.sum_duplicates()  # canonical: indices sorted, each pair once
+    T.eliminate_zeros()
+    D.eliminate_zeros()
+    if not (np.array_equal(T.indptr, D.indptr) and np.array_equal(T.indices, D.indices)):
+        raise ValueError("a document holds a word with no token")  # explicit zeros in X
+    rows = np.repeat(np.arange(T.shape[0], dtype=np.int64), np.diff(T.indptr))
+    cols = T.indices.astype(np.int64)
+    return rows, cols, D.data.astype(np.int64), T.data.astype(np.int64)
+
+
+class PairSums:
+    """Sums of counts by (word, class) pair, kept as the pairs met, never as a (V, C) table.
+
+    A pair is the key ``j C + c``. Added pairs wait in a list; once they are as many as
+    the pairs already summed (and at least ``FLUSH_ENTRIES``), they are sorted, summed and
+    merged into the sorted sums: in place where the pair is known, by one insertion of the
+    new pairs. Memory is a small multiple of the distinct pairs (three int64 each), and
+    each pair is sorted O(log) times over the whole count.
+
+    >>> sums = PairSums(2)
+    >>> sums.add(np.array([3, 0, 3]), np.array([1, 2, 1]), np.array([4, 5, 6]))
+    >>> sums.add(np.array([1]), np.array([1]), np.array([1]))
+    >>> [a.tolist() for a in sums.result()]
+    [[0, 1, 3], [2, 1, 2], [5, 1, 10]]
+    """
+
+    def __init__(self, n_classes: int):
+        self.n_classes = n_classes
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.docs = np.zeros(0, dtype=np.int64)
+        self.tokens = np.zeros(0, dtype=np.int64)
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._waiting = 0
+
+    def add(self, keys: np.ndarray, docs: np.ndarray, tokens: np.ndarray) -> None:
+        """Add D and T at the pairs ``keys`` (a key may come twice)."""
+        if not len(keys):
+            return
+        self._pending.append((keys, docs, tokens))
+        self._waiting += len(keys)
+        if self._waiting >= max(FLUSH_ENTRIES, self.keys.size):
+            self._settle()
+
+    def _settle(self) -> None:
+        """Sum the waiting pairs and merge them into the sorted sums."""
+        if not self._pending:
+            return
+        pending, self._pending, self._waiting = self._pending, [], 0
+        keys, docs, tokens = (
+            np.concatenate([np.asarray(p[i], dtype=np.int64) for p in pending]) for i in range(3)
+        )
+        del pending
+        keys, docs, tokens = summed(keys, docs, tokens)
+        if not self.keys.size:
+            self.keys, self.docs, self.tokens = keys, docs, tokens
+            return
+        at = np.searchsorted(self.keys, keys)
+        known = at < self.keys.size
+        known[known] = self.keys[at[known]] == keys[known]
+        self.docs[at[known]] += docs[known]  # each known pair once: no add.at needed
+        self.tokens[at[known]] += tokens[known]
+        new = ~known
+        if new.any():
+            where = at[new]
+            self.keys = np.insert(self.keys, where, keys[new])
+            self.docs = np.insert(self.docs, where, docs[new])
+            self.tokens = np.insert(self.tokens, where, tokens[new])
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(keys, docs, tokens)``: the distinct pairs, ascending, and their sums."""
+        self._settle()
+        return self.keys, self.docs, self.tokens
+
+
+def summed(keys: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The distinct ``keys``, ascending, and the sum of each of ``values`` at each.
+
+    >>> [a.tolist() for a in summed(np.array([5, 2, 5]), np.array([1, 2, 3]))]
+    [[2, 5], [2, 4]]
+    """
+    if not keys.size:
+        return (keys, *values)
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    sums = tuple(np.add.reduceat(v[order], first) for v in values)
+    return (keys[first], *sums)
+
+
 class CountAccumulator:
     """Adds up the counts of batches of documents over a vocabulary that grows.
 
-    Memory is proportional to the vocabulary, not to the number of documents: each batch
-    is counted and dropped.
+    Memory is proportional to the vocabulary and to the distinct (word, class) pairs met
+    (:class:`PairSums`), not to the number of documents nor to words × classes: each
+    batch is counted and dropped.
 
     Examples
     --------
@@ -380,47 +634,23 @@ class CountAccumulator:
     >>> acc = CountAccumulator(["ham", "spam"])
     >>> acc.add(count_matrix([["win", "cash"], ["hi"]], acc.vocabulary), [1, 0])
     >>> counts = acc.result()
-    >>> counts.vocabulary, counts.token_count.tolist()
+    >>> counts.vocabulary, as_table(counts.token_count).tolist()
     (('cash', 'hi', 'win'), [[0, 1], [1, 0], [0, 1]])
     """
 
     def __init__(self, classes: Sequence[str]):
         self.classes = tuple(classes)
         self.vocabulary = GrowingVocabulary()
-        C = len(self.classes)
-        self._class_count = np.zeros(C, dtype=np.int64)
-        self._doc_count = self._token_count = None  # (capacity, C), once rows are added
-        # Packed tallies not added yet: while they are few, result() sizes and orders the
-        # arrays once, from the union of their words, with no growing and no reordering.
-        self._pending: list[tuple] = []
-        self._pending_bytes = 0
+        self._class_count = np.zeros(len(self.classes), dtype=np.int64)
+        self._pairs = PairSums(len(self.classes))
         self._origins: dict = {}  # origin -> the row of each word number of a run tally
-
-    def _reserve(self, V: int) -> None:
-        if self._doc_count is None:
-            shape = (V if self._pending else max(1024, V), len(self.classes))
-            self._doc_count = np.zeros(shape, dtype=np.int64)
-            self._token_count = np.zeros(shape, dtype=np.int64)
-        capacity = self._doc_count.shape[0]
-        if V <= capacity:
-            return
-        capacity = max(V, capacity + capacity // 2)
-        for name in ("_doc_count", "_token_count"):
-            old = getattr(self, name)
-            try:  # in place where the allocator can (no copy, no hole left behind)
-                old.resize((capacity, old.shape[1]))  # the new rows are zeros
-            except ValueError:  # another reference to the array: copy it
-                new = np.zeros((capacity, old.shape[1]), dtype=np.int64)
-                new[: old.shape[0]] = old
-                setattr(self, name, new)
 
     def add(self, X: sp.csr_matrix, labels: Sequence[int]) -> None:
         """Add a batch: ``X`` (n, V_now) counted over ``self.vocabulary``, and its labels."""
-        self._add_pending()
-        class_count, doc_count, token_count = count_documents(
-            X, np.asarray(labels), len(self.classes)
-        )
-        self._add_rows(slice(0, X.shape[1]), class_count, doc_count, token_count)
+        labels = np.asarray(labels, dtype=np.int64)
+        self._class_count += np.bincount(labels, minlength=len(self.classes))
+        rows, cols, docs, tokens = count_pairs(X, labels, len(self.classes))
+        self._pairs.add(rows * len(self.classes) + cols, docs, tokens)
 
     def add_tally(
         self, tally: Tally, entries: list | None = None, seen: dict | None = None
@@ -437,9 +667,7 @@ class CountAccumulator:
 
         One dictionary look-up per word of the tally places its row (per new word, for
         a run tally's words sent by their numbers: the rows of an origin's numbers are
-        kept); the counts of all classes are then added by numpy, one cell (j, c) each.
-        The first tallies wait, up to ``PENDING_BYTES``, so that :meth:`result` can lay
-        out the arrays once.
+        kept); its (word, class) pairs are then added to the pair sums by numpy.
         """
         class_count, words, lengths, rows, doc_counts, token_counts = packed[:6]
         if entries is not None:
@@ -462,10 +690,10 @@ class CountAccumulator:
                     known = grown
                 known[np.asarray(new_ids)] = self._rows(new_words)
                 self._origins[origin] = known
-            rows = np.concatenate((self._rows(others), known))[np.asarray(rows)]
-            self._add(None, lengths, rows, doc_counts, token_counts)
-            return
-        self._add(self._rows(words), lengths, rows, doc_counts, token_counts)
+            at = np.concatenate((self._rows(others), known))
+        else:
+            at = self._rows(words)
+        self._add_cells(at, lengths, rows, doc_counts, token_counts)
 
     def _rows(self, words: str) -> np.ndarray:
         """The row of each of ``words`` (NUL-joined), the new ones added in order."""
@@ -496,108 +724,65 @@ class CountAccumulator:
                 at[new] = np.fromiter(found, dtype=np.int64, count=new.size)
         return at
 
-    def _add(self, at, lengths, rows, doc_counts, token_counts) -> None:
-        """Add counts whose rows are ``at[rows]`` (``rows`` when ``at`` is None)."""
-        cells = tuple(map(np.asarray, (lengths, rows, doc_counts, token_counts)))
-        if self._doc_count is None:
-            cells = tuple(map(narrow, cells))  # waiting: in int32 where the values fit
-            if at is not None:
-                at = narrow(at)
-            self._pending.append((at, *cells))
-            self._pending_bytes += sum(part.nbytes for part in cells)
-            self._pending_bytes += 0 if at is None else at.nbytes
-            if self._pending_bytes > PENDING_BYTES:
-                self._add_pending()
-            return
-        self._reserve(len(self.vocabulary))
-        self._add_cells(at, *cells)
-
-    def _add_pending(self, rank: np.ndarray | None = None) -> None:
-        """Add the pending tallies, their rows renumbered by ``rank`` if given."""
-        self._reserve(len(self.vocabulary))
-        pending, self._pending, self._pending_bytes = self._pending, [], 0
-        while pending:
-            at, lengths, rows, *counts = pending.pop()
-            if rank is not None and at is None:
-                rows = rank[rows]
-            elif rank is not None:
-                at = rank[at]
-            self._add_cells(at, lengths, rows, *counts)
-
     def _add_cells(self, at, lengths, rows, doc_counts, token_counts) -> None:
-        """Add a packed tally's counts, its words being at rows ``at`` (or, when ``at``
-        is None, ``rows`` being the rows)."""
+        """Add a packed tally's counts, its words being at rows ``at``."""
         if not len(rows):
             return
         C = len(self.classes)
-        column = np.repeat(np.arange(C, dtype=np.int64), lengths)
-        where = rows if at is None else at[rows]
-        cells = where * C + column  # a cell twice when a word was listed twice
-        # int64 values: numpy's fast path of add.at needs no casting (int32 is 14 × slower)
-        np.add.at(self._doc_count.reshape(-1), cells, doc_counts.astype(np.int64))
-        np.add.at(self._token_count.reshape(-1), cells, token_counts.astype(np.int64))
-
-    def _add_rows(self, rows, class_count, doc_count, token_count) -> None:
-        self._reserve(len(self.vocabulary))
-        self._class_count += class_count
-        self._doc_count[rows] += doc_count
-        self._token_count[rows] += token_count
+        column = np.repeat(np.arange(C, dtype=np.int64), np.asarray(lengths, dtype=np.int64))
+        keys = at[np.asarray(rows)] * C  # a pair twice when a word was listed twice
+        keys += column
+        self._pairs.add(keys, doc_counts, token_counts)
 
     def result(self) -> Counts:
         """The counts, with the vocabulary sorted; the accumulator is spent afterwards.
 
-        When every tally is still pending, the arrays are made at their size with the
-        words in order, and the tallies added into them. Otherwise the arrays are
-        reordered, each released as soon as its sorted copy exists, so the peak memory
-        holds one spare array, not two.
+        The pairs are renumbered by the words' sorted order and sorted once more.
         """
         by_row = list(self.vocabulary)  # row j holds the j-th word added (GrowingVocabulary)
         order = sorted(range(len(by_row)), key=by_row.__getitem__)
-        words = list(map(by_row.__getitem__, order))
+        words = tuple(map(by_row.__getitem__, order))
         del by_row
-        order = np.array(order, dtype=np.int64)
-        V = len(words)
-        if self._doc_count is None:  # lay the rows out in order, and add the tallies
-            rank = np.empty(V, dtype=np.int64)
-            rank[order] = np.arange(V, dtype=np.int64)
-            del order
-            self._add_pending(rank)
-            doc_count, token_count = self._doc_count[:V], self._token_count[:V]
-        else:
-            doc_count = self._doc_count[order]
-            self._doc_count = None
-            token_count = self._token_count[order]
-        self._doc_count = self._token_count = self.vocabulary = None
-        return Counts(
-            classes=self.classes,
-            vocabulary=tuple(words),
-            class_count=self._class_count.copy(),
-            doc_count=doc_count,
-            token_count=token_count,
-        )
+        V, C = len(words), len(self.classes)
+        rank = np.empty(V, dtype=np.int64)
+        rank[np.array(order, dtype=np.int64)] = np.arange(V, dtype=np.int64)
+        del order
+        keys, docs, tokens = self._pairs.result()
+        self._pairs = self.vocabulary = self._origins = None
+        rows = rank[keys // C]
+        cols = keys % C
+        del keys, rank
+        keys = rows * C
+        keys += cols
+        order = np.argsort(keys, kind="stable")
+        del keys
+        return counts_of_pairs(
+            self.classes, words, self._class_count.copy(),
+            rows[order], cols[order], docs[order], tokens[order],
+        )  # fmt: skip
 
 
 def merge(*parts: Counts) -> Counts:
     """The counts of the union of the corpora that gave ``parts``: a sum, word by word.
 
-    Classes and words missing from a part count zero there.
+    Classes and words missing from a part count zero there. Only the nonzero pairs of the
+    parts are added (:class:`PairSums`).
     """
     classes = tuple(sorted(set().union(*(p.classes for p in parts))))
     vocabulary = tuple(sorted(set().union(*(p.vocabulary for p in parts))))
     class_at = {c: i for i, c in enumerate(classes)}
     word_at = {w: j for j, w in enumerate(vocabulary)}
-    C, V = len(classes), len(vocabulary)
+    C = len(classes)
     class_count = np.zeros(C, dtype=np.int64)
-    doc_count = np.zeros((V, C), dtype=np.int64)
-    token_count = np.zeros((V, C), dtype=np.int64)
+    sums = PairSums(C)
     for part in parts:
         cols = np.array([class_at[c] for c in part.classes], dtype=np.int64)
         rows = np.array([word_at[w] for w in part.vocabulary], dtype=np.int64)
         class_count[cols] += part.class_count
-        index = np.ix_(rows, cols)
-        doc_count[index] += part.doc_count
-        token_count[index] += part.token_count
-    return Counts(classes, vocabulary, class_count, doc_count, token_count)
+        r, c, d, t = part.pairs()
+        sums.add(rows[r] * C + cols[c], d, t)
+    keys, docs, tokens = sums.result()
+    return counts_of_pairs(classes, vocabulary, class_count, keys // C, keys % C, docs, tokens)
 
 
 def subtract(total: Counts, part: Counts) -> Counts:
@@ -605,7 +790,7 @@ def subtract(total: Counts, part: Counts) -> Counts:
 
     The inverse of :func:`merge`: ``subtract(merge(a, b), b)`` equals ``a``. Words and
     classes left with no count are dropped, as a fit of the remaining documents would
-    never have seen them.
+    never have seen them. Only the nonzero pairs are touched.
 
     Raises
     ------
@@ -622,16 +807,26 @@ def subtract(total: Counts, part: Counts) -> Counts:
     unknown = [w for w in part.vocabulary if w not in word_at]
     if unknown:
         raise ValueError(f"the word {unknown[0]!r} is not in the model")
+    C = len(total.classes)
     cols = np.array([class_at[c] for c in part.classes], dtype=np.int64)
     rows = np.array([word_at[w] for w in part.vocabulary], dtype=np.int64)
     class_count = total.class_count.copy()
-    doc_count = total.doc_count.copy()
-    token_count = total.token_count.copy()
     class_count[cols] -= part.class_count
-    index = np.ix_(rows, cols)
-    doc_count[index] -= part.doc_count
-    token_count[index] -= part.token_count
-    rest = Counts(total.classes, total.vocabulary, class_count, doc_count, token_count)
+    r, c, docs, tokens = total.pairs()
+    keys = r.astype(np.int64) * C + c  # ascending (row-major pairs)
+    docs, tokens = docs.copy(), tokens.copy()
+    pr, pc, pd, pt = part.pairs()
+    taken = rows[pr] * C + cols[pc]
+    at = np.minimum(np.searchsorted(keys, taken), max(keys.size - 1, 0))
+    if taken.size and not (keys.size and np.array_equal(keys[at], taken)):
+        raise ValueError(
+            "the model never learned these documents: the remainder would have negative counts"
+        )
+    np.subtract.at(docs, at, pd)
+    np.subtract.at(tokens, at, pt)
+    rest = counts_of_pairs(
+        total.classes, total.vocabulary, class_count, keys // C, keys % C, docs, tokens
+    )
     problems = rest.problems()
     if problems:
         raise ValueError(

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .counts import Counts
+from .counts import Counts, counts_of_pairs, summed
 
 DIGEST_SIZE = 32  # SHA-256
 
@@ -97,16 +97,12 @@ class Ledger:
         """N_c, D_jc and T_jc of the documents, over ``classes`` and ``vocabulary``."""
         C, V = len(classes), len(vocabulary)
         entry_class = np.repeat(self.labels, np.diff(self.ptr))
-        cells = self.words * C + entry_class
-        # bincount's weights are float64: exact for sums below 2^53 tokens.
-        tokens = np.bincount(cells, weights=self.counts, minlength=V * C)
-        return Counts(
-            classes=tuple(classes),
-            vocabulary=tuple(vocabulary),
-            class_count=np.bincount(self.labels, minlength=C).astype(np.int64),
-            doc_count=np.bincount(cells, minlength=V * C).astype(np.int64).reshape(V, C),
-            token_count=tokens.astype(np.int64).reshape(V, C),
-        )
+        cells = self.words * C + entry_class  # a word once per document: D counts entries
+        keys, docs, tokens = summed(cells, np.ones(cells.size, dtype=np.int64), self.counts)
+        return counts_of_pairs(
+            classes, vocabulary, np.bincount(self.labels, minlength=C).astype(np.int64),
+            keys // C, keys % C, docs, tokens,
+        )  # fmt: skip
 
     def problems(self, n_classes: int, n_words: int) -> list[str]:
         """What makes this ledger malformed (empty when it is well formed)."""

@@ -65,7 +65,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..counting.counts import Counts
+from ..counting.counts import Counts, at_most, counts_of_pairs
 from ..counting.ledger import Ledger
 from ..errors import ModelFileError, NbclassError
 from ..models.estimators import Prepared
@@ -468,17 +468,10 @@ def _build(
     rows = np.repeat(np.arange(V, dtype=np.int64), np.diff(word_ptr))
     if (np.diff(rows * C + class_index) <= 0).any():
         raise ValueError("entries are not in order")
-    doc_count = np.zeros((V, C), dtype=np.int64)
-    token_count = np.zeros((V, C), dtype=np.int64)
-    doc_count[rows, class_index] = arrays["doc_count"]
-    token_count[rows, class_index] = arrays["token_count"]
-    counts = Counts(
-        classes=classes,
-        vocabulary=vocabulary,
-        class_count=arrays["class_count"].astype(np.int64),
-        doc_count=doc_count,
-        token_count=token_count,
-    )
+    counts = counts_of_pairs(
+        classes, vocabulary, arrays["class_count"].astype(np.int64),
+        rows, class_index, arrays["doc_count"], arrays["token_count"],
+    )  # fmt: skip
     problems = counts.problems()
     if problems:
         raise ValueError("; ".join(problems))
@@ -587,7 +580,7 @@ def _build_sample(header: dict, arrays: dict[str, np.ndarray], model: Model):
     if sample.n_documents != documents or short > counts.n_docs:
         raise ValueError("the sample's length disagrees with the header")
     rows = sample.sum_counts(counts.classes, counts.vocabulary)
-    if (rows.token_count > counts.token_count).any() or (rows.doc_count > counts.doc_count).any():
+    if not at_most(rows, counts):
         raise ValueError("the sample holds words its counts do not")
     if model.ledger is not None:
         expected = bottom(model.ledger)
