@@ -147,7 +147,7 @@ class Counts:
             order = np.argsort(cols, kind="stable")
             ends = np.cumsum(np.bincount(cols, minlength=C))
             histograms = []
-            for c, part in enumerate(np.split(values[order], ends[:-1])):
+            for part in np.split(values[order], ends[:-1]):
                 found, n = value_counts(part)
                 pairs = list(zip(found.tolist(), n.tolist()))
                 histograms.append([(0, V - part.size)] + pairs if part.size < V else pairs)

@@ -95,7 +95,7 @@ class Ledger:
 
     def sum_counts(self, classes: Sequence[str], vocabulary: Sequence[str]) -> Counts:
         """N_c, D_jc and T_jc of the documents, over ``classes`` and ``vocabulary``."""
-        C, V = len(classes), len(vocabulary)
+        C = len(classes)
         entry_class = np.repeat(self.labels, np.diff(self.ptr))
         cells = self.words * C + entry_class  # a word once per document: D counts entries
         keys, docs, tokens = summed(cells, np.ones(cells.size, dtype=np.int64), self.counts)
