@@ -1,0 +1,152 @@
+"""``make bench``'s scale section: many classes and large vocabularies, generated.
+
+Corpora are made by :func:`generate` (no model needed): class c draws its words from a
+Zipf law over a window of the vocabulary of its own (rank r is word ``(r + c V / C) mod
+V``), and every document also takes the next few words of a sweep over the whole
+vocabulary, so that all V words occur. Documents are about 2 kB, one file each, in one
+folder per class, generated once into ``~/.cache/nbclass-corpora`` (``NBCLASS_CACHE``).
+
+For each (classes, words, MB) setting: fit's seconds, MB/s and peak memory (the process
+tree's, as bench/run.py measures it), the model file's size and its nonzero (word, class)
+pairs; then predict of 10,000 generated documents against that model and against a
+20-class model of the same vocabulary size, in alternating runs.
+
+Usage: python bench/scale.py [--settings C:V:MB,...] [--repeat N] [--fit-options ...]
+Writes bench/results/scale-<UTC time>.md and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run import CACHE, HERE, NBCLASS, folder_mb, machine, measure  # noqa: E402
+
+DEFAULT_SETTINGS = "2000:2000000:200,20000:200000:175"
+PREDICT_DOCUMENTS = 10_000
+SMALL_CLASSES = 20
+TOKENS_PER_DOCUMENT = 300  # mean (Poisson): about 2 kB of text
+ZIPF = 1.2
+
+
+def word_names(V: int) -> np.ndarray:
+    """V distinct lowercase words of 6 letters ('q' and the index in base 26), as bytes."""
+    digits = (np.arange(V, dtype=np.int64)[:, None] // 26 ** np.arange(4, -1, -1)) % 26
+    letters = np.empty((V, 6), dtype=np.uint8)
+    letters[:, 0] = ord("q")
+    letters[:, 1:] = digits + ord("a")
+    return letters.view("S6").reshape(V)
+
+
+def generate(folder: Path, C: int, V: int, megabytes: float, seed: int = 0,
+             flat: bool = False) -> None:  # fmt: skip
+    """Write a corpus of about ``megabytes`` MB over C classes and V words into ``folder``
+    (one subfolder per class; with ``flat``, the documents alone, for predict)."""
+    rng = np.random.default_rng(seed)
+    names = word_names(V)
+    n_docs = max(1, int(megabytes * 1e6 / (TOKENS_PER_DOCUMENT * 7)))
+    sweep = 0 if flat else -(-V // n_docs)  # words of the sweep per document
+    shift = max(1, V // C)
+    if not flat:
+        for c in range(C):
+            (folder / f"c{c:05d}").mkdir(parents=True, exist_ok=True)
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+    at = 0
+    for start in range(0, n_docs, 1000):
+        batch = min(1000, n_docs - start)
+        labels = rng.integers(0, C, size=batch)
+        lengths = rng.poisson(TOKENS_PER_DOCUMENT, size=batch) + 1
+        ranks = (rng.zipf(ZIPF, size=int(lengths.sum())) - 1) % V
+        ids = (ranks + np.repeat(labels, lengths) * shift) % V
+        ends = np.cumsum(lengths)
+        for i in range(batch):
+            words = names[ids[ends[i] - lengths[i] : ends[i]]].tolist()
+            if sweep:
+                words += names[np.arange(at, at + sweep) % V].tolist()
+                at += sweep
+            name = f"{start + i:08d}.txt"
+            path = folder / name if flat else folder / f"c{labels[i]:05d}" / name
+            path.write_bytes(b" ".join(words) + b"\n")
+
+
+def corpus(name: str, C: int, V: int, megabytes: float, flat: bool = False) -> Path:
+    folder = CACHE / "scale" / name
+    done = folder / ".complete"
+    if not done.exists():
+        print(f"bench: generating {name} ({megabytes:g} MB)", flush=True)
+        generate(folder, C, V, megabytes, seed=C + V, flat=flat)
+        done.write_text("")
+    return folder
+
+
+def nonzero_pairs(model: Path) -> int:
+    """The (word, class) pairs a model file stores (its class_index section), read from
+    the file's section table without loading the model."""
+    from nbclass.modelfile.fileformat import parse
+    from nbclass.modelfile.textfile import MODEL_SECTIONS, OPTIONAL_SECTIONS
+
+    _, sections = parse(model.read_bytes(), str(model), MODEL_SECTIONS, OPTIONAL_SECTIONS)
+    return len(sections["class_index"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--settings", default=DEFAULT_SETTINGS,
+                        help="classes:words:MB of each generated corpus, comma-separated")
+    parser.add_argument("--repeat", type=int, default=3, help="predict runs of each model")
+    parser.add_argument("--fit-options", default="", help="more options for fit")  # fmt: skip
+    args = parser.parse_args()
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / "nbclass-bench-scale"
+    work.mkdir(parents=True, exist_ok=True)
+    extra = args.fit_options.split()
+    lines = [
+        f"Machine: {machine()}",
+        "",
+        "| corpus | MB | fit s | MB/s | fit peak MB | file MB | nonzero pairs "
+        "| predict 10,000 s | 20-class predict s | ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for setting in args.settings.split(","):
+        C, V, megabytes = setting.split(":")
+        C, V, megabytes = int(C), int(V), float(megabytes)
+        name = f"{C}x{V}-{megabytes:g}MB"
+        train = corpus(name, C, V, megabytes)
+        small = corpus(f"{SMALL_CLASSES}x{V}", SMALL_CLASSES, V, max(10.0, V * 7 / 1e6 * 3))
+        test = corpus(f"test-{V}", C, V, PREDICT_DOCUMENTS * TOKENS_PER_DOCUMENT * 7 / 1e6,
+                      flat=True)  # fmt: skip
+        size = folder_mb(train)
+        model, small_model = work / f"{name}.nbc", work / f"{SMALL_CLASSES}x{V}.nbc"
+        fit = measure([NBCLASS, "fit", str(train), "-o", str(model), "-q", *extra])
+        measure([NBCLASS, "fit", str(small), "-o", str(small_model), "-q", *extra])
+        times = {"big": [], "small": []}
+        for _ in range(args.repeat):  # alternating: the machine's load falls on both
+            for key, path in (("big", model), ("small", small_model)):
+                command = [NBCLASS, "predict", "-m", str(path), str(test), "-q"]
+                times[key].append(measure(command)["seconds"])
+        big, little = statistics.median(times["big"]), statistics.median(times["small"])
+        lines.append(
+            f"| {C:,} classes × {V:,} words | {size:.0f} | {fit['seconds']:.1f} "
+            f"| {size / fit['seconds']:.1f} | {fit['peak_mb']:.0f} "
+            f"| {model.stat().st_size / 1e6:.1f} | {nonzero_pairs(model):,} "
+            f"| {big:.2f} | {little:.2f} | {big / little:.2f} |"
+        )
+        print(lines[-1], flush=True)
+    text = "\n".join(lines) + "\n"
+    print()
+    print(text)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
+    out = HERE / "results"
+    out.mkdir(exist_ok=True)
+    (out / f"scale-{stamp}.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()
