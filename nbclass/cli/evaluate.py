@@ -129,6 +129,11 @@ def _evaluate(
 
         model = load(model_path)
         overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
+        if model.multi_label is not None:
+            return _evaluate_labels(
+                model, model_path, test_dir, lines_path, fmt, overrides, not no_calibration,
+                reading, list_errors,
+            )  # fmt: skip
         settings, calibrate = scoring_settings(model, overrides, not no_calibration)
         from ..models.learning import labelled_documents
 
@@ -162,6 +167,32 @@ def _evaluate(
 
         data["errors"] = misclassified(evaluation, sources)
     Output(fmt).document(data, report=report)
+
+
+def _evaluate_labels(
+    model, model_path, test_dir, lines_path, fmt, overrides, calibrate, reading, list_errors
+):  # fmt: skip
+    """evaluate with a multi-label model, on --lines FILE."""
+    from ..evaluation.labels import evaluate_labels
+    from ..models.learning import multi_label_documents
+    from ..output.formats import Output
+    from ..output.labels import label_report
+    from .common import line_documents
+
+    if lines_path is None or list_errors:
+        raise UsageError(
+            f"{model_path!r} is a multi-label model: evaluate it on --lines FILE of labelled "
+            "lines (A,B<TAB>TEXT, __label__A __label__B TEXT or JSON), without --errors"
+        )
+    documents = multi_label_documents(line_documents(lines_path, reading))
+    evaluation = evaluate_labels(model, documents, overrides, calibrate)
+    data = {"model": model_path, "test_dir": lines_path, "multi_label": True}
+    data.update(evaluation.metrics())
+    title = (
+        f"{shown(model_path)} on {shown(lines_path)}: {data['documents']} documents, "
+        f"{data['labels']} labels"
+    )
+    Output(fmt).document(data, text=lambda d: label_report(d, title))
 
 
 _AUTO_TEXT = "model auto: each fold's training documents choose and calibrate, as fit does"

@@ -535,6 +535,25 @@ def count_lines(
     return count_labelled(documents, tokenizer, ledger, sample, keys)
 
 
+def multi_label_documents(lines: Iterable[tuple[str, str]]) -> list[tuple[str, tuple, str]]:
+    """``(source, labels, text)`` of each non-blank multi-label line ``(source, line)``
+    (:func:`nbclass.models.labelsets.parse_line`), a header row skipped; held in memory
+    (evaluate and cv read them more than once)."""
+    from .labelsets import parse_line
+
+    documents = []
+    for source, line in without_header(lines):
+        if line.strip():
+            labels, text = parse_line(line, f"line {source}")
+            documents.append((source, labels, text))
+    if not documents:
+        raise NbclassError(
+            'no labelled lines in the input: write A,B<TAB>TEXT, __label__A __label__B TEXT '
+            'or {"labels": [...], "text": ...} per line'
+        )
+    return documents
+
+
 def count_multi_label_lines(
     lines: Iterable[tuple[str, str]], tokenizer: TokenizerSettings, ledger: bool
 ) -> Documents:

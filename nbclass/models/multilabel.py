@@ -39,7 +39,7 @@ import numpy as np
 from ..counting.counts import Counts
 from .estimators import EstimatorSettings
 from .labelsets import SEPARATOR, label_names, labels_of
-from .posterior import LinearScorer, make_scorer
+from .posterior import make_scorer
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -64,8 +64,8 @@ THRESHOLD_CRITERION = (
 # The settings fit chooses from for a multi-label model (by the held-out micro-F1 at the
 # chosen thresholds; ties: the earlier).
 CANDIDATES = (
+    EstimatorSettings(model="multinomial", idf=True, norm="length"),
     EstimatorSettings(model="multinomial", tf="log", idf=True, norm="length"),
-    EstimatorSettings(model="multinomial", tf="log", idf=True, norm="both"),
 )
 
 
@@ -126,6 +126,25 @@ class LabelCounts:
             token_count=np.column_stack([self.word_tokens - T, T]).astype(np.int64),
         )
 
+    def paired(self) -> Counts:
+        """Every label's binary counts side by side, as one model of 2L classes: class
+        2l is "not l", 2l + 1 is "l" (names ``"00000-0"``, ``"00000-1"``, ... sort so)."""
+        L = len(self.labels)
+
+        def pairs(total: np.ndarray, part: np.ndarray) -> np.ndarray:
+            out = np.empty(part.shape[:-1] + (2 * L,), dtype=np.int64)
+            out[..., 0::2] = total[..., None] - part
+            out[..., 1::2] = part
+            return out
+
+        return Counts(
+            classes=tuple(f"{l:05d}-{b}" for l in range(L) for b in "01"),
+            vocabulary=self.vocabulary,
+            class_count=pairs(np.array(self.n_docs), self.class_count),
+            doc_count=pairs(self.word_docs, self.doc_count),
+            token_count=pairs(self.word_tokens, self.token_count),
+        )
+
     def without(self, X: sp.csr_matrix, Y: np.ndarray) -> LabelCounts:
         """These counts less the documents counted as ``X`` (m, V) with labels ``Y``
         (m, L) 0/1: a held-out fold's training counts (subtraction, no recount)."""
@@ -173,48 +192,45 @@ def label_matrix(classes: Sequence[str], labels: Sequence[str], y: np.ndarray) -
 
 class LabelScorer:
     """The log-odds s_l(x) = b_l(x) − b_¬l(x) of every label's binary model under
-    ``settings``: each label's scorer is :func:`make_scorer` of its binary counts, the one
-    scorer of the event model. When every one is linear with the same features (every
-    model but the DCM and the predictive estimators), their weight differences are one
-    (V, L) matrix, so a batch is one sparse product."""
+    ``settings``, from the one scorer of the event model (:func:`make_scorer`).
+
+    Every model whose parameters are per class (all but complement) scores the L binary
+    models at once as one model of 2L classes, (not l, l) side by side
+    (:meth:`LabelCounts.paired`): θ_jc, the Bernoulli sums and the weight norms are per
+    class, the class prior's normaliser cancels in b_l − b_¬l, and idf_j = log(LN / L D_j)
+    is the binary models' own. Only ``--prior-fit`` differs: it fits one β for every
+    label. Complement naive Bayes, whose parameters for a class are the other classes'
+    counts, scores each label's binary counts (:meth:`LabelCounts.binary`) in turn.
+
+    ``rows``: score documents that hold only those words (as :func:`make_scorer`)."""
 
     def __init__(self, counts: LabelCounts, settings: EstimatorSettings, rows=None):
         self.labels = counts.labels
-        self.scorers = []
         self.present = counts.class_count > 0  # a label no training document has: −inf
-        for l in range(len(counts.labels)):
-            if not self.present[l] or counts.class_count[l] == counts.n_docs:
-                self.scorers.append(None)
-                continue
-            self.scorers.append(make_scorer(counts.binary(l), settings, rows=rows))
         self.always = counts.class_count == counts.n_docs  # every document has it: +inf
-        linear = [s for s in self.scorers if s is not None]
-        self.stacked = None
-        if linear and all(
-            isinstance(s, LinearScorer) and s.required is None for s in linear
-        ):
-            first = linear[0]
-            V = first.weights.shape[0]
-            W = np.zeros((V, len(self.scorers)))
-            b = np.zeros(len(self.scorers))
-            for l, s in enumerate(self.scorers):
-                if s is not None:
-                    W[:, l] = s.weights[:, 1] - s.weights[:, 0]
-                    b[l] = s.bias[1] - s.bias[0]
-            self.stacked = (first, W, b)
+        if settings.model == "complement":
+            self.paired = None
+            self.scorers = [
+                make_scorer(counts.binary(l), settings, rows=rows)
+                if self.present[l] and not self.always[l]
+                else None
+                for l in range(len(counts.labels))
+            ]
+        else:
+            self.paired = make_scorer(counts.paired(), settings, rows=rows)
 
     def log_odds(self, X: sp.csr_matrix) -> np.ndarray:
         """s_l(x) of each document counted as ``X`` (n, V): ndarray (n, L)."""
         n, L = X.shape[0], len(self.labels)
-        out = np.full((n, L), -np.inf)
-        if self.stacked is not None:
-            first, W, b = self.stacked
-            out[:] = np.asarray(first.features(X) @ W) + b
-        else:
-            for l, scorer in enumerate(self.scorers):
-                if scorer is not None:
-                    jll = scorer.joint_log_likelihood(X)
-                    with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore"):
+            if self.paired is not None:
+                jll = self.paired.joint_log_likelihood(X)
+                out = jll[:, 1::2] - jll[:, 0::2]
+            else:
+                out = np.zeros((n, L))
+                for l, scorer in enumerate(self.scorers):
+                    if scorer is not None:
+                        jll = scorer.joint_log_likelihood(X)
                         out[:, l] = jll[:, 1] - jll[:, 0]
         out[:, ~self.present] = -np.inf
         out[:, self.always] = np.inf
@@ -225,14 +241,10 @@ class LabelScorer:
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
-    """σ(z) = 1 / (1 + e^−z) without overflow, any shape."""
-    z = np.asarray(z, dtype=np.float64)
-    out = np.empty_like(z)
-    positive = z >= 0
-    out[positive] = 1.0 / (1.0 + np.exp(-z[positive]))
-    e = np.exp(z[~positive])
-    out[~positive] = e / (1.0 + e)
-    return out
+    """σ(z) = 1 / (1 + e^−z) without overflow, any shape (``scipy.special.expit``)."""
+    from scipy.special import expit
+
+    return expit(np.asarray(z, dtype=np.float64))
 
 
 SCORE_BOUND = 1e3  # |s| beyond this is taken as this when calibrating (an infinite log-odds)
@@ -260,7 +272,7 @@ def fit_platt(s: np.ndarray, y: np.ndarray) -> tuple[float, float]:
         H += 1e-9 * np.eye(2)
         step = np.linalg.solve(H, g)
         params = params - step
-        if np.abs(step).max() < 1e-10:
+        if np.abs(step).max() < 1e-9:
             break
     a = max(float(params[0]) / scale, 0.01 / scale)
     return a, float(params[1])

@@ -36,3 +36,30 @@ def label_lines(predictions, fmt: str) -> list[str]:
             numbers = SEPARATOR.join(repr(float(p[l])) for l in mine)
             lines.append(f"{source}\t{names}\t{numbers}")
     return lines
+
+
+def label_report(data: dict, title: str) -> list[str]:
+    """The text report of a multi-label evaluation (``evaluate``'s, ``cv``'s): the
+    figures, then precision, recall, F1, support and ECE per label, most frequent first."""
+    lines = [
+        title,
+        "",
+        f"micro-F1         {data['micro_f1']:.4f}  (precision {data['micro_precision']:.4f}, "
+        f"recall {data['micro_recall']:.4f})",
+        f"macro-F1         {data['macro_f1']:.4f}",
+        f"Hamming loss     {data['hamming_loss']:.4f}",
+        f"subset accuracy  {data['subset_accuracy']:.4f}",
+        f"ECE              {data['ece']:.4f}  (every document-label pair, 10 bins)",
+        f"labels per doc   {data['labels_per_document']:.2f} true, "
+        f"{data['predicted_per_document']:.2f} predicted",
+        "",
+    ]
+    rows = sorted(data["per_label"].items(), key=lambda item: (-item[1]["support"], item[0]))
+    width = max([len("label"), *(len(label) for label, _ in rows)])
+    lines.append(f"{'label':<{width}}  precision  recall      F1  support  predicted     ECE")
+    for label, m in rows:
+        lines.append(
+            f"{label:<{width}}  {m['precision']:9.4f}  {m['recall']:6.4f}  {m['f1']:6.4f}  "
+            f"{m['support']:7d}  {m['predicted']:9d}  {m['ece']:6.4f}"
+        )
+    return lines
