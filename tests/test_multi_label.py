@@ -251,3 +251,49 @@ def test_both_loaders_refuse_a_damaged_record(tickets, tmp_path):
     done = run("predict", "-m", str(bad), stdin="x")
     assert done.returncode == 1
     assert done.stderr.startswith("Error: ") and "thresholds are not 3 numbers" in done.stderr
+
+
+# --- evaluation ------------------------------------------------------------------------------
+
+
+def test_label_metrics_by_hand():
+    from nbclass.evaluation.labels import LabelEvaluation
+
+    truth = np.array([[1, 1, 0], [1, 0, 0], [0, 0, 1], [0, 0, 0]], dtype=bool)
+    chosen = np.array([[1, 0, 0], [1, 1, 0], [0, 0, 1], [0, 1, 0]], dtype=bool)
+    p = np.array([[0.9, 0.4, 0.1], [0.8, 0.6, 0.1], [0.1, 0.2, 0.7], [0.2, 0.55, 0.1]])
+    m = LabelEvaluation(("a", "b", "c"), list("wxyz"), truth, chosen, p).metrics()
+    # a: tp 2, fp 0, fn 0; b: tp 0, fp 2, fn 1; c: tp 1. Micro: 2·3 / (4 true + 5 predicted).
+    assert m["micro_f1"] == pytest.approx(6 / 9)
+    assert (m["micro_precision"], m["micro_recall"]) == (pytest.approx(3 / 5), 3 / 4)
+    assert m["macro_f1"] == pytest.approx((1 + 0 + 1) / 3)
+    assert m["hamming_loss"] == pytest.approx(3 / 12)
+    assert m["subset_accuracy"] == pytest.approx(1 / 4)  # only y is exactly right
+    assert m["per_label"]["b"] == {
+        "precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 1, "predicted": 2,
+        # bins 4 (0.4, truth 1), 6 (0.6, 0), 2 (0.2, 0), 5 (0.55, 0): |0.4-1|+0.6+0.2+0.55
+        "ece": pytest.approx((0.6 + 0.6 + 0.2 + 0.55) / 4),
+    }  # fmt: skip
+
+
+def test_evaluate_prints_the_metrics_by_name(tickets, tmp_path):
+    model = tmp_path / "m.nbc"
+    run("fit", "--multi-label", "--lines", str(tickets), "-o", str(model), "-q")
+    done = run("evaluate", "-m", str(model), "--lines", str(tickets), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert (data["documents"], data["labels"]) == (9, 3)
+    for name in ("micro_f1", "macro_f1", "hamming_loss", "subset_accuracy", "ece"):
+        assert 0.0 <= data[name] <= 1.0
+    assert sorted(data["per_label"]) == ["account", "billing", "outage"]
+    assert data["per_label"]["billing"]["support"] == 4
+    # Its predictions, read back, give the same micro-F1.
+    done = run("predict", "-m", str(model), "--lines", str(tickets), "--format", "jsonl")
+    predicted = [set(json.loads(line)["labels"]) for line in done.stdout.splitlines()]
+    truth = [set(parse_line(line, "l")[0]) for line in TICKETS]
+    tp = sum(len(p & t) for p, t in zip(predicted, truth))
+    total = sum(len(p) + len(t) for p, t in zip(predicted, truth))
+    assert data["micro_f1"] == pytest.approx(2 * tp / total)
+    done = run("evaluate", "-m", str(model), str(tmp_path))
+    assert done.returncode == 2
+    assert "is a multi-label model: evaluate it on --lines FILE" in done.stderr
