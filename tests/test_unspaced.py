@@ -87,14 +87,16 @@ def reference(text: str, mode: str | None, lowercase: bool = True, stop=()) -> l
     tokens, run = [], ""
     for i, ch in enumerate(text + " "):
         k = kind[i] if i < len(text) else 0
-        if run and (k == 0 or k != kind[i - 1] or (k == 1 and mode != "runs")):
+        if run and (k == 0 or k != kind[i - 1] or (k == 1 and mode not in ("runs", "all"))):
             if len(run) >= 2 or kind[i - 1] == 1 and mode in ("characters", "pairs"):
                 tokens.append(run)
             run = ""
         if k:
             run += ch
+    if mode == "all":  # the runs, then every unspaced character
+        tokens += [ch for ch, k in zip(text, kind) if k == 1]
     tokens = [t for t in tokens if t not in stop]
-    if mode == "pairs":
+    if mode in ("pairs", "all"):
         tokens += [f"{a} {b}" for a, b, ka, kb in zip(text, text[1:], kind, kind[1:])
                    if ka == kb == 1]  # fmt: skip
     return tokens
@@ -126,6 +128,32 @@ def test_the_tokens_of_each_mode_by_hand(mode, expected):
     text = "我的iPhone无法登录，请帮我重置密码。2023年 東京タワーABC x 日 ภาษาไทยง่าย"
     assert make_tokenizer(TokenizerSettings(unspaced=mode))(text) == expected
     assert reference(text, mode) == expected
+
+
+def test_all_counts_the_runs_then_the_characters_then_the_pairs_and_tells_them_apart():
+    from nbclass.text.tokenizer import unspaced_kinds
+
+    tokenize = make_tokenizer(TokenizerSettings(unspaced="all", stop_words=("的",)))
+    tokens = tokenize("我的猫，ab日本 x 年")
+    assert tokens == ["我的猫", "ab", "日本", "我", "猫", "日", "本", "年", "我 的", "的 猫",
+                      "日 本"]  # fmt: skip
+    kinds = unspaced_kinds(tokens)
+    assert [t for t, k in zip(tokens, kinds["runs"]) if k] == ["我的猫", "日本"]
+    assert [t for t, k in zip(tokens, kinds["characters"]) if k] == ["我", "猫", "日", "本", "年"]
+    assert [t for t, k in zip(tokens, kinds["pairs"]) if k] == ["我 的", "的 猫", "日 本"]
+    assert [t for t, k in zip(tokens, kinds["other"]) if k] == ["ab"]
+    # Each kind is the tokens of its own mode: the counts of a mode are rows of "all"'s.
+    text = "我的猫，ab日本 x 年。東京タワーabc"
+    every = Counter(make_tokenizer(TokenizerSettings(unspaced="all"))(text))
+    for mode, kind in (("runs", "runs"), ("characters", "characters")):
+        alone = Counter(make_tokenizer(TokenizerSettings(unspaced=mode))(text))
+        rows = unspaced_kinds(list(every))
+        part = {t: n for (t, n), a, b in zip(every.items(), rows[kind], rows["other"]) if a or b}
+        assert part == alone
+    pairs = Counter(make_tokenizer(TokenizerSettings(unspaced="pairs"))(text))
+    rows = unspaced_kinds(list(every))
+    keep = [a or b or c for a, b, c in zip(rows["characters"], rows["pairs"], rows["other"])]
+    assert {t: n for (t, n), k in zip(every.items(), keep) if k} == pairs
 
 
 def test_pairs_are_the_characters_then_adjacent_pairs_within_runs():
@@ -168,7 +196,7 @@ def test_a_text_counter_counts_as_the_tokenizer(texts, mode, lowercase, stop, ng
     extra = {"x", "AB", "本日"} | ({"日 本 語", "日 本"} if mode == "pairs" else set())
     vocabulary = sorted({t for tokens in token_lists for t in tokens} | extra)
     counter = TextCounter(settings_, vocabulary)
-    assert (counter.runs is None) == (mode == "pairs" and ngrams != (1, 1))
+    assert (counter.runs is None) == (mode in ("pairs", "all") and ngrams != (1, 1))
     X, n_tokens = counter.count(texts)
     expected = count_matrix(token_lists, counter.vocabulary)
     assert X.shape == expected.shape and (X != expected).nnz == 0
@@ -207,7 +235,7 @@ def tally_of(runs_tally, n_classes):
 def test_a_run_tally_counts_as_the_tokenizer(documents, mode, lowercase, stop, chunk, ngrams):
     """fit's tally: D_jc and T_jc of texts of many scripts, in chunks of any size, with
     ASCII ones as bytes, are the regex tokenizer's; the words come sorted."""
-    if mode == "pairs":
+    if mode in ("pairs", "all"):
         ngrams = (1, 1)  # with n-grams, pairs are counted by the tokenizer
     settings_ = TokenizerSettings(
         lowercase=lowercase, stop_words=stop, unspaced=mode, ngram_range=ngrams
@@ -278,6 +306,7 @@ def test_fit_writes_the_models_bytes_of_the_regex_path(mixed, mode, monkeypatch)
         "runs": {"東京タワーは日本語で書かれた", "我的账户无法登录", "iphone"},
         "characters": {"東", "账", "iphone"},
         "pairs": {"東", "東 京", "账 户", "iphone"},
+        "all": {"東京タワーは日本語で書かれた", "東", "東 京", "iphone"},
     }[mode]
     assert expected <= vocabulary
     assert "ascii" in vocabulary

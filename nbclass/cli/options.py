@@ -389,8 +389,8 @@ def fit_options(command):
             type=click.Choice(UNSPACED_MODES),
             default=None,
             help="Scripts written without spaces (Chinese, Japanese, Thai...): their runs, "
-            "single characters, or characters and adjacent pairs; other scripts' words stay "
-            "words.  [default: the token pattern's runs]",
+            "single characters, characters and adjacent pairs, or all three; other "
+            "scripts' words stay words.  [default: the token pattern's runs]",
         ),
         click.option(
             "--stop-words",

@@ -419,7 +419,7 @@ def _stop_runs(splitter: AsciiSplitter) -> list[bytes]:
     more word characters. (The runs one character long are dropped by their length.)"""
     table = splitter.table
     words = [w for w in splitter.dropped if len(w) > 1 and w.translate(table) == w]
-    single = splitter.unspaced in ("characters", "pairs")  # a character can be a token
+    single = splitter.unspaced in ("characters", "pairs", "all")  # a character can be a token
     words += [
         w.encode("utf-8")
         for w in splitter.stop_words
@@ -647,7 +647,8 @@ def _text_chunk_runs(texts: JoinedTexts, lowercase: bool, unspaced: str | None =
     two kept characters of different kinds; ``"characters"`` and ``"pairs"`` keep every
     unspaced one, with a space after each. ``"pairs"`` adds after the texts one run for
     each two adjacent unspaced characters, joined by the byte 0x01, as the words of an
-    n-gram are (:func:`with_ngrams`): a space in its name."""
+    n-gram are (:func:`with_ngrams`): a space in its name. ``"all"`` keeps the runs as
+    ``"runs"`` does and adds one run for each unspaced character, then the pairs."""
     joined, lengths = texts.text + "\n", texts.lengths
     if lowercase:
         joined, lengths = _lowered(joined, lengths, texts)
@@ -659,7 +660,7 @@ def _text_chunk_runs(texts: JoinedTexts, lowercase: bool, unspaced: str | None =
     else:
         alone = word & is_unspaced(points)
         other = word & ~alone
-        if unspaced == "runs":
+        if unspaced in ("runs", "all"):
             token = _beside(alone) | _beside(other)
             cut = token[:-1] & token[1:] & (alone[:-1] != alone[1:])
         else:
@@ -678,20 +679,25 @@ def _text_chunk_runs(texts: JoinedTexts, lowercase: bool, unspaced: str | None =
         change = np.concatenate(([0], change))
     starts, ends = change[0::2], change[1::2]  # the last byte is a newline: runs close
     text = np.searchsorted(np.flatnonzero(codes == _LINE), starts)
-    if unspaced == "pairs":
+    if unspaced in ("pairs", "all"):
         first = np.flatnonzero(alone[:-1] & alone[1:])  # a pair's first character
-        if first.size:
-            pairs = np.empty((first.size, 4), dtype="<u4")
-            pairs[:, 0], pairs[:, 1] = points[first], _JOIN
-            pairs[:, 2], pairs[:, 3] = points[first + 1], _SPACE
-            more = str(pairs.data, "utf-32-le").encode("utf-8")
-            more_codes = np.frombuffer(more, dtype=np.uint8)
-            more_starts, more_ends = run_bounds(more_codes)  # one run a pair (0x01 is not a space)
+        pairs = np.empty((first.size, 4), dtype="<u4")
+        pairs[:, 0], pairs[:, 1] = points[first], _JOIN
+        pairs[:, 2], pairs[:, 3] = points[first + 1], _SPACE
+        extra, where = [pairs.ravel()], [first]
+        if unspaced == "all":  # the characters, before the pairs
+            single = np.flatnonzero(alone)
+            characters = np.empty((single.size, 2), dtype="<u4")
+            characters[:, 0], characters[:, 1] = points[single], _SPACE
+            extra, where = [characters.ravel(), *extra], [single, *where]
+        more = str(np.concatenate(extra).data, "utf-32-le").encode("utf-8")
+        if more:  # one run a character or pair (0x01 is not a space)
+            more_starts, more_ends = run_bounds(np.frombuffer(more, dtype=np.uint8))
             translated += more
             codes = np.frombuffer(translated, dtype=np.uint8)
             starts = np.concatenate((starts, more_starts + len(translated) - len(more)))
             ends = np.concatenate((ends, more_ends + len(translated) - len(more)))
-            text = np.concatenate((text, np.searchsorted(ends_of_texts, first)))
+            text = np.concatenate((text, np.searchsorted(ends_of_texts, np.concatenate(where))))
     return translated, codes, starts, ends, text
 
 
@@ -747,7 +753,7 @@ class RunCounter:
         asked for only when there are stop words (by default, made from the words)."""
         table, V = splitter.table, len(vocabulary)
         ngrams = tuple(splitter.ngram_range) != (1, 1)
-        pairs = splitter.unspaced == "pairs"
+        pairs = splitter.unspaced in ("pairs", "all")
         stop = _stop_runs(splitter)
         joined = " ".join(vocabulary)
         odd = None  # n-gram and pair models: words holding 0x01 (no token does) are never found
@@ -1084,7 +1090,7 @@ class RunTally:
     def _names(self, held: bytes | bytearray) -> list[str]:
         """The words of ``held`` (NUL-separated bytes), an n-gram's joins made spaces."""
         text = held.decode("utf-8")
-        if self.ngram_range != (1, 1) or self.unspaced == "pairs":
+        if self.ngram_range != (1, 1) or self.unspaced in ("pairs", "all"):
             text = text.replace("\x01", " ")
         return text.split("\x00")
 

@@ -17,8 +17,9 @@ word characters of those scripts are cut, the default pattern's runs of every ot
 staying words: ``"runs"`` (their runs of two or more, apart from the runs of other
 scripts they touch), ``"characters"`` (each character a token) or ``"pairs"`` (each
 character, and each two adjacent characters of a run joined by a space, ``"日 本"``,
-added after the n-grams). None (the default, and every model written before) is the
-pattern alone.
+added after the n-grams); ``"all"`` counts the three at once, told apart by the token
+alone (:func:`unspaced_kinds`): the runs (n-grams formed from them), then the characters,
+then the pairs. None (the default, and every model written before) is the pattern alone.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ UNSPACED_RANGES = (
     (0x1B000, 0x1B16F),  # Kana Supplement, Kana Extended-A, Small Kana Extension
     (0x20000, 0x323AF),  # CJK Extensions B to H, Compatibility Ideographs Supplement
 )
-UNSPACED_MODES = ("runs", "characters", "pairs")
+UNSPACED_MODES = ("runs", "characters", "pairs", "all")
 
 
 def _ranges(ranges) -> str:
@@ -104,6 +105,7 @@ _UNSPACED_PATTERNS = {
     "runs": f"{_ALONE}{{2,}}|{_OTHER}{{2,}}",
     "characters": f"{_ALONE}|{_OTHER}{{2,}}",
     "pairs": f"{_ALONE}|{_OTHER}{{2,}}",
+    "all": f"{_ALONE}{{2,}}|{_OTHER}{{2,}}",  # the runs; the characters and pairs after
 }
 # Each two adjacent unspaced word characters (overlapping: a lookahead).
 _UNSPACED_PAIRS = f"(?=({_ALONE})({_ALONE}))"
@@ -174,6 +176,29 @@ def _optional_int(value) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 2:
         raise ValueError(f"hash_features {value!r} is not a number of columns")
     return value
+
+
+def unspaced_kinds(vocabulary) -> dict[str, list[bool]]:
+    """Which entries of ``vocabulary`` are tokens of each tokenization of the scripts
+    written without spaces, told apart by the entry alone: ``"runs"`` (two or more of
+    their characters and nothing else), ``"characters"`` (one of them), ``"pairs"`` (two,
+    joined by a space); ``"other"`` for every other entry (words of other scripts, word
+    n-grams). Each a list of bool, one per entry, every entry in exactly one.
+
+    >>> unspaced_kinds(["ab", "日本", "日", "日 本", "ab 日本", "x日"])["runs"]
+    [False, True, False, False, False, False]
+    """
+    alone = re.compile(f"{_ALONE}+").fullmatch
+    kinds: dict[str, list[bool]] = {"runs": [], "characters": [], "pairs": [], "other": []}
+    for entry in vocabulary:
+        kind = "other"
+        if alone(entry):
+            kind = "characters" if len(entry) == 1 else "runs"
+        elif len(entry) == 3 and entry[1] == " " and alone(entry[0]) and alone(entry[2]):
+            kind = "pairs"
+        for name, found in kinds.items():
+            found.append(name == kind)
+    return kinds
 
 
 def _unspaced_mode(value) -> str | None:
@@ -523,7 +548,7 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
         settings.token_pattern not in _RUN_PATTERNS
         or settings.hash_features is not None
         or not _ascii_compatible(encoding)
-        or (settings.unspaced == "pairs" and tuple(settings.ngram_range) != (1, 1))
+        or (settings.unspaced in ("pairs", "all") and tuple(settings.ngram_range) != (1, 1))
     ):  # (the pairs come after the n-grams, which the run path makes from the runs)
         return None
     table = bytearray(b" " * 256)
@@ -593,8 +618,8 @@ def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
 
         plain = make_tokenizer(replace(settings, hash_features=None))
         return HashedTokenizer(plain, settings.hash_features)
-    if unspaced == "pairs":
-        return _with_pairs(words, (min_n, max_n), lowercase)
+    if unspaced in ("pairs", "all"):
+        return _with_pairs(words, (min_n, max_n), lowercase, stop if unspaced == "all" else None)
     if (min_n, max_n) == (1, 1):
         return words
 
@@ -613,11 +638,15 @@ def _ngrams(tokens: list[str], min_n: int, max_n: int) -> list[str]:
     return out
 
 
-def _with_pairs(words, ngram_range: tuple[int, int], lowercase: bool):
+def _with_pairs(words, ngram_range: tuple[int, int], lowercase: bool, stop=None):
     """The tokenizer of ``unspaced="pairs"``: ``words``' tokens (and their n-grams), then
     each two adjacent unspaced word characters of the text, joined by a space. Pairs are
-    not stop words' business: a stop word is one token, a pair is two."""
+    not stop words' business: a stop word is one token, a pair is two.
+
+    With ``stop`` (a set, maybe empty), that of ``unspaced="all"``: ``words`` are the
+    runs, and each unspaced character that is not a stop word comes before the pairs."""
     pairs = re.compile(_UNSPACED_PAIRS).findall
+    characters = None if stop is None else re.compile(_ALONE).findall
     min_n, max_n = ngram_range
 
     def tokenize(text: str) -> list[str]:
@@ -628,6 +657,9 @@ def _with_pairs(words, ngram_range: tuple[int, int], lowercase: bool):
             text = text.replace("\x00", " ")
         if lowercase:
             text = text.lower()
+        if characters is not None:
+            found = characters(text)
+            tokens.extend([c for c in found if c not in stop] if stop else found)
         tokens.extend(f"{a} {b}" for a, b in pairs(text))
         return tokens
 
