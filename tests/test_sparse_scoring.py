@@ -166,8 +166,9 @@ import numpy as np, scipy.sparse as sp
 from nbclass.counting.counts import Counts
 from nbclass.models.estimators import DEFAULTS, EstimatorSettings
 from nbclass.models.explain import explanations, score_batch
-from nbclass.models.model import Classifier, Model
+from nbclass.models.model import Classifier, Model, select_features
 from nbclass.models.posterior import make_scorer
+from nbclass.models.selection import top_features
 from nbclass.text.tokenizer import TokenizerSettings
 
 V, C = 50_000, 5_000  # a (V, C) float64 table is 2 GB
@@ -194,6 +195,8 @@ for s in [EstimatorSettings(), EstimatorSettings(model="bernoulli"), DEFAULTS,
     scored.append((s, X, classifier.scorer.joint_log_likelihood(X)))
     if hasattr(classifier.scorer, "contributions"):
         assert len(explanations(classifier, score_batch(classifier, [("a", texts[0])]), 3)) == 1
+assert len(top_features(counts, EstimatorSettings(), 5)) == 5  # mutual information
+assert len(select_features(model, 100).counts.vocabulary) == 100
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 worst = 0.0
 for s, X, got in scored:  # against the dense tables of the documents' words alone
@@ -208,9 +211,9 @@ print(worst, peak)
 
 def test_a_model_of_thousands_of_classes_is_scored_without_a_table_of_every_cell():
     """5,000 classes × 50,000 words with 150,000 pairs: every event model scores 100
-    documents (and explains one) in a process that never holds a (V, C) table (2 GB of
-    float64): its peak stays under 400 MB, and the scores are those of the dense tables
-    of the documents' words."""
+    documents (and explains one), and the mutual information ranks the words, in a
+    process that never holds a (V, C) table (2 GB of float64): its peak stays under
+    400 MB, and the scores are those of the dense tables of the documents' words."""
     result = subprocess.run(
         [sys.executable, "-c", LARGE], capture_output=True, text=True, timeout=600
     )
@@ -324,3 +327,28 @@ def test_dcm_by_hand_around_its_concentrations():
         expected = L(1 / 2) + gammaln(s) - gammaln(s + 4) + 3 * L(s) + L(fractions)
         np.testing.assert_allclose(scorer.joint_log_likelihood(DOCS[:1])[0], expected,
                                    rtol=1e-13)  # fmt: skip
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(
+    "settings",
+    [EstimatorSettings(), EstimatorSettings(estimator="mle"),
+     EstimatorSettings(estimator="map", alpha=2.0, beta=(2.0, 3.0)),
+     EstimatorSettings(prior_fit=True)],
+    ids=["posterior-mean", "mle", "map", "prior-fit"],
+)  # fmt: skip
+@pytest.mark.parametrize("form", ["dense", "csr"])
+def test_mutual_information_from_the_pairs_is_the_dense_formulas(news, settings, form):
+    """I_j from the nonzero pairs (the classes off a word's pairs summed in closed form)
+    equals the formula over the (V, C) table to 1e-12 of the largest I_j, and ranks the
+    same top words."""
+    from nbclass.models.selection import _sparse_mutual_information, presence_settings
+
+    counts, sparse, _, _ = news
+    counts = sparse if form == "csr" else counts
+    expected = mutual_information(counts, settings)
+    got = _sparse_mutual_information(counts, presence_settings(counts, settings))
+    assert expected.max() > 0
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * expected.max())
+    top = np.argsort(-expected, kind="stable")[:20]
+    assert set(np.argsort(-got, kind="stable")[:20]) == set(top)
