@@ -95,15 +95,22 @@ def _in_range(option: str, value, record: str):
     return value
 
 
-def vocabulary_filter(header: dict) -> tuple[int, int | None]:
-    """``(min_df, max_features)``, each in the range of its ``fit`` option."""
+def vocabulary_filter(header: dict) -> tuple[int, int | None, tuple[str, ...] | None]:
+    """``(min_df, max_features, features)``, each in the range of its ``fit`` option;
+    ``features`` (the feature families fit's choice kept, :mod:`nbclass.text.families`)
+    None or distinct known names."""
     data = header["vocabulary_filter"]
     if not isinstance(data, dict):
         raise ValueError("the vocabulary filter is not an object")
     max_features = data["max_features"]
     if max_features is not None:
         _in_range("--max-features", max_features, "vocabulary filter")
-    return _in_range("--min-df", data["min_df"], "vocabulary filter"), max_features
+    features = data.get("features")
+    if features is not None:
+        from ..text.families import check_names
+
+        features = check_names(features)
+    return _in_range("--min-df", data["min_df"], "vocabulary filter"), max_features, features
 
 
 def selection(header: dict) -> dict | None:

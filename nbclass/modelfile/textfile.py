@@ -476,11 +476,11 @@ def _build(
     if problems:
         raise ValueError("; ".join(problems))
     tokenizer, _ = checked.tokenizer(header)  # UsageError for what fit would refuse
-    min_df, max_features = checked.vocabulary_filter(header)
+    min_df, max_features, features = checked.vocabulary_filter(header)
     model = Model(
         counts=counts,
         tokenizer=tokenizer,
-        vocabulary_filter=VocabularyFilter(min_df, max_features),
+        vocabulary_filter=VocabularyFilter(min_df, max_features, features),
         defaults=checked.defaults(header),
         selection=checked.selection(header),
         ledger=_build_ledger(header, arrays, counts),

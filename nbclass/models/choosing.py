@@ -487,15 +487,24 @@ class Choice:
     documents: int
     folds: int
     evidence: np.ndarray | None = None
+    features: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict:
         return {
             "criterion": CRITERION,
             "folds": self.folds,
             "documents": self.documents,
-            "chosen": describe(self.settings),
+            "chosen": named(self.settings, self.features),
             "candidates": self.table,
         }
+
+
+def named(settings: EstimatorSettings, features: tuple[str, ...] | None) -> str:
+    """A candidate's name: its settings (:func:`describe`), then its feature families
+    when the choice compared several sets, e.g. ``multinomial β=fit, words+pairs``."""
+    if features is None:
+        return describe(settings)
+    return f"{describe(settings)}, {'+'.join(features)}"
 
 
 def _macro_f1(y: np.ndarray, pred: np.ndarray, C: int) -> float:
@@ -518,15 +527,20 @@ def shortfall(accuracy, macro_f1) -> list[float]:
     return [round(float(max(best_a - a, best_f - f)), 12) for a, f in zip(accuracy, macro_f1)]
 
 
-def _no_evidence(candidates) -> Choice:
+def _no_evidence(candidates, features=None) -> Choice:
     """The choice when no document can be held out (every class has one document): the
-    first, simplest candidate, uncalibrated; its table says no document was scored."""
+    first, simplest candidate (on the first feature set), uncalibrated; its table says
+    no document was scored."""
+    names = features[0][0] if features else None
     table = [
-        {"name": describe(s), "settings": s.to_dict(), "accuracy": 0.0, "macro_f1": 0.0,
+        {"name": named(s, names), "settings": s.to_dict(), "accuracy": 0.0, "macro_f1": 0.0,
          "log_loss": 0.0, "chosen": i == 0}
         for i, s in enumerate(candidates)
     ]  # fmt: skip
-    return Choice(candidates[0], Calibration(0.0, 0.0), table, 0, 0)
+    if names is not None:
+        for row in table:
+            row["features"] = list(names)
+    return Choice(candidates[0], Calibration(0.0, 0.0), table, 0, 0, None, names)
 
 
 def choose(
@@ -536,11 +550,17 @@ def choose(
     candidates=CANDIDATES,
     k: int = FOLDS,
     threads: int = 1,
+    features: list[tuple[tuple[str, ...], np.ndarray]] | None = None,
 ) -> Choice:
     """Cross-validate ``candidates`` on the sample ``(X, y)`` of the corpus of ``counts``.
 
     ``X`` (n, V) counts the sampled documents over ``counts.vocabulary``; ``y`` (n,) are
     their classes (indices into ``counts.classes``); ``threads`` score the candidates.
+    ``features``, when given, lists feature sets ``(family names, rows)`` (rows: sorted
+    indices into the vocabulary, :mod:`nbclass.text.families`): every candidate is then
+    scored on each set's rows alone (the counts and the sample restricted to them, as a
+    fit counting only those tokens would hold), the sets in that order, and the choice
+    picks a set with the settings.
     """
     y = np.asarray(y, dtype=np.int64)
     # A document whose class has no other document is never scored: held out, its class
@@ -548,11 +568,22 @@ def choose(
     scorable = counts.class_count[y] >= 2
     X, y = sp.csr_matrix(X)[scorable], y[scorable]
     if y.size == 0:
-        return _no_evidence(candidates)
+        return _no_evidence(candidates, features)
     fold_ids = stratified_fold_ids(y, folds_for(y.size, counts.n_docs, k))
     rows = []
-    scores, n_tokens = held_out_scores(counts, X, y, fold_ids, candidates, threads)
-    for settings, jll in zip(candidates, scores):
+    pairs, scores, known = [], [], []  # (settings, features), their scores, n_x
+    for names, kept_rows in features or [(None, None)]:
+        if kept_rows is None or kept_rows.size == len(counts.vocabulary):
+            part_counts, part_X = counts, X
+        else:
+            part_counts, part_X = counts.restrict(kept_rows), X[:, kept_rows]
+        part_scores, n_tokens = held_out_scores(
+            part_counts, part_X, y, fold_ids, candidates, threads
+        )
+        pairs += [(settings, names) for settings in candidates]
+        scores += part_scores
+        known += [n_tokens] * len(candidates)
+    for (settings, names), jll, n_tokens in zip(pairs, scores, known):
         scored = np.isfinite(jll[np.arange(y.size), y])
         log_proba = log_posterior(jll[scored])
         pred = np.where(np.isfinite(log_proba.max(axis=1)), log_proba.argmax(axis=1), -1)
@@ -565,6 +596,8 @@ def choose(
                 "log_loss": log_loss_of(log_proba, truth),
                 "macro_f1": _macro_f1(truth, pred, len(counts.classes)),
                 "documents": int(scored.sum()),
+                "features": names,
+                "known": n_tokens,
             }
         )
     gaps = shortfall(
@@ -572,39 +605,43 @@ def choose(
     )
     best = min(range(len(rows)), key=lambda i: (gaps[i], rows[i]["log_loss"], i))
     winner = rows[best]
+    n_tokens = winner["known"]
     calibration = fit_calibration(winner["jll"], y, n_tokens)
     scored = np.isfinite(winner["jll"][np.arange(y.size), y])
-    table = [
-        {
-            "name": describe(r["settings"]),
+    table = []
+    for i, r in enumerate(rows):
+        row = {
+            "name": named(r["settings"], r["features"]),
             "settings": r["settings"].to_dict(),
             "accuracy": r["correct"] / max(r["documents"], 1),
             "macro_f1": r["macro_f1"],
             "log_loss": r["log_loss"],
             "chosen": i == best,
         }
-        for i, r in enumerate(rows)
-    ]
+        if r["features"] is not None:
+            row["features"] = list(r["features"])
+        table.append(row)
     table[best]["calibrated_log_loss"] = log_loss_of(
         calibrated(winner["jll"][scored], n_tokens[scored], calibration), y[scored]
     )
     return Choice(
         replace(winner["settings"]), calibration, table, int(scored.sum()),
-        int(np.unique(fold_ids).size), _evidence(candidates, rows, winner, n_tokens),
+        int(np.unique(fold_ids).size), _evidence(rows, winner), winner["features"],
     )  # fmt: skip
 
 
-def _evidence(candidates, rows: list[dict], winner: dict, n_tokens: np.ndarray):
-    """e(x) of the held-out documents under the winner's evidence model, or None when
-    that model is not among the candidates."""
+def _evidence(rows: list[dict], winner: dict):
+    """e(x) of the held-out documents under the winner's evidence model (on the winner's
+    features), or None when that model is not among the candidates."""
     from scipy.special import logsumexp
 
     from .novelty import evidence_settings
 
     wanted = evidence_settings(winner["settings"])
-    found = [r for s, r in zip(candidates, rows) if s == wanted]
+    found = [r for r in rows if r["settings"] == wanted and r["features"] == winner["features"]]
     if not found:
         return None
+    n_tokens = winner["known"]
     jll, known = found[0]["jll"], n_tokens > 0
     with np.errstate(divide="ignore"):
         evidence = logsumexp(jll[known], axis=1)

@@ -754,7 +754,8 @@ def combine(models: Sequence[Model], names: Sequence[str], threads: int = 1) -> 
         first = replace(first, sample=None, sample_short=0)
     for model, name in zip(models[1:], names[1:]):
         for what, a, b in (
-            ("vocabulary filter", first.vocabulary_filter, model.vocabulary_filter),
+            ("vocabulary filter", first.vocabulary_filter.chosen_apart,
+             model.vocabulary_filter.chosen_apart),  # fmt: skip
             ("default estimator settings", first.defaults, model.defaults),
         ):
             if a != b and not (again and what.startswith("default")):

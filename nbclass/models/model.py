@@ -62,19 +62,33 @@ class VocabularyFilter:
     max_features : int or None
         Then keep at most this many, the most frequent by tokens (Σ_c T_jc); ties go to
         the alphabetically first word.
+    features : tuple of str, or None
+        The feature families kept (:mod:`nbclass.text.families`: words, pairs, ...), as
+        fit's choice picked them; None: every entry counted. Applied first.
     """
 
     min_df: int = 1
     max_features: int | None = None
+    features: tuple[str, ...] | None = None
 
     def validate(self) -> VocabularyFilter:
         check("--min-df", self.min_df)
         check("--max-features", self.max_features)
         return self
 
+    @property
+    def chosen_apart(self) -> VocabularyFilter:
+        """The filter without what fit's choice picked (the user's options alone)."""
+        return self if self.features is None else replace(self, features=None)
+
     def rows(self, counts: Counts) -> np.ndarray:
         """Sorted indices of the words of ``counts`` that pass the filter."""
-        keep = np.flatnonzero(row_sums(counts.doc_count) >= self.min_df)
+        frequent = row_sums(counts.doc_count) >= self.min_df
+        if self.features is not None:
+            from ..text.families import rows_of
+
+            frequent &= rows_of(counts.vocabulary, self.features)
+        keep = np.flatnonzero(frequent)
         if self.max_features is not None and keep.size > self.max_features:
             frequency = row_sums(counts.token_count[keep])
             best = np.argsort(-frequency, kind="stable")[: self.max_features]
@@ -82,14 +96,19 @@ class VocabularyFilter:
         return keep
 
     def to_dict(self) -> dict:
-        return {"min_df": self.min_df, "max_features": self.max_features}
+        data = {"min_df": self.min_df, "max_features": self.max_features}
+        if self.features is not None:
+            data["features"] = list(self.features)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> VocabularyFilter:
         max_features = data["max_features"]
+        features = data.get("features")
         return cls(
             min_df=int(data["min_df"]),
             max_features=None if max_features is None else int(max_features),
+            features=None if features is None else tuple(features),
         )
 
 
@@ -252,8 +271,14 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     import scipy.sparse as sp
 
     from ..counting.sketch import kept
+    from ..text.families import feature_sets, rows_of
     from .choosing import choose, plan  # scipy: imported when it is used
 
+    # The choice starts from the user's filter: the feature families an earlier choice
+    # kept are chosen again, from the counts of every family.
+    base = model.vocabulary_filter.chosen_apart
+    if base is not model.vocabulary_filter:
+        model = replace(model, vocabulary_filter=base)
     counts, sample = model.active_counts, model.sample
     documents, folds = plan(counts)
     rows = kept(sample.labels, overall=documents)
@@ -263,7 +288,14 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     )
     if counts is not model.counts:  # the words the vocabulary filter keeps
         X = X[:, model.active_rows]
-    choice = choose(counts, X, part.labels, k=folds, threads=threads)
+    sets = feature_sets(counts.vocabulary)
+    features = None
+    if len(sets) > 1:  # row masks over the one count, simplest first
+        features = [(names, np.flatnonzero(rows_of(counts.vocabulary, names))) for names in sets]
+    choice = choose(counts, X, part.labels, k=folds, threads=threads, features=features)
+    if choice.features is not None:
+        model = replace(model, vocabulary_filter=replace(base, features=choice.features))
+        counts = model.active_counts
     typicality = None
     if choice.evidence is not None:
         from .novelty import evidence_settings, typicality_record
@@ -292,8 +324,9 @@ def with_defaults(model: Model, defaults: EstimatorSettings) -> Model:
     if defaults == model.defaults:
         return model
     return replace(
-        model, defaults=defaults, choice=None, calibration=None, sample=None, sample_short=0
-    )
+        model, defaults=defaults, choice=None, calibration=None, sample=None, sample_short=0,
+        vocabulary_filter=model.vocabulary_filter.chosen_apart,
+    )  # fmt: skip
 
 
 def with_typicality(model: Model, corpus: Corpus, policy: ReadPolicy) -> Model:

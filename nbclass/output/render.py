@@ -336,7 +336,8 @@ def info_lines(info: dict) -> Iterator[str]:
     max_features = "none" if vf["max_features"] is None else vf["max_features"]
     yield (
         f"vocabulary   {info['vocabulary']} words used of {info['vocabulary_counted']} "
-        f"counted (min_df {vf['min_df']}, max_features {max_features})"
+        f"counted (min_df {vf['min_df']}, max_features {max_features}"
+        + (f", features {'+'.join(vf['features'])})" if vf.get("features") else ")")
     )
     if info["selection"]:
         s = info["selection"]

@@ -1,0 +1,132 @@
+"""Feature families: the kinds of token a model counts, told apart by the entry alone.
+
+A tokenizer can make tokens of several kinds at once: words, and with ``--ngram-range
+1,2`` word pairs (two words joined by a space). They are rows of the same count tables.
+fit's choice (:mod:`nbclass.models.choosing`) compares **feature sets**, each a tuple of
+family names, as row masks over that one count: a set's model is the counts of its rows,
+exactly what a fit counting only those tokens would hold (a pair's counts never touch a
+word's row). The chosen set is stored by name in the model's vocabulary filter and its
+rows are found again from the vocabulary on every path, so no mask is stored.
+
+A family is a registry entry (:data:`FAMILIES`, :func:`register`): its name, what it
+is, and how its rows are recognised from the vocabulary (a bool mask, shape (V,)). A
+family marked ``optional`` is one the choice may leave out: the candidate sets
+(:func:`feature_sets`) are the families that are not optional, then each optional
+family present added in turn, simplest first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Family:
+    """One kind of token.
+
+    Attributes
+    ----------
+    name : str
+        Its name in the model file and in fit's table (no space, no ``+``).
+    what : str
+        What its tokens are, for people.
+    rows : callable
+        ``rows(vocabulary, spaces)`` -> bool ndarray of shape (V,): which entries are its
+        tokens; ``spaces`` (int64, shape (V,)) is the number of spaces of each entry.
+    optional : bool
+        Whether the choice may leave it out.
+    """
+
+    name: str
+    what: str
+    rows: Callable[[Sequence[str], np.ndarray], np.ndarray]
+    optional: bool = True
+
+
+FAMILIES: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Add ``family`` to the registry (after those there: the order of the candidates)."""
+    if not family.name or " " in family.name or "+" in family.name:
+        raise ValueError(f"a family's name has no space and no '+': {family.name!r}")
+    FAMILIES[family.name] = family
+    return family
+
+
+register(Family("words", "single tokens", lambda v, spaces: spaces == 0, optional=False))
+register(Family("pairs", "two consecutive words (--ngram-range 1,2)", lambda v, s: s == 1))
+register(Family("ngrams", "three or more consecutive words", lambda v, spaces: spaces >= 2))
+
+
+def spaces_of(vocabulary: Sequence[str]) -> np.ndarray:
+    """The number of spaces of each entry, int64 of shape (V,) (no entry holds a NUL)."""
+    if not len(vocabulary):
+        return np.zeros(0, dtype=np.int64)
+    codes = np.frombuffer("\x00".join(vocabulary).encode("utf-8", "surrogatepass"), np.uint8)
+    entry = np.cumsum(codes == 0)  # the entry each byte belongs to
+    return np.bincount(entry[codes == 32], minlength=len(vocabulary)).astype(np.int64)
+
+
+def masks(vocabulary: Sequence[str]) -> dict[str, np.ndarray]:
+    """Each registered family's rows of ``vocabulary``, bool of shape (V,)."""
+    spaces = spaces_of(vocabulary)
+    return {
+        name: np.asarray(family.rows(vocabulary, spaces), dtype=bool)
+        for name, family in FAMILIES.items()
+    }
+
+
+def rows_of(vocabulary: Sequence[str], names: Sequence[str]) -> np.ndarray:
+    """The rows of the families ``names`` (their union), bool of shape (V,).
+
+    >>> rows_of(["ab", "ab cd", "cd", "ab cd ef"], ("words", "pairs")).tolist()
+    [True, True, True, False]
+    """
+    found = masks(vocabulary)
+    out = np.zeros(len(vocabulary), dtype=bool)
+    for name in names:
+        out |= found[name]
+    return out
+
+
+def feature_sets(vocabulary: Sequence[str]) -> list[tuple[str, ...]]:
+    """The feature sets fit's choice compares on ``vocabulary``, simplest first: the
+    families that are not optional (those present), then each optional family present
+    added in turn. One set when the tokenizer makes one kind of token.
+
+    >>> feature_sets(["ab", "ab cd", "cd"]), feature_sets(["ab", "cd"])
+    ([('words',), ('words', 'pairs')], [('words',)])
+    >>> feature_sets(["ab cd", "cd ef"])
+    [('pairs',)]
+    """
+    found = masks(vocabulary)
+    present = [name for name in FAMILIES if found[name].any()]
+    base = tuple(name for name in present if not FAMILIES[name].optional)
+    if not base:  # no word of the families always kept (--ngram-range 2,2): all at once
+        return [tuple(present)]
+    sets = [base]
+    for name in present:
+        if FAMILIES[name].optional:
+            sets.append(sets[-1] + (name,))
+    return sets
+
+
+def check_names(names) -> tuple[str, ...]:
+    """``names`` (from a model file) as a tuple of distinct registered family names;
+    ``ValueError`` otherwise."""
+    if not isinstance(names, list) or not 0 < len(names) <= len(FAMILIES):
+        raise ValueError("the feature families are not a short list")
+    if not all(isinstance(n, str) and n in FAMILIES for n in names) or len(set(names)) < len(
+        names
+    ):
+        raise ValueError("the feature families are not distinct known names")
+    return tuple(names)
+
+
+def describe(names: Sequence[str]) -> str:
+    """``words+pairs``: the names of a feature set joined."""
+    return "+".join(names)
