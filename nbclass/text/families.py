@@ -58,7 +58,10 @@ def register(family: Family) -> Family:
 
 
 register(Family("words", "single tokens", lambda v, spaces: spaces == 0, optional=False))
-register(Family("pairs", "two consecutive words (--ngram-range 1,2)", lambda v, s: s == 1))
+register(Family(
+    "pairs", "two adjacent tokens joined by a space (--ngram-range 1,2; --unspaced pairs)",
+    lambda v, spaces: spaces == 1,
+))  # fmt: skip
 register(Family("ngrams", "three or more consecutive words", lambda v, spaces: spaces >= 2))
 
 
