@@ -352,3 +352,27 @@ def test_mutual_information_from_the_pairs_is_the_dense_formulas(news, settings,
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * expected.max())
     top = np.argsort(-expected, kind="stable")[:20]
     assert set(np.argsort(-got, kind="stable")[:20]) == set(top)
+
+
+def test_the_choice_plans_its_folds_by_pairs_past_the_dense_size():
+    """2,000 classes × 100,000 words, 300,000 pairs and 3,000,000 tokens: scoring a fold
+    costs its pairs, so the choice affords the folds of a small model (200 M cells would
+    have allowed one, with a fifth of the sample); 20 classes × 1,000 words keep V × C."""
+    from nbclass.counting import sketch
+    from nbclass.models.choosing import folds_for, plan
+
+    def corpus(V, C, pairs, tokens, N):
+        rng = np.random.default_rng(2)
+        cells = rng.choice(V * C, pairs, replace=False)
+        T = sp.csr_matrix((np.full(pairs, tokens // pairs), (cells // C, cells % C)),
+                          shape=(V, C), dtype=np.int64)  # fmt: skip
+        return Counts(tuple(f"c{c:04d}" for c in range(C)), tuple(f"w{j:06d}" for j in range(V)),
+                      np.full(C, N // C), T.minimum(1), T)  # fmt: skip
+
+    N = 12_000
+    n = min(N, sketch.OVERALL)
+    assert plan(corpus(100_000, 2_000, 300_000, 3_000_000, N)) == (n, folds_for(n, N))
+    assert folds_for(n, N) > 1
+    # 500,000 words × 20 classes (10 M cells, below 2**24) keep the V × C rule: the
+    # 1 M free cells afford one fold of at most a fifth of the corpus.
+    assert plan(corpus(500_000, 20, 5_000, 50_000, N)) == (2_400, 1)

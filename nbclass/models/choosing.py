@@ -53,7 +53,7 @@ from ..text.vectorizer import binarize
 from .chosen import calibrated, score_gaps
 from .estimators import Calibration, EstimatorSettings
 from .posterior import log_posterior, make_scorer
-from .sparsity import is_sparse
+from .sparsity import dense_cells, is_sparse
 from .textmodels import prepare
 
 FOLDS = 5
@@ -136,7 +136,9 @@ def plan(counts: Counts, most: int = FOLDS) -> tuple[int, int]:
 
     The folds are as many as :func:`folds_for` deals
     :data:`nbclass.counting.sketch.OVERALL` documents into, but their cells in all
-    (folds × V × C) stay within the corpus's tokens, or within
+    (folds × V × C, or folds × the nonzero pairs past
+    :data:`nbclass.models.sparsity.DENSE_CELLS`, where a fold is scored from its pairs)
+    stay within the corpus's tokens, or within
     :data:`FREE_CELLS` if that is more: so the choice costs about what the count costs,
     whatever the vocabulary and the number of classes. The documents are then as many as
     those folds hold out, each at most :data:`HELD_OUT_SHARE` of the corpus.
@@ -155,6 +157,8 @@ def plan(counts: Counts, most: int = FOLDS) -> tuple[int, int]:
     n = min(N, sketch.OVERALL)
     k = folds_for(n, N, most)
     cells = len(counts.vocabulary) * len(counts.classes)
+    if not dense_cells(len(counts.vocabulary), len(counts.classes)):
+        cells = counts.nonzero[0].size  # a fold is scored from its pairs (sparsity.py)
     budget = max(FREE_CELLS, int(counts.token_count.sum()))
     affordable = max(1, budget // max(cells, 1))
     if affordable >= k:
