@@ -297,3 +297,30 @@ def test_evaluate_prints_the_metrics_by_name(tickets, tmp_path):
     done = run("evaluate", "-m", str(model), str(tmp_path))
     assert done.returncode == 2
     assert "is a multi-label model: evaluate it on --lines FILE" in done.stderr
+
+
+def test_merge_and_unlearn_are_exact_and_sync_is_refused(tickets, tmp_path):
+    lines = tickets.read_text().splitlines(keepends=True)
+    (tmp_path / "a.txt").write_text("".join(lines[:5]))
+    (tmp_path / "b.txt").write_text("".join(lines[5:]))
+    paths = {}
+    for name, source, ledger in (
+        ("all", tickets, ()), ("a", tmp_path / "a.txt", ()), ("b", tmp_path / "b.txt", ()),
+        ("all-ledger", tickets, ("--ledger",)), ("a-ledger", tmp_path / "a.txt", ("--ledger",)),
+    ):  # fmt: skip
+        paths[name] = tmp_path / f"{name}.nbc"
+        done = run("fit", "--multi-label", *ledger, "--lines", str(source), "-o",
+                   str(paths[name]), "-q")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    merged = tmp_path / "merged.nbc"
+    assert run("merge", str(paths["a"]), str(paths["b"]), "-o", str(merged), "-q").returncode == 0
+    assert merged.read_bytes() == paths["all"].read_bytes()
+    for whole, part in (("all", "a"), ("all-ledger", "a-ledger")):
+        done = run("unlearn", "-m", str(paths[whole]), "--lines", str(tmp_path / "b.txt"), "-q")
+        assert done.returncode == 0, done.stderr
+        assert paths[whole].read_bytes() == paths[part].read_bytes()
+    (tmp_path / "corpus" / "x").mkdir(parents=True)
+    (tmp_path / "corpus" / "x" / "1.txt").write_text("hello")
+    done = run("sync", str(tmp_path / "corpus"), "-m", str(paths["a"]))
+    assert done.returncode == 2
+    assert "is a multi-label model: its documents come as lines" in done.stderr

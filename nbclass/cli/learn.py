@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import click
@@ -98,7 +99,25 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):
     output = output or model_path
     model = load(model_path)
     keys, sources, documents = None, (), None
-    if model.ledger is not None:
+    multi_label = model.multi_label is not None
+    if multi_label and lines_path is None:
+        raise UsageError(
+            f"{model_path!r} is a multi-label model: give the documents to unlearn as "
+            "--lines FILE with their labels (as fit --multi-label reads them)"
+        )
+    if multi_label:
+        from ..models.learning import count_multi_label_lines, multi_label_keys
+
+        if model.ledger is not None:
+            keys, sources = multi_label_keys(line_documents(lines_path, reading))
+            removed = len(keys)
+        else:
+            documents = count_multi_label_lines(
+                line_documents(lines_path, reading), model.tokenizer, False,
+                keys=model.sample is not None,
+            )  # fmt: skip
+            removed = documents.counts.n_docs
+    elif model.ledger is not None:
         if lines_path is not None:
             keys, sources = line_keys(line_documents(lines_path, reading))
         else:
@@ -168,6 +187,15 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
             return fit_settings(ctx, {**options, "event_model": None}, base)  # as it is
         return fit_settings(ctx, options, base)
 
+    if os.path.isfile(model_path):  # a multi-label model has no folder layout
+        from ..modelfile.quick import QuickModel
+
+        if QuickModel(model_path).multi_label is not None:
+            raise UsageError(
+                f"{model_path!r} is a multi-label model: its documents come as lines, not "
+                "class folders; add them with fit --update and remove them with unlearn "
+                "--lines"
+            )
     model, report = sync_folder(
         model_path, partial(list_corpus, corpus_dir), settings, jobs or default_jobs(), *reading,
         folder=corpus_dir,

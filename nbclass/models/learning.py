@@ -554,22 +554,35 @@ def multi_label_documents(lines: Iterable[tuple[str, str]]) -> list[tuple[str, t
     return documents
 
 
-def count_multi_label_lines(
-    lines: Iterable[tuple[str, str]], tokenizer: TokenizerSettings, ledger: bool
-) -> Documents:
-    """Count multi-label lines ``(source, line)``
-    (:func:`nbclass.models.labelsets.parse_line`), each document under its label set, with
-    the sample a multi-label model chooses from (:func:`count_labelled`); a header row
-    is skipped."""
+def _label_set_lines(lines: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str, bytes]]:
+    """``(source, label set, text bytes)`` of each non-blank multi-label line."""
     from .labelsets import label_set, parse_line
 
-    def documents():
-        for source, line in without_header(lines):
-            if line.strip():
-                labels, text = parse_line(line, f"line {source}")
-                yield label_set(labels), text.encode("utf-8", "surrogatepass")
+    for source, line in without_header(lines):
+        if line.strip():
+            labels, text = parse_line(line, f"line {source}")
+            yield source, label_set(labels), text.encode("utf-8", "surrogatepass")
 
-    return count_labelled(documents(), tokenizer, ledger, sample=True)
+
+def count_multi_label_lines(
+    lines: Iterable[tuple[str, str]], tokenizer: TokenizerSettings, ledger: bool,
+    keys: bool = False,
+) -> Documents:  # fmt: skip
+    """Count multi-label lines ``(source, line)``
+    (:func:`nbclass.models.labelsets.parse_line`), each document under its label set, with
+    the sample a multi-label model chooses from (:func:`count_labelled`; with ``keys``,
+    every line's ``(digest, label set)``); a header row is skipped."""
+    documents = ((name, data) for _, name, data in _label_set_lines(lines))
+    return count_labelled(documents, tokenizer, ledger, sample=True, keys=keys)
+
+
+def multi_label_keys(lines: Iterable[tuple[str, str]]) -> tuple[Keys, list[str]]:
+    """``(digest, label set)`` of every multi-label line, and its source."""
+    keys, sources = [], []
+    for source, name, data in _label_set_lines(lines):
+        keys.append((digest(data), name))
+        sources.append(source)
+    return keys, sources
 
 
 def count_labelled(

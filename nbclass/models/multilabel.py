@@ -250,32 +250,44 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 SCORE_BOUND = 1e3  # |s| beyond this is taken as this when calibrating (an infinite log-odds)
 
 
-def fit_platt(s: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """``(a, c)`` maximising Σ log σ(±(a s + c)), the logistic fit of labels ``y`` (n,)
-    0/1 on scores ``s`` (n,), by Newton's method; a ≥ 0.01 (the order of the scores is
-    kept). Platt's targets (n₊ + 1) / (n₊ + 2) and 1 / (n₋ + 2) instead of 1 and 0 keep it
-    finite when the scores separate the labels.
+def fit_platt(S: np.ndarray, Y: np.ndarray, M: np.ndarray | None = None) -> np.ndarray:
+    """``(a_k, c_k)`` of each column k, maximising Σ_i M_ik log σ(±(a_k S_ik + c_k)): the
+    logistic fit of labels ``Y`` (n, K) 0/1 on scores ``S`` (n, K) over the cells
+    ``M`` (n, K) bool (default: every cell), by Newton's method on every column at once;
+    ndarray (K, 2). a_k ≥ 0.01 / max |S_·k| (the order of the scores is kept). Platt's
+    targets (n₊ + 1) / (n₊ + 2) and 1 / (n₋ + 2) instead of 1 and 0 keep it finite when
+    the scores separate the labels.
+
+    >>> s, y = np.array([[-2.0], [-1.0], [1.0], [2.0]]), np.array([[0], [1], [0], [1]])
+    >>> a, c = fit_platt(s, y)[0]
+    >>> round(float(a), 4), abs(round(float(c), 4))  # targets 3/4 and 1/4: symmetric
+    (0.2023, 0.0)
     """
-    s = np.clip(np.asarray(s, dtype=np.float64), -SCORE_BOUND, SCORE_BOUND)
-    y = np.asarray(y, dtype=np.float64)
-    positives = y.sum()
-    negatives = y.size - positives
-    target = np.where(y > 0, (positives + 1) / (positives + 2), 1 / (negatives + 2))
-    scale = max(float(np.abs(s).max(initial=0.0)), 1.0)
-    z = s / scale
-    params = np.array([1.0, 0.0])
-    for _ in range(50):
-        p = sigmoid(params[0] * z + params[1])
-        g = np.array([np.dot(p - target, z), np.sum(p - target)])
-        w = p * (1 - p) + 1e-12
-        H = np.array([[np.dot(w, z * z), np.dot(w, z)], [np.dot(w, z), w.sum()]])
-        H += 1e-9 * np.eye(2)
-        step = np.linalg.solve(H, g)
-        params = params - step
-        if np.abs(step).max() < 1e-9:
+    S = np.clip(np.asarray(S, dtype=np.float64), -SCORE_BOUND, SCORE_BOUND)
+    Y = np.asarray(Y, dtype=np.float64)
+    M = np.ones(S.shape, dtype=bool) if M is None else np.asarray(M, dtype=bool)
+    S = np.where(M, S, 0.0)
+    w0 = M.astype(np.float64)
+    positives = (Y * w0).sum(axis=0)
+    negatives = w0.sum(axis=0) - positives
+    target = np.where(Y > 0, (positives + 1) / (positives + 2), 1 / (negatives + 2))
+    scale = np.maximum(np.abs(S).max(axis=0, initial=0.0), 1.0)
+    z = S / scale
+    a, c = np.ones(S.shape[1]), np.zeros(S.shape[1])
+    for _ in range(100):
+        p = sigmoid(a * z + c)
+        r = (p - target) * w0
+        g_a, g_c = (r * z).sum(axis=0), r.sum(axis=0)
+        w = (p * (1 - p) + 1e-12) * w0
+        h_aa, h_ac = (w * z * z).sum(axis=0) + 1e-9, (w * z).sum(axis=0)
+        h_cc = w.sum(axis=0) + 1e-9
+        det = h_aa * h_cc - h_ac * h_ac
+        step_a = (h_cc * g_a - h_ac * g_c) / det
+        step_c = (h_aa * g_c - h_ac * g_a) / det
+        a, c = a - step_a, c - step_c
+        if max(np.abs(step_a).max(initial=0.0), np.abs(step_c).max(initial=0.0)) < 1e-9:
             break
-    a = max(float(params[0]) / scale, 0.01 / scale)
-    return a, float(params[1])
+    return np.column_stack([np.maximum(a, 0.01) / scale, c])
 
 
 def f1_threshold(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -369,14 +381,12 @@ def fit_decisions(S: np.ndarray, Y: np.ndarray) -> Decisions:
     own = (positives >= MIN_CALIBRATION_POSITIVES) & (n - positives >= MIN_CALIBRATION_POSITIVES)
     calibration = np.zeros((L, 2))
     finite = np.isfinite(S)
-    for l in np.flatnonzero(own).tolist():
-        keep = finite[:, l]
-        calibration[l] = fit_platt(S[keep, l], Y[keep, l])
+    calibration[own] = fit_platt(S[:, own], Y[:, own], finite[:, own])
     shared = np.flatnonzero(~own)
     if shared.size:
         cells = finite[:, shared]
         if cells.any():
-            pooled = fit_platt(S[:, shared][cells], Y[:, shared][cells])
+            pooled = fit_platt(S[:, shared][cells][:, None], Y[:, shared][cells][:, None])[0]
         else:
             pooled = (1.0, 0.0)
         calibration[shared] = pooled
