@@ -324,3 +324,85 @@ def test_merge_and_unlearn_are_exact_and_sync_is_refused(tickets, tmp_path):
     done = run("sync", str(tmp_path / "corpus"), "-m", str(paths["a"]))
     assert done.returncode == 2
     assert "is a multi-label model: its documents come as lines" in done.stderr
+
+
+# --- info, top-features, explain, export: label by label ------------------------------------
+
+
+@pytest.fixture
+def tickets_model(tickets, tmp_path) -> Path:
+    model = tmp_path / "m.nbc"
+    done = run("fit", "--multi-label", "--lines", str(tickets), "-o", str(model), "-q")
+    assert done.returncode == 0, done.stderr
+    return model
+
+
+def test_info_lists_the_labels(tickets_model):
+    data = json.loads(run("info", "-m", str(tickets_model), "--format", "json").stdout)
+    labels = data["multi_label"]["labels"]
+    assert {k: v["documents"] for k, v in labels.items()} == {
+        "account": 3, "billing": 4, "outage": 3,
+    }  # fmt: skip
+    assert (data["multi_label"]["label_sets"], data["multi_label"]["no_label"]) == (6, 1)
+    assert data["exit_codes"] == {}
+    text = run("info", "-m", str(tickets_model)).stdout
+    assert "labels       3 in 6 label sets (1 documents without a label)" in text
+    assert "  billing  4  threshold " in text
+
+
+def test_top_features_per_class_ranks_each_label_against_the_rest(tickets_model):
+    from nbclass.modelfile.textfile import load
+    from nbclass.models.selection import class_top_features
+
+    done = run("top-features", "-m", str(tickets_model), "--per-class", "2")
+    rows = [line.split("\t") for line in done.stdout.splitlines()]
+    assert [r[0] for r in rows] == ["account", "account", "billing", "billing", "outage",
+                                    "outage"]  # fmt: skip
+    model = load(str(tickets_model))
+    billing = ml.label_counts(model.active_counts).binary(1)  # "billing" against the rest
+    expected = [f for f in class_top_features(billing, model.defaults, 2) if f.label == "1"]
+    assert [(r[1], float(r[2])) for r in rows[2:4]] == [(f.word, f.value) for f in expected]
+    assert rows[2][1] == "invoice"  # in 3 of billing's 4 documents, in no other
+
+
+def test_export_scores_as_predict_does(tickets_model, tmp_path):
+    import re
+
+    out = tmp_path / "m.json"
+    assert run("export", "-m", str(tickets_model), "-o", str(out), "-q").returncode == 0
+    e = json.loads(out.read_text())
+    assert e["multi_label"] is True and e["labels"] == ["account", "billing", "outage"]
+    text = "the checkout page is down and the invoice was charged twice"
+    at = {word: j for j, word in enumerate(e["vocabulary"])}
+    f = np.zeros(len(at))
+    for token in re.findall(e["tokenizer"]["token_pattern"], text.lower()):
+        if token in at:
+            f[at[token]] += 1
+    assert e["transform"] == {"binary": False, "tf": "raw", "length_norm": True}
+    f *= np.array(e["idf"])
+    f /= np.linalg.norm(f)
+    s = f @ np.array(e["weights"]) + np.array(e["bias"])
+    p = 1 / (1 + np.exp(-(np.array(e["calibration"]["a"]) * s + np.array(e["calibration"]["c"]))))
+    record = json.loads(run("predict", "-m", str(tickets_model), "--format", "jsonl",
+                            stdin=text).stdout)  # fmt: skip
+    assert [record["probabilities"][label] for label in e["labels"]] == pytest.approx(
+        p.tolist(), rel=1e-12
+    )
+    chosen = [label for label, q, t in zip(e["labels"], p, e["thresholds"]) if q >= t]
+    assert sorted(record["labels"]) == sorted(chosen or [e["labels"][int(p.argmax())]])
+
+
+def test_explain_gives_each_labels_words_and_their_share_of_the_log_odds(tickets_model, tmp_path):
+    out = tmp_path / "m.json"
+    run("export", "-m", str(tickets_model), "-o", str(out), "-q")
+    e = json.loads(out.read_text())
+    done = run("predict", "-m", str(tickets_model), "--format", "jsonl", "--explain", "3",
+               "--threshold", "0", stdin="invoice")  # fmt: skip
+    record = json.loads(done.stdout)
+    j = e["vocabulary"].index("invoice")
+    # One known word: f(x) = idf_j / |idf_j| = 1, so its contribution is W_jl itself.
+    for l, label in enumerate(e["labels"]):
+        assert record["explanation"][label] == [["invoice", pytest.approx(e["weights"][j][l])]]
+    done = run("predict", "-m", str(tickets_model), "--explain", "3", stdin="invoice")
+    assert done.returncode == 2
+    assert "add --format jsonl" in done.stderr

@@ -55,9 +55,12 @@ def export(
     settings, calibrate = scoring_settings(model, overrides, not no_calibration)
     write_export(model, settings, output, fmt, calibrate)
     if not quiet:
+        classes = f"{len(model.active_counts.classes)} classes"
+        if model.multi_label is not None:
+            classes = f"{len(model.multi_label['labels'])} labels"
         click.echo(
             f"export: {len(model.active_counts.vocabulary)} words, "
-            f"{len(model.active_counts.classes)} classes, {settings.model} model, "
+            f"{classes}, {settings.model} model, "
             f"{time.perf_counter() - start:.2f} s -> {output}",
             err=True,
         )

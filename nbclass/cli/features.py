@@ -105,7 +105,12 @@ def _per_class_features(model, settings, k: int, rank_by: str, fmt: str) -> None
     from ..output.render import class_feature_record, class_feature_row
 
     criterion = rank_by.replace("-", "_")  # the JSON key: z or log_ratio
-    features = class_top_features(model.active_counts, settings, k, criterion)
+    if model.multi_label is not None:  # label by label (multilabel.py)
+        from ..models.multilabel import label_top_features
+
+        features = label_top_features(model.active_counts, settings, k, criterion)
+    else:
+        features = class_top_features(model.active_counts, settings, k, criterion)
     V = len(model.active_counts.vocabulary)
     if k > V:
         click.echo(

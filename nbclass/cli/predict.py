@@ -166,7 +166,7 @@ def predict(
 
         ctx = click.get_current_context()
         unused = {
-            "use_exit_code": "--exit-code", "explain": "--explain", "output_dir": "--output-dir",
+            "use_exit_code": "--exit-code", "output_dir": "--output-dir",
             "min_probability": "--min-probability", "min_margin": "--min-margin",
             "min_known": "--min-known", "min_typicality": "--min-typicality",
             "unsure_label": "--unsure-label", "scheduler": "--scheduler",
@@ -177,10 +177,14 @@ def predict(
                 f"{named[0]} is for single-label models; a multi-label model predicts a set "
                 "of labels (use --threshold, --top-k and --allow-empty)"
             )
+        if explain and fmt != "jsonl":
+            raise UsageError(
+                "--explain with a multi-label model lists words per label: add --format jsonl"
+            )
         overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
         return _predict_multi_label(
             model_path, paths, lines, labelled, fmt, top_k, overrides, not no_calibration,
-            thresholds, allow_empty, reading,
+            thresholds, allow_empty, reading, explain,
         )  # fmt: skip
     if thresholds or allow_empty:
         raise UsageError("--threshold and --allow-empty are for multi-label models")
@@ -313,7 +317,7 @@ def predict(
 
 def _predict_multi_label(
     model_path, paths, lines, labelled, fmt, top_k, overrides, calibrate, thresholds,
-    allow_empty, reading,
+    allow_empty, reading, explain,
 ):  # fmt: skip
     """predict with a multi-label model: the labels of each document, in batches."""
     from ..modelfile.textfile import load
@@ -328,7 +332,7 @@ def _predict_multi_label(
 
         documents = texts_of_lines(documents, labelled)
     batches = predict_documents(
-        model, documents, overrides, calibrate, thresholds, top_k, allow_empty
+        model, documents, overrides, calibrate, thresholds, top_k, allow_empty, explain=explain
     )
     for batch in batches:
         for line in label_lines(batch, fmt):

@@ -60,6 +60,8 @@ def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = Tru
             "export needs a model of words; this one hashes tokens into columns "
             "(--hash-features): fit without it to export"
         )
+    if model.multi_label is not None:
+        return _label_export(model, settings, calibrate)
     classifier = Classifier(model, settings, calibrate=calibrate)
     scorer, calibration = classifier.scorer, classifier.calibration
     weights, bias = np.asarray(scorer.weights), np.asarray(scorer.bias)
@@ -107,7 +109,55 @@ def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = Tru
     }
 
 
-ARRAYS = ("vocabulary", "classes", "weights", "bias", "idf", "concentration")
+def _label_export(model: Model, settings: EstimatorSettings, calibrate: bool) -> dict:
+    """The export of a multi-label model: per label l, s_l(x) = f(x) W_l + b_l, then
+    p_l = 1 / (1 + exp(−(a_l s_l + c_l))), predicted when p_l ≥ t_l (the most probable
+    label when none passes); ``labels`` instead of ``classes``."""
+    from ..models.multilabel import predictor
+
+    own = calibrate and settings == model.defaults
+    labelled = predictor(model.active_counts, settings, model.multi_label, own)
+    linear = labelled.scorer.linear()
+    if linear is None or not np.isfinite(linear[1]).all() or not np.isfinite(linear[2]).all():
+        raise NbclassError(
+            "export writes a multi-label model's linear log-odds: use the multinomial, "
+            "bernoulli or poisson model with a smoothing estimator (not the DCM, complement "
+            "or --estimator predictive), and labels that some but not all documents have"
+        )
+    scorer, weights, bias = linear
+    idf = getattr(scorer, "idf", None)
+    decisions = labelled.decisions
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "multi_label": True,
+        "labels": list(labelled.labels),
+        "settings": settings.to_dict(),
+        "tokenizer": {
+            "lowercase": model.tokenizer.lowercase,
+            "token_pattern": model.tokenizer.token_pattern,
+            "ngram_range": list(model.tokenizer.ngram_range),
+            "stop_words": list(model.tokenizer.stop_words),
+        },
+        "transform": {
+            "binary": bool(scorer.binary),
+            "tf": scorer.tf,
+            "length_norm": bool(scorer.length_norm),
+        },
+        "calibration": {
+            "a": decisions.calibration[:, 0].tolist(),
+            "c": decisions.calibration[:, 1].tolist(),
+        },
+        "thresholds": decisions.thresholds.tolist(),
+        "vocabulary": list(model.active_counts.vocabulary),
+        "weights": weights,
+        "bias": bias,
+        "idf": None if idf is None else np.asarray(idf),
+        "concentration": None,
+    }
+
+
+ARRAYS = ("vocabulary", "classes", "labels", "weights", "bias", "idf", "concentration")
 
 
 def json_bytes(data: dict) -> bytes:
@@ -125,10 +175,12 @@ def npz_bytes(data: dict) -> bytes:
     arrays = {
         "header": np.array(json.dumps(header, ensure_ascii=False, allow_nan=False)),
         "vocabulary": np.array(data["vocabulary"], dtype=str),
-        "classes": np.array(data["classes"], dtype=str),
         "weights": data["weights"],
         "bias": data["bias"],
     }
+    for name in ("classes", "labels"):
+        if name in data:
+            arrays[name] = np.array(data[name], dtype=str)
     for name in ("idf", "concentration"):
         if data[name] is not None:
             arrays[name] = data[name]

@@ -219,6 +219,35 @@ class LabelScorer:
         else:
             self.paired = make_scorer(counts.paired(), settings, rows=rows)
 
+    def weights(self, l: int):
+        """``(features, w)``: the document transform and the weights (V,) of label ``l``'s
+        log-odds, s_l(x) = f(x) · w + const, when its scorer is linear; else None."""
+        from .posterior import LinearScorer
+
+        if self.paired is not None:
+            scorer, pair = self.paired, (2 * l, 2 * l + 1)
+        else:
+            scorer, pair = self.scorers[l], (0, 1)
+        if not isinstance(scorer, LinearScorer) or scorer.required is not None:
+            return None
+        return scorer.features, scorer.weights[:, pair[1]] - scorer.weights[:, pair[0]]
+
+    def linear(self):
+        """``(scorer, W, b)`` with s(x) = f(x) W + b for every label, W (V, L), b (L,),
+        ``scorer.features`` the transform f, when the model is linear and every label has
+        documents and non-documents; else None."""
+        from .posterior import LinearScorer
+
+        scorer = self.paired
+        if (
+            not isinstance(scorer, LinearScorer) or scorer.required is not None
+            or not self.present.all() or self.always.any()
+        ):  # fmt: skip
+            return None
+        W = np.asarray(scorer.weights)
+        bias = np.asarray(scorer.bias)
+        return scorer, W[:, 1::2] - W[:, 0::2], bias[1::2] - bias[0::2]
+
     def log_odds(self, X: sp.csr_matrix) -> np.ndarray:
         """s_l(x) of each document counted as ``X`` (n, V): ndarray (n, L)."""
         n, L = X.shape[0], len(self.labels)
@@ -655,18 +684,20 @@ class LabelPredictions:
     labels: tuple[str, ...]
     probabilities: np.ndarray
     chosen: np.ndarray
+    explanations: list[dict] | None = None
 
 
 def predict_documents(
     model, documents, overrides: dict | None = None, calibrate: bool = True,
     thresholds: Sequence[str] = (), top_k: int | None = None, allow_empty: bool = False,
-    batch_size: int = 1000,
+    batch_size: int = 1000, explain: int | None = None,
 ):  # fmt: skip
     """Predict a stream of ``(source, text)`` pairs with a multi-label ``model``, one
     :class:`LabelPredictions` per batch. ``overrides``: estimator options as
     :func:`nbclass.models.estimators.resolve` takes them (any given drops the stored
     calibrations and thresholds: p_l = σ(s_l), t_l = 0.5); ``calibrate=False`` does the
-    same for the model's own settings; ``thresholds``: ``--threshold`` values."""
+    same for the model's own settings; ``thresholds``: ``--threshold`` values;
+    ``explain``: that many words per predicted label (:func:`label_explanations`)."""
     from ..text.vectorizer import TextCounter
     from .estimators import overridden, resolve
 
@@ -683,7 +714,10 @@ def predict_documents(
         X = counter.count([text for _, text in batch])[0]
         p = scorer.probabilities(X)
         chosen = decide(p, limits, top_k, allow_empty)
-        return LabelPredictions([s for s, _ in batch], scorer.labels, p, chosen)
+        why = None
+        if explain:
+            why = label_explanations(scorer.scorer, X, chosen, counts.vocabulary, explain)
+        return LabelPredictions([s for s, _ in batch], scorer.labels, p, chosen, why)
 
     for document in documents:
         batch.append(document)
@@ -692,3 +726,46 @@ def predict_documents(
             batch = []
     if batch:
         yield scored()
+
+
+def label_top_features(counts: Counts, settings: EstimatorSettings, k: int, criterion: str):
+    """``top-features --per-class`` of a multi-label model: for each label, the ``k``
+    words that favour it most over the documents without it, ranked on its binary counts
+    (:meth:`LabelCounts.binary`) by :func:`nbclass.models.selection.class_top_features`;
+    labels in order. A label every document (or none) has is left out."""
+    from dataclasses import replace
+
+    from .selection import class_top_features
+
+    labelled = label_counts(counts)
+    out = []
+    for l, label in enumerate(labelled.labels):
+        if 0 < labelled.class_count[l] < labelled.n_docs:
+            ranked = class_top_features(labelled.binary(l), settings, k, criterion)
+            out.extend(replace(f, label=label) for f in ranked if f.label == "1")
+    return out
+
+
+def label_explanations(
+    scorer: LabelScorer, X: sp.csr_matrix, chosen: np.ndarray, words: Sequence[str], n: int
+) -> list[dict]:
+    """For each document counted as ``X`` (m, V), the ``n`` words that raise the
+    log-odds of each of its ``chosen`` (m, L) labels most: ``{label: [[word, f_j w_j],
+    ...]}``, largest first (ties: vocabulary order). A ``UsageError`` when the settings'
+    scores are not linear (the DCM, ``--estimator predictive``)."""
+    from ..errors import UsageError
+
+    out = [{} for _ in range(X.shape[0])]
+    for l in np.flatnonzero(chosen.any(axis=0)).tolist():
+        linear = scorer.weights(l)
+        if linear is None:
+            raise UsageError("--explain needs a linear model: not the DCM or --estimator "
+                             "predictive")  # fmt: skip
+        features, w = linear
+        F = features(X).tocsr()
+        for i in np.flatnonzero(chosen[:, l]).tolist():
+            start, end = F.indptr[i], F.indptr[i + 1]
+            cols, values = F.indices[start:end], F.data[start:end] * w[F.indices[start:end]]
+            order = np.lexsort((cols, -values))[:n]
+            out[i][scorer.labels[l]] = [[words[cols[j]], float(values[j])] for j in order]
+    return out

@@ -4,7 +4,8 @@
   ``,`` (most probable first) and their probabilities in the same order, joined by ``,``;
   a document with no label (``--allow-empty``) has two empty fields;
 - JSONL: ``{"source", "labels": [...], "probabilities": {label: p}}`` with every label's
-  probability, most probable first.
+  probability, most probable first; with ``--explain N``, ``"explanation": {label:
+  [[word, contribution], ...]}`` for each label given.
 
 Numbers are ``repr(float)``, the shortest text that reads back as the same float.
 """
@@ -19,8 +20,9 @@ SEPARATOR = ","  # between labels, and between probabilities, in a TSV line
 def label_lines(predictions, fmt: str) -> list[str]:
     """One line per document of a :class:`nbclass.models.multilabel.LabelPredictions`."""
     labels, lines = predictions.labels, []
-    for source, p, chosen in zip(
-        predictions.sources, predictions.probabilities.tolist(), predictions.chosen.tolist()
+    why = predictions.explanations or [None] * len(predictions.sources)
+    for source, p, chosen, explanation in zip(
+        predictions.sources, predictions.probabilities.tolist(), predictions.chosen.tolist(), why
     ):
         order = sorted(range(len(labels)), key=lambda l: (-p[l], l))
         mine = [l for l in order if chosen[l]]
@@ -30,6 +32,8 @@ def label_lines(predictions, fmt: str) -> list[str]:
                 "labels": [labels[l] for l in mine],
                 "probabilities": {labels[l]: p[l] for l in order},
             }
+            if explanation is not None:
+                record["explanation"] = {labels[l]: explanation[labels[l]] for l in mine}
             lines.append(json.dumps(record, ensure_ascii=False))
         else:
             names = SEPARATOR.join(labels[l] for l in mine)

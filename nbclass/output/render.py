@@ -240,7 +240,7 @@ def class_feature_row(f: ClassFeature) -> list[str]:
 def model_info(model: Model, path: str, header: dict | None = None) -> dict:
     """What ``nbclass info`` reports, as plain data."""
     counts = model.counts
-    return {
+    info = {
         "model": path,
         "format": header,
         "documents": counts.n_docs,
@@ -262,6 +262,39 @@ def model_info(model: Model, path: str, header: dict | None = None) -> dict:
         "choice": model.choice,
         "exit_codes": dict(sorted(model.codes.items(), key=lambda item: item[1])),
     }
+    if model.multi_label is not None:
+        info.update(exit_codes={}, multi_label=_labels_info(model))
+    return info
+
+
+def _labels_info(model: Model) -> dict:
+    """What ``info`` says of a multi-label model: per label its documents N_l (the sum over
+    the label sets holding it), threshold and calibration (a, c); the label sets, the
+    candidates with their held-out micro-F1 and the threshold criterion."""
+    from ..models.labelsets import labels_of
+
+    data = model.multi_label
+    counts = model.counts
+    documents = dict.fromkeys(data["labels"], 0)
+    for name, n in zip(counts.classes, counts.class_count.tolist()):
+        for label in labels_of(name):
+            documents[label] += int(n)
+    labels = {}
+    for l, label in enumerate(data["labels"]):
+        labels[label] = {"documents": documents[label]}
+        if "thresholds" in data:
+            labels[label].update(
+                threshold=data["thresholds"][l], calibration=data["calibration"][l]
+            )
+    return {
+        "labels": labels,
+        "label_sets": len(counts.classes),
+        "no_label": int(counts.class_count[0]) if counts.classes[0] == "" else 0,
+        "candidates": data["candidates"],
+        "criterion": data.get("criterion"),
+        "documents_chosen_on": data.get("documents"),
+        "folds": data.get("folds"),
+    }
 
 
 def _typicality_info(record: dict | None) -> dict | None:
@@ -273,6 +306,38 @@ def _typicality_info(record: dict | None) -> dict | None:
         "folds": record["folds"],
         "evidence_model": record["evidence_settings"]["model"],
     }
+
+
+def _label_lines(data: dict) -> Iterator[str]:
+    """A multi-label model's labels: documents, threshold and calibration of each."""
+    labels = data["labels"]
+    yield (
+        f"labels       {len(labels)} in {data['label_sets']} label sets "
+        f"({data['no_label']} documents without a label)"
+    )
+    width = max(len(escape(label)) for label in labels)
+    for label, d in labels.items():
+        extra = ""
+        if "threshold" in d:
+            a, c = d["calibration"]
+            sign = "-" if c < 0 else "+"
+            extra = (
+                f"  threshold {d['threshold']:.4f}  p = logistic({a:.4g} s {sign} {abs(c):.4g})"
+            )
+        yield f"  {escape(label):<{width}}  {d['documents']}{extra}"
+    chosen = [c for c in data["candidates"] if c.get("micro_f1") is not None]
+    if chosen:
+        from ..models.choosing import describe
+        from ..models.estimators import EstimatorSettings
+
+        parts = ", ".join(
+            f"{describe(EstimatorSettings.from_dict(c['settings']))} {c['micro_f1']:.4f}"
+            for c in chosen
+        )
+        yield (
+            f"choice       held-out micro-F1 on {data['documents_chosen_on']} documents "
+            f"({data['folds']} folds): {parts}"
+        )
 
 
 def _class_lines(classes: dict) -> Iterator[str]:
@@ -330,8 +395,11 @@ def info_lines(info: dict) -> Iterator[str]:
     )
     yield f"documents    {info['documents']}"
     yield f"tokens       {info['tokens']}"
-    yield from _class_lines(info["classes"])
-    yield from _exit_code_lines(info["exit_codes"], info["classes"])
+    if info.get("multi_label"):
+        yield from _label_lines(info["multi_label"])
+    else:
+        yield from _class_lines(info["classes"])
+        yield from _exit_code_lines(info["exit_codes"], info["classes"])
     vf = info["vocabulary_filter"]
     max_features = "none" if vf["max_features"] is None else vf["max_features"]
     yield (
