@@ -406,3 +406,44 @@ def test_explain_gives_each_labels_words_and_their_share_of_the_log_odds(tickets
     done = run("predict", "-m", str(tickets_model), "--explain", "3", stdin="invoice")
     assert done.returncode == 2
     assert "add --format jsonl" in done.stderr
+
+
+def test_cv_fits_each_fold_as_fit_does(tickets, tmp_path):
+    from nbclass.evaluation.labels import cross_validate_labels, fold_of_documents
+    from nbclass.models.learning import multi_label_documents
+    from nbclass.text.tokenizer import TokenizerSettings
+
+    done = run("cv", "--multi-label", "--lines", str(tickets), "--folds", "3", "--format",
+               "json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert (data["documents"], data["folds"], len(data["per_fold"])) == (9, 3, 3)
+    # Fold 0 by hand: fit its training lines with the command, evaluate its held-out ones.
+    fold = fold_of_documents(9, 3, 0)
+    train = [line for line, f in zip(TICKETS, fold) if f != 0]
+    test = [line for line, f in zip(TICKETS, fold) if f == 0]
+    (tmp_path / "train.txt").write_text("\n".join(train) + "\n")
+    (tmp_path / "test.txt").write_text("\n".join(test) + "\n")
+    model = tmp_path / "fold0.nbc"
+    run("fit", "--multi-label", "--lines", str(tmp_path / "train.txt"), "-o", str(model), "-q")
+    done = run("evaluate", "-m", str(model), "--lines", str(tmp_path / "test.txt"),
+               "--format", "json")  # fmt: skip
+    fold0 = json.loads(done.stdout)
+    assert data["per_fold"][0]["micro_f1"] == fold0["micro_f1"]
+    assert data["per_fold"][0]["hamming_loss"] == fold0["hamming_loss"]
+    lines = [(f"t:{i}", line) for i, line in enumerate(TICKETS, 1)]
+    evaluation, _ = cross_validate_labels(
+        multi_label_documents(lines), TokenizerSettings(), ml_filter(), ml.CANDIDATES, 3, 0
+    )
+    assert evaluation.metrics()["micro_f1"] == data["micro_f1"]
+    model2 = tmp_path / "all.nbc"
+    run("fit", "--multi-label", "--lines", str(tickets), "-o", str(model2), "-q")
+    done = run("check", "-m", str(model2), "--baseline", str(model2), "--lines", str(tickets))
+    assert done.returncode == 2
+    assert "check gates single-label models" in done.stderr
+
+
+def ml_filter():
+    from nbclass.models.model import VocabularyFilter
+
+    return VocabularyFilter()

@@ -195,6 +195,44 @@ def _evaluate_labels(
     Output(fmt).document(data, text=lambda d: label_report(d, title))
 
 
+def _cv_labels(
+    corpus_dir, lines_path, like, tokenizer, vocabulary_filter, settings, folds, seed,
+    learning_curve, fmt, reading,
+):  # fmt: skip
+    """cv --multi-label --lines FILE (or --like a multi-label model)."""
+    from ..evaluation.labels import cross_validate_labels
+    from ..models.learning import multi_label_documents
+    from ..models.multilabel import CANDIDATES, candidates_of
+    from ..output.formats import Output
+    from ..output.labels import label_report
+    from .common import line_documents
+
+    if lines_path is None or learning_curve:
+        raise UsageError(
+            "cv of multi-label documents reads --lines FILE (not a CORPUS_DIR), without "
+            "--learning-curve"
+        )
+    if settings is not None:
+        candidates = (settings,)
+    elif like is not None and like.multi_label is not None:
+        candidates = candidates_of(like.multi_label)
+    else:
+        candidates = CANDIDATES
+    documents = multi_label_documents(line_documents(lines_path, reading))
+    evaluation, per_fold = cross_validate_labels(
+        documents, tokenizer, vocabulary_filter, candidates, folds, seed
+    )
+    data = {"corpus": lines_path, "folds": folds, "seed": seed, "multi_label": True}
+    data.update(evaluation.metrics())
+    data["per_fold"] = per_fold
+    title = (
+        f"{folds}-fold cross-validation of {shown(lines_path)} (seed {seed}): "
+        f"{data['documents']} documents, {data['labels']} labels; every held-out document "
+        "together"
+    )
+    Output(fmt).document(data, text=lambda d: label_report(d, title))
+
+
 _AUTO_TEXT = "model auto: each fold's training documents choose and calibrate, as fit does"
 
 
@@ -251,6 +289,14 @@ def _describe_settings(settings, model=None, calibrated: bool = False) -> str:
 @click_option(spec.NO_CALIBRATION)
 @format_option("text", "json")
 @jobs_option("Processes that read and count.")
+@click.option(
+    "--multi-label",
+    "multi_label",
+    is_flag=True,
+    help="The lines have any number of labels (as fit --multi-label reads them): each "
+    "fold is fitted as fit --multi-label fits; micro-/macro-F1, Hamming loss, subset "
+    "accuracy over every held-out document.",
+)
 @reading_options
 def cv(
     corpus_dir,
@@ -267,6 +313,7 @@ def cv(
     no_calibration,
     fmt,
     jobs,
+    multi_label,
     reading,
 ):
     """Stratified K-fold cross-validation of CORPUS_DIR (laid out as for fit), or of the
@@ -296,6 +343,11 @@ def cv(
 
         like = load(like_path)
     tokenizer, vocabulary_filter, settings = cv_settings(like, overrides)
+    if multi_label or (like is not None and like.multi_label is not None):
+        return _cv_labels(
+            corpus_dir, lines_path, like, tokenizer, vocabulary_filter, settings, folds, seed,
+            learning_curve, fmt, reading,
+        )  # fmt: skip
     from ..models.learning import labelled_documents
 
     corpus = labelled_documents(corpus_dir, lines_path, *reading, min_classes=2)
@@ -402,6 +454,11 @@ def check(
 
     source = _one_source(test_dir, lines_path, "TEST_DIR")
     new, baseline = load(model_path), load(baseline_path)
+    if new.multi_label is not None or baseline.multi_label is not None:
+        raise UsageError(
+            "check gates single-label models; compare multi-label models by their "
+            "evaluate --lines FILE --format json (micro_f1, macro_f1, hamming_loss, ...)"
+        )
     overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
     from ..models.learning import labelled_documents
 

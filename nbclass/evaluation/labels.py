@@ -127,3 +127,74 @@ def evaluate_labels(
         probabilities[start:end, columns] = batch.probabilities
         start = end
     return LabelEvaluation(labels, [s for s, _, _ in documents], truth, chosen, probabilities)
+
+
+def fold_of_documents(n: int, k: int, seed: int) -> np.ndarray:
+    """The fold (0..k−1) of each of ``n`` documents: a seeded shuffle dealt in turn, so
+    fold sizes differ by at most one."""
+    fold = np.empty(n, dtype=np.int64)
+    fold[np.random.default_rng(seed).permutation(n)] = np.arange(n) % k
+    return fold
+
+
+def cross_validate_labels(
+    documents: Sequence[tuple[str, tuple[str, ...], str]], tokenizer, vocabulary_filter,
+    candidates, k: int, seed: int,
+) -> tuple[LabelEvaluation, list[dict]]:  # fmt: skip
+    """K-fold cross-validation of multi-label ``documents`` ``(source, labels, text)``:
+    each fold scored by a model fitted on the others exactly as ``fit --multi-label``
+    fits (its own choice of ``candidates``, calibrations and thresholds on its own
+    training documents). Returns every document's held-out evaluation together, and
+    each fold's metrics (without ``per_label``).
+
+    Raises
+    ------
+    UsageError
+        With fewer documents than folds.
+    """
+    from ..errors import UsageError
+    from ..models.labelsets import label_names, label_set
+    from ..models.learning import count_labelled
+    from ..models.model import Model, check_usable, with_sample
+    from ..models.multilabel import record
+
+    n = len(documents)
+    if n < k:
+        raise UsageError(f"--folds {k} needs at least {k} documents; there are {n}")
+    fold = fold_of_documents(n, k, seed)
+    parts, per_fold = [], []
+    for f in range(k):
+        train = [documents[i] for i in np.flatnonzero(fold != f).tolist()]
+        test = [documents[i] for i in np.flatnonzero(fold == f).tolist()]
+        counted = count_labelled(
+            ((label_set(labels), text.encode("utf-8", "surrogatepass"))
+             for _, labels, text in train),
+            tokenizer, False, sample=True,
+        )  # fmt: skip
+        labels = label_names(counted.counts.classes)
+        model = Model(
+            counted.counts, tokenizer, vocabulary_filter, candidates[0],
+            multi_label=record(labels, candidates),
+        )  # fmt: skip
+        check_usable(model)
+        model = with_sample(model, counted.sample)
+        evaluation = evaluate_labels(model, test)
+        parts.append(evaluation)
+        metrics = evaluation.metrics()
+        metrics.pop("per_label")
+        per_fold.append(metrics)
+    labels = tuple(sorted(set().union(*(set(e.labels) for e in parts))))
+    at = {label: l for l, label in enumerate(labels)}
+    truth = np.zeros((n, len(labels)), dtype=bool)
+    chosen = np.zeros((n, len(labels)), dtype=bool)
+    probabilities = np.zeros((n, len(labels)))
+    sources = [""] * n
+    for f, evaluation in enumerate(parts):
+        rows = np.flatnonzero(fold == f)
+        columns = [at[label] for label in evaluation.labels]
+        truth[np.ix_(rows, columns)] = evaluation.truth
+        chosen[np.ix_(rows, columns)] = evaluation.chosen
+        probabilities[np.ix_(rows, columns)] = evaluation.probabilities
+        for i, source in zip(rows.tolist(), evaluation.sources):
+            sources[i] = source
+    return LabelEvaluation(labels, sources, truth, chosen, probabilities), per_fold
