@@ -442,3 +442,61 @@ def test_unspaced_is_refused_where_it_cannot_apply(tmp_path):
     assert nbclass_command("fit", TICKETS, "-o", model, "-q").returncode == 0
     update = nbclass_command("fit", HELD_OUT, "--update", model, "--unspaced", "pairs")
     assert update.returncode == 2 and "unspaced: none vs pairs" in update.stderr
+
+
+def test_all_gives_the_choice_three_feature_sets_of_one_count():
+    from nbclass.text.families import feature_sets, masks
+
+    tokens = make_tokenizer(TokenizerSettings(unspaced="all"))("我的猫，ab日本 x 年 cd")
+    vocabulary = sorted(set(tokens))
+    assert feature_sets(vocabulary) == [
+        ("words", "runs"), ("words", "characters"), ("words", "characters", "pairs")
+    ]  # fmt: skip
+    found = masks(vocabulary)
+    chosen = {name: [w for w, k in zip(vocabulary, found[name]) if k] for name in found}
+    assert chosen["words"] == ["ab", "cd"] and chosen["runs"] == ["我的猫", "日本"]
+    assert chosen["characters"] == ["年", "我", "日", "本", "猫", "的"]
+    assert chosen["pairs"] == ["我 的", "日 本", "的 猫"]
+    # Another mode's vocabulary, or one without those scripts: no choice of scripts.
+    assert feature_sets(sorted(set(make_tokenizer(TokenizerSettings(unspaced="pairs"))(
+        "我的猫 ab")))) == [("words",), ("words", "pairs")]  # fmt: skip
+    assert feature_sets(["ab", "cd"]) == [("words",)]
+
+
+def test_fit_with_all_chooses_the_tickets_characters_and_scores_as_pairs(tmp_path):
+    """The twelve tickets counted with all three: the choice keeps characters and
+    pairs, and the model scores every held-out ticket exactly as one counted with pairs
+    alone (its rows are that count)."""
+    every, pairs = tmp_path / "all.nbc", tmp_path / "pairs.nbc"
+    fitted = nbclass_command("fit", TICKETS, "-o", every, "--unspaced", "all")
+    assert "300 words, chose multinomial, words+characters+pairs" in fitted.stderr
+    assert nbclass_command("fit", TICKETS, "-o", pairs, "--unspaced", "pairs", "-q",
+                           "--model", "multinomial").returncode == 0  # fmt: skip
+    command = ["predict", HELD_OUT, "--format", "jsonl", "--no-calibration"]
+    assert nbclass_command(*command, "-m", every).stdout == nbclass_command(
+        *command, "-m", pairs).stdout  # fmt: skip
+    assert labels_of(nbclass_command("predict", "-m", every, HELD_OUT).stdout) == HELD_OUT_LABELS
+
+
+def test_update_and_merge_with_all_write_a_fresh_fits_bytes(mixed, tmp_path):
+    """A Chinese, Japanese, Thai and English corpus in halves, counted with all three
+    tokenizations: an update and a merge write the fresh fit's file, its chosen
+    tokenization included."""
+    halves = {"a": tmp_path / "a", "b": tmp_path / "b"}
+    for label_dir in sorted(mixed.iterdir()):
+        for i, path in enumerate(sorted(label_dir.iterdir())):
+            target = halves["ab"[i % 2]] / label_dir.name
+            target.mkdir(parents=True, exist_ok=True)
+            (target / path.name).write_bytes(path.read_bytes())
+    full, half_a, half_b = tmp_path / "all.nbc", tmp_path / "a.nbc", tmp_path / "b.nbc"
+    for corpus, out in ((mixed, full), (halves["a"], half_a), (halves["b"], half_b)):
+        result = nbclass_command("fit", corpus, "--unspaced", "all", "-o", out, "-q")
+        assert result.returncode == 0, result.stderr
+    assert b'"features": ["words", "' in full.read_bytes()[:20000]
+    updated = tmp_path / "updated.nbc"
+    updated.write_bytes(half_a.read_bytes())
+    assert nbclass_command("fit", halves["b"], "--update", updated, "-q").returncode == 0
+    assert updated.read_bytes() == full.read_bytes()
+    merged = tmp_path / "merged.nbc"
+    assert nbclass_command("merge", half_b, half_a, "-o", merged, "-q").returncode == 0
+    assert merged.read_bytes() == full.read_bytes()

@@ -12,7 +12,10 @@ A family is a registry entry (:data:`FAMILIES`, :func:`register`): its name, wha
 is, and how its rows are recognised from the vocabulary (a bool mask, shape (V,)). A
 family marked ``optional`` is one the choice may leave out: the candidate sets
 (:func:`feature_sets`) are the families that are not optional, then each optional
-family present added in turn, simplest first.
+family present added in turn, simplest first. A count of ``--unspaced all`` (runs and
+single characters of the scripts written without spaces, both) is the exception: its
+sets are the words with one of the tokenizations of those scripts
+(:data:`UNSPACED_SETS`), which are alternatives, not additions.
 """
 
 from __future__ import annotations
@@ -57,9 +60,42 @@ def register(family: Family) -> Family:
     return family
 
 
-register(Family("words", "single tokens", lambda v, spaces: spaces == 0, optional=False))
+def _unspaced(vocabulary: Sequence[str], spaces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(runs, characters)``, bool of shape (V,): the entries that are two or more, or
+    one, characters of the scripts written without spaces and nothing else, when the
+    vocabulary holds both (only ``--unspaced all`` counts both); else none."""
+    V = len(vocabulary)
+    none = np.zeros(V, dtype=bool)
+    joined = "\x00".join(vocabulary)
+    if joined.isascii():
+        return none, none
+    from .runs import is_unspaced
+
+    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    entry = np.cumsum(points == 0)  # the entry each code point belongs to
+    alone = np.bincount(entry[is_unspaced(points)], minlength=V)
+    length = np.bincount(entry[points != 0], minlength=V)
+    only = (alone == length) & (length > 0) & (spaces == 0)
+    runs, characters = only & (length >= 2), only & (length == 1)
+    if not (runs.any() and characters.any()):
+        return none, none
+    return runs, characters
+
+
 register(Family(
-    "pairs", "two adjacent tokens joined by a space (--ngram-range 1,2; --unspaced pairs)",
+    "words", "single tokens",
+    lambda v, spaces: (spaces == 0) & ~np.logical_or(*_unspaced(v, spaces)), optional=False,
+))  # fmt: skip
+register(Family(
+    "runs", "runs of two or more characters of a script written without spaces "
+    "(--unspaced all)", lambda v, spaces: _unspaced(v, spaces)[0],
+))  # fmt: skip
+register(Family(
+    "characters", "single characters of a script written without spaces (--unspaced all)",
+    lambda v, spaces: _unspaced(v, spaces)[1],
+))  # fmt: skip
+register(Family(
+    "pairs", "two adjacent tokens joined by a space (--ngram-range 1,2; --unspaced pairs, all)",
     lambda v, spaces: spaces == 1,
 ))  # fmt: skip
 register(Family("ngrams", "three or more consecutive words", lambda v, spaces: spaces >= 2))
@@ -96,6 +132,11 @@ def rows_of(vocabulary: Sequence[str], names: Sequence[str]) -> np.ndarray:
     return out
 
 
+# The tokenizations of the scripts written without spaces that ``--unspaced all`` counts
+# at once, each beside the words of the other scripts: the choice takes one of them.
+UNSPACED_SETS = (("runs",), ("characters",), ("characters", "pairs"))
+
+
 def feature_sets(vocabulary: Sequence[str]) -> list[tuple[str, ...]]:
     """The feature sets fit's choice compares on ``vocabulary``, simplest first: the
     families that are not optional (those present), then each optional family present
@@ -109,6 +150,11 @@ def feature_sets(vocabulary: Sequence[str]) -> list[tuple[str, ...]]:
     found = masks(vocabulary)
     present = [name for name in FAMILIES if found[name].any()]
     base = tuple(name for name in present if not FAMILIES[name].optional)
+    if "runs" in present:  # --unspaced all: runs, characters, or characters and pairs
+        sets = [base + alternative for alternative in UNSPACED_SETS]
+        if "pairs" not in present:
+            sets.pop()
+        return sets
     if not base:  # no word of the families always kept (--ngram-range 2,2): all at once
         return [tuple(present)]
     sets = [base]
