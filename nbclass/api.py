@@ -532,12 +532,12 @@ class Model:
         texts = _texts(texts)
         labels = _labels(labels, len(texts))
         model = self._model
-        _, vocabulary_filter, defaults, _ = learning.fit_settings(
+        tokenizer, vocabulary_filter, defaults, _ = learning.fit_settings(
             {**TOKENIZER_OPTIONS, "event_model": None, "estimator": None, "alpha": None,
              "beta": None, "text_options": None}, (), model,
         )  # fmt: skip
-        documents = learning.count_labelled(
-            zip(labels, _encoded(texts)), model.tokenizer, model.ledger is not None,
+        documents = learning.count_labelled(  # the tokenizer the update counts with
+            zip(labels, _encoded(texts)), tokenizer, model.ledger is not None,
             sample=learning.chooses(model),
         )  # fmt: skip
         from dataclasses import replace

@@ -37,8 +37,9 @@ def base():
 
 def test_a_fit_without_options_chooses_its_settings_from_the_data():
     tokenizer, vocabulary_filter, defaults, auto = fit_settings(NO_OPTIONS)
+    # At the defaults the scripts written without spaces are counted every way, to choose.
     assert (tokenizer, vocabulary_filter, defaults, auto) == (
-        TokenizerSettings(), VocabularyFilter(), DEFAULTS, True
+        TokenizerSettings(unspaced="all"), VocabularyFilter(), DEFAULTS, True
     )
 
 

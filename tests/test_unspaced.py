@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nbclass.counting.counts
+import nbclass.models.model
 import nbclass.text.runs as runs_module
 from nbclass.errors import UsageError
 from nbclass.modelfile.textfile import dumps
@@ -358,13 +359,24 @@ HELD_OUT_LABELS = {
 
 
 def test_twelve_chinese_tickets_are_one_clause_a_word_under_the_pattern(tmp_path):
-    """The pattern alone: 25 clauses, none of them in a held-out ticket, so every
-    held-out ticket has no known word and is unsure."""
+    """The pattern alone (a named model, which does not choose): 25 clauses, none of them
+    in a held-out ticket, so every held-out ticket has no known word and is unsure."""
     model = tmp_path / "m.nbc"
-    fitted = nbclass_command("fit", TICKETS, "-o", model)
+    fitted = nbclass_command("fit", TICKETS, "-o", model, "--model", "multinomial")
     assert fitted.returncode == 0 and "12 documents, 3 classes, 25 words" in fitted.stderr
     predicted = nbclass_command("predict", "-m", model, HELD_OUT)
     assert set(labels_of(predicted.stdout).values()) == {"unsure"}
+
+
+def test_twelve_chinese_tickets_at_the_defaults_classify_the_held_out_ones(tmp_path):
+    """fit at its defaults counts runs, characters and pairs and chooses: every held-out
+    ticket gets its class."""
+    model = tmp_path / "m.nbc"
+    fitted = nbclass_command("fit", TICKETS, "-o", model)
+    assert "300 words, chose multinomial, words+characters+pairs" in fitted.stderr
+    predicted = nbclass_command("predict", "-m", model, HELD_OUT)
+    assert labels_of(predicted.stdout) == HELD_OUT_LABELS
+    assert "unspaced all" in nbclass_command("info", "-m", model).stdout
 
 
 @pytest.mark.parametrize("mode, words", [("characters", 129), ("pairs", 300)])
@@ -390,10 +402,25 @@ def test_a_model_written_before_loads_and_predicts_the_same():
     assert "unspaced" not in model.read_bytes()[:4096].decode("utf-8", "replace")
 
 
-def test_a_corpus_of_spaced_scripts_fits_the_same_file_as_before(tmp_path):
-    """The demo corpus, whose tickets hold no unspaced script, fitted at the defaults
-    and with --unspaced: the pattern's file, bytes and all, but for the tokenizer
-    record; and the counts are the same."""
+def test_a_corpus_without_those_scripts_fits_the_patterns_file():
+    """The demo corpus, whose tickets hold none of those scripts: counted at the defaults
+    (all three tokenizations) it is the file of the pattern alone, byte for byte."""
+    from nbclass.models.estimators import DEFAULTS
+    from nbclass.models.learning import count_documents, new_model
+
+    corpus = list_corpus(str(REPO / "corpora" / "demo"))
+    files = []
+    for tokenizer in (TokenizerSettings(), TokenizerSettings(unspaced="all")):
+        documents = count_documents(corpus, tokenizer, ledger=False, sample=True)
+        model = new_model(documents, tokenizer, nbclass.models.model.VocabularyFilter(),
+                          DEFAULTS, auto=True)  # fmt: skip
+        files.append(dumps(model))
+    assert files[0] == files[1] and b"unspaced" not in files[1]
+
+
+def test_a_corpus_of_spaced_scripts_fits_the_same_counts_with_pairs(tmp_path):
+    """The demo corpus fitted at the defaults and with --unspaced pairs: the same
+    counts; only the tokenizer record differs."""
     from nbclass.modelfile.textfile import load
 
     plain, runs = tmp_path / "plain.nbc", tmp_path / "runs.nbc"
@@ -441,7 +468,7 @@ def test_unspaced_is_refused_where_it_cannot_apply(tmp_path):
     model = tmp_path / "m.nbc"
     assert nbclass_command("fit", TICKETS, "-o", model, "-q").returncode == 0
     update = nbclass_command("fit", HELD_OUT, "--update", model, "--unspaced", "pairs")
-    assert update.returncode == 2 and "unspaced: none vs pairs" in update.stderr
+    assert update.returncode == 2 and "unspaced: all vs pairs" in update.stderr
 
 
 def test_all_gives_the_choice_three_feature_sets_of_one_count():
@@ -478,10 +505,11 @@ def test_fit_with_all_chooses_the_tickets_characters_and_scores_as_pairs(tmp_pat
     assert labels_of(nbclass_command("predict", "-m", every, HELD_OUT).stdout) == HELD_OUT_LABELS
 
 
-def test_update_and_merge_with_all_write_a_fresh_fits_bytes(mixed, tmp_path):
+@pytest.mark.parametrize("options", [["--unspaced", "all"], []])
+def test_update_and_merge_with_all_write_a_fresh_fits_bytes(mixed, tmp_path, options):
     """A Chinese, Japanese, Thai and English corpus in halves, counted with all three
-    tokenizations: an update and a merge write the fresh fit's file, its chosen
-    tokenization included."""
+    tokenizations (given, or at the defaults): an update and a merge write the fresh
+    fit's file, its chosen tokenization included."""
     halves = {"a": tmp_path / "a", "b": tmp_path / "b"}
     for label_dir in sorted(mixed.iterdir()):
         for i, path in enumerate(sorted(label_dir.iterdir())):
@@ -490,7 +518,7 @@ def test_update_and_merge_with_all_write_a_fresh_fits_bytes(mixed, tmp_path):
             (target / path.name).write_bytes(path.read_bytes())
     full, half_a, half_b = tmp_path / "all.nbc", tmp_path / "a.nbc", tmp_path / "b.nbc"
     for corpus, out in ((mixed, full), (halves["a"], half_a), (halves["b"], half_b)):
-        result = nbclass_command("fit", corpus, "--unspaced", "all", "-o", out, "-q")
+        result = nbclass_command("fit", corpus, *options, "-o", out, "-q")
         assert result.returncode == 0, result.stderr
     assert b'"features": ["words", "' in full.read_bytes()[:20000]
     updated = tmp_path / "updated.nbc"
@@ -500,3 +528,54 @@ def test_update_and_merge_with_all_write_a_fresh_fits_bytes(mixed, tmp_path):
     merged = tmp_path / "merged.nbc"
     assert nbclass_command("merge", half_b, half_a, "-o", merged, "-q").returncode == 0
     assert merged.read_bytes() == full.read_bytes()
+
+
+def test_spaced_and_unspaced_models_update_merge_and_unlearn_as_a_fresh_fit(tmp_path):
+    """A model of the demo corpus (no such script: the pattern alone) updated with the
+    Chinese tickets, and merged with a model of them, is the file of a fresh fit of both
+    (which counts all three tokenizations and chooses); unlearning the tickets from it
+    gives the demo's file again, the pattern alone."""
+    both = tmp_path / "both"
+    for corpus in (REPO / "corpora" / "demo", TICKETS):
+        for label_dir in sorted(corpus.iterdir()):
+            target = both / label_dir.name
+            target.mkdir(parents=True, exist_ok=True)
+            for path in sorted(label_dir.iterdir()):
+                (target / f"{corpus.name}-{path.name}").write_bytes(path.read_bytes())
+    demo_copy = tmp_path / "demo"
+    tickets_copy = tmp_path / "tickets"
+    for source, target, prefix in ((REPO / "corpora" / "demo", demo_copy, "demo"),
+                                   (TICKETS, tickets_copy, "zh-tickets")):  # fmt: skip
+        for label_dir in sorted(source.iterdir()):
+            (target / label_dir.name).mkdir(parents=True)
+            for path in sorted(label_dir.iterdir()):
+                (target / label_dir.name / f"{prefix}-{path.name}").write_bytes(path.read_bytes())
+    full, demo, tickets = tmp_path / "full.nbc", tmp_path / "demo.nbc", tmp_path / "t.nbc"
+    for corpus, out in ((both, full), (demo_copy, demo), (tickets_copy, tickets)):
+        assert nbclass_command("fit", corpus, "-o", out, "-q").returncode == 0
+    assert b'"unspaced"' not in demo.read_bytes()[:50000]
+    assert b'"unspaced": "all"' in full.read_bytes()[:50000]
+    updated = tmp_path / "updated.nbc"
+    updated.write_bytes(demo.read_bytes())
+    assert nbclass_command("fit", tickets_copy, "--update", updated, "-q").returncode == 0
+    assert updated.read_bytes() == full.read_bytes()
+    merged = tmp_path / "merged.nbc"
+    assert nbclass_command("merge", demo, tickets, "-o", merged, "-q").returncode == 0
+    assert merged.read_bytes() == full.read_bytes()
+    unlearned = tmp_path / "unlearned.nbc"
+    result = nbclass_command("unlearn", tickets_copy, "-m", full, "-o", unlearned, "-q")
+    assert result.returncode == 0, result.stderr
+    assert unlearned.read_bytes() == demo.read_bytes()
+
+
+def test_a_model_of_clauses_written_before_keeps_the_pattern_when_updated(tmp_path):
+    """The model written by the previous version (its words are clauses) counts new
+    documents as it counted its own: updated at the defaults, it keeps the pattern."""
+    from nbclass.modelfile.textfile import load
+
+    model = tmp_path / "m.nbc"
+    model.write_bytes((DATA / "zh-tickets-pattern.nbc").read_bytes())
+    assert nbclass_command("fit", HELD_OUT, "--update", model, "-q").returncode == 0
+    updated = load(str(model))
+    assert updated.tokenizer.unspaced is None
+    assert "请帮我退款并重新开发票" in updated.counts.vocabulary  # a clause of a new ticket

@@ -390,7 +390,8 @@ def fit_options(command):
             default=None,
             help="Scripts written without spaces (Chinese, Japanese, Thai...): their runs, "
             "single characters, characters and adjacent pairs, or all three; other "
-            "scripts' words stay words.  [default: the token pattern's runs]",
+            "scripts' words stay words.  [default: chosen by --model auto, else the token "
+            "pattern's runs]",
         ),
         click.option(
             "--stop-words",

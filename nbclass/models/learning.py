@@ -663,6 +663,33 @@ def _from_ledger(
     return result
 
 
+def counting_tokenizer(model: Model) -> TokenizerSettings:
+    """The tokenizer that counts new documents for ``model``: its own, but for a model
+    that chooses (:func:`chooses`), counted at the defaults and holding no character of
+    the scripts written without spaces, whose tokenizer is the pattern alone only because
+    its counts held none (:func:`nbclass.models.model.settled_unspaced`): documents added
+    to it are counted as a fresh fit at the defaults counts them, ``unspaced="all"``
+    (its counts are the same under either)."""
+    tokenizer = model.tokenizer
+    if not (at_defaults(tokenizer) and chooses(model) and model.multi_label is None):
+        return tokenizer
+    from ..text.families import holds_unspaced
+
+    if holds_unspaced(model.counts.vocabulary):
+        return tokenizer  # a model whose clauses are words (written before the choice)
+    return replace(tokenizer, unspaced="all")
+
+
+def at_defaults(tokenizer: TokenizerSettings) -> bool:
+    """Whether fit at its defaults counts with ``unspaced="all"`` under ``tokenizer``
+    (the choice among the tokenizations of the scripts written without spaces): the
+    default pattern, single words, no hashing, no ``--unspaced`` given."""
+    return (
+        tokenizer.unspaced is None and tokenizer.token_pattern == DEFAULT_TOKEN_PATTERN
+        and tuple(tokenizer.ngram_range) == (1, 1) and tokenizer.hash_features is None
+    )  # fmt: skip
+
+
 def chooses(model: Model) -> bool:
     """True when ``model``'s settings were chosen from its documents (``--model auto``)
     and can be chosen again after its counts change: it keeps their sample, or a ledger
@@ -712,7 +739,8 @@ def update(model: Model, documents: Documents, threads: int = 1) -> Model:
     of both sets (:func:`nbclass.counting.sketch.union`), which ``documents`` must hold
     when the model has no ledger; ``threads`` score the candidates."""
     _refuse_selected(model, "the model")
-    model = replace(model, column_words=_joined_words(model.column_words, documents.column_words))
+    model = replace(model, column_words=_joined_words(model.column_words, documents.column_words),
+                    tokenizer=counting_tokenizer(model))  # fmt: skip
     counts = model.counts
     if model.ledger is not None:
         if documents.ledger is None:  # pragma: no cover - callers count with a ledger
@@ -747,6 +775,7 @@ def combine(models: Sequence[Model], names: Sequence[str], threads: int = 1) -> 
     otherwise the first model's default settings are kept (with a warning when the others
     differ). The result has a ledger when every part has one.
     """
+    models = [replace(m, tokenizer=counting_tokenizer(m)) for m in models]
     first = models[0]
     for model, name in zip(models, names):
         _refuse_selected(model, name)
@@ -904,6 +933,7 @@ def sync(
         )
     _refuse_selected(model, "the model")
     counts = model.counts
+    model = replace(model, tokenizer=counting_tokenizer(model))
     have = model.ledger.keys(counts.classes)
     log = ReadLog() if log is None else log
     want, corpus = _keyed(corpus, policy, log)
@@ -985,6 +1015,8 @@ def fit_settings(
         )
     if base is None:
         if not overridden(**overrides):
+            if at_defaults(tokenizer):  # runs, characters or pairs: chosen from the data
+                tokenizer = replace(tokenizer, unspaced="all")
             return tokenizer, vocabulary_filter, DEFAULTS, True
         return tokenizer, vocabulary_filter, resolve(EstimatorSettings(), **overrides), False
     if options["event_model"] == AUTO and not chooses(base):
@@ -1003,7 +1035,10 @@ def fit_settings(
     if options["event_model"] == AUTO:
         overrides["model"] = None
     defaults = resolve(base.defaults, **overrides)
-    return base.tokenizer, vocabulary_filter.validate(), defaults, False
+    tokenizer = base.tokenizer
+    if not overridden(**dict(overrides, model=None)) and options["event_model"] in (None, AUTO):
+        tokenizer = counting_tokenizer(base)  # as the update will count them
+    return tokenizer, vocabulary_filter.validate(), defaults, False
 
 
 def changed_options(

@@ -264,6 +264,7 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     first :data:`nbclass.counting.sketch.PER_CLASS` of each class, ``n`` as many as the
     corpus affords (:func:`nbclass.models.choosing.plan`); the folds are dealt in that
     order. ``threads`` score the candidates (the result does not depend on them)."""
+    model = settled_unspaced(model)
     if model.multi_label is not None:  # label by label (multilabel.py)
         from .multilabel import chosen_again
 
@@ -306,6 +307,20 @@ def with_choice(model: Model, threads: int = 1) -> Model:
         model, defaults=choice.settings, choice=choice.to_dict(), calibration=choice.calibration,
         typicality=typicality,
     )  # fmt: skip
+
+
+def settled_unspaced(model: Model) -> Model:
+    """``model`` with the tokenizer its counts call for: one counted with ``unspaced="all"``
+    (as fit counts at its defaults) whose vocabulary holds no character of the scripts
+    written without spaces is stored with the pattern alone (None), which counts every
+    such text alike: a corpus without those scripts writes the file it always did."""
+    if model.tokenizer.unspaced != "all":
+        return model
+    from ..text.families import holds_unspaced
+
+    if holds_unspaced(model.counts.vocabulary):
+        return model
+    return replace(model, tokenizer=replace(model.tokenizer, unspaced=None))
 
 
 def with_sample(model: Model, sample: Ledger | None, short: int = 0, threads: int = 1) -> Model:

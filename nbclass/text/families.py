@@ -60,6 +60,22 @@ def register(family: Family) -> Family:
     return family
 
 
+def holds_unspaced(vocabulary: Sequence[str]) -> bool:
+    """Whether an entry of ``vocabulary`` holds a character of a script written without
+    spaces (:data:`nbclass.text.tokenizer.UNSPACED_RANGES`).
+
+    >>> holds_unspaced(["ab", "été"]), holds_unspaced(["ab", "x日"])
+    (False, True)
+    """
+    joined = "\x00".join(vocabulary)
+    if joined.isascii():
+        return False
+    from .runs import is_unspaced
+
+    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    return bool(is_unspaced(points).any())
+
+
 def _unspaced(vocabulary: Sequence[str], spaces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(runs, characters)``, bool of shape (V,): the entries that are two or more, or
     one, characters of the scripts written without spaces and nothing else, when the
