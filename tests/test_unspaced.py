@@ -579,3 +579,15 @@ def test_a_model_of_clauses_written_before_keeps_the_pattern_when_updated(tmp_pa
     updated = load(str(model))
     assert updated.tokenizer.unspaced is None
     assert "请帮我退款并重新开发票" in updated.counts.vocabulary  # a clause of a new ticket
+
+
+def test_cv_at_the_defaults_chooses_the_tokenization_in_every_fold():
+    """cv evaluates what fit does: each fold counts the tickets every way and chooses,
+    and every held-out ticket gets its class; with the pattern alone (a named model)
+    none has a known word."""
+    chosen = nbclass_command("cv", TICKETS, "--folds", "4")
+    assert chosen.returncode == 0, chosen.stderr
+    assert re.search(r"accuracy\s+1\.0000\s+0\.0000", chosen.stdout)
+    pattern = nbclass_command("cv", TICKETS, "--folds", "4", "--model", "multinomial")
+    accuracy = float(re.search(r"accuracy\s+([0-9.]+)", pattern.stdout).group(1))
+    assert accuracy < 0.5

@@ -20,7 +20,7 @@ other folds would give (the tests compare, with :meth:`Counts.equals`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -30,7 +30,7 @@ from ..defaults import DEFAULT_FOLDS, DEFAULT_SEED
 from ..errors import NbclassError, UsageError
 from ..models import metrics
 from ..models.estimators import AUTO, DEFAULTS, EstimatorSettings, overridden, resolve
-from ..models.learning import corpus_sample
+from ..models.learning import at_defaults, corpus_sample
 from ..models.model import (
     BATCH_SIZE,
     Classifier,
@@ -351,6 +351,12 @@ def cv_settings(
             "--model NAME to set them"
         )
     auto = overrides.get("model") == AUTO or (auto and not overridden(**overrides))
+    if auto:  # each fold counts as fit does at its defaults: the scripts without spaces
+        if at_defaults(tokenizer) and (like is None or like.choice is not None):
+            from ..text.families import holds_unspaced
+
+            if like is None or not holds_unspaced(like.counts.vocabulary):
+                tokenizer = replace(tokenizer, unspaced="all")  # every way, to choose
     return tokenizer, vocabulary_filter, None if auto else resolve(defaults, **overrides)
 
 
