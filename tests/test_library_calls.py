@@ -68,9 +68,10 @@ def test_model_auto_is_refused_with_estimator_options_and_over_a_base_model(base
 
 def test_cross_validation_chooses_per_fold_unless_an_estimator_option_is_given(base):
     none = {"model": None, "estimator": None, "alpha": None, "beta": None}
-    assert cv_settings(None, none) == (TokenizerSettings(), VocabularyFilter(), None)
-    _, _, settings = cv_settings(None, dict(none, alpha=0.5))
-    assert settings == EstimatorSettings(alpha=0.5)
+    # Each fold chooses as fit does, the tokenization of unspaced scripts too.
+    assert cv_settings(None, none) == (TokenizerSettings(unspaced="all"), VocabularyFilter(), None)
+    tokenizer, _, settings = cv_settings(None, dict(none, alpha=0.5))
+    assert settings == EstimatorSettings(alpha=0.5) and tokenizer == TokenizerSettings()
     tokenizer, vocabulary_filter, settings = cv_settings(base, none)  # not chosen by fit
     assert (tokenizer, vocabulary_filter, settings) == (
         base.tokenizer, base.vocabulary_filter, base.defaults
