@@ -56,3 +56,20 @@ def test_nbsvm_learns_a_separable_corpus(bench):
     model = bench.NBSVM().fit(texts, labels)
     assert model.predict(["great good", "poor awful", "bad"]) == ["pos", "neg", "neg"]
     assert json.dumps(model.classes) == '["neg", "pos"]'
+
+
+def test_the_sample_is_the_first_by_digest_and_the_first_of_each_class(bench, monkeypatch):
+    import hashlib
+
+    monkeypatch.setattr(bench, "SAMPLE_SIZE", 3)
+    monkeypatch.setattr(bench, "SAMPLE_PER_CLASS", 2)
+    texts = [f"document {i}" for i in range(12)]
+    labels = ["big"] * 10 + ["small"] * 2
+    kept = bench.sample(texts, labels)
+    order = sorted(range(12), key=lambda i: hashlib.sha256(texts[i].encode()).digest())
+    assert kept[:3] == order[:3]  # the first 3 by digest, whatever their class
+    assert sorted(kept) == sorted(set(kept))
+    assert {10, 11} <= set(kept)  # both of the small class
+    big = sum(labels[i] == "big" for i in order[:3])
+    assert sum(labels[i] == "big" for i in kept) == max(2, big)
+    assert bench.sample(texts[::-1], labels[::-1]) == [11 - i for i in kept]  # not the order
