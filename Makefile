@@ -48,7 +48,7 @@ bench: $(STAMP) ## Benchmark against scikit-learn on 20 Newsgroups (minutes; 1 G
 bench-serving: $(STAMP) ## Benchmark nbclass serve alone with wrk on 127.0.0.1 (installs wrk with apt-get if missing)
 	$(BIN)/python bench/serving.py
 
-bench-accuracy: $(STAMP) ## Accuracy, macro-F1, log loss, ECE against scikit-learn's NB on every shared corpus
+bench-accuracy: $(STAMP) ## Accuracy, macro-F1, log loss, ECE against scikit-learn's NB and LinearSVC on every shared corpus
 	$(BIN)/python bench/accuracy.py
 
 .PHONY: fuzz
