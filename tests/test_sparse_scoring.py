@@ -376,3 +376,52 @@ def test_the_choice_plans_its_folds_by_pairs_past_the_dense_size():
     # 500,000 words × 20 classes (10 M cells, below 2**24) keep the V × C rule: the
     # 1 M free cells afford one fold of at most a fifth of the corpus.
     assert plan(corpus(500_000, 20, 5_000, 50_000, N)) == (2_400, 1)
+
+
+@pytest.fixture(scope="module")
+def wide_model():
+    """2,000 classes × 10,000 words (20 M weight cells, past 2**24) with 30,000 pairs,
+    CSR counts, and texts of its words (each class's words, some of another class's)."""
+    from nbclass.models.model import Model
+
+    V, C = 10_000, 2_000
+    rng = np.random.default_rng(3)
+    rows = np.repeat(np.arange(V), 3)
+    T = sp.csr_matrix((rng.integers(1, 9, rows.size), (rows, rng.integers(0, C, rows.size))),
+                      shape=(V, C), dtype=np.int64)  # fmt: skip
+    T.sum_duplicates()
+    D = T.minimum(2).tocsr()
+    words = tuple(f"w{j:05d}" for j in range(V))
+    counts = Counts(tuple(f"c{c:04d}" for c in range(C)), words, np.full(C, 3), D, T)
+    texts = [" ".join(rng.choice(words, 12)) for _ in range(20)] + ["", "w00001 zzz"]
+    return Model(counts, TokenizerSettings()), texts
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [EstimatorSettings(), EstimatorSettings(model="bernoulli"), DEFAULTS,
+     EstimatorSettings(model="complement", tf="log", idf=True, norm="both"),
+     EstimatorSettings(model="dcm"), EstimatorSettings(model="poisson")],
+    ids=["multinomial", "bernoulli", "defaults", "complement-idf-both", "dcm", "poisson"],
+)  # fmt: skip
+@pytest.mark.parametrize("fmt", ["json", "npz"])
+def test_the_export_of_a_large_model_holds_its_pairs(wide_model, tmp_path, settings, fmt):
+    """Past 2**24 cells the export writes W's pairs (version 2, no table) and
+    docs/export.md's reference scorer reads them back to predict's probabilities."""
+    from test_export import doc_namespace
+
+    from nbclass.modelfile.export import export
+    from nbclass.models.model import Classifier
+
+    model, texts = wide_model
+    path = tmp_path / f"m.{fmt}"
+    size = export(model, settings, str(path), fmt)
+    assert size < 2_000_000  # a table of 20 M floats would be 160 MB
+    ns = doc_namespace()
+    m = ns["load_export"](str(path))
+    assert int(m["version"]) == 2
+    assert "weights" not in m if fmt == "npz" else isinstance(m["weights"], dict)
+    want = np.exp(Classifier(model, settings).predict(texts).log_proba)
+    rows = [ns["probabilities"](m, text) for text in texts]
+    got = np.array([[row[c] for c in model.counts.classes] for row in rows])
+    assert np.abs(got - want).max() <= 1e-12

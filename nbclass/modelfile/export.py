@@ -31,9 +31,11 @@ import numpy as np
 from ..errors import NbclassError
 from ..models.estimators import EstimatorSettings
 from ..models.model import Classifier, Model
+from ..models.sparsity import SparseWeights
 
 FORMAT = "nbclass-export"
 VERSION = 1
+PAIRS_VERSION = 2  # W given by its nonzero pairs (a model past DENSE_CELLS weight cells)
 EXPORTED = "multinomial, bernoulli, complement, poisson and dcm"
 
 
@@ -64,10 +66,14 @@ def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = Tru
         return _label_export(model, settings, calibrate)
     classifier = Classifier(model, settings, calibrate=calibrate)
     scorer, calibration = classifier.scorer, classifier.calibration
-    weights, bias = np.asarray(scorer.weights), np.asarray(scorer.bias)
-    if getattr(scorer, "required", None) is not None or not (
-        np.isfinite(weights).all() and np.isfinite(bias).all()
-    ):
+    weights, bias = scorer.weights, np.asarray(scorer.bias)
+    if isinstance(weights, SparseWeights):  # past DENSE_CELLS: the pairs, not the table
+        weights = pair_weights(weights)
+        finite = all(np.isfinite(v).all() for v in weights.values() if v is not None)
+    else:
+        weights = np.asarray(weights)
+        finite = np.isfinite(weights).all()
+    if getattr(scorer, "required", None) is not None or not (finite and np.isfinite(bias).all()):
         if settings.estimator == "mle":
             raise NbclassError(
                 "export needs finite weights; under --estimator mle a word unseen in a class "
@@ -83,7 +89,7 @@ def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = Tru
     idf = getattr(scorer, "idf", None)
     return {
         "format": FORMAT,
-        "version": VERSION,
+        "version": PAIRS_VERSION if isinstance(weights, dict) else VERSION,
         "classes": list(counts.classes),
         "settings": settings.to_dict(),
         "tokenizer": {
@@ -157,12 +163,35 @@ def _label_export(model: Model, settings: EstimatorSettings, calibrate: bool) ->
     }
 
 
+def pair_weights(weights: SparseWeights) -> dict:
+    """W as its nonzero pairs (:class:`nbclass.models.sparsity.SparseWeights`): ``indptr``
+    (V + 1,), ``classes`` and ``values`` (one per pair, by word then class), and what a
+    word has off its pairs, ``word_j * scale_c + constant_c`` (``word`` and ``scale``
+    None but for complement)."""
+    values = weights.values
+    return {
+        "constant": weights.constant,
+        "word": weights.word,
+        "scale": weights.scale,
+        "indptr": values.indptr.astype(np.int64),
+        "classes": values.indices.astype(np.int64),
+        "values": values.data,
+    }
+
+
 ARRAYS = ("vocabulary", "classes", "labels", "weights", "bias", "idf", "concentration")
+
+
+def _plain(value):
+    """``value`` with its arrays (also inside a dict) as lists, for JSON."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value.tolist() if isinstance(value, np.ndarray) else value
 
 
 def json_bytes(data: dict) -> bytes:
     """The export as one JSON object (arrays as lists, numbers in full), UTF-8."""
-    plain = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in data.items()}
+    plain = {k: _plain(v) for k, v in data.items()}
     return (json.dumps(plain, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8")
 
 
@@ -175,9 +204,14 @@ def npz_bytes(data: dict) -> bytes:
     arrays = {
         "header": np.array(json.dumps(header, ensure_ascii=False, allow_nan=False)),
         "vocabulary": np.array(data["vocabulary"], dtype=str),
-        "weights": data["weights"],
-        "bias": data["bias"],
     }
+    if isinstance(data["weights"], dict):  # the pairs: weights_constant, weights_indptr, ...
+        for name, value in data["weights"].items():
+            if value is not None:
+                arrays[f"weights_{name}"] = value
+    else:
+        arrays["weights"] = data["weights"]
+    arrays["bias"] = data["bias"]
     for name in ("classes", "labels"):
         if name in data:
             arrays[name] = np.array(data[name], dtype=str)
