@@ -86,8 +86,10 @@ def test_the_default_fit_chooses_among_words_and_pairs(tmp_path):
     assert run("fit", DEMO_CORPUS, "--ngram-range", "1,2", "-o", both, "-q").returncode == 0
     alone, model = load(str(words)), load(str(both))
     table = model.choice["candidates"]
-    assert len(table) == 16
-    assert [row["features"] for row in table] == [["words"]] * 8 + [["words", "pairs"]] * 8
+    assert len(table) == 24
+    assert [row["features"] for row in table] == [["words"]] * 8 + [["words", "pairs"]] * 16
+    assert [row.get("min_df") for row in table] == [None] * 16 + [2] * 8
+    assert table[16]["name"] == "multinomial, words+pairs, df≥2"
     for mine, theirs in zip(table[:8], alone.choice["candidates"]):
         assert mine["name"] == theirs["name"] + ", words"
         for key in ("accuracy", "macro_f1", "log_loss"):
@@ -95,7 +97,9 @@ def test_the_default_fit_chooses_among_words_and_pairs(tmp_path):
     chosen = next(row for row in table if row["chosen"])
     assert model.choice["chosen"] == chosen["name"]
     assert model.vocabulary_filter.features == tuple(chosen["features"])
+    assert model.vocabulary_filter.prune_df == chosen.get("min_df")
     used = rows_of(model.counts.vocabulary, model.vocabulary_filter.features)
+    used &= model.counts.doc_count.sum(axis=1) >= (model.vocabulary_filter.prune_df or 1)
     assert np.array_equal(model.active_rows, np.flatnonzero(used))
     info = run("info", "-m", both).stdout.decode()
     assert f"features {'+'.join(chosen['features'])})" in info
@@ -109,7 +113,7 @@ def test_update_merge_unlearn_with_pairs_write_a_fresh_fits_bytes(sms, tmp_path)
         assert run("fit", corpus, "--ngram-range", "1,2", "-o", out, "-q").returncode == 0
     fresh = load(str(full))
     assert fresh.vocabulary_filter.features is not None
-    assert len(fresh.choice["candidates"]) == 16
+    assert len(fresh.choice["candidates"]) == 24
     updated = tmp_path / "updated.nbc"
     shutil.copy(half_a, updated)
     assert run("fit", sms / "b", "--update", updated, "-q").returncode == 0
@@ -141,3 +145,58 @@ def test_stored_features_are_checked_on_load(tmp_path):
         one_error_line(run("predict", "-m", forged, document), forged)  # the quick reader
         one_error_line(run("predict", "-m", forged, DEMO_CORPUS), forged)  # the full one
         one_error_line(run("info", "-m", forged), forged)
+
+
+def test_a_pruned_fold_is_the_fold_of_its_frequent_words():
+    """The df≥2 candidates' fold: the fold's counts less the words of one training
+    document (counted in the fold's own documents, the held-out ones never decide), the
+    held-out documents' words found in it as before."""
+    import scipy.sparse as sp
+
+    from nbclass.models.choosing import fold_of, pruned
+
+    corpus = list_corpus(str(DEMO_CORPUS))
+    model = fit(corpus, TokenizerSettings(ngram_range=(1, 2)))
+    model = load_sampled(model)
+    sample = model.sample
+    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
+                      shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
+    rows = np.arange(0, sample.n_documents, 5)
+    fold = fold_of(model.counts, X, sample.labels, rows)
+    small = pruned(fold, 2)
+    df = np.asarray(fold.counts.doc_count).sum(axis=1)
+    kept = [w for w, d in zip(fold.counts.vocabulary, df.tolist()) if d >= 2]
+    assert list(small.counts.vocabulary) == kept and 0 < len(kept) < len(df)
+    assert np.array_equal(small.counts.token_count, fold.counts.token_count[df >= 2])
+    vocabulary = model.counts.vocabulary
+    assert [vocabulary[j] for j in small.words] == kept
+    held = X[rows]
+    present = {vocabulary[j] for j in np.unique(held.indices)}
+    assert [small.counts.vocabulary[i] for i in small.used] == [w for w in kept if w in present]
+
+
+def load_sampled(model):
+    """``model`` with its sample (a default fit's), through the file: the corpus's
+    documents as ledger rows."""
+    from nbclass.models.learning import corpus_sample
+
+    sample = corpus_sample(list_corpus(str(DEMO_CORPUS)), model.counts, model.tokenizer)
+    return replace(model, sample=sample)
+
+
+def test_a_chosen_pruning_is_stored_and_checked():
+    """prune_df in the vocabulary filter: the rows of df >= prune_df, kept through the
+    file; a forged one out of --min-df's range is refused."""
+    corpus = list_corpus(str(DEMO_CORPUS))
+    model = fit(corpus, TokenizerSettings(ngram_range=(1, 2)))
+    kept = replace(model, vocabulary_filter=VocabularyFilter(features=("words", "pairs"),
+                                                             prune_df=2))  # fmt: skip
+    df = np.asarray(model.counts.doc_count).sum(axis=1)
+    assert np.array_equal(kept.active_rows, np.flatnonzero(df >= 2))
+    data = dumps(kept)
+    assert loads(data, "kept.nbc").vocabulary_filter == kept.vocabulary_filter
+    crafted = edit_header(
+        data, "model", lambda h: h["vocabulary_filter"].__setitem__("prune_df", 0)
+    )
+    with pytest.raises(ModelFileError, match="min-df"):
+        loads(crafted, "forged.nbc")

@@ -98,7 +98,9 @@ def _in_range(option: str, value, record: str):
 def vocabulary_filter(header: dict) -> tuple[int, int | None, tuple[str, ...] | None]:
     """``(min_df, max_features, features)``, each in the range of its ``fit`` option;
     ``features`` (the feature families fit's choice kept, :mod:`nbclass.text.families`)
-    None or distinct known names."""
+    None or distinct known names; ``prune_df`` (fit's chosen pruning, read with
+    :meth:`nbclass.models.model.VocabularyFilter.from_dict`) None or in ``--min-df``'s
+    range."""
     data = header["vocabulary_filter"]
     if not isinstance(data, dict):
         raise ValueError("the vocabulary filter is not an object")
@@ -110,6 +112,8 @@ def vocabulary_filter(header: dict) -> tuple[int, int | None, tuple[str, ...] | 
         from ..text.families import check_names
 
         features = check_names(features)
+    if data.get("prune_df") is not None:
+        _in_range("--min-df", data["prune_df"], "vocabulary filter")
     return _in_range("--min-df", data["min_df"], "vocabulary filter"), max_features, features
 
 

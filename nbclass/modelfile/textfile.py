@@ -480,7 +480,9 @@ def _build(
     model = Model(
         counts=counts,
         tokenizer=tokenizer,
-        vocabulary_filter=VocabularyFilter(min_df, max_features, features),
+        vocabulary_filter=VocabularyFilter(
+            min_df, max_features, features, header["vocabulary_filter"].get("prune_df")
+        ),
         defaults=checked.defaults(header),
         selection=checked.selection(header),
         ledger=_build_ledger(header, arrays, counts),

@@ -53,7 +53,7 @@ from ..text.vectorizer import binarize
 from .chosen import calibrated, score_gaps
 from .estimators import Calibration, EstimatorSettings
 from .posterior import log_posterior, make_scorer
-from .sparsity import dense_cells, is_sparse
+from .sparsity import dense_cells, is_sparse, row_sums
 from .textmodels import prepare
 
 FOLDS = 5
@@ -270,6 +270,21 @@ def _sparse_fold(counts: Counts, tokens, documents, gone: np.ndarray):
     return tables[0], tables[1], words, row
 
 
+def pruned(fold: Fold, min_df: int) -> Fold:
+    """``fold`` with the words of fewer than ``min_df`` training documents (Σ_c D_jc of
+    the fold's own counts: the held-out documents never decide) left out of its counts,
+    as a model pruned to its frequent words holds them."""
+    keep = row_sums(fold.counts.doc_count) >= min_df
+    if keep.all():
+        return fold
+    place = np.cumsum(keep) - 1  # each kept word's row after pruning
+    used = fold.used[keep[fold.used]]
+    return Fold(
+        fold.rows, fold.counts.restrict(np.flatnonzero(keep)), fold.words[keep], fold.classes,
+        place[used],
+    )  # fmt: skip
+
+
 def fold_scores(
     counts: Counts,
     X: sp.csr_matrix,
@@ -277,12 +292,17 @@ def fold_scores(
     rows: np.ndarray,
     candidates,
     threads: int = 1,
+    min_df: int | None = None,
 ) -> tuple[Fold, np.ndarray, list[np.ndarray]]:
     """The fold holding out ``rows``, the known tokens of those documents (those in the
     fold's training vocabulary, as predict counts a document's known tokens), shape
     (len(rows),), and every candidate's scores b_c of them under the fold's training
-    counts, each of shape (len(rows), C_k), computed by ``threads`` threads."""
+    counts, each of shape (len(rows), C_k), computed by ``threads`` threads. With
+    ``min_df``, the fold's vocabulary is pruned to the words in at least that many of
+    its training documents (:func:`pruned`)."""
     fold = fold_of(counts, X, y, rows)
+    if min_df is not None:
+        fold = pruned(fold, min_df)
     # Only the words the held-out documents hold get weights (a third of 20 Newsgroups'
     # vocabulary in its one fold); every total still covers the fold's whole vocabulary.
     used = fold.used
@@ -310,6 +330,7 @@ def held_out_scores(
     fold_ids: np.ndarray,
     candidates,
     threads: int = 1,
+    min_df: int | None = None,
 ) -> tuple[list[np.ndarray], np.ndarray]:
     """Every candidate's b_c of every sampled document under the model of its fold,
     shape (n, C) each, and each document's known tokens under that model, shape (n,).
@@ -325,7 +346,7 @@ def held_out_scores(
     known = np.zeros(n, dtype=np.int64)
     for k in np.unique(fold_ids).tolist():
         fold, fold_known, scores = fold_scores(counts, X, y, np.flatnonzero(fold_ids == k),
-                                               candidates, threads)  # fmt: skip
+                                               candidates, threads, min_df)  # fmt: skip
         known[fold.rows] = fold_known
         for jll, part in zip(out, scores):
             jll[np.ix_(fold.rows, fold.classes)] = part
@@ -492,23 +513,28 @@ class Choice:
     folds: int
     evidence: np.ndarray | None = None
     features: tuple[str, ...] | None = None
+    min_df: int | None = None
 
     def to_dict(self) -> dict:
         return {
             "criterion": CRITERION,
             "folds": self.folds,
             "documents": self.documents,
-            "chosen": named(self.settings, self.features),
+            "chosen": named(self.settings, self.features, self.min_df),
             "candidates": self.table,
         }
 
 
-def named(settings: EstimatorSettings, features: tuple[str, ...] | None) -> str:
+def named(
+    settings: EstimatorSettings, features: tuple[str, ...] | None, min_df: int | None = None
+) -> str:
     """A candidate's name: its settings (:func:`describe`), then its feature families
-    when the choice compared several sets, e.g. ``multinomial β=fit, words+pairs``."""
+    when the choice compared several sets, and the pruning of its vocabulary, e.g.
+    ``multinomial β=fit, words+pairs, df≥2``."""
     if features is None:
         return describe(settings)
-    return f"{describe(settings)}, {'+'.join(features)}"
+    pruning = "" if min_df is None else f", df≥{min_df}"
+    return f"{describe(settings)}, {'+'.join(features)}{pruning}"
 
 
 def _macro_f1(y: np.ndarray, pred: np.ndarray, C: int) -> float:
@@ -535,16 +561,19 @@ def _no_evidence(candidates, features=None) -> Choice:
     """The choice when no document can be held out (every class has one document): the
     first, simplest candidate (on the first feature set), uncalibrated; its table says
     no document was scored."""
-    names = features[0][0] if features else None
+    names, min_df = (features[0][0], features[0][2]) if features else (None, None)
     table = [
-        {"name": named(s, names), "settings": s.to_dict(), "accuracy": 0.0, "macro_f1": 0.0,
-         "log_loss": 0.0, "chosen": i == 0}
+        {"name": named(s, names, min_df), "settings": s.to_dict(), "accuracy": 0.0,
+         "macro_f1": 0.0, "log_loss": 0.0, "chosen": i == 0}
         for i, s in enumerate(candidates)
     ]  # fmt: skip
     if names is not None:
         for row in table:
             row["features"] = list(names)
-    return Choice(candidates[0], Calibration(0.0, 0.0), table, 0, 0, None, names)
+    if min_df is not None:
+        for row in table:
+            row["min_df"] = min_df
+    return Choice(candidates[0], Calibration(0.0, 0.0), table, 0, 0, None, names, min_df)
 
 
 def choose(
@@ -554,17 +583,18 @@ def choose(
     candidates=CANDIDATES,
     k: int = FOLDS,
     threads: int = 1,
-    features: list[tuple[tuple[str, ...], np.ndarray]] | None = None,
+    features: list[tuple[tuple[str, ...], np.ndarray, int | None]] | None = None,
 ) -> Choice:
     """Cross-validate ``candidates`` on the sample ``(X, y)`` of the corpus of ``counts``.
 
     ``X`` (n, V) counts the sampled documents over ``counts.vocabulary``; ``y`` (n,) are
     their classes (indices into ``counts.classes``); ``threads`` score the candidates.
-    ``features``, when given, lists feature sets ``(family names, rows)`` (rows: sorted
-    indices into the vocabulary, :mod:`nbclass.text.families`): every candidate is then
-    scored on each set's rows alone (the counts and the sample restricted to them, as a
-    fit counting only those tokens would hold), the sets in that order, and the choice
-    picks a set with the settings.
+    ``features``, when given, lists feature sets ``(family names, rows, min_df)`` (rows:
+    sorted indices into the vocabulary, :mod:`nbclass.text.families`; ``min_df`` None or
+    a pruning of each fold's vocabulary, :func:`pruned`): every candidate is then scored
+    on each set's rows alone (the counts and the sample restricted to them, as a fit
+    counting only those tokens would hold), the sets in that order, and the choice picks
+    a set with the settings.
     """
     y = np.asarray(y, dtype=np.int64)
     # A document whose class has no other document is never scored: held out, its class
@@ -575,19 +605,19 @@ def choose(
         return _no_evidence(candidates, features)
     fold_ids = stratified_fold_ids(y, folds_for(y.size, counts.n_docs, k))
     rows = []
-    pairs, scores, known = [], [], []  # (settings, features), their scores, n_x
-    for names, kept_rows in features or [(None, None)]:
+    pairs, scores, known = [], [], []  # (settings, features, min_df), their scores, n_x
+    for names, kept_rows, min_df in features or [(None, None, None)]:
         if kept_rows is None or kept_rows.size == len(counts.vocabulary):
             part_counts, part_X = counts, X
         else:
             part_counts, part_X = counts.restrict(kept_rows), X[:, kept_rows]
         part_scores, n_tokens = held_out_scores(
-            part_counts, part_X, y, fold_ids, candidates, threads
+            part_counts, part_X, y, fold_ids, candidates, threads, min_df
         )
-        pairs += [(settings, names) for settings in candidates]
+        pairs += [(settings, names, min_df) for settings in candidates]
         scores += part_scores
         known += [n_tokens] * len(candidates)
-    for (settings, names), jll, n_tokens in zip(pairs, scores, known):
+    for (settings, names, min_df), jll, n_tokens in zip(pairs, scores, known):
         scored = np.isfinite(jll[np.arange(y.size), y])
         log_proba = log_posterior(jll[scored])
         pred = np.where(np.isfinite(log_proba.max(axis=1)), log_proba.argmax(axis=1), -1)
@@ -601,6 +631,7 @@ def choose(
                 "macro_f1": _macro_f1(truth, pred, len(counts.classes)),
                 "documents": int(scored.sum()),
                 "features": names,
+                "min_df": min_df,
                 "known": n_tokens,
             }
         )
@@ -615,7 +646,7 @@ def choose(
     table = []
     for i, r in enumerate(rows):
         row = {
-            "name": named(r["settings"], r["features"]),
+            "name": named(r["settings"], r["features"], r["min_df"]),
             "settings": r["settings"].to_dict(),
             "accuracy": r["correct"] / max(r["documents"], 1),
             "macro_f1": r["macro_f1"],
@@ -624,6 +655,8 @@ def choose(
         }
         if r["features"] is not None:
             row["features"] = list(r["features"])
+        if r["min_df"] is not None:
+            row["min_df"] = r["min_df"]
         table.append(row)
     table[best]["calibrated_log_loss"] = log_loss_of(
         calibrated(winner["jll"][scored], n_tokens[scored], calibration), y[scored]
@@ -631,6 +664,7 @@ def choose(
     return Choice(
         replace(winner["settings"]), calibration, table, int(scored.sum()),
         int(np.unique(fold_ids).size), _evidence(rows, winner), winner["features"],
+        winner["min_df"],
     )  # fmt: skip
 
 
@@ -642,7 +676,11 @@ def _evidence(rows: list[dict], winner: dict):
     from .novelty import evidence_settings
 
     wanted = evidence_settings(winner["settings"])
-    found = [r for r in rows if r["settings"] == wanted and r["features"] == winner["features"]]
+    found = [
+        r for r in rows
+        if r["settings"] == wanted and (r["features"], r["min_df"]) == (
+            winner["features"], winner["min_df"])
+    ]  # fmt: skip
     if not found:
         return None
     n_tokens = winner["known"]

@@ -65,11 +65,15 @@ class VocabularyFilter:
     features : tuple of str, or None
         The feature families kept (:mod:`nbclass.text.families`: words, pairs, ...), as
         fit's choice picked them; None: every entry counted. Applied first.
+    prune_df : int or None
+        The document frequency fit's choice pruned the vocabulary to (words in at least
+        this many training documents), on top of ``min_df``; None: no pruning chosen.
     """
 
     min_df: int = 1
     max_features: int | None = None
     features: tuple[str, ...] | None = None
+    prune_df: int | None = None
 
     def validate(self) -> VocabularyFilter:
         check("--min-df", self.min_df)
@@ -79,11 +83,13 @@ class VocabularyFilter:
     @property
     def chosen_apart(self) -> VocabularyFilter:
         """The filter without what fit's choice picked (the user's options alone)."""
-        return self if self.features is None else replace(self, features=None)
+        if self.features is None and self.prune_df is None:
+            return self
+        return replace(self, features=None, prune_df=None)
 
     def rows(self, counts: Counts) -> np.ndarray:
         """Sorted indices of the words of ``counts`` that pass the filter."""
-        frequent = row_sums(counts.doc_count) >= self.min_df
+        frequent = row_sums(counts.doc_count) >= max(self.min_df, self.prune_df or 1)
         if self.features is not None:
             from ..text.families import rows_of
 
@@ -99,16 +105,19 @@ class VocabularyFilter:
         data = {"min_df": self.min_df, "max_features": self.max_features}
         if self.features is not None:
             data["features"] = list(self.features)
+        if self.prune_df is not None:
+            data["prune_df"] = self.prune_df
         return data
 
     @classmethod
     def from_dict(cls, data: dict) -> VocabularyFilter:
         max_features = data["max_features"]
-        features = data.get("features")
+        features, prune_df = data.get("features"), data.get("prune_df")
         return cls(
             min_df=int(data["min_df"]),
             max_features=None if max_features is None else int(max_features),
             features=None if features is None else tuple(features),
+            prune_df=None if prune_df is None else int(prune_df),
         )
 
 
@@ -253,6 +262,11 @@ def fit(
     return model
 
 
+# The document frequency of the pruned candidates of a model with pairs: an entry of one
+# training document (most pairs) is dropped.
+PRUNE_DF = 2
+
+
 def with_choice(model: Model, threads: int = 1) -> Model:
     """``model`` with the settings chosen by cross-validation on its :attr:`Model.sample`
     (:func:`nbclass.models.choosing.choose`), their table and calibration, and the
@@ -292,10 +306,14 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     sets = feature_sets(counts.vocabulary)
     features = None
     if len(sets) > 1:  # row masks over the one count, simplest first
-        features = [(names, np.flatnonzero(rows_of(counts.vocabulary, names))) for names in sets]
+        rows_of_set = [np.flatnonzero(rows_of(counts.vocabulary, names)) for names in sets]
+        features = [(names, at, None) for names, at in zip(sets, rows_of_set)]
+        # The sets with pairs again, pruned to the entries of two documents or more.
+        features += [(names, at, PRUNE_DF) for names, at in zip(sets[1:], rows_of_set[1:])]
     choice = choose(counts, X, part.labels, k=folds, threads=threads, features=features)
     if choice.features is not None:
-        model = replace(model, vocabulary_filter=replace(base, features=choice.features))
+        chosen = replace(base, features=choice.features, prune_df=choice.min_df)
+        model = replace(model, vocabulary_filter=chosen)
         counts = model.active_counts
     typicality = None
     if choice.evidence is not None:

@@ -405,7 +405,8 @@ def info_lines(info: dict) -> Iterator[str]:
     yield (
         f"vocabulary   {info['vocabulary']} words used of {info['vocabulary_counted']} "
         f"counted (min_df {vf['min_df']}, max_features {max_features}"
-        + (f", features {'+'.join(vf['features'])})" if vf.get("features") else ")")
+        + (f", features {'+'.join(vf['features'])}" if vf.get("features") else "")
+        + (f", pruned to df >= {vf['prune_df']})" if vf.get("prune_df") else ")")
     )
     if info["selection"]:
         s = info["selection"]
