@@ -308,8 +308,12 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     if len(sets) > 1:  # row masks over the one count, simplest first
         rows_of_set = [np.flatnonzero(rows_of(counts.vocabulary, names)) for names in sets]
         features = [(names, at, None) for names, at in zip(sets, rows_of_set)]
-        # The sets with pairs again, pruned to the entries of two documents or more.
-        features += [(names, at, PRUNE_DF) for names, at in zip(sets[1:], rows_of_set[1:])]
+        # The sets with word pairs again, pruned to the entries of two documents or more
+        # (not the tokenizations of unspaced scripts, whose sets are their own).
+        features += [
+            (names, at, PRUNE_DF) for names, at in zip(sets, rows_of_set)
+            if "pairs" in names and "characters" not in names
+        ]  # fmt: skip
     choice = choose(counts, X, part.labels, k=folds, threads=threads, features=features)
     if choice.features is not None:
         chosen = replace(base, features=choice.features, prune_df=choice.min_df)
