@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 
+from nbclass.counting.counts import as_table
 from nbclass.modelfile.textfile import load
 from nbclass.models.estimators import log_class_prior, multinomial_log_theta
 
@@ -31,7 +32,7 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     pi = np.exp(log_class_prior(counts.class_count, "posterior-mean", 1.0))
     cumulative = np.cumsum(
-        np.exp(multinomial_log_theta(counts.token_count, "posterior-mean", 1.0)), axis=0
+        np.exp(multinomial_log_theta(as_table(counts.token_count), "posterior-mean", 1.0)), axis=0
     )
     mean_length = counts.class_tokens / counts.class_count
     words = np.array(counts.vocabulary, dtype=object)

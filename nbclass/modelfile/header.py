@@ -44,7 +44,7 @@ _BETA_SLACK = 1e-9  # relative: the fitted β, scaled, is rounded once or twice
 
 
 MEMORY_VARIABLE = "NBCLASS_MAX_MODEL_MEMORY"
-MEMORY_FACTOR = 64  # the count tables of a model may take this many times its file size,
+MEMORY_FACTOR = 64  # the counts of a model may take this many times its file size,
 MEMORY_FLOOR = 256 << 20  # and at least this many bytes
 MAX_CANDIDATES = 64  # settings compared by fit's choice
 CHOICE_NUMBERS = ("accuracy", "macro_f1", "log_loss", "calibrated_log_loss")
@@ -59,22 +59,23 @@ def memory_limit(file_size: int) -> int:
     return max(MEMORY_FLOOR, MEMORY_FACTOR * file_size) if limit is None else limit
 
 
-def memory(path: str, V: int, C: int, file_size: int, limit: int) -> None:
-    """Refuse a model whose count tables would take more memory than it may ask for.
+def memory(path: str, V: int, C: int, nnz: int, file_size: int, limit: int) -> None:
+    """Refuse a model whose counts would take more memory than it may ask for.
 
-    The counts are stored sparse (one entry per word and class where the word occurs),
-    but loading makes two dense (V, C) tables of 64-bit counts, 16 V C bytes: a forged
-    file of 2 MB declaring 200,000 words and 5,000 classes would ask for 15 GiB. A model
-    may take up to ``MEMORY_FACTOR`` times its own size, and at least ``MEMORY_FLOOR``
-    (a fitted 20 Newsgroups model takes 12 times its size); ``NBCLASS_MAX_MODEL_MEMORY``
-    sets another limit. Checked by both loaders, before anything is built.
+    The counts are stored and loaded sparse: one entry per word and class where the word
+    occurs (D_jc and T_jc in CSR, 20 bytes each), one string per word and per class (about
+    80 bytes each), never a (V, C) table: a forged file of 2 MB declaring 200,000 words
+    and 5,000 classes takes what its own entries take. A model may take up to
+    ``MEMORY_FACTOR`` times its own size, and at least ``MEMORY_FLOOR`` (any file whose
+    sections agree takes less than a third of that); ``NBCLASS_MAX_MODEL_MEMORY`` sets
+    another limit. Checked by both loaders, before anything is built.
     """
-    need = 16 * V * C
+    need = 20 * nnz + 80 * (V + C)
     if need > limit:
         raise ModelFileError(
-            f"{path!r} declares {V} words and {C} classes: its count tables would take "
-            f"{_gib(need)} of memory, more than the {_gib(limit)} a model of "
-            f"{file_size} bytes may ask for: set {MEMORY_VARIABLE} (e.g. "
+            f"{path!r} declares {V} words, {C} classes and {nnz} (word, class) pairs: its "
+            f"counts would take {_gib(need)} of memory, more than the {_gib(limit)} a model "
+            f"of {file_size} bytes may ask for: set {MEMORY_VARIABLE} (e.g. "
             f"{-(-need // (1 << 30))}G) to load it"
         )
 

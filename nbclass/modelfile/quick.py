@@ -75,7 +75,8 @@ class QuickModel:
             self.defaults = checked.defaults(header)
             self.n_used = checked.whole(header["n_used"], "n_used")
             V, C = checked.whole(header["n_features"], "n_features"), len(self.classes)
-            checked.memory(path, V, C, len(data), limit)  # as the full loader, which needs it
+            nnz = len(sections["class_index"])
+            checked.memory(path, V, C, nnz, len(data), limit)  # as the full loader
             # The records the full loader checks, checked alike (the numbers are not used here).
             checked.vocabulary_filter(header)
             checked.selection(header)

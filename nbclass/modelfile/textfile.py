@@ -441,7 +441,7 @@ def _build(
 ) -> Model:
     classes = tuple(checked.classes(header))
     C, V = len(classes), checked.whole(header["n_features"], "n_features")
-    checked.memory(path, V, C, size, limit)  # before the dense (V, C) tables are made
+    checked.memory(path, V, C, len(arrays["class_index"]), size, limit)  # before building
     blob = arrays["vocabulary"]
     vocabulary = tuple(blob.tobytes().decode("utf-8").split("\x00")) if V else ()
     ends = np.append(np.flatnonzero(blob == 0), blob.size) + 1 if V else np.zeros(0)
