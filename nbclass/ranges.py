@@ -137,8 +137,8 @@ _ROWS = [
     Range("NBCLASS_JOBS", "int", 1, MAX_JOBS, "processes when -j is not given"),
     Range("NBCLASS_MAX_TABLE_BYTES", "size", 1, MAX_SIZE, "largest table read whole "
           "(256M unset)"),
-    Range("NBCLASS_MAX_MODEL_MEMORY", "size", 1, MAX_SIZE, "memory a model's count tables "
-          "may take (64 times its file size, at least 256M, unset)"),
+    Range("NBCLASS_MAX_MODEL_MEMORY", "size", 1, MAX_SIZE, "memory a model's counts may "
+          "take (64 times its file size, at least 256M, unset)"),
     Range("NBCLASS_SCHEDULER_TIMEOUT", "float", 0.0, MAX_TIMEOUT, "seconds to reach a "
           "Dask scheduler (10 unset)", low_open=True),
     Range("NBCLASS_WORKER_TIMEOUT", "float", 0.0, MAX_TIMEOUT, "seconds a command on a "

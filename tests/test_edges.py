@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from conftest import CHINESE, write_corpus
 
+from nbclass.counting.counts import as_table
 from nbclass.models.estimators import EstimatorSettings, log_class_prior
 from nbclass.models.model import Classifier, fit
 from nbclass.models.posterior import log_posterior
@@ -70,9 +71,7 @@ def test_empty_document_bernoulli_scores_absences_but_reports_the_prior(chinese_
     # The formula's score counts every word absent: b_c = log π_c + Σ_j log(1 − θ_jc) ...
     china = PI[0] * math.prod(NOT_THETA_CHINA)
     japan = PI[1] * math.prod(NOT_THETA_JAPAN)
-    assert_posterior(
-        log_posterior(clf.joint_log_likelihood([""]))[0], normalise([china, japan])
-    )
+    assert_posterior(log_posterior(clf.joint_log_likelihood([""]))[0], normalise([china, japan]))
     # ... but a document with no known word is no evidence: its posterior is the prior.
     assert_posterior(clf.predict([""]).log_proba[0], PI)
 
@@ -139,7 +138,7 @@ def test_unbalanced_counts_and_prior(unbalanced_model):
     counts = unbalanced_model.counts
     assert counts.class_count.tolist() == [500, 1]
     assert counts.vocabulary == ("alpha", "beta", "delta", "gamma")
-    assert counts.token_count.tolist() == [[500, 0], [500, 0], [0, 1], [0, 1]]
+    assert as_table(counts.token_count).tolist() == [[500, 0], [500, 0], [0, 1], [0, 1]]
     np.testing.assert_allclose(
         log_class_prior(counts.class_count, "posterior-mean", 1.0),
         [log(F(500 + 1, 501 + 2)), log(F(1 + 1, 501 + 2))],
@@ -200,7 +199,12 @@ def certain_word_model(tmp_path):
 
 
 def test_bernoulli_mle_theta_one_makes_a_lacking_document_impossible(certain_word_model):
-    assert certain_word_model.counts.doc_count.tolist() == [[1, 2], [1, 2], [2, 0], [0, 2]]
+    assert as_table(certain_word_model.counts.doc_count).tolist() == [
+        [1, 2],
+        [1, 2],
+        [2, 0],
+        [0, 2],
+    ]
     settings = EstimatorSettings(model="bernoulli", estimator="mle")
     predictions = Classifier(certain_word_model, settings).predict(["eggs", "spam eggs"])
     # "eggs" lacks spam: impossible for a. For b: 3/5 · 2/3 · (1 − 2/3) · 1 · (1 − 2/3) > 0.
@@ -305,4 +309,4 @@ def test_fit_counts_match_conftest_corpus(chinese_model):
     # The tokenizer and vectorizer together: D and T of one class add up to its documents.
     tokenize = make_tokenizer(TokenizerSettings())
     china_tokens = [t for text in CHINESE["china"] for t in tokenize(text)]
-    assert int(chinese_model.counts.token_count[:, 0].sum()) == len(china_tokens) == 8
+    assert int(as_table(chinese_model.counts.token_count)[:, 0].sum()) == len(china_tokens) == 8

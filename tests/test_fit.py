@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nbclass.cli.app import cli
-from nbclass.counting.counts import CountAccumulator, count_corpus
+from nbclass.counting.counts import CountAccumulator, as_table, count_corpus
 from nbclass.counting.tally import tally
 from nbclass.modelfile.textfile import dumps
 from nbclass.models.model import fit
@@ -245,7 +245,6 @@ def test_counts_are_the_same_whether_pairs_wait_or_are_summed_at_once(
     from collections import Counter
 
     import nbclass.counting.counts
-    from nbclass.counting.counts import as_table
 
     classes = ["a", "b", "c"]
     tokens, documents = Counter(), Counter()
@@ -262,7 +261,10 @@ def test_counts_are_the_same_whether_pairs_wait_or_are_summed_at_once(
         counts = merged.result()
     assert counts.vocabulary == tuple(vocabulary)
     assert counts.class_count.tolist() == [sum(c == k for _, c in docs) for k in range(3)]
-    for matrix, expected in ((counts.token_count, tokens), (counts.doc_count, documents)):
+    for matrix, expected in (
+        (as_table(counts.token_count), tokens),
+        (as_table(counts.doc_count), documents),
+    ):
         assert as_table(matrix).tolist() == [
             [expected[w, c] for c in range(3)] for w in vocabulary
         ]
@@ -342,9 +344,9 @@ def test_ascii_and_other_documents_give_the_same_model_by_either_path(
     model = fit(corpus, settings, jobs=1)
     counts = model.counts
     row = counts.vocabulary.index
-    assert counts.token_count[row("cafe")].tolist() == [3, 1]  # CAFE, cafe cafe | cafe
-    assert counts.doc_count[row("cafe")].tolist() == [2, 1]
-    assert counts.token_count[row("server")].tolist() == [0, 4]
+    assert as_table(counts.token_count)[row("cafe")].tolist() == [3, 1]  # CAFE, cafe cafe | cafe
+    assert as_table(counts.doc_count)[row("cafe")].tolist() == [2, 1]
+    assert as_table(counts.token_count)[row("server")].tolist() == [0, 4]
     assert "x" not in counts.vocabulary and ("the" in counts.vocabulary) == (not stop)
 
 
@@ -392,8 +394,8 @@ def test_a_packed_tally_may_list_a_word_twice(first):
                     np.array([1, 2, 1]), np.array([1, 3, 5])))  # fmt: skip
     counts = acc.result()
     assert counts.vocabulary == ("a", "b")
-    assert counts.doc_count.tolist() == [[3, 0], [int(not first), 1]]
-    assert counts.token_count.tolist() == [[4, 0], [2 * int(not first), 5]]
+    assert as_table(counts.doc_count).tolist() == [[3, 0], [int(not first), 1]]
+    assert as_table(counts.token_count).tolist() == [[4, 0], [2 * int(not first), 5]]
     assert counts.class_count.tolist() == [3 + int(not first), 1]
 
 

@@ -34,6 +34,7 @@ import pytest
 from conftest import CHINESE, CHINESE_TEST
 from sklearn.metrics import mutual_info_score
 
+from nbclass.counting.counts import as_table
 from nbclass.errors import UsageError
 from nbclass.models.estimators import (
     EstimatorSettings,
@@ -88,12 +89,19 @@ def test_counts_of_the_textbook_corpus(counts):
     assert counts.vocabulary == WORDS
     assert counts.class_count.tolist() == [3, 1]
     assert counts.n_docs == 4
-    assert counts.doc_count.tolist() == [[1, 0], [3, 1], [0, 1], [1, 0], [1, 0], [0, 1]]
-    assert counts.token_count.tolist() == [[1, 0], [5, 1], [0, 1], [1, 0], [1, 0], [0, 1]]
+    assert as_table(counts.doc_count).tolist() == [[1, 0], [3, 1], [0, 1], [1, 0], [1, 0], [0, 1]]
+    assert as_table(counts.token_count).tolist() == [
+        [1, 0],
+        [5, 1],
+        [0, 1],
+        [1, 0],
+        [1, 0],
+        [0, 1],
+    ]
     assert counts.class_tokens.tolist() == [8, 3]
     assert counts.class_count.dtype == np.int64
-    assert counts.doc_count.dtype == np.int64
-    assert counts.token_count.dtype == np.int64
+    assert as_table(counts.doc_count).dtype == np.int64
+    assert as_table(counts.token_count).dtype == np.int64
     assert counts.problems() == []
 
 
@@ -220,7 +228,7 @@ def test_log_class_prior(counts, estimator):
 
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_multinomial_log_theta(counts, estimator):
-    log_theta = multinomial_log_theta(counts.token_count, estimator, BETA_MULTINOMIAL[0])
+    log_theta = multinomial_log_theta(as_table(counts.token_count), estimator, BETA_MULTINOMIAL[0])
     assert log_theta.shape == (6, 2)
     assert_log_equal(log_theta, logs(THETA_MULTINOMIAL[estimator]))
 
@@ -238,7 +246,7 @@ def bernoulli_log_theta(doc_count, class_count, estimator, beta):
 @pytest.mark.parametrize("estimator", ESTIMATORS)
 def test_bernoulli_log_theta(counts, estimator):
     log_theta, log_not_theta = bernoulli_log_theta(
-        counts.doc_count, counts.class_count, estimator, BETA_BERNOULLI
+        as_table(counts.doc_count), counts.class_count, estimator, BETA_BERNOULLI
     )
     assert log_theta.shape == log_not_theta.shape == (6, 2)
     assert_log_equal(log_theta, logs(THETA_BERNOULLI[estimator]))
@@ -250,7 +258,7 @@ def test_bernoulli_weights_are_the_log_odds_of_theta(counts, estimator):
     # w_jc = log(θ_jc / (1 − θ_jc)) from the hand fractions; θ = 1: weight 0, certain;
     # θ = 0: −inf.
     weights, certain = bernoulli_weights(
-        counts.doc_count, counts.class_count, estimator, BETA_BERNOULLI
+        as_table(counts.doc_count), counts.class_count, estimator, BETA_BERNOULLI
     )
     theta, not_theta = THETA_BERNOULLI[estimator], NOT_THETA_BERNOULLI[estimator]
     expected = [
@@ -265,7 +273,7 @@ def test_laplace_smoothing_of_the_textbook(counts):
     # IIR 13.2: P(Chinese|c) = (5 + 1) / (8 + 6) = 3/7,
     # P(Tokyo|c) = P(Japan|c) = (0 + 1) / (8 + 6),
     # P(Chinese|j) = P(Tokyo|j) = P(Japan|j) = (1 + 1) / (3 + 6) = 2/9.
-    log_theta = multinomial_log_theta(counts.token_count, "posterior-mean", 1.0)
+    log_theta = multinomial_log_theta(as_table(counts.token_count), "posterior-mean", 1.0)
     chinese, japan, tokyo = WORDS.index("chinese"), WORDS.index("japan"), WORDS.index("tokyo")
     assert_log_equal(log_theta[chinese], [log(F(5 + 1, 8 + 6)), log(F(1 + 1, 3 + 6))])
     assert_log_equal(log_theta[tokyo], [log(F(0 + 1, 8 + 6)), log(F(1 + 1, 3 + 6))])
@@ -414,7 +422,7 @@ def test_bernoulli_sparse_scores_equal_dense_formula(model, estimator):
     counts = model.counts
     log_pi = log_class_prior(counts.class_count, estimator, ALPHA)
     log_theta, log_not_theta = bernoulli_log_theta(
-        counts.doc_count, counts.class_count, estimator, BETA_BERNOULLI
+        as_table(counts.doc_count), counts.class_count, estimator, BETA_BERNOULLI
     )
     # Seed 000's algorithm: L_c = log π_c + Σ_j [x_j log θ_jc + (1 − x_j) log(1 − θ_jc)],
     # written with an if so that 0 · (−inf) never arises.

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nbclass.counting.counts import Counts
+from nbclass.counting.counts import Counts, as_table
 from nbclass.errors import NbclassError
 from nbclass.models import multilabel as ml
 from nbclass.models.labelsets import checked_record, label_set, labels_of, parse_line
@@ -91,12 +91,12 @@ def test_label_counts_are_sums_over_label_sets_and_not_l_is_the_rest():
     assert counts.labels == ("a", "b")
     assert counts.n_docs == 7
     assert counts.class_count.tolist() == [3, 4]  # a: 2 + 1; b: 1 + 3
-    assert counts.token_count.tolist() == [[5, 1], [5, 10]]
-    assert counts.doc_count.tolist() == [[2, 1], [2, 4]]
+    assert as_table(counts.token_count).tolist() == [[5, 1], [5, 10]]
+    assert as_table(counts.doc_count).tolist() == [[2, 1], [2, 4]]
     b = counts.binary(1)
     assert b.class_count.tolist() == [3, 4]
-    assert b.token_count.tolist() == [[8 - 1, 1], [11 - 10, 10]]
-    assert b.doc_count.tolist() == [[4 - 1, 1], [5 - 4, 4]]
+    assert as_table(b.token_count).tolist() == [[8 - 1, 1], [11 - 10, 10]]
+    assert as_table(b.doc_count).tolist() == [[4 - 1, 1], [5 - 4, 4]]
 
 
 def test_log_odds_are_the_binary_multinomial_by_hand():

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nbclass.counting.counts import CountAccumulator, Counts, merge, subtract
+from nbclass.counting.counts import CountAccumulator, Counts, as_table, merge, subtract
 from nbclass.models.estimators import ESTIMATORS, EstimatorSettings
 from nbclass.models.model import Classifier, Model
 from nbclass.models.posterior import log_evidence, log_posterior
@@ -84,8 +84,8 @@ def test_counts_match_their_definitions(documents):
         tokens_c = Counter(w for tokens in in_class for w in tokens)
         docs_c = Counter(w for tokens in in_class for w in set(tokens))
         for j, word in enumerate(counts.vocabulary):
-            assert counts.token_count[j, c] == tokens_c[word]  # T_jc: tokens
-            assert counts.doc_count[j, c] == docs_c[word]  # D_jc: documents
+            assert as_table(counts.token_count)[j, c] == tokens_c[word]  # T_jc: tokens
+            assert as_table(counts.doc_count)[j, c] == docs_c[word]  # D_jc: documents
     assert counts.n_docs == len(documents)
     assert counts.problems() == []
 

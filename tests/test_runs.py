@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nbclass.text.runs as runs_module
+from nbclass.counting.counts import as_table
 from nbclass.text.runs import RunCounter, WordTable, run_bounds, run_hashes
 from nbclass.text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from nbclass.text.vectorizer import TextCounter, count_matrix
@@ -282,7 +283,7 @@ def test_fit_counts_the_same_when_hashes_clash(monkeypatch, tmp_path):
     monkeypatch.setattr(nbclass.counting.counts, "ascii_splitter", lambda *args: None)
     plain = fit(corpus)
     assert clashing.counts.equals(plain.counts)
-    tokens = dict(zip(plain.counts.vocabulary, plain.counts.token_count.tolist()))
+    tokens = dict(zip(plain.counts.vocabulary, as_table(plain.counts.token_count).tolist()))
     assert tokens[LONG] == [21, 21] and tokens[ANAGRAM] == [21, 0]
 
 

@@ -14,6 +14,7 @@ import pytest
 from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.naive_bayes import BernoulliNB, MultinomialNB
 
+from nbclass.counting.counts import as_table
 from nbclass.models.estimators import EstimatorSettings
 from nbclass.models.model import Classifier, fit
 from nbclass.reading.corpus import list_corpus, walk_files
@@ -76,14 +77,14 @@ def test_token_counts_equal_multinomialnb_feature_count(fitted):
     nb = MultinomialNB(alpha=1.0, class_prior=fitted["prior"])
     nb.fit(fitted["X_train"], fitted["labels"])
     assert tuple(nb.classes_.tolist()) == fitted["model"].counts.classes
-    assert np.array_equal(nb.feature_count_, fitted["model"].counts.token_count.T)
+    assert np.array_equal(nb.feature_count_, as_table(fitted["model"].counts.token_count).T)
     assert np.array_equal(nb.class_count_, fitted["model"].counts.class_count)
 
 
 def test_doc_counts_equal_bernoullinb_feature_count(fitted):
     nb = BernoulliNB(alpha=1.0, binarize=0.0, class_prior=fitted["prior"])
     nb.fit(fitted["X_train"], fitted["labels"])
-    assert np.array_equal(nb.feature_count_, fitted["model"].counts.doc_count.T)
+    assert np.array_equal(nb.feature_count_, as_table(fitted["model"].counts.doc_count).T)
     assert np.array_equal(nb.class_count_, fitted["model"].counts.class_count)
 
 

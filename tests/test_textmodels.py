@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from conftest import CHINESE_TEST
 
+from nbclass.counting.counts import as_table
 from nbclass.errors import UsageError
 from nbclass.modelfile.quick import QuickModel
 from nbclass.modelfile.textfile import load, load_with_header, save
@@ -85,7 +86,7 @@ def test_complement_weight_normalisation_by_hand(chinese):
 
 def test_idf_and_log_tf_sums_by_hand(chinese):
     counts = chinese.counts
-    assert idf_weights(counts.doc_count, counts.n_docs).tolist() == pytest.approx(
+    assert idf_weights(as_table(counts.doc_count), counts.n_docs).tolist() == pytest.approx(
         [log(4), 0.0, log(4), log(4), log(4), log(4)], abs=1e-15
     )
     S = transformed_counts(counts, EstimatorSettings(tf="log"))
@@ -559,7 +560,7 @@ def test_complement_leave_one_out_from_the_nonzero_counts_equals_the_dense_one(n
 
     train, _ = news_sample
     counts = fit(list_corpus(str(train))).active_counts
-    T = counts.token_count
+    T = as_table(counts.token_count)
     dense = T.sum(axis=1, keepdims=True) - T
     betas = np.array([1e-3, 0.05, 0.5, 1.0, 7.0])
     assert loo_objective(counts, "complement")(betas) == pytest.approx(

@@ -52,7 +52,7 @@ _SHORT = 200  # characters of a name in a record
 
 
 def memory_limit(file_size: int) -> int:
-    """The bytes of count tables a model file of ``file_size`` bytes may ask for (a
+    """The bytes of counts a model file of ``file_size`` bytes may ask for (a
     :class:`nbclass.errors.UsageError` for a malformed ``NBCLASS_MAX_MODEL_MEMORY``: read
     it before the checks whose errors say the model is not valid)."""
     limit = environment(MEMORY_VARIABLE)

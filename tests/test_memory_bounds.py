@@ -1,0 +1,121 @@
+"""Memory in proportion to what was seen: the counts are kept as their nonzero (word,
+class) pairs, so a command's peak memory follows the pairs and the classes of its input,
+never words × classes.
+
+Each command runs in a real child process; its peak resident memory is the kernel's
+(``ru_maxrss`` of the reaped child, read by a small Python parent that starts it), and is
+compared with the same command's on a small input: the extra memory must be a small
+multiple of the input's size. (Dense (V, C) tables of 64-bit counts took 16 V C bytes:
+15 GiB for the forged model below, 1.07 GiB for the lines file.)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, nbclass_command
+from test_hostile_values import sparse_model
+from test_robustness import DEMO, run
+
+MB = 1 << 20
+TIMEOUT = 300
+
+_WRAPPER = """
+import json, resource, subprocess, sys
+stdin = sys.stdin.buffer.read() if sys.argv[1] == "1" else None
+child = subprocess.run(sys.argv[2:], input=stdin, capture_output=True)
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+print(json.dumps([child.returncode, peak, child.stderr.decode(errors="replace")]))
+"""
+
+
+def peak(*args, input: bytes | None = None) -> tuple[int, int, str]:
+    """``(exit code, peak resident bytes, stderr)`` of ``nbclass ARGS`` in a child process
+    of its own (so that no other child's peak is counted)."""
+    result = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, "1" if input is not None else "0",
+         *nbclass_command(), *map(str, args)],
+        input=input, capture_output=True, cwd=REPO, timeout=TIMEOUT,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    code, used, stderr = json.loads(result.stdout)
+    return code, used, stderr
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("bounds") / "m.nbc"
+    result = run("fit", DEMO, "-o", path, "-q")
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+def test_a_small_file_declaring_many_words_and_classes_loads_in_memory_of_its_size(
+    template, tmp_path
+):
+    """200,000 words × 5,000 classes in a file of a few MB (each word in one class): info,
+    the one-document path and predict of a file load it and answer, each within the
+    memory of the small model plus 40 times the file's size; its dense count tables
+    would have taken 14.9 GiB."""
+    small = sparse_model(template, tmp_path / "small.nbc", 600, 30)
+    huge = sparse_model(template, tmp_path / "huge.nbc", 200_000, 5_000)
+    size = huge.stat().st_size
+    assert size < 5_000_000
+    doc = tmp_path / "doc.txt"
+    doc.write_text("w0000031 w0000061 w0199999 refund")
+    commands = {
+        "info": (["info", "-m"], None),
+        "one document": (["predict", "-m"], b"w0000031 w0199999"),
+        "one file": (["predict", doc, "-m"], None),
+    }
+    for name, (args, stdin) in commands.items():
+        base_code, base, base_err = peak(*args, small, input=stdin)
+        code, used, stderr = peak(*args, huge, input=stdin)
+        assert (base_code, code) == (0, 0), (name, base_err, stderr)
+        assert "Traceback" not in stderr
+        assert used < base + 40 * size, (name, used / MB, base / MB, size / MB)
+
+
+def test_the_model_memory_limit_still_refuses_with_its_numbers(template, tmp_path):
+    """NBCLASS_MAX_MODEL_MEMORY below what the counts take: one Error line naming the
+    words, classes and pairs and what they would take."""
+    huge = sparse_model(template, tmp_path / "huge.nbc", 200_000, 5_000)
+    result = run("info", "-m", huge, env={"NBCLASS_MAX_MODEL_MEMORY": "8M"})
+    assert result.returncode == 1
+    assert result.stderr.decode() == (
+        f"Error: {str(huge)!r} declares 200000 words, 5000 classes and 200000 (word, class) "
+        "pairs: its counts would take 19.5 MiB of memory, more than the 8 MiB a model of "
+        f"{huge.stat().st_size} bytes may ask for: set NBCLASS_MAX_MODEL_MEMORY (e.g. 1G) "
+        "to load it\n"
+    )
+
+
+def lines_file(path: Path, n_labels: int, per_label: int) -> Path:
+    """``n_labels`` labels, ``per_label`` short lines each, words shared between labels."""
+    with path.open("w", encoding="utf-8") as out:
+        for k in range(per_label):
+            for label in range(n_labels):
+                words = " ".join(f"w{(label * 7 + k * 13 + i) % 4000}" for i in range(3))
+                out.write(f"tag{label:05d}\t{words}\n")
+    return path
+
+
+@pytest.mark.parametrize("options", [["--model", "multinomial"], []])
+def test_fit_of_lines_with_twelve_thousand_labels_stays_small(tmp_path, options):
+    """12,000 labels in a lines file of about 336 kB: fit's peak is that of 30 labels of
+    the same size plus a small multiple of the file (the dense tables took 1.07 GiB)."""
+    many = lines_file(tmp_path / "many.tsv", 12_000, 1)
+    few = lines_file(tmp_path / "few.tsv", 30, 400)
+    size = many.stat().st_size
+    assert 300_000 < size < 400_000
+    base_code, base, base_err = peak("fit", "--lines", few, "-o", tmp_path / "few.nbc", "-q",
+                                     *options)  # fmt: skip
+    code, used, stderr = peak("fit", "--lines", many, "-o", tmp_path / "many.nbc", "-q", *options)
+    assert (base_code, code) == (0, 0), (base_err, stderr)
+    assert used < base + 100 * size, (used / MB, base / MB, size / MB)
+    info = run("info", "-m", tmp_path / "many.nbc", "--format", "json")
+    assert len(json.loads(info.stdout)["classes"]) == 12_000
