@@ -63,6 +63,8 @@ def generate(folder: Path, C: int, V: int, megabytes: float, seed: int = 0,
     for start in range(0, n_docs, 1000):
         batch = min(1000, n_docs - start)
         labels = rng.integers(0, C, size=batch)
+        first = np.arange(start, start + batch)
+        labels = np.where(first < C, first % C, labels)  # every class has a document
         lengths = rng.poisson(TOKENS_PER_DOCUMENT, size=batch) + 1
         ranks = (rng.zipf(ZIPF, size=int(lengths.sum())) - 1) % V
         ids = (ranks + np.repeat(labels, lengths) * shift) % V

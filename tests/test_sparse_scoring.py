@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from nbclass.counting.counts import Counts, count_texts
+from nbclass.counting.counts import Counts, as_table, count_texts
 from nbclass.models.choosing import fold_scores
 from nbclass.models.estimators import DEFAULTS, EstimatorSettings
 from nbclass.models.posterior import make_scorer
@@ -67,11 +67,16 @@ def news(news_sample):
 
     tokenizer = TokenizerSettings()
     texts, labels = documents(train)
-    counts = count_texts(texts, labels, classes, tokenizer)
+    counted = count_texts(texts, labels, classes, tokenizer)  # CSR, as fit counts
+    counts = Counts(
+        counted.classes, counted.vocabulary, counted.class_count,
+        as_table(counted.doc_count), as_table(counted.token_count),
+    )  # fmt: skip
     test_texts, test_labels = documents(test)
     X, _ = TextCounter(tokenizer, counts.vocabulary).count(test_texts)
     assert isinstance(counts.token_count, np.ndarray)  # the dense form, to compare with
-    return counts, as_csr(counts), X, np.array(test_labels)
+    assert counted.equals(as_csr(counts))  # fit's CSR is scipy's canonical form
+    return counts, counted, X, np.array(test_labels)
 
 
 @pytest.mark.corpus

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..counting.counts import Counts
+from ..counting.counts import Counts, as_table
 from ..errors import NbclassError
 from ..models.columns import XX_SHIFT, CategoricalStats, GaussianStats
 from ..models.estimators import EstimatorSettings
@@ -147,8 +147,9 @@ def _arrays(model: TableModel) -> dict[str, np.ndarray]:
         "text_vocabulary_offsets": text_offsets,
         "text_word_ptr": np.cumsum([0] + [len(c.stats.vocabulary) for c in by_type["text"]]),
         "text_class_count": stack([c.stats.class_count for c in by_type["text"]]),
-        "text_doc_count": stack([c.stats.doc_count for c in by_type["text"]]),
-        "text_token_count": stack([c.stats.token_count for c in by_type["text"]]),
+        # A table's text columns are stored whole (V·C cells each): few words, few classes.
+        "text_doc_count": stack([as_table(c.stats.doc_count) for c in by_type["text"]]),
+        "text_token_count": stack([as_table(c.stats.token_count) for c in by_type["text"]]),
     }
 
 
