@@ -199,9 +199,10 @@ def multi_label(header: dict, classes: list[str]) -> dict | None:
 
 
 def tokenizer(header: dict):
-    """``(settings, tokenize)``: the tokenizer settings, checked, and their function."""
+    """``(settings, tokenize)``: the tokenizer settings, checked, and their function (lazy:
+    a long document's n-grams are made as they are counted against the vocabulary)."""
     settings = TokenizerSettings.from_dict(header["tokenizer"])
-    return settings, make_tokenizer(settings)  # UsageError for what fit would refuse
+    return settings, make_tokenizer(settings, lazy=True)  # UsageError for what fit would refuse
 
 
 def defaults(header: dict) -> EstimatorSettings:

@@ -19,7 +19,6 @@ logarithms may round differently); the tests compare them.
 from __future__ import annotations
 
 import math
-from collections import Counter
 
 try:  # the C functions bisect.py takes them from: one module fewer to import
     from _bisect import bisect_left, bisect_right
@@ -38,6 +37,7 @@ from ..models.estimators import (
     score_gap,
 )
 from ..models.exitcodes import effective
+from ..text.tokenizer import token_groups
 from . import header as checked
 from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, read, refuse
 
@@ -145,27 +145,29 @@ class QuickModel:
         if last is not None and last[0] is text:
             return last[1], last[2]
         tokens = self.tokenize(text)
-        counts = Counter(tokens)
-        blob, offsets, used, rows = self.blob, self.offsets, self.used, []
+        blob, offsets, used, found = self.blob, self.offsets, self.used, {}
         V = len(offsets) - 1
 
         def word_at(j: int) -> bytes:
             return bytes(blob[offsets[j] : offsets[j + 1] - 1])
 
         block, firsts = self._firsts  # kept for the next document (a service scores many)
-        if counts and (firsts is None or block != _BLOCK):
+        if len(tokens) and (firsts is None or block != _BLOCK):
             firsts = [word_at(j) for j in range(0, V, _BLOCK)]
             self._firsts = (_BLOCK, firsts)
         every = range(V)
-        for token, n in counts.items():
-            key = token.encode("utf-8")
-            start = (bisect_right(firsts, key) - 1) * _BLOCK
-            if start < 0:  # before the first word
-                continue
-            j = bisect_left(every, key, start, min(start + _BLOCK, V), key=word_at)
-            if j < V and word_at(j) == key and used[j >> 3] >> (j & 7) & 1:
-                rows.append((j, n))
-        rows.sort()
+        # The distinct tokens of a part of a long document's n-grams at a time (all of
+        # them for a list): its n-grams of every length are never all held at once.
+        for counts in token_groups(tokens):
+            for token, n in counts.items():
+                key = token.encode("utf-8")
+                start = (bisect_right(firsts, key) - 1) * _BLOCK
+                if start < 0:  # before the first word
+                    continue
+                j = bisect_left(every, key, start, min(start + _BLOCK, V), key=word_at)
+                if j < V and word_at(j) == key and used[j >> 3] >> (j & 7) & 1:
+                    found[j] = found.get(j, 0) + n
+        rows = sorted(found.items())
         self._last = (text, rows, len(tokens))
         return rows, len(tokens)
 

@@ -310,7 +310,7 @@ class TableClassifier:
         self.log_pi = log_class_prior(model.class_count, s.estimator, s.alpha)
         numeric = [c.stats for c in model.columns if c.type == "numeric"]
         self.floor = variance_floor(numeric, model.var_smoothing)
-        self.tokenize = make_tokenizer(model.tokenizer)
+        self.tokenize = make_tokenizer(model.tokenizer, lazy=True)  # a fixed vocabulary
         self._scorers = [self._scorer(column) for column in model.columns]
 
     def _scorer(self, column: TableColumn):

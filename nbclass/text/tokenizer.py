@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from itertools import islice
 
 from ..errors import NbclassError, UsageError
 from ..records import Record, field, replace
@@ -110,6 +112,9 @@ _UNSPACED_PATTERNS = {
 # Each two adjacent unspaced word characters (overlapping: a lookahead).
 _UNSPACED_PAIRS = f"(?=({_ALONE})({_ALONE}))"
 MAX_NGRAM = 10  # the longest word n-gram a model may ask for
+# A document with more n-grams than this gets them as an :class:`Ngrams` from a lazy
+# tokenizer (make_tokenizer), made as they are read, never all held at once.
+NGRAMS_LISTED = 1 << 16
 MAX_PATTERN_LENGTH = 1000  # characters of a token pattern
 _WORD_BYTES = b"0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -573,7 +578,7 @@ def _ascii_compatible(encoding: str) -> bool:
         return False
 
 
-def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
+def make_tokenizer(settings: TokenizerSettings, lazy: bool = False) -> Callable[[str], list[str]]:
     """Build the function ``text -> list of tokens`` for ``settings``.
 
     With ``hash_features``, the tokens are column names and the function is a
@@ -584,6 +589,13 @@ def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
     >>> tokenize = make_tokenizer(TokenizerSettings(ngram_range=(1, 2)))
     >>> tokenize("The server is DOWN again")
     ['the', 'server', 'is', 'down', 'again', 'the server', 'server is', 'is down', 'down again']
+
+    With n-grams and ``lazy``, a document of more than :data:`NGRAMS_LISTED` of them gets
+    an :class:`Ngrams` instead of a list: the same tokens in the same order, made as they
+    are read, so that counting a long document against a model's vocabulary never holds
+    every n-gram string of every length at once. It is for callers that read the tokens
+    once (hashing) or keep only the words of a fixed vocabulary (predict); learning keeps
+    the list, which it reads twice (the counts, then the distinct words).
     """
     validate_ngram_range(settings.ngram_range)
     validate_unspaced(settings)
@@ -616,15 +628,21 @@ def make_tokenizer(settings: TokenizerSettings) -> Callable[[str], list[str]]:
     if settings.hash_features is not None:
         from .hashing import HashedTokenizer
 
-        plain = make_tokenizer(replace(settings, hash_features=None))
+        plain = make_tokenizer(replace(settings, hash_features=None), lazy=True)
         return HashedTokenizer(plain, settings.hash_features)
     if unspaced in ("pairs", "all"):
         return _with_pairs(words, (min_n, max_n), lowercase, stop if unspaced == "all" else None)
     if (min_n, max_n) == (1, 1):
         return words
 
-    def ngrams(text: str) -> list[str]:
-        return _ngrams(words(text), min_n, max_n)
+    def ngrams(text: str) -> list[str] | Ngrams:
+        tokens = words(text)
+        if lazy:
+            lengths = range(min_n, min(max_n, len(tokens)) + 1)
+            total = sum(len(tokens) - n + 1 for n in lengths)
+            if total > NGRAMS_LISTED:
+                return Ngrams(tokens, lengths, total)
+        return _ngrams(tokens, min_n, max_n)
 
     return ngrams
 
@@ -634,7 +652,7 @@ def _ngrams(tokens: list[str], min_n: int, max_n: int) -> list[str]:
     turn, joined by single spaces."""
     out = tokens[:] if min_n == 1 else []
     for n in range(max(min_n, 2), min(max_n, len(tokens)) + 1):
-        out.extend(" ".join(tokens[i : i + n]) for i in range(len(tokens) - n + 1))
+        out.extend(_windows(tokens, n))
     return out
 
 
@@ -664,3 +682,70 @@ def _with_pairs(words, ngram_range: tuple[int, int], lowercase: bool, stop=None)
         return tokens
 
     return tokenize
+
+
+def _windows(tokens: list[str], n: int) -> Iterator[str]:
+    """The n-grams of length ``n`` >= 2 of ``tokens``, in order: ``tokens[i : i + n]``
+    joined by single spaces, for i = 0 .. len(tokens) - n."""
+    return map(" ".join, zip(*(islice(tokens, k, None) for k in range(n))))
+
+
+class Ngrams:
+    """The word n-grams of a long document, made as they are read.
+
+    A sequence of the same tokens, in the same order, as the list the n-gram tokenizer
+    gives a short document (the words, then the n-grams of each length): ``len`` is
+    known without making them, and each pass (``iter``, a ``Counter``, ``set``) makes them
+    again, one at a time. ``Counter(filter(vocabulary.__contains__, ngrams))`` then holds
+    only the n-grams a model knows, whatever the n-gram range: the memory of counting a
+    document for a model is its words and their known n-grams. :func:`token_groups`
+    counts them a part at a time.
+
+    Examples
+    --------
+    >>> grams = Ngrams(["a", "b", "c"], range(1, 3), 5)
+    >>> len(grams), list(grams), grams == ["a", "b", "c", "a b", "b c"]
+    (5, ['a', 'b', 'c', 'a b', 'b c'], True)
+    """
+
+    __slots__ = ("words", "lengths", "total")
+
+    def __init__(self, words: list[str], lengths: range, total: int):
+        self.words, self.lengths, self.total = words, lengths, total
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __iter__(self) -> Iterator[str]:
+        for n in self.lengths:
+            yield from self.of_length(n)
+
+    def of_length(self, n: int) -> Iterator[str]:
+        """The n-grams of length ``n``, in order."""
+        return iter(self.words) if n == 1 else _windows(self.words, n)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (list, Ngrams)):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        low, high = self.lengths.start, self.lengths.stop - 1
+        return f"Ngrams({len(self.words)} words, lengths {low}..{high})"
+
+
+def token_groups(tokens: list[str] | Ngrams) -> Iterator[Counter]:
+    """Counters whose sum counts ``tokens``: one for a list; for an :class:`Ngrams`, one
+    for each :data:`NGRAMS_LISTED` n-grams of each length in turn, so that a caller looking
+    each distinct token up holds at most that many at a time. A token may be in more
+    than one group (the same n-gram further on, or a word equal to an n-gram when the
+    token pattern matches a space)."""
+    if isinstance(tokens, Ngrams):
+        for n in tokens.lengths:
+            grams = tokens.of_length(n)
+            while group := Counter(islice(grams, NGRAMS_LISTED)):
+                yield group
+    else:
+        yield Counter(tokens)

@@ -74,8 +74,11 @@ def count_entries(
     indptr, indices, data, n_tokens = [0], [], [], []
     growing = isinstance(vocabulary, GrowingVocabulary)
     lookup, get, unknown = vocabulary.__getitem__, vocabulary.get, repeat(-1)
+    known = None if growing else vocabulary.__contains__
     for tokens in token_lists:
-        counts = Counter(tokens)
+        # A fixed vocabulary counts only the words it has: the n-grams of a long document
+        # (nbclass.text.tokenizer.Ngrams) are made one at a time and never all held.
+        counts = Counter(tokens) if growing else Counter(filter(known, tokens))
         n_tokens.append(len(tokens))
         if growing:
             indices.extend(map(lookup, counts))
@@ -112,7 +115,7 @@ class TextCounter:
     def __init__(self, settings: TokenizerSettings, words: Sequence[str]):
         self.settings = settings
         self.words = tuple(words)
-        self.tokenize = make_tokenizer(settings)
+        self.tokenize = make_tokenizer(settings, lazy=True)  # counts a fixed vocabulary
         # Texts are str here: an ASCII one is encoded to ASCII for the splitter.
         self.splitter = ascii_splitter(settings, "ascii")
 

@@ -1,0 +1,194 @@
+"""Bounds on what one command may take: the memory of counting a document whatever the
+n-gram range, the worker processes whatever -j asks, and usage errors on an ASCII
+output; what docs/robustness.md promises, in real processes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+from collections import Counter
+
+import pytest
+from conftest import REPO, nbclass_command
+
+from nbclass.modelfile.quick import QuickModel
+from nbclass.text.tokenizer import (
+    MAX_NGRAM,
+    NGRAMS_LISTED,
+    Ngrams,
+    TokenizerSettings,
+    make_tokenizer,
+    token_groups,
+)
+from nbclass.text.vectorizer import TextCounter, count_entries
+
+TIMEOUT = 300
+KB = 1024
+
+_WORDS = [
+    "server", "down", "again", "refund", "café", "naïve", "Straße", "日本語", "東京",
+    "résumé", "Ωmega", "x2", "a", "I", "it's", "e-mail", "42", "über", "ÉTÉ", "the",
+]  # fmt: skip
+
+
+def mixed_text(n_words: int, seed: int = 7, vocabulary: int = 5000) -> str:
+    """``n_words`` words of mixed scripts, digits and punctuation: the listed words and
+    ``vocabulary`` made-up ones, so that long n-grams are mostly distinct, as in prose."""
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyzéàüßçñ"
+    made = ["".join(rng.choices(letters, k=rng.randint(2, 9))) for _ in range(vocabulary)]
+    pool = _WORDS + made
+    out = []
+    for i in range(n_words):
+        out.append(rng.choice(pool))
+        if i % 13 == 12:
+            out.append(rng.choice([",", ".", "!", " --", "\n", "\t"]))
+    return " ".join(out)
+
+
+def reference_tokens(settings: TokenizerSettings, text: str) -> list[str]:
+    """The tokens of ``text`` as the tokenizer has always made them: the words, then for
+    each length n of the range the n-grams ``" ".join(tokens[i : i + n])``."""
+    words = make_tokenizer(TokenizerSettings(**{**settings.to_dict(), "ngram_range": (1, 1)}))(
+        text
+    )
+    low, high = settings.ngram_range
+    out = words[:] if low == 1 else []
+    for n in range(max(low, 2), min(high, len(words)) + 1):
+        out.extend(" ".join(words[i : i + n]) for i in range(len(words) - n + 1))
+    return out
+
+
+RANGES = [(low, high) for low in range(1, MAX_NGRAM + 1) for high in range(low, MAX_NGRAM + 1)]
+
+
+@pytest.mark.parametrize("ngram_range", RANGES, ids=lambda r: f"{r[0]},{r[1]}")
+def test_lazy_ngrams_are_the_same_tokens_in_the_same_order_for_every_range(ngram_range):
+    """Every range of 1..10: the list of a short text, and the Ngrams of a long one (more
+    than NGRAMS_LISTED n-grams; words alone stay a list), are the tokens the tokenizer has
+    always made."""
+    settings = TokenizerSettings(ngram_range=ngram_range, stop_words=("the", "again"))
+    low, high = ngram_range
+    short, long = mixed_text(300), mixed_text(NGRAMS_LISTED // (high - low + 1) + 2000, seed=3)
+    listed, lazy = make_tokenizer(settings), make_tokenizer(settings, lazy=True)
+    assert listed(short) == lazy(short) == reference_tokens(settings, short)
+    assert isinstance(lazy(short), list)
+    expected = reference_tokens(settings, long)
+    assert len(expected) > NGRAMS_LISTED
+    grams = lazy(long)
+    if ngram_range == (1, 1):  # words alone: the list, which holds nothing more
+        assert grams == expected and isinstance(grams, list)
+        return
+    assert isinstance(grams, Ngrams) and len(grams) == len(expected)
+    assert list(grams) == expected and list(grams) == expected  # each pass makes them again
+    assert listed(long) == expected and isinstance(listed(long), list)
+    assert sum(token_groups(grams), Counter()) == Counter(expected)
+
+
+def test_a_pattern_whose_tokens_hold_spaces_counts_alike():
+    """A token pattern that matches a space makes words equal to 2-grams: the lazy
+    n-grams, counted one length at a time, give the same counts."""
+    settings = TokenizerSettings(token_pattern=r"\b[a-z]+(?: [a-z]+)?", ngram_range=(1, 3))
+    text = "ab cd. ab. cd. " * 30_000  # tokens "ab cd", "ab", "cd": "ab cd" is a 2-gram too
+    expected = Counter(reference_tokens(settings, text))
+    grams = make_tokenizer(settings, lazy=True)(text)
+    assert isinstance(grams, Ngrams)
+    assert sum(token_groups(grams), Counter()) == expected
+    assert expected["ab cd"] == 60_000  # a word and a 2-gram that are the same string
+    vocabulary = {word: j for j, word in enumerate(sorted(expected)[:50])}
+    rows, columns, values, n_tokens = count_entries([grams], vocabulary)
+    words = sorted(vocabulary, key=vocabulary.get)
+    assert dict(zip((words[j] for j in columns), values.tolist())) == {
+        w: expected[w] for w in words
+    }
+    assert n_tokens.tolist() == [sum(expected.values())]
+
+
+@pytest.mark.parametrize("ngram_range", [(1, 2), (2, 5), (1, 10)], ids=str)
+def test_counting_a_long_document_against_a_model_is_the_count_of_every_token(
+    tmp_path, ngram_range
+):
+    """The batch counter and the one-document path count a long document's known n-grams
+    exactly as the full token list does, and its number of tokens."""
+    text = mixed_text(60_000, seed=11)
+    settings = TokenizerSettings(ngram_range=ngram_range)
+    every = Counter(reference_tokens(settings, text))
+    rng = random.Random(5)
+    words = sorted(rng.sample(sorted(every), 3000) + ["never seen here", "café"])
+    X, n_tokens = TextCounter(settings, words).count([text])
+    assert n_tokens.tolist() == [sum(every.values())]
+    assert dict(zip(X.indices.tolist(), X.data.tolist())) == {
+        j: every[w] for j, w in enumerate(words) if every[w]
+    }
+    corpus = tmp_path / "c"
+    for label, lines in (("a", words[::2]), ("b", words[1::2])):
+        (corpus / label).mkdir(parents=True)
+        (corpus / label / "1.txt").write_text("\n".join(lines), encoding="utf-8")
+    model = tmp_path / "m.nbc"
+    fitted = subprocess.run(
+        [*nbclass_command(), "fit", corpus, "-o", model, "-q", "--ngram-range",
+         "{},{}".format(*ngram_range), "--min-df", "1"],
+        capture_output=True, timeout=TIMEOUT, cwd=REPO,
+    )  # fmt: skip
+    assert fitted.returncode == 0, fitted.stderr
+    quick = QuickModel(str(model))
+    rows, tokens = quick._document(text)
+    vocabulary = quick_words(quick)
+    assert tokens == sum(every.values())
+    assert {vocabulary[j]: x for j, x in rows} == {w: every[w] for w in vocabulary if every[w]}
+
+
+def quick_words(quick: QuickModel) -> list[str]:
+    """The used vocabulary words of a model file, by column (the one-document reader's)."""
+    blob, offsets, used = quick.blob, quick.offsets, quick.used
+    return [
+        bytes(blob[offsets[j] : offsets[j + 1] - 1]).decode("utf-8")
+        if used[j >> 3] >> (j & 7) & 1 else None
+        for j in range(len(offsets) - 1)
+    ]  # fmt: skip
+
+
+def peak_rss(tmp_path, *args) -> tuple[int, str, str, int]:
+    """``(exit code, stdout, stderr, peak resident memory in bytes)`` of nbclass ``args``."""
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        process = subprocess.Popen(
+            [*nbclass_command(), *map(str, args)], stdout=stdout, stderr=stderr, cwd=REPO,
+            env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+        )  # fmt: skip
+    _, status, usage = os.wait4(process.pid, 0)
+    code = process.returncode = os.waitstatus_to_exitcode(status)
+    return code, out.read_text(), err.read_text(), usage.ru_maxrss * KB
+
+
+def test_a_model_with_the_longest_ngrams_counts_a_long_document_in_bounded_memory(tmp_path):
+    """A model declaring ngram_range 1,10 (the largest a model may ask for) and a 700 KB
+    document of mixed text: predict, one document and batch, peaks at most 32 MB above
+    what a model of single words takes (all n-grams of all lengths held at once took
+    about 150 MB more; now 16 MB more on the one-document path, nothing more in batch)."""
+    corpus = tmp_path / "c"
+    for label, text in (("a", "space shuttle orbit café"), ("b", "car engine wheel über")):
+        (corpus / label).mkdir(parents=True)
+        (corpus / label / "1.txt").write_text(text, encoding="utf-8")
+    document = tmp_path / "doc.txt"
+    document.write_text(mixed_text(90_000, seed=2), encoding="utf-8")
+    assert 650 * KB < document.stat().st_size < 700 * KB
+    other = tmp_path / "other.txt"
+    other.write_text("car engine", encoding="utf-8")
+    peaks = {}
+    for ngrams in ("1,1", "1,10"):
+        model = tmp_path / f"m{ngrams}.nbc"
+        fitted = subprocess.run(
+            [*nbclass_command(), "fit", corpus, "-o", model, "-q", "--ngram-range", ngrams],
+            capture_output=True, timeout=TIMEOUT, cwd=REPO,
+        )  # fmt: skip
+        assert fitted.returncode == 0, fitted.stderr
+        for path, files in (("one", [document]), ("batch", [document, other])):
+            code, out, err, peak = peak_rss(tmp_path, "predict", "-m", model, *files, "-j", "1")
+            assert (code, err) == (0, ""), err
+            assert out.splitlines()[0].startswith(f"{document}\t")
+            peaks[path, ngrams] = peak
+    for path in ("one", "batch"):
+        assert peaks[path, "1,10"] < peaks[path, "1,1"] + 32 * KB * KB, peaks
