@@ -212,13 +212,13 @@ def _fit_settings(options: dict):
 
 
 def _jobs(jobs) -> int:
-    if jobs is None:
-        from .counting.counts import default_jobs
+    from .counting.counts import default_jobs
 
+    if jobs is None:
         return default_jobs()
     from .ranges import check
 
-    return check("--jobs", _number("jobs", jobs, int, 1))
+    return default_jobs(check("--jobs", _number("jobs", jobs, int, 1)))
 
 
 def _warn_skip(skip: Skip) -> None:

@@ -133,8 +133,10 @@ _ROWS = [
     Range("--per-class", "int", 1, MAX_LISTED, "top-features: words per class"),
     # reading and processes
     Range("--max-bytes", "size", 1, MAX_SIZE, "largest document (a line with --lines)"),
-    Range("--jobs", "int", 1, MAX_JOBS, "-j: processes that read, count and score"),
-    Range("NBCLASS_JOBS", "int", 1, MAX_JOBS, "processes when -j is not given"),
+    Range("--jobs", "int", 1, MAX_JOBS, "-j: processes that read, count and score; more "
+          "than the usable cores is taken as the usable cores"),
+    Range("NBCLASS_JOBS", "int", 1, MAX_JOBS, "processes when -j is not given (likewise "
+          "at most the usable cores)"),
     Range("NBCLASS_MAX_TABLE_BYTES", "size", 1, MAX_SIZE, "largest table read whole "
           "(256M unset)"),
     Range("NBCLASS_MAX_MODEL_MEMORY", "size", 1, MAX_SIZE, "memory a model's counts may "
@@ -158,6 +160,16 @@ _ROWS = [
           "then for its body", low_open=True),
 ]  # fmt: skip
 RANGES: dict[str, Range] = {row.name: row for row in _ROWS}
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity (``os.sched_getaffinity``,
+    which ``taskset``, a container's cpuset or a batch scheduler narrow), else every
+    core of the machine. ``-j`` and ``NBCLASS_JOBS`` above it are taken as it."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 def check(name: str, value, shown=None):

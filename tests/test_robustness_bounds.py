@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import random
 import subprocess
+import time
 from collections import Counter
 
 import pytest
@@ -192,3 +193,83 @@ def test_a_model_with_the_longest_ngrams_counts_a_long_document_in_bounded_memor
             peaks[path, ngrams] = peak
     for path in ("one", "batch"):
         assert peaks[path, "1,10"] < peaks[path, "1,1"] + 32 * KB * KB, peaks
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.add(int(entry))
+    return found
+
+
+def most_workers(args, tmp_path, env=None, cores=None) -> tuple[int, int, bytes]:
+    """``(exit code, most child processes seen at once, stdout)`` of nbclass ``args``,
+    its children looked for every few milliseconds; ``cores``: the CPU affinity it is
+    started with."""
+    preexec = None if cores is None else (lambda: os.sched_setaffinity(0, cores))
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    with open(out, "wb") as stdout, open(err, "wb") as stderr:
+        process = subprocess.Popen(
+            [*nbclass_command(), *map(str, args)], stdout=stdout, stderr=stderr, cwd=REPO,
+            env={**os.environ, **(env or {})}, preexec_fn=preexec,
+        )  # fmt: skip
+    most, deadline = 0, time.monotonic() + TIMEOUT
+    while process.poll() is None and time.monotonic() < deadline:
+        most = max(most, len(_children(process.pid)))
+        time.sleep(0.005)
+    if process.poll() is None:  # pragma: no cover - a hang: fail, leaving nothing behind
+        process.kill()
+        process.wait()
+    assert err.read_bytes() == b""
+    return process.returncode, most, out.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def six_hundred(tmp_path_factory):
+    """600 documents of 7.8 KB in two classes (4.7 MB: enough for fit to fork), and
+    3,000 short ones for predict (3 batches of 1,000)."""
+    root = tmp_path_factory.mktemp("jobs")
+    rng = random.Random(1)
+    words = ["".join(rng.choices("abcdefghijklmnop", k=rng.randint(3, 8))) for _ in range(3000)]
+    for label in "ab":
+        (root / "corpus" / label).mkdir(parents=True)
+        for i in range(300):
+            text = " ".join(rng.choices(words, k=1200))
+            (root / "corpus" / label / f"{i}.txt").write_text(text, encoding="utf-8")
+    (root / "many").mkdir()
+    for i in range(3000):
+        (root / "many" / f"{i:04}.txt").write_text(" ".join(rng.choices(words, k=250)))
+    return root
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity")
+def test_jobs_above_the_usable_cores_fork_no_more_workers_than_cores(six_hundred, tmp_path):
+    """-j 48 and NBCLASS_JOBS=48 on 600 documents forked 48 workers on a 2-core machine.
+    The workers are bounded by the cores the process may use (its CPU affinity) and by
+    the parts of work: on one core, fit and predict fork none; the model is the same."""
+    cores = os.sched_getaffinity(0)
+    corpus, many = six_hundred / "corpus", six_hundred / "many"
+    one = tmp_path / "one.nbc"
+    assert most_workers(["fit", corpus, "-o", one, "-q", "-j", "1"], tmp_path)[:2] == (0, 0)
+    model = tmp_path / "m.nbc"
+    for args, env in ((["-j", "48"], {}), ([], {"NBCLASS_JOBS": "48"})):
+        fit = ["fit", corpus, "-o", model, "-q", *args]
+        code, most, _ = most_workers(fit, tmp_path, env)
+        assert code == 0 and (0 < most <= len(cores) < 48 or len(cores) == 1 and most == 0)
+        assert model.read_bytes() == one.read_bytes()
+        assert most_workers(fit, tmp_path, env, {min(cores)})[:2] == (0, 0)
+        assert model.read_bytes() == one.read_bytes()
+    code, most, alone = most_workers(["predict", "-m", one, many, "-j", "1"], tmp_path)
+    assert (code, most, alone.count(b"\n")) == (0, 0, 3000)
+    code, most, out = most_workers(["predict", "-m", one, many, "-j", "48"], tmp_path)
+    assert (code, out) == (0, alone) and most <= min(len(cores), 3)
+    predict = ["predict", "-m", one, many, "-j", "48"]
+    assert most_workers(predict, tmp_path, None, {min(cores)}) == (0, 0, alone)

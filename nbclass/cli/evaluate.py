@@ -359,7 +359,7 @@ def cv(
         folds,
         seed,
         learning_curve,
-        jobs or default_jobs(),
+        default_jobs(jobs),
         reading[0],
         calibrate=not no_calibration,
     )

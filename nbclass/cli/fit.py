@@ -176,7 +176,7 @@ def fit(
         raise UsageError("give -o MODEL (or --update MODEL)")
     check_destination(output)  # before reading and counting, which may take long
     codes = None if exit_code_map is None else _exit_code_map(exit_code_map)
-    jobs = jobs or default_jobs()
+    jobs = default_jobs(jobs)
     base = None
     if update_path is not None:
         from ..modelfile.textfile import load

@@ -127,13 +127,14 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):
             keys, sources = corpus_keys(list_corpus(corpus_dir, min_classes=1), *reading)
         removed = len(keys)
     else:
-        jobs = jobs or default_jobs()
+        jobs = default_jobs(jobs)
         documents, _ = count_input(
             corpus_dir, lines_path, model.tokenizer, False, jobs, quiet, model, None, reading,
             keys=model.sample is not None,
         )  # fmt: skip
         removed = documents.counts.n_docs
-    result = unlearn_file(model_path, output, model, documents, keys, sources, jobs or 1)
+    threads = default_jobs(jobs) if jobs else 1
+    result = unlearn_file(model_path, output, model, documents, keys, sources, threads)
     if not quiet:
         summary("unlearn", result, output, start, f"-{removed} documents, now ")
 
@@ -197,7 +198,7 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
                 "--lines"
             )
     model, report = sync_folder(
-        model_path, partial(list_corpus, corpus_dir), settings, jobs or default_jobs(), *reading,
+        model_path, partial(list_corpus, corpus_dir), settings, default_jobs(jobs), *reading,
         folder=corpus_dir,
     )  # fmt: skip
     if quiet:

@@ -443,7 +443,8 @@ def jobs_option(what: str):
         "--jobs",
         type=Ranged("--jobs"),
         default=None,
-        help=f"{what}  [default: $NBCLASS_JOBS, else every core; at most {MAX_JOBS}]",
+        help=f"{what}  [default: $NBCLASS_JOBS, else every core; up to {MAX_JOBS}, taken "
+        "as the usable cores when above them]",
     )
 
 

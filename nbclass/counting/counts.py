@@ -34,7 +34,7 @@ import numpy as np
 if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
     import scipy.sparse as sp
 
-from ..ranges import environment
+from ..ranges import environment, usable_cores
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
 from ..text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from ..text.vectorizer import GrowingVocabulary, binarize
@@ -806,15 +806,16 @@ def subtract(total: Counts, part: Counts) -> Counts:
     return rest.pruned()
 
 
-def default_jobs() -> int:
-    """Worker processes for fitting: ``NBCLASS_JOBS`` if set, else every usable core."""
-    jobs = environment("NBCLASS_JOBS")
-    if jobs is not None:
-        return jobs
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+def default_jobs(asked: int | None = None) -> int:
+    """Worker processes (or threads) to use: ``asked`` (``-j``, already in its range) if
+    given, else ``NBCLASS_JOBS`` if set, else every usable core; never more than the
+    usable cores (:func:`nbclass.ranges.usable_cores`): more processes than cores finish
+    no sooner and each takes memory of its own. Those who fork also take no more than
+    the parts of work they have."""
+    cores = usable_cores()
+    if asked is None:
+        asked = environment("NBCLASS_JOBS")
+    return cores if asked is None else min(asked, cores)
 
 
 def count_texts(

@@ -25,7 +25,7 @@ def listed_files(paths, lines: bool, jobs: int | None):
 
     if lines or not paths or "-" in paths:
         return None, 1
-    jobs = jobs or default_jobs()
+    jobs = default_jobs(jobs)
     if jobs < 2:
         return None, 1
     try:
