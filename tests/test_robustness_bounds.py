@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import random
 import subprocess
+import sys
 import time
 from collections import Counter
 
@@ -151,17 +152,39 @@ def quick_words(quick: QuickModel) -> list[str]:
     ]  # fmt: skip
 
 
+def test_the_run_counters_make_ngrams_of_at_most_three_words():
+    """The numpy run counters make every n-gram of a chunk at once (880 MB for 700 KB of
+    text at 1,10): longer ranges are left to the tokenizer, which makes them one at a
+    time."""
+    from nbclass.text.tokenizer import RUN_MAX_NGRAM, ascii_splitter
+
+    assert RUN_MAX_NGRAM == 3
+    for high in range(1, MAX_NGRAM + 1):
+        splitter = ascii_splitter(TokenizerSettings(ngram_range=(1, high)), "utf-8")
+        assert (splitter is not None) == (high <= 3)
+
+
+# Run by a small Python of its own: a child's peak resident memory counts its parent's at
+# the fork, and this test process may hold hundreds of MB by then.
+_MEASURE = """
+import resource, subprocess, sys
+with open(sys.argv[1], "wb") as out, open(sys.argv[2], "wb") as err:
+    code = subprocess.run(sys.argv[3:], stdout=out, stderr=err).returncode
+print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+"""
+
+
 def peak_rss(tmp_path, *args) -> tuple[int, str, str, int]:
     """``(exit code, stdout, stderr, peak resident memory in bytes)`` of nbclass ``args``."""
     out, err = tmp_path / "out.txt", tmp_path / "err.txt"
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        process = subprocess.Popen(
-            [*nbclass_command(), *map(str, args)], stdout=stdout, stderr=stderr, cwd=REPO,
-            env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
-        )  # fmt: skip
-    _, status, usage = os.wait4(process.pid, 0)
-    code = process.returncode = os.waitstatus_to_exitcode(status)
-    return code, out.read_text(), err.read_text(), usage.ru_maxrss * KB
+    measured = subprocess.run(
+        [sys.executable, "-c", _MEASURE, out, err, *nbclass_command(), *map(str, args)],
+        capture_output=True, text=True, cwd=REPO, timeout=TIMEOUT,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert measured.returncode == 0, measured.stderr
+    code, peak = map(int, measured.stdout.split())
+    return code, out.read_text(), err.read_text(), peak
 
 
 def test_a_model_with_the_longest_ngrams_counts_a_long_document_in_bounded_memory(tmp_path):
@@ -273,3 +296,49 @@ def test_jobs_above_the_usable_cores_fork_no_more_workers_than_cores(six_hundred
     assert (code, out) == (0, alone) and most <= min(len(cores), 3)
     predict = ["predict", "-m", one, many, "-j", "48"]
     assert most_workers(predict, tmp_path, None, {min(cores)}) == (0, 0, alone)
+
+
+ASCII_OUTPUTS = {  # environment -> how it shows the é of a command line
+    "PYTHONIOENCODING=ascii": ({"PYTHONIOENCODING": "ascii"}, "\\u00e9"),
+    "LC_ALL=C": ({"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0"}, "\\udcc3\\udca9"),
+    "both": ({"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "ascii"}, "\\udcc3\\udca9"),
+}
+
+
+@pytest.mark.parametrize("output", ASCII_OUTPUTS)
+def test_usage_errors_on_an_ascii_output_are_escaped_lines_never_a_traceback(
+    output, tmp_path
+):
+    """click's own usage lines (a bad value, an unknown command or option) and nbclass's
+    errors naming a non-ASCII value, on a stderr whose encoding is ASCII: the usage and
+    one escaped `Error:` line last, all ASCII, exit 2 (1 for a missing file). click
+    wrote its lines as UTF-8 whatever stderr's encoding was."""
+    env, e = ASCII_OUTPUTS[output]
+    cases = [
+        (["predict", "-m", "m.nbc", "--format", "café"], 2,
+         f"Error: Invalid value for '--format': 'caf{e}' is not one of 'tsv', 'jsonl'."),
+        (["prédict"], 2, f"Error: No such command 'pr{e}dict'. Did you mean 'predict'?"),
+        (["fit", "corpus", "-o", "m.nbc", "--bogus-é"], 2,
+         f"Error: No such option '--bogus-{e}'."),
+        (["cv", "corpus", "--folds", "é"], 2,
+         f"Error: Invalid value for '-k' / '--folds': '{e}' is not a whole number"),
+        (["info", "-m", "é.nbc"], 1,
+         f"Error: model file '{e}.nbc' does not exist: create one with 'nbclass fit'"),
+        (["fit", "corpus", "-o", "no/é/m.nbc"], 1, f"Error: cannot write model 'no/{e}/m.nbc': "
+         "No such file or directory (creating its lock file .m.nbc.lock)"),
+    ]  # fmt: skip
+    for label, text in (("a", "space shuttle"), ("b", "car engine")):
+        (tmp_path / "corpus" / label).mkdir(parents=True)
+        (tmp_path / "corpus" / label / "1.txt").write_text(text)
+    for args, code, last in cases:
+        result = subprocess.run(
+            [*nbclass_command(), *args], capture_output=True, cwd=tmp_path, timeout=TIMEOUT,
+            env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert result.returncode == code, result.stderr
+        assert result.stderr.isascii() and b"Traceback" not in result.stderr, result.stderr
+        lines = result.stderr.decode("ascii").splitlines()
+        assert lines[-1] == last
+        assert [line for line in lines if line.startswith("Error:")] == [last]
+        if code == 2:  # the usage line, the hint and a blank line before it
+            assert lines[0].startswith("Usage: nbclass") and lines[-2] == "", lines

@@ -41,6 +41,15 @@ from .serve import serve
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for a filter cut off by `head`
 
 
+def _show(error: click.ClickException):
+    """Print ``error`` (click's usage lines, or an ``Error:`` line) on this process's
+    stderr and end with its exit code. click would print on a stream of its own, UTF-8
+    whatever stderr's encoding is; stderr escapes what its encoding cannot hold
+    (:mod:`nbclass.reading.process`), as every other message."""
+    error.show(file=sys.stderr)
+    raise click.exceptions.Exit(error.exit_code) from None
+
+
 class NbclassGroup(click.Group):
     """Turns library errors, Ctrl-C and a closed output pipe into the documented exits."""
 
@@ -50,14 +59,18 @@ class NbclassGroup(click.Group):
         except KeyboardInterrupt:
             sys.stderr.write("\nInterrupted\n")
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+        except click.ClickException as error:
+            _show(error)
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
+        except click.ClickException as error:  # a command's options, or no such command
+            _show(error)
         except NbclassError as exc:
             error = click.ClickException(str(exc))
             error.exit_code = exc.exit_code
-            raise error from None
+            _show(error)
         except BrokenPipeError:
             # The reader went away (`nbclass predict ... | head -1`): stop quietly.
             devnull = os.open(os.devnull, os.O_WRONLY)

@@ -115,6 +115,7 @@ MAX_NGRAM = 10  # the longest word n-gram a model may ask for
 # A document with more n-grams than this gets them as an :class:`Ngrams` from a lazy
 # tokenizer (make_tokenizer), made as they are read, never all held at once.
 NGRAMS_LISTED = 1 << 16
+RUN_MAX_NGRAM = 3  # the longest n-grams the numpy run counters make (ascii_splitter)
 MAX_PATTERN_LENGTH = 1000  # characters of a token pattern
 _WORD_BYTES = b"0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -547,11 +548,15 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
     "pairs"), read with an ``encoding`` that decodes every ASCII byte to the same
     character (UTF-8, Latin-1, cp1252, ...; not UTF-16). The splitter finds the words;
     the run counters join consecutive ones into the n-grams of ``settings.ngram_range``
-    (:func:`nbclass.text.runs.with_ngrams`).
+    (:func:`nbclass.text.runs.with_ngrams`), up to :data:`RUN_MAX_NGRAM` words: they make
+    every n-gram of a chunk of text at once, in memory growing with the square of the
+    longest n (a document of 700 KB at 1,10 took 880 MB), where the tokenizer makes a
+    long document's n-grams one at a time (:class:`Ngrams`).
     """
     if (
         settings.token_pattern not in _RUN_PATTERNS
         or settings.hash_features is not None
+        or settings.ngram_range[1] > RUN_MAX_NGRAM
         or not _ascii_compatible(encoding)
         or (settings.unspaced in ("pairs", "all") and tuple(settings.ngram_range) != (1, 1))
     ):  # (the pairs come after the n-grams, which the run path makes from the runs)
