@@ -108,6 +108,8 @@ CASES = [
      "--beta 1e+308 is out of range: give a number from 0 to 1e+06"),
     (["fit", "D", "-o", "O", "--alpha", "1e308"], {},
      "--alpha 1e+308 is out of range: give a number from 0 to 1e+06"),
+    (["export", "-m", "M", "-o", "O", "--beta", "1e308"], {},
+     "--beta 1e+308 is out of range: give a number from 0 to 1e+06"),
     (["fit", "D", "-o", "O", "--model", "bernoulli", "--beta", "1,1e307"], {},
      "--beta 1e+307 is out of range: give a number from 0 to 1e+06"),
     (["fit", "--table", "T", "--label", "team", "-o", "O", "--var-smoothing", "1e308"], {},
