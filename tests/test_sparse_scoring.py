@@ -430,3 +430,15 @@ def test_the_export_of_a_large_model_holds_its_pairs(wide_model, tmp_path, setti
     rows = [ns["probabilities"](m, text) for text in texts]
     got = np.array([[row[c] for c in model.counts.classes] for row in rows])
     assert np.abs(got - want).max() <= 1e-12
+
+
+def test_a_weight_column_is_the_tables_column():
+    """SparseWeights.column(c) (what the multi-label log-odds take per label) is column c
+    of the dense table, complement's per-word term included."""
+    from nbclass.models.sparsity import weights_column
+
+    counts, settings = as_csr(SMALL), EstimatorSettings(model="complement")
+    sparse = make_scorer(counts, settings, layout="sparse").weights
+    table = sparse.toarray()
+    for c in range(2):
+        assert np.array_equal(weights_column(sparse, c), table[:, c])

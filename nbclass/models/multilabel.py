@@ -40,6 +40,7 @@ from ..counting.counts import Counts
 from .estimators import EstimatorSettings
 from .labelsets import SEPARATOR, label_names, labels_of
 from .posterior import make_scorer
+from .sparsity import SparseWeights, weights_column
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -230,7 +231,8 @@ class LabelScorer:
             scorer, pair = self.scorers[l], (0, 1)
         if not isinstance(scorer, LinearScorer) or scorer.required is not None:
             return None
-        return scorer.features, scorer.weights[:, pair[1]] - scorer.weights[:, pair[0]]
+        W = scorer.weights  # a table, or per-class constants and pairs (sparsity.py)
+        return scorer.features, weights_column(W, pair[1]) - weights_column(W, pair[0])
 
     def linear(self):
         """``(scorer, W, b)`` with s(x) = f(x) W + b for every label, W (V, L), b (L,),
@@ -244,8 +246,14 @@ class LabelScorer:
             or not self.present.all() or self.always.any()
         ):  # fmt: skip
             return None
-        W = np.asarray(scorer.weights)
-        bias = np.asarray(scorer.bias)
+        W, bias = scorer.weights, np.asarray(scorer.bias)
+        L = bias.size // 2
+        if isinstance(W, SparseWeights):  # the (V, L) log-odds weights, a label at a time
+            odds = np.empty((W.shape[0], L))
+            for l in range(L):
+                odds[:, l] = W.column(2 * l + 1) - W.column(2 * l)
+            return scorer, odds, bias[1::2] - bias[0::2]
+        W = np.asarray(W)
         return scorer, W[:, 1::2] - W[:, 0::2], bias[1::2] - bias[0::2]
 
     def log_odds(self, X: sp.csr_matrix) -> np.ndarray:

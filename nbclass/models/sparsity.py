@@ -171,6 +171,17 @@ class SparseWeights:
         out[found] = values.data[where[found]]
         return out
 
+    def column(self, c: int) -> np.ndarray:
+        """W_jc of every word for class ``c``, shape (V,)."""
+        if getattr(self, "_columns", None) is None:
+            self._columns = self.values.tocsc()
+        out = np.full(self.shape[0], self.constant[c])
+        if self.word is not None:
+            out = out + self.word * self.scale[c]
+        start, end = self._columns.indptr[c], self._columns.indptr[c + 1]
+        out[self._columns.indices[start:end]] = self._columns.data[start:end]
+        return out
+
     def column_abs_sums(self) -> np.ndarray:
         """Σ_j |W_jc|, shape (C,), for weights of one sign in each column (log θ ≤ 0 or
         −log θ̃ ≥ 0): Σ_j W_jc = Σ_j g_j r_c + V k_c + Σ_j Δ_jc, then its magnitude."""
@@ -208,6 +219,13 @@ def weights_dot(F, W) -> np.ndarray:
     if isinstance(W, SparseWeights):
         return W.dot(F)
     return np.asarray(F @ W)
+
+
+def weights_column(W, c: int) -> np.ndarray:
+    """W[:, c], shape (V,), for either form of W."""
+    if isinstance(W, SparseWeights):
+        return W.column(c)
+    return W[:, c]
 
 
 def weights_at(W, words: np.ndarray, classes: np.ndarray) -> np.ndarray:
