@@ -109,6 +109,32 @@ def test_z_of_sparse_counts_is_that_of_dense_counts():
     assert z[1, 0] == pytest.approx(log(F(49, 40)) / sqrt(F(12, 35)), rel=1e-14)
 
 
+@pytest.mark.parametrize("block_cells", [2, 4, 2**18])
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 6, 9])
+def test_z_ranked_a_block_at_a_time_is_z_ranked_whole(monkeypatch, block_cells, k):
+    # ties at the k-th value across blocks (beijing, macao, shanghai; japan, tokyo) keep
+    # vocabulary order, as a stable sort of the whole column does
+    import numpy as np
+
+    from nbclass.counting.counts import Counts
+    from nbclass.models import selection
+    from nbclass.models.estimators import EstimatorSettings
+
+    D = np.array([[1, 0], [3, 1], [0, 1], [1, 0], [1, 0], [0, 1]])  # the Chinese corpus
+    words = ("beijing", "chinese", "japan", "macao", "shanghai", "tokyo")
+    counts = Counts(("china", "japan"), words, np.array([3, 1]), D, 2 * D)
+    z = selection.class_z_scores(counts)
+    whole = [
+        (label, words[j], float(z[j, c]))
+        for c, label in enumerate(counts.classes)
+        for j in selection.rank_features(z[:, c], k).tolist()
+    ]
+    monkeypatch.setattr(selection, "BLOCK_CELLS", block_cells)
+    got = selection.class_top_features(counts, EstimatorSettings(), k)
+    assert [(f.label, f.word, f.value) for f in got] == whole
+    assert len(got) == 2 * min(k, 6)
+
+
 def test_z_depends_on_the_document_counts_only(runner, chinese_model):
     base = ["top-features", "-m", str(chinese_model), "--per-class", "6"]
     default = runner.invoke(cli, base)

@@ -18,14 +18,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..counting.counts import Counts
+from ..counting.counts import BLOCK_CELLS, Counts
 from .estimators import (
     EstimatorSettings,
     bernoulli_fraction,
     bernoulli_fractions,
     class_prior_fractions,
 )
-from .sparsity import dense, dense_cells
+from .sparsity import column_sums, dense, dense_cells
 
 
 def mutual_information(counts: Counts, settings: EstimatorSettings) -> np.ndarray:
@@ -244,11 +244,17 @@ def class_z_scores(counts: Counts) -> np.ndarray:
     >>> round(float(z[0, 0]), 6), round(float(z[0, 1]), 6), round(float(np.log(2) * np.sqrt(2)), 6)
     (0.980258, -0.980258, 0.980258)
     """
-    D_jc = dense(counts.doc_count).astype(np.float64)  # (V, C): z is nonzero in every cell
-    D_c, D_j = D_jc.sum(axis=0), D_jc.sum(axis=1, keepdims=True)  # (C,), (V, 1)
+    D_c = column_sums(counts.doc_count).astype(np.float64)
+    return _z_scores(dense(counts.doc_count).astype(np.float64), D_c)
+
+
+def _z_scores(D_jc: np.ndarray, D_c: np.ndarray) -> np.ndarray:
+    """:func:`class_z_scores` of some rows: D_jc (R, C) float64, D_c (C,) over the whole
+    table; z (R, C), every cell set (z is nonzero in every cell: no sparse form)."""
+    D_j = D_jc.sum(axis=1, keepdims=True)  # (R, 1)
     D = D_c.sum()
     gamma, gamma_0 = D_j, D  # the informative prior: the corpus's own counts
-    rest = D_j - D_jc  # (V, C)
+    rest = D_j - D_jc  # (R, C)
     with np.errstate(divide="ignore", invalid="ignore"):
         delta = (
             np.log(D_jc + gamma)
@@ -269,13 +275,43 @@ def class_top_features(
     :func:`class_log_ratios` ("log_ratio") of each class, class by class (in the counts'
     order), best first; ties keep vocabulary (alphabetical) order."""
     if criterion == "z":
-        values = class_z_scores(counts)
-    elif criterion == "log_ratio":
-        values = class_log_ratios(counts, settings)
-    else:
+        return _top_z(counts, k)
+    if criterion != "log_ratio":
         raise ValueError(f"criterion must be one of {CLASS_CRITERIA}, not {criterion!r}")
+    values = class_log_ratios(counts, settings)
     out = []
     for c, label in enumerate(counts.classes):
         for j in rank_features(values[:, c], k).tolist():
             out.append(ClassFeature(label, counts.vocabulary[j], float(values[j, c]), criterion))
+    return out
+
+
+def _top_z(counts: Counts, k: int) -> list[ClassFeature]:
+    """:func:`class_top_features` by z, a block of rows at a time: the candidates kept are
+    each class's best ``k`` so far (with any ties at the k-th value), so memory stays at a
+    block's cells plus k per class, not V × C (a model with word pairs has millions of
+    rows). The same words and numbers as ranking :func:`class_z_scores` whole."""
+    table = counts.doc_count
+    V, C = table.shape
+    D_c = column_sums(table).astype(np.float64)
+    kept_rows = [np.empty(0, dtype=np.int64) for _ in range(C)]
+    kept_z = [np.empty(0, dtype=np.float64) for _ in range(C)]
+    step = max(1, BLOCK_CELLS // max(C, 1))
+    for start in range(0, V, step):
+        stop = min(V, start + step)
+        z = _z_scores(dense(table, slice(start, stop)).astype(np.float64), D_c)  # (R, C)
+        rows = np.arange(start, stop, dtype=np.int64)
+        for c in range(C):
+            values = np.concatenate([kept_z[c], z[:, c]])
+            where = np.concatenate([kept_rows[c], rows])
+            if values.size > k:  # keep the k largest and whatever ties the k-th
+                kth = np.partition(values, values.size - k)[values.size - k]
+                keep = values >= kth
+                values, where = values[keep], where[keep]
+            kept_z[c], kept_rows[c] = values, where
+    out = []
+    for c, label in enumerate(counts.classes):
+        order = np.lexsort((kept_rows[c], -kept_z[c]))[:k]  # best first; ties: row order
+        for j, value in zip(kept_rows[c][order].tolist(), kept_z[c][order].tolist()):
+            out.append(ClassFeature(label, counts.vocabulary[j], value, "z"))
     return out
