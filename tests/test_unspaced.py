@@ -592,3 +592,51 @@ def test_cv_at_the_defaults_chooses_the_tokenization_in_every_fold():
     pattern = nbclass_command("cv", TICKETS, "--folds", "4", "--model", "multinomial")
     accuracy = float(re.search(r"accuracy\s+([0-9.]+)", pattern.stdout).group(1))
     assert accuracy < 0.5
+
+
+JAPANESE = {
+    "account": ["パスワードを忘れてログインできません。リセットしてください",
+                "アカウントがロックされました、二段階認証のコードが届きません",
+                "メールアドレスを変更したいのですが、設定画面が見つかりません",
+                "新しいiPhoneでログインすると認証エラーになります"],
+    "billing": ["請求書の金額が間違っています。返金をお願いします",
+                "クレジットカードで二重に請求されました",
+                "領収書のPDFをダウンロードできません、請求額も確認したい",
+                "サブスクリプションを解約したのに今月も請求が来ました"],
+    "outage": ["サーバーがダウンしてサイトにアクセスできません",
+               "APIの応答が遅く、タイムアウトが頻発しています",
+               "VPN経由で接続できず、ページが表示されません",
+               "今朝からサービスが停止していて、エラー503が出ます"],
+}  # fmt: skip
+JAPANESE_HELD_OUT = {
+    "account": "ログインのパスワードをリセットしたい",
+    "billing": "カードに二重の請求があり、返金してください",
+    "outage": "サイトが表示されず、サーバーのエラーが出ます",
+}
+
+
+def test_japanese_tickets_of_mixed_scripts_at_the_defaults(tmp_path):
+    """Kanji, hiragana, katakana and Latin words (iPhone, PDF, API, VPN) in one text:
+    fit at its defaults chooses a tokenization of characters, and each held-out ticket
+    gets its class; the Latin words stay words."""
+    from nbclass.modelfile.textfile import load
+
+    corpus = tmp_path / "ja"
+    for label, texts in JAPANESE.items():
+        (corpus / label).mkdir(parents=True)
+        for i, text in enumerate(texts):
+            (corpus / label / f"{i}.txt").write_text(text + "\n", "utf-8")
+    model = tmp_path / "ja.nbc"
+    fitted = nbclass_command("fit", corpus, "-o", model)
+    assert fitted.returncode == 0, fitted.stderr
+    features = load(str(model)).vocabulary_filter.features
+    assert features in (("words", "characters"), ("words", "characters", "pairs"))
+    vocabulary = set(load(str(model)).counts.vocabulary)
+    assert {"iphone", "pdf", "api", "vpn", "503"} <= vocabulary
+    texts = "".join(text + "\n" for text in JAPANESE_HELD_OUT.values())
+    predicted = subprocess.run(
+        [sys.executable, "-m", "nbclass", "predict", "-m", str(model), "--lines", "-"],
+        input=texts, capture_output=True, text=True,
+    )  # fmt: skip
+    labels = [line.split("\t")[1] for line in predicted.stdout.splitlines()]
+    assert labels == list(JAPANESE_HELD_OUT), predicted.stdout
