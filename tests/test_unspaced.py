@@ -640,3 +640,17 @@ def test_japanese_tickets_of_mixed_scripts_at_the_defaults(tmp_path):
     )  # fmt: skip
     labels = [line.split("\t")[1] for line in predicted.stdout.splitlines()]
     assert labels == list(JAPANESE_HELD_OUT), predicted.stdout
+
+
+def test_an_export_names_the_tokenization(tmp_path):
+    """The export of the tickets' default model: its tokenizer record says unspaced all,
+    and its vocabulary is the rows the choice kept (characters and pairs, no run)."""
+    import json
+
+    model, exported = tmp_path / "m.nbc", tmp_path / "m.json"
+    assert nbclass_command("fit", TICKETS, "-o", model, "-q").returncode == 0
+    assert nbclass_command("export", "-m", model, "-o", exported, "-q").returncode == 0
+    data = json.loads(exported.read_text("utf-8"))
+    assert data["tokenizer"]["unspaced"] == "all"
+    assert len(data["vocabulary"]) == 300 and "账户" not in data["vocabulary"]
+    assert {"账", "账 户"} <= set(data["vocabulary"])

@@ -97,6 +97,7 @@ def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = Tru
             "token_pattern": model.tokenizer.token_pattern,
             "ngram_range": list(model.tokenizer.ngram_range),
             "stop_words": list(model.tokenizer.stop_words),
+            **({"unspaced": model.tokenizer.unspaced} if model.tokenizer.unspaced else {}),
         },
         "transform": {
             "binary": bool(scorer.binary),
@@ -144,6 +145,7 @@ def _label_export(model: Model, settings: EstimatorSettings, calibrate: bool) ->
             "token_pattern": model.tokenizer.token_pattern,
             "ngram_range": list(model.tokenizer.ngram_range),
             "stop_words": list(model.tokenizer.stop_words),
+            **({"unspaced": model.tokenizer.unspaced} if model.tokenizer.unspaced else {}),
         },
         "transform": {
             "binary": bool(scorer.binary),
