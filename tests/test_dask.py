@@ -163,6 +163,36 @@ def test_an_update_counted_on_the_cluster_equals_a_fresh_local_fit(scheduler, ne
     assert (news / "m.nbc").read_bytes() == local_fit(news / "train", news / "local.nbc")
 
 
+def test_chinese_tickets_at_the_defaults_on_the_cluster_are_the_local_fit(scheduler, tmp_path):
+    """The tokenization of scripts written without spaces is chosen the same way on the
+    workers' counts: the twelve tickets counted on the cluster (all three tokenizations,
+    the choice keeping characters and pairs), and an update of the demo corpus's model
+    with them, write the local fit's bytes."""
+    tickets = REPO / "corpora" / "zh-tickets"
+    remote = run("fit", tickets, "-o", tmp_path / "dask.nbc", "-q", "--scheduler", scheduler)
+    assert (remote.returncode, remote.stderr) == (0, b"")
+    local = local_fit(tickets, tmp_path / "local.nbc")
+    assert (tmp_path / "dask.nbc").read_bytes() == local
+    assert b'"features": ["words", "characters", "pairs"]' in local
+    both = tmp_path / "both"
+    for corpus in (DEMO_CORPUS, tickets):
+        for path in sorted(corpus.glob("*/*")):
+            (both / path.parent.name).mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, both / path.parent.name / f"{corpus.name}-{path.name}")
+    demo = tmp_path / "demo"
+    for path in sorted((both).glob("*/demo-*")):
+        (demo / path.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, demo / path.parent.name / path.name)
+    added = tmp_path / "added"
+    for path in sorted((both).glob("*/zh-tickets-*")):
+        (added / path.parent.name).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, added / path.parent.name / path.name)
+    local_fit(demo, tmp_path / "m.nbc")
+    remote = run("fit", added, "--update", tmp_path / "m.nbc", "-q", "--scheduler", scheduler)
+    assert (remote.returncode, remote.stderr) == (0, b"")
+    assert (tmp_path / "m.nbc").read_bytes() == local_fit(both, tmp_path / "both.nbc")
+
+
 def test_fit_reads_the_scheduler_from_the_environment(scheduler, tmp_path):
     remote = run(
         "fit", DEMO_CORPUS, "-o", tmp_path / "dask.nbc", "-q", "--ngram-range", "1,2",
