@@ -24,6 +24,7 @@ from nbclass.errors import ModelFileError
 from nbclass.modelfile.textfile import dumps, load, loads
 from nbclass.models.estimators import EstimatorSettings
 from nbclass.models.model import Classifier, VocabularyFilter, fit
+from nbclass.models.sparsity import dense, row_sums
 from nbclass.reading.corpus import list_corpus
 from nbclass.text.families import feature_sets, rows_of, spaces_of
 from nbclass.text.tokenizer import TokenizerSettings
@@ -99,7 +100,7 @@ def test_the_default_fit_chooses_among_words_and_pairs(tmp_path):
     assert model.vocabulary_filter.features == tuple(chosen["features"])
     assert model.vocabulary_filter.prune_df == chosen.get("min_df")
     used = rows_of(model.counts.vocabulary, model.vocabulary_filter.features)
-    used &= model.counts.doc_count.sum(axis=1) >= (model.vocabulary_filter.prune_df or 1)
+    used &= row_sums(model.counts.doc_count) >= (model.vocabulary_filter.prune_df or 1)
     assert np.array_equal(model.active_rows, np.flatnonzero(used))
     info = run("info", "-m", both).stdout.decode()
     assert f"features {'+'.join(chosen['features'])})" in info
@@ -164,10 +165,10 @@ def test_a_pruned_fold_is_the_fold_of_its_frequent_words():
     rows = np.arange(0, sample.n_documents, 5)
     fold = fold_of(model.counts, X, sample.labels, rows)
     small = pruned(fold, 2)
-    df = np.asarray(fold.counts.doc_count).sum(axis=1)
+    df = row_sums(fold.counts.doc_count)
     kept = [w for w, d in zip(fold.counts.vocabulary, df.tolist()) if d >= 2]
     assert list(small.counts.vocabulary) == kept and 0 < len(kept) < len(df)
-    assert np.array_equal(small.counts.token_count, fold.counts.token_count[df >= 2])
+    assert np.array_equal(dense(small.counts.token_count), dense(fold.counts.token_count)[df >= 2])
     vocabulary = model.counts.vocabulary
     assert [vocabulary[j] for j in small.words] == kept
     held = X[rows]
@@ -191,7 +192,7 @@ def test_a_chosen_pruning_is_stored_and_checked():
     model = fit(corpus, TokenizerSettings(ngram_range=(1, 2)))
     kept = replace(model, vocabulary_filter=VocabularyFilter(features=("words", "pairs"),
                                                              prune_df=2))  # fmt: skip
-    df = np.asarray(model.counts.doc_count).sum(axis=1)
+    df = row_sums(model.counts.doc_count)
     assert np.array_equal(kept.active_rows, np.flatnonzero(df >= 2))
     data = dumps(kept)
     assert loads(data, "kept.nbc").vocabulary_filter == kept.vocabulary_filter
