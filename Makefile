@@ -41,8 +41,9 @@ lint: $(STAMP) ## Check style with ruff
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check ruff
 	$(BIN)/python -m ruff check nbclass tests bench fuzz
 
-bench: $(STAMP) ## Benchmark against scikit-learn on 20 Newsgroups (minutes; 1 GB generated), then nbclass serve
+bench: $(STAMP) ## Benchmark against scikit-learn on 20 Newsgroups (minutes; 1 GB generated), the scale section (an hour; 600 MB generated), then nbclass serve
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/serving.py
 
 bench-serving: $(STAMP) ## Benchmark nbclass serve alone with wrk on 127.0.0.1 (installs wrk with apt-get if missing)
