@@ -326,6 +326,11 @@ def load(path: str) -> Model:
         raise InputError(f"load takes a path, not {type(path).__name__}")
     path = str(path)
     model, header = textfile.load_with_header(path)
+    if model.multi_label is not None:
+        raise InputError(
+            f"{path!r} is a multi-label model: the Python library predicts one class per "
+            "text; classify with nbclass predict -m MODEL, which gives label sets"
+        )
     return Model(model, path, {k: header[k] for k in ("format", "version", "nbclass_version")})
 
 

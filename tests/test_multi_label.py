@@ -447,3 +447,14 @@ def ml_filter():
     from nbclass.models.model import VocabularyFilter
 
     return VocabularyFilter()
+
+
+def test_serve_and_the_python_library_refuse_a_multi_label_model(tickets_model):
+    import nbclass
+
+    with pytest.raises(nbclass.InputError, match="is a multi-label model"):
+        nbclass.load(str(tickets_model))
+    done = subprocess.run([*NBCLASS, "serve", "-m", str(tickets_model), "--port", "0"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: ") and "is a multi-label model" in done.stderr

@@ -70,6 +70,11 @@ class LoadedModel:
                 f"{path!r} is a {exc.kind} model: nbclass serve classifies text, with a "
                 "model fitted on documents"
             ) from None
+        if self.model.multi_label is not None:
+            raise NbclassError(
+                f"{path!r} is a multi-label model: nbclass serve answers with one class per "
+                "document; classify with nbclass predict -m MODEL, which gives label sets"
+            )
         self.quick = QuickModel(path, data=data)
         self.path, self.identity = path, identity
         self.sha256 = hashlib.sha256(data).hexdigest()
