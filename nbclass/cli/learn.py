@@ -9,6 +9,7 @@ import time
 import click
 
 from ..errors import (
+    NbclassError,
     UsageError,
 )
 from .common import count_input, fit_settings, line_documents, shown, summary
@@ -191,7 +192,11 @@ def sync(ctx, corpus_dir, model_path, jobs, quiet, fmt, reading, **options):
     if os.path.isfile(model_path):  # a multi-label model has no folder layout
         from ..modelfile.quick import QuickModel
 
-        if QuickModel(model_path).multi_label is not None:
+        try:
+            multi_label = QuickModel(model_path).multi_label is not None
+        except NbclassError:  # not a model: sync_folder says what it may and may not replace
+            multi_label = False
+        if multi_label:
             raise UsageError(
                 f"{model_path!r} is a multi-label model: its documents come as lines, not "
                 "class folders; add them with fit --update and remove them with unlearn "
