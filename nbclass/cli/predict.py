@@ -159,6 +159,12 @@ def predict(
             "no input: give files or folders to classify, or pipe a document into "
             "standard input, e.g.  echo 'some text' | nbclass predict -m MODEL"
         )
+    on_cluster = scheduler and not lines and paths and "-" not in paths
+    if on_cluster:  # a malformed address or a missing Dask is said before any file is read
+        from ..cluster.remote import require_dask
+
+        check_scheduler(click.get_current_context(), scheduler)
+        require_dask()
     from ..modelfile.quick import QuickModel
 
     if QuickModel(model_path).multi_label is not None:
@@ -259,9 +265,6 @@ def predict(
 
     overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
     scoring = overrides, not no_calibration
-    on_cluster = scheduler and not lines and paths and "-" not in paths
-    if on_cluster:
-        check_scheduler(click.get_current_context(), scheduler)
     files, jobs = (None, 1) if on_cluster else listed_files(paths, lines, jobs)
     # The progress bar needs the files listed; never over results printed on a terminal.
     bar_wanted = not (quiet or on_cluster or lines or not paths or "-" in paths)
