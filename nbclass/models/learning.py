@@ -82,9 +82,13 @@ Keys = list  # [(SHA-256 digest, class name)] per document, and a parallel list 
 
 
 def tokenizer_difference(a: TokenizerSettings, b: TokenizerSettings) -> str | None:
-    """The first tokenizer setting in which ``a`` and ``b`` differ, said for a user."""
+    """The first tokenizer setting in which ``a`` and ``b`` differ, said for a user.
+
+    ``unspaced`` comes last: a model fitted at the defaults counts new documents with
+    ``unspaced="all"`` (:func:`counting_tokenizer`), so it differs whenever another setting
+    does, and the setting the user chose is the one to name."""
     left, right = a.to_dict(), b.to_dict()
-    keys = ("lowercase", "token_pattern", "unspaced", "ngram_range", "stop_words", "hash_features")
+    keys = ("lowercase", "token_pattern", "ngram_range", "stop_words", "hash_features", "unspaced")
     for key in keys:
         if left.get(key) != right.get(key):
             shown = {
