@@ -92,13 +92,7 @@ def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = Tru
         "version": PAIRS_VERSION if isinstance(weights, dict) else VERSION,
         "classes": list(counts.classes),
         "settings": settings.to_dict(),
-        "tokenizer": {
-            "lowercase": model.tokenizer.lowercase,
-            "token_pattern": model.tokenizer.token_pattern,
-            "ngram_range": list(model.tokenizer.ngram_range),
-            "stop_words": list(model.tokenizer.stop_words),
-            **({"unspaced": model.tokenizer.unspaced} if model.tokenizer.unspaced else {}),
-        },
+        "tokenizer": _tokenizer_record(model),
         "transform": {
             "binary": bool(scorer.binary),
             "tf": getattr(scorer, "tf", "raw"),
@@ -113,6 +107,19 @@ def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = Tru
         "bias": bias,
         "idf": None if idf is None else np.asarray(idf),
         "concentration": None if concentration is None else np.asarray(concentration),
+    }
+
+
+def _tokenizer_record(model: Model) -> dict:
+    """The export's ``tokenizer`` record: what a reader needs to count documents as the
+    model does (``unspaced`` only when set, so other exports are unchanged)."""
+    tokenizer = model.tokenizer
+    return {
+        "lowercase": tokenizer.lowercase,
+        "token_pattern": tokenizer.token_pattern,
+        "ngram_range": list(tokenizer.ngram_range),
+        "stop_words": list(tokenizer.stop_words),
+        **({"unspaced": tokenizer.unspaced} if tokenizer.unspaced else {}),
     }
 
 
@@ -140,13 +147,7 @@ def _label_export(model: Model, settings: EstimatorSettings, calibrate: bool) ->
         "multi_label": True,
         "labels": list(labelled.labels),
         "settings": settings.to_dict(),
-        "tokenizer": {
-            "lowercase": model.tokenizer.lowercase,
-            "token_pattern": model.tokenizer.token_pattern,
-            "ngram_range": list(model.tokenizer.ngram_range),
-            "stop_words": list(model.tokenizer.stop_words),
-            **({"unspaced": model.tokenizer.unspaced} if model.tokenizer.unspaced else {}),
-        },
+        "tokenizer": _tokenizer_record(model),
         "transform": {
             "binary": bool(scorer.binary),
             "tf": scorer.tf,
