@@ -183,7 +183,9 @@ def predict(
                 f"{named[0]} is for single-label models; a multi-label model predicts a set "
                 "of labels (use --threshold, --top-k and --allow-empty)"
             )
-        if explain and fmt != "jsonl":
+        from ..output.labels import shows_explanations
+
+        if explain and not shows_explanations(fmt):
             raise UsageError(
                 "--explain with a multi-label model lists words per label: add --format jsonl"
             )

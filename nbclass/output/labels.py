@@ -17,6 +17,12 @@ import json
 SEPARATOR = ","  # between labels, and between probabilities, in a TSV line
 
 
+def shows_explanations(fmt: str) -> bool:
+    """Whether label lines in ``fmt`` can hold ``--explain``'s words per label: JSONL
+    can; a TSV line has no field for them."""
+    return fmt == "jsonl"
+
+
 def label_lines(predictions, fmt: str) -> list[str]:
     """One line per document of a :class:`nbclass.models.multilabel.LabelPredictions`."""
     labels, lines = predictions.labels, []
