@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from nbclass.errors import NbclassError, UsageError
@@ -93,12 +94,16 @@ class Trickle(io.RawIOBase):
     st.integers(1, 7),
     st.booleans(),
 )
+@example([b"\xef\xbb\xbf"], 1, False)  # a file of a byte-order mark alone: one empty line
+@example([b"a", b"\xef\xbb\xbfb"], 2, True)  # a mark at the start of a later line
 def test_lines_are_split_as_str_splitlines_on_newline_whatever_the_chunks(parts, step, final):
     data = b"\n".join(parts) + (b"\n" if final and parts else b"")
     expected = data.split(b"\n")
     if data.endswith(b"\n") or not data:
         expected = expected[:-1]
     expected = [p[:-1] if p.endswith(b"\r") else p for p in expected]
+    # a byte-order mark that starts a line is dropped (files joined by cat hold several)
+    expected = [p.removeprefix(codecs.BOM_UTF8) for p in expected]
     log = ReadLog()
     got = list(iter_lines("f", Trickle(data, step), ReadPolicy(), log))
     assert got == [
