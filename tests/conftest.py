@@ -110,3 +110,43 @@ def news_sample(tmp_path_factory) -> tuple[Path, Path]:
 def nbclass_command() -> list[str]:
     """The real console entry point, run as a subprocess with this interpreter."""
     return [sys.executable, "-m", "nbclass"]
+
+
+def expected_tally(texts, labels, settings) -> dict:
+    """{(word, class): (D, T)} the plain way, from the regex tokenizer's tokens of each
+    text (bytes are ASCII text), for comparing with a run counter's tally."""
+    from collections import Counter
+
+    from nbclass.text.tokenizer import make_tokenizer
+
+    tokenize = make_tokenizer(settings)
+    out = {}
+    for text, c in zip(texts, labels):
+        text = text.decode("ascii") if isinstance(text, bytes) else text
+        for word, n in Counter(tokenize(text)).items():
+            d, t = out.get((word, c), (0, 0))
+            out[word, c] = (d + 1, t + n)
+    return out
+
+
+def tally_of(runs_tally, n_classes: int) -> dict:
+    """{(word, class): (D, T)} of a :class:`nbclass.text.runs.RunTally`, its words checked
+    sorted and distinct."""
+    import numpy as np
+
+    words, lengths, rows, docs, tokens = runs_tally.packed()
+    assert words == sorted(set(words)) and len(words) == runs_tally.n_words
+    classes = np.repeat(np.arange(n_classes), lengths)
+    return {
+        (words[j], int(c)): (int(d), int(t))
+        for j, c, d, t in zip(rows.tolist(), classes, docs.tolist(), tokens.tolist())
+    }
+
+
+# `python -c RUN_COUNTER_OFF ARGS...` runs nbclass ARGS with the run counter switched off:
+# every document is counted by the regex tokenizer, the reference the fast paths must equal.
+RUN_COUNTER_OFF = (
+    "import sys, nbclass.text.vectorizer as v; "
+    "v.TextCounter.runs = property(lambda self: None); "
+    "from nbclass.__main__ import main; sys.argv = ['nbclass'] + sys.argv[1:]; main()"
+)

@@ -7,6 +7,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from conftest import expected_tally, tally_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -186,26 +187,8 @@ def test_hand_counted_example():
     assert Counter(tokens) == {"server": 2, "and": 1, "server_2": 1}
 
 
-def tally_of(runs_tally, n_classes):
-    """{(word, class): (D, T)} from a RunTally's packed counts."""
-    words, lengths, rows, docs, tokens = runs_tally.packed()
-    assert len(words) == runs_tally.n_words and words == sorted(set(words))
-    classes = np.repeat(np.arange(n_classes), lengths)
-    return {
-        (words[j], int(c)): (int(d), int(t))
-        for j, c, d, t in zip(rows.tolist(), classes, docs.tolist(), tokens.tolist())
-    }
 
 
-def expected_tally(texts, labels, settings):
-    """{(word, class): (D, T)} the plain way, from the tokenizer's tokens."""
-    tokenize = make_tokenizer(settings)
-    out = {}
-    for text, c in zip(texts, labels):
-        for word, n in Counter(tokenize(text.decode("ascii"))).items():
-            d, t = out.get((word, c), (0, 0))
-            out[word, c] = (d + 1, t + n)
-    return out
 
 
 @settings(max_examples=200, deadline=None, database=None)

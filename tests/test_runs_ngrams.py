@@ -15,6 +15,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from conftest import RUN_COUNTER_OFF
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -193,12 +194,7 @@ def test_predict_with_pairs_scores_as_the_regex_path(paired, tmp_path):
     command = [sys.executable, "-m", "nbclass", "predict", "-m", str(model), str(paired),
                "--format", "jsonl"]  # fmt: skip
     fast = subprocess.run(command, check=True, capture_output=True).stdout
-    forced = (
-        "import sys, nbclass.text.vectorizer as v; "
-        "v.TextCounter.runs = property(lambda self: None); "
-        "from nbclass.__main__ import main; sys.argv = ['nbclass'] + sys.argv[1:]; main()"
-    )
     slow = subprocess.run(
-        [sys.executable, "-c", forced, *command[3:]], check=True, capture_output=True
+        [sys.executable, "-c", RUN_COUNTER_OFF, *command[3:]], check=True, capture_output=True
     ).stdout
     assert fast == slow and fast.count(b"\n") == 8

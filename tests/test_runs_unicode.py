@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections import Counter
 
 import numpy as np
 import pytest
+from conftest import RUN_COUNTER_OFF, expected_tally, tally_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -108,24 +108,8 @@ def test_a_counter_without_the_space_word_counts_by_runs():
     assert n.tolist() == [3, 5]  # 'οδοσος' is a token outside the vocabulary
 
 
-def expected_tally(texts, labels, settings_):
-    tokenize = tokens_of(settings_)
-    out = {}
-    for text, c in zip(texts, labels):
-        for word, n in Counter(tokenize(text)).items():
-            d, t = out.get((word, c), (0, 0))
-            out[word, c] = (d + 1, t + n)
-    return out
 
 
-def tally_of(runs_tally, n_classes):
-    words, lengths, rows, docs, tokens = runs_tally.packed()
-    assert words == sorted(set(words)) and len(words) == runs_tally.n_words
-    classes = np.repeat(np.arange(n_classes), lengths)
-    return {
-        (words[j], int(c)): (int(d), int(t))
-        for j, c, d, t in zip(rows.tolist(), classes, docs.tolist(), tokens.tolist())
-    }
 
 
 @settings(max_examples=300, deadline=None, database=None)
@@ -231,13 +215,8 @@ def test_predict_scores_every_script_as_the_regex_path(multilingual, tmp_path):
     command = [sys.executable, "-m", "nbclass", "predict", "-m", str(model), str(multilingual),
                "--format", "jsonl"]  # fmt: skip
     fast = subprocess.run(command, check=True, capture_output=True).stdout
-    forced = (
-        "import sys, nbclass.text.vectorizer as v; "
-        "v.TextCounter.runs = property(lambda self: None); "
-        "from nbclass.__main__ import main; sys.argv = ['nbclass'] + sys.argv[1:]; main()"
-    )
     slow = subprocess.run(
-        [sys.executable, "-c", forced, *command[3:]], check=True, capture_output=True
+        [sys.executable, "-c", RUN_COUNTER_OFF, *command[3:]], check=True, capture_output=True
     ).stdout
     assert fast == slow and fast.count(b"\n") == 9 * 9
 

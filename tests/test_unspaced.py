@@ -12,6 +12,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from conftest import RUN_COUNTER_OFF, expected_tally, tally_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -205,24 +206,8 @@ def test_a_text_counter_counts_as_the_tokenizer(texts, mode, lowercase, stop, ng
     assert n_tokens.tolist() == [len(tokens) for tokens in token_lists]
 
 
-def expected_tally(texts, labels, settings_):
-    tokenize = make_tokenizer(settings_)
-    out = {}
-    for text, c in zip(texts, labels):
-        for word, n in Counter(tokenize(text)).items():
-            d, t = out.get((word, c), (0, 0))
-            out[word, c] = (d + 1, t + n)
-    return out
 
 
-def tally_of(runs_tally, n_classes):
-    words, lengths, rows, docs, tokens = runs_tally.packed()
-    assert words == sorted(set(words)) and len(words) == runs_tally.n_words
-    classes = np.repeat(np.arange(n_classes), lengths)
-    return {
-        (words[j], int(c)): (int(d), int(t))
-        for j, c, d, t in zip(rows.tolist(), classes, docs.tolist(), tokens.tolist())
-    }
 
 
 @settings(max_examples=300, deadline=None, database=None)
@@ -443,12 +428,7 @@ def test_predict_scores_mixed_scripts_as_the_regex_path(mixed, tmp_path):
     assert nbclass_command("fit", mixed, "-o", model, "-q", "--unspaced", "pairs").returncode == 0
     command = ["predict", "-m", str(model), str(mixed), "--format", "jsonl"]
     fast = nbclass_command(*command).stdout
-    forced = (
-        "import sys, nbclass.text.vectorizer as v; "
-        "v.TextCounter.runs = property(lambda self: None); "
-        "from nbclass.__main__ import main; sys.argv = ['nbclass'] + sys.argv[1:]; main()"
-    )
-    slow = subprocess.run([sys.executable, "-c", forced, *command], capture_output=True,
+    slow = subprocess.run([sys.executable, "-c", RUN_COUNTER_OFF, *command], capture_output=True,
                           text=True, cwd=REPO).stdout  # fmt: skip
     assert fast == slow and fast.count("\n") == 4 * 9
     text = MIXED["ja"][1]

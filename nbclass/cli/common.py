@@ -89,6 +89,12 @@ def given(ctx, name: str) -> bool:
     return ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
 
 
+def first_given(ctx, options: dict[str, str]) -> str | None:
+    """The first of ``options`` (parameter name -> option as typed) that the user gave,
+    or None: for refusing options that do not apply."""
+    return next((option for name, option in options.items() if given(ctx, name)), None)
+
+
 def fit_settings(ctx, options: dict, base=None):
     """(tokenizer, vocabulary filter, defaults, auto) from fit's options, over ``base``'s
     (:func:`nbclass.models.learning.fit_settings`, told which options the user gave)."""

@@ -20,8 +20,8 @@ from ..text.tokenizer import DEFAULT_NGRAM_RANGE, DEFAULT_TOKEN_PATTERN
 from .common import (
     check_scheduler,
     count_input,
+    first_given,
     fit_settings,
-    given,
     line_documents,
     refuse_reading_options,
     resolve_settings,
@@ -311,10 +311,10 @@ def _update_table(ctx, update_path, output, quiet, table_options):
         "prior_fit": "--prior-fit", "class_prior": "--class-prior",
         "column_types": "--column-types", "var_smoothing": "--var-smoothing",
     }  # fmt: skip
-    named = [option for name, option in settings.items() if given(ctx, name)]
+    named = first_given(ctx, settings)
     if named:
         raise UsageError(
-            f"--update adds rows with the table model's own settings: leave out {named[0]}"
+            f"--update adds rows with the table model's own settings: leave out {named}"
         )
     from ..modelfile.tablefile import load, save
     from ..modelfile.textfile import check_destination, locked

@@ -168,19 +168,18 @@ def predict(
     from ..modelfile.quick import QuickModel
 
     if QuickModel(model_path).multi_label is not None:
-        from .common import given
+        from .common import first_given
 
-        ctx = click.get_current_context()
         unused = {
             "use_exit_code": "--exit-code", "output_dir": "--output-dir",
             "min_probability": "--min-probability", "min_margin": "--min-margin",
             "min_known": "--min-known", "min_typicality": "--min-typicality",
             "unsure_label": "--unsure-label", "scheduler": "--scheduler",
         }  # fmt: skip
-        named = [option for key, option in unused.items() if given(ctx, key)]
+        named = first_given(click.get_current_context(), unused)
         if named:
             raise UsageError(
-                f"{named[0]} is for single-label models; a multi-label model predicts a set "
+                f"{named} is for single-label models; a multi-label model predicts a set "
                 "of labels (use --threshold, --top-k and --allow-empty)"
             )
         from ..output.labels import shows_explanations
