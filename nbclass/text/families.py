@@ -20,6 +20,7 @@ sets are the words with one of the tokenizations of those scripts
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -37,15 +38,17 @@ class Family:
     what : str
         What its tokens are, for people.
     rows : callable
-        ``rows(vocabulary, spaces)`` -> bool ndarray of shape (V,): which entries are its
-        tokens; ``spaces`` (int64, shape (V,)) is the number of spaces of each entry.
+        ``rows(vocabulary, spaces, unspaced)`` -> bool ndarray of shape (V,): which
+        entries are its tokens; ``spaces`` (int64, shape (V,)) is the number of spaces of
+        each entry, ``unspaced`` the pair of masks ``(runs, characters)`` of
+        :func:`_unspaced` (computed once for every family).
     optional : bool
         Whether the choice may leave it out.
     """
 
     name: str
     what: str
-    rows: Callable[[Sequence[str], np.ndarray], np.ndarray]
+    rows: Callable[[Sequence[str], np.ndarray, tuple[np.ndarray, np.ndarray]], np.ndarray]
     optional: bool = True
 
 
@@ -100,21 +103,23 @@ def _unspaced(vocabulary: Sequence[str], spaces: np.ndarray) -> tuple[np.ndarray
 
 register(Family(
     "words", "single tokens",
-    lambda v, spaces: (spaces == 0) & ~np.logical_or(*_unspaced(v, spaces)), optional=False,
+    lambda v, spaces, unspaced: (spaces == 0) & ~np.logical_or(*unspaced), optional=False,
 ))  # fmt: skip
 register(Family(
     "runs", "runs of two or more characters of a script written without spaces "
-    "(--unspaced all)", lambda v, spaces: _unspaced(v, spaces)[0],
+    "(--unspaced all)", lambda v, spaces, unspaced: unspaced[0],
 ))  # fmt: skip
 register(Family(
     "characters", "single characters of a script written without spaces (--unspaced all)",
-    lambda v, spaces: _unspaced(v, spaces)[1],
+    lambda v, spaces, unspaced: unspaced[1],
 ))  # fmt: skip
 register(Family(
     "pairs", "two adjacent tokens joined by a space (--ngram-range 1,2; --unspaced pairs, all)",
-    lambda v, spaces: spaces == 1,
+    lambda v, spaces, unspaced: spaces == 1,
 ))  # fmt: skip
-register(Family("ngrams", "three or more consecutive words", lambda v, spaces: spaces >= 2))
+register(Family(
+    "ngrams", "three or more consecutive words", lambda v, spaces, unspaced: spaces >= 2,
+))  # fmt: skip
 
 
 def spaces_of(vocabulary: Sequence[str]) -> np.ndarray:
@@ -126,13 +131,31 @@ def spaces_of(vocabulary: Sequence[str]) -> np.ndarray:
     return np.bincount(entry[codes == 32], minlength=len(vocabulary)).astype(np.int64)
 
 
+# The masks of the last vocabulary asked about (a tuple, never changed in place): fit's
+# choice asks for the same vocabulary's families several times (its feature sets, each
+# set's rows, the model's active rows), and on 20 Newsgroups with word pairs (1.18 M
+# entries, some not ASCII) each time cost about 2 s of CPU.
+_LAST_MASKS: list = [None, None]
+_MASKS_LOCK = threading.Lock()
+
+
 def masks(vocabulary: Sequence[str]) -> dict[str, np.ndarray]:
-    """Each registered family's rows of ``vocabulary``, bool of shape (V,)."""
+    """Each registered family's rows of ``vocabulary``, bool of shape (V,) (read-only:
+    the arrays of a tuple vocabulary are kept for the next call on the same tuple)."""
+    with _MASKS_LOCK:
+        if _LAST_MASKS[0] is vocabulary:
+            return _LAST_MASKS[1]
     spaces = spaces_of(vocabulary)
-    return {
-        name: np.asarray(family.rows(vocabulary, spaces), dtype=bool)
-        for name, family in FAMILIES.items()
-    }
+    unspaced = _unspaced(vocabulary, spaces)
+    found = {}
+    for name, family in FAMILIES.items():
+        rows = np.asarray(family.rows(vocabulary, spaces, unspaced), dtype=bool)
+        rows.setflags(write=False)
+        found[name] = rows
+    if isinstance(vocabulary, tuple):
+        with _MASKS_LOCK:
+            _LAST_MASKS[:] = [vocabulary, found]
+    return found
 
 
 def rows_of(vocabulary: Sequence[str], names: Sequence[str]) -> np.ndarray:
