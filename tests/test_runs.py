@@ -270,6 +270,42 @@ def test_fit_counts_the_same_when_hashes_clash(monkeypatch, tmp_path):
     assert tokens[LONG] == [21, 21] and tokens[ANAGRAM] == [21, 0]
 
 
+def test_words_of_two_processes_sharing_a_hash_keep_their_rows(monkeypatch):
+    """Two processes' run tallies send their words with their keys; with one hash for
+    every long word, one sends LONG and the other ANAGRAM under the same key: the
+    receiver tells them apart by name (and goes on by name), and a word both send,
+    long or short, is one row. The counts are the tokenizer's."""
+    from nbclass.counting.counts import CountAccumulator
+    from nbclass.counting.tally import pack, tally
+    from nbclass.text.runs import RunTally
+
+    monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
+    splitter = ascii_splitter(TokenizerSettings(), "ascii")
+    tokenize = make_tokenizer(TokenizerSettings())
+    windows = [  # (process, texts, labels), in the order the receiver adds them
+        (0, [f"{LONG} ab", "ab cd"], [0, 1]),
+        (1, [f"cd {LONG} ef"], [1]),
+        (1, ["ab ef"], [0]),
+        (0, ["gh ab"], [1]),
+    ]
+    later = (1, [f"{ANAGRAM} ab gh"], [0])  # the same key as LONG: a third tally's word
+    talliers = [RunTally.make(splitter, 2) for _ in range(3)]
+    accumulator = CountAccumulator(["x", "y"])
+    for process, texts, labels in [*windows, (2, *later[1:])]:
+        runs_tally = talliers[process]
+        assert runs_tally.add([t.encode() for t in texts], labels) == []
+        part = ([0, 0], [Counter(), Counter()], [Counter(), Counter()], None, None, None)
+        for c in labels:
+            part[0][c] += 1
+        accumulator.add_packed(pack((*part, runs_tally), origin=bytes([process])))
+    every = [(t, c) for _, texts, labels in [*windows, later] for t, c in zip(texts, labels)]
+    expected = CountAccumulator(["x", "y"])
+    expected.add_packed(pack(tally([tokenize(t) for t, _ in every], [c for _, c in every], 2)))
+    counts = accumulator.result()
+    assert counts.equals(expected.result())
+    assert counts.vocabulary == tuple(sorted({"ab", "cd", "ef", "gh", LONG, ANAGRAM}))
+
+
 @settings(max_examples=300, deadline=None, database=None)
 @given(
     st.lists(st.text(alphabet="abcé", min_size=1, max_size=4), unique=True),

@@ -118,11 +118,14 @@ def pack(part: Tally, origin=None) -> tuple:
 
     With an ``origin`` (a name for the run tally, the same for every window it counts:
     the receiver keeps its numbers of the words), ``words`` is instead ``(origin,
-    new_words, new_ids, others)``: the run tally's words numbered since its last pack,
-    sorted, NUL-joined, with their numbers (:meth:`nbclass.text.runs.RunTally.packed_new`),
-    and the other documents' words, NUL-joined; a row below ``len(others)`` is one of
+    new_words, new_ids, others, new_keys)``: the run tally's words numbered since its
+    last pack, sorted, NUL-joined, with their numbers
+    (:meth:`nbclass.text.runs.RunTally.packed_new`), the other documents' words,
+    NUL-joined, and the keys of the new words (uint64,
+    :meth:`nbclass.text.runs.RunTally.keys_of`); a row below ``len(others)`` is one of
     those, a row ``len(others) + i`` is the run tally's word number i. The run tally's
-    words then cost a look-up once per fit, not once per window.
+    words then cost a look-up once per fit, not once per window, and the receiver
+    places them by their keys.
     """
     import numpy as np
 
@@ -188,7 +191,8 @@ def _pack_by_numbers(part, origin, keys, lengths, rows, doc_counts, token_counts
             np.concatenate(pair)[order]
             for pair in ((run_rows, rows), (run_docs, doc_counts), (run_tokens, token_counts))
         )
-    words = (origin, "\x00".join(new_words), narrow(new_ids), "\x00".join(keys))
+    new_keys = part[6].keys_of(new_ids)
+    words = (origin, "\x00".join(new_words), narrow(new_ids), "\x00".join(keys), new_keys)
     arrays = map(narrow, (lengths + run_lengths, rows, doc_counts, token_counts))
     return (part[0], words, *arrays, *part[3:6])
 

@@ -879,6 +879,7 @@ class RunTally:
         self._sent = 0  # the words numbered before the last packed_new()
         self._bytes = bytearray()  # the words' bytes, each followed by a NUL, by number
         self._starts = np.zeros(1024, dtype=np.int64)  # where each word starts in them
+        self._word_keys = np.zeros(1024, dtype=np.uint64)  # each word's key, by number
         self._cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._waiting = {False: [[], [], 0], True: [[], [], 0]}  # by kind: texts, labels, size
 
@@ -997,9 +998,14 @@ class RunTally:
             runs = first[new]
             lengths = ends[runs] - starts[runs] + 1  # with the NUL after each
             if self._starts.size < self.n_words + new.size + 1:
-                grown = np.zeros(2 * (self.n_words + new.size + 1), dtype=np.int64)
+                size = 2 * (self.n_words + new.size + 1)
+                grown = np.zeros(size, dtype=np.int64)
                 grown[: self.n_words + 1] = self._starts[: self.n_words + 1]
                 self._starts = grown
+                grown = np.zeros(size, dtype=np.uint64)
+                grown[: self.n_words] = self._word_keys[: self.n_words]
+                self._word_keys = grown
+            self._word_keys[ids[new]] = words[new]
             self._starts[self.n_words + 1 : self.n_words + new.size + 1] = (
                 len(self._bytes) + np.cumsum(lengths)
             )
@@ -1086,6 +1092,12 @@ class RunTally:
         counts = self._by_class()
         self._cells, self.pairs, self._sent = [], 0, n
         return (new_words, new_ids, *counts)
+
+    def keys_of(self, ids: np.ndarray) -> np.ndarray:
+        """The key (:func:`run_keys`) of each of the words numbered ``ids``: a function
+        of the word's bytes alone, so another tally gives the same word the same key (and
+        two words of two tallies may share a hashed key)."""
+        return self._word_keys[: self.n_words][ids]
 
     def _names(self, held: bytes | bytearray) -> list[str]:
         """The words of ``held`` (NUL-separated bytes), an n-gram's joins made spaces."""
