@@ -218,6 +218,12 @@ def _record():
         (lambda r: r.update(thresholds=[0.5, 0.5], calibration=[[0, 0], [1, 0]],
                             criterion="x", documents=1, folds=1), "calibration"),
         (lambda r: r["candidates"][0]["settings"].update(model="nope"), "settings"),
+        (lambda r: r.update(beta_scales=[1.0, 0.0]), "beta_scales"),
+        (lambda r: r.update(beta_scales=[1.0, 3.0], beta_scale=[1.0, 3.0], micro_f1=0.5),
+         "beta_scale"),  # no thresholds
+        (lambda r: r.update(beta_scales=[1.0, 3.0], beta_scale=[1.0, 2.0], micro_f1=0.5,
+                            thresholds=[0.5, 0.5], calibration=[[1, 0], [1, 0]],
+                            criterion="x", documents=1, folds=1), "beta_scale"),
     ],
 )
 def test_a_bad_multi_label_record_is_refused(change, message):
@@ -458,3 +464,138 @@ def test_serve_and_the_python_library_refuse_a_multi_label_model(tickets_model):
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 1
     assert done.stderr.startswith("Error: ") and "is a multi-label model" in done.stderr
+
+
+# --- each label's smoothing ------------------------------------------------------------------
+
+
+def test_log_odds_with_each_labels_beta_by_hand():
+    import scipy.sparse as sp
+
+    counts = ml.label_counts(_label_set_counts())
+    settings = ml.EstimatorSettings(model="multinomial")
+    scorer = ml.LabelScorer(counts, settings, scales=[0.3, 3.0])
+    X = sp.csr_matrix(np.array([[1, 2]]))
+    # a (β 0.3): T_x 5, T_y 5 of 10; not a: 3, 6 of 9. b (β 3): 1, 10 of 11; not b: 7, 1 of 8.
+    a = (np.log((3 + 1) / (7 + 2)) - np.log((4 + 1) / (7 + 2))
+         + 1 * (np.log((5 + 0.3) / (10 + 0.6)) - np.log((3 + 0.3) / (9 + 0.6)))
+         + 2 * (np.log((5 + 0.3) / (10 + 0.6)) - np.log((6 + 0.3) / (9 + 0.6))))  # fmt: skip
+    b = (np.log((4 + 1) / (7 + 2)) - np.log((3 + 1) / (7 + 2))
+         + 1 * (np.log((1 + 3) / (11 + 6)) - np.log((7 + 3) / (8 + 6)))
+         + 2 * (np.log((10 + 3) / (11 + 6)) - np.log((1 + 3) / (8 + 6))))  # fmt: skip
+    assert scorer.log_odds(X)[0].tolist() == pytest.approx([a, b], rel=1e-12)
+    _, W, bias = scorer.linear()  # what export writes: the same log-odds
+    assert (np.array([1, 2]) @ W + bias).tolist() == pytest.approx([a, b], rel=1e-12)
+    for l in range(2):  # and what explain reads, label by label
+        assert scorer.weights(l)[1].tolist() == pytest.approx(W[:, l].tolist(), rel=1e-12)
+
+
+def test_each_label_with_enough_documents_chooses_the_beta_of_the_lowest_log_loss():
+    rng = np.random.default_rng(0)
+    Y = np.zeros((50, 2))
+    Y[:25, 0] = 1  # 25 positives and 25 negatives: its own choice
+    Y[:19, 1] = 1  # 19 positives: too few, the first scale
+    noise = rng.normal(size=(50, 2))
+    sharp = np.where(Y > 0, 3.0, -3.0) + 0.1 * noise
+    assert ml.choose_scales([noise, sharp], Y, [1.0, 0.3]).tolist() == [0.3, 1.0]
+    assert ml.choose_scales([sharp, noise], Y, [1.0, 0.3]).tolist() == [1.0, 1.0]
+    # The log loss of the calibrated probabilities, label by label.
+    loss = ml.held_out_log_loss(sharp[:, :1], Y[:, :1])
+    assert loss.shape == (1,) and 0 < loss[0] < ml.held_out_log_loss(noise[:, :1], Y[:, :1])[0]
+
+
+def _topics(n: int, seed: int) -> list[str]:
+    """Lines of a generated corpus: three frequent topics and a rare one, noisy words."""
+    import random
+
+    rng = random.Random(seed)
+    topics = {"sport": "match goal team score coach league win season player".split(),
+              "money": "bank rate loan profit share market price trade fund".split(),
+              "rain": "storm rain cloud wind flood cold snow weather sky".split(),
+              "rare": "comet orbit telescope".split()}  # fmt: skip
+    common = "the a of and to in is it for on that with".split()
+    out = []
+    for i in range(n):
+        labels = [t for t in ("sport", "money", "rain") if rng.random() < 0.35]
+        if i % 40 == 0:
+            labels.append("rare")
+        words = [rng.choice(common) for _ in range(rng.randint(3, 12))]
+        for t in labels:
+            words += [rng.choice(topics[t]) for _ in range(rng.randint(1, 5))]
+        for t in topics:
+            if t not in labels and rng.random() < 0.3:
+                words.append(rng.choice(topics[t]))
+        rng.shuffle(words)
+        out.append(",".join(sorted(labels)) + "\t" + " ".join(words))
+    return out
+
+
+def test_each_labels_beta_is_chosen_kept_and_used_by_every_path(tmp_path):
+    from nbclass.modelfile.textfile import load
+
+    lines = _topics(160, 3)
+    corpus, model = tmp_path / "topics.txt", tmp_path / "m.nbc"
+    corpus.write_text("\n".join(lines) + "\n")
+    done = run("fit", "--multi-label", "--lines", str(corpus), "-o", str(model))
+    assert done.returncode == 0, done.stderr
+    loaded = load(str(model))
+    data = loaded.multi_label
+    assert data["labels"] == ["money", "rain", "rare", "sport"]
+    assert data["beta_scales"] == [1.0, 0.3, 3.0]
+    # money and rain chose their own; rare (4 documents) keeps 1; sport chose 1.
+    assert data["beta_scale"] == [0.3, 3.0, 1.0, 1.0]
+    assert data["micro_f1"] > max(c["micro_f1"] for c in data["candidates"])
+    assert f"held-out micro-F1 {data['micro_f1']:.3f}" in done.stderr
+    info = run("info", "-m", str(model)).stdout
+    assert "beta x 0.3" in info and "beta x 3" in info
+    # predict scores each label with its own β: the binary model's log-odds by make_scorer.
+    from nbclass.models.posterior import make_scorer
+    from nbclass.text.vectorizer import TextCounter
+
+    text = "storm over the bank and the market price"
+    record = json.loads(run("predict", "-m", str(model), "--format", "jsonl",
+                            stdin=text).stdout)  # fmt: skip
+    labelled = ml.label_counts(loaded.active_counts)
+    X = TextCounter(loaded.tokenizer, labelled.vocabulary).count([text])[0]
+    decisions = ml.decisions_of(data)
+    for l, label in enumerate(data["labels"]):
+        settings = ml.scaled(loaded.defaults, data["beta_scale"][l])
+        jll = make_scorer(labelled.binary(l), settings).joint_log_likelihood(X)[0]
+        a, c = decisions.calibration[l]
+        p = 1 / (1 + np.exp(-(a * (jll[1] - jll[0]) + c)))
+        assert record["probabilities"][label] == pytest.approx(p, rel=1e-12)
+    # export writes those log-odds
+    out = tmp_path / "m.json"
+    assert run("export", "-m", str(model), "-o", str(out), "-q").returncode == 0
+    e = json.loads(out.read_text())
+    f = X.toarray()[0] * np.array(e["idf"])
+    s = f / np.linalg.norm(f) @ np.array(e["weights"]) + np.array(e["bias"])
+    p = 1 / (1 + np.exp(-(np.array(e["calibration"]["a"]) * s + np.array(e["calibration"]["c"]))))
+    assert p.tolist() == pytest.approx([record["probabilities"][x] for x in e["labels"]],
+                                       rel=1e-12)  # fmt: skip
+    # top-features ranks rain on its binary counts under its β (3)
+    from nbclass.models.selection import class_top_features
+
+    rows = [r.split("\t") for r in run("top-features", "-m", str(model), "--per-class",
+                                       "2").stdout.splitlines()]  # fmt: skip
+    rain = ml.scaled(loaded.defaults, 3.0)
+    expected = [x for x in class_top_features(labelled.binary(1), rain, 2) if x.label == "1"]
+    assert [(r[1], float(r[2])) for r in rows if r[0] == "rain"] == [
+        (x.word, x.value) for x in expected
+    ]
+    # fit of some lines, then an update with the rest: the fit of all, byte for byte
+    (tmp_path / "a.txt").write_text("\n".join(lines[:100]) + "\n")
+    (tmp_path / "b.txt").write_text("\n".join(lines[100:]) + "\n")
+    part = tmp_path / "part.nbc"
+    assert run("fit", "--multi-label", "--lines", str(tmp_path / "a.txt"), "-o", str(part),
+               "-q").returncode == 0  # fmt: skip
+    assert run("fit", "--update", str(part), "--lines", str(tmp_path / "b.txt"),
+               "-q").returncode == 0  # fmt: skip
+    assert part.read_bytes() == model.read_bytes()
+    # without the stored calibration, the stored β scales are dropped too: σ(s_l) at β
+    other = json.loads(run("predict", "-m", str(model), "--format", "jsonl",
+                           "--no-calibration", stdin=text).stdout)  # fmt: skip
+    S = ml.LabelScorer(labelled, loaded.defaults).log_odds(X)[0]
+    assert [other["probabilities"][x] for x in data["labels"]] == pytest.approx(
+        (1 / (1 + np.exp(-S))).tolist(), rel=1e-12
+    )

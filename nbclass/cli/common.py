@@ -123,6 +123,7 @@ def summary(
         data = model.multi_label
         classes = f"{len(data['labels'])} labels"
         f1 = [c["micro_f1"] for c in data["candidates"] if c.get("micro_f1") is not None]
+        f1 = [data["micro_f1"]] if "micro_f1" in data else f1  # with each label's β
         choice = f"held-out micro-F1 {max(f1):.3f}, " if f1 else ""
     click.echo(
         f"{verb}: {extra}{counts.n_docs} documents, {classes}, "

@@ -202,7 +202,7 @@ def _cv_labels(
     """cv --multi-label --lines FILE (or --like a multi-label model)."""
     from ..evaluation.labels import cross_validate_labels
     from ..models.learning import multi_label_documents
-    from ..models.multilabel import CANDIDATES, candidates_of
+    from ..models.multilabel import BETA_SCALES, CANDIDATES, candidates_of
     from ..output.formats import Output
     from ..output.labels import label_report
     from .common import line_documents
@@ -212,15 +212,17 @@ def _cv_labels(
             "cv of multi-label documents reads --lines FILE (not a CORPUS_DIR), without "
             "--learning-curve"
         )
+    scales = (1.0,)
     if settings is not None:
         candidates = (settings,)
     elif like is not None and like.multi_label is not None:
         candidates = candidates_of(like.multi_label)
+        scales = tuple(like.multi_label.get("beta_scales", scales))
     else:
-        candidates = CANDIDATES
+        candidates, scales = CANDIDATES, BETA_SCALES
     documents = multi_label_documents(line_documents(lines_path, reading))
     evaluation, per_fold = cross_validate_labels(
-        documents, tokenizer, vocabulary_filter, candidates, folds, seed
+        documents, tokenizer, vocabulary_filter, candidates, folds, seed, scales
     )
     data = {"corpus": lines_path, "folds": folds, "seed": seed, "multi_label": True}
     data.update(evaluation.metrics())

@@ -106,9 +106,10 @@ def _per_class_features(model, settings, k: int, rank_by: str, fmt: str) -> None
 
     criterion = rank_by.replace("-", "_")  # the JSON key: z or log_ratio
     if model.multi_label is not None:  # label by label (multilabel.py)
-        from ..models.multilabel import label_top_features
+        from ..models.multilabel import label_top_features, scales_of
 
-        features = label_top_features(model.active_counts, settings, k, criterion)
+        own = scales_of(model.multi_label) if settings == model.defaults else None
+        features = label_top_features(model.active_counts, settings, k, criterion, own)
     else:
         features = class_top_features(model.active_counts, settings, k, criterion)
     V = len(model.active_counts.vocabulary)

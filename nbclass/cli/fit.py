@@ -262,7 +262,9 @@ def _fit_multi_label(
         model = Model(
             documents.counts, tokenizer, vocabulary_filter, defaults, ledger=documents.ledger,
             column_words=documents.column_words,
-            multi_label=multilabel.record(labels, candidates),
+            multi_label=multilabel.record(
+                labels, candidates, scales=multilabel.BETA_SCALES if auto else (1.0,)
+            ),
         )  # fmt: skip
         check_usable(model)
         model = with_sample(model, documents.sample)

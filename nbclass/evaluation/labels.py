@@ -139,12 +139,12 @@ def fold_of_documents(n: int, k: int, seed: int) -> np.ndarray:
 
 def cross_validate_labels(
     documents: Sequence[tuple[str, tuple[str, ...], str]], tokenizer, vocabulary_filter,
-    candidates, k: int, seed: int,
+    candidates, k: int, seed: int, scales=(1.0,),
 ) -> tuple[LabelEvaluation, list[dict]]:  # fmt: skip
     """K-fold cross-validation of multi-label ``documents`` ``(source, labels, text)``:
     each fold scored by a model fitted on the others exactly as ``fit --multi-label``
-    fits (its own choice of ``candidates``, calibrations and thresholds on its own
-    training documents). Returns every document's held-out evaluation together, and
+    fits (its own choice of ``candidates``, of each label's β among ``scales``,
+    calibrations and thresholds on its own training documents). Returns every document's held-out evaluation together, and
     each fold's metrics (without ``per_label``).
 
     Raises
@@ -174,7 +174,7 @@ def cross_validate_labels(
         labels = label_names(counted.counts.classes)
         model = Model(
             counted.counts, tokenizer, vocabulary_filter, candidates[0],
-            multi_label=record(labels, candidates),
+            multi_label=record(labels, candidates, scales=scales),
         )  # fmt: skip
         check_usable(model)
         model = with_sample(model, counted.sample)

@@ -138,13 +138,15 @@ def checked_record(data, classes: Sequence[str]) -> dict:
     ``candidates`` (1 to :data:`MAX_CANDIDATES` objects, each with estimator
     ``settings`` and, once chosen, their held-out ``micro_f1``), and once chosen
     ``calibration`` (L pairs (a > 0, c)), ``thresholds`` (L numbers in [0, 1]),
-    ``criterion``, ``documents`` and ``folds``."""
+    ``criterion``, ``documents`` and ``folds``. A model fitted at the defaults also has
+    ``beta_scales`` (the scales of β each label chooses from) and, once chosen,
+    ``beta_scale`` (one of them per label) and the held-out ``micro_f1`` with them."""
     from .estimators import EstimatorSettings
 
     if not isinstance(data, dict) or data.get("separator") != SEPARATOR:
         raise ValueError("the multi_label record is not an object with separator ','")
     allowed = {"separator", "labels", "candidates", "calibration", "thresholds", "criterion",
-               "documents", "folds"}  # fmt: skip
+               "documents", "folds", "beta_scales", "beta_scale", "micro_f1"}  # fmt: skip
     if set(data) - allowed:
         raise ValueError(f"unknown multi_label field {sorted(set(data) - allowed)[0]!r}")
     for name in classes:
@@ -171,6 +173,21 @@ def checked_record(data, classes: Sequence[str]) -> dict:
         f1 = candidate.get("micro_f1")
         if f1 is not None and not (_number(f1) and 0.0 <= f1 <= 1.0):
             raise ValueError("a multi_label candidate's micro_f1 is not in [0, 1]")
+    scales = data.get("beta_scales", [1.0])
+    if not (isinstance(scales, list) and 1 <= len(scales) <= MAX_CANDIDATES and all(
+        _number(s) and 1e-3 <= s <= 1e3 for s in scales
+    )):  # fmt: skip
+        raise ValueError(f"the multi_label beta_scales are not 1 to {MAX_CANDIDATES} numbers "
+                         "in [0.001, 1000]")  # fmt: skip
+    if "beta_scale" in data or "micro_f1" in data:
+        chosen, f1 = data.get("beta_scale"), data.get("micro_f1")
+        if not (
+            "thresholds" in data and "beta_scales" in data and isinstance(chosen, list)
+            and len(chosen) == len(labels) and all(s in scales for s in chosen)
+        ):  # fmt: skip
+            raise ValueError("the multi_label beta_scale is not one of the beta_scales per label")
+        if not (_number(f1) and 0.0 <= f1 <= 1.0):
+            raise ValueError("the multi_label micro_f1 is not in [0, 1]")
     if "thresholds" in data:
         L = len(labels)
         thresholds, calibration = data.get("thresholds"), data.get("calibration")

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -68,6 +68,11 @@ CANDIDATES = (
     EstimatorSettings(model="multinomial", idf=True, norm="length"),
     EstimatorSettings(model="multinomial", tf="log", idf=True, norm="length"),
 )
+# At the defaults each label with MIN_CALIBRATION_POSITIVES sampled positives and
+# negatives also chooses its smoothing: the chosen settings' β times one of these scales,
+# the one whose calibrated held-out probabilities have the lowest log loss (ties: the
+# earlier); the other labels keep the first, 1 (:func:`choose_scales`).
+BETA_SCALES = (1.0, 0.3, 3.0)
 
 
 # --- per-label counts -------------------------------------------------------------------------
@@ -127,9 +132,12 @@ class LabelCounts:
             token_count=np.column_stack([self.word_tokens - T, T]).astype(np.int64),
         )
 
+    @cached_property
     def paired(self) -> Counts:
         """Every label's binary counts side by side, as one model of 2L classes: class
-        2l is "not l", 2l + 1 is "l" (names ``"00000-0"``, ``"00000-1"``, ... sort so)."""
+        2l is "not l", 2l + 1 is "l" (names ``"00000-0"``, ``"00000-1"``, ... sort so).
+        Made once: every candidate and β scored on these counts shares them (and the
+        sums derived from them, :func:`nbclass.models.textmodels.transformed_entries`)."""
         L = len(self.labels)
 
         def pairs(total: np.ndarray, part: np.ndarray) -> np.ndarray:
@@ -191,6 +199,14 @@ def label_matrix(classes: Sequence[str], labels: Sequence[str], y: np.ndarray) -
 # --- scoring --------------------------------------------------------------------------------
 
 
+def scaled(settings: EstimatorSettings, scale: float) -> EstimatorSettings:
+    """``settings`` with β times ``scale`` (both of Bernoulli's β_1, β_0); the same object
+    for a scale of 1."""
+    if scale == 1.0:
+        return settings
+    return replace(settings, beta=tuple(float(b) * scale for b in settings.beta))
+
+
 class LabelScorer:
     """The log-odds s_l(x) = b_l(x) − b_¬l(x) of every label's binary model under
     ``settings``, from the one scorer of the event model (:func:`make_scorer`).
@@ -203,32 +219,49 @@ class LabelScorer:
     label. Complement naive Bayes, whose parameters for a class are the other classes'
     counts, scores each label's binary counts (:meth:`LabelCounts.binary`) in turn.
 
+    ``scales`` (L,): label l is scored with β times ``scales[l]`` (:func:`scaled`; the
+    labels of one scale share one scorer of the 2L classes, whose columns for them are
+    their own binary models'); None: every label with ``settings``' own β.
     ``rows``: score documents that hold only those words (as :func:`make_scorer`)."""
 
-    def __init__(self, counts: LabelCounts, settings: EstimatorSettings, rows=None):
+    def __init__(
+        self, counts: LabelCounts, settings: EstimatorSettings, rows=None, scales=None
+    ):  # fmt: skip
+        L = len(counts.labels)
         self.labels = counts.labels
         self.present = counts.class_count > 0  # a label no training document has: −inf
         self.always = counts.class_count == counts.n_docs  # every document has it: +inf
+        self.scales = np.ones(L) if scales is None else np.asarray(scales, dtype=np.float64)
         if settings.model == "complement":
-            self.paired = None
+            self.groups = []
             self.scorers = [
-                make_scorer(counts.binary(l), settings, rows=rows)
+                make_scorer(counts.binary(l), scaled(settings, self.scales[l]), rows=rows)
                 if self.present[l] and not self.always[l]
                 else None
-                for l in range(len(counts.labels))
+                for l in range(L)
             ]
         else:
-            self.paired = make_scorer(counts.paired(), settings, rows=rows)
+            self.groups = [
+                (
+                    make_scorer(counts.paired, scaled(settings, scale), rows=rows),
+                    np.flatnonzero(self.scales == scale),
+                )
+                for scale in np.unique(self.scales).tolist()
+            ]
+
+    def _scorer(self, l: int):
+        """``(scorer, (not l, l))``: the scorer of label ``l`` and its two classes."""
+        for scorer, labels in self.groups:
+            if l in labels:
+                return scorer, (2 * l, 2 * l + 1)
+        return self.scorers[l], (0, 1)
 
     def weights(self, l: int):
         """``(features, w)``: the document transform and the weights (V,) of label ``l``'s
         log-odds, s_l(x) = f(x) · w + const, when its scorer is linear; else None."""
         from .posterior import LinearScorer
 
-        if self.paired is not None:
-            scorer, pair = self.paired, (2 * l, 2 * l + 1)
-        else:
-            scorer, pair = self.scorers[l], (0, 1)
+        scorer, pair = self._scorer(l)
         if not isinstance(scorer, LinearScorer) or scorer.required is not None:
             return None
         W = scorer.weights  # a table, or per-class constants and pairs (sparsity.py)
@@ -236,36 +269,43 @@ class LabelScorer:
 
     def linear(self):
         """``(scorer, W, b)`` with s(x) = f(x) W + b for every label, W (V, L), b (L,),
-        ``scorer.features`` the transform f, when the model is linear and every label has
-        documents and non-documents; else None."""
+        ``scorer.features`` the transform f (the same for every β), when the model is
+        linear and every label has documents and non-documents; else None."""
         from .posterior import LinearScorer
 
-        scorer = self.paired
         if (
-            not isinstance(scorer, LinearScorer) or scorer.required is not None
-            or not self.present.all() or self.always.any()
+            not self.groups or not self.present.all() or self.always.any() or not all(
+                isinstance(scorer, LinearScorer) and scorer.required is None
+                for scorer, _ in self.groups
+            )
         ):  # fmt: skip
             return None
-        W, bias = scorer.weights, np.asarray(scorer.bias)
-        L = bias.size // 2
-        if isinstance(W, SparseWeights):  # the (V, L) log-odds weights, a label at a time
-            odds = np.empty((W.shape[0], L))
-            for l in range(L):
-                odds[:, l] = W.column(2 * l + 1) - W.column(2 * l)
-            return scorer, odds, bias[1::2] - bias[0::2]
-        W = np.asarray(W)
-        return scorer, W[:, 1::2] - W[:, 0::2], bias[1::2] - bias[0::2]
+        first = self.groups[0][0]
+        bias = np.asarray(first.bias)  # log π: the same for every β
+        odds = np.empty((first.weights.shape[0], bias.size // 2))
+        for scorer, labels in self.groups:
+            W = scorer.weights
+            if isinstance(W, SparseWeights):  # a label at a time
+                for l in labels.tolist():
+                    odds[:, l] = W.column(2 * l + 1) - W.column(2 * l)
+            else:
+                W = np.asarray(W)
+                odds[:, labels] = W[:, 2 * labels + 1] - W[:, 2 * labels]
+        return first, odds, bias[1::2] - bias[0::2]
 
     def log_odds(self, X: sp.csr_matrix) -> np.ndarray:
         """s_l(x) of each document counted as ``X`` (n, V): ndarray (n, L)."""
         n, L = X.shape[0], len(self.labels)
         with np.errstate(invalid="ignore"):
-            if self.paired is not None:
-                jll = self.paired.joint_log_likelihood(X)
+            if len(self.groups) == 1:
+                jll = self.groups[0][0].joint_log_likelihood(X)
                 out = jll[:, 1::2] - jll[:, 0::2]
             else:
                 out = np.zeros((n, L))
-                for l, scorer in enumerate(self.scorers):
+                for scorer, labels in self.groups:
+                    jll = scorer.joint_log_likelihood(X)
+                    out[:, labels] = jll[:, 2 * labels + 1] - jll[:, 2 * labels]
+                for l, scorer in enumerate(self.scorers if not self.groups else ()):
                     if scorer is not None:
                         jll = scorer.joint_log_likelihood(X)
                         out[:, l] = jll[:, 1] - jll[:, 0]
@@ -518,6 +558,36 @@ def micro_f1(chosen: np.ndarray, Y: np.ndarray) -> float:
     return 2 * tp / denominator if denominator else 0.0
 
 
+def held_out_log_loss(S: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Each label's mean log loss of its Platt-calibrated held-out probabilities, from
+    log-odds ``S`` and labels ``Y`` (n, L) (:func:`fit_platt` on that label's own cells;
+    probabilities kept within [1e-15, 1 − 1e-15]): ndarray (L,)."""
+    finite = np.isfinite(S)
+    calibration = fit_platt(S, Y, finite)
+    p = np.clip(Decisions(calibration, np.ones(S.shape[1])).probabilities(S), 1e-15, 1 - 1e-15)
+    truth = Y > 0
+    return -np.where(truth, np.log(p), np.log1p(-p)).mean(axis=0)
+
+
+def choose_scales(scores: Sequence[np.ndarray], Y: np.ndarray, scales: Sequence[float]):
+    """The β scale of each label (ndarray (L,)): for a label with
+    :data:`MIN_CALIBRATION_POSITIVES` positives and negatives, the scale whose held-out
+    log-odds (``scores``, one (n, L) array per scale) give the lowest
+    :func:`held_out_log_loss` (ties: the earlier); for the others, the first. Log loss
+    rather than F1: it weighs every document's probability, where the F1 of a threshold
+    turns on the few documents near it."""
+    n, L = Y.shape
+    positives = Y.sum(axis=0)
+    own = np.flatnonzero(
+        (positives >= MIN_CALIBRATION_POSITIVES) & (n - positives >= MIN_CALIBRATION_POSITIVES)
+    )
+    chosen = np.full(L, float(scales[0]))
+    if len(scales) > 1 and own.size:
+        loss = np.array([held_out_log_loss(S[:, own], Y[:, own]) for S in scores])
+        chosen[own] = np.asarray(scales, dtype=np.float64)[np.argmin(loss, axis=0)]
+    return chosen
+
+
 @dataclass(frozen=True)
 class Choice:
     settings: EstimatorSettings
@@ -525,42 +595,77 @@ class Choice:
     table: list[dict]  # {"settings", "micro_f1"} of each candidate
     documents: int
     folds: int
+    scales: np.ndarray | None = None  # (L,) each label's β scale, when they were chosen
+    micro_f1: float | None = None  # the held-out micro-F1 with them
 
 
-def choose(counts: Counts, X: sp.csr_matrix, y: np.ndarray, candidates=CANDIDATES) -> Choice:
+def choose(
+    counts: Counts, X: sp.csr_matrix, y: np.ndarray, candidates=CANDIDATES, scales=(1.0,)
+) -> Choice:  # fmt: skip
     """The settings, calibrations and thresholds of a multi-label model, chosen on its
     sampled documents ``X`` (n, V) of label sets ``y`` (n,) by :data:`FOLDS`-fold
     cross-validation by subtraction: each candidate's held-out micro-F1 at the thresholds
     chosen from the held-out scores themselves (:func:`fit_decisions`); the highest wins,
-    ties to the earlier candidate. The winner's calibrations and thresholds are kept."""
+    ties to the earlier candidate. With ``scales`` (the first 1), each label then chooses
+    the winner's β times one of them (:func:`choose_scales`), and the calibrations and
+    thresholds are chosen again on the held-out scores so mixed; they are kept when their
+    held-out micro-F1 is higher than the winner's with one β, else every label keeps 1."""
     labelled = label_counts(counts)
     Y = label_matrix(counts.classes, labelled.labels, y)
     n = X.shape[0]
     k = max(2, min(FOLDS, n))
     folds = fold_ids(n, k)
-    scores = held_out_log_odds(labelled, X, Y, folds, candidates)
+    per_label = len(scales) > 1
+    variants = [
+        (c, s) for c in candidates
+        for s in (scales if per_label and not c.prior_fit else scales[:1])
+    ]  # fmt: skip
+    scores = held_out_log_odds(
+        labelled, X, Y, folds, [scaled(c, s) for c, s in variants]
+    )
     table, best, best_f1 = [], None, -1.0
-    for settings, S in zip(candidates, scores):
+    for (settings, scale), S in zip(variants, scores):
+        if scale != scales[0]:
+            continue
         decisions = fit_decisions(S, Y)
         chosen = decide(decisions.probabilities(S), decisions.thresholds)
         f1 = micro_f1(chosen, Y)
         table.append({"settings": settings.to_dict(), "micro_f1": round(f1, 12)})
         if f1 > best_f1:
             best, best_f1 = (settings, decisions), f1
-    return Choice(best[0], best[1], table, n, k)
+    if not per_label:
+        return Choice(best[0], best[1], table, n, k)
+    mine = [(s, S) for (c, s), S in zip(variants, scores) if c is best[0]]
+    chosen_scales = choose_scales([S for _, S in mine], Y, [s for s, _ in mine])
+    S = np.empty(Y.shape)
+    for scale, S_scale in mine:
+        at = chosen_scales == scale
+        S[:, at] = S_scale[:, at]
+    decisions = fit_decisions(S, Y)
+    f1 = micro_f1(decide(decisions.probabilities(S), decisions.thresholds), Y)
+    if not f1 > best_f1:  # no better on the held-out documents: one β for every label
+        chosen_scales, decisions, f1 = np.full(Y.shape[1], float(scales[0])), best[1], best_f1
+    return Choice(best[0], decisions, table, n, k, chosen_scales, round(f1, 12))
 
 
 # --- the model's record ---------------------------------------------------------------------
 
 
-def record(labels: Sequence[str], candidates, choice: Choice | None = None) -> dict:
+def record(
+    labels: Sequence[str], candidates, choice: Choice | None = None, scales=(1.0,)
+) -> dict:  # fmt: skip
     """The ``multi_label`` record of a model's header (:func:`.labelsets.checked_record`):
-    its labels, the candidate settings, and the choice's calibrations, thresholds and
-    held-out micro-F1 of each candidate once made."""
+    its labels, the candidate settings, the β scales each label chooses from (when more
+    than one), and the choice's calibrations, thresholds, held-out micro-F1 of each
+    candidate and each label's β scale once made."""
     data = {"separator": SEPARATOR, "labels": list(labels)}
+    if len(scales) > 1:
+        data["beta_scales"] = [float(s) for s in scales]
     if choice is None:
         data["candidates"] = [{"settings": s.to_dict()} for s in candidates]
         return data
+    if choice.scales is not None:
+        data.update(beta_scale=choice.scales.tolist(), micro_f1=choice.micro_f1)
     data.update(
         candidates=choice.table,
         calibration=[[float(a), float(c)] for a, c in choice.decisions.calibration],
@@ -582,8 +687,6 @@ def chosen_again(model):
     its settings, calibrations and thresholds chosen from its counts and sample
     (:func:`choose`): a function of those alone, so fit, update, merge, unlearn and sync
     of the same documents write the same model."""
-    from dataclasses import replace
-
     import scipy.sparse as sp
 
     counts, sample = model.active_counts, model.sample
@@ -594,10 +697,11 @@ def chosen_again(model):
     if counts is not model.counts:
         X = X[:, model.active_rows]
     candidates = candidates_of(model.multi_label)
-    choice = choose(counts, X, sample.labels, candidates)
+    scales = tuple(model.multi_label.get("beta_scales", (1.0,)))
+    choice = choose(counts, X, sample.labels, candidates, scales)
     return replace(
         model, defaults=choice.settings, choice=None, calibration=None,
-        multi_label=record(label_names(counts.classes), candidates, choice),
+        multi_label=record(label_names(counts.classes), candidates, choice, scales),
     )  # fmt: skip
 
 
@@ -615,15 +719,17 @@ def decisions_of(data: dict) -> Decisions | None:
 class LabelPredictor:
     """A multi-label model's scorer and decisions: what predict, evaluate and explain
     score with. ``settings`` other than the model's defaults drop the stored calibration
-    (p_l = σ(s_l)) and thresholds (0.5), as single-label scoring drops its calibration."""
+    (p_l = σ(s_l)), thresholds (0.5) and β scales (1), as single-label scoring drops its
+    calibration."""
 
     counts: LabelCounts
     settings: EstimatorSettings
     decisions: Decisions
+    scales: np.ndarray | None = None  # (L,) each label's β scale (LabelScorer)
 
     @cached_property
     def scorer(self) -> LabelScorer:
-        return LabelScorer(self.counts, self.settings)
+        return LabelScorer(self.counts, self.settings, scales=self.scales)
 
     @property
     def labels(self) -> tuple[str, ...]:
@@ -645,7 +751,14 @@ def predictor(
     if decisions is None:
         L = len(labelled.labels)
         decisions = Decisions(np.tile([1.0, 0.0], (L, 1)), np.full(L, 0.5))
-    return LabelPredictor(labelled, settings, decisions)
+    return LabelPredictor(labelled, settings, decisions, scales_of(data) if own else None)
+
+
+def scales_of(data: dict) -> np.ndarray | None:
+    """Each label's β scale in a checked record (None when it has none: every label 1)."""
+    if "beta_scale" not in data:
+        return None
+    return np.array(data["beta_scale"], dtype=np.float64)
 
 
 def with_thresholds(thresholds: np.ndarray, labels: Sequence[str], given: Sequence[str]):
@@ -736,20 +849,23 @@ def predict_documents(
         yield scored()
 
 
-def label_top_features(counts: Counts, settings: EstimatorSettings, k: int, criterion: str):
+def label_top_features(
+    counts: Counts, settings: EstimatorSettings, k: int, criterion: str, scales=None
+):  # fmt: skip
     """``top-features --per-class`` of a multi-label model: for each label, the ``k``
     words that favour it most over the documents without it, ranked on its binary counts
-    (:meth:`LabelCounts.binary`) by :func:`nbclass.models.selection.class_top_features`;
-    labels in order. A label every document (or none) has is left out."""
-    from dataclasses import replace
-
+    (:meth:`LabelCounts.binary`) by :func:`nbclass.models.selection.class_top_features`
+    under ``settings`` with the label's β scale (``scales`` (L,), :func:`scaled`; None:
+    1); labels in order. A label every document (or none) has is left out."""
     from .selection import class_top_features
 
     labelled = label_counts(counts)
+    scales = np.ones(len(labelled.labels)) if scales is None else scales
     out = []
     for l, label in enumerate(labelled.labels):
         if 0 < labelled.class_count[l] < labelled.n_docs:
-            ranked = class_top_features(labelled.binary(l), settings, k, criterion)
+            mine = scaled(settings, float(scales[l]))
+            ranked = class_top_features(labelled.binary(l), mine, k, criterion)
             out.extend(replace(f, label=label) for f in ranked if f.label == "1")
     return out
 

@@ -286,11 +286,15 @@ def _labels_info(model: Model) -> dict:
             labels[label].update(
                 threshold=data["thresholds"][l], calibration=data["calibration"][l]
             )
+        if "beta_scale" in data:
+            labels[label]["beta_scale"] = data["beta_scale"][l]
     return {
         "labels": labels,
         "label_sets": len(counts.classes),
         "no_label": int(counts.class_count[0]) if counts.classes[0] == "" else 0,
         "candidates": data["candidates"],
+        "beta_scales": data.get("beta_scales"),
+        "micro_f1": data.get("micro_f1"),
         "criterion": data.get("criterion"),
         "documents_chosen_on": data.get("documents"),
         "folds": data.get("folds"),
@@ -324,6 +328,8 @@ def _label_lines(data: dict) -> Iterator[str]:
             extra = (
                 f"  threshold {d['threshold']:.4f}  p = logistic({a:.4g} s {sign} {abs(c):.4g})"
             )
+        if d.get("beta_scale", 1.0) != 1.0:
+            extra += f"  beta x {d['beta_scale']:g}"
         yield f"  {escape(label):<{width}}  {d['documents']}{extra}"
     chosen = [c for c in data["candidates"] if c.get("micro_f1") is not None]
     if chosen:
@@ -338,6 +344,12 @@ def _label_lines(data: dict) -> Iterator[str]:
             f"choice       held-out micro-F1 on {data['documents_chosen_on']} documents "
             f"({data['folds']} folds): {parts}"
         )
+        if data.get("micro_f1") is not None:
+            scales = ", ".join(f"{s:g}" for s in data["beta_scales"])
+            yield (
+                f"             each label's beta x ({scales}): held-out micro-F1 "
+                f"{data['micro_f1']:.4f}"
+            )
 
 
 def _class_lines(classes: dict) -> Iterator[str]:
