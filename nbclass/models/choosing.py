@@ -300,18 +300,10 @@ def fold_scores(
     counts, each of shape (len(rows), C_k), computed by ``threads`` threads. With
     ``min_df``, the fold's vocabulary is pruned to the words in at least that many of
     its training documents (:func:`pruned`)."""
-    fold = fold_of(counts, X, y, rows)
-    if min_df is not None:
-        fold = pruned(fold, min_df)
-    # Only the words the held-out documents hold get weights (a third of 20 Newsgroups'
-    # vocabulary in its one fold); every total still covers the fold's whole vocabulary.
-    used = fold.used
-    held_out = X[rows][:, fold.words[used]]
+    fold, held_out = held_out_documents(counts, X, y, rows, min_df)
 
     def score(settings: EstimatorSettings) -> np.ndarray:
-        prepared = prepare(fold.counts, settings)
-        scorer = make_scorer(fold.counts, settings, prepared, rows=used)
-        return scorer.joint_log_likelihood(held_out)
+        return fold_scorer(fold, settings).joint_log_likelihood(held_out)
 
     if threads > 1:  # numpy leaves the interpreter lock on whole-table arithmetic
         from concurrent.futures import ThreadPoolExecutor
@@ -323,7 +315,150 @@ def fold_scores(
     return fold, np.asarray(held_out.sum(axis=1)).ravel(), scores
 
 
-def held_out_scores(
+def held_out_documents(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray,
+                       min_df: int | None = None) -> tuple[Fold, sp.csr_matrix]:  # fmt: skip
+    """The fold holding out the sampled documents ``rows`` (pruned to ``min_df``, if
+    given) and their counts over the words of its vocabulary they hold (``fold.used``),
+    shape (len(rows), R)."""
+    fold = fold_of(counts, X, y, rows)
+    if min_df is not None:
+        fold = pruned(fold, min_df)
+    return fold, X[rows][:, fold.words[fold.used]]
+
+
+def fold_scorer(fold: Fold, settings: EstimatorSettings):
+    """The scorer of ``fold``'s training counts under ``settings``, for documents holding
+    only the words its held-out documents use. Only those words get weights (a third of
+    20 Newsgroups' vocabulary in its one fold); every total still covers the fold's whole
+    vocabulary."""
+    prepared = prepare(fold.counts, settings)
+    return make_scorer(fold.counts, settings, prepared, rows=fold.used)
+
+
+# --- held-out summaries: what the criterion needs, a block of documents at a time ---------
+
+# Held-out scores are made a block of documents at a time, at most this many cells
+# (documents × classes, 16 MB of float64) each, and each block is reduced at once to what
+# the choice needs of it per document: whether its class was scored, its predicted class,
+# log p(its class | x) and log p(x). Memory then follows the sample's documents and C,
+# not documents × classes × candidates (2,000 classes: 14,000 documents × 2,000 classes
+# × 24 candidates would be 5.4 GB).
+SCORE_CELLS = 2**21
+# Every candidate's whole held-out scores (documents × classes) are kept as well while
+# they are this many cells or fewer in all (256 MB of float64), so that the winner's are
+# at hand for its calibration; past it, the winner's are made again, the same floats.
+KEEP_CELLS = 2**25
+
+
+@dataclass
+class Summary:
+    """One candidate's held-out documents, reduced row by row (every row's numbers are
+    those the whole (n, C) scores give it: each is a function of its own row alone).
+
+    Attributes
+    ----------
+    scored : ndarray of shape (n,), bool
+        Its true class is possible (scored −inf when its fold had no training document of it).
+    pred : ndarray of shape (n,), int64
+        The class of highest posterior, −1 where none is possible (or not scored).
+    picked : ndarray of shape (n,)
+        log p(true class | x) where scored.
+    evidence : ndarray of shape (n,), or None
+        log p(x) = logsumexp_c b_c where the document has a known token (for the
+        candidates that can be a winner's evidence model, :func:`_evidence`).
+    jll : ndarray of shape (n, C), or None
+        The whole scores, when kept (:data:`KEEP_CELLS`).
+    """
+
+    scored: np.ndarray
+    pred: np.ndarray
+    picked: np.ndarray
+    evidence: np.ndarray | None
+    jll: np.ndarray | None
+
+    @classmethod
+    def empty(cls, n: int, C: int, evidence: bool, keep: bool) -> Summary:
+        return cls(
+            np.zeros(n, dtype=bool), np.full(n, -1, dtype=np.int64), np.zeros(n),
+            np.full(n, np.nan) if evidence else None,
+            np.full((n, C), -np.inf) if keep else None,
+        )  # fmt: skip
+
+    def add(self, at: np.ndarray, jll: np.ndarray, truth: np.ndarray, known: np.ndarray):
+        """The documents ``at`` (indices into the sample) with scores ``jll`` (len(at), C),
+        true classes ``truth`` and known tokens ``known``."""
+        if self.jll is not None:
+            self.jll[at] = jll
+        ok = np.isfinite(jll[np.arange(at.size), truth])
+        self.scored[at] = ok
+        if ok.any():
+            log_proba = log_posterior(jll[ok])
+            pred = np.where(np.isfinite(log_proba.max(axis=1)), log_proba.argmax(axis=1), -1)
+            self.pred[at[ok]] = pred
+            self.picked[at[ok]] = log_proba[np.arange(pred.size), truth[ok]]
+        if self.evidence is not None:
+            from scipy.special import logsumexp
+
+            has = known > 0
+            if has.any():
+                with np.errstate(divide="ignore"):
+                    self.evidence[at[has]] = logsumexp(jll[has], axis=1)
+
+
+def row_blocks(n: int, C: int, cells: int | None = None):
+    """``(start, stop)`` of consecutive blocks of ``n`` rows of ``C`` cells, each at most
+    ``cells`` (:data:`SCORE_CELLS`) cells, or one row."""
+    step = max(1, (SCORE_CELLS if cells is None else cells) // max(C, 1))
+    return [(start, min(n, start + step)) for start in range(0, n, step)]
+
+
+class HeldOutScores:
+    """One candidate's held-out scores b_c, shape (n, C), made on demand from its folds'
+    scorers: ``scores[at]`` (``at`` an int array of sample rows) is those rows, (len(at),
+    C), −inf for the classes a row's fold lacks. Held instead of the (n, C) array past
+    :data:`KEEP_CELLS`: its memory is the folds' weights at the rows their documents use,
+    and each row is scored as when it was scored with the others (the same floats)."""
+
+    def __init__(self, n: int, C: int):
+        self.shape = (n, C)
+        self.parts: list = []  # per fold: (classes, scorer, held-out documents)
+        self.part = np.full(n, -1, dtype=np.int64)  # each sampled row's fold
+        self.position = np.zeros(n, dtype=np.int64)  # and its row among that fold's
+
+    def add(self, rows: np.ndarray, classes: np.ndarray, scorer, held_out) -> None:
+        self.part[rows] = len(self.parts)
+        self.position[rows] = np.arange(rows.size)
+        self.parts.append((classes, scorer, held_out))
+
+    def __getitem__(self, at) -> np.ndarray:
+        at = np.asarray(at, dtype=np.int64)
+        out = np.full((at.size, self.shape[1]), -np.inf)
+        for p, (classes, scorer, held_out) in enumerate(self.parts):
+            mine = np.flatnonzero(self.part[at] == p)
+            if mine.size:
+                part = scorer.joint_log_likelihood(held_out[self.position[at[mine]]])
+                out[np.ix_(mine, classes)] = part
+        return out
+
+
+def winner_scores(counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.ndarray,
+                  settings: EstimatorSettings, min_df: int | None = None):  # fmt: skip
+    """The held-out scores of one candidate, made again: the (n, C) array when it has at
+    most :data:`KEEP_CELLS` cells, else :class:`HeldOutScores`."""
+    n, C = X.shape[0], len(counts.classes)
+    if n * C <= KEEP_CELLS:
+        (summary,), _ = held_out_summaries(counts, X, y, fold_ids, [settings], 1, min_df,
+                                           keep=True)  # fmt: skip
+        return summary.jll
+    scores = HeldOutScores(n, C)
+    for k in np.unique(fold_ids).tolist():
+        rows = np.flatnonzero(fold_ids == k)
+        fold, held_out = held_out_documents(counts, X, y, rows, min_df)
+        scores.add(rows, fold.classes, fold_scorer(fold, settings), held_out)
+    return scores
+
+
+def held_out_summaries(
     counts: Counts,
     X: sp.csr_matrix,
     y: np.ndarray,
@@ -331,25 +466,51 @@ def held_out_scores(
     candidates,
     threads: int = 1,
     min_df: int | None = None,
-) -> tuple[list[np.ndarray], np.ndarray]:
-    """Every candidate's b_c of every sampled document under the model of its fold,
-    shape (n, C) each, and each document's known tokens under that model, shape (n,).
+    evidence=(),
+    keep: bool = False,
+) -> tuple[list[Summary], np.ndarray]:
+    """Every candidate's held-out documents under the model of their fold, summarised
+    (:class:`Summary`, with ``evidence`` for the candidates in ``evidence`` and the whole
+    scores when ``keep``), and each document's known tokens, shape (n,): what
+    the whole held-out scores give, reduced a block of :data:`SCORE_CELLS` at a time.
+    A class the fold's training counts lack scores −inf (no refit could name it).
 
     One fold's training counts are held at a time, in this process, its candidates scored
-    by ``threads`` threads: spread over forked workers, each would hold a fold of its own
-    (a V × C table or more apiece), which on 20 Newsgroups nearly doubled the memory of
-    fit to gain 4 % of its time. A class the fold's training counts lack scores −inf (no
-    refit could name it).
+    by ``threads`` threads, each making its weights once (at the rows its held-out
+    documents use) and scoring the documents block by block: spread over forked workers,
+    each would hold a fold of its own, which on 20 Newsgroups nearly doubled the memory
+    of fit to gain 4 % of its time.
     """
     n, C = X.shape[0], len(counts.classes)
-    out = [np.full((n, C), -np.inf) for _ in candidates]
+    out = [Summary.empty(n, C, settings in evidence, keep) for settings in candidates]
     known = np.zeros(n, dtype=np.int64)
     for k in np.unique(fold_ids).tolist():
-        fold, fold_known, scores = fold_scores(counts, X, y, np.flatnonzero(fold_ids == k),
-                                               candidates, threads, min_df)  # fmt: skip
-        known[fold.rows] = fold_known
-        for jll, part in zip(out, scores):
-            jll[np.ix_(fold.rows, fold.classes)] = part
+        rows = np.flatnonzero(fold_ids == k)
+        fold, held_out = held_out_documents(counts, X, y, rows, min_df)
+        fold_known = np.asarray(held_out.sum(axis=1)).ravel()
+        known[rows] = fold_known
+        blocks = row_blocks(rows.size, C)
+
+        def score(pair, fold=fold, held_out=held_out, rows=rows, blocks=blocks,
+                  fold_known=fold_known):  # fmt: skip
+            settings, summary = pair
+            scorer = fold_scorer(fold, settings)
+            for start, stop in blocks:
+                part = scorer.joint_log_likelihood(held_out[start:stop])
+                jll = np.full((stop - start, C), -np.inf)
+                jll[:, fold.classes] = part
+                at = rows[start:stop]
+                summary.add(at, jll, y[at], fold_known[start:stop])
+
+        pairs = list(zip(candidates, out))
+        if threads > 1:  # numpy leaves the interpreter lock on whole-table arithmetic
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(score, pairs))
+        else:
+            for pair in pairs:
+                score(pair)
     return out, known
 
 
@@ -361,7 +522,14 @@ def log_loss_of(log_proba: np.ndarray, y: np.ndarray) -> float:
     scikit-learn's clipping does, so one impossible document cannot make it infinite."""
     if y.size == 0:
         return 0.0
-    picked = log_proba[np.arange(y.size), y]
+    return _mean_log_loss(log_proba[np.arange(y.size), y])
+
+
+def _mean_log_loss(picked: np.ndarray) -> float:
+    """Mean −log p of the true classes' log-probabilities ``picked`` (n,), clipped as
+    :func:`log_loss_of` clips them; 0 for no document."""
+    if picked.size == 0:
+        return 0.0
     return float(np.mean(-np.maximum(picked, math.log(1e-15))))
 
 
@@ -378,8 +546,9 @@ def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray) -> Cal
     """The (t0, t1, t2) that minimise the cross-entropy of softmax(jll / T(x)) against
     Platt's targets, T(x) = exp(t0 + t1 · log(1 + n_x) + t2 · log(1 + g(x))).
 
-    ``jll`` (shape (n, C)) are held-out scores, ``y`` (n,) the true classes, ``n_tokens``
-    (n,) the known tokens per document; g(x) is the gap between a document's two top
+    ``jll`` (shape (n, C), or :class:`HeldOutScores`: read a block of rows at a time) are
+    held-out scores, ``y`` (n,) the true classes, ``n_tokens`` (n,) the known tokens per
+    document; g(x) is the gap between a document's two top
     scores (:func:`score_gaps`). As in Platt (1999), the targets are not 0 and 1:
     the true class's is 1 − ε and the other possible classes share ε, ε = 1 / (n + 2)
     (Laplace's rule of succession for "this kind of document is right"). Without it, a
@@ -388,19 +557,18 @@ def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray) -> Cal
     :data:`T1_RANGE` and t2 in ±:attr:`Calibration.GAP_BOUND`. Documents whose true class
     scores −inf (its class had no training document in their fold) are left out.
     """
-    ok = np.isfinite(jll[np.arange(y.size), y])
-    jll, y = jll[ok], y[ok]
-    features = np.stack([np.log1p(n_tokens[ok]), np.log1p(score_gaps(jll))], axis=1)
+    C = jll.shape[1]
     if y.size == 0:
         return Calibration(0.0, 0.0)
-    finite = np.isfinite(jll)
-    # Scores are shifted by their row maximum: the softmax is unchanged and no overflow.
-    shifted = np.where(finite, jll - jll.max(axis=1, keepdims=True), 0.0)
-    epsilon = 1.0 / (y.size + 2)
-    others = finite.sum(axis=1, keepdims=True) - 1.0
-    target = np.where(finite, epsilon / np.maximum(others, 1.0), 0.0)
-    target[np.arange(y.size), y] = np.where(others[:, 0] > 0, 1.0 - epsilon, 1.0)
-    loss = _calibration_loss(shifted, finite, target, features)
+    true = [jll[np.arange(a, b)][np.arange(b - a), y[a:b]] for a, b in row_blocks(y.size, C)]
+    ok = np.flatnonzero(np.isfinite(np.concatenate(true)))
+    y = y[ok]
+    if y.size == 0:
+        return Calibration(0.0, 0.0)
+    blocks = row_blocks(ok.size, C)
+    gaps = np.concatenate([score_gaps(jll[ok[a:b]]) for a, b in blocks])
+    features = np.stack([np.log1p(n_tokens[ok]), np.log1p(gaps)], axis=1)
+    loss = _calibration_loss(jll, ok, y, features, blocks)
     gap = Calibration.GAP_BOUND
     t = _minimise(loss, [(-Calibration.BOUND, Calibration.BOUND), T1_RANGE, (-gap, gap)])
     if loss(t)[0] >= loss(np.zeros(3))[0]:
@@ -408,7 +576,7 @@ def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray) -> Cal
     return Calibration(float(t[0]), float(t[1]), float(t[2]))
 
 
-def _calibration_loss(shifted, finite, target, features):
+def _calibration_loss(jll, ok, y, features, blocks):
     """The cross-entropy L(t) of the calibration, with its gradient and Hessian.
 
     Document i's scores are z_i = a_i · e^(−λ_i), λ_i = t0 + t1 · u_i + t2 · v_i, with
@@ -416,23 +584,48 @@ def _calibration_loss(shifted, finite, target, features):
     scores, τ_i its targets; f_i(λ) = logsumexp(z_i) − τ_i · z_i, so
     f_i′ = −(p_i − τ_i) · z_i and f_i″ = Var_{p_i}(z_i) + (p_i − τ_i) · z_i with
     p_i = softmax(z_i); L is their mean, and by the chain rule ∂λ_i/∂t = (1, u_i, v_i).
+
+    The documents are the rows ``ok`` of ``jll`` (true classes ``y``); each evaluation
+    goes through them a block (``blocks``, ranges of ``ok``) at a time, every row's
+    numbers its own, so the memory is a block's whatever the documents and classes.
     """
     from scipy.special import log_softmax
 
     design = np.hstack([np.ones((features.shape[0], 1)), features])  # ∂λ_i/∂t, (n, 3)
+    n = design.shape[0]
+    epsilon = 1.0 / (n + 2)
+    # The blocks' shifted scores and targets are made once when they are few cells.
+    cached = {} if ok.size * jll.shape[1] <= 4 * SCORE_CELLS else None
+
+    def prepared(a: int, b: int):
+        if cached is not None and a in cached:
+            return cached[a]
+        block = jll[ok[a:b]]
+        finite = np.isfinite(block)
+        # Scores are shifted by their row maximum: the softmax is unchanged and no overflow.
+        shifted = np.where(finite, block - block.max(axis=1, keepdims=True), 0.0)
+        others = finite.sum(axis=1, keepdims=True) - 1.0
+        target = np.where(finite, epsilon / np.maximum(others, 1.0), 0.0)
+        target[np.arange(b - a), y[a:b]] = np.where(others[:, 0] > 0, 1.0 - epsilon, 1.0)
+        if cached is not None:
+            cached[a] = (shifted, finite, target)
+        return shifted, finite, target
 
     def loss(t: np.ndarray):
-        scale = np.exp(-(design @ t))[:, None]
-        z = np.where(finite, shifted * scale, 0.0)
-        log_p = np.where(finite, log_softmax(np.where(finite, z, -np.inf), axis=1), 0.0)
-        p = np.where(finite, np.exp(log_p), 0.0)
-        pz, tz = (p * z).sum(axis=1), (target * z).sum(axis=1)
-        first = tz - pz
-        second = (p * z * z).sum(axis=1) - pz * pz + pz - tz
-        n = design.shape[0]
+        scales = np.exp(-(design @ t))[:, None]
+        first, second, rows = np.empty(n), np.empty(n), np.empty(n)
+        for a, b in blocks:
+            shifted, finite, target = prepared(a, b)
+            z = np.where(finite, shifted * scales[a:b], 0.0)
+            log_p = np.where(finite, log_softmax(np.where(finite, z, -np.inf), axis=1), 0.0)
+            p = np.where(finite, np.exp(log_p), 0.0)
+            pz, tz = (p * z).sum(axis=1), (target * z).sum(axis=1)
+            first[a:b] = tz - pz
+            second[a:b] = (p * z * z).sum(axis=1) - pz * pz + pz - tz
+            rows[a:b] = (target * log_p).sum(axis=1)
         gradient = design.T @ first / n
         hessian = (design * second[:, None]).T @ design / n
-        return float(-(target * log_p).sum(axis=1).mean()), gradient, hessian
+        return float(-rows.mean()), gradient, hessian
 
     return loss
 
@@ -604,45 +797,55 @@ def choose(
     if y.size == 0:
         return _no_evidence(candidates, features)
     fold_ids = stratified_fold_ids(y, folds_for(y.size, counts.n_docs, k))
-    rows = []
-    pairs, scores, known = [], [], []  # (settings, features, min_df), their scores, n_x
-    for names, kept_rows, min_df in features or [(None, None, None)]:
+    from .novelty import evidence_settings
+
+    sets = features or [(None, None, None)]
+    # Each candidate's held-out scores are kept whole only when all of them together are
+    # small; otherwise the winner's are made again for its calibration.
+    keep = y.size * len(counts.classes) * len(candidates) * len(sets) <= KEEP_CELLS
+    evidence = {evidence_settings(settings) for settings in candidates}
+
+    def part(kept_rows):
         if kept_rows is None or kept_rows.size == len(counts.vocabulary):
-            part_counts, part_X = counts, X
-        else:
-            part_counts, part_X = counts.restrict(kept_rows), X[:, kept_rows]
-        part_scores, n_tokens = held_out_scores(
-            part_counts, part_X, y, fold_ids, candidates, threads, min_df
+            return counts, X
+        return counts.restrict(kept_rows), X[:, kept_rows]
+
+    rows = []
+    for names, kept_rows, min_df in sets:
+        part_counts, part_X = part(kept_rows)
+        summaries, n_tokens = held_out_summaries(
+            part_counts, part_X, y, fold_ids, candidates, threads, min_df, evidence, keep
         )
-        pairs += [(settings, names, min_df) for settings in candidates]
-        scores += part_scores
-        known += [n_tokens] * len(candidates)
-    for (settings, names, min_df), jll, n_tokens in zip(pairs, scores, known):
-        scored = np.isfinite(jll[np.arange(y.size), y])
-        log_proba = log_posterior(jll[scored])
-        pred = np.where(np.isfinite(log_proba.max(axis=1)), log_proba.argmax(axis=1), -1)
-        truth = y[scored]
-        rows.append(
-            {
-                "settings": settings,
-                "jll": jll,
-                "correct": int(np.sum(pred == truth)),
-                "log_loss": log_loss_of(log_proba, truth),
-                "macro_f1": _macro_f1(truth, pred, len(counts.classes)),
-                "documents": int(scored.sum()),
-                "features": names,
-                "min_df": min_df,
-                "known": n_tokens,
-            }
-        )
+        for settings, summary in zip(candidates, summaries):
+            scored = summary.scored
+            pred, truth = summary.pred[scored], y[scored]
+            rows.append(
+                {
+                    "settings": settings,
+                    "summary": summary,
+                    "correct": int(np.sum(pred == truth)),
+                    "log_loss": _mean_log_loss(summary.picked[scored]),
+                    "macro_f1": _macro_f1(truth, pred, len(counts.classes)),
+                    "documents": int(scored.sum()),
+                    "features": names,
+                    "min_df": min_df,
+                    "known": n_tokens,
+                    "rows": kept_rows,
+                }
+            )
     gaps = shortfall(
         [r["correct"] / max(r["documents"], 1) for r in rows], [r["macro_f1"] for r in rows]
     )
     best = min(range(len(rows)), key=lambda i: (gaps[i], rows[i]["log_loss"], i))
     winner = rows[best]
     n_tokens = winner["known"]
-    calibration = fit_calibration(winner["jll"], y, n_tokens)
-    scored = np.isfinite(winner["jll"][np.arange(y.size), y])
+    jll = winner["summary"].jll
+    if jll is None:  # made again: the same floats as when it was scored with the others
+        part_counts, part_X = part(winner["rows"])
+        jll = winner_scores(part_counts, part_X, y, fold_ids, winner["settings"],
+                            winner["min_df"])  # fmt: skip
+    calibration = fit_calibration(jll, y, n_tokens)
+    scored = winner["summary"].scored
     table = []
     for i, r in enumerate(rows):
         row = {
@@ -658,8 +861,13 @@ def choose(
         if r["min_df"] is not None:
             row["min_df"] = r["min_df"]
         table.append(row)
-    table[best]["calibrated_log_loss"] = log_loss_of(
-        calibrated(winner["jll"][scored], n_tokens[scored], calibration), y[scored]
+    at = np.flatnonzero(scored)
+    picked = [
+        calibrated(jll[at[a:b]], n_tokens[at[a:b]], calibration)[np.arange(b - a), y[at[a:b]]]
+        for a, b in row_blocks(at.size, jll.shape[1])
+    ]  # fmt: skip
+    table[best]["calibrated_log_loss"] = _mean_log_loss(
+        np.concatenate(picked) if picked else np.zeros(0)
     )
     return Choice(
         replace(winner["settings"]), calibration, table, int(scored.sum()),
@@ -671,8 +879,6 @@ def choose(
 def _evidence(rows: list[dict], winner: dict):
     """e(x) of the held-out documents under the winner's evidence model (on the winner's
     features), or None when that model is not among the candidates."""
-    from scipy.special import logsumexp
-
     from .novelty import evidence_settings
 
     wanted = evidence_settings(winner["settings"])
@@ -684,7 +890,5 @@ def _evidence(rows: list[dict], winner: dict):
     if not found:
         return None
     n_tokens = winner["known"]
-    jll, known = found[0]["jll"], n_tokens > 0
-    with np.errstate(divide="ignore"):
-        evidence = logsumexp(jll[known], axis=1)
-    return evidence / n_tokens[known]
+    known = n_tokens > 0
+    return found[0]["summary"].evidence[known] / n_tokens[known]

@@ -1,0 +1,136 @@
+"""The choice's held-out scores, made and reduced a block of documents at a time.
+
+fit's choice scores every candidate on every held-out document; it reduces each block of
+documents at once to what the criterion, the calibration and the typicality need
+(choosing.SCORE_CELLS cells a block), keeps the whole scores only while every candidate's
+fit in choosing.KEEP_CELLS cells, and otherwise makes the winner's again. Every number a
+document gets is a function of its own row, so the blocks never change a float: here
+blocks of one document, with the winner's scores made again, give the choice, its table,
+calibration and typicality of the whole scores exactly (==, not approximately), on real
+model files with one and several feature sets; so do the winner's scores made again on
+demand from its folds' scorers (choosing.HeldOutScores), row by row in any order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from conftest import DEMO_CORPUS, write_corpus
+
+from nbclass.cli.app import cli
+from nbclass.modelfile.textfile import dumps, load
+from nbclass.models import choosing
+from nbclass.models.choosing import fit_calibration
+from nbclass.models.model import with_choice
+
+
+def fitted(tmp_path, corpus, *options):
+    model = tmp_path / "m.nbc"
+    args = ["fit", str(corpus), "-o", str(model), "-j", "1", *options]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    return load(str(model))
+
+
+def unequal_corpus(root):
+    """Four classes of 30, 12, 5 and 2 short documents, some words shared."""
+    rng = np.random.default_rng(7)
+    words = [f"w{j}" for j in range(40)]
+    documents = {}
+    for c, size in enumerate([30, 12, 5, 2]):
+        theta = np.ones(40)
+        theta[c * 8 : c * 8 + 8] = 4.0
+        theta /= theta.sum()
+        documents[f"k{c}"] = [
+            " ".join(rng.choice(words, size=int(rng.integers(3, 30)), p=theta))
+            for _ in range(size)
+        ]
+    return write_corpus(root, documents)
+
+
+@pytest.mark.parametrize(
+    "corpus, options",
+    [
+        ("demo", []),
+        ("demo", ["--ngram-range", "1,2"]),  # 24 candidates on three feature sets
+        ("unequal", ["--ngram-range", "1,2"]),
+    ],
+)
+def test_blocks_of_one_document_choose_as_the_whole_scores(tmp_path, monkeypatch, corpus,
+                                                           options):  # fmt: skip
+    root = DEMO_CORPUS if corpus == "demo" else unequal_corpus(tmp_path / "c")
+    model = fitted(tmp_path, root, *options)
+    whole = with_choice(model)
+    assert whole.choice["documents"] > 0
+    monkeypatch.setattr(choosing, "SCORE_CELLS", 1)  # one document a block
+    monkeypatch.setattr(choosing, "KEEP_CELLS", 0)  # the winner's scores made again
+    blocks = with_choice(model)
+    assert blocks.choice == whole.choice
+    assert blocks.calibration == whole.calibration
+    assert blocks.typicality == whole.typicality
+    assert dumps(blocks) == dumps(whole) == dumps(model)  # the file fit wrote, byte for byte
+
+
+def test_the_summaries_are_the_rows_of_the_whole_scores(tmp_path, monkeypatch):
+    """Each candidate's summary (scored, predicted class, log p of the true class, log p(x))
+    equals what the whole scores give, for blocks of 1, 2 and 5 documents."""
+    from scipy.special import logsumexp
+
+    from nbclass.models.posterior import log_posterior
+
+    model = fitted(tmp_path, unequal_corpus(tmp_path / "c"))
+    import scipy.sparse as sp
+
+    sample = model.sample
+    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
+                      shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
+    y = sample.labels.astype(np.int64)
+    folds = choosing.stratified_fold_ids(y, 5)
+    candidates = choosing.CANDIDATES
+    whole, known = choosing.held_out_summaries(
+        model.counts, X, y, folds, candidates, evidence=set(candidates), keep=True
+    )
+    for cells in (4, 8, 20):  # 4 classes: 1, 2 and 5 documents a block
+        monkeypatch.setattr(choosing, "SCORE_CELLS", cells)
+        parts, known_parts = choosing.held_out_summaries(
+            model.counts, X, y, folds, candidates, evidence=set(candidates), keep=True
+        )
+        assert np.array_equal(known_parts, known)
+        for a, b in zip(parts, whole):
+            assert np.array_equal(a.jll, b.jll)
+            for name in ("scored", "pred", "picked", "evidence"):
+                assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    rng = np.random.default_rng(3)
+    for settings, summary in zip(candidates, whole):  # made again, in any order of rows
+        monkeypatch.setattr(choosing, "KEEP_CELLS", 0)
+        again = choosing.winner_scores(model.counts, X, y, folds, settings)
+        assert isinstance(again, choosing.HeldOutScores)
+        at = rng.permutation(y.size)[: y.size // 2]
+        assert np.array_equal(again[at], summary.jll[at])
+    for summary in whole:  # and they are the whole scores' rows
+        jll = summary.jll
+        ok = np.isfinite(jll[np.arange(y.size), y])
+        assert np.array_equal(summary.scored, ok)
+        log_proba = log_posterior(jll[ok])
+        assert np.array_equal(summary.pred[ok], log_proba.argmax(axis=1))
+        assert np.array_equal(summary.picked[ok], log_proba[np.arange(ok.sum()), y[ok]])
+        has = known > 0
+        assert np.array_equal(summary.evidence[has], logsumexp(jll[has], axis=1))
+
+
+@pytest.mark.parametrize("cells", [1, 7, 64])
+def test_the_calibration_fitted_block_by_block_is_the_whole_ones(monkeypatch, cells):
+    """Scores with impossible classes (−inf) and documents whose true class is one of
+    them: the (t0, t1, t2) of blocks of 1, 2 and 16 documents are the whole array's."""
+    rng = np.random.default_rng(12)
+    n, C = 300, 4
+    lengths = rng.integers(0, 300, size=n)
+    jll = rng.normal(size=(n, C)) * np.sqrt(lengths + 1)[:, None] * 3
+    jll[rng.random((n, C)) < 0.1] = -np.inf
+    y = np.where(rng.random(n) < 0.7, jll.argmax(axis=1), rng.integers(0, C, size=n))
+    monkeypatch.setattr(choosing, "SCORE_CELLS", 10**9)
+    whole = fit_calibration(jll, y, lengths)
+    assert whole.t0 != 0.0 and whole.t1 != 0.0
+    monkeypatch.setattr(choosing, "SCORE_CELLS", cells)
+    assert fit_calibration(jll, y, lengths) == whole
