@@ -500,7 +500,7 @@ class Model:
         out = []
         for scored in self._scored(texts):
             more = extras(classifier, scored, abstention, explain, evidence=True)
-            rows = scored.log_proba.tolist()
+            rows = scored.log_proba  # ranked by numpy (nbclass.output.render)
             _, problems = prediction_labels(
                 scored.sources, classes, rows, classifier.settings, more, unsure_label
             )

@@ -573,7 +573,7 @@ def write_part(
         data, digest, settings, paths, start, abstention, explain, policy, calibrate
     )
     sources = [shown[i] for i in kept]
-    rows = log_proba.tolist()
+    rows = log_proba  # an ndarray (n, C): ranked by numpy, never a list of C floats a row
     write(folder, name, prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label))
     _, problems = prediction_labels(sources, classes, rows, settings, extras, unsure_label)
     return start, end, len(rows), log, problems
@@ -671,13 +671,14 @@ def predict_paths(
 ) -> tuple[Sequence[str], object, Iterator]:  # fmt: skip
     """``(classes, settings, batches)`` of the files at ``paths`` scored on the cluster
     with the model at ``model_path`` and ``scoring``, ``(overrides, use_calibration)``:
-    each batch is ``(sources, log_proba rows, extras)`` (:func:`predict_files`)."""
+    each batch is ``(sources, log_proba, extras)``, ``log_proba`` an ndarray (n, C)
+    (:func:`predict_files`)."""
     data, settings, calibrate, classes, files = model_to_send(model_path, paths, *scoring)
     batches = predict_files(
         address, data, classes, settings, files, abstention, explain, policy, log,
         calibrate=calibrate,
     )  # fmt: skip
-    rows = ((s.sources, s.log_proba.tolist(), extra) for s, extra in batches)
+    rows = ((s.sources, s.log_proba, extra) for s, extra in batches)
     return classes, settings, rows
 
 

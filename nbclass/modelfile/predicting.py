@@ -57,7 +57,8 @@ def predict_documents(
     ``scoring`` is ``(overrides, use_calibration)`` (:func:`nbclass.models.model.
     scoring_settings`), ``reading`` ``(policy, log)``; ``add_extras(classifier, scored)``
     gives each batch's extras, and ``check_classes(classes)`` may refuse the model's
-    classes before any batch is taken. ``batches`` yields ``(sources, rows, extras)``.
+    classes before any batch is taken. ``batches`` yields ``(sources, log_proba, extras)``,
+    ``log_proba`` an ndarray (n, C) (a batch of a model of many classes in blocks).
     """
     from ..models.scoring import worth_parallel
 
@@ -65,7 +66,7 @@ def predict_documents(
     if files is not None and jobs > 1 and worth_parallel(files, size):
         return _in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_classes)
     from ..modelfile.textfile import load
-    from ..models.explain import score_batch
+    from ..models.explain import counted_blocks
     from ..models.model import Classifier, scoring_settings
 
     model = load(model_path)
@@ -73,11 +74,15 @@ def predict_documents(
     classifier = Classifier(model, settings, calibrate=calibrate)
     check_classes(classifier.classes)
     _keep_loaded()
-    batches = (
-        (scored.sources, scored.log_proba.tolist(), add_extras(classifier, scored))
-        for scored in (score_batch(classifier, b) for b in batches_of(documents, size))
-    )
-    return classifier.classes, settings, batches
+
+    def batches():
+        for batch in batches_of(documents, size):
+            X, tokens = classifier.count(text for _, text in batch)
+            sources = [source for source, _ in batch]
+            for scored in counted_blocks(classifier, sources, X, tokens):
+                yield scored.sources, scored.log_proba, add_extras(classifier, scored)
+
+    return classifier.classes, settings, batches()
 
 
 def _in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_classes):

@@ -17,6 +17,7 @@ so it stays meaningful when its probability underflows to 0.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -65,6 +66,43 @@ class ScoredBatch:
         from ..text.vectorizer import entries_matrix
 
         return entries_matrix(*self.entries)
+
+
+# Documents × classes scored at once: a batch of a thousand documents against 20,000
+# classes is scored a block of 52 documents at a time, each of its (documents, classes)
+# arrays 8 MB (their memory is reused from block to block, and stays in the caches),
+# not 160 MB a batch. Each document's scores are its own: the same floats either way.
+BLOCK_CELLS = 2**20
+
+
+def block_rows(classes: int) -> int:
+    """Documents a block: at most :data:`BLOCK_CELLS` (document, class) cells, one
+    document at least."""
+    return max(1, BLOCK_CELLS // max(classes, 1))
+
+
+def scored_blocks(
+    classifier: Classifier, sources: list[str], entries: tuple, tokens
+) -> Iterator[ScoredBatch]:
+    """:func:`score_entries` of a batch, in blocks of :func:`block_rows` documents
+    (one block, as a rule, for a model of few classes)."""
+    from ..text.vectorizer import entries_matrix
+
+    n, size = len(sources), block_rows(len(classifier.classes))
+    if n <= size:
+        yield score_entries(classifier, sources, entries, tokens)
+        return
+    X = entries_matrix(*entries, n, len(classifier.counts.vocabulary))
+    yield from counted_blocks(classifier, sources, X, tokens)
+
+
+def counted_blocks(classifier: Classifier, sources: list[str], X, tokens) -> Iterator[ScoredBatch]:
+    """:func:`score_counts` of documents counted as ``X`` (n, V), in blocks of
+    :func:`block_rows` documents."""
+    size = block_rows(len(classifier.classes))
+    for start in range(0, len(sources), size):
+        end = start + size
+        yield score_counts(classifier, sources[start:end], X[start:end], tokens[start:end])
 
 
 def score_batch(classifier: Classifier, batch: list[tuple[str, str]]) -> ScoredBatch:
@@ -179,6 +217,15 @@ def explanations(classifier: Classifier, scored: ScoredBatch, n: int) -> list[di
     return out
 
 
+def top_two(log_proba: np.ndarray) -> np.ndarray:
+    """Each row's two largest entries, largest first, shape (n, min(C, 2)): all that
+    :meth:`nbclass.models.abstain.Abstention.reason` reads of a row (its largest, and the
+    two largest probabilities), without a list of C floats a document."""
+    if log_proba.shape[1] <= 2:
+        return -np.sort(-log_proba, axis=1)
+    return -np.sort(-np.partition(log_proba, -2, axis=1)[:, -2:], axis=1)
+
+
 def extras(
     classifier: Classifier,
     scored: ScoredBatch,
@@ -209,7 +256,7 @@ def extras(
     abstention = abstention.for_model(classifier.typicality, classifier.settings)
     if abstention.thresholds:
         known, tokens = scored.known.tolist(), scored.tokens.tolist()
-        rows = scored.log_proba.tolist()
+        rows = top_two(scored.log_proba).tolist()
         reasons = [
             abstention.reason(rows[i], known[i], tokens[i], evidence[i]) for i in range(n)
         ]

@@ -126,7 +126,8 @@ class LinearScorer:
             Token counts over the scorer's vocabulary.
         """
         X = self.features(X)
-        jll = weights_dot(X, self.weights) + self.bias
+        jll = weights_dot(X, self.weights)  # a new array: the bias is added in place
+        jll += self.bias
         if self.required is not None:
             present = np.asarray((X @ self.required).todense())
             jll[present < self.n_required] = -np.inf
@@ -406,6 +407,24 @@ def _transformed_scorer(
     )
 
 
+# exp(x) is 0.0 below ln(2^-1075) ≈ −745.13 (half the least subnormal); numpy's exp
+# takes several times as long for an input whose result underflows, and most of a long
+# document's shifted scores do (a class 1,000 nats behind the best): those inputs are
+# given 0 instead, and their results set to 0.0, as exp gives them. Below −750 the
+# exact exp is under a hundredth of the least subnormal, far from any rounding doubt.
+EXP_ZERO = -750.0
+
+
+def exp_of_shifted(shifted: np.ndarray) -> np.ndarray:
+    """np.exp(shifted) (shifted ≤ 0, −inf allowed), the same floats, without numpy's slow
+    path for the inputs whose exp underflows to 0.0."""
+    low = shifted < EXP_ZERO
+    out = np.where(low, 0.0, shifted)
+    np.exp(out, out=out)
+    out[low] = 0.0
+    return out
+
+
 def log_posterior(jll: np.ndarray) -> np.ndarray:
     """log p(y = c | x) from joint log-likelihoods, ndarray of shape (n, C).
 
@@ -420,13 +439,17 @@ def log_posterior(jll: np.ndarray) -> np.ndarray:
     ``scipy.special.log_softmax``, the same floats, without importing scipy.special
     (50 ms, a tenth of a bulk predict of 20 Newsgroups' test split).
     """
-    out = np.full(jll.shape, -np.inf)
-    possible = np.isfinite(jll.max(axis=1))
-    scores = jll[possible]
-    shifted = scores - scores.max(axis=1, keepdims=True)
+    top = jll.max(axis=1) if jll.shape[1] else np.full(jll.shape[0], -np.inf)
+    possible = np.isfinite(top)
+    if not possible.all():
+        out = np.full(jll.shape, -np.inf)
+        out[possible] = log_posterior(jll[possible])
+        return out
+    # Every row possible (as a rule): the same steps in place, two (n, C) arrays.
+    out = np.subtract(jll, top[:, None])
+    totals = exp_of_shifted(out).sum(axis=1)
     with np.errstate(divide="ignore"):
-        log_total = np.log(np.exp(shifted).sum(axis=1, keepdims=True))
-    out[possible] = shifted - log_total
+        out -= np.log(totals)[:, None]
     return out
 
 

@@ -154,16 +154,18 @@ def _count_batch(batch: Sequence[tuple[str, bool]]):
 
 def score_counted(
     classifier, counted: CountedBatches, log: ReadLog, extras: Callable
-) -> Iterator[tuple[list[str], list[list[float]], list]]:
-    """``(sources, log_proba rows, extras)`` of each batch of ``counted``, in order.
+) -> Iterator[tuple[list[str], object, list]]:
+    """``(sources, log_proba, extras)`` of each batch of ``counted``, in order (a batch
+    of a model of many classes in blocks: :func:`nbclass.models.explain.scored_blocks`);
+    ``log_proba`` an ndarray (n, C).
 
     ``extras(classifier, scored)`` gives a batch's per-document extras
     (:func:`nbclass.models.explain.extras` with its options bound); each batch's read log is
     added to ``log`` (its warnings printed) before the batch is given.
     """
-    from .explain import score_entries
+    from .explain import scored_blocks
 
     for sources, entries, n_tokens, batch_log in counted:
         log.add(batch_log)
-        scored = score_entries(classifier, sources, entries, n_tokens)
-        yield sources, scored.log_proba.tolist(), extras(classifier, scored)
+        for scored in scored_blocks(classifier, sources, entries, n_tokens):
+            yield scored.sources, scored.log_proba, extras(classifier, scored)

@@ -196,7 +196,7 @@ def predict(loaded: LoadedModel, request: PredictRequest) -> bytes:
             )  # fmt: skip
         except NbclassError as exc:
             raise RequestError(400, str(exc).replace("--explain", "explain")) from None
-        rows = scored.log_proba.tolist()
+        rows = scored.log_proba  # ranked by numpy (nbclass.output.render)
     else:
         rows, extras = [], []
     lines = list(

@@ -1,0 +1,256 @@
+"""Predicting against thousands of classes: a batch is scored in blocks of documents and
+printed from its ndarray of log posteriors (never a list of C floats a document), with
+the numbers and lines of the whole batch scored at once and rendered from lists."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import nbclass_command
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nbclass.output.render import (
+    best_classes,
+    prediction_labels,
+    prediction_lines,
+)
+
+# -- ranking rows given as an ndarray ---------------------------------------------------------
+
+
+def test_the_best_class_of_each_row_by_hand():
+    rows = np.array([[-1.0, 0.0, 0.0], [-np.inf, -np.inf, -np.inf], [-3.0, -2.0, -1.0]])
+    assert best_classes(rows) == ([1, 0, 2], [0.0, -math.inf, -1.0])
+    assert best_classes(rows.tolist()) == ([1, 0, 2], [0.0, -math.inf, -1.0])
+    assert best_classes(np.zeros((0, 3))) == ([], [])
+
+
+def test_top_classes_keep_the_class_order_on_ties():
+    from nbclass.output.render import _order
+
+    row = [-1.0, -0.5, -0.5, -2.0, -0.5, -np.inf]
+    for top_k, expected in [
+        (1, [1]), (2, [1, 2]), (3, [1, 2, 4]), (4, [1, 2, 4, 0]), (5, [1, 2, 4, 0, 3]),
+        (6, [1, 2, 4, 0, 3, 5]), (9, [1, 2, 4, 0, 3, 5]), (None, [1, 2, 4, 0, 3, 5]),
+    ]:  # fmt: skip
+        assert _order(np.array(row), top_k) == expected
+        assert _order(row, top_k) == expected
+
+
+_LOG_PROBA = st.one_of(
+    st.floats(max_value=0.0, allow_nan=False), st.just(-math.inf),
+    st.sampled_from([0.0, -0.0, -0.5, -700.0, -750.0]),  # ties, and underflow
+)  # fmt: skip
+
+
+@given(
+    st.integers(1, 6).flatmap(
+        lambda C: st.lists(
+            st.tuples(
+                st.text(max_size=4),
+                st.lists(_LOG_PROBA, min_size=C, max_size=C),
+                st.sampled_from([None, "low-probability"]),
+            ),
+            min_size=1,
+            max_size=6,
+        )
+    ),
+    st.booleans(),
+    st.sampled_from([None, 1, 2, 3, 10]),
+    st.sampled_from(["tsv", "jsonl"]),
+)
+def test_rows_as_an_ndarray_print_the_lines_of_rows_as_lists(documents, with_extras, top_k, fmt):
+    """Every format, top-k and reason: the same lines and labels whether a batch's log
+    posteriors come as lists (one document) or as an ndarray (a batch)."""
+    C = len(documents[0][1])
+    classes = [f"c{c}" for c in range(C)]
+    sources = [s for s, _, _ in documents]
+    rows = [r for _, r, _ in documents]
+    extras = [
+        {"reason": reason, "log_evidence": -1.5, "evidence_model": "multinomial"}
+        for _, _, reason in documents
+    ]
+    extras = extras if with_extras else None
+    array = np.array(rows, dtype=np.float64)
+    expected = list(prediction_lines(sources, classes, rows, fmt, top_k, extras, "unsure"))
+    got = list(prediction_lines(sources, classes, array, fmt, top_k, extras, "unsure"))
+    assert got == expected
+    settings = type("Settings", (), {"estimator": "posterior-mean"})()
+    assert prediction_labels(sources, classes, array, settings, extras) == prediction_labels(
+        sources, classes, rows, settings, extras
+    )
+
+
+def test_the_two_largest_of_each_row_are_what_abstention_reads():
+    from nbclass.models.explain import top_two
+
+    rows = np.array([[-3.0, -0.1, -2.0, -0.1], [-np.inf, -1.0, -np.inf, -np.inf]])
+    assert top_two(rows).tolist() == [[-0.1, -0.1], [-1.0, -np.inf]]
+    assert top_two(np.array([[-0.5, -2.0]])).tolist() == [[-0.5, -2.0]]
+    assert top_two(np.array([[0.0], [-np.inf]])).tolist() == [[0.0], [-np.inf]]
+
+
+# -- the softmax, without numpy's slow exp of underflowing inputs -----------------------------
+
+
+def test_exp_of_shifted_scores_is_numpys_exp():
+    from nbclass.models.posterior import exp_of_shifted
+
+    x = np.array([0.0, -1.0, -708.0, -745.0, -745.13, -745.14, -749.9, -750.0, -751.0,
+                  -1e6, -np.inf])  # fmt: skip
+    got = exp_of_shifted(x)
+    assert got.tolist() == np.exp(x).tolist()
+    assert got[:4].tolist() == [1.0, math.exp(-1.0), math.exp(-708.0), 5e-324]
+    assert got[6:].tolist() == [0.0] * 5
+    rng = np.random.default_rng(0)
+    many = -rng.exponential(400.0, size=(50, 301))
+    many[::7, ::5] = -np.inf
+    assert np.array_equal(exp_of_shifted(many), np.exp(many))
+
+
+def test_the_log_posterior_is_the_softmax_steps_row_by_row():
+    """The same floats as ``scipy.special.log_softmax``'s steps on the possible rows,
+    rows of −inf left −inf (one row, or several among possible ones)."""
+    from scipy.special import log_softmax
+
+    from nbclass.models.posterior import log_posterior
+
+    rng = np.random.default_rng(1)
+    jll = -rng.exponential(300.0, size=(40, 257)) - 5000.0
+    jll[3, 10:] = -np.inf
+    jll[5] = -np.inf
+    got = log_posterior(jll)
+    assert np.array_equal(got[5], np.full(257, -np.inf))
+    possible = np.arange(40) != 5
+    assert np.array_equal(got[possible], log_softmax(jll[possible], axis=1))
+    assert np.array_equal(log_posterior(np.delete(jll, 5, axis=0)), got[possible])
+
+
+# -- a model of 2,000 classes: blocks, and the command ---------------------------------------
+
+
+C, OWN = 2_000, 5  # classes; words of each class's own (V = 10,000 + 50 shared: past 2**24 cells)
+
+
+def _text(rng, c: int) -> str:
+    own = [f"k{c}x{i}" for i in rng.integers(0, OWN, 6)]
+    other = [f"k{k}x{i}" for k, i in zip(rng.integers(0, C, 2), rng.integers(0, OWN, 2))]
+    shared = [f"s{i}" for i in rng.integers(0, 50, 4)]
+    return " ".join(own + other + shared)
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    """A named model of 2,000 classes (three documents each) and 1,200 documents of its
+    words (several blocks of a batch: 524 documents a block at 2,000 classes)."""
+    root = tmp_path_factory.mktemp("many")
+    rng = np.random.default_rng(29)
+    for c in range(C):
+        folder = root / "train" / f"c{c:04d}"
+        folder.mkdir(parents=True)
+        for i in range(3):
+            (folder / f"{i}.txt").write_text(_text(rng, c))
+    docs = root / "docs"
+    docs.mkdir()
+    texts = []
+    pad = " unknownword" * 400  # 4.8 MB in all: read and counted by worker processes
+    for i in range(1_200):
+        texts.append(_text(rng, int(rng.integers(0, C))) + (pad if i % 7 else ""))
+        (docs / f"d{i:04d}.txt").write_text(texts[-1])
+    texts[5] = ""  # no known word: the prior
+    (docs / "d0005.txt").write_text("")
+    from nbclass.models.scoring import worth_parallel
+    from nbclass.reading.corpus import list_inputs
+
+    assert worth_parallel(list_inputs([str(docs)]), 1_000)
+    model = root / "model.nbc"
+    fit = subprocess.run(
+        [*nbclass_command(), "fit", str(root / "train"), "-o", str(model), "-q",
+         "--model", "multinomial"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert fit.returncode == 0, fit.stderr
+    return model, docs, texts
+
+
+def _whole_batch(model, texts):
+    """The classifier's log posteriors of every text in one batch (no blocks)."""
+    from nbclass.modelfile.textfile import load
+    from nbclass.models.model import Classifier
+    from nbclass.models.sparsity import SparseWeights
+
+    classifier = Classifier(load(str(model)))
+    assert isinstance(classifier.scorer.weights, SparseWeights)  # scored from the pairs
+    return classifier, classifier.predict(texts).log_proba
+
+
+def test_a_batch_scored_in_blocks_has_the_whole_batchs_numbers(many, monkeypatch):
+    from nbclass.models import explain
+    from nbclass.models.novelty import evidence_of
+    from nbclass.text.vectorizer import TextCounter
+
+    model, _, texts = many
+    classifier, expected = _whole_batch(model, texts)
+    X, tokens = TextCounter(classifier.tokenizer, classifier.counts.vocabulary).count(texts)
+    sources = [str(i) for i in range(len(texts))]
+    for cells, sizes in [(2**20, [524, 524, 152]), (3 * C, [3] * 400), (1, [1] * 1200)]:
+        monkeypatch.setattr(explain, "BLOCK_CELLS", cells)
+        blocks = list(explain.counted_blocks(classifier, sources, X, tokens))
+        assert [len(b.sources) for b in blocks] == sizes
+        assert [s for b in blocks for s in b.sources] == sources
+        assert np.array_equal(np.vstack([b.log_proba for b in blocks]), expected)
+        got = np.concatenate([evidence_of(classifier, b.X, b.jll, b.known)[0] for b in blocks])
+        whole = explain.score_counts(classifier, sources, X, tokens)
+        assert np.array_equal(got, evidence_of(classifier, X, whole.jll, whole.known)[0])
+
+
+@pytest.mark.parametrize(
+    "options, fmt",
+    [([], "tsv"), (["--jobs", "1"], "tsv"), (["--top-k", "3"], "tsv"),
+     (["--format", "jsonl", "--top-k", "2"], "jsonl"), (["--min-margin", "0.5"], "tsv")],
+)  # fmt: skip
+def test_predict_against_thousands_of_classes_prints_the_whole_batchs_lines(many, options, fmt):
+    """The command (its batches in blocks, printed from ndarrays; counted by worker
+    processes, or by itself with one job) prints what the classifier's posteriors of
+    the whole batch print as lists of floats."""
+    model, docs, texts = many
+    classifier, log_proba = _whole_batch(model, texts)
+    result = subprocess.run(
+        [*nbclass_command(), "predict", "-m", str(model), str(docs), *options],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    sources = [str(docs / f"d{i:04d}.txt") for i in range(len(texts))]
+    top_k = int(options[options.index("--top-k") + 1]) if "--top-k" in options else None
+    rows = log_proba.tolist()
+    reasons = []  # unsure without a known word, and where p1 − p2 < 0.5 if asked
+    for row, text in zip(rows, texts):
+        p = sorted((math.exp(v) for v in row), reverse=True)
+        low = "--min-margin" in options and p[0] - p[1] < 0.5
+        reasons.append("no-known-words" if not text else "low-margin" if low else None)
+    if "--min-margin" in options:
+        assert 0 < reasons.count("low-margin") < len(texts)
+    extras = [{"reason": r} for r in reasons]
+    if fmt == "jsonl":
+        got = [json.loads(line) for line in result.stdout.splitlines()]
+        assert [g["source"] for g in got] == sources
+        expected = [
+            json.loads(line)
+            for line in prediction_lines(
+                sources, classifier.classes, rows, "jsonl", top_k,
+                [dict(e, log_evidence=None) for e in extras],
+            )
+        ]  # fmt: skip
+        for g, e in zip(got, expected):
+            assert (g["label"], g["probability"], g["probabilities"], g["reason"]) == (
+                e["label"], e["probability"], e["probabilities"], e["reason"]
+            )  # fmt: skip
+            assert len(g["probabilities"]) == top_k
+        return
+    expected = list(prediction_lines(sources, classifier.classes, rows, "tsv", top_k, extras))
+    assert result.stdout.splitlines() == expected
