@@ -270,6 +270,29 @@ def test_fit_counts_the_same_when_hashes_clash(monkeypatch, tmp_path):
     assert tokens[LONG] == [21, 21] and tokens[ANAGRAM] == [21, 0]
 
 
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["", "b" * 15, "ab\x01" * 5 + "a", "é" * 8, "日" * 6]),
+                  st.text(alphabet="ab\x01é日", max_size=6)).map("".join).filter(bool),
+        unique=True,
+    )
+)  # fmt: skip
+def test_word_order_is_the_order_of_the_names(words):
+    """Runs sorted by their bytes, 16 at a time, and by name where those are shared, are
+    in the order of their names (an n-gram's join byte 0x01 a space in its name); the
+    words share long beginnings, so that many are told apart by name."""
+    from nbclass.text.runs import word_order
+
+    encoded = [w.encode() for w in words]
+    lengths = np.array([len(b) for b in encoded], dtype=np.int64)
+    starts = np.cumsum(lengths + 1) - lengths - 1
+    codes = np.frombuffer(b" ".join(encoded), dtype=np.uint8)
+    names = [w.replace("\x01", " ") for w in words]
+    order = word_order(codes, starts, starts + lengths, names)
+    assert [names[i] for i in order.tolist()] == sorted(names)
+
+
 def test_words_of_two_processes_sharing_a_hash_keep_their_rows(monkeypatch):
     """Two processes' run tallies send their words with their keys; with one hash for
     every long word, one sends LONG and the other ANAGRAM under the same key: the

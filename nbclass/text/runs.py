@@ -293,6 +293,41 @@ def run_keys(
     return keys
 
 
+def word_order(codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, names) -> np.ndarray:
+    """The order of the distinct runs ``codes[starts[r]:ends[r]]``, named ``names[r]``, by
+    their names: their sorted places, int64 of shape (R,).
+
+    The runs are sorted by their first 16 bytes with numpy (UTF-8's byte order is the
+    code points', a zero byte past a run's end sorts it before the runs it begins, and
+    the byte 0x01 that joins an n-gram's words sorts below every word byte, as the
+    space of its name does); only runs sharing their first 16 bytes are then compared
+    by name. On 20 Newsgroups with word pairs that is a few thousand of 1.18 million, and
+    this takes a fifth of the time of Python's sort of the names.
+
+    >>> codes = np.frombuffer(b"b\x01a ab a", dtype=np.uint8)
+    >>> word_order(codes, np.array([0, 4, 7]), np.array([3, 6, 8]), ["b a", "ab", "a"]).tolist()
+    [2, 1, 0]
+    """
+    if not starts.size:
+        return np.zeros(0, dtype=np.int64)
+    eight, length = _eight(codes), ends - starts
+    first = eight[starts].astype(np.uint64)
+    first &= _PREFIX_MASKS[np.minimum(length, 8)]
+    second = eight[np.minimum(starts + 8, codes.size - 1)].astype(np.uint64)
+    second &= _PREFIX_MASKS[np.clip(length - 8, 0, 8)]
+    order = np.lexsort((second, first))
+    first, second = first[order], second[order]
+    same = (first[1:] == first[:-1]) & (second[1:] == second[:-1])
+    if same.any():  # runs of neighbours that share 16 bytes: sorted by name
+        tied = np.zeros(order.size + 2, dtype=np.int8)
+        tied[1:-2] |= same
+        tied[2:-1] |= same
+        edges = np.flatnonzero(np.diff(tied))
+        for start, end in zip(edges[0::2].tolist(), edges[1::2].tolist()):
+            order[start:end] = sorted(order[start:end].tolist(), key=names.__getitem__)
+    return order
+
+
 def is_long(keys: np.ndarray) -> np.ndarray:
     """Which keys are hashes (runs of more than 8 bytes, or not starting with an ASCII
     byte), bool of the keys' shape."""
@@ -872,10 +907,12 @@ class RunTally:
         # The words' keys, sorted, and the number of each, in that order: most in the
         # first pair, the latest in the second, merged into the first when it holds
         # _RECENT words (a chunk's new words are inserted into a short array).
-        self._keys = np.zeros(0, dtype=np.uint64)
-        self._ids = np.zeros(0, dtype=np.int64)
-        self._recent_keys = np.zeros(0, dtype=np.uint64)
-        self._recent_ids = np.zeros(0, dtype=np.int64)
+        self._numbers = _Numbers()
+        # Word pairs (--ngram-range 1,2), numbered among the words, found by the numbers
+        # of their two words (exact: no hash, no bytes compared, no bytes copied but
+        # those of a pair met for the first time).
+        self._bigrams = _Numbers()
+        self._by_numbers = self.ngram_range == (1, 2) and self.unspaced is None
         self._sent = 0  # the words numbered before the last packed_new()
         self._bytes = bytearray()  # the words' bytes, each followed by a NUL, by number
         self._starts = np.zeros(1024, dtype=np.int64)  # where each word starts in them
@@ -952,7 +989,7 @@ class RunTally:
         if self.stop is not None:
             keep = self.stop.find(codes, starts, ends, keys) < 0
             starts, ends, text, keys = starts[keep], ends[keep], text[keep], keys[keep]
-        if self.ngram_range != (1, 1):
+        if self.ngram_range != (1, 1) and not self._by_numbers:
             codes, starts, ends, text, keys = _plus_ngrams(
                 codes, starts, ends, text, keys, self.ngram_range, ascii
             )
@@ -978,7 +1015,7 @@ class RunTally:
                 return False
         # The tally's number of each word: the words met before are in the sorted keys;
         # a long one must have the bytes of the word met.
-        ids = self._find(words)
+        ids = self._numbers.find(words)
         met = np.flatnonzero(ids >= 0)
         met = met[is_long(words[met])]
         if met.size:
@@ -993,26 +1030,20 @@ class RunTally:
                 return False
         new = np.flatnonzero(ids < 0)
         if new.size:
-            ids[new] = np.arange(self.n_words, self.n_words + new.size)
-            self._insert(words[new], ids[new])
             runs = first[new]
-            lengths = ends[runs] - starts[runs] + 1  # with the NUL after each
-            if self._starts.size < self.n_words + new.size + 1:
-                size = 2 * (self.n_words + new.size + 1)
-                grown = np.zeros(size, dtype=np.int64)
-                grown[: self.n_words + 1] = self._starts[: self.n_words + 1]
-                self._starts = grown
-                grown = np.zeros(size, dtype=np.uint64)
-                grown[: self.n_words] = self._word_keys[: self.n_words]
-                self._word_keys = grown
-            self._word_keys[ids[new]] = words[new]
-            self._starts[self.n_words + 1 : self.n_words + new.size + 1] = (
-                len(self._bytes) + np.cumsum(lengths)
+            joined = _joined(codes, starts[runs], ends[runs]) + b"\x00"  # at once
+            ids[new] = self._store(joined, ends[runs] - starts[runs], words[new])
+            self._numbers.insert(words[new], ids[new])
+        K = words.size
+        if self._by_numbers:  # the word pairs, by the numbers of their words
+            pair_text, pair_of, pair_ids = self._add_bigrams(
+                codes, starts, ends, text, ids[inverse], ascii
             )
-            self._bytes += _joined(codes, starts[runs], ends[runs])  # their bytes at once
-            self._bytes.append(0)
-            self.n_words += new.size
-        word, classes, docs, tokens = _cell_sums(text, inverse, labels, words.size, C)
+            text = np.concatenate((text, pair_text))
+            inverse = np.concatenate((inverse, pair_of + K))
+            ids = np.concatenate((ids, pair_ids))
+            K += pair_ids.size
+        word, classes, docs, tokens = _cell_sums(text, inverse, labels, K, C)
         cells = ids[word] * C + classes
         self._cells.append((cells, docs.astype(np.int32), tokens.astype(np.int32)))
         self.pairs += cells.size
@@ -1020,31 +1051,61 @@ class RunTally:
             self._cells = [self._merged()]
         return True
 
-    def _find(self, words: np.ndarray) -> np.ndarray:
-        """The number of each key of ``words`` (sorted, distinct) met before, −1 for a
-        new one."""
-        ids = np.full(words.size, -1, dtype=np.int64)
-        for keys, numbers in ((self._keys, self._ids), (self._recent_keys, self._recent_ids)):
-            if keys.size:
-                at = np.minimum(np.searchsorted(keys, words), keys.size - 1)
-                hit = np.flatnonzero(keys[at] == words)
-                ids[hit] = numbers[at[hit]]
-        return ids
+    def _store(self, joined: bytes, lengths: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        """Number new words: ``joined`` holds their bytes, each followed by a NUL,
+        ``lengths`` their lengths (without it), ``keys`` their keys (:func:`run_keys`).
+        Returns their numbers, the next ones in order."""
+        n, m = self.n_words, lengths.size
+        if self._starts.size < n + m + 1:
+            size = 2 * (n + m + 1)
+            grown = np.zeros(size, dtype=np.int64)
+            grown[: n + 1] = self._starts[: n + 1]
+            self._starts = grown
+            grown = np.zeros(size, dtype=np.uint64)
+            grown[:n] = self._word_keys[:n]
+            self._word_keys = grown
+        self._word_keys[n : n + m] = keys
+        self._starts[n + 1 : n + m + 1] = len(self._bytes) + np.cumsum(lengths + 1)
+        self._bytes += joined
+        self.n_words += m
+        return np.arange(n, n + m, dtype=np.int64)
 
-    def _insert(self, words: np.ndarray, ids: np.ndarray) -> None:
-        """Add new keys ``words`` (sorted) numbered ``ids`` to the sorted keys."""
-        at = np.searchsorted(self._recent_keys, words)
-        self._recent_keys = np.insert(self._recent_keys, at, words)
-        self._recent_ids = np.insert(self._recent_ids, at, ids)
-        if self._recent_keys.size >= _RECENT:
-            self._merge_keys()
-
-    def _merge_keys(self) -> None:
-        at = np.searchsorted(self._keys, self._recent_keys)
-        self._keys = np.insert(self._keys, at, self._recent_keys)
-        self._ids = np.insert(self._ids, at, self._recent_ids)
-        self._recent_keys = self._recent_keys[:0]
-        self._recent_ids = self._recent_ids[:0]
+    def _add_bigrams(self, codes, starts, ends, text, numbers, ascii: bool):
+        """``(text, pair, ids)`` of the word pairs of a chunk: for each pair of
+        consecutive tokens of one text (the runs ``starts``/``ends`` of ``codes``, of
+        texts ``text``, whose words are numbered ``numbers``), its text and which of the
+        chunk's distinct pairs it is; and the tally's number of each distinct pair, new
+        ones numbered now. A pair is found by the numbers of its two words, exactly;
+        only a new pair's bytes are made (its words joined by 0x01, as
+        :func:`with_ngrams` makes them), for its name and its key."""
+        first = np.flatnonzero(text[1:] == text[:-1])
+        if not first.size:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        # Numbers hold 32 bits: 2**32 words would take a tally more than 12 GB of bytes.
+        keys = numbers[first].astype(np.uint64) << np.uint64(32)
+        keys |= numbers[first + 1].astype(np.uint64)
+        order = np.argsort(keys)
+        ordered = keys[order]
+        group = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+        pairs, one = ordered[group], first[order[group]]  # one: a pair's first token
+        inverse = np.empty(keys.size, dtype=np.int64)
+        inverse[order] = np.cumsum(group) - 1
+        ids = self._bigrams.find(pairs)
+        new = np.flatnonzero(ids < 0)
+        if new.size:
+            left, right = one[new], one[new] + 1
+            size_left, size_right = ends[left] - starts[left], ends[right] - starts[right]
+            size = size_left + 1 + size_right
+            at = np.cumsum(size + 1) - size - 1  # each pair followed by a NUL
+            out = np.zeros(int(at[-1] + size[-1] + 1), dtype=np.uint8)
+            _copy_segments(out, at, codes, starts[left], size_left)
+            out[at + size_left] = _JOIN
+            _copy_segments(out, at + size_left + 1, codes, starts[right], size_right)
+            named = run_keys(out, at, at + size, ascii)
+            ids[new] = self._store(out.tobytes(), size, named)
+            self._bigrams.insert(pairs[new], ids[new])
+        return text[first], inverse, ids
 
     def _merged(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The chunks' (word, class) cells, D and T summed into one triple."""
@@ -1062,10 +1123,12 @@ class RunTally:
         if self.waiting:
             raise ValueError("a run tally with gathered texts not counted: flush it first")
         names = self._names(self._bytes[:-1]) if self._bytes else []
-        self._merge_keys()
-        n_short = int(np.searchsorted(self._keys, _LONG))
-        order = self._ids[:n_short].tolist()
-        order += sorted(self._ids[n_short:].tolist(), key=names.__getitem__)
+        keys, ids = self._numbers.merged()
+        n_short = int(np.searchsorted(keys, _LONG))
+        order = ids[:n_short].tolist()
+        others = np.ones(len(names), dtype=bool)
+        others[ids[:n_short]] = False  # long words and word pairs: sorted by name
+        order += sorted(np.flatnonzero(others).tolist(), key=names.__getitem__)
         order.sort(key=names.__getitem__)
         rank = np.empty(len(names), dtype=np.int64)
         rank[order] = np.arange(len(names), dtype=np.int64)
@@ -1086,9 +1149,11 @@ class RunTally:
         if n > sent:
             held = self._bytes[self._starts[sent] : self._starts[n] - 1]
             names = self._names(held)
-            order = sorted(range(n - sent), key=names.__getitem__)
-            new_words = list(map(names.__getitem__, order))
-            new_ids = np.array(order, dtype=np.int64) + sent
+            starts = self._starts[sent:n] - self._starts[sent]
+            ends = self._starts[sent + 1 : n + 1] - 1 - self._starts[sent]
+            order = word_order(np.frombuffer(held, dtype=np.uint8), starts, ends, names)
+            new_words = list(map(names.__getitem__, order.tolist()))
+            new_ids = order + sent
         counts = self._by_class()
         self._cells, self.pairs, self._sent = [], 0, n
         return (new_words, new_ids, *counts)
@@ -1122,6 +1187,45 @@ class RunTally:
         order = np.argsort(classes, kind="stable")
         del classes
         return lengths, cells[order] // C, docs[order], tokens[order]
+
+
+class _Numbers:
+    """Keys (uint64) and the number of each, sorted by key: most in one pair of arrays,
+    the latest in a second, merged into the first when it holds ``_RECENT`` (a chunk's
+    new keys are inserted into a short array)."""
+
+    def __init__(self):
+        self.keys = np.zeros(0, dtype=np.uint64)
+        self.ids = np.zeros(0, dtype=np.int64)
+        self.recent_keys = np.zeros(0, dtype=np.uint64)
+        self.recent_ids = np.zeros(0, dtype=np.int64)
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        """The number of each of ``keys`` (sorted, distinct), −1 for a new one."""
+        ids = np.full(keys.size, -1, dtype=np.int64)
+        for known, numbers in ((self.keys, self.ids), (self.recent_keys, self.recent_ids)):
+            if known.size:
+                at = np.minimum(np.searchsorted(known, keys), known.size - 1)
+                hit = np.flatnonzero(known[at] == keys)
+                ids[hit] = numbers[at[hit]]
+        return ids
+
+    def insert(self, keys: np.ndarray, ids: np.ndarray) -> None:
+        """Add new ``keys`` (sorted) numbered ``ids``."""
+        at = np.searchsorted(self.recent_keys, keys)
+        self.recent_keys = np.insert(self.recent_keys, at, keys)
+        self.recent_ids = np.insert(self.recent_ids, at, ids)
+        if self.recent_keys.size >= _RECENT:
+            self.merged()
+
+    def merged(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(keys, ids)``: every key, sorted, and its number."""
+        at = np.searchsorted(self.keys, self.recent_keys)
+        self.keys = np.insert(self.keys, at, self.recent_keys)
+        self.ids = np.insert(self.ids, at, self.recent_ids)
+        self.recent_keys = self.recent_keys[:0]
+        self.recent_ids = self.recent_ids[:0]
+        return self.keys, self.ids
 
 
 def _cell_sums(text: np.ndarray, word: np.ndarray, labels: Sequence[int], K: int, C: int):
