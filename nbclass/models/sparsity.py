@@ -113,14 +113,19 @@ class SparseWeights:
         return self._delta
 
     def _corrections(self):
+        import scipy.sparse as sp
+
         values = self.values
-        rows = np.repeat(np.arange(values.shape[0]), np.diff(values.indptr))
         cols = values.indices
-        base = self.unseen(rows, cols)
+        if self.word is None:  # k_c alone: no row index a pair (10 M pairs: 80 MB)
+            base = self.constant[cols]
+        else:
+            rows = np.repeat(np.arange(values.shape[0]), np.diff(values.indptr))
+            base = self.unseen(rows, cols)
         base[self._infinite[cols]] = 0.0
-        delta = values.copy()
-        delta.data = values.data - base
-        return delta
+        np.subtract(values.data, base, out=base)
+        # Δ has the pattern of the values: it shares their (read-only) index arrays.
+        return sp.csr_matrix((base, cols, values.indptr), shape=values.shape, copy=False)
 
     def __getitem__(self, rows) -> SparseWeights:
         """The rows ``rows`` (an index array), as weights of those words."""

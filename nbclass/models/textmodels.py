@@ -357,10 +357,10 @@ def sparse_weights(
         table = table[rows]
         word_sums = None if word_sums is None else word_sums[rows]
     table.sort_indices()
-    at_rows = np.repeat(np.arange(table.shape[0]), np.diff(table.indptr))
     cols, values = table.indices, table.data
     word = scale = None
     if settings.model == "complement":  # −log((S_j − S_jc + β) / (S̃_c + Vβ))
+        at_rows = np.repeat(np.arange(table.shape[0]), np.diff(table.indptr))
         at = -log_fraction(word_sums[at_rows] - values + beta, totals[cols] + V * beta)
         constant = np.log(totals + V * beta)
         word, scale = -np.log(word_sums + beta), np.ones(C)
