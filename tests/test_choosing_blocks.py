@@ -88,12 +88,12 @@ def test_the_summaries_are_the_rows_of_the_whole_scores(tmp_path, monkeypatch):
     y = sample.labels.astype(np.int64)
     folds = choosing.stratified_fold_ids(y, 5)
     candidates = choosing.CANDIDATES
-    whole, known = choosing.held_out_summaries(
+    [(whole, known)] = choosing.held_out_summaries(
         model.counts, X, y, folds, candidates, evidence=set(candidates), keep=True
     )
     for cells in (4, 8, 20):  # 4 classes: 1, 2 and 5 documents a block
         monkeypatch.setattr(choosing, "SCORE_CELLS", cells)
-        parts, known_parts = choosing.held_out_summaries(
+        [(parts, known_parts)] = choosing.held_out_summaries(
             model.counts, X, y, folds, candidates, evidence=set(candidates), keep=True
         )
         assert np.array_equal(known_parts, known)
@@ -134,3 +134,34 @@ def test_the_calibration_fitted_block_by_block_is_the_whole_ones(monkeypatch, ce
     assert whole.t0 != 0.0 and whole.t1 != 0.0
     monkeypatch.setattr(choosing, "SCORE_CELLS", cells)
     assert fit_calibration(jll, y, lengths) == whole
+
+
+def test_a_fold_restricted_to_a_feature_set_is_the_fold_of_the_sets_counts(tmp_path):
+    """One fold of the whole vocabulary serves every feature set: restricted to the set's
+    rows (and pruned), it is the fold of the counts restricted first, to the integer."""
+    import scipy.sparse as sp
+
+    from nbclass.text.families import feature_sets, rows_of
+
+    model = fitted(tmp_path, DEMO_CORPUS, "--ngram-range", "1,2")
+    counts, sample = model.counts, model.sample
+    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
+                      shape=(sample.n_documents, len(counts.vocabulary)))  # fmt: skip
+    y = sample.labels.astype(np.int64)
+    held = np.arange(0, y.size, 5)
+    whole = choosing.fold_of(counts, X, y, held)
+    sets = feature_sets(counts.vocabulary)
+    assert sets == [("words",), ("words", "pairs")]
+    for names in sets:
+        rows = np.flatnonzero(rows_of(counts.vocabulary, names))
+        for min_df in (None, 2):
+            fold, documents = choosing.set_documents(whole, X, rows, min_df)
+            alone = choosing.fold_of(counts.restrict(rows), X[:, rows], y, held)
+            if min_df is not None:
+                alone = choosing.pruned(alone, min_df)
+            assert fold.counts.equals(alone.counts)
+            assert np.array_equal(fold.words, rows[alone.words])  # X's columns
+            assert np.array_equal(fold.used, alone.used)
+            assert np.array_equal(fold.classes, alone.classes)
+            expected = X[:, rows][held][:, alone.words[alone.used]]
+            assert (documents != expected).nnz == 0 and documents.shape == expected.shape
