@@ -192,6 +192,7 @@ def fit(
         return _fit_multi_label(
             corpus_dir, lines_path, output, base, update_path, tokenizer, vocabulary_filter,
             defaults, auto, keep_ledger, typicality, codes, scheduler, reading, quiet, start,
+            jobs,
         )  # fmt: skip
     if base is not None:  # an update of a model that chose: the documents' sample too
         from ..models.learning import chooses
@@ -230,9 +231,10 @@ def fit(
 
 def _fit_multi_label(
     corpus_dir, lines_path, output, base, update_path, tokenizer, vocabulary_filter, defaults,
-    auto, ledger, typicality, codes, scheduler, reading, quiet, start,
+    auto, ledger, typicality, codes, scheduler, reading, quiet, start, jobs,
 ):  # fmt: skip
-    """fit --multi-label --lines FILE (or --update of a multi-label model)."""
+    """fit --multi-label --lines FILE (or --update of a multi-label model); ``jobs``
+    threads score the choice's candidates."""
     from ..modelfile.textfile import locked, save
     from ..models import multilabel
 
@@ -249,6 +251,8 @@ def _fit_multi_label(
     if base is not None and base.multi_label is None:
         raise UsageError(f"{update_path!r} is a single-label model: leave out --multi-label")
     from ..models.learning import count_multi_label_lines
+
+    keep_freed_memory()  # the choice makes and drops dozens of (V, 2L) tables
 
     lines = line_documents(lines_path, reading)
     documents = count_multi_label_lines(lines, tokenizer, ledger)
@@ -267,13 +271,14 @@ def _fit_multi_label(
             ),
         )  # fmt: skip
         check_usable(model)
-        model = with_sample(model, documents.sample)
+        model = with_sample(model, documents.sample, 0, jobs)
         with locked(output):
             save(model, output)
     else:
         from ..modelfile.updating import update_file
 
-        model = update_file(update_path, output, base, documents, vocabulary_filter, None, None, 1)
+        model = update_file(update_path, output, base, documents, vocabulary_filter, None, None,
+                            jobs)  # fmt: skip
     if not quiet:
         extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "
         summary("update" if base is not None else "fit", model, output, start, extra, True)

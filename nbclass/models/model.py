@@ -282,7 +282,7 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     if model.multi_label is not None:  # label by label (multilabel.py)
         from .multilabel import chosen_again
 
-        return chosen_again(model)
+        return chosen_again(model, threads)
     import scipy.sparse as sp
 
     from ..counting.sketch import kept

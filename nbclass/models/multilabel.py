@@ -140,18 +140,22 @@ class LabelCounts:
         sums derived from them, :func:`nbclass.models.textmodels.transformed_entries`)."""
         L = len(self.labels)
 
-        def pairs(total: np.ndarray, part: np.ndarray) -> np.ndarray:
-            out = np.empty(part.shape[:-1] + (2 * L,), dtype=np.int64)
-            out[..., 0::2] = total[..., None] - part
+        def pairs(total: np.ndarray, part: np.ndarray, dtype=np.int64) -> np.ndarray:
+            out = np.empty(part.shape[:-1] + (2 * L,), dtype=dtype)
+            np.subtract(total[..., None], part, out=out[..., 0::2], casting="unsafe")
             out[..., 1::2] = part
             return out
 
+        # The tables hold the same integers in int32 when every total fits (half the
+        # memory to write and read; every sum of them is taken in int64 or float64).
+        largest = max(self.n_docs, int(self.word_tokens.max(initial=0)))
+        small = np.int32 if largest < 2**31 else np.int64
         return Counts(
             classes=tuple(f"{l:05d}-{b}" for l in range(L) for b in "01"),
             vocabulary=self.vocabulary,
             class_count=pairs(np.array(self.n_docs), self.class_count),
-            doc_count=pairs(self.word_docs, self.doc_count),
-            token_count=pairs(self.word_tokens, self.token_count),
+            doc_count=pairs(self.word_docs, self.doc_count, small),
+            token_count=pairs(self.word_tokens, self.token_count, small),
         )
 
     def without(self, X: sp.csr_matrix, Y: np.ndarray) -> LabelCounts:
@@ -160,6 +164,7 @@ class LabelCounts:
         from ..text.vectorizer import binarize
 
         B = binarize(X)
+        Y = np.asarray(Y).astype(np.int64)  # integer products: the counts stay integers
         return LabelCounts(
             labels=self.labels,
             vocabulary=self.vocabulary,
@@ -351,12 +356,19 @@ def fit_platt(S: np.ndarray, Y: np.ndarray, M: np.ndarray | None = None) -> np.n
     scale = np.maximum(np.abs(S).max(axis=0, initial=0.0), 1.0)
     z = S / scale
     a, c = np.ones(S.shape[1]), np.zeros(S.shape[1])
+    every = bool(M.all())  # then the weights w0 are all 1, and x * 1 is x: left out
     for _ in range(100):
         p = sigmoid(a * z + c)
-        r = (p - target) * w0
+        r = p - target
+        if not every:
+            r *= w0
         g_a, g_c = (r * z).sum(axis=0), r.sum(axis=0)
-        w = (p * (1 - p) + 1e-12) * w0
-        h_aa, h_ac = (w * z * z).sum(axis=0) + 1e-9, (w * z).sum(axis=0)
+        w = p * (1 - p)
+        w += 1e-12
+        if not every:
+            w *= w0
+        wz = w * z
+        h_aa, h_ac = (wz * z).sum(axis=0) + 1e-9, wz.sum(axis=0)
         h_cc = w.sum(axis=0) + 1e-9
         det = h_aa * h_cc - h_ac * h_ac
         step_a = (h_cc * g_a - h_ac * g_c) / det
@@ -367,11 +379,12 @@ def fit_platt(S: np.ndarray, Y: np.ndarray, M: np.ndarray | None = None) -> np.n
     return np.column_stack([np.maximum(a, 0.01) / scale, c])
 
 
-def f1_threshold(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+def f1_threshold(p: np.ndarray, y: np.ndarray, order=None) -> tuple[float, float]:
     """``(t, F1)``: the threshold on probabilities ``p`` (n,) that maximises the F1 of
     predicting ``p ≥ t`` against labels ``y`` (n,) 0/1, halfway between the lowest
     probability predicted and the next lower one; ties go to the higher threshold. With
-    no positive, t = 1 (never predicted by its own threshold) and F1 = 0.
+    no positive, t = 1 (never predicted by its own threshold) and F1 = 0. ``order``:
+    ``np.argsort(-p, kind="stable")``, if the caller has it.
 
     >>> f1_threshold(np.array([0.9, 0.8, 0.3, 0.1]), np.array([1, 0, 1, 0]))
     (0.2, 0.8)
@@ -381,7 +394,7 @@ def f1_threshold(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     P = int(y.sum())
     if P == 0:
         return 1.0, 0.0
-    order = np.argsort(-p, kind="stable")
+    order = np.argsort(-p, kind="stable") if order is None else order
     ps, ys = p[order], y[order]
     tp = np.cumsum(ys)
     k = np.arange(1, p.size + 1)
@@ -394,12 +407,13 @@ def f1_threshold(p: np.ndarray, y: np.ndarray) -> tuple[float, float]:
 
 
 def micro_f1_threshold(p: np.ndarray, Y: np.ndarray, tp: float = 0.0, fp: float = 0.0,
-                       fn: float = 0.0) -> float:
+                       fn: float = 0.0, order=None) -> float:
     """The one threshold t on every cell of ``p`` and ``Y`` (n, L') together that gives
     the highest micro-F1 when added to the true positives, false positives and false
     negatives ``tp``, ``fp``, ``fn`` of the other labels' decisions: 2 (tp + TP(t)) /
     (2 (tp + TP(t)) + fp + FP(t) + fn + FN(t)); ties go to the higher threshold, and t = 1
-    (never predicted) when predicting no cell is best.
+    (never predicted) when predicting no cell is best. ``order``:
+    ``np.argsort(-p.ravel(), kind="stable")``, if the caller has it.
 
     >>> micro_f1_threshold(np.array([[0.9, 0.2], [0.3, 0.1]]), np.array([[1, 0], [0, 0]]))
     0.6
@@ -407,7 +421,7 @@ def micro_f1_threshold(p: np.ndarray, Y: np.ndarray, tp: float = 0.0, fp: float 
     1.0
     """
     p, y = np.asarray(p, dtype=np.float64).ravel(), np.asarray(Y).ravel()
-    order = np.argsort(-p, kind="stable")
+    order = np.argsort(-p, kind="stable") if order is None else order
     ps, ys = p[order], y[order]
     TP = np.cumsum(ys)
     FP = np.arange(1, p.size + 1) - TP
@@ -472,24 +486,27 @@ def fit_decisions(S: np.ndarray, Y: np.ndarray) -> Decisions:
     truth = Y > 0
     thresholds = np.ones(L)
     rare = positives < MIN_THRESHOLD_POSITIVES
+    # (group of labels, its cells in decreasing probability: sorted once for every round)
+    groups = []
     for l in np.flatnonzero(~rare).tolist():
-        thresholds[l] = f1_threshold(p[:, l], Y[:, l])[0]
+        groups.append(([l], np.argsort(-p[:, l], kind="stable")))
+        thresholds[l] = f1_threshold(p[:, l], Y[:, l], groups[-1][1])[0]
     # Then each label's threshold (the rare labels' one threshold) again, for the micro-F1
     # of every label given the others' decisions: a label whose best F1 is poor would
     # otherwise add more false positives than true ones.
-    groups = [[l] for l in np.flatnonzero(~rare).tolist()]
     if rare.any():
-        groups.append(np.flatnonzero(rare).tolist())
+        group = np.flatnonzero(rare).tolist()
+        groups.append((group, np.argsort(-p[:, group].ravel(), kind="stable")))
     chosen = p >= thresholds
     tp = np.sum(chosen & truth, axis=0).astype(np.float64)
     fp = np.sum(chosen & ~truth, axis=0).astype(np.float64)
     fn = np.sum(~chosen & truth, axis=0).astype(np.float64)
     for _ in range(ASCENT_ROUNDS):
-        for group in groups:
+        for group, order in groups:
             others = np.ones(L, dtype=bool)
             others[group] = False
             t = micro_f1_threshold(p[:, group], Y[:, group], tp[others].sum(),
-                                   fp[others].sum(), fn[others].sum())  # fmt: skip
+                                   fp[others].sum(), fn[others].sum(), order)  # fmt: skip
             thresholds[group] = t
             mine = p[:, group] >= t
             tp[group] = np.sum(mine & truth[:, group], axis=0)
@@ -530,13 +547,15 @@ def fold_ids(n: int, k: int = FOLDS, seed: int = SEED) -> np.ndarray:
 
 
 def held_out_log_odds(
-    counts: LabelCounts, X: sp.csr_matrix, Y: np.ndarray, folds: np.ndarray, candidates
-) -> list[np.ndarray]:
+    counts: LabelCounts, X: sp.csr_matrix, Y: np.ndarray, folds: np.ndarray, candidates,
+    threads: int = 1,
+) -> list[np.ndarray]:  # fmt: skip
     """Every candidate's log-odds of every sampled document ``X`` (n, V) with labels
     ``Y`` (n, L) under the model of the other folds: (n, L) each. A fold's training
     counts are the whole counts less the fold's (:meth:`LabelCounts.without`); the words
     the fold's training counts lack are left out of its documents, as predict leaves out
-    unknown words."""
+    unknown words. ``threads`` score a fold's candidates (the result does not depend on
+    them)."""
     n, L = Y.shape
     out = [np.zeros((n, L)) for _ in candidates]
     for k in np.unique(folds).tolist():
@@ -546,8 +565,21 @@ def held_out_log_odds(
         known = np.flatnonzero(training.word_tokens > 0)
         used = np.intersect1d(known, np.unique(held.indices))
         part = held[:, used]
-        for scores, settings in zip(out, candidates):
-            scores[rows] = LabelScorer(training, settings, rows=used).log_odds(part)
+        if any(c.model != "complement" for c in candidates):
+            training.paired  # made once, before the threads share it
+
+        def score(settings: EstimatorSettings) -> np.ndarray:
+            return LabelScorer(training, settings, rows=used).log_odds(part)
+
+        if threads > 1:  # numpy leaves the interpreter lock on whole-table arithmetic
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(threads) as pool:
+                scores = list(pool.map(score, candidates))
+        else:
+            scores = [score(settings) for settings in candidates]
+        for whole, scored in zip(out, scores):
+            whole[rows] = scored
     return out
 
 
@@ -600,7 +632,8 @@ class Choice:
 
 
 def choose(
-    counts: Counts, X: sp.csr_matrix, y: np.ndarray, candidates=CANDIDATES, scales=(1.0,)
+    counts: Counts, X: sp.csr_matrix, y: np.ndarray, candidates=CANDIDATES, scales=(1.0,),
+    threads: int = 1,
 ) -> Choice:  # fmt: skip
     """The settings, calibrations and thresholds of a multi-label model, chosen on its
     sampled documents ``X`` (n, V) of label sets ``y`` (n,) by :data:`FOLDS`-fold
@@ -609,7 +642,8 @@ def choose(
     ties to the earlier candidate. With ``scales`` (the first 1), each label then chooses
     the winner's β times one of them (:func:`choose_scales`), and the calibrations and
     thresholds are chosen again on the held-out scores so mixed; they are kept when their
-    held-out micro-F1 is higher than the winner's with one β, else every label keeps 1."""
+    held-out micro-F1 is higher than the winner's with one β, else every label keeps 1.
+    ``threads`` score the candidates (the result does not depend on them)."""
     labelled = label_counts(counts)
     Y = label_matrix(counts.classes, labelled.labels, y)
     n = X.shape[0]
@@ -621,7 +655,7 @@ def choose(
         for s in (scales if per_label and not c.prior_fit else scales[:1])
     ]  # fmt: skip
     scores = held_out_log_odds(
-        labelled, X, Y, folds, [scaled(c, s) for c, s in variants]
+        labelled, X, Y, folds, [scaled(c, s) for c, s in variants], threads
     )
     table, best, best_f1 = [], None, -1.0
     for (settings, scale), S in zip(variants, scores):
@@ -682,11 +716,11 @@ def candidates_of(data: dict) -> tuple[EstimatorSettings, ...]:
     return tuple(EstimatorSettings.from_dict(c["settings"]) for c in data["candidates"])
 
 
-def chosen_again(model):
+def chosen_again(model, threads: int = 1):
     """``model`` (a multi-label :class:`nbclass.models.model.Model` with a sample) with
     its settings, calibrations and thresholds chosen from its counts and sample
     (:func:`choose`): a function of those alone, so fit, update, merge, unlearn and sync
-    of the same documents write the same model."""
+    of the same documents write the same model. ``threads`` score the candidates."""
     import scipy.sparse as sp
 
     counts, sample = model.active_counts, model.sample
@@ -698,7 +732,7 @@ def chosen_again(model):
         X = X[:, model.active_rows]
     candidates = candidates_of(model.multi_label)
     scales = tuple(model.multi_label.get("beta_scales", (1.0,)))
-    choice = choose(counts, X, sample.labels, candidates, scales)
+    choice = choose(counts, X, sample.labels, candidates, scales, threads)
     return replace(
         model, defaults=choice.settings, choice=None, calibration=None,
         multi_label=record(label_names(counts.classes), candidates, choice, scales),

@@ -204,12 +204,22 @@ def transformed_counts(counts: Counts, settings: EstimatorSettings, words=None) 
         S = np.zeros(counts.token_count.shape)
         S[rows, cols] = entries
         return S
+    # The rows of the words last asked for are kept (read-only) for these counts and
+    # transform: a choice scores several β on the same fold's words.
+    last = _derived(counts, ("rows", settings.tf, settings.idf), lambda: [threading.Lock()])
+    words = np.asarray(words)
+    with last[0]:
+        if len(last) == 3 and np.array_equal(last[1], words):
+            return last[2]
     at = np.full(counts.token_count.shape[0], -1, dtype=np.int64)
     at[words] = np.arange(len(words))
     row = at[rows]
     kept = row >= 0
     S = np.zeros((len(words), counts.token_count.shape[1]))
     S[row[kept], cols[kept]] = entries[kept]
+    S.flags.writeable = False
+    with last[0]:
+        last[1:] = [words.copy(), S]
     return S
 
 
@@ -308,8 +318,12 @@ def class_totals(counts: Counts, settings: EstimatorSettings, entries=None) -> n
     Summed from the nonzero S_jc (:func:`transformed_entries`; ``entries``, their
     ``(cols, S)``, if the caller has them), memory in proportion to them, not to V × C.
     """
-    if entries is None:
-        entries = transformed_entries(counts, settings)[1:]
+    if entries is None:  # once per counts and transform (a copy each time)
+        key = ("totals", settings.model == "complement", settings.tf, settings.idf)
+        sums = _derived(counts, key, lambda: class_totals(
+            counts, settings, transformed_entries(counts, settings)[1:]
+        ))  # fmt: skip
+        return sums.copy()
     cols, S = entries
     sums = np.bincount(cols, weights=S, minlength=len(counts.classes))
     if settings.model == "complement":
