@@ -23,7 +23,8 @@ from test_sample import sms  # noqa: F401 - the SMS spam halves fixture
 from nbclass.errors import ModelFileError
 from nbclass.modelfile.textfile import dumps, load, loads
 from nbclass.models.estimators import EstimatorSettings
-from nbclass.models.model import Classifier, VocabularyFilter, fit
+from nbclass.models.model import PRUNE_MI, Classifier, VocabularyFilter, fit
+from nbclass.models.selection import informative_rows
 from nbclass.models.sparsity import dense, row_sums
 from nbclass.reading.corpus import list_corpus
 from nbclass.text.families import feature_sets, rows_of, spaces_of
@@ -87,10 +88,16 @@ def test_the_default_fit_chooses_among_words_and_pairs(tmp_path):
     assert run("fit", DEMO_CORPUS, "--ngram-range", "1,2", "-o", both, "-q").returncode == 0
     alone, model = load(str(words)), load(str(both))
     table = model.choice["candidates"]
-    assert len(table) == 24
-    assert [row["features"] for row in table] == [["words"]] * 8 + [["words", "pairs"]] * 16
-    assert [row.get("min_df") for row in table] == [None] * 16 + [2] * 8
+    # The words (534 entries) and the words with pairs, the latter pruned to df >= 2, then
+    # each set of more than 1,000 entries (the pairs') pruned to its 1,000 of highest MI.
+    n_pairs = int(rows_of(model.counts.vocabulary, ("words", "pairs")).sum())
+    assert len(alone.counts.vocabulary) < 1000 < n_pairs < 3000
+    assert len(table) == 32
+    assert [row["features"] for row in table] == [["words"]] * 8 + [["words", "pairs"]] * 24
+    assert [row.get("min_df") for row in table] == [None] * 16 + [2] * 8 + [None] * 8
+    assert [row.get("top_mi") for row in table] == [None] * 24 + [1000] * 8
     assert table[16]["name"] == "multinomial, words+pairs, df≥2"
+    assert table[24]["name"] == "multinomial, words+pairs, MI top 1000"
     for mine, theirs in zip(table[:8], alone.choice["candidates"]):
         assert mine["name"] == theirs["name"] + ", words"
         for key in ("accuracy", "macro_f1", "log_loss"):
@@ -101,7 +108,11 @@ def test_the_default_fit_chooses_among_words_and_pairs(tmp_path):
     assert model.vocabulary_filter.prune_df == chosen.get("min_df")
     used = rows_of(model.counts.vocabulary, model.vocabulary_filter.features)
     used &= row_sums(model.counts.doc_count) >= (model.vocabulary_filter.prune_df or 1)
-    assert np.array_equal(model.active_rows, np.flatnonzero(used))
+    used = np.flatnonzero(used)
+    assert model.vocabulary_filter.prune_mi == chosen.get("top_mi")
+    if chosen.get("top_mi"):
+        used = used[informative_rows(model.counts.restrict(used), chosen["top_mi"])]
+    assert np.array_equal(model.active_rows, used)
     info = run("info", "-m", both).stdout.decode()
     assert f"features {'+'.join(chosen['features'])})" in info
 
@@ -114,7 +125,11 @@ def test_update_merge_unlearn_with_pairs_write_a_fresh_fits_bytes(sms, tmp_path)
         assert run("fit", corpus, "--ngram-range", "1,2", "-o", out, "-q").returncode == 0
     fresh = load(str(full))
     assert fresh.vocabulary_filter.features is not None
-    assert len(fresh.choice["candidates"]) == 24
+    sizes = [int(rows_of(fresh.counts.vocabulary, names).sum())
+             for names in (("words",), ("words", "pairs"))]  # fmt: skip
+    pruned_by_mi = sum(size > k for k in PRUNE_MI for size in sizes)
+    assert pruned_by_mi >= 3  # at least the pairs' three sizes
+    assert len(fresh.choice["candidates"]) == 24 + 8 * pruned_by_mi
     updated = tmp_path / "updated.nbc"
     shutil.copy(half_a, updated)
     assert run("fit", sms / "b", "--update", updated, "-q").returncode == 0
@@ -200,4 +215,94 @@ def test_a_chosen_pruning_is_stored_and_checked():
         data, "model", lambda h: h["vocabulary_filter"].__setitem__("prune_df", 0)
     )
     with pytest.raises(ModelFileError, match="min-df"):
+        loads(crafted, "forged.nbc")
+
+
+def test_informative_rows_by_hand():
+    """Two classes of two documents each: "aa" in both documents of the first class alone,
+    "bb" in every document, "cc" in one document of the first class, "dd" in one of the
+    second. With β = 1 and α = 1, π = (1/2, 1/2) and θ_jc = (D_jc + 1) / (N_c + 2):
+    aa (3/4, 1/4), bb (3/4, 3/4), cc (1/2, 1/4), dd (1/4, 1/2). bb is independent of the
+    class (I = 0); cc and dd have the same I (mirror images), below aa's."""
+    from fractions import Fraction as F
+    from math import log
+
+    from nbclass.counting.counts import Counts
+    from nbclass.models.selection import PRUNE_MI_SETTINGS, mutual_information
+
+    counts = Counts(
+        classes=("x", "y"), vocabulary=("aa", "bb", "cc", "dd"),
+        class_count=np.array([2, 2]),
+        doc_count=np.array([[2, 0], [2, 2], [1, 0], [0, 1]]),
+        token_count=np.array([[2, 0], [2, 2], [1, 0], [0, 1]]),
+    )  # fmt: skip
+
+    def mi(t0, t1):
+        mean = (t0 + t1) / 2
+        return sum(float(p) / 2 * log(p / m) for p, m in ((t0, mean), (t1, mean),
+                   (1 - t0, 1 - mean), (1 - t1, 1 - mean)))  # fmt: skip
+
+    expected = [mi(F(3, 4), F(1, 4)), 0.0, mi(F(1, 2), F(1, 4)), mi(F(1, 4), F(1, 2))]
+    assert np.allclose(mutual_information(counts, PRUNE_MI_SETTINGS), expected, rtol=1e-12,
+                       atol=1e-15)  # fmt: skip
+    assert expected[0] > expected[2] > expected[1] and np.isclose(expected[2], expected[3])
+    assert informative_rows(counts, 1).tolist() == [0]
+    assert informative_rows(counts, 2).tolist() == [0, 2]  # the tie goes to the earlier
+    assert informative_rows(counts, 3).tolist() == [0, 2, 3]
+    assert informative_rows(counts, 4).tolist() == [0, 1, 2, 3]
+    kept = VocabularyFilter(prune_mi=2).rows(counts)
+    assert kept.tolist() == [0, 2]
+
+
+def test_an_informative_fold_scores_as_the_model_pruned_by_mi():
+    """The MI candidates' fold: the fold's entries of highest mutual information in its own
+    training counts (the held-out documents never decide); its candidates score the
+    held-out documents exactly as the model of the fold's training documents does when
+    its vocabulary filter prunes it by the same rule."""
+    import scipy.sparse as sp
+
+    from nbclass.models.choosing import CANDIDATES, fold_of, informative, pruned_scores
+    from nbclass.models.posterior import make_scorer
+    from nbclass.models.textmodels import prepare
+
+    corpus = list_corpus(str(DEMO_CORPUS))
+    model = load_sampled(fit(corpus, TokenizerSettings(ngram_range=(1, 2))))
+    sample = model.sample
+    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
+                      shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
+    rows = np.arange(0, sample.n_documents, 5)
+    fold = fold_of(model.counts, X, sample.labels, rows)
+    small = informative(fold, 300)
+    kept = informative_rows(fold.counts, 300)
+    assert list(small.counts.vocabulary) == [fold.counts.vocabulary[j] for j in kept]
+    assert len(small.counts.vocabulary) == 300 < len(fold.counts.vocabulary)
+    vocabulary = model.counts.vocabulary
+    assert [vocabulary[j] for j in small.words] == list(small.counts.vocabulary)
+    # The same scores as the pruned model of the training documents alone.
+    training = replace(model, counts=fold.counts, sample=None,
+                       vocabulary_filter=VocabularyFilter(prune_mi=300))  # fmt: skip
+    assert np.array_equal(training.active_rows, kept)
+    [(known, scores)] = pruned_scores(fold, X, CANDIDATES, 1, [(None, 300)])
+    held = X[rows][:, fold.words[kept]]
+    assert np.array_equal(known, np.asarray(held.sum(axis=1)).ravel())
+    active = training.active_counts
+    for settings, jll in zip(CANDIDATES, scores):
+        reference = make_scorer(active, settings, prepare(active, settings))
+        assert np.allclose(jll, reference.joint_log_likelihood(held), rtol=1e-12, atol=1e-9)
+
+
+def test_a_chosen_mi_pruning_is_stored_and_checked():
+    """prune_mi in the vocabulary filter: the rows of informative_rows, kept through the
+    file and shown by info; a forged one out of --max-features' range is refused."""
+    corpus = list_corpus(str(DEMO_CORPUS))
+    model = fit(corpus, TokenizerSettings(ngram_range=(1, 2)))
+    kept = replace(model, vocabulary_filter=VocabularyFilter(features=("words", "pairs"),
+                                                             prune_mi=100))  # fmt: skip
+    assert np.array_equal(kept.active_rows, informative_rows(model.counts, 100))
+    data = dumps(kept)
+    assert loads(data, "kept.nbc").vocabulary_filter == kept.vocabulary_filter
+    crafted = edit_header(
+        data, "model", lambda h: h["vocabulary_filter"].__setitem__("prune_mi", 0)
+    )
+    with pytest.raises(ModelFileError, match="max-features"):
         loads(crafted, "forged.nbc")

@@ -99,9 +99,9 @@ def _in_range(option: str, value, record: str):
 def vocabulary_filter(header: dict) -> tuple[int, int | None, tuple[str, ...] | None]:
     """``(min_df, max_features, features)``, each in the range of its ``fit`` option;
     ``features`` (the feature families fit's choice kept, :mod:`nbclass.text.families`)
-    None or distinct known names; ``prune_df`` (fit's chosen pruning, read with
-    :meth:`nbclass.models.model.VocabularyFilter.from_dict`) None or in ``--min-df``'s
-    range."""
+    None or distinct known names; ``prune_df`` and ``prune_mi`` (fit's chosen prunings,
+    read with :meth:`nbclass.models.model.VocabularyFilter.from_dict`) None or in the
+    range of ``--min-df`` and ``--max-features``."""
     data = header["vocabulary_filter"]
     if not isinstance(data, dict):
         raise ValueError("the vocabulary filter is not an object")
@@ -115,6 +115,8 @@ def vocabulary_filter(header: dict) -> tuple[int, int | None, tuple[str, ...] | 
         features = check_names(features)
     if data.get("prune_df") is not None:
         _in_range("--min-df", data["prune_df"], "vocabulary filter")
+    if data.get("prune_mi") is not None:
+        _in_range("--max-features", data["prune_mi"], "vocabulary filter")
     return _in_range("--min-df", data["min_df"], "vocabulary filter"), max_features, features
 
 

@@ -481,7 +481,8 @@ def _build(
         counts=counts,
         tokenizer=tokenizer,
         vocabulary_filter=VocabularyFilter(
-            min_df, max_features, features, header["vocabulary_filter"].get("prune_df")
+            min_df, max_features, features, header["vocabulary_filter"].get("prune_df"),
+            header["vocabulary_filter"].get("prune_mi"),
         ),
         defaults=checked.defaults(header),
         selection=checked.selection(header),

@@ -301,6 +301,30 @@ def _kept(fold: Fold, keep: np.ndarray) -> Fold:
     )  # fmt: skip
 
 
+def informative(fold: Fold, k: int, ranking: np.ndarray | None = None) -> Fold:
+    """``fold`` with its vocabulary pruned to the ``k`` entries of highest mutual
+    information in the fold's own training counts (the held-out documents never decide),
+    as a model pruned by the same rule keeps them
+    (:func:`nbclass.models.selection.informative_rows`). ``ranking``, when given, is
+    that order of the fold's entries, best first (:func:`mi_ranking`), computed once for
+    several ``k``."""
+    if len(fold.counts.vocabulary) <= k:
+        return fold
+    ranking = mi_ranking(fold) if ranking is None else ranking
+    keep = np.zeros(len(fold.counts.vocabulary), dtype=bool)
+    keep[ranking[:k]] = True
+    return _kept(fold, keep)
+
+
+def mi_ranking(fold: Fold) -> np.ndarray:
+    """The fold's entries by mutual information in its training counts, best first (ties:
+    the earlier entry), as :func:`nbclass.models.selection.informative_rows` ranks them."""
+    from .selection import pruning_information, rank_features
+
+    I = pruning_information(fold.counts)
+    return rank_features(I, I.size)
+
+
 def fold_scores(
     counts: Counts,
     X: sp.csr_matrix,
@@ -309,14 +333,16 @@ def fold_scores(
     candidates,
     threads: int = 1,
     min_df: int | None = None,
+    top_mi: int | None = None,
 ) -> tuple[Fold, np.ndarray, list[np.ndarray]]:
     """The fold holding out ``rows``, the known tokens of those documents (those in the
     fold's training vocabulary, as predict counts a document's known tokens), shape
     (len(rows),), and every candidate's scores b_c of them under the fold's training
     counts, each of shape (len(rows), C_k), computed by ``threads`` threads. With
     ``min_df``, the fold's vocabulary is pruned to the words in at least that many of
-    its training documents (:func:`pruned`)."""
-    fold, held_out = held_out_documents(counts, X, y, rows, min_df)
+    its training documents (:func:`pruned`); with ``top_mi``, to its ``top_mi`` entries
+    of highest mutual information (:func:`informative`)."""
+    fold, held_out = held_out_documents(counts, X, y, rows, min_df, top_mi)
 
     def score(settings: EstimatorSettings) -> np.ndarray:
         return fold_scorer(fold, settings).joint_log_likelihood(held_out)
@@ -332,21 +358,27 @@ def fold_scores(
 
 
 def held_out_documents(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray,
-                       min_df: int | None = None) -> tuple[Fold, sp.csr_matrix]:  # fmt: skip
-    """The fold holding out the sampled documents ``rows`` (pruned to ``min_df``, if
-    given) and their counts over the words of its vocabulary they hold (``fold.used``),
-    shape (len(rows), R)."""
-    return set_documents(fold_of(counts, X, y, rows), X, None, min_df)
+                       min_df: int | None = None, top_mi: int | None = None,
+                       ) -> tuple[Fold, sp.csr_matrix]:  # fmt: skip
+    """The fold holding out the sampled documents ``rows`` (pruned to ``min_df`` and
+    ``top_mi``, if given) and their counts over the words of its vocabulary they hold
+    (``fold.used``), shape (len(rows), R)."""
+    return set_documents(fold_of(counts, X, y, rows), X, None, min_df, top_mi)
 
 
 def set_documents(whole: Fold, X: sp.csr_matrix, rows: np.ndarray | None,
-                  min_df: int | None) -> tuple[Fold, sp.csr_matrix]:  # fmt: skip
-    """The fold ``whole`` restricted to a feature set's ``rows`` (:func:`restricted`) and
-    pruned to ``min_df`` if given, with its held-out documents' counts over the words they
-    hold, (m, R): one fold of the whole vocabulary serves every feature set."""
+                  min_df: int | None, top_mi: int | None = None,
+                  ranking: np.ndarray | None = None) -> tuple[Fold, sp.csr_matrix]:  # fmt: skip
+    """The fold ``whole`` restricted to a feature set's ``rows`` (:func:`restricted`),
+    pruned to ``min_df`` if given, then to its ``top_mi`` entries of highest mutual
+    information if given (:func:`informative`; ``ranking``: the restricted fold's, when
+    ``min_df`` is None), with its held-out documents' counts over the words they hold,
+    (m, R): one fold of the whole vocabulary serves every feature set."""
     fold = restricted(whole, rows)
     if min_df is not None:
-        fold = pruned(fold, min_df)
+        fold, ranking = pruned(fold, min_df), None
+    if top_mi is not None:
+        fold = informative(fold, top_mi, ranking)
     return fold, X[whole.rows][:, fold.words[fold.used]]
 
 
@@ -467,19 +499,19 @@ class HeldOutScores:
 
 def winner_scores(counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.ndarray,
                   settings: EstimatorSettings, rows: np.ndarray | None = None,
-                  min_df: int | None = None):  # fmt: skip
+                  min_df: int | None = None, top_mi: int | None = None):  # fmt: skip
     """The held-out scores of one candidate on the feature set ``rows`` (pruned to
-    ``min_df``), made again: the (n, C) array when it has at most :data:`KEEP_CELLS`
-    cells, else :class:`HeldOutScores`."""
+    ``min_df`` and ``top_mi``), made again: the (n, C) array when it has at most
+    :data:`KEEP_CELLS` cells, else :class:`HeldOutScores`."""
     n, C = X.shape[0], len(counts.classes)
     if n * C <= KEEP_CELLS:
         [((summary,), _)] = held_out_summaries(counts, X, y, fold_ids, [settings], 1,
-                                               [(rows, min_df)], keep=True)  # fmt: skip
+                                               [(rows, min_df, top_mi)], keep=True)  # fmt: skip
         return summary.jll
     scores = HeldOutScores(n, C)
     for k in np.unique(fold_ids).tolist():
         held = np.flatnonzero(fold_ids == k)
-        fold, held_out = set_documents(fold_of(counts, X, y, held), X, rows, min_df)
+        fold, held_out = set_documents(fold_of(counts, X, y, held), X, rows, min_df, top_mi)
         scores.add(held, fold.classes, fold_scorer(fold, settings), held_out)
     return scores
 
@@ -491,13 +523,13 @@ def held_out_summaries(
     fold_ids: np.ndarray,
     candidates,
     threads: int = 1,
-    sets=((None, None),),
+    sets=((None, None, None),),
     evidence=(),
     keep: bool = False,
 ) -> list[tuple[list[Summary], np.ndarray]]:
     """Every candidate's held-out documents under the model of their fold, on each
-    feature set of ``sets`` (``(rows, min_df)``: sorted indices into the vocabulary or
-    None for all, and a pruning or None, :func:`set_documents`), summarised
+    feature set of ``sets`` (``(rows, min_df, top_mi)``: sorted indices into the
+    vocabulary or None for all, and prunings or None, :func:`set_documents`), summarised
     (:class:`Summary`, with ``evidence`` for the candidates in ``evidence`` and the whole
     scores when ``keep``): per set, the candidates' summaries and each document's known
     tokens, shape (n,). What the whole held-out scores give, reduced a block of
@@ -521,9 +553,15 @@ def held_out_summaries(
         rows = np.flatnonzero(fold_ids == k)
         whole = fold_of(counts, X, y, rows)
         blocks = row_blocks(rows.size, C)
-        work = []
-        for (set_rows, min_df), (summaries, known) in zip(sets, out):
-            fold, held_out = set_documents(whole, X, set_rows, min_df)
+        work, rankings = [], {}  # the mutual information ranked once per set of rows
+        for (set_rows, min_df, top_mi), (summaries, known) in zip(sets, out):
+            ranking = None
+            if top_mi is not None and min_df is None:
+                at = None if set_rows is None else set_rows.tobytes()
+                if at not in rankings:
+                    rankings[at] = mi_ranking(restricted(whole, set_rows))
+                ranking = rankings[at]
+            fold, held_out = set_documents(whole, X, set_rows, min_df, top_mi, ranking)
             fold_known = np.asarray(held_out.sum(axis=1)).ravel()
             known[rows] = fold_known
             work += [(settings, summary, fold, held_out, fold_known)
@@ -743,27 +781,36 @@ class Choice:
     evidence: np.ndarray | None = None
     features: tuple[str, ...] | None = None
     min_df: int | None = None
+    top_mi: int | None = None
 
     def to_dict(self) -> dict:
         return {
             "criterion": CRITERION,
             "folds": self.folds,
             "documents": self.documents,
-            "chosen": named(self.settings, self.features, self.min_df),
+            "chosen": named(self.settings, self.features, self.min_df, self.top_mi),
             "candidates": self.table,
         }
 
 
 def named(
-    settings: EstimatorSettings, features: tuple[str, ...] | None, min_df: int | None = None
+    settings: EstimatorSettings,
+    features: tuple[str, ...] | None,
+    min_df: int | None = None,
+    top_mi: int | None = None,
 ) -> str:
     """A candidate's name: its settings (:func:`describe`), then its feature families
     when the choice compared several sets, and the pruning of its vocabulary, e.g.
-    ``multinomial β=fit, words+pairs, df≥2``."""
-    if features is None:
-        return describe(settings)
-    pruning = "" if min_df is None else f", df≥{min_df}"
-    return f"{describe(settings)}, {'+'.join(features)}{pruning}"
+    ``multinomial β=fit, words+pairs, df≥2`` or ``complement tf=log no-class-prior,
+    MI top 1000``."""
+    parts = [describe(settings)]
+    if features is not None:
+        parts.append("+".join(features))
+    if min_df is not None:
+        parts.append(f"df≥{min_df}")
+    if top_mi is not None:
+        parts.append(f"MI top {top_mi}")
+    return ", ".join(parts)
 
 
 def _macro_f1(y: np.ndarray, pred: np.ndarray, C: int) -> float:
@@ -790,9 +837,9 @@ def _no_evidence(candidates, features=None) -> Choice:
     """The choice when no document can be held out (every class has one document): the
     first, simplest candidate (on the first feature set), uncalibrated; its table says
     no document was scored."""
-    names, min_df = (features[0][0], features[0][2]) if features else (None, None)
+    names, _, min_df, top_mi = features[0] if features else (None, None, None, None)
     table = [
-        {"name": named(s, names, min_df), "settings": s.to_dict(), "accuracy": 0.0,
+        {"name": named(s, names, min_df, top_mi), "settings": s.to_dict(), "accuracy": 0.0,
          "macro_f1": 0.0, "log_loss": 0.0, "chosen": i == 0}
         for i, s in enumerate(candidates)
     ]  # fmt: skip
@@ -802,7 +849,11 @@ def _no_evidence(candidates, features=None) -> Choice:
     if min_df is not None:
         for row in table:
             row["min_df"] = min_df
-    return Choice(candidates[0], Calibration(0.0, 0.0), table, 0, 0, None, names, min_df)
+    if top_mi is not None:
+        for row in table:
+            row["top_mi"] = top_mi
+    return Choice(candidates[0], Calibration(0.0, 0.0), table, 0, 0, None, names, min_df,
+                  top_mi)  # fmt: skip
 
 
 def choose(
@@ -812,15 +863,18 @@ def choose(
     candidates=CANDIDATES,
     k: int = FOLDS,
     threads: int = 1,
-    features: list[tuple[tuple[str, ...], np.ndarray, int | None]] | None = None,
+    features: list[tuple[tuple[str, ...] | None, np.ndarray | None, int | None, int | None]]
+    | None = None,
 ) -> Choice:
     """Cross-validate ``candidates`` on the sample ``(X, y)`` of the corpus of ``counts``.
 
     ``X`` (n, V) counts the sampled documents over ``counts.vocabulary``; ``y`` (n,) are
     their classes (indices into ``counts.classes``); ``threads`` score the candidates.
-    ``features``, when given, lists feature sets ``(family names, rows, min_df)`` (rows:
-    sorted indices into the vocabulary, :mod:`nbclass.text.families`; ``min_df`` None or
-    a pruning of each fold's vocabulary, :func:`pruned`): every candidate is then scored
+    ``features``, when given, lists feature sets ``(family names, rows, min_df, top_mi)``
+    (names None and rows None: every entry, one kind of token; rows: sorted indices into
+    the vocabulary, :mod:`nbclass.text.families`; ``min_df`` and ``top_mi`` None or a
+    pruning of each fold's vocabulary, :func:`pruned` and :func:`informative`): every
+    candidate is then scored
     on each set's rows alone (the counts and the sample restricted to them, as a fit
     counting only those tokens would hold), the sets in that order, and the choice picks
     a set with the settings.
@@ -835,20 +889,22 @@ def choose(
     fold_ids = stratified_fold_ids(y, folds_for(y.size, counts.n_docs, k))
     from .novelty import evidence_settings
 
-    sets = features or [(None, None, None)]
+    sets = features or [(None, None, None, None)]
     # Each candidate's held-out scores are kept whole only when all of them together are
     # small; otherwise the winner's are made again for its calibration.
     keep = y.size * len(counts.classes) * len(candidates) * len(sets) <= KEEP_CELLS
     evidence = {evidence_settings(settings) for settings in candidates}
 
-    specs = [  # (rows, min_df) of each set; None: every row
+    specs = [  # (rows, min_df, top_mi) of each set; None: every row
         (None if kept_rows is None or kept_rows.size == len(counts.vocabulary) else kept_rows,
-         min_df)
-        for _, kept_rows, min_df in sets
+         min_df, top_mi)
+        for _, kept_rows, min_df, top_mi in sets
     ]  # fmt: skip
     rows = []
     done = held_out_summaries(counts, X, y, fold_ids, candidates, threads, specs, evidence, keep)
-    for (names, _, min_df), (set_rows, _), (summaries, n_tokens) in zip(sets, specs, done):
+    for (names, _, min_df, top_mi), (set_rows, _, _), (summaries, n_tokens) in zip(
+        sets, specs, done
+    ):
         for settings, summary in zip(candidates, summaries):
             scored = summary.scored
             pred, truth = summary.pred[scored], y[scored]
@@ -862,6 +918,7 @@ def choose(
                     "documents": int(scored.sum()),
                     "features": names,
                     "min_df": min_df,
+                    "top_mi": top_mi,
                     "known": n_tokens,
                     "rows": set_rows,
                 }
@@ -875,13 +932,13 @@ def choose(
     jll = winner["summary"].jll
     if jll is None:  # made again: the same floats as when it was scored with the others
         jll = winner_scores(counts, X, y, fold_ids, winner["settings"], winner["rows"],
-                            winner["min_df"])  # fmt: skip
+                            winner["min_df"], winner["top_mi"])  # fmt: skip
     calibration = fit_calibration(jll, y, n_tokens)
     scored = winner["summary"].scored
     table = []
     for i, r in enumerate(rows):
         row = {
-            "name": named(r["settings"], r["features"], r["min_df"]),
+            "name": named(r["settings"], r["features"], r["min_df"], r["top_mi"]),
             "settings": r["settings"].to_dict(),
             "accuracy": r["correct"] / max(r["documents"], 1),
             "macro_f1": r["macro_f1"],
@@ -892,6 +949,8 @@ def choose(
             row["features"] = list(r["features"])
         if r["min_df"] is not None:
             row["min_df"] = r["min_df"]
+        if r["top_mi"] is not None:
+            row["top_mi"] = r["top_mi"]
         table.append(row)
     at = np.flatnonzero(scored)
     picked = [
@@ -904,7 +963,7 @@ def choose(
     return Choice(
         replace(winner["settings"]), calibration, table, int(scored.sum()),
         int(np.unique(fold_ids).size), _evidence(rows, winner), winner["features"],
-        winner["min_df"],
+        winner["min_df"], winner["top_mi"],
     )  # fmt: skip
 
 
@@ -916,8 +975,8 @@ def _evidence(rows: list[dict], winner: dict):
     wanted = evidence_settings(winner["settings"])
     found = [
         r for r in rows
-        if r["settings"] == wanted and (r["features"], r["min_df"]) == (
-            winner["features"], winner["min_df"])
+        if r["settings"] == wanted and (r["features"], r["min_df"], r["top_mi"]) == (
+            winner["features"], winner["min_df"], winner["top_mi"])
     ]  # fmt: skip
     if not found:
         return None

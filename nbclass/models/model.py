@@ -41,7 +41,7 @@ from .estimators import (
     resolve,
 )
 from .posterior import make_scorer
-from .selection import mutual_information, rank_features
+from .selection import informative_rows, mutual_information, rank_features
 from .sparsity import row_sums
 from .textmodels import prepare
 
@@ -68,12 +68,17 @@ class VocabularyFilter:
     prune_df : int or None
         The document frequency fit's choice pruned the vocabulary to (words in at least
         this many training documents), on top of ``min_df``; None: no pruning chosen.
+    prune_mi : int or None
+        The number of entries fit's choice kept of those the rest of the filter keeps: the
+        ones of highest mutual information with the class (:func:`nbclass.models.selection.informative_rows`);
+        None: no such pruning chosen. Applied last.
     """
 
     min_df: int = 1
     max_features: int | None = None
     features: tuple[str, ...] | None = None
     prune_df: int | None = None
+    prune_mi: int | None = None
 
     def validate(self) -> VocabularyFilter:
         check("--min-df", self.min_df)
@@ -83,9 +88,9 @@ class VocabularyFilter:
     @property
     def chosen_apart(self) -> VocabularyFilter:
         """The filter without what fit's choice picked (the user's options alone)."""
-        if self.features is None and self.prune_df is None:
+        if self.features is None and self.prune_df is None and self.prune_mi is None:
             return self
-        return replace(self, features=None, prune_df=None)
+        return replace(self, features=None, prune_df=None, prune_mi=None)
 
     def rows(self, counts: Counts) -> np.ndarray:
         """Sorted indices of the words of ``counts`` that pass the filter."""
@@ -99,6 +104,8 @@ class VocabularyFilter:
             frequency = row_sums(counts.token_count[keep])
             best = np.argsort(-frequency, kind="stable")[: self.max_features]
             keep = np.sort(keep[best])
+        if self.prune_mi is not None and keep.size > self.prune_mi:
+            keep = keep[informative_rows(counts.restrict(keep), self.prune_mi)]
         return keep
 
     def to_dict(self) -> dict:
@@ -107,18 +114,23 @@ class VocabularyFilter:
             data["features"] = list(self.features)
         if self.prune_df is not None:
             data["prune_df"] = self.prune_df
+        if self.prune_mi is not None:
+            data["prune_mi"] = self.prune_mi
         return data
 
     @classmethod
     def from_dict(cls, data: dict) -> VocabularyFilter:
         max_features = data["max_features"]
         features, prune_df = data.get("features"), data.get("prune_df")
+        prune_mi = data.get("prune_mi")
         return cls(
             min_df=int(data["min_df"]),
             max_features=None if max_features is None else int(max_features),
             features=None if features is None else tuple(features),
             prune_df=None if prune_df is None else int(prune_df),
+            prune_mi=None if prune_mi is None else int(prune_mi),
         )
+
 
 
 @dataclass(frozen=True, eq=False)
@@ -265,6 +277,11 @@ def fit(
 # The document frequency of the pruned candidates of a model with pairs: an entry of one
 # training document (most pairs) is dropped.
 PRUNE_DF = 2
+#: The sizes the choice prunes each feature set to by mutual information (the entries
+#: of highest I_j in each fold's training counts), where the set holds more entries:
+#: a few hundred to a few thousand well-chosen words can beat the whole vocabulary on
+#: corpora where most words are noise to the class (sentiment, for one).
+PRUNE_MI = (1000, 3000, 10000)
 
 
 def with_choice(model: Model, threads: int = 1) -> Model:
@@ -304,19 +321,30 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     if counts is not model.counts:  # the words the vocabulary filter keeps
         X = X[:, model.active_rows]
     sets = feature_sets(counts.vocabulary)
-    features = None
     if len(sets) > 1:  # row masks over the one count, simplest first
         rows_of_set = [np.flatnonzero(rows_of(counts.vocabulary, names)) for names in sets]
-        features = [(names, at, None) for names, at in zip(sets, rows_of_set)]
+        features = [(names, at, None, None) for names, at in zip(sets, rows_of_set)]
         # The sets with word pairs again, pruned to the entries of two documents or more
         # (not the tokenizations of unspaced scripts, whose sets are their own).
         features += [
-            (names, at, PRUNE_DF) for names, at in zip(sets, rows_of_set)
+            (names, at, PRUNE_DF, None) for names, at in zip(sets, rows_of_set)
             if "pairs" in names and "characters" not in names
         ]  # fmt: skip
+    else:  # one kind of token: every entry, unnamed
+        rows_of_set = [np.arange(len(counts.vocabulary))]
+        features = [(None, None, None, None)]
+    # Every set again, pruned to its k most informative entries, where it has more.
+    unpruned = list(zip([f[0] for f in features[: len(rows_of_set)]], rows_of_set))
+    features += [
+        (names, at if names is not None else None, None, k)
+        for k in PRUNE_MI for names, at in unpruned if at.size > k
+    ]  # fmt: skip
+    if features == [(None, None, None, None)]:
+        features = None
     choice = choose(counts, X, part.labels, k=folds, threads=threads, features=features)
-    if choice.features is not None:
-        chosen = replace(base, features=choice.features, prune_df=choice.min_df)
+    if choice.features is not None or choice.top_mi is not None:
+        chosen = replace(base, features=choice.features, prune_df=choice.min_df,
+                         prune_mi=choice.top_mi)  # fmt: skip
         model = replace(model, vocabulary_filter=chosen)
         counts = model.active_counts
     typicality = None

@@ -146,6 +146,22 @@ def rank_features(I: np.ndarray, k: int) -> np.ndarray:
     return order[:k]
 
 
+#: The estimates the pruning by mutual information ranks with: word presence under the
+#: posterior mean with β = 1 (and α = 1 for π), whatever the model's own settings, so
+#: that the kept entries are a function of the counts alone.
+PRUNE_MI_SETTINGS = EstimatorSettings()
+
+
+def informative_rows(counts: Counts, k: int) -> np.ndarray:
+    """Sorted indices of the ``k`` entries of ``counts`` with the highest mutual
+    information I_j between their presence and the class (:func:`mutual_information`
+    under :data:`PRUNE_MI_SETTINGS`); ties go to the earlier entry, as
+    ``select-features`` ranks them. Every entry when there are at most ``k``."""
+    if len(counts.vocabulary) <= k:
+        return np.arange(len(counts.vocabulary))
+    return np.sort(rank_features(mutual_information(counts, PRUNE_MI_SETTINGS), k))
+
+
 # --- Per-class features: the words that most favour each class -----------------------------
 
 

@@ -449,7 +449,9 @@ def info_lines(info: dict) -> Iterator[str]:
         f"vocabulary   {info['vocabulary']} words used of {info['vocabulary_counted']} "
         f"counted (min_df {vf['min_df']}, max_features {max_features}"
         + (f", features {'+'.join(vf['features'])}" if vf.get("features") else "")
-        + (f", pruned to df >= {vf['prune_df']})" if vf.get("prune_df") else ")")
+        + (f", pruned to df >= {vf['prune_df']}" if vf.get("prune_df") else "")
+        + (f", pruned to the {vf['prune_mi']} of highest MI" if vf.get("prune_mi") else "")
+        + ")"
     )
     if info["selection"]:
         s = info["selection"]
