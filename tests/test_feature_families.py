@@ -306,3 +306,58 @@ def test_a_chosen_mi_pruning_is_stored_and_checked():
     )
     with pytest.raises(ModelFileError, match="max-features"):
         loads(crafted, "forged.nbc")
+
+
+@pytest.fixture(scope="module")
+def reviews(tmp_path_factory):
+    """The first 300 movie reviews of each class (by name) as folders: ``all``, ``a`` (every
+    other review of each class, from the first) and ``b`` (the others)."""
+    import tarfile
+
+    from conftest import SHARED_CORPORA
+
+    archive = SHARED_CORPORA / "movie_reviews.tar.gz"
+    if not archive.exists():
+        pytest.skip(f"{archive} is absent (the shared corpora live beside the repository)")
+    root = tmp_path_factory.mktemp("reviews")
+    seen: dict[str, int] = {}
+    with tarfile.open(archive, "r:gz") as tar:
+        for member in sorted((m for m in tar if m.isfile()), key=lambda m: m.name):
+            _, label, name = member.name.split("/")
+            i = seen[label] = seen.get(label, 0) + 1
+            if i > 300:
+                continue
+            data = tar.extractfile(member).read()
+            for part in ("all", "ab"[(i - 1) % 2]):
+                (root / part / label).mkdir(parents=True, exist_ok=True)
+                (root / part / label / name).write_bytes(data)
+    return root
+
+
+def test_a_chosen_mi_pruning_updates_merges_and_unlearns_to_a_fresh_fits_bytes(reviews,
+                                                                               tmp_path):
+    """600 movie reviews at the defaults choose a pruning by mutual information (the
+    pruned rows stay in the file); their halves choose otherwise. fit --update, merge and
+    unlearn rank the entries again from the new counts and write the fresh fit's bytes."""
+    full, half_a, half_b = tmp_path / "all.nbc", tmp_path / "a.nbc", tmp_path / "b.nbc"
+    for corpus, out in ((reviews / "all", full), (reviews / "a", half_a),
+                        (reviews / "b", half_b)):  # fmt: skip
+        assert run("fit", corpus, "-o", out, "-q").returncode == 0
+    fresh = load(str(full))
+    k = fresh.vocabulary_filter.prune_mi
+    assert k in PRUNE_MI and fresh.choice["chosen"].endswith(f", MI top {k}")
+    assert np.array_equal(fresh.active_rows, informative_rows(fresh.counts, k))
+    assert len(fresh.counts.vocabulary) > k  # every counted word stays in the file
+    assert load(str(half_a)).vocabulary_filter.prune_mi != k
+    info = run("info", "-m", full).stdout.decode()
+    assert f"pruned to the {k} of highest MI)" in info
+    updated = tmp_path / "updated.nbc"
+    shutil.copy(half_a, updated)
+    assert run("fit", reviews / "b", "--update", updated, "-q").returncode == 0
+    assert updated.read_bytes() == full.read_bytes()
+    merged = tmp_path / "merged.nbc"
+    assert run("merge", half_b, half_a, "-o", merged, "-q").returncode == 0
+    assert merged.read_bytes() == full.read_bytes()
+    unlearned = tmp_path / "unlearned.nbc"
+    assert run("unlearn", reviews / "b", "-m", full, "-o", unlearned, "-q").returncode == 0
+    assert unlearned.read_bytes() == half_a.read_bytes()
