@@ -228,7 +228,11 @@ def test_informative_rows_by_hand():
     from math import log
 
     from nbclass.counting.counts import Counts
-    from nbclass.models.selection import PRUNE_MI_SETTINGS, mutual_information
+    from nbclass.models.selection import (
+        PRUNE_MI_SETTINGS,
+        mutual_information,
+        pruning_information,
+    )
 
     counts = Counts(
         classes=("x", "y"), vocabulary=("aa", "bb", "cc", "dd"),
@@ -243,8 +247,8 @@ def test_informative_rows_by_hand():
                    (1 - t0, 1 - mean), (1 - t1, 1 - mean)))  # fmt: skip
 
     expected = [mi(F(3, 4), F(1, 4)), 0.0, mi(F(1, 2), F(1, 4)), mi(F(1, 4), F(1, 2))]
-    assert np.allclose(mutual_information(counts, PRUNE_MI_SETTINGS), expected, rtol=1e-12,
-                       atol=1e-15)  # fmt: skip
+    for I in (mutual_information(counts, PRUNE_MI_SETTINGS), pruning_information(counts)):
+        assert np.allclose(I, expected, rtol=1e-12, atol=1e-15)
     assert expected[0] > expected[2] > expected[1] and np.isclose(expected[2], expected[3])
     assert informative_rows(counts, 1).tolist() == [0]
     assert informative_rows(counts, 2).tolist() == [0, 2]  # the tie goes to the earlier
@@ -261,7 +265,7 @@ def test_an_informative_fold_scores_as_the_model_pruned_by_mi():
     its vocabulary filter prunes it by the same rule."""
     import scipy.sparse as sp
 
-    from nbclass.models.choosing import CANDIDATES, fold_of, informative, pruned_scores
+    from nbclass.models.choosing import CANDIDATES, fold_of, fold_scores, informative
     from nbclass.models.posterior import make_scorer
     from nbclass.models.textmodels import prepare
 
@@ -282,7 +286,8 @@ def test_an_informative_fold_scores_as_the_model_pruned_by_mi():
     training = replace(model, counts=fold.counts, sample=None,
                        vocabulary_filter=VocabularyFilter(prune_mi=300))  # fmt: skip
     assert np.array_equal(training.active_rows, kept)
-    [(known, scores)] = pruned_scores(fold, X, CANDIDATES, 1, [(None, 300)])
+    _, known, scores = fold_scores(model.counts, X, sample.labels, rows, CANDIDATES,
+                                   top_mi=300)  # fmt: skip
     held = X[rows][:, fold.words[kept]]
     assert np.array_equal(known, np.asarray(held.sum(axis=1)).ravel())
     active = training.active_counts
@@ -361,3 +366,30 @@ def test_a_chosen_mi_pruning_updates_merges_and_unlearns_to_a_fresh_fits_bytes(r
     unlearned = tmp_path / "unlearned.nbc"
     assert run("unlearn", reviews / "b", "-m", full, "-o", unlearned, "-q").returncode == 0
     assert unlearned.read_bytes() == half_a.read_bytes()
+
+
+def test_one_subtraction_serves_every_pruning():
+    """held_out_summaries with several prunings (each fold subtracted once, its mutual
+    information ranked once) gives each pruning what a call of its own gives."""
+    import scipy.sparse as sp
+
+    from nbclass.models import choosing
+
+    corpus = list_corpus(str(DEMO_CORPUS))
+    model = load_sampled(fit(corpus, TokenizerSettings(ngram_range=(1, 2))))
+    sample = model.sample
+    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
+                      shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
+    y = sample.labels.astype(np.int64)
+    folds = choosing.stratified_fold_ids(y, 5)
+    prunings = [(None, None), (2, None), (None, 300), (None, 1000), (2, 300)]
+    together = choosing.held_out_summaries(model.counts, X, y, folds, choosing.CANDIDATES,
+                                           prunings=prunings, keep=True)  # fmt: skip
+    for pruning, (summaries, known) in zip(prunings, together):
+        [(alone, known_alone)] = choosing.held_out_summaries(
+            model.counts, X, y, folds, choosing.CANDIDATES, prunings=[pruning], keep=True
+        )
+        assert np.array_equal(known, known_alone)
+        for a, b in zip(summaries, alone):
+            assert np.array_equal(a.jll, b.jll) and np.array_equal(a.pred, b.pred)
+    assert not np.array_equal(together[0][1], together[2][1])  # the pruning did prune

@@ -152,14 +152,22 @@ def rank_features(I: np.ndarray, k: int) -> np.ndarray:
 PRUNE_MI_SETTINGS = EstimatorSettings()
 
 
+def pruning_information(counts: Counts) -> np.ndarray:
+    """I_j of every entry of ``counts`` under :data:`PRUNE_MI_SETTINGS`, shape (V,), as the
+    pruning by mutual information ranks them: always from the nonzero pairs
+    (:func:`_sparse_mutual_information`, the dense formula's values to rounding, in time
+    and memory of the pairs), so that entries with the same counts tie exactly."""
+    return _sparse_mutual_information(counts, PRUNE_MI_SETTINGS)
+
+
 def informative_rows(counts: Counts, k: int) -> np.ndarray:
     """Sorted indices of the ``k`` entries of ``counts`` with the highest mutual
-    information I_j between their presence and the class (:func:`mutual_information`
-    under :data:`PRUNE_MI_SETTINGS`); ties go to the earlier entry, as
-    ``select-features`` ranks them. Every entry when there are at most ``k``."""
+    information I_j between their presence and the class (:func:`pruning_information`);
+    ties go to the earlier entry, as ``select-features`` ranks them. Every entry when
+    there are at most ``k``."""
     if len(counts.vocabulary) <= k:
         return np.arange(len(counts.vocabulary))
-    return np.sort(rank_features(mutual_information(counts, PRUNE_MI_SETTINGS), k))
+    return np.sort(rank_features(pruning_information(counts), k))
 
 
 # --- Per-class features: the words that most favour each class -----------------------------
