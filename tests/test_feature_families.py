@@ -114,7 +114,8 @@ def test_the_default_fit_chooses_among_words_and_pairs(tmp_path):
         used = used[informative_rows(model.counts.restrict(used), chosen["top_mi"])]
     assert np.array_equal(model.active_rows, used)
     info = run("info", "-m", both).stdout.decode()
-    assert f"features {'+'.join(chosen['features'])})" in info
+    pruning = f", pruned to the {chosen['top_mi']} of highest MI" if chosen.get("top_mi") else ""
+    assert f"features {'+'.join(chosen['features'])}{pruning})" in info
 
 
 def test_update_merge_unlearn_with_pairs_write_a_fresh_fits_bytes(sms, tmp_path):  # noqa: F811
