@@ -370,8 +370,9 @@ def test_a_chosen_mi_pruning_updates_merges_and_unlearns_to_a_fresh_fits_bytes(r
 
 
 def test_one_subtraction_serves_every_pruning():
-    """held_out_summaries with several prunings (each fold subtracted once, its mutual
-    information ranked once) gives each pruning what a call of its own gives."""
+    """held_out_summaries with several sets and prunings (each fold subtracted once, its
+    mutual information ranked once per set of rows) gives each what a call of its own
+    gives."""
     import scipy.sparse as sp
 
     from nbclass.models import choosing
@@ -383,12 +384,14 @@ def test_one_subtraction_serves_every_pruning():
                       shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
     y = sample.labels.astype(np.int64)
     folds = choosing.stratified_fold_ids(y, 5)
-    prunings = [(None, None), (2, None), (None, 300), (None, 1000), (2, 300)]
+    words = np.flatnonzero(rows_of(model.counts.vocabulary, ("words",)))
+    sets = [(None, None, None), (None, 2, None), (None, None, 300), (None, None, 1000),
+            (None, 2, 300), (words, None, 300), (words, None, 100)]  # fmt: skip
     together = choosing.held_out_summaries(model.counts, X, y, folds, choosing.CANDIDATES,
-                                           prunings=prunings, keep=True)  # fmt: skip
-    for pruning, (summaries, known) in zip(prunings, together):
+                                           sets=sets, keep=True)  # fmt: skip
+    for spec, (summaries, known) in zip(sets, together):
         [(alone, known_alone)] = choosing.held_out_summaries(
-            model.counts, X, y, folds, choosing.CANDIDATES, prunings=[pruning], keep=True
+            model.counts, X, y, folds, choosing.CANDIDATES, sets=[spec], keep=True
         )
         assert np.array_equal(known, known_alone)
         for a, b in zip(summaries, alone):
