@@ -14,6 +14,7 @@ from conftest import nbclass_command
 from hypothesis import given
 from hypothesis import strategies as st
 
+from nbclass.output import render
 from nbclass.output.render import (
     best_classes,
     prediction_labels,
@@ -78,8 +79,13 @@ def test_rows_as_an_ndarray_print_the_lines_of_rows_as_lists(documents, with_ext
     extras = extras if with_extras else None
     array = np.array(rows, dtype=np.float64)
     expected = list(prediction_lines(sources, classes, rows, fmt, top_k, extras, "unsure"))
-    got = list(prediction_lines(sources, classes, array, fmt, top_k, extras, "unsure"))
-    assert got == expected
+    for ranks in (0, render.NUMPY_RANKS):  # ranked by numpy, and as lists (few classes)
+        saved, render.NUMPY_RANKS = render.NUMPY_RANKS, ranks
+        try:
+            got = list(prediction_lines(sources, classes, array, fmt, top_k, extras, "unsure"))
+        finally:
+            render.NUMPY_RANKS = saved
+        assert got == expected
     settings = type("Settings", (), {"estimator": "posterior-mean"})()
     assert prediction_labels(sources, classes, array, settings, extras) == prediction_labels(
         sources, classes, rows, settings, extras

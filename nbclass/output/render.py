@@ -42,6 +42,11 @@ def field(text: str) -> str:
     return escape(text)
 
 
+# Rows of at most this many classes are ranked as lists: numpy's few calls a row cost
+# more than sorting a few dozen floats.
+NUMPY_RANKS = 64
+
+
 def _order(row, top_k: int | None) -> list[int]:
     """The classes of the ``top_k`` largest entries of ``row`` (all, if None), largest
     first and equals in class order: ``sorted(range(C), key=lambda c: -row[c])[:top_k]``.
@@ -74,7 +79,7 @@ def _rank(classes, row, top_k: int | None) -> tuple[str, list]:
     The label is the most probable class (the first in class order on a tie), or ``""``
     when every class has probability 0 (all log posteriors −inf).
     """
-    if not hasattr(row, "argmax"):
+    if not hasattr(row, "argmax") or len(row) <= NUMPY_RANKS:
         row = list(map(float, row))
     order = _order(row, top_k)
     label = classes[order[0]] if row[order[0]] > -math.inf else ""
