@@ -32,7 +32,7 @@ from .errors import InputError, NbclassError, NbclassWarning
 from .modelfile import textfile
 from .models import learning
 from .models.abstain import Abstention
-from .models.explain import ScoredBatch, explanations, extras, score_batch
+from .models.explain import ScoredBatch, counted_blocks, explanations, extras
 from .models.model import Classifier, scoring_settings
 from .models.model import Model as _Model
 from .output.render import model_info, prediction_labels, prediction_views
@@ -440,7 +440,10 @@ class Model:
         size = _defaults.BATCH_SIZE
         for start in range(0, len(texts), size):
             batch = texts[start : start + size]
-            yield score_batch(self._classifier, [(str(start + i), t) for i, t in enumerate(batch)])
+            X, tokens = self._classifier.count(batch)
+            sources = [str(start + i) for i in range(len(batch))]
+            # a block of documents at a time: bounded memory against many classes
+            yield from counted_blocks(self._classifier, sources, X, tokens)
 
     def predict_log_proba(self, texts: Iterable[str]) -> np.ndarray:
         """log p(c | x) of each text, ndarray of shape (n, C) in :attr:`classes_` order

@@ -260,3 +260,34 @@ def test_predict_against_thousands_of_classes_prints_the_whole_batchs_lines(many
         return
     expected = list(prediction_lines(sources, classifier.classes, rows, "tsv", top_k, extras))
     assert result.stdout.splitlines() == expected
+
+
+def test_the_library_and_the_service_score_thousands_of_classes_in_blocks(many):
+    """nbclass.load's model and nbclass serve (a list of 600 texts: two blocks) answer
+    with the whole batch's numbers."""
+    from test_serve import Server
+
+    import nbclass
+
+    model, _, texts = many
+    classifier, expected = _whole_batch(model, texts)
+    library = nbclass.load(str(model))
+    assert np.array_equal(library.predict_log_proba(texts), expected)
+    best = [classifier.classes[c] for c in expected.argmax(axis=1)]
+    assert library.predict(texts, min_known=("0",)) == best
+    server = Server(model)
+    try:
+        short = [t.replace(" unknownword", "") for t in texts[:600]]  # the same scores
+        status, body = server.predict({"texts": short, "top_k": 2})
+    finally:
+        server.kill()
+    assert status == 200, body
+    answers = json.loads(body)
+    sources = [f"-:{i}" for i in range(1, 601)]
+    rows = expected[:600].tolist()
+    extras = [{"reason": None, "log_evidence": None}] * 600
+    lines = prediction_lines(sources, classifier.classes, rows, "jsonl", 2, extras)
+    for got, line in zip(answers, lines, strict=True):
+        want = json.loads(line)
+        assert (got["source"], got["probabilities"]) == (want["source"], want["probabilities"])
+        assert got["label"] == (want["label"] if got["source"] != "-:6" else "unsure")

@@ -165,6 +165,25 @@ def _field_names(message: str) -> str:
     return message
 
 
+def _scored_blocks(classifier, request: PredictRequest, abstention):
+    """``(sources, log_proba, extras)`` of the request's texts, a block of documents at a
+    time (:func:`nbclass.models.explain.counted_blocks`: bounded memory against many
+    classes), ``log_proba`` an ndarray ranked by numpy (:mod:`nbclass.output.render`)."""
+    from ..models.explain import counted_blocks
+    from ..models.explain import extras as batch_extras
+
+    X, tokens = classifier.count(request.texts)
+    for scored in counted_blocks(classifier, list(request.sources), X, tokens):
+        try:
+            extras = batch_extras(
+                classifier, scored, abstention=abstention, explain=request.explain,
+                evidence=True,
+            )  # fmt: skip
+        except NbclassError as exc:
+            raise RequestError(400, str(exc).replace("--explain", "explain")) from None
+        yield scored.sources, scored.log_proba, extras
+
+
 def predict(loaded: LoadedModel, request: PredictRequest) -> bytes:
     """The answer's body: one JSONL row of ``predict`` (and a newline) for one text, a
     JSON array of them for a list."""
@@ -182,29 +201,18 @@ def predict(loaded: LoadedModel, request: PredictRequest) -> bytes:
         row, extra = score_document(
             loaded.quick, request.texts[0], loaded.settings, calibration, abstention, True
         )
-        rows, extras = [row], [extra]
+        blocks = [(request.sources, [row], [extra])]
     elif request.texts:
-        from ..models.explain import extras as batch_extras
-        from ..models.explain import score_batch
-
-        classifier = loaded.classifier(request.calibrated)
-        scored = score_batch(classifier, list(zip(request.sources, request.texts)))
-        try:
-            extras = batch_extras(
-                classifier, scored, abstention=abstention, explain=request.explain,
-                evidence=True,
-            )  # fmt: skip
-        except NbclassError as exc:
-            raise RequestError(400, str(exc).replace("--explain", "explain")) from None
-        rows = scored.log_proba  # ranked by numpy (nbclass.output.render)
+        blocks = _scored_blocks(loaded.classifier(request.calibrated), request, abstention)
     else:
-        rows, extras = [], []
-    lines = list(
-        prediction_lines(
-            request.sources, loaded.classes, rows, "jsonl", request.top_k, extras,
-            abstention.label,
+        blocks = []
+    lines = [
+        line
+        for sources, rows, extras in blocks
+        for line in prediction_lines(
+            sources, loaded.classes, rows, "jsonl", request.top_k, extras, abstention.label
         )
-    )  # fmt: skip
+    ]
     if request.single:
         return (lines[0] + "\n").encode("utf-8")
     return ("[" + ",\n".join(lines) + "]\n").encode("utf-8")
