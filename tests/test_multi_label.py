@@ -592,6 +592,16 @@ def test_each_labels_beta_is_chosen_kept_and_used_by_every_path(tmp_path):
     assert run("fit", "--update", str(part), "--lines", str(tmp_path / "b.txt"),
                "-q").returncode == 0  # fmt: skip
     assert part.read_bytes() == model.read_bytes()
+    # merge of the two parts' models, and unlearning the second part: fits, byte for byte
+    a, b, merged, fewer = (tmp_path / f"{x}.nbc" for x in ("a", "b", "merged", "fewer"))
+    for source, target in (("a.txt", a), ("b.txt", b)):
+        assert run("fit", "--multi-label", "--lines", str(tmp_path / source), "-o",
+                   str(target), "-q").returncode == 0  # fmt: skip
+    assert run("merge", str(a), str(b), "-o", str(merged), "-q").returncode == 0
+    assert merged.read_bytes() == model.read_bytes()
+    assert run("unlearn", "-m", str(model), "--lines", str(tmp_path / "b.txt"), "-o",
+               str(fewer), "-q").returncode == 0  # fmt: skip
+    assert fewer.read_bytes() == a.read_bytes()
     # without the stored calibration, the stored β scales are dropped too: σ(s_l) at β
     other = json.loads(run("predict", "-m", str(model), "--format", "jsonl",
                            "--no-calibration", stdin=text).stdout)  # fmt: skip
