@@ -397,3 +397,19 @@ def test_one_subtraction_serves_every_pruning():
         for a, b in zip(summaries, alone):
             assert np.array_equal(a.jll, b.jll) and np.array_equal(a.pred, b.pred)
     assert not np.array_equal(together[0][1], together[2][1])  # the pruning did prune
+
+
+def test_the_largest_choice_table_is_written_and_read(reviews, tmp_path):
+    """600 movie reviews counted with word pairs: words and words + pairs each hold more
+    than 10,000 entries, so the choice scores 8 formulas on 9 sets (the two, the pairs
+    pruned to df >= 2, and the two at three sizes by MI): 72 candidates, a table both
+    loaders read back, and predict uses."""
+    model_path = tmp_path / "pairs.nbc"
+    assert run("fit", reviews / "all", "--ngram-range", "1,2", "-o", model_path,
+               "-q").returncode == 0  # fmt: skip
+    model = load(str(model_path))
+    assert len(model.choice["candidates"]) == 72
+    document = sorted((reviews / "all" / "pos").glob("*"))[0]
+    for target in (document, reviews / "a" / "neg"):  # the one-document reader, the full one
+        result = run("predict", "-m", model_path, target)
+        assert result.returncode == 0 and result.stderr == b"", result.stderr

@@ -274,7 +274,7 @@ SELECTION = {"criterion": "mutual-information", "k": 5, "estimator": "posterior-
          "range"),
         ("selection", {**SELECTION, "criterion": "chi2"},
          "the selection record names another criterion or estimator"),
-        ("choice", {"candidates": []}, "the choice record must list 1 to 64 candidates"),
+        ("choice", {"candidates": []}, "the choice record must list 1 to 256 candidates"),
         ("choice", "auto", "the choice record is not an object with a list of candidates"),
         ("vocabulary_filter", {"min_df": -1, "max_features": None},
          "the vocabulary filter record's min-df is out of range"),

@@ -46,7 +46,7 @@ _BETA_SLACK = 1e-9  # relative: the fitted β, scaled, is rounded once or twice
 MEMORY_VARIABLE = "NBCLASS_MAX_MODEL_MEMORY"
 MEMORY_FACTOR = 64  # the counts of a model may take this many times its file size,
 MEMORY_FLOOR = 256 << 20  # and at least this many bytes
-MAX_CANDIDATES = 64  # settings compared by fit's choice
+MAX_CANDIDATES = 256  # settings compared by fit's choice (8 formulas x feature sets x prunings)
 CHOICE_NUMBERS = ("accuracy", "macro_f1", "log_loss", "calibrated_log_loss")
 _SHORT = 200  # characters of a name in a record
 
