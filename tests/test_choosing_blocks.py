@@ -3,8 +3,9 @@
 fit's choice scores every candidate on every held-out document; it reduces each block of
 documents at once to what the criterion, the calibration and the typicality need
 (choosing.SCORE_CELLS cells a block), keeps the whole scores only while every candidate's
-fit in choosing.KEEP_CELLS cells, and otherwise makes the winner's again. Every number a
-document gets is a function of its own row, so the blocks never change a float: here
+fit in choosing.KEEP_CELLS cells, and otherwise makes the winner's again (on demand past
+choosing.WINNER_CELLS). Every number a document gets is a function of its own row, so
+the blocks never change a float: here
 blocks of one document, with the winner's scores made again, give the choice, its table,
 calibration and typicality of the whole scores exactly (==, not approximately), on real
 model files with one and several feature sets; so do the winner's scores made again on
@@ -57,14 +58,16 @@ def unequal_corpus(root):
         ("unequal", ["--ngram-range", "1,2"]),
     ],
 )
+@pytest.mark.parametrize("winner_cells", [0, 10**9])  # made again on demand, or whole
 def test_blocks_of_one_document_choose_as_the_whole_scores(tmp_path, monkeypatch, corpus,
-                                                           options):  # fmt: skip
+                                                           options, winner_cells):  # fmt: skip
     root = DEMO_CORPUS if corpus == "demo" else unequal_corpus(tmp_path / "c")
     model = fitted(tmp_path, root, *options)
     whole = with_choice(model)
     assert whole.choice["documents"] > 0
     monkeypatch.setattr(choosing, "SCORE_CELLS", 1)  # one document a block
     monkeypatch.setattr(choosing, "KEEP_CELLS", 0)  # the winner's scores made again
+    monkeypatch.setattr(choosing, "WINNER_CELLS", winner_cells)
     blocks = with_choice(model)
     assert blocks.choice == whole.choice
     assert blocks.calibration == whole.calibration
@@ -103,7 +106,7 @@ def test_the_summaries_are_the_rows_of_the_whole_scores(tmp_path, monkeypatch):
                 assert np.array_equal(getattr(a, name), getattr(b, name)), name
     rng = np.random.default_rng(3)
     for settings, summary in zip(candidates, whole):  # made again, in any order of rows
-        monkeypatch.setattr(choosing, "KEEP_CELLS", 0)
+        monkeypatch.setattr(choosing, "WINNER_CELLS", 0)
         again = choosing.winner_scores(model.counts, X, y, folds, settings)
         assert isinstance(again, choosing.HeldOutScores)
         at = rng.permutation(y.size)[: y.size // 2]

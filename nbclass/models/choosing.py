@@ -404,6 +404,10 @@ SCORE_CELLS = 2**21
 # they are this many cells or fewer in all (256 MB of float64), so that the winner's are
 # at hand for its calibration; past it, the winner's are made again, the same floats.
 KEEP_CELLS = 2**25
+# The winner's scores made again are held whole up to this many cells (1 GiB): its
+# calibration goes through them a dozen times, and scoring them again each time from the
+# folds' weights (:class:`HeldOutScores`) took 40 % of the choice's time at 5,000 classes.
+WINNER_CELLS = 2**27
 
 
 @dataclass
@@ -472,7 +476,7 @@ class HeldOutScores:
     """One candidate's held-out scores b_c, shape (n, C), made on demand from its folds'
     scorers: ``scores[at]`` (``at`` an int array of sample rows) is those rows, (len(at),
     C), −inf for the classes a row's fold lacks. Held instead of the (n, C) array past
-    :data:`KEEP_CELLS`: its memory is the folds' weights at the rows their documents use,
+    :data:`WINNER_CELLS`: its memory is the folds' weights at the rows their documents use,
     and each row is scored as when it was scored with the others (the same floats)."""
 
     def __init__(self, n: int, C: int):
@@ -502,9 +506,9 @@ def winner_scores(counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.
                   min_df: int | None = None, top_mi: int | None = None):  # fmt: skip
     """The held-out scores of one candidate on the feature set ``rows`` (pruned to
     ``min_df`` and ``top_mi``), made again: the (n, C) array when it has at most
-    :data:`KEEP_CELLS` cells, else :class:`HeldOutScores`."""
+    :data:`WINNER_CELLS` cells, else :class:`HeldOutScores`."""
     n, C = X.shape[0], len(counts.classes)
-    if n * C <= KEEP_CELLS:
+    if n * C <= WINNER_CELLS:
         [((summary,), _)] = held_out_summaries(counts, X, y, fold_ids, [settings], 1,
                                                [(rows, min_df, top_mi)], keep=True)  # fmt: skip
         return summary.jll
