@@ -385,8 +385,16 @@ class WordTable:
         space byte), word k with id k; None when two of them share a key."""
         keys = run_keys(codes, starts, ends)
         bits = max(4, int(keys.size * 4).bit_length())
-        home = _slots(keys, bits)
-        order = np.lexsort((keys, home))
+        # In the order of the mixed keys, which is that of the home slots (their top
+        # bits): one sort of one array. The mix is a bijection, so keys mixed alike are
+        # the same key; should two be (or a mix that is not one put them there), the
+        # keys are sorted by home slot and key, which puts equal keys side by side.
+        mixed = _mix(keys.copy())
+        order = np.argsort(mixed)
+        home = (mixed >> np.uint64(64 - bits)).astype(np.int64)
+        if (mixed[order[1:]] == mixed[order[:-1]]).any():
+            order = np.lexsort((keys, home))
+        del mixed
         ordered = keys[order]
         if (ordered[1:] == ordered[:-1]).any():
             return None
