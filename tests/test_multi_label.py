@@ -442,11 +442,6 @@ def test_cv_fits_each_fold_as_fit_does(tickets, tmp_path):
         multi_label_documents(lines), TokenizerSettings(), ml_filter(), ml.CANDIDATES, 3, 0
     )
     assert evaluation.metrics()["micro_f1"] == data["micro_f1"]
-    model2 = tmp_path / "all.nbc"
-    run("fit", "--multi-label", "--lines", str(tickets), "-o", str(model2), "-q")
-    done = run("check", "-m", str(model2), "--baseline", str(model2), "--lines", str(tickets))
-    assert done.returncode == 2
-    assert "check gates single-label models" in done.stderr
 
 
 def ml_filter():
@@ -609,3 +604,56 @@ def test_each_labels_beta_is_chosen_kept_and_used_by_every_path(tmp_path):
     assert [other["probabilities"][x] for x in data["labels"]] == pytest.approx(
         (1 / (1 + np.exp(-S))).tolist(), rel=1e-12
     )
+
+
+def test_check_gates_multi_label_models_by_micro_and_macro_f1(tickets, tmp_path):
+    """check of two multi-label models on --lines FILE: each judged as evaluate judges it
+    (the same figures, to the last digit), micro- and macro-F1 gated by --max-drop, the
+    new model's ECE by --max-ece; exit 0 or 3. A single-label model against a
+    multi-label one, or a TEST_DIR, is a usage error (exit 2)."""
+    full, small = tmp_path / "full.nbc", tmp_path / "small.nbc"
+    (tmp_path / "few.txt").write_text("\n".join(TICKETS[:5]) + "\n")
+    run("fit", "--multi-label", "--lines", str(tickets), "-o", str(full), "-q")
+    run("fit", "--multi-label", "--lines", str(tmp_path / "few.txt"), "-o", str(small), "-q")
+
+    def evaluated(model):
+        done = run("evaluate", "-m", str(model), "--lines", str(tickets), "--format", "json")
+        return json.loads(done.stdout)
+
+    old, new = evaluated(full), evaluated(small)
+    names = ("micro_f1", "macro_f1", "hamming_loss", "subset_accuracy", "ece")
+    drops = {name: old[name] - new[name] for name in ("micro_f1", "macro_f1")}
+    assert max(drops.values()) > 0.01  # the model of five lines is worse on the nine
+    done = run("check", "-m", str(small), "--baseline", str(full), "--lines", str(tickets),
+               "--max-drop", "0.01", "--format", "json")  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    data = json.loads(done.stdout)
+    assert data["passed"] is False and data["checked"] == ["micro_f1", "macro_f1"]
+    assert list(data["metrics"]) == list(names) and data["documents"] == 9
+    for name in names:
+        assert data["metrics"][name] == {"baseline": old[name], "new": new[name],
+                                         "change": new[name] - old[name]}  # fmt: skip
+    failing = [name for name, drop in drops.items() if drop > 0.01]
+    assert [f.split()[0] for f in data["failures"]] == failing
+    text = run("check", "-m", str(small), "--baseline", str(full), "--lines", str(tickets),
+               "--max-drop", "0.01")  # fmt: skip
+    assert text.returncode == 3 and "FAILED: keep the baseline" in text.stdout
+    assert "Hamming loss" in text.stdout and "subset accuracy" in text.stdout
+    # Against itself it passes; the ECE gate alone can fail it.
+    same = run("check", "-m", str(full), "--baseline", str(full), "--lines", str(tickets))
+    assert same.returncode == 0 and "passed" in same.stdout
+    assert old["ece"] > 0
+    strict = run("check", "-m", str(full), "--baseline", str(full), "--lines", str(tickets),
+                 "--max-ece", "0", "--format", "json")  # fmt: skip
+    assert strict.returncode == 3
+    assert json.loads(strict.stdout)["failures"] == [f"ece {old['ece']:.4f} is above --max-ece 0.0"]
+    # Models of two kinds, and a folder of documents, are usage errors.
+    single = tmp_path / "single.nbc"
+    (tmp_path / "single.tsv").write_text("billing\tmy invoice\noutage\tthe api is down\n")
+    run("fit", "--lines", str(tmp_path / "single.tsv"), "-o", str(single), "-q")
+    mixed = run("check", "-m", str(full), "--baseline", str(single), "--lines", str(tickets))
+    assert mixed.returncode == 2
+    assert f"{str(single)!r} is a single-label model and the other a multi-label one" in (
+        mixed.stderr)  # fmt: skip
+    folder = run("check", "-m", str(full), "--baseline", str(full), str(tmp_path))
+    assert folder.returncode == 2 and "reads --lines FILE" in folder.stderr

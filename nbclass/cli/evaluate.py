@@ -195,6 +195,28 @@ def _evaluate_labels(
     Output(fmt).document(data, text=lambda d: label_report(d, title))
 
 
+def _check_labels(new, baseline, model_path, baseline_path, lines_path, max_drop, max_ece,
+                  overrides, calibrate, reading):  # fmt: skip
+    """check of two multi-label models, on --lines FILE of labelled lines."""
+    from ..evaluation.labels import check_labels
+    from ..models.learning import multi_label_documents
+    from .common import line_documents
+
+    if new.multi_label is None or baseline.multi_label is None:
+        single = model_path if new.multi_label is None else baseline_path
+        raise UsageError(
+            f"{single!r} is a single-label model and the other a multi-label one: check "
+            "compares two models of the same kind"
+        )
+    if lines_path is None:
+        raise UsageError(
+            "check of multi-label models reads --lines FILE of labelled lines (A,B<TAB>TEXT, "
+            "__label__A __label__B TEXT or JSON), not a TEST_DIR"
+        )
+    documents = multi_label_documents(line_documents(lines_path, reading))
+    return check_labels(new, baseline, documents, max_drop, max_ece, overrides, calibrate)
+
+
 def _cv_labels(
     corpus_dir, lines_path, like, tokenizer, vocabulary_filter, settings, folds, seed,
     learning_curve, fmt, reading,
@@ -442,7 +464,8 @@ def check(
     calibration), and prints them side by side.
     Exits 0 if the new model's accuracy and macro-F1 are each at most --max-drop below
     the baseline's (and its ECE at most --max-ece, if given), 3 if not; 1 and 2 are
-    errors, as for every command.
+    errors, as for every command. Two multi-label models are compared on --lines FILE
+    by micro- and macro-F1 instead.
 
     \b
     Example (cron: retrain, then replace the model only if it is not worse):
@@ -456,18 +479,17 @@ def check(
 
     source = _one_source(test_dir, lines_path, "TEST_DIR")
     new, baseline = load(model_path), load(baseline_path)
-    if new.multi_label is not None or baseline.multi_label is not None:
-        raise UsageError(
-            "check gates single-label models; compare multi-label models by their "
-            "evaluate --lines FILE --format json (micro_f1, macro_f1, hamming_loss, ...)"
-        )
     overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
-    from ..models.learning import labelled_documents
+    if new.multi_label is not None or baseline.multi_label is not None:
+        result = _check_labels(new, baseline, model_path, baseline_path, lines_path, max_drop,
+                               max_ece, overrides, not no_calibration, reading)  # fmt: skip
+    else:
+        from ..models.learning import labelled_documents
 
-    corpus = labelled_documents(test_dir, lines_path, *reading, min_classes=1)
-    result = run(
-        new, baseline, corpus, max_drop, max_ece, overrides, reading[0], not no_calibration
-    )
+        corpus = labelled_documents(test_dir, lines_path, *reading, min_classes=1)
+        result = run(
+            new, baseline, corpus, max_drop, max_ece, overrides, reading[0], not no_calibration
+        )
     data = {"model": model_path, "baseline": baseline_path, "test_dir": source}
     data.update(result.to_dict())
     from ..output.formats import Output

@@ -446,23 +446,30 @@ class Check:
     Attributes
     ----------
     baseline, new : Evaluation
+        Or :class:`nbclass.evaluation.labels.LabelEvaluation`, for multi-label models:
+        anything with ``summary()`` (metric name -> value, ``ece`` among them) and
+        ``n_docs``.
     max_drop : float
-        Largest allowed fall of accuracy and of macro-F1 (baseline − new).
+        Largest allowed fall of each metric of ``checked`` (baseline − new).
     max_ece : float or None
         Largest allowed expected calibration error of the new model.
+    checked : tuple of str
+        The metrics gated by ``max_drop``: accuracy and macro-F1 (:data:`CHECKED`), or
+        micro- and macro-F1 for multi-label models.
     """
 
     baseline: Evaluation
     new: Evaluation
     max_drop: float
     max_ece: float | None = None
+    checked: tuple[str, ...] = CHECKED
 
     @property
     def failures(self) -> list[str]:
         """What fails, in words; empty when the new model passes."""
         out = []
         old, new = self.baseline.summary(), self.new.summary()
-        for name in CHECKED:
+        for name in self.checked:
             drop = old[name] - new[name]
             if drop > self.max_drop + ROUNDING:
                 out.append(
@@ -484,6 +491,7 @@ class Check:
             "failures": self.failures,
             "max_drop": self.max_drop,
             "max_ece": self.max_ece,
+            "checked": list(self.checked),
             "documents": self.new.n_docs,
             "metrics": {
                 name: {"baseline": old[name], "new": new[name], "change": new[name] - old[name]}

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 BINS = 10
+#: The figures ``check`` shows for multi-label models, and those its --max-drop gates.
+LABEL_SUMMARY = ("micro_f1", "macro_f1", "hamming_loss", "subset_accuracy", "ece")
+LABEL_CHECKED = ("micro_f1", "macro_f1")
 
 
 def expected_calibration_error(p: np.ndarray, y: np.ndarray, bins: int = BINS) -> float:
@@ -59,6 +62,15 @@ class LabelEvaluation:
     truth: np.ndarray
     chosen: np.ndarray
     probabilities: np.ndarray
+
+    @property
+    def n_docs(self) -> int:
+        return len(self.sources)
+
+    def summary(self) -> dict[str, float]:
+        """The headline metrics, those ``check`` compares (:data:`LABEL_SUMMARY`)."""
+        metrics = self.metrics()
+        return {name: metrics[name] for name in LABEL_SUMMARY}
 
     def metrics(self) -> dict:
         """Every metric by name (the JSON of ``evaluate --format json``)."""
@@ -127,6 +139,26 @@ def evaluate_labels(
         probabilities[start:end, columns] = batch.probabilities
         start = end
     return LabelEvaluation(labels, [s for s, _, _ in documents], truth, chosen, probabilities)
+
+
+def check_labels(
+    new, baseline, documents: Sequence[tuple[str, tuple[str, ...], str]], max_drop: float,
+    max_ece: float | None = None, overrides: dict | None = None, calibrate: bool = True,
+):  # fmt: skip
+    """Two multi-label models judged on the same ``documents`` (:func:`evaluate_labels`,
+    each with its own settings, calibrations and thresholds, as predict decides): a
+    :class:`nbclass.evaluation.judging.Check` gating micro- and macro-F1 by ``max_drop``
+    and the new model's ECE over every (document, label) cell by ``max_ece``."""
+    from ..ranges import check as check_range
+    from .judging import Check
+
+    check_range("--max-drop", max_drop)
+    check_range("--max-ece", max_ece)
+    return Check(
+        evaluate_labels(baseline, documents, overrides, calibrate),
+        evaluate_labels(new, documents, overrides, calibrate),
+        max_drop, max_ece, LABEL_CHECKED,
+    )  # fmt: skip
 
 
 def fold_of_documents(n: int, k: int, seed: int) -> np.ndarray:

@@ -338,6 +338,10 @@ METRIC_NAMES = {
 }
 
 
+#: The figures of a multi-label ``check`` beside those of METRIC_NAMES.
+LABEL_METRIC_NAMES = {"hamming_loss": "Hamming loss", "subset_accuracy": "subset accuracy"}
+
+
 def learning_curve_chart(curve: list[dict]) -> Group:
     """Accuracy against training size: one bar per size, on a 0–1 axis of 40 cells."""
     lines = [heading("learning curve (accuracy, mean ± std over the folds; bar: 0 to 1)")]
@@ -384,11 +388,10 @@ def check_report(data: dict, title: str) -> list:
     table.add_column("metric")
     for name in ("baseline", "new", "change", "limit", ""):
         table.add_column(name, justify="right")
-    limits = {"accuracy": "drop", "macro_f1": "drop", "ece": "max"}
-    for key, name in METRIC_NAMES.items():
-        m = data["metrics"][key]
-        limit, verdict = "", ""
-        if limits.get(key) == "drop":
+    names = {**METRIC_NAMES, **LABEL_METRIC_NAMES}
+    for key, m in data["metrics"].items():
+        name, limit, verdict = names.get(key, key), "", ""
+        if key in data["checked"]:
             limit = f"-{data['max_drop']}"
             ok = m["baseline"] - m["new"] <= data["max_drop"] + 1e-12
             verdict = Text("ok", style="green") if ok else Text("FAIL", style="bold red")
