@@ -168,16 +168,11 @@ def test_a_pruned_fold_is_the_fold_of_its_frequent_words():
     """The df≥2 candidates' fold: the fold's counts less the words of one training
     document (counted in the fold's own documents, the held-out ones never decide), the
     held-out documents' words found in it as before."""
-    import scipy.sparse as sp
 
     from nbclass.models.choosing import fold_of, pruned
 
-    corpus = list_corpus(str(DEMO_CORPUS))
-    model = fit(corpus, TokenizerSettings(ngram_range=(1, 2)))
-    model = load_sampled(model)
+    model, X = sampled_pairs_model()
     sample = model.sample
-    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
-                      shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
     rows = np.arange(0, sample.n_documents, 5)
     fold = fold_of(model.counts, X, sample.labels, rows)
     small = pruned(fold, 2)
@@ -192,6 +187,18 @@ def test_a_pruned_fold_is_the_fold_of_its_frequent_words():
     assert [small.counts.vocabulary[i] for i in small.used] == [w for w in kept if w in present]
 
 
+def sampled_pairs_model():
+    """The demo corpus's model with pairs and its sample, and the sample's counts X
+    (n, V) over the model's vocabulary."""
+    import scipy.sparse as sp
+
+    model = load_sampled(fit(list_corpus(str(DEMO_CORPUS)), TokenizerSettings(ngram_range=(1, 2))))
+    sample = model.sample
+    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
+                      shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
+    return model, X
+
+
 def load_sampled(model):
     """``model`` with its sample (a default fit's), through the file: the corpus's
     documents as ledger rows."""
@@ -201,21 +208,25 @@ def load_sampled(model):
     return replace(model, sample=sample)
 
 
-def test_a_chosen_pruning_is_stored_and_checked():
-    """prune_df in the vocabulary filter: the rows of df >= prune_df, kept through the
-    file; a forged one out of --min-df's range is refused."""
+@pytest.mark.parametrize("field, value, option", [("prune_df", 2, "min-df"),
+                                                   ("prune_mi", 100, "max-features")])
+def test_a_chosen_pruning_is_stored_and_checked(field, value, option):
+    """prune_df and prune_mi in the vocabulary filter: the rows of df >= prune_df, or of
+    informative_rows, kept through the file; a forged one out of the range of its option
+    (--min-df, --max-features) is refused."""
     corpus = list_corpus(str(DEMO_CORPUS))
     model = fit(corpus, TokenizerSettings(ngram_range=(1, 2)))
     kept = replace(model, vocabulary_filter=VocabularyFilter(features=("words", "pairs"),
-                                                             prune_df=2))  # fmt: skip
-    df = row_sums(model.counts.doc_count)
-    assert np.array_equal(kept.active_rows, np.flatnonzero(df >= 2))
+                                                             **{field: value}))  # fmt: skip
+    expected = (np.flatnonzero(row_sums(model.counts.doc_count) >= value)
+                if field == "prune_df" else informative_rows(model.counts, value))  # fmt: skip
+    assert np.array_equal(kept.active_rows, expected)
     data = dumps(kept)
     assert loads(data, "kept.nbc").vocabulary_filter == kept.vocabulary_filter
     crafted = edit_header(
-        data, "model", lambda h: h["vocabulary_filter"].__setitem__("prune_df", 0)
+        data, "model", lambda h: h["vocabulary_filter"].__setitem__(field, 0)
     )
-    with pytest.raises(ModelFileError, match="min-df"):
+    with pytest.raises(ModelFileError, match=option):
         loads(crafted, "forged.nbc")
 
 
@@ -264,17 +275,13 @@ def test_an_informative_fold_scores_as_the_model_pruned_by_mi():
     training counts (the held-out documents never decide); its candidates score the
     held-out documents exactly as the model of the fold's training documents does when
     its vocabulary filter prunes it by the same rule."""
-    import scipy.sparse as sp
 
     from nbclass.models.choosing import CANDIDATES, fold_of, fold_scores, informative
     from nbclass.models.posterior import make_scorer
     from nbclass.models.textmodels import prepare
 
-    corpus = list_corpus(str(DEMO_CORPUS))
-    model = load_sampled(fit(corpus, TokenizerSettings(ngram_range=(1, 2))))
+    model, X = sampled_pairs_model()
     sample = model.sample
-    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
-                      shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
     rows = np.arange(0, sample.n_documents, 5)
     fold = fold_of(model.counts, X, sample.labels, rows)
     small = informative(fold, 300)
@@ -295,23 +302,6 @@ def test_an_informative_fold_scores_as_the_model_pruned_by_mi():
     for settings, jll in zip(CANDIDATES, scores):
         reference = make_scorer(active, settings, prepare(active, settings))
         assert np.allclose(jll, reference.joint_log_likelihood(held), rtol=1e-12, atol=1e-9)
-
-
-def test_a_chosen_mi_pruning_is_stored_and_checked():
-    """prune_mi in the vocabulary filter: the rows of informative_rows, kept through the
-    file and shown by info; a forged one out of --max-features' range is refused."""
-    corpus = list_corpus(str(DEMO_CORPUS))
-    model = fit(corpus, TokenizerSettings(ngram_range=(1, 2)))
-    kept = replace(model, vocabulary_filter=VocabularyFilter(features=("words", "pairs"),
-                                                             prune_mi=100))  # fmt: skip
-    assert np.array_equal(kept.active_rows, informative_rows(model.counts, 100))
-    data = dumps(kept)
-    assert loads(data, "kept.nbc").vocabulary_filter == kept.vocabulary_filter
-    crafted = edit_header(
-        data, "model", lambda h: h["vocabulary_filter"].__setitem__("prune_mi", 0)
-    )
-    with pytest.raises(ModelFileError, match="max-features"):
-        loads(crafted, "forged.nbc")
 
 
 @pytest.fixture(scope="module")
@@ -373,15 +363,11 @@ def test_one_subtraction_serves_every_pruning():
     """held_out_summaries with several sets and prunings (each fold subtracted once, its
     mutual information ranked once per set of rows) gives each what a call of its own
     gives."""
-    import scipy.sparse as sp
 
     from nbclass.models import choosing
 
-    corpus = list_corpus(str(DEMO_CORPUS))
-    model = load_sampled(fit(corpus, TokenizerSettings(ngram_range=(1, 2))))
+    model, X = sampled_pairs_model()
     sample = model.sample
-    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
-                      shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
     y = sample.labels.astype(np.int64)
     folds = choosing.stratified_fold_ids(y, 5)
     words = np.flatnonzero(rows_of(model.counts.vocabulary, ("words",)))

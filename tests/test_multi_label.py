@@ -646,7 +646,8 @@ def test_check_gates_multi_label_models_by_micro_and_macro_f1(tickets, tmp_path)
     strict = run("check", "-m", str(full), "--baseline", str(full), "--lines", str(tickets),
                  "--max-ece", "0", "--format", "json")  # fmt: skip
     assert strict.returncode == 3
-    assert json.loads(strict.stdout)["failures"] == [f"ece {old['ece']:.4f} is above --max-ece 0.0"]
+    failures = json.loads(strict.stdout)["failures"]
+    assert failures == [f"ece {old['ece']:.4f} is above --max-ece 0.0"]
     # Models of two kinds, and a folder of documents, are usage errors.
     single = tmp_path / "single.nbc"
     (tmp_path / "single.tsv").write_text("billing\tmy invoice\noutage\tthe api is down\n")

@@ -176,8 +176,9 @@ def cross_validate_labels(
     """K-fold cross-validation of multi-label ``documents`` ``(source, labels, text)``:
     each fold scored by a model fitted on the others exactly as ``fit --multi-label``
     fits (its own choice of ``candidates``, of each label's β among ``scales``,
-    calibrations and thresholds on its own training documents). Returns every document's held-out evaluation together, and
-    each fold's metrics (without ``per_label``).
+    calibrations and thresholds on its own training documents). Returns every
+    document's held-out evaluation together, and each fold's metrics (without
+    ``per_label``).
 
     Raises
     ------

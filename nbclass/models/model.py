@@ -69,9 +69,10 @@ class VocabularyFilter:
         The document frequency fit's choice pruned the vocabulary to (words in at least
         this many training documents), on top of ``min_df``; None: no pruning chosen.
     prune_mi : int or None
-        The number of entries fit's choice kept of those the rest of the filter keeps: the
-        ones of highest mutual information with the class (:func:`nbclass.models.selection.informative_rows`);
-        None: no such pruning chosen. Applied last.
+        The number of entries fit's choice kept of those the rest of the filter keeps:
+        the ones of highest mutual information with the class
+        (:func:`nbclass.models.selection.informative_rows`); None: no such pruning
+        chosen. Applied last.
     """
 
     min_df: int = 1

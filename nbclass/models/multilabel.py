@@ -566,9 +566,10 @@ def held_out_log_odds(
         used = np.intersect1d(known, np.unique(held.indices))
         part = held[:, used]
         if any(c.model != "complement" for c in candidates):
-            training.paired  # made once, before the threads share it
+            _ = training.paired  # made once, before the threads share it
 
-        def score(settings: EstimatorSettings) -> np.ndarray:
+        def score(settings: EstimatorSettings, training=training, used=used,
+                  part=part) -> np.ndarray:  # fmt: skip
             return LabelScorer(training, settings, rows=used).log_odds(part)
 
         if threads > 1:  # numpy leaves the interpreter lock on whole-table arithmetic
