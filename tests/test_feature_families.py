@@ -399,3 +399,17 @@ def test_the_largest_choice_table_is_written_and_read(reviews, tmp_path):
     for target in (document, reviews / "a" / "neg"):  # the one-document reader, the full one
         result = run("predict", "-m", model_path, target)
         assert result.returncode == 0 and result.stderr == b"", result.stderr
+
+
+def test_a_pruning_leaves_ten_entries_a_class(monkeypatch):
+    """The prunings by MI are candidates only where k >= MI_PER_CLASS x C: the demo corpus
+    with pairs (3 classes, more than 1,000 entries with pairs) scores MI top 1000 at the
+    default 10 entries a class, and not when a class would have fewer than 334."""
+    from nbclass.models import model as models
+
+    sampled, _ = sampled_pairs_model()
+    table = models.with_choice(sampled).choice["candidates"]
+    assert [row.get("top_mi") for row in table].count(1000) == 8
+    monkeypatch.setattr(models, "MI_PER_CLASS", 334)  # 1,000 < 334 x 3
+    table = models.with_choice(sampled).choice["candidates"]
+    assert len(table) == 24 and not any(row.get("top_mi") for row in table)

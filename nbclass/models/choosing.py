@@ -860,6 +860,20 @@ def _no_evidence(candidates, features=None) -> Choice:
                   top_mi)  # fmt: skip
 
 
+def keeps_its_class(fold_ids: np.ndarray, y: np.ndarray, class_count: np.ndarray) -> np.ndarray:
+    """Whether each sampled document's class keeps a training document when the
+    document's fold is held out, bool of shape (n,): fewer of the class's N_c documents
+    are in the fold than N_c. A document for which it does not could not be scored (no
+    refit could name its class).
+
+    >>> keeps_its_class(np.array([0, 0, 1, 0]), np.array([0, 1, 1, 2]), np.array([5, 2, 1]))
+    array([ True,  True,  True, False])
+    """
+    held = np.zeros((int(fold_ids.max()) + 1, class_count.size), dtype=np.int64)
+    np.add.at(held, (fold_ids, y), 1)
+    return held[fold_ids, y] < class_count[y]
+
+
 def choose(
     counts: Counts,
     X: sp.csr_matrix,
@@ -891,6 +905,14 @@ def choose(
     if y.size == 0:
         return _no_evidence(candidates, features)
     fold_ids = stratified_fold_ids(y, folds_for(y.size, counts.n_docs, k))
+    # Likewise a document held out with every other document of its class (a corpus of
+    # thousands of small classes, sampled whole into one fold): its fold would have no
+    # training document of its class. It stays with the fold's training documents.
+    kept = keeps_its_class(fold_ids, y, counts.class_count)
+    if not kept.all():
+        X, y, fold_ids = X[kept], y[kept], fold_ids[kept]
+        if y.size == 0:
+            return _no_evidence(candidates, features)
     from .novelty import evidence_settings
 
     sets = features or [(None, None, None, None)]
