@@ -276,7 +276,9 @@ def test_an_informative_fold_scores_as_the_model_pruned_by_mi():
     held-out documents exactly as the model of the fold's training documents does when
     its vocabulary filter prunes it by the same rule."""
 
-    from nbclass.models.choosing import CANDIDATES, fold_of, fold_scores, informative
+    from test_sparse_scoring import held_out_scores
+
+    from nbclass.models.choosing import CANDIDATES, fold_of, informative
     from nbclass.models.posterior import make_scorer
     from nbclass.models.textmodels import prepare
 
@@ -294,8 +296,8 @@ def test_an_informative_fold_scores_as_the_model_pruned_by_mi():
     training = replace(model, counts=fold.counts, sample=None,
                        vocabulary_filter=VocabularyFilter(prune_mi=300))  # fmt: skip
     assert np.array_equal(training.active_rows, kept)
-    _, known, scores = fold_scores(model.counts, X, sample.labels, rows, CANDIDATES,
-                                   top_mi=300)  # fmt: skip
+    _, known, scores = held_out_scores(model.counts, X, sample.labels, rows, CANDIDATES,
+                                       top_mi=300)  # fmt: skip
     held = X[rows][:, fold.words[kept]]
     assert np.array_equal(known, np.asarray(held.sum(axis=1)).ravel())
     active = training.active_counts

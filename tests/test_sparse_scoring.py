@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 from nbclass.counting.counts import Counts, as_table, count_texts
-from nbclass.models.choosing import fold_scores
+from nbclass.models.choosing import fold_of, fold_scorer, set_documents
 from nbclass.models.estimators import DEFAULTS, EstimatorSettings
 from nbclass.models.posterior import make_scorer
 from nbclass.models.selection import class_log_ratios, mutual_information
@@ -103,6 +103,14 @@ def test_sparse_counts_fit_the_same_beta(news, model):
     assert fit_beta(counts, model) == fit_beta(sparse, model)
 
 
+def held_out_scores(counts, X, labels, rows, candidates, top_mi=None):
+    """The fold holding out ``rows`` (pruned to ``top_mi``), its held-out documents' known
+    tokens and every candidate's scores of them, as the choice makes them."""
+    fold, held_out = set_documents(fold_of(counts, X, labels, rows), X, None, None, top_mi)
+    scores = [fold_scorer(fold, s).joint_log_likelihood(held_out) for s in candidates]
+    return fold, np.asarray(held_out.sum(axis=1)).ravel(), scores
+
+
 @pytest.mark.corpus
 def test_sparse_counts_give_the_same_features_and_folds(news):
     counts, sparse, X, y = news
@@ -122,8 +130,8 @@ def test_sparse_counts_give_the_same_features_and_folds(news):
     )  # fmt: skip
     rows = np.arange(0, X.shape[0], 3)
     candidates = [EstimatorSettings(), DEFAULTS, EstimatorSettings(model="bernoulli")]
-    fold, known, scores = fold_scores(held, X, labels, rows, candidates)
-    fold_s, known_s, scores_s = fold_scores(as_csr(held), X, labels, rows, candidates)
+    fold, known, scores = held_out_scores(held, X, labels, rows, candidates)
+    fold_s, known_s, scores_s = held_out_scores(as_csr(held), X, labels, rows, candidates)
     assert np.array_equal(fold_s.counts.token_count.toarray(), fold.counts.token_count)
     assert np.array_equal(fold_s.counts.doc_count.toarray(), fold.counts.doc_count)
     assert np.array_equal(fold_s.words, fold.words) and np.array_equal(fold_s.used, fold.used)

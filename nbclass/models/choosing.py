@@ -325,47 +325,6 @@ def mi_ranking(fold: Fold) -> np.ndarray:
     return rank_features(I, I.size)
 
 
-def fold_scores(
-    counts: Counts,
-    X: sp.csr_matrix,
-    y: np.ndarray,
-    rows: np.ndarray,
-    candidates,
-    threads: int = 1,
-    min_df: int | None = None,
-    top_mi: int | None = None,
-) -> tuple[Fold, np.ndarray, list[np.ndarray]]:
-    """The fold holding out ``rows``, the known tokens of those documents (those in the
-    fold's training vocabulary, as predict counts a document's known tokens), shape
-    (len(rows),), and every candidate's scores b_c of them under the fold's training
-    counts, each of shape (len(rows), C_k), computed by ``threads`` threads. With
-    ``min_df``, the fold's vocabulary is pruned to the words in at least that many of
-    its training documents (:func:`pruned`); with ``top_mi``, to its ``top_mi`` entries
-    of highest mutual information (:func:`informative`)."""
-    fold, held_out = held_out_documents(counts, X, y, rows, min_df, top_mi)
-
-    def score(settings: EstimatorSettings) -> np.ndarray:
-        return fold_scorer(fold, settings).joint_log_likelihood(held_out)
-
-    if threads > 1:  # numpy leaves the interpreter lock on whole-table arithmetic
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(threads) as pool:
-            scores = list(pool.map(score, candidates))
-    else:
-        scores = [score(settings) for settings in candidates]
-    return fold, np.asarray(held_out.sum(axis=1)).ravel(), scores
-
-
-def held_out_documents(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray,
-                       min_df: int | None = None, top_mi: int | None = None,
-                       ) -> tuple[Fold, sp.csr_matrix]:  # fmt: skip
-    """The fold holding out the sampled documents ``rows`` (pruned to ``min_df`` and
-    ``top_mi``, if given) and their counts over the words of its vocabulary they hold
-    (``fold.used``), shape (len(rows), R)."""
-    return set_documents(fold_of(counts, X, y, rows), X, None, min_df, top_mi)
-
-
 def set_documents(whole: Fold, X: sp.csr_matrix, rows: np.ndarray | None,
                   min_df: int | None, top_mi: int | None = None,
                   ranking: np.ndarray | None = None) -> tuple[Fold, sp.csr_matrix]:  # fmt: skip

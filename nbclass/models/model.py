@@ -133,7 +133,6 @@ class VocabularyFilter:
         )
 
 
-
 @dataclass(frozen=True, eq=False)
 class Model:
     """A fitted naive Bayes text model.
@@ -328,27 +327,25 @@ def with_choice(model: Model, threads: int = 1) -> Model:
         X = X[:, model.active_rows]
     sets = feature_sets(counts.vocabulary)
     if len(sets) > 1:  # row masks over the one count, simplest first
-        rows_of_set = [np.flatnonzero(rows_of(counts.vocabulary, names)) for names in sets]
-        features = [(names, at, None, None) for names, at in zip(sets, rows_of_set)]
-        # The sets with word pairs again, pruned to the entries of two documents or more
-        # (not the tokenizations of unspaced scripts, whose sets are their own).
-        features += [
-            (names, at, PRUNE_DF, None) for names, at in zip(sets, rows_of_set)
-            if "pairs" in names and "characters" not in names
-        ]  # fmt: skip
+        named = [(names, np.flatnonzero(rows_of(counts.vocabulary, names))) for names in sets]
     else:  # one kind of token: every entry, unnamed
-        rows_of_set = [np.arange(len(counts.vocabulary))]
-        features = [(None, None, None, None)]
+        named = [(None, None)]
+    features = [(names, at, None, None) for names, at in named]
+    # The sets with word pairs again, pruned to the entries of two documents or more
+    # (not the tokenizations of unspaced scripts, whose sets are their own).
+    features += [
+        (names, at, PRUNE_DF, None) for names, at in named
+        if names is not None and "pairs" in names and "characters" not in names
+    ]  # fmt: skip
     # Every set again, pruned to its k most informative entries, where it has more and
     # k leaves MI_PER_CLASS entries a class.
-    unpruned = list(zip([f[0] for f in features[: len(rows_of_set)]], rows_of_set))
+    size = len(counts.vocabulary)
     features += [
-        (names, at if names is not None else None, None, k)
+        (names, at, None, k)
         for k in PRUNE_MI if k >= MI_PER_CLASS * len(counts.classes)
-        for names, at in unpruned if at.size > k
+        for names, at in named if (size if at is None else at.size) > k
     ]  # fmt: skip
-    if features == [(None, None, None, None)]:
-        features = None
+    features = features if len(features) > 1 else None
     choice = choose(counts, X, part.labels, k=folds, threads=threads, features=features)
     if choice.features is not None or choice.top_mi is not None:
         chosen = replace(base, features=choice.features, prune_df=choice.min_df,
