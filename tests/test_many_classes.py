@@ -104,19 +104,28 @@ def test_the_two_largest_of_each_row_are_what_abstention_reads():
 # -- the softmax, without numpy's slow exp of underflowing inputs -----------------------------
 
 
-def test_exp_of_shifted_scores_is_numpys_exp():
-    from nbclass.models.posterior import exp_of_shifted
+def test_exp_sums_are_numpys_sums_of_exp():
+    """Rows whose tiny terms cannot move the sum (a 0 among them, as every shifted row
+    has), rows where they do (no term above 2^-1022: summed with every exp), and
+    random rows: np.exp(x).sum(axis=1), float for float."""
+    from nbclass.models.posterior import exp_sums
 
-    x = np.array([0.0, -1.0, -708.0, -745.0, -745.13, -745.14, -749.9, -750.0, -751.0,
-                  -1e6, -np.inf])  # fmt: skip
-    got = exp_of_shifted(x)
-    assert got.tolist() == np.exp(x).tolist()
-    assert got[:4].tolist() == [1.0, math.exp(-1.0), math.exp(-708.0), 5e-324]
-    assert got[6:].tolist() == [0.0] * 5
+    x = np.array([
+        [0.0, -1.0, -708.0, -708.5, -720.0, -745.13, -750.0, -np.inf],
+        [-720.0, -720.0, -730.0, -740.0, -745.0, -745.2, -800.0, -np.inf],
+        [-708.0, -709.0, -710.0, -711.0, -712.0, -713.0, -714.0, -715.0],
+        [-np.inf] * 8,
+    ])  # fmt: skip
+    got = exp_sums(x)
+    assert got.tolist() == np.exp(x).sum(axis=1).tolist()
+    assert got[0] == 1.0 + math.exp(-1.0) + math.exp(-708.0)
+    assert got[1] > 0.0 and got[3] == 0.0  # the tiny terms alone: their own sum
+    assert got[2] != math.exp(-708.0)  # the subnormal terms count against exp(-708)
     rng = np.random.default_rng(0)
-    many = -rng.exponential(400.0, size=(50, 301))
-    many[::7, ::5] = -np.inf
-    assert np.array_equal(exp_of_shifted(many), np.exp(many))
+    for scale, shape in ((400.0, (50, 301)), (20.0, (20, 3000)), (1.0, (5, 7))):
+        many = -rng.exponential(scale, size=shape) - rng.choice([0.0, 700.0], size=(shape[0], 1))
+        many[::7, ::5] = -np.inf
+        assert np.array_equal(exp_sums(many), np.exp(many).sum(axis=1))
 
 
 def test_the_log_posterior_is_the_softmax_steps_row_by_row():
