@@ -91,9 +91,12 @@ def _unspaced(vocabulary: Sequence[str], spaces: np.ndarray) -> tuple[np.ndarray
     from .runs import is_unspaced
 
     points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
-    entry = np.cumsum(points == 0)  # the entry each code point belongs to
-    alone = np.bincount(entry[is_unspaced(points)], minlength=V)
-    length = np.bincount(entry[points != 0], minlength=V)
+    unspaced = np.flatnonzero(is_unspaced(points))
+    if not unspaced.size:
+        return none, none
+    ends = np.append(np.flatnonzero(points == 0), points.size)  # after each entry
+    alone = np.bincount(_entry_of(unspaced, ends), minlength=V)
+    length = np.diff(ends, prepend=-1) - 1
     only = (alone == length) & (length > 0) & (spaces == 0)
     runs, characters = only & (length >= 2), only & (length == 1)
     if not (runs.any() and characters.any()):
@@ -127,8 +130,17 @@ def spaces_of(vocabulary: Sequence[str]) -> np.ndarray:
     if not len(vocabulary):
         return np.zeros(0, dtype=np.int64)
     codes = np.frombuffer("\x00".join(vocabulary).encode("utf-8", "surrogatepass"), np.uint8)
-    entry = np.cumsum(codes == 0)  # the entry each byte belongs to
-    return np.bincount(entry[codes == 32], minlength=len(vocabulary)).astype(np.int64)
+    ends = np.flatnonzero(codes == 0)
+    at = _entry_of(np.flatnonzero(codes == 32), ends)
+    return np.bincount(at, minlength=len(vocabulary)).astype(np.int64)
+
+
+def _entry_of(positions: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The entry each of ``positions`` (in the entries joined by NULs) lies in, given
+    where the NULs that end the entries are (``ends``, ascending): a binary search of
+    the positions of interest, not an index of every byte (on 1.18 million entries of
+    words and pairs, 14 MB of bytes, the cumulative sum of NULs took 0.2 to 0.4 s)."""
+    return np.searchsorted(ends, positions)
 
 
 # The masks of the last vocabulary asked about (a tuple, never changed in place): fit's

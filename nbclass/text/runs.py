@@ -814,13 +814,18 @@ class RunCounter:
         # (never "AB" when text is lower-cased, nor "a-b" or a word with a NUL), and a
         # dropped run (one character, a stop word) is never a token: no other word is
         # looked for. (A word with other bytes that are not a run's is never found.)
-        changed = np.zeros(codes.size + 1, dtype=np.int64)
         low = table[:128]
         if ngrams or pairs:  # the joins of an n-gram's words, of a pair's characters
             low = low[:_JOIN] + bytes([_JOIN]) + low[_JOIN + 1 :]
         kept = bytes(codes).translate(low + _HIGH_BYTES)
-        np.cumsum(np.frombuffer(kept, np.uint8) != codes, out=changed[1:])
-        words = (changed[ends[:V]] == changed[starts[:V]]) & (ends[:V] - starts[:V] > 1)
+        words = ends[:V] - starts[:V] > 1
+        # The runs holding a changed byte, found by a binary search of those bytes alone.
+        changed = np.flatnonzero(np.frombuffer(kept, np.uint8) != codes)
+        run = np.searchsorted(starts, changed, side="right") - 1
+        inside = run >= 0
+        inside[inside] &= changed[inside] < ends[run[inside]]
+        run = run[inside]
+        words[run[run < V]] = False
         if odd is not None:
             words &= ~odd
         at = None
