@@ -448,6 +448,21 @@ def value_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(values, return_counts=True)
 
 
+def distinct_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``numpy.unique(values, return_inverse=True)`` of a nonnegative integer array (the
+    distinct values ascending, and each value's place among them), by a tally when the
+    values are small (at most 8 times their number), else by a sort: the same arrays.
+
+    >>> [a.tolist() for a in distinct_values(np.array([3, 0, 3, 7]))]
+    [[0, 3, 7], [1, 0, 1, 2]]
+    """
+    if values.size and values.max() <= 8 * values.size:
+        seen = np.bincount(values) > 0
+        place = np.cumsum(seen) - 1
+        return np.flatnonzero(seen).astype(values.dtype), place[values]
+    return np.unique(values, return_inverse=True)
+
+
 def count_documents(
     X: sp.csr_matrix, labels: np.ndarray, n_classes: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -310,19 +310,20 @@ def informative(fold: Fold, k: int, ranking: np.ndarray | None = None) -> Fold:
     several ``k``."""
     if len(fold.counts.vocabulary) <= k:
         return fold
-    ranking = mi_ranking(fold) if ranking is None else ranking
+    ranking = mi_ranking(fold, k) if ranking is None else ranking
     keep = np.zeros(len(fold.counts.vocabulary), dtype=bool)
     keep[ranking[:k]] = True
     return _kept(fold, keep)
 
 
-def mi_ranking(fold: Fold) -> np.ndarray:
+def mi_ranking(fold: Fold, k: int | None = None) -> np.ndarray:
     """The fold's entries by mutual information in its training counts, best first (ties:
-    the earlier entry), as :func:`nbclass.models.selection.informative_rows` ranks them."""
+    the earlier entry), as :func:`nbclass.models.selection.informative_rows` ranks them:
+    all of them, or the ``k`` best."""
     from .selection import pruning_information, rank_features
 
     I = pruning_information(fold.counts)
-    return rank_features(I, I.size)
+    return rank_features(I, I.size if k is None else min(k, I.size))
 
 
 def set_documents(whole: Fold, X: sp.csr_matrix, rows: np.ndarray | None,
@@ -512,6 +513,11 @@ def held_out_summaries(
          np.zeros(n, dtype=np.int64))
         for _ in sets
     ]  # fmt: skip
+    most: dict = {}  # the largest top_mi of each set of rows ranked by MI alone
+    for set_rows, min_df, top_mi in sets:
+        if top_mi is not None and min_df is None:
+            at = None if set_rows is None else set_rows.tobytes()
+            most[at] = max(most.get(at, 0), top_mi)
     for k in np.unique(fold_ids).tolist():
         rows = np.flatnonzero(fold_ids == k)
         whole = fold_of(counts, X, y, rows)
@@ -521,8 +527,8 @@ def held_out_summaries(
             ranking = None
             if top_mi is not None and min_df is None:
                 at = None if set_rows is None else set_rows.tobytes()
-                if at not in rankings:
-                    rankings[at] = mi_ranking(restricted(whole, set_rows))
+                if at not in rankings:  # as far as the largest top_mi of these rows
+                    rankings[at] = mi_ranking(restricted(whole, set_rows), most[at])
                 ranking = rankings[at]
             fold, held_out = set_documents(whole, X, set_rows, min_df, top_mi, ranking)
             fold_known = np.asarray(held_out.sum(axis=1)).ravel()

@@ -141,8 +141,21 @@ def top_features(counts: Counts, settings: EstimatorSettings, k: int) -> list[Ra
 
 
 def rank_features(I: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` largest values of ``I``, largest first; ties keep index order."""
-    order = np.argsort(-I, kind="stable")
+    """Indices of the ``k`` largest values of ``I``, largest first; ties keep index order.
+
+    When ``k`` is a small part of ``I``, only the values at least the k-th largest are
+    sorted (found by a partition): the same indices as a sort of them all.
+
+    >>> rank_features(np.array([0.5, 2.0, 0.5, 1.0, 0.5, 0.1]), 3).tolist()
+    [1, 3, 0]
+    """
+    minus = -I
+    if 0 < k <= minus.size // 4:
+        kth = np.partition(minus, k - 1)[k - 1]
+        if not np.isnan(kth):
+            at = np.flatnonzero(minus <= kth)  # the k best and any tied with the k-th
+            return at[np.argsort(minus[at], kind="stable")][:k]
+    order = np.argsort(minus, kind="stable")
     return order[:k]
 
 

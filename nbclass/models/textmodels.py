@@ -104,7 +104,7 @@ import numpy as np
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
-from ..counting.counts import BLOCK_CELLS, Counts, value_counts
+from ..counting.counts import BLOCK_CELLS, Counts, distinct_values, value_counts
 from .estimators import (
     BETA_RANGE,
     EstimatorSettings,
@@ -629,7 +629,7 @@ def _complement_loo_function(T, nonzero=None, values=None):
     absent = C - np.bincount(rows, minlength=V)  # classes without word j
     # The histogram of the positive T̃_jc: T_j, absent[j] times; T_j − T_jc, once each.
     whole = (T_j > 0) & (absent > 0)
-    totals, where = np.unique(T_j[whole], return_inverse=True)
+    totals, where = distinct_values(T_j[whole])
     others, times = [], []  # the positive T_j − T_jc and their numbers, a block at a time
     for start in range(0, rows.size, BLOCK_CELLS):
         r = rows[start : start + BLOCK_CELLS]
@@ -640,7 +640,7 @@ def _complement_loo_function(T, nonzero=None, values=None):
     if not others:  # no nonzero count at all
         others, times = [np.zeros(0, dtype=T.dtype)], [np.zeros(0, dtype=np.int64)]
     others, times = np.concatenate(others), np.concatenate(times)
-    distinct, inverse = np.unique(np.concatenate([totals, others]), return_inverse=True)
+    distinct, inverse = distinct_values(np.concatenate([totals, others]))
     weights = np.concatenate([np.bincount(where, weights=absent[whole]), times])
     n = np.bincount(inverse, weights=weights)
     K_c = T_j.sum() - column_sums(T)
