@@ -113,6 +113,93 @@ def test_log_odds_are_the_binary_multinomial_by_hand():
     assert scorer.log_odds(X)[0, 0] == pytest.approx(a, rel=1e-12)
 
 
+def _random_label_set_counts(seed: int = 3) -> Counts:
+    """Four label sets over three labels and 40 words, some words in no label set of a
+    label, one word in every document of one label set (D_j = D_jl for its labels)."""
+    rng = np.random.default_rng(seed)
+    N_s = np.array([5, 7, 3, 4])
+    D = rng.integers(0, 3, size=(40, 4)) * (rng.random((40, 4)) < 0.4)
+    D[0] = 0
+    D[0, 1] = N_s[1]
+    D[1] = [1, 0, 0, 0]  # a word of the documents without a label alone
+    T = D * rng.integers(1, 4, size=D.shape)
+    return Counts(
+        classes=("", "a", "a,c", "b,c"),
+        vocabulary=tuple(f"w{j:02d}" for j in range(40)),
+        class_count=N_s,
+        doc_count=D,
+        token_count=T,
+    )
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        ml.EstimatorSettings(model="multinomial"),
+        ml.EstimatorSettings(model="multinomial", beta=(0.3, 0.3), class_prior=False),
+        ml.EstimatorSettings(model="multinomial", estimator="map", beta=(2.0, 2.0), alpha=2.0),
+        *ml.CANDIDATES,
+        ml.EstimatorSettings(model="multinomial", tf="log"),
+        ml.EstimatorSettings(model="multinomial", idf=True),
+    ],
+)
+def test_the_log_odds_from_the_pairs_are_each_labels_binary_models(settings):
+    """The multinomial log-odds made from the nonzero (word, label) pairs equal those of
+    each label's binary model (not l, l) scored by the one scorer of two classes, every
+    word or some words, one β or each label its own; so do the weights export and explain
+    read."""
+    import scipy.sparse as sp
+
+    from nbclass.models.posterior import make_scorer
+
+    counts = ml.label_counts(_random_label_set_counts())
+    assert ml.sparse_odds(settings)
+    X = sp.csr_matrix(np.random.default_rng(4).integers(0, 3, size=(6, 40)))
+    rows = np.flatnonzero(np.asarray(X.sum(axis=0)).ravel())
+    scales = [0.3, 1.0, 3.0] if settings.estimator != "map" else [1.0, 1.5, 3.0]
+    for scorer, documents, words in (
+        (ml.LabelScorer(counts, settings, scales=scales), X, None),
+        (ml.LabelScorer(counts, settings, rows=rows, scales=scales), X[:, rows], rows),
+    ):
+        assert scorer.odds
+        for l in range(3):
+            binary = make_scorer(counts.binary(l), ml.scaled(settings, scales[l]), rows=words)
+            jll = binary.joint_log_likelihood(documents)
+            expected = jll[:, 1] - jll[:, 0]
+            assert scorer.log_odds(documents)[:, l] == pytest.approx(expected, rel=1e-12)
+    _, W, b = ml.LabelScorer(counts, settings, scales=scales).linear()
+    features, _ = ml.LabelScorer(counts, settings, scales=scales).weights(0)
+    every = ml.LabelScorer(counts, settings, scales=scales)
+    assert np.asarray(features(X) @ W + b) == pytest.approx(every.log_odds(X), rel=1e-12)
+    for l in range(3):
+        assert every.weights(l)[1] == pytest.approx(W[:, l], rel=1e-12)
+
+
+def test_settings_outside_the_pairs_score_as_2l_classes():
+    assert not ml.sparse_odds(ml.EstimatorSettings(model="multinomial", prior_fit=True))
+    assert not ml.sparse_odds(ml.EstimatorSettings(model="multinomial", norm="weight"))
+    assert not ml.sparse_odds(ml.EstimatorSettings(model="multinomial", estimator="mle"))
+    assert not ml.sparse_odds(ml.EstimatorSettings(model="bernoulli"))
+    counts = ml.label_counts(_random_label_set_counts())
+    assert not ml.LabelScorer(counts, ml.EstimatorSettings(model="bernoulli")).odds
+    # MAP at β 2 times 0.3 is no positive estimate for an unseen word: every scale as 2L
+    mapped = ml.EstimatorSettings(model="multinomial", estimator="map", beta=(2.0, 2.0))
+    assert not ml.LabelScorer(counts, mapped, scales=[1.0, 0.3, 1.0]).odds
+
+
+def test_a_folds_training_counts_are_the_counts_less_its_documents():
+    import scipy.sparse as sp
+
+    counts = ml.label_counts(_label_set_counts())
+    X = sp.csr_matrix(np.array([[2, 0], [1, 3]]))
+    Y = np.array([[1, 0], [1, 1]])
+    fewer = counts.without(X, Y)
+    assert fewer.n_docs == 5 and fewer.class_count.tolist() == [1, 3]
+    assert fewer.doc_count.tolist() == [[2 - 2, 1 - 1], [2 - 1, 4 - 1]]
+    assert fewer.token_count.tolist() == [[5 - 3, 1 - 1], [5 - 3, 10 - 3]]
+    assert fewer.word_docs.tolist() == [4 - 2, 5 - 1] and fewer.word_tokens.tolist() == [5, 8]
+
+
 # --- thresholds ------------------------------------------------------------------------------
 
 

@@ -40,7 +40,7 @@ from ..counting.counts import Counts
 from .estimators import EstimatorSettings
 from .labelsets import SEPARATOR, label_names, labels_of
 from .posterior import make_scorer
-from .sparsity import SparseWeights, weights_column
+from .sparsity import SparseWeights, dense_cells, weights_column
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -158,20 +158,73 @@ class LabelCounts:
             token_count=pairs(self.word_tokens, self.token_count, small),
         )
 
+    @cached_property
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(words, labels)``: the (word, label) pairs with D_jl > 0, (P,) each, in
+        (word, label) order: the only cells where a label's counts are not 0 and "not
+        l"'s are not the totals."""
+        return np.nonzero(self.doc_count)
+
+    def sums(self, tf: str, idf: bool):
+        """The transformed sums of every label's binary model, over every word:
+        ``(S_j, S_jl, S_j¬l, S_l, S_¬l)``: S_j (V,) of the totals, S_jl and S_j¬l (P,)
+        at the :attr:`pairs`, S_l and S_¬l (L,) their column sums (a word off l's
+        pairs has S_jl = 0 and S_j¬l = S_j). S = T, or D · log(1 + T / D) with ``tf``
+        "log", times idf_j = log(N / D_j) with ``idf``
+        (:func:`nbclass.models.textmodels.transformed_counts` of the binary counts).
+        Computed once per counts and transform."""
+        from .textmodels import _derived
+
+        return _derived(self, ("sums", tf, idf), lambda: self._sums(tf, idf))
+
+    def _sums(self, tf: str, idf: bool):
+        from .textmodels import idf_of, log_tf_sums
+
+        words, labels = self.pairs
+        D, T = self.doc_count[words, labels], self.token_count[words, labels]
+        whole = self.word_tokens.astype(np.float64)
+        mine = T.astype(np.float64)
+        others = (self.word_tokens[words] - T).astype(np.float64)
+        if tf == "log":
+            whole = log_tf_sums(whole, self.word_docs.astype(np.float64))
+            mine = log_tf_sums(mine, D.astype(np.float64))
+            others = log_tf_sums(others, (self.word_docs[words] - D).astype(np.float64))
+        if idf:
+            weights = idf_of(self.word_docs, self.n_docs)
+            whole *= weights
+            mine *= weights[words]
+            others *= weights[words]
+        L = len(self.labels)
+        label_sums = np.bincount(labels, weights=mine, minlength=L)
+        other_sums = whole.sum() + np.bincount(labels, weights=others - whole[words], minlength=L)
+        for array in (whole, mine, others, label_sums, other_sums):
+            array.flags.writeable = False
+        return whole, mine, others, label_sums, other_sums
+
     def without(self, X: sp.csr_matrix, Y: np.ndarray) -> LabelCounts:
         """These counts less the documents counted as ``X`` (m, V) with labels ``Y``
         (m, L) 0/1: a held-out fold's training counts (subtraction, no recount)."""
+        import scipy.sparse as sp
+
         from ..text.vectorizer import binarize
 
         B = binarize(X)
         Y = np.asarray(Y).astype(np.int64)  # integer products: the counts stay integers
+        Z = sp.csr_matrix(Y)  # a few labels a document: the products are sparse too
+
+        def less(table: np.ndarray, part) -> np.ndarray:
+            part = part.tocoo()
+            out = table.copy()
+            out[part.row, part.col] -= part.data
+            return out
+
         return LabelCounts(
             labels=self.labels,
             vocabulary=self.vocabulary,
             n_docs=self.n_docs - X.shape[0],
             class_count=self.class_count - Y.sum(axis=0),
-            doc_count=self.doc_count - _dense(B.T @ Y),
-            token_count=self.token_count - _dense(X.T @ Y),
+            doc_count=less(self.doc_count, B.T @ Z),
+            token_count=less(self.token_count, X.T @ Z),
             word_docs=self.word_docs - np.asarray(B.sum(axis=0)).ravel(),
             word_tokens=self.word_tokens - np.asarray(X.sum(axis=0)).ravel(),
         )
@@ -212,21 +265,102 @@ def scaled(settings: EstimatorSettings, scale: float) -> EstimatorSettings:
     return replace(settings, beta=tuple(float(b) * scale for b in settings.beta))
 
 
+def sparse_odds(settings: EstimatorSettings) -> bool:
+    """Whether :func:`odds_scorer` scores labels under ``settings``: the multinomial
+    model with a positive estimate for an unseen word (β > 0; β > 1 for ``map``), its
+    own β (no ``--prior-fit``) and no weight normalisation (whose norms sum every word)."""
+    from .estimators import multinomial_fraction
+
+    return (
+        settings.model == "multinomial"
+        and settings.estimator in ("posterior-mean", "map")
+        and multinomial_fraction(0.0, 0.0, 1, settings.estimator, settings.beta[0])[0] > 0
+        and not settings.prior_fit
+        and settings.norm in ("none", "length")
+    )
+
+
+def odds_scorer(counts: LabelCounts, settings: EstimatorSettings, labels: np.ndarray, rows=None):
+    """The log-odds s_l(x) = b_l(x) − b_¬l(x) of the labels ``labels`` (L',) under
+    multinomial ``settings`` (:func:`sparse_odds`) as one linear scorer of L' columns,
+    made from the nonzero (word, label) pairs (``docs/maths.md``, scoring from the
+    nonzero pairs): with θ_jc = (S_jc + β) / (S_c + Vβ) (or the MAP fraction),
+
+        w_jl = log θ_jl − log θ_j¬l   at the pairs (D_jl > 0),
+        w_jl = −log(S_j + β) + k_l,   k_l = log(β / (S_l + Vβ)) + log(S_¬l + Vβ), off them,
+
+    since off l's pairs S_jl = 0 and S_j¬l = S_j. The weights are
+    :class:`nbclass.models.sparsity.SparseWeights` (the per-word term −log(S_j + β), the
+    per-label constants k_l, the pairs' values), so their memory and the scoring work are
+    in proportion to the pairs, not to V × L; the bias is log π_l − log π_¬l of the binary
+    model's class prior. ``rows``: score documents that hold only those words (sorted,
+    (R,)), every total still over the whole vocabulary."""
+    import scipy.sparse as sp
+
+    from .estimators import log_class_prior, log_fraction, multinomial_fraction
+    from .posterior import LinearScorer
+    from .textmodels import idf_of
+
+    V, beta, estimator = len(counts.vocabulary), settings.beta[0], settings.estimator
+    whole, mine, others, label_sums, other_sums = counts.sums(settings.tf, settings.idf)
+    words, owners = counts.pairs
+    at = np.full(len(counts.labels), -1, dtype=np.int64)
+    at[labels] = np.arange(len(labels))
+    kept = at[owners] >= 0
+    if rows is None:
+        rows = np.arange(V)
+    else:
+        where = np.full(V, -1, dtype=np.int64)
+        where[rows] = np.arange(len(rows))
+        kept &= where[words] >= 0
+    words, owners = words[kept], owners[kept]
+    S_l, S_not = label_sums[owners], other_sums[owners]
+    values = log_fraction(*multinomial_fraction(mine[kept], S_l, V, estimator, beta))
+    values -= log_fraction(*multinomial_fraction(others[kept], S_not, V, estimator, beta))
+    if len(rows) < V:
+        words = where[words]
+    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(words, minlength=len(rows)), out=ptr[1:])
+    table = sp.csr_matrix((values, at[owners], ptr), shape=(len(rows), len(labels)))
+    unseen, label_total = multinomial_fraction(0.0, label_sums[labels], V, estimator, beta)
+    other_total = multinomial_fraction(0.0, other_sums[labels], V, estimator, beta)[1]
+    constant = log_fraction(unseen, label_total) + np.log(other_total)
+    word = -np.log(multinomial_fraction(whole[rows], 0.0, V, estimator, beta)[0])
+    weights = SparseWeights(table, constant, word, np.ones(len(labels)))
+    if dense_cells(len(rows), len(labels)):  # small: a table, as make_scorer makes one
+        weights = weights.toarray()
+    bias = np.zeros(len(labels))
+    if settings.class_prior:
+        for i, l in enumerate(labels.tolist()):
+            N_l = int(counts.class_count[l])
+            prior = log_class_prior(np.array([counts.n_docs - N_l, N_l]), estimator,
+                                    settings.alpha)  # fmt: skip
+            bias[i] = prior[1] - prior[0]
+    return LinearScorer(
+        weights=weights, bias=bias, binary=False, tf=settings.tf,
+        idf=idf_of(counts.word_docs[rows], counts.n_docs) if settings.idf else None,
+        length_norm=settings.norm == "length",
+    )  # fmt: skip
+
+
 class LabelScorer:
     """The log-odds s_l(x) = b_l(x) − b_¬l(x) of every label's binary model under
-    ``settings``, from the one scorer of the event model (:func:`make_scorer`).
+    ``settings``.
 
-    Every model whose parameters are per class (all but complement) scores the L binary
-    models at once as one model of 2L classes, (not l, l) side by side
-    (:meth:`LabelCounts.paired`): θ_jc, the Bernoulli sums and the weight norms are per
-    class, the class prior's normaliser cancels in b_l − b_¬l, and idf_j = log(LN / L D_j)
-    is the binary models' own. Only ``--prior-fit`` differs: it fits one β for every
-    label. Complement naive Bayes, whose parameters for a class are the other classes'
-    counts, scores each label's binary counts (:meth:`LabelCounts.binary`) in turn.
+    The multinomial model (:func:`sparse_odds`) scores them from the nonzero (word, label)
+    pairs, one linear scorer of the labels' log-odds (:func:`odds_scorer`). Every other
+    model whose parameters are per class (all but complement) scores the L binary models
+    at once as one model of 2L classes, (not l, l) side by side
+    (:meth:`LabelCounts.paired`), by the one scorer of its event model
+    (:func:`make_scorer`): θ_jc, the Bernoulli sums and the weight norms are per class,
+    the class prior's normaliser cancels in b_l − b_¬l, and idf_j = log(LN / L D_j) is
+    the binary models' own. Only ``--prior-fit`` differs: it fits one β for every label.
+    Complement naive Bayes, whose parameters for a class are the other classes' counts,
+    scores each label's binary counts (:meth:`LabelCounts.binary`) in turn.
 
     ``scales`` (L,): label l is scored with β times ``scales[l]`` (:func:`scaled`; the
-    labels of one scale share one scorer of the 2L classes, whose columns for them are
-    their own binary models'); None: every label with ``settings``' own β.
+    labels of one scale share one scorer, whose columns for them are their own binary
+    models'); None: every label with ``settings``' own β.
     ``rows``: score documents that hold only those words (as :func:`make_scorer`)."""
 
     def __init__(
@@ -237,40 +371,47 @@ class LabelScorer:
         self.present = counts.class_count > 0  # a label no training document has: −inf
         self.always = counts.class_count == counts.n_docs  # every document has it: +inf
         self.scales = np.ones(L) if scales is None else np.asarray(scales, dtype=np.float64)
+        # groups: (scorer, labels); with odds, the scorer's column i is labels[i]'s
+        # log-odds, else its columns 2l, 2l + 1 are "not l" and "l".
+        scales = np.unique(self.scales).tolist()
+        self.odds = all(sparse_odds(scaled(settings, scale)) for scale in scales)
+        self.groups, self.scorers = [], []
+        for scale in scales:
+            mine, labels = scaled(settings, scale), np.flatnonzero(self.scales == scale)
+            if self.odds:
+                self.groups.append((odds_scorer(counts, mine, labels, rows), labels))
+            elif settings.model != "complement":
+                self.groups.append((make_scorer(counts.paired, mine, rows=rows), labels))
         if settings.model == "complement":
-            self.groups = []
             self.scorers = [
                 make_scorer(counts.binary(l), scaled(settings, self.scales[l]), rows=rows)
                 if self.present[l] and not self.always[l]
                 else None
                 for l in range(L)
             ]
-        else:
-            self.groups = [
-                (
-                    make_scorer(counts.paired, scaled(settings, scale), rows=rows),
-                    np.flatnonzero(self.scales == scale),
-                )
-                for scale in np.unique(self.scales).tolist()
-            ]
 
-    def _scorer(self, l: int):
-        """``(scorer, (not l, l))``: the scorer of label ``l`` and its two classes."""
-        for scorer, labels in self.groups:
-            if l in labels:
-                return scorer, (2 * l, 2 * l + 1)
-        return self.scorers[l], (0, 1)
+    def _columns(self, labels: np.ndarray, at: np.ndarray):
+        """The columns of ``labels`` in their group's scorer: ``(not l, l)``, or
+        ``(None, l's column)`` for a scorer of log-odds (``at``: each label's place)."""
+        if self.odds:
+            return None, at
+        return 2 * labels, 2 * labels + 1
 
     def weights(self, l: int):
         """``(features, w)``: the document transform and the weights (V,) of label ``l``'s
         log-odds, s_l(x) = f(x) · w + const, when its scorer is linear; else None."""
         from .posterior import LinearScorer
 
-        scorer, pair = self._scorer(l)
+        if self.scorers:
+            scorer, (no, yes) = self.scorers[l], (0, 1)
+        else:
+            scorer, labels = next((s, ls) for s, ls in self.groups if l in ls)
+            no, yes = self._columns(l, int(np.searchsorted(labels, l)))
         if not isinstance(scorer, LinearScorer) or scorer.required is not None:
             return None
         W = scorer.weights  # a table, or per-class constants and pairs (sparsity.py)
-        return scorer.features, weights_column(W, pair[1]) - weights_column(W, pair[0])
+        w = weights_column(W, yes)
+        return scorer.features, w if no is None else w - weights_column(W, no)
 
     def linear(self):
         """``(scorer, W, b)`` with s(x) = f(x) W + b for every label, W (V, L), b (L,),
@@ -286,37 +427,39 @@ class LabelScorer:
         ):  # fmt: skip
             return None
         first = self.groups[0][0]
-        bias = np.asarray(first.bias)  # log π: the same for every β
-        odds = np.empty((first.weights.shape[0], bias.size // 2))
+        L = len(self.labels)
+        odds, bias = np.empty((first.weights.shape[0], L)), np.empty(L)
         for scorer, labels in self.groups:
-            W = scorer.weights
+            no, yes = self._columns(labels, np.arange(len(labels)))
+            W, b = scorer.weights, np.asarray(scorer.bias)
+            bias[labels] = b[yes] if no is None else b[yes] - b[no]
             if isinstance(W, SparseWeights):  # a label at a time
-                for l in labels.tolist():
-                    odds[:, l] = W.column(2 * l + 1) - W.column(2 * l)
+                for i, l in enumerate(labels.tolist()):
+                    odds[:, l] = W.column(int(yes[i]))
+                    if no is not None:
+                        odds[:, l] -= W.column(int(no[i]))
             else:
                 W = np.asarray(W)
-                odds[:, labels] = W[:, 2 * labels + 1] - W[:, 2 * labels]
-        return first, odds, bias[1::2] - bias[0::2]
+                odds[:, labels] = W[:, yes] if no is None else W[:, yes] - W[:, no]
+        return first, odds, bias
 
     def log_odds(self, X: sp.csr_matrix) -> np.ndarray:
         """s_l(x) of each document counted as ``X`` (n, V): ndarray (n, L)."""
         n, L = X.shape[0], len(self.labels)
         with np.errstate(invalid="ignore"):
-            if len(self.groups) == 1:
-                jll = self.groups[0][0].joint_log_likelihood(X)
-                out = jll[:, 1::2] - jll[:, 0::2]
-            else:
-                out = np.zeros((n, L))
-                for scorer, labels in self.groups:
+            out = np.zeros((n, L))
+            for scorer, labels in self.groups:
+                jll = scorer.joint_log_likelihood(X)
+                no, yes = self._columns(labels, np.arange(len(labels)))
+                out[:, labels] = jll[:, yes] if no is None else jll[:, yes] - jll[:, no]
+            for l, scorer in enumerate(self.scorers):
+                if scorer is not None:
                     jll = scorer.joint_log_likelihood(X)
-                    out[:, labels] = jll[:, 2 * labels + 1] - jll[:, 2 * labels]
-                for l, scorer in enumerate(self.scorers if not self.groups else ()):
-                    if scorer is not None:
-                        jll = scorer.joint_log_likelihood(X)
-                        out[:, l] = jll[:, 1] - jll[:, 0]
+                    out[:, l] = jll[:, 1] - jll[:, 0]
         out[:, ~self.present] = -np.inf
         out[:, self.always] = np.inf
-        return np.nan_to_num(out, nan=0.0, posinf=np.inf, neginf=-np.inf)
+        out[np.isnan(out)] = 0.0
+        return out
 
 
 # --- calibration and thresholds -------------------------------------------------------------
@@ -565,7 +708,7 @@ def held_out_log_odds(
         known = np.flatnonzero(training.word_tokens > 0)
         used = np.intersect1d(known, np.unique(held.indices))
         part = held[:, used]
-        if any(c.model != "complement" for c in candidates):
+        if any(c.model != "complement" and not sparse_odds(c) for c in candidates):
             _ = training.paired  # made once, before the threads share it
 
         def score(settings: EstimatorSettings, training=training, used=used,

@@ -154,7 +154,12 @@ def idf_weights(doc_count: np.ndarray, n_docs: int) -> np.ndarray:
     >>> np.allclose(idf_weights(np.array([[2, 1], [0, 1]]), 4), [math.log(4 / 3), math.log(4)])
     True
     """
-    df = row_sums(doc_count).astype(np.float64)
+    return idf_of(row_sums(doc_count), n_docs)
+
+
+def idf_of(df: np.ndarray, n_docs: int) -> np.ndarray:
+    """idf_j = log(N / df_j) of the document frequencies ``df`` (V,); 0 where df_j = 0."""
+    df = np.asarray(df).astype(np.float64)
     out = np.zeros(df.shape)
     seen = df > 0
     out[seen] = math.log(n_docs) - np.log(df[seen]) if n_docs > 0 else 0.0
@@ -180,16 +185,22 @@ def transformed_entries(
 def _transformed_entries(counts: Counts, settings: EstimatorSettings):
     rows, cols = counts.nonzero
     S = counts.at_nonzero(counts.token_count, np.float64)
-    if settings.tf == "log":  # S = D · log(1 + T / D), in place: two (nnz,) arrays at most
-        D = counts.at_nonzero(counts.doc_count, np.float64)
-        S /= D
-        np.log1p(S, out=S)
-        S *= D
-        del D
+    if settings.tf == "log":
+        S = log_tf_sums(S, counts.at_nonzero(counts.doc_count, np.float64))
     if settings.idf:
         S *= idf_weights(counts.doc_count, counts.n_docs)[rows]
     S.flags.writeable = False
     return rows, cols, S
+
+
+def log_tf_sums(T: np.ndarray, D: np.ndarray) -> np.ndarray:
+    """S = D · log(1 + T / D) of token sums ``T`` and document counts ``D`` (float64
+    arrays of one shape), computed in ``T`` (changed in place and returned); 0 where
+    D = 0 (then T = 0 too): the per-class sums of log term frequencies."""
+    np.divide(T, D, out=T, where=D > 0)
+    np.log1p(T, out=T)
+    T *= D
+    return T
 
 
 def transformed_counts(counts: Counts, settings: EstimatorSettings, words=None) -> np.ndarray:
