@@ -300,3 +300,32 @@ def test_the_library_and_the_service_score_thousands_of_classes_in_blocks(many):
         want = json.loads(line)
         assert (got["source"], got["probabilities"]) == (want["source"], want["probabilities"])
         assert got["label"] == (want["label"] if got["source"] != "-:6" else "unsure")
+
+
+# -- the histograms of D_jc a model file keeps, from the pairs --------------------------------
+
+
+@pytest.mark.parametrize("cells", [2, 16, 2**22])
+def test_histograms_from_the_pairs_are_those_of_every_cell(cells, monkeypatch):
+    """Tallied by (class, value) below a width, the larger values sorted: the
+    histograms of the dense table, whatever the width (2 leaves every value of 2 or more
+    to the sort)."""
+    import scipy.sparse as sp
+
+    import nbclass.counting.counts as counts_module
+    from nbclass.counting.counts import Counts, doc_count_histograms
+
+    monkeypatch.setattr(counts_module, "HISTOGRAM_CELLS", cells)
+    rng = np.random.default_rng(3)
+    V, C = 300, 40
+    D = rng.zipf(1.5, size=(V, C)) * (rng.random((V, C)) < 0.2)
+    D[5, :] = 1  # a word of every class but one
+    D[:, 7] = 0  # a class without a word
+    D[6, 3] = 10**6  # one large value
+    T = D * 2
+    for table in (D, sp.csr_matrix(D)):
+        counts = Counts(tuple(f"c{c}" for c in range(C)), tuple(f"w{j:03d}" for j in range(V)),
+                        np.full(C, 10**6), table, T if table is D else sp.csr_matrix(T))  # fmt: skip
+        got = counts.doc_histograms
+        assert got == doc_count_histograms(D)
+    assert got[7] == [(0, V)] and got[3][-1] == (10**6, 1)

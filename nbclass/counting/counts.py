@@ -140,29 +140,17 @@ class Counts:
     @cached_property
     def doc_histograms(self) -> list[list[tuple[int, int]]]:
         """:func:`doc_count_histograms` of D_jc (computed once): from the nonzero pairs
-        when D_jc ≥ 1 at every one of them, as in any consistent counts (a bincount of
-        their values by class, and V less their number as each class's count of zeros),
-        else from every cell."""
+        when D_jc ≥ 1 at every one of them, as in any consistent counts
+        (:func:`pair_histograms`), else from every cell."""
         V, C = self.doc_count.shape
-        rows, cols = self.nonzero
-        values = self.at_nonzero(self.doc_count, np.int64)
+        if is_sparse(self.doc_count):  # the pattern's classes and values as they are
+            cols, values = self.doc_count.indices, self.doc_count.data
+        else:
+            cols = self.nonzero[1]
+            values = self.at_nonzero(self.doc_count, np.int64)
         if not values.size or values.min() < 1:
             return doc_count_histograms(as_table(self.doc_count))
-        width = int(values.max()) + 1
-        if C * width > 4 * max(V, values.size):  # a few large values: class by class
-            order = np.argsort(cols, kind="stable")
-            ends = np.cumsum(np.bincount(cols, minlength=C))
-            histograms = []
-            for part in np.split(values[order], ends[:-1]):
-                found, n = value_counts(part)
-                pairs = list(zip(found.tolist(), n.tolist()))
-                histograms.append([(0, V - part.size)] + pairs if part.size < V else pairs)
-            return histograms
-        codes = cols.astype(np.int64) * width
-        codes += values
-        tally = np.bincount(codes, minlength=C * width).reshape(C, width)
-        tally[:, 0] = V - tally.sum(axis=1)  # the words a class lacks: D_jc = 0
-        return _histograms_of(tally)
+        return pair_histograms(cols, values, V, C)
 
     @property
     def n_docs(self) -> int:
@@ -421,6 +409,52 @@ def doc_count_histograms(doc_count: np.ndarray) -> list[list[tuple[int, int]]]:
     for c in range(C):
         values, n = value_counts(doc_count[:, c])
         histograms.append(list(zip(values.tolist(), n.tolist())))
+    return histograms
+
+
+# Cells of the tally of (class, value) that :func:`pair_histograms` makes when the values
+# are too many for one of every value (4 M cells, 32 MB); larger values are sorted.
+HISTOGRAM_CELLS = 2**22
+
+
+def pair_histograms(cols: np.ndarray, values: np.ndarray, V: int, C: int):
+    """:func:`doc_count_histograms` of counts given by their nonzero pairs: the class
+    ``cols`` and the value ``values`` (≥ 1) of each, V words, C classes.
+
+    The values below a width are tallied by (class, value), all of them when the
+    tally is at most 4 cells a pair or a word (as a rule), else a width of
+    :data:`HISTOGRAM_CELLS` cells; the few larger ones are sorted. Each class's count of
+    zeros is V less its number of pairs. Memory in proportion to the pairs, never to
+    C × the largest value, and no sort of every pair (at 20,000 classes × 200,000 words
+    and 10 million pairs a sort of them by class took most of a model's load).
+
+    >>> pair_histograms(np.array([0, 1, 0, 1]), np.array([2, 1, 900, 2]), 3, 2)
+    [[(0, 1), (2, 1), (900, 1)], [(0, 1), (1, 1), (2, 1)]]
+    """
+    width = int(values.max()) + 1
+    if C * width > 4 * max(V, values.size):
+        width = max(2, min(width, HISTOGRAM_CELLS // max(C, 1)))
+    small = values < width
+    large = None
+    if small.all():
+        codes = cols.astype(np.int64) * width
+        codes += values
+    else:
+        codes = cols[small].astype(np.int64) * width
+        codes += values[small]
+        top = int(values.max()) + 1
+        keys = cols[~small].astype(np.int64) * top + values[~small]
+        keys, found = np.unique(keys, return_counts=True)
+        ends = np.searchsorted(keys // top, np.arange(C + 1))
+        large = (keys % top, found, ends)
+    tally = np.bincount(codes, minlength=C * width).reshape(C, width)
+    tally[:, 0] = V - np.bincount(cols, minlength=C)  # the words a class lacks: D_jc = 0
+    histograms = _histograms_of(tally)
+    if large is not None:
+        large_values, found, ends = (part.tolist() for part in large)
+        for c in np.flatnonzero(np.diff(ends)).tolist():
+            start, end = ends[c], ends[c + 1]
+            histograms[c] += zip(large_values[start:end], found[start:end])
     return histograms
 
 
