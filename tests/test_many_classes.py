@@ -324,8 +324,88 @@ def test_histograms_from_the_pairs_are_those_of_every_cell(cells, monkeypatch):
     D[6, 3] = 10**6  # one large value
     T = D * 2
     for table in (D, sp.csr_matrix(D)):
-        counts = Counts(tuple(f"c{c}" for c in range(C)), tuple(f"w{j:03d}" for j in range(V)),
-                        np.full(C, 10**6), table, T if table is D else sp.csr_matrix(T))  # fmt: skip
+        tokens = T if table is D else sp.csr_matrix(T)
+        classes, words = tuple(f"c{c}" for c in range(C)), tuple(f"w{j:03d}" for j in range(V))
+        counts = Counts(classes, words, np.full(C, 10**6), table, tokens)
         got = counts.doc_histograms
         assert got == doc_count_histograms(D)
     assert got[7] == [(0, V)] and got[3][-1] == (10**6, 1)
+
+
+@pytest.mark.parametrize("estimator", ["posterior-mean", "mle"])
+def test_one_document_against_thousands_of_classes_sums_the_pairs_as_the_batch(many, estimator):
+    """The one-document path of a model past 2**24 weight cells adds the corrections at
+    its words' pairs, as the batch path does: the same scores to 1e-12 (their logs are
+    the C library's and numpy's), the same infinities (under mle a class is possible
+    only if every word of the document is one of its pairs)."""
+    from nbclass.modelfile.quick import QuickModel
+    from nbclass.modelfile.textfile import load
+    from nbclass.models.estimators import EstimatorSettings
+    from nbclass.models.model import Classifier
+
+    model, _, texts = many
+    settings = EstimatorSettings(model="multinomial", estimator=estimator)
+    classifier, quick = Classifier(load(str(model)), settings), QuickModel(str(model))
+    chosen = texts[:40] + ["k7x0 k7x1 k7x0", "s1 s2", "unknownword", ""]
+    expected = classifier.scorer.joint_log_likelihood(classifier.count(chosen)[0])
+    possible = 0
+    for text, row in zip(chosen, expected.tolist()):
+        got = quick.joint_log_likelihood(text, settings)
+        assert [math.isinf(v) for v in got] == [math.isinf(v) for v in row]
+        assert got == pytest.approx(row, rel=1e-12, abs=1e-12)
+        possible += sum(not math.isinf(v) for v in got)
+    if estimator == "mle":
+        assert 0 < possible < len(chosen) * C  # some classes ruled out, not all
+
+
+def test_the_one_document_command_against_thousands_of_classes_prints_the_batchs_line(
+    many, tmp_path
+):
+    """One document piped in (the numpy-free path) and the same text as a line of
+    --lines (the batch path): the same label, probabilities and evidence."""
+    model, _, texts = many
+    for i in (0, 1, 5):
+        lines = tmp_path / f"{i}.txt"
+        lines.write_text(texts[i] + "\n")
+        got = []
+        for extra, stdin in (([], texts[i]), (["--lines", str(lines)], None)):
+            result = subprocess.run(
+                [*nbclass_command(), "predict", "-m", str(model), "--format", "jsonl",
+                 "--top-k", "3", *extra],
+                input=stdin, capture_output=True, text=True, timeout=600,
+            )  # fmt: skip
+            assert result.returncode == 0, result.stderr
+            got.append(json.loads(result.stdout))
+        one, batch = got
+        assert one["label"] == batch["label"] and one["reason"] == batch["reason"]
+        assert list(one["probabilities"]) == list(batch["probabilities"])
+        assert list(one["probabilities"].values()) == pytest.approx(
+            list(batch["probabilities"].values()), rel=1e-12, abs=1e-300
+        )
+        assert one["log_evidence"] == pytest.approx(batch["log_evidence"], rel=1e-12, abs=1e-12)
+
+
+def test_a_cluster_part_is_scored_in_blocks_with_the_whole_batchs_numbers(many):
+    """A Dask worker's part of 1,100 files (three blocks at 2,000 classes): the rows and
+    extras of the part scored as one batch."""
+    import hashlib
+
+    from nbclass.cluster.remote import score_part
+    from nbclass.models.abstain import Abstention
+    from nbclass.models.explain import extras, score_batch
+
+    model, docs, texts = many
+    data = model.read_bytes()
+    classifier, _ = _whole_batch(model, texts)
+    paths = [str(docs / f"d{i:04d}.txt") for i in range(1_100)]
+    abstention = Abstention(min_probability=0.5)
+    settings = classifier.settings
+    start, end, rows, got, kept, _ = score_part(
+        data, hashlib.sha256(data).hexdigest(), settings, paths, 7, abstention, None
+    )
+    assert (start, end, kept) == (7, 1_107, list(range(1_100)))
+    whole = score_batch(classifier, list(zip(paths, texts)))
+    assert np.array_equal(rows, whole.log_proba)
+    expected = extras(classifier, whole, abstention, None)
+    assert got == expected and len(got) == 1_100
+    assert 0 < sum(e["reason"] == "low-probability" for e in got) < 1_100

@@ -37,6 +37,7 @@ from ..models.estimators import (
     score_gap,
 )
 from ..models.exitcodes import effective
+from ..models.layout import dense_cells
 from ..text.tokenizer import token_groups
 from . import header as checked
 from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, read, refuse
@@ -234,6 +235,10 @@ class QuickModel:
             absent = [
                 log_ratio(*multinomial_fraction(0, T_c[c], V, estimator, beta)) for c in range(C)
             ]
+            if not dense_cells(V, C):  # as the batch path: from the pairs alone
+                return self._from_pairs(rows, absent, log_pi, lambda c, pair: log_ratio(
+                    *multinomial_fraction(pair[1], T_c[c], V, estimator, beta)
+                ))  # fmt: skip
             for j, x in rows:
                 weights = absent[:]
                 for c, (_, T_jc) in self._entries(j).items():
@@ -267,6 +272,33 @@ class QuickModel:
             -math.inf if present_certain[c] < required[c] else scores[c] + bias[c]
             for c in range(C)
         ]
+
+    def _from_pairs(self, rows, unseen: list[float], log_pi: list[float], weight) -> list[float]:
+        """b_c = Σ_j x_j W_jc + log π_c for the document's ``rows`` (j, x_j), where W_jc
+        is ``weight(c, (D_jc, T_jc))`` at the pairs of word j and ``unseen[c]`` off them:
+        work in proportion to the pairs of the document's words, not to its words × C.
+
+        The steps of the batch path past :data:`nbclass.models.layout.DENSE_CELLS`
+        (:meth:`nbclass.models.sparsity.SparseWeights.dot`): with k_c = ``unseen[c]``,
+        Σ_j x_j (W_jc − k_c) over the pairs, words in order, then + n k_c (n the
+        document's known tokens), then + log π_c. Where k_c = −∞ (no mass on unseen
+        words), k_c counts as 0 and class c is impossible unless every word of the
+        document is one of its pairs.
+        """
+        C = len(unseen)
+        constant = [0.0 if k == -math.inf else k for k in unseen]
+        sums, covered, total = [0.0] * C, [0] * C, 0
+        for j, x in rows:
+            total += x
+            for c, pair in self._entries(j).items():
+                sums[c] += x * (weight(c, pair) - constant[c])
+                covered[c] += 1
+        words = len(rows)
+        return [
+            -math.inf if unseen[c] == -math.inf and covered[c] < words
+            else sums[c] + constant[c] * total + log_pi[c]
+            for c in range(C)
+        ]  # fmt: skip
 
     def _complement(self, rows: list[tuple[int, int]], beta: float) -> list[float]:
         """b_c = −Σ_j x_j log θ̃_jc, θ̃_jc = (T_j − T_jc + β) / (T − T_c + Vβ)."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .layout import DENSE_CELLS, dense_cells  # noqa: F401 (the modules of the tables take them here)
+
 
 def is_sparse(table) -> bool:
     """True for a scipy.sparse matrix (or array), False for an ndarray."""
@@ -37,19 +39,6 @@ def column_sums(table) -> np.ndarray:
 
 
 # --- Weights from the nonzero pairs ---------------------------------------------------------
-
-# Weights of at most this many cells (V × C, or R × C for R words) are made as a dense
-# table, the way they always were (the same floats, so model files do not move); past it,
-# as per-class constants plus corrections at the nonzero pairs (:class:`SparseWeights`),
-# memory in proportion to the pairs. 20 Newsgroups (130,107 words × 20 classes, 2.6 M
-# cells) stays dense; 16.8 M cells of float64 are 134 MB a table.
-DENSE_CELLS = 2**24
-
-
-def dense_cells(V: int, C: int) -> bool:
-    """Whether weights of V words and C classes are made as a dense table."""
-    return V * C <= DENSE_CELLS
-
 
 def csr_table(table, rows=None):
     """``table`` (V, C) as a canonical CSR matrix (its rows ``rows`` only, if given)."""
@@ -144,7 +133,9 @@ class SparseWeights:
         infinite = self._infinite
         constant = np.where(infinite, 0.0, self.constant)
         out = (F @ self.corrections()).toarray() if n else np.zeros((0, C))
-        out += total * constant
+        row = np.empty(C)  # t_i k a row at a time: no second (n, C) array
+        for i, t in enumerate(total.ravel().tolist()):
+            out[i] += np.multiply(constant, t, out=row)
         if self.word is not None:
             out += (F @ self.word)[:, None] * self.scale
         if infinite.any():  # covered: every word of the document a pair of class c
