@@ -478,7 +478,9 @@ def score_part(
     ``extras`` the per-document log evidence, abstention reason and explanation, all
     computed by the same code as a local predict (:mod:`nbclass.models.explain`).
     """
-    from ..models.explain import extras, score_batch
+    import numpy as np
+
+    from ..models.explain import counted_blocks, extras, score_counts
     from ..reading.policy import DEFAULT_POLICY, ReadLog, read_document
 
     policy = policy or DEFAULT_POLICY
@@ -489,10 +491,19 @@ def score_part(
         if document is not None:
             kept.append(i)
             batch.append((path, log.decode(document, policy.encoding)))
-    scored = score_batch(classifier, batch)
-    return start, start + len(paths), scored.log_proba, extras(
-        classifier, scored, abstention, explain
-    ), kept, log
+    # Scored a block of documents at a time, as a local predict (bounded memory against
+    # many classes): the part's rows are the same floats as one batch's.
+    sources = [path for path, _ in batch]
+    X, tokens = classifier.count(text for _, text in batch)
+    rows, found = [], []  # each block's scores and extras (its other arrays let go)
+    for scored in counted_blocks(classifier, sources, X, tokens) if sources else [
+        score_counts(classifier, sources, X, tokens)  # no document: the empty batch
+    ]:  # fmt: skip
+        rows.append(scored.log_proba)
+        found.append(extras(classifier, scored, abstention, explain))
+    rows = rows[0] if len(rows) == 1 else np.vstack(rows)
+    merged = None if found[0] is None else [extra for part in found for extra in part]
+    return start, start + len(paths), rows, merged, kept, log
 
 
 def predict_files(
