@@ -26,10 +26,16 @@ def load_counter(data: bytes, path: str = "<bytes>") -> TextCounter:
     try:
         V = whole(header["n_features"], "n_features")
         tokenizer = TokenizerSettings.from_dict(header["tokenizer"])
-        words = sections["vocabulary"].tobytes().decode("utf-8").split("\x00") if V else []
+        joined = sections["vocabulary"].tobytes()
+        joined.decode("utf-8")  # UTF-8, or refused
         used = np.unpackbits(np.frombuffer(sections["used"], np.uint8), bitorder="little")
-        if len(words) != V or used.size != (V + 7) // 8 * 8:
+        if (joined.count(b"\x00") + 1 if V else len(joined)) != V or used.size != (
+            V + 7
+        ) // 8 * 8:
             raise ValueError("inconsistent section sizes")
+        if used[:V].all():  # every word counted: the run table is made from the bytes
+            return TextCounter.of_joined(tokenizer, joined, V)
+        words = joined.decode("utf-8").split("\x00") if V else []
         return TextCounter(tokenizer, [words[j] for j in np.flatnonzero(used[:V]).tolist()])
     except (KeyError, TypeError, ValueError, UnicodeDecodeError, NbclassError) as exc:
         raise refuse(path, f"is not a valid nbclass model ({exc})") from None

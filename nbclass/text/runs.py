@@ -788,24 +788,38 @@ class RunCounter:
 
     @classmethod
     def for_vocabulary(
-        cls, vocabulary: Sequence[str], splitter: AsciiSplitter, columns=None
+        cls, vocabulary: Sequence[str] | None, splitter: AsciiSplitter, columns=None,
+        joined: tuple[bytes, int] | None = None,
     ) -> RunCounter | None:
         """The counter of ``vocabulary`` (the words of the columns 0..V−1, in order) under
         ``splitter``'s tokens, or None when its table cannot be made (two words with one
         hash, or a word holding a space). ``columns()`` gives the word -> column mapping,
-        asked for only when there are stop words (by default, made from the words)."""
-        table, V = splitter.table, len(vocabulary)
+        asked for only when there are stop words (by default, made from the words).
+        ``joined``: instead of ``vocabulary``, ``(their UTF-8 separated by NULs, V)``, as
+        a model file keeps them (the same counter, made without a string per word)."""
+        table = splitter.table
         ngrams = tuple(splitter.ngram_range) != (1, 1)
         pairs = splitter.unspaced in ("pairs", "all")
         stop = _stop_runs(splitter)
-        joined = " ".join(vocabulary)
         odd = None  # n-gram and pair models: words holding 0x01 (no token does) are never found
-        if ngrams or pairs:
-            if "\x01" in joined:
-                odd = np.array(["\x01" in word for word in vocabulary], dtype=bool)
-            # (No word holds a NUL: the model file separates its words by NULs.)
-            joined = "\x00".join(vocabulary).replace(" ", "\x01").replace("\x00", " ")
-        blob = joined.encode("utf-8", "surrogatepass")
+        if joined is not None:
+            blob, V = joined
+            if (ngrams or pairs) and b"\x01" in blob:
+                codes = np.frombuffer(blob, np.uint8)
+                odd = np.zeros(V, dtype=bool)  # the words holding a 0x01, as above
+                odd[np.searchsorted(np.flatnonzero(codes == 0), np.flatnonzero(codes == 1))] = True
+            if ngrams or pairs:
+                blob = blob.replace(b" ", b"\x01")
+            blob = blob.replace(b"\x00", b" ")
+        else:
+            V = len(vocabulary)
+            text = " ".join(vocabulary)
+            if ngrams or pairs:
+                if "\x01" in text:
+                    odd = np.array(["\x01" in word for word in vocabulary], dtype=bool)
+                # (No word holds a NUL: the model file separates its words by NULs.)
+                text = "\x00".join(vocabulary).replace(" ", "\x01").replace("\x00", " ")
+            blob = text.encode("utf-8", "surrogatepass")
         codes = np.frombuffer(b" ".join([blob, *stop]) if stop else blob, dtype=np.uint8)
         starts, ends = run_bounds(codes)
         if starts.size != V + len(stop):

@@ -115,9 +115,28 @@ class TextCounter:
     def __init__(self, settings: TokenizerSettings, words: Sequence[str]):
         self.settings = settings
         self.words = tuple(words)
+        self.n_words = len(self.words)
+        self._joined = None
         self.tokenize = make_tokenizer(settings, lazy=True)  # counts a fixed vocabulary
         # Texts are str here: an ASCII one is encoded to ASCII for the splitter.
         self.splitter = ascii_splitter(settings, "ascii")
+
+    @classmethod
+    def of_joined(cls, settings: TokenizerSettings, joined: bytes, n_words: int) -> TextCounter:
+        """The counter of the ``n_words`` words whose UTF-8 ``joined`` holds, separated
+        by NULs (as a model file keeps them; none holds a NUL). Its run counter is made
+        from those bytes, and :attr:`words` only when asked for: a predict worker of a
+        model of 1.18 million words and pairs never makes their 1.18 million strings."""
+        counter = cls.__new__(cls)
+        counter.settings, counter.n_words, counter._joined = settings, n_words, joined
+        counter.tokenize = make_tokenizer(settings, lazy=True)
+        counter.splitter = ascii_splitter(settings, "ascii")
+        return counter
+
+    @cached_property
+    def words(self) -> tuple[str, ...]:  # noqa: F811 - __init__ sets it when given words
+        """The words, in column order (made from the joined bytes when first asked for)."""
+        return tuple(self._joined.decode("utf-8").split("\x00")) if self.n_words else ()
 
     @cached_property
     def vocabulary(self) -> dict[str, int]:
@@ -133,6 +152,10 @@ class TextCounter:
             return None
         from .runs import RunCounter
 
+        if self._joined is not None:
+            return RunCounter.for_vocabulary(
+                None, self.splitter, lambda: self.vocabulary, (self._joined, self.n_words)
+            )
         return RunCounter.for_vocabulary(self.words, self.splitter, lambda: self.vocabulary)
 
     def count(self, texts: Iterable[str], threads: int = 1) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -154,7 +177,7 @@ class TextCounter:
             columns, values, n_tokens = (np.concatenate(p) for p in list(zip(*parts))[1:])
         else:
             rows, columns, values, n_tokens = self.entries(texts)
-        return entries_matrix(rows, columns, values, len(texts), len(self.words)), n_tokens
+        return entries_matrix(rows, columns, values, len(texts), self.n_words), n_tokens
 
     def entries(self, texts: Sequence[str]) -> tuple[np.ndarray, ...]:
         """``(rows, columns, values, n_tokens)``: the nonzero counts of ``texts`` (int64,
