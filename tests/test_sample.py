@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tarfile
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -112,6 +113,32 @@ def test_the_sketch_of_a_union_is_the_sketch_of_the_parts_sketches(docs, overall
     for c in range(4):
         expected.update([i for i, (_, k) in enumerate(ordered) if k == c][:per_class])
     assert names(whole) == [ordered[i] for i in sorted(expected)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(documents, st.integers(1, 12))
+def test_fewer_of_each_class_past_many_classes_still_merge_exactly(docs, overall):
+    """With at most 6 first documents of classes in all (per_class_for: 5 of 1 class, 3
+    of each of 2, 2 of 3, 1 of 4), a part of fewer classes keeps more of each than the
+    union: the sample of A + B (of all their classes) is still the sample of the parts'
+    samples, each made for its own classes."""
+    items = [(hashlib.sha256(bytes([x])).digest(), c) for x, c, _ in docs]
+    a = [item for item, (_, _, side) in zip(items, docs) if side]
+    b = [item for item, (_, _, side) in zip(items, docs) if not side]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sketch, "REPRESENTATIVES", 6)
+        assert [sketch.per_class_for(C) for C in (1, 2, 3, 4)] == [5, 3, 2, 1]
+        classes = len({c for _, c in items})
+        whole = sketch.bottom(ledger_of(items), overall, n_classes=classes)
+        parts = [sketch.bottom(ledger_of(p), overall, n_classes=len({c for _, c in p}))
+                 for p in (a, b)]  # fmt: skip
+        assert names(sketch.union(parts, overall, n_classes=classes)) == names(whole)
+        ordered = sorted(items)
+        expected = set(range(min(overall, len(items))))
+        for c in range(4):
+            expected.update([i for i, (_, k) in enumerate(ordered) if k == c][
+                : sketch.per_class_for(classes)])
+        assert names(whole) == [ordered[i] for i in sorted(expected)]
 
 
 def test_the_keeper_keeps_the_sample_of_a_stream_in_bounded_memory(monkeypatch):
@@ -253,8 +280,6 @@ def test_a_named_model_keeps_no_sample_and_an_auto_model_does(tmp_path, runner):
 
 
 def forged(model, **changes):
-    from dataclasses import replace
-
     return replace(model, sample=replace(model.sample, **changes))
 
 
@@ -277,7 +302,108 @@ def test_a_forged_sample_is_refused_on_load(tmp_path, runner):
     for problem, bad in cases.items():
         with pytest.raises(ModelFileError, match=problem):
             loads(dumps(bad), "forged.nbc")
-    from dataclasses import replace
 
     with pytest.raises(ModelFileError, match="sample short is not a whole number"):
         loads(dumps(replace(model, sample_short=-1)), "forged.nbc")
+
+
+# --- many classes: fewer of each class ----------------------------------------------------
+
+
+def many_classes(root: Path) -> Path:
+    """12 classes of 5 documents (a few words of the class's own and of a shared pool),
+    written as root/all, root/a (classes k00 to k05 and the first document of every other
+    class) and root/b (the rest)."""
+    rng = np.random.default_rng(12)
+    for c in range(12):
+        for i in range(5):
+            words = [f"own{c}x{j}" for j in rng.integers(0, 6, 8)]
+            words += [f"pool{j}" for j in rng.integers(0, 30, 8)]
+            text = " ".join(words) + "\n"
+            for part in ("all", "a" if c < 6 or i == 0 else "b"):
+                (root / part / f"k{c:02d}").mkdir(parents=True, exist_ok=True)
+                (root / part / f"k{c:02d}" / f"{i}.txt").write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def few_of_each(monkeypatch):
+    """A sample of 10 documents and at most 12 first documents of classes in all: of 12
+    classes it keeps the first of each, of 6 classes the first 2 of each."""
+    monkeypatch.setattr(sketch, "OVERALL", 10)
+    monkeypatch.setattr(sketch, "REPRESENTATIVES", 12)
+
+
+def test_past_many_classes_the_sample_keeps_fewer_of_each_and_stays_exact(
+    tmp_path, runner, few_of_each
+):
+    """The sample of 12 classes is the first 10 documents by (digest, class) and the first
+    1 of each class (not 5); fit of a half (12 classes, 7 of them by one document) updated
+    with the other, and the merge of the halves, write the fresh fit's bytes; unlearning
+    the second half (6 classes left, which keep 2 each) without a ledger counts the
+    documents it cannot know as short, with a ledger it samples and chooses as the fit
+    of the 6 classes (its file keeps the unlearned classes' exit codes and words)."""
+    root = many_classes(tmp_path / "c")
+    full, half_a, half_b = tmp_path / "all.nbc", tmp_path / "a.nbc", tmp_path / "b.nbc"
+    for part, out in (("all", full), ("a", half_a), ("b", half_b)):
+        fit(runner, "fit", root / part, "-o", out)
+    model = load(str(full))
+    ordered = sorted((hashlib.sha256(p.read_bytes()).digest(), p.parent.name)
+                     for p in (root / "all").glob("*/*"))  # fmt: skip
+    expected = set(ordered[:10]) | {next(x for x in ordered if x[1] == f"k{c:02d}")
+                                    for c in range(12)}  # fmt: skip
+    assert [(bytes(d), model.counts.classes[c]) for d, c in
+            zip(model.sample.digests, model.sample.labels)] == sorted(expected)  # fmt: skip
+    assert model.sample.n_documents < 10 + 12 * 2
+    merged = tmp_path / "merged.nbc"
+    fit(runner, "merge", half_a, half_b, "-o", merged)
+    assert merged.read_bytes() == full.read_bytes()
+    fit(runner, "fit", root / "b", "--update", half_a)
+    assert half_a.read_bytes() == full.read_bytes()
+    alone = tmp_path / "alone.nbc"  # the 6 classes k00 to k05 whole: 2 of each sampled
+    (tmp_path / "six").mkdir()
+    for c in range(6):
+        shutil.copytree(root / "all" / f"k{c:02d}", tmp_path / "six" / f"k{c:02d}")
+    fit(runner, "fit", tmp_path / "six", "-o", alone)
+    assert np.bincount(load(str(alone)).sample.labels).min() >= 2
+    rest = tmp_path / "rest"  # every document of k06 to k11
+    for c in range(6, 12):
+        shutil.copytree(root / "all" / f"k{c:02d}", rest / f"k{c:02d}")
+    unlearned = tmp_path / "unlearned.nbc"
+    fit(runner, "unlearn", rest, "-m", full, "-o", unlearned)
+    short = load(str(unlearned))
+    assert short.counts.equals(load(str(alone)).counts)
+    held = np.bincount(short.sample.labels, minlength=6)
+    assert short.sample_short >= int(np.maximum(2 - held, 0).sum()) > 0
+    with_ledger, alone_ledger = tmp_path / "ledger.nbc", tmp_path / "alone-ledger.nbc"
+    fit(runner, "fit", root / "all", "-o", with_ledger, "--ledger")
+    fit(runner, "fit", tmp_path / "six", "-o", alone_ledger, "--ledger")
+    fit(runner, "unlearn", rest, "-m", with_ledger)
+    exact, fresh = load(str(with_ledger)), load(str(alone_ledger))
+    assert exact.sample_short == 0  # its sample is the fresh fit's, 2 of each class
+    assert exact.counts.classes == fresh.counts.classes
+    assert names(exact.sample) == names(fresh.sample)
+    assert exact.choice == fresh.choice
+
+
+
+@pytest.mark.parametrize("ledger", [[], ["--ledger"]])
+def test_a_file_of_5_of_each_class_past_many_classes_loads_and_chooses_the_same(
+    tmp_path, runner, monkeypatch, ledger
+):
+    """A file written when the sample kept 5 of each class whatever their number loads
+    (with a ledger too) and chooses from it as from the sample of today's rule, which it
+    holds: the same file once chosen again."""
+    root = many_classes(tmp_path / "c")
+    monkeypatch.setattr(sketch, "OVERALL", 10)
+    earlier, now = tmp_path / "earlier.nbc", tmp_path / "now.nbc"
+    fit(runner, "fit", root / "all", "-o", earlier, *ledger)  # 5 of each of 12 classes
+    monkeypatch.setattr(sketch, "REPRESENTATIVES", 12)
+    fit(runner, "fit", root / "all", "-o", now, *ledger)
+    old, new = load(str(earlier)), load(str(now))
+    assert old.sample.n_documents == 60 > new.sample.n_documents
+    from nbclass.models.model import with_choice
+
+    again = with_choice(old)
+    assert again.choice == new.choice and again.calibration == new.calibration
+    assert dumps(replace(again, sample=new.sample)) == now.read_bytes()

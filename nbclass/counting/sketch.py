@@ -10,13 +10,16 @@ defined by the documents' content, not by a random draw or by reading order:
   :func:`nbclass.counting.tally.digest`), and documents are ordered by (digest, class);
 - the sample is the first :data:`OVERALL` documents of that order, together with the
   first :data:`PER_CLASS` documents of each class (so that every class is represented,
-  however small it is).
+  however small it is), up to :data:`REPRESENTATIVES` such documents in all: past 2,000
+  classes, fewer of each class (:func:`per_class_for`; none past 10,000 classes), so
+  that the sample stays within 16,000 documents whatever the number of classes.
 
 SHA-256 is uniform over contents, so the first k documents by digest are a uniform
 random sample of the set without replacement. The first k of a union are among the
 first k of each part (and the first m of a class among the first m of that class in
-each part), so the sample of ``A + B`` is the sample of (sample of A + sample of B):
-update and merge are exact. The model file keeps the sample as ledger rows
+each part; a union has at least the classes of each part, so its m is at most theirs),
+so the sample of ``A + B`` is the sample of (sample of A + sample of B): update and
+merge are exact. The model file keeps the sample as ledger rows
 (:class:`nbclass.counting.ledger.Ledger`: digest, class, word counts), so that every path
 chooses again from counts and sample alone.
 
@@ -35,6 +38,24 @@ from .ledger import DIGEST_SIZE, Ledger, concatenate, match
 
 OVERALL = 6000  # documents of the sample in all (what the choice scores at most)
 PER_CLASS = 5  # and at least this many of each class (all of a smaller class)
+# The first few of each class are at most this many documents (5 of each of 2,000
+# classes): at 20,000 classes of 4 documents each, 5 of each made the sample 75,045
+# documents, nearly the whole corpus (memory, file and choice growing with the classes),
+# while the choice can score only so many documents against that many classes.
+REPRESENTATIVES = 10_000
+
+
+def per_class_for(n_classes: int) -> int:
+    """How many of each class's first documents the sample of a set of documents of
+    ``n_classes`` classes keeps: :data:`PER_CLASS`, or fewer where that would be more
+    than :data:`REPRESENTATIVES` documents (⌊10,000 / C⌋: 4 of each up to 2,500 classes,
+    1 up to 10,000, none past). It never grows with the classes, so the sample of a
+    union (as many classes or more) is within its parts' samples.
+
+    >>> [per_class_for(C) for C in (2, 2000, 2001, 5000, 10000, 10001, 20000)]
+    [5, 5, 4, 2, 1, 0, 0]
+    """
+    return min(PER_CLASS, REPRESENTATIVES // max(n_classes, 1))
 
 
 def order_of(digests: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -46,16 +67,21 @@ def order_of(digests: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return np.lexsort(keys)
 
 
-def kept(labels: np.ndarray, overall: int | None = None, per_class: int | None = None):
+def kept(labels: np.ndarray, overall: int | None = None, per_class: int | None = None,
+         *, n_classes: int | None = None):  # fmt: skip
     """Which of documents already in (digest, class) order the sample keeps: the first
     ``overall`` (default :data:`OVERALL`) and the first ``per_class`` (default
-    :data:`PER_CLASS`) of each class, as sorted indices, shape (k,).
+    :func:`per_class_for` the ``n_classes`` classes of the set) of each class, as sorted
+    indices, shape (k,).
 
     >>> kept(np.array([0, 0, 0, 1, 0, 1, 1]), overall=2, per_class=2).tolist()
     [0, 1, 3, 5]
     """
     overall = OVERALL if overall is None else overall
-    per_class = PER_CLASS if per_class is None else per_class
+    if per_class is None:
+        if n_classes is None:
+            raise TypeError("kept() needs per_class or n_classes")
+        per_class = per_class_for(n_classes)
     labels = np.asarray(labels, dtype=np.int64)
     keep = np.zeros(labels.size, dtype=bool)
     keep[:overall] = True
@@ -68,11 +94,12 @@ def kept(labels: np.ndarray, overall: int | None = None, per_class: int | None =
     return np.flatnonzero(keep)
 
 
-def bottom(ledger: Ledger, overall: int | None = None, per_class: int | None = None) -> Ledger:
-    """The sample of the documents of ``ledger`` (any order): its rows, in (digest,
-    class) order (:func:`kept`)."""
+def bottom(ledger: Ledger, overall: int | None = None, per_class: int | None = None,
+           *, n_classes: int | None = None) -> Ledger:  # fmt: skip
+    """The sample of the documents of ``ledger`` (any order), a set of ``n_classes``
+    classes: its rows, in (digest, class) order (:func:`kept`)."""
     ordered = ledger.take(order_of(ledger.digests, ledger.labels))
-    return ordered.take(kept(ordered.labels, overall, per_class))
+    return ordered.take(kept(ordered.labels, overall, per_class, n_classes=n_classes))
 
 
 def onto(
@@ -94,11 +121,12 @@ def onto(
 
 
 def union(
-    parts: Sequence[Ledger], overall: int | None = None, per_class: int | None = None
+    parts: Sequence[Ledger], overall: int | None = None, per_class: int | None = None,
+    *, n_classes: int | None = None,
 ) -> Ledger:  # fmt: skip
-    """The sample of the union of the sets whose samples are ``parts`` (over the same
-    classes and words): the sample of their rows put together."""
-    return bottom(concatenate(list(parts)), overall, per_class)
+    """The sample of the union (of ``n_classes`` classes) of the sets whose samples are
+    ``parts`` (over the same classes and words): the sample of their rows put together."""
+    return bottom(concatenate(list(parts)), overall, per_class, n_classes=n_classes)
 
 
 def without(
@@ -113,7 +141,10 @@ def without(
 def problems(sample: Ledger, n_classes: int, n_words: int, class_count: np.ndarray) -> list[str]:
     """What makes a stored sample impossible for counts with ``class_count`` (C,): the
     ledger's own problems, rows out of (digest, class) order or more than the sample
-    keeps, or more rows of a class than the class has documents."""
+    keeps, or more rows of a class than the class has documents. A sample of the first
+    :data:`PER_CLASS` of each class whatever the number of classes (as files written
+    before :data:`REPRESENTATIVES` hold) is a sample too: every choice takes the same
+    documents from it as from the sample of today's rule, which it holds."""
     found = sample.problems(n_classes, n_words)
     if found:
         return found
@@ -122,7 +153,7 @@ def problems(sample: Ledger, n_classes: int, n_words: int, class_count: np.ndarr
         return ["the sample holds more documents than a sample keeps"]
     if not np.array_equal(order_of(sample.digests, sample.labels), np.arange(n)):
         return ["the sample's documents are not in order"]
-    if kept(sample.labels).size != n:
+    if kept(sample.labels, per_class=PER_CLASS).size != n:
         return ["the sample holds documents a sample does not keep"]
     if (np.bincount(sample.labels, minlength=n_classes) > class_count).any():
         return ["the sample holds more documents of a class than the class has"]
@@ -135,8 +166,10 @@ class Keeper:
     :meth:`offer` each document's ``(digest, class name, payload)``; :meth:`items` gives
     those of the sample, in (digest, class name) order. Every ``size`` offers the
     candidates are cut back to what the sample keeps of them, so memory holds at most
-    about twice the sample. ``keys`` (when asked for) lists every document's
-    ``(digest, class name)``, as unlearn needs them.
+    about twice the sample. A cut counts the classes offered so far, never more than the
+    set's, so it keeps as many of each class as the sample of the set, or more. ``keys``
+    (when asked for) lists every document's ``(digest, class name)``, as unlearn needs
+    them.
     """
 
     def __init__(self, keys: bool = False):
@@ -150,15 +183,19 @@ class Keeper:
         self.classes.add(name)
         if self.keys is not None:
             self.keys.append((digest, name))
-        if len(self.candidates) >= 2 * (OVERALL + PER_CLASS * len(self.classes)):
+        C = len(self.classes)
+        if len(self.candidates) >= 2 * (OVERALL + per_class_for(C) * C):
             self._cut()
 
-    def _cut(self) -> None:
+    def _cut(self, n_classes: int | None = None) -> None:
         self.candidates.sort(key=lambda item: (item[0], item[1]))
         at = {name: c for c, name in enumerate(sorted(self.classes))}
         labels = np.array([at[name] for _, name, _ in self.candidates], dtype=np.int64)
-        self.candidates = [self.candidates[i] for i in kept(labels).tolist()]
+        C = len(self.classes) if n_classes is None else n_classes
+        self.candidates = [self.candidates[i] for i in kept(labels, n_classes=C).tolist()]
 
-    def items(self) -> list[tuple[bytes, str, object]]:
-        self._cut()
+    def items(self, n_classes: int | None = None) -> list[tuple[bytes, str, object]]:
+        """The sample's items; ``n_classes``: the classes of the whole set, when more
+        than those offered here (a worker's share of a corpus sends only its sample)."""
+        self._cut(n_classes)
         return list(self.candidates)

@@ -166,6 +166,39 @@ def plan(counts: Counts, most: int = FOLDS) -> tuple[int, int]:
     return min(n, math.ceil(affordable * HELD_OUT_SHARE * N)), affordable
 
 
+# A candidate's held-out scores are documents × classes numbers, and the calibration goes
+# through the winner's a dozen times or more: the choice scores as many sampled documents
+# as keep them within this many cells (256 MB of float64), so that its time and memory
+# stop growing with the classes (20,000 classes: 1,677 documents).
+CHOICE_CELLS = 2**25
+
+
+def scored_rows(labels: np.ndarray, documents: int, n_classes: int) -> np.ndarray:
+    """Which documents of the stored sample (class indices ``labels`` in (digest, class)
+    order) the choice scores, as sorted indices: the first ``documents`` (:func:`plan`)
+    and the first few of each class the sample keeps
+    (:func:`nbclass.counting.sketch.per_class_for`), while they are at most
+    :data:`CHOICE_CELLS` // ``n_classes`` documents; past that, fewer of each class as
+    many as fit (down to none), and past that again the first :data:`CHOICE_CELLS` //
+    ``n_classes`` documents alone. Up to 2,000 classes the sample always fits (16,000
+    documents × 2,000 classes are under 2²⁵ cells).
+
+    >>> labels = np.array([0, 0, 0, 1, 0, 1, 1, 2])
+    >>> scored_rows(labels, 2, 10).tolist()  # the first 2, and the first 5 of each class
+    [0, 1, 2, 3, 4, 5, 6, 7]
+    >>> scored_rows(labels, 4, 2**23).tolist()  # 4 documents fit, none of each class kept
+    [0, 1, 2, 3]
+    >>> scored_rows(labels, 6, 2**24).tolist()  # 2 documents fit: the first 2 alone
+    [0, 1]
+    """
+    most = max(1, CHOICE_CELLS // max(n_classes, 1))
+    for per_class in range(sketch.per_class_for(n_classes), -1, -1):
+        rows = sketch.kept(labels, overall=documents, per_class=per_class)
+        if rows.size <= most:
+            return rows
+    return sketch.kept(labels, overall=min(documents, most), per_class=0)
+
+
 def stratified_fold_ids(y: np.ndarray, k: int = FOLDS, seed: int = SEED) -> np.ndarray:
     """The fold (0..k−1) of each sampled document, shape (n,).
 
@@ -787,8 +820,7 @@ def _macro_f1(y: np.ndarray, pred: np.ndarray, C: int) -> float:
     ``evaluate`` computes it (:mod:`nbclass.models.metrics`)."""
     from . import metrics
 
-    M = metrics.confusion_matrix(y, pred, C)
-    return metrics.macro_f1(metrics.class_metrics(M, np.bincount(y, minlength=C)))
+    return metrics.macro_f1(metrics.class_metrics_of(y, pred, C))
 
 
 def shortfall(accuracy, macro_f1) -> list[float]:

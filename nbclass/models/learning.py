@@ -26,7 +26,7 @@ import numpy as np
 
 from ..counting.counts import CountAccumulator, Counts, count_corpus, merge, subtract
 from ..counting.ledger import DIGEST_SIZE, Ledger, canonical, from_entries, match, unify
-from ..counting.sketch import Keeper, bottom, onto, union, without
+from ..counting.sketch import Keeper, bottom, onto, per_class_for, union, without
 from ..counting.tally import digest, tally, tally_ledger
 from ..errors import CorpusError, NbclassError, NbclassWarning, UsageError
 from ..reading.corpus import Corpus, decode, iter_documents, list_corpus, readable
@@ -167,7 +167,7 @@ def from_ledger(documents: Documents, sample: bool, keys: bool) -> Documents:
     """``documents`` (with a ledger) with their sample and keys taken from the ledger."""
     book, counts = documents.ledger, documents.counts
     if sample:
-        documents.sample = bottom(book)
+        documents.sample = bottom(book, n_classes=len(counts.classes))
     if keys:
         documents.keys = book.keys(counts.classes)
     return documents
@@ -225,7 +225,7 @@ def sketched(
 ) -> Documents:  # fmt: skip
     """``documents`` with the sample (if ``sample``) and keys that ``keeper`` kept."""
     if sample:
-        items = keeper.items()
+        items = keeper.items(len(documents.counts.classes))
         if keeper.decode is not None:
             items = [(d, name, keeper.decode(data)) for d, name, data in items]
         documents.sample = sample_rows(items, documents.counts, tokenizer, threads)
@@ -663,7 +663,7 @@ def _from_ledger(
     result = replace(model, counts=counts, ledger=book)
     check_usable(result, empty)
     if chooses(model):
-        result = with_sample(result, bottom(book), 0, threads)
+        result = with_sample(result, bottom(book, n_classes=len(counts.classes)), 0, threads)
     return result
 
 
@@ -765,7 +765,8 @@ def update(model: Model, documents: Documents, threads: int = 1) -> Model:
     theirs = onto(documents.sample, documents.counts.classes, documents.counts.vocabulary,
                   total.classes, total.vocabulary)  # fmt: skip
     short = model.sample_short + lost
-    return _coded(model, with_sample(result, union([mine, theirs]), short, threads))
+    sample = union([mine, theirs], n_classes=len(total.classes))
+    return _coded(model, with_sample(result, sample, short, threads))
 
 
 def combine(models: Sequence[Model], names: Sequence[str], threads: int = 1) -> Model:
@@ -835,11 +836,13 @@ def combine(models: Sequence[Model], names: Sequence[str], threads: int = 1) -> 
     samples, short = [], 0
     for model in models:
         if model.sample is None:  # a ledger's (the first model keeps a sample)
-            model = replace(model, sample=bottom(model.ledger))
+            model = replace(model, sample=bottom(model.ledger,
+                                                 n_classes=len(model.counts.classes)))
         rows, lost = _sample_onto(model, result.counts)
         samples.append(rows)
         short += model.sample_short + lost
-    return with_sample(result, union(samples), short, threads)
+    sample = union(samples, n_classes=len(result.counts.classes))
+    return with_sample(result, sample, short, threads)
 
 
 def unlearn_keys(
@@ -900,7 +903,24 @@ def unlearn_counts(model: Model, documents: Documents, threads: int = 1) -> Mode
     if removed and model.sample.n_documents < counts.n_docs:
         short += removed  # the documents next by digest would have taken their places
     rows, lost = _sample_onto(replace(model, sample=sample), remaining)
+    if model.sample.n_documents < counts.n_docs:
+        short += _unsampled(rows, remaining, per_class_for(len(counts.classes)))
     return _coded(model, with_sample(result, rows, short + lost, threads))
+
+
+def _unsampled(sample: Ledger, counts: Counts, before: int) -> int:
+    """How many more of the first documents of each class than ``before`` of each the
+    sample of ``counts``'s documents keeps (:func:`nbclass.counting.sketch.per_class_for`)
+    ``sample`` lacks: none, unless classes were unlearned whole past 2,000 classes, so
+    that the sample keeps more of each class left than it did (documents unknown without
+    a ledger; the holes of those it kept are counted as they are made)."""
+    C = len(counts.classes)
+    now = per_class_for(C)
+    if now <= before:
+        return 0
+    need = np.minimum(now, counts.class_count)
+    held = np.maximum(np.bincount(sample.labels, minlength=C), np.minimum(before, need))
+    return int(np.maximum(need - held, 0).sum())
 
 
 @dataclass

@@ -88,8 +88,26 @@ def class_metrics(M: np.ndarray, support: np.ndarray) -> ClassMetrics:
         Documents per true label, counting those that got no label (so it may exceed the
         row sums of ``M``).
     """
-    tp = np.diag(M)
-    predicted = M.sum(axis=0)
+    return _class_metrics(np.diag(M), M.sum(axis=0), support)
+
+
+def class_metrics_of(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> ClassMetrics:
+    """:func:`class_metrics` of the confusion matrix of ``y_true`` and ``y_pred`` (−1: no
+    label), without the (L, L) matrix: its diagonal and column sums are counted from the
+    labels, so memory follows L (20,000 labels: 3.2 GB as a matrix).
+
+    >>> m = class_metrics_of(np.array([0, 0, 1, 1]), np.array([0, 1, 1, -1]), 2)
+    >>> m.tp.tolist(), m.predicted.tolist(), m.f1.tolist()
+    ([1, 1], [1, 2], [0.6666666666666666, 0.5])
+    """
+    y_true, y_pred = np.asarray(y_true, dtype=np.int64), np.asarray(y_pred, dtype=np.int64)
+    tp = np.bincount(y_true[y_true == y_pred], minlength=n_labels)
+    predicted = np.bincount(y_pred[y_pred >= 0], minlength=n_labels)
+    return _class_metrics(tp, predicted, np.bincount(y_true, minlength=n_labels))
+
+
+def _class_metrics(tp: np.ndarray, predicted: np.ndarray, support: np.ndarray) -> ClassMetrics:
+    """Precision, recall and F1 per label from its true positives, predictions and support."""
     fp, fn = predicted - tp, support - tp
     return ClassMetrics(
         tp=tp,

@@ -307,9 +307,8 @@ def with_choice(model: Model, threads: int = 1) -> Model:
         return chosen_again(model, threads)
     import scipy.sparse as sp
 
-    from ..counting.sketch import kept
     from ..text.families import feature_sets, rows_of
-    from .choosing import choose, plan  # scipy: imported when it is used
+    from .choosing import choose, plan, scored_rows  # scipy: imported when it is used
 
     # The choice starts from the user's filter: the feature families an earlier choice
     # kept are chosen again, from the counts of every family.
@@ -318,7 +317,7 @@ def with_choice(model: Model, threads: int = 1) -> Model:
         model = replace(model, vocabulary_filter=base)
     counts, sample = model.active_counts, model.sample
     documents, folds = plan(counts)
-    rows = kept(sample.labels, overall=documents)
+    rows = scored_rows(sample.labels, documents, len(counts.classes))
     part = sample.take(rows)
     X = sp.csr_matrix(
         (part.counts, part.words, part.ptr), shape=(part.n_documents, len(model.counts.vocabulary))
