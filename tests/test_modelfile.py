@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from conftest import REPO
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -369,9 +370,14 @@ def test_consistent_counts_checked_at_their_nonzero_pairs_find_what_the_cells_do
     names = ["negative", "of a class than", "more documents than", "no documents"]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(counts_module, "BLOCK_CELLS", block)
+        patch.setattr(counts_module, "BLOCK_PAIRS", block)
         found = counts_.problems()
         if not D.size or D.min() >= 0:  # (histograms are of counts, never negative)
             assert counts_.doc_histograms == doc_count_histograms(D)
+        # CSR counts (as a loaded model's): the same tests on their pairs, in blocks
+        paired = Counts(counts_.classes, counts_.vocabulary, np.array(N),
+                        sp.csr_matrix(D), sp.csr_matrix(T)).problems()  # fmt: skip
+        assert paired == found
     wanted = [name for name, bad in zip(names, _flags(N, D, T)) if bad]
     assert len(found) == len(wanted)
     assert all(name in problem for name, problem in zip(wanted, found))
@@ -936,3 +942,22 @@ def test_the_prefix_is_the_struct_format_it_names(magic, numbers, tail):
     data = layout.pack(magic, *numbers) + tail
     assert PREFIX.unpack_from(data) == layout.unpack_from(data) == (magic, *numbers)
     assert PREFIX.unpack_from(memoryview(data)) == layout.unpack_from(data)
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 2**18])
+def test_pairs_out_of_order_are_refused_wherever_the_blocks_cut(block, monkeypatch):
+    """The loader's check that the pairs' keys j C + c strictly increase, a block of
+    pairs at a time: any two neighbours swapped, or a pair repeated, is found, on a
+    block's edge too."""
+    from nbclass.modelfile import textfile
+
+    monkeypatch.setattr(textfile, "BLOCK_PAIRS", block)
+    rows = np.array([0, 0, 1, 1, 1, 3, 4], dtype=np.int64)
+    cols = np.array([0, 2, 0, 1, 3, 2, 0], dtype=np.int64)
+    assert textfile._in_order(rows, cols, 4)
+    for i in range(rows.size - 1):
+        order = np.arange(rows.size)
+        order[[i, i + 1]] = order[[i + 1, i]]
+        assert not textfile._in_order(rows[order], cols[order], 4)
+        repeated = np.insert(np.arange(rows.size), i, i)
+        assert not textfile._in_order(rows[repeated], cols[repeated], 4)

@@ -41,6 +41,7 @@ from ..text.vectorizer import GrowingVocabulary, binarize
 from .tally import Tally, pack, settle, tally, tally_paths
 
 BLOCK_CELLS = 2**18  # cells per block where whole-table work is done a block at a time
+BLOCK_PAIRS = 2**18  # nonzero pairs per block where the pairs are checked a block at a time
 PART_SIZE = 1000  # documents per progress report, and per part sent to a Dask cluster
 # (word, class) pairs a process tallies (in a run tally's arrays, or in Python
 # dictionaries for the documents it tokenizes) before it packs and sends them: this bounds
@@ -296,13 +297,17 @@ class Counts:
             t = np.concatenate((zeros[: Dc.nnz], Tc.data.astype(np.int64)))
             keys, d, t = summed(keys, d, t)
             c = keys % C
-        negative = negative or bool(d.size and (d.min() < 0 or t.min() < 0))
-        return (
-            negative,
-            bool((d > N[c]).any()),
-            bool((d > t).any()),
-            bool(((d == 0) & (t != 0)).any()),
-        )
+        # A block of pairs at a time, while it is in the cache: on the whole arrays each
+        # test made a temporary of every pair (N_c of each, 80 MB at 10 million pairs).
+        too_many = more_documents = tokens_alone = False
+        for start in range(0, d.size, BLOCK_PAIRS):
+            end = start + BLOCK_PAIRS
+            db, tb = d[start:end], t[start:end]
+            negative = negative or bool(db.min() < 0 or tb.min() < 0)
+            too_many = too_many or bool((db > N[c[start:end]]).any())
+            more_documents = more_documents or bool((db > tb).any())
+            tokens_alone = tokens_alone or bool(((db == 0) & (tb != 0)).any())
+        return negative, too_many, more_documents, tokens_alone
 
 
 def at_most(part: Counts, total: Counts) -> bool:
@@ -459,12 +464,12 @@ def pair_histograms(cols: np.ndarray, values: np.ndarray, V: int, C: int):
 
 
 def _histograms_of(tally: np.ndarray) -> list[list[tuple[int, int]]]:
-    """The (d, n) pairs with n > 0 of each row of ``tally`` (C, width): n = tally[c, d]."""
-    histograms = []
-    for column in tally:
-        values = np.flatnonzero(column)
-        histograms.append(list(zip(values.tolist(), column[values].tolist())))
-    return histograms
+    """The (d, n) pairs with n > 0 of each row of ``tally`` (C, width): n = tally[c, d]
+    (found in one pass over the tally, then cut class by class)."""
+    classes, values = np.nonzero(tally)  # row-major: by class, d ascending
+    pairs = list(zip(values.tolist(), tally[classes, values].tolist()))
+    ends = np.cumsum(np.bincount(classes, minlength=tally.shape[0])).tolist()
+    return [pairs[start:end] for start, end in zip([0, *ends[:-1]], ends)]
 
 
 def value_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -65,7 +65,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..counting.counts import Counts, at_most, counts_of_pairs
+from ..counting.counts import BLOCK_PAIRS, Counts, at_most, counts_of_pairs
 from ..counting.ledger import Ledger
 from ..errors import ModelFileError, NbclassError
 from ..models.estimators import Prepared
@@ -466,7 +466,7 @@ def _build(
         if arrays[name].dtype == np.uint64 and (arrays[name] > np.iinfo(np.int64).max).any():
             raise ValueError("count too large")
     rows = np.repeat(np.arange(V, dtype=np.int64), np.diff(word_ptr))
-    if (np.diff(rows * C + class_index) <= 0).any():
+    if not _in_order(rows, class_index, C):
         raise ValueError("entries are not in order")
     counts = counts_of_pairs(
         classes, vocabulary, arrays["class_count"].astype(np.int64),
@@ -515,6 +515,20 @@ def _build(
         # uses them, so both paths agree.
         model.__dict__["prepared"] = prepared
     return model
+
+
+def _in_order(rows: np.ndarray, cols: np.ndarray, C: int) -> bool:
+    """Whether the pairs' keys j C + c strictly increase, a block of pairs at a time
+    (each block's last key compared with the next block's first): no temporary of
+    every pair."""
+    step = BLOCK_PAIRS
+    for start in range(0, rows.size, step):
+        end = start + step + 1  # one pair of the next block
+        keys = rows[start:end] * C
+        keys += cols[start:end]
+        if (np.diff(keys) <= 0).any():
+            return False
+    return True
 
 
 def _check_prepared(prepared: Prepared, active: Counts) -> None:
