@@ -352,16 +352,27 @@ def test_fit_lines_split_into_byte_ranges_equals_a_local_fit(world, lines_file, 
         out.unlink()
 
 
-def test_a_bad_line_in_a_later_range_is_named_by_its_line_in_the_file(world, tmp_path):
+@pytest.mark.parametrize(
+    "options, label, message",
+    [
+        ((), "spam", "has no label: write LABEL<TAB>TEXT or __label__LABEL TEXT"),
+        (("--multi-label",), "spam,urgent", "has no labels: write LABEL,LABEL<TAB>TEXT, "
+         '__label__A __label__B TEXT or {"labels": [...], "text": ...}'),
+    ],
+)
+def test_a_bad_line_in_a_later_range_is_named_by_its_line_in_the_file(
+    world, tmp_path, options, label, message
+):  # fmt: skip
     address, env = world
-    lines = [f"{'spam' if i % 2 else 'ham'}\tmessage number {i}\n" for i in range(2000)]
+    lines = [f"{label if i % 2 else 'ham'}\tmessage number {i}\n" for i in range(2000)]
     lines[1500] = "no tab on this line\n"
     path = tmp_path / "bad.tsv"
     path.write_text("".join(lines), encoding="utf-8")
-    here = run(env, "fit", "--lines", path, "-o", tmp_path / "m.nbc")
-    there = run(env, "fit", "--lines", path, "-o", tmp_path / "m.nbc", "--scheduler", address)
+    here = run(env, "fit", *options, "--lines", path, "-o", tmp_path / "m.nbc")
+    there = run(env, "fit", *options, "--lines", path, "-o", tmp_path / "m.nbc", "--scheduler",
+                address)  # fmt: skip
     assert (here.returncode, there.returncode) == (1, 1)
-    message = f"Error: line {path}:1501 has no label: write LABEL<TAB>TEXT or __label__LABEL TEXT"
+    message = f"Error: line {path}:1501 {message}"
     assert here.stderr.decode() == message + "\n"
     assert there.stderr.decode().startswith(message)
 
@@ -375,6 +386,64 @@ def test_fit_lines_from_standard_input_with_a_scheduler_is_refused(world):
         b"Error: --scheduler splits --lines FILE into byte ranges that the workers read: "
         b"standard input cannot be split; give a FILE, or count here without --scheduler\n"
     )
+
+
+@pytest.fixture(scope="module")
+def multi_label_file(news_sample, tmp_path_factory) -> tuple[Path, Path, Path]:
+    """``(whole, first, rest)``: the 20news training sample as multi-label lines in the
+    three forms in turn (fastText, LABELS<TAB>TEXT, JSON), each document under its
+    newsgroup and its top-level group (``sci``, ``comp``, ...), every seventh with no
+    label; with a blank line and CRLF ends; ``first`` and ``rest`` cut the lines in two."""
+    train, _ = news_sample
+    out = []
+    for folder in sorted(train.iterdir()):
+        for path in sorted(folder.iterdir()):
+            text = " ".join(path.read_bytes().decode("latin-1").split())
+            labels = [] if len(out) % 7 == 3 else [folder.name, folder.name.split(".")[0]]
+            form = len(out) % 3
+            if form == 0 and labels:
+                out.append(" ".join(f"__label__{x}" for x in labels) + f" {text}\n")
+            elif form == 1 or not labels:
+                out.append(",".join(labels) + f"\t{text}\n")
+            else:
+                out.append(json.dumps({"labels": labels, "text": text}) + "\n")
+    out[5] = out[5].replace("\n", "\r\n")
+    out.insert(10, "\n")
+    root = tmp_path_factory.mktemp("multi")
+    paths = root / "whole.txt", root / "first.txt", root / "rest.txt"
+    for path, part in zip(paths, (out, out[:150], out[150:])):
+        path.write_bytes("".join(part).encode("utf-8"))
+    return paths
+
+
+@pytest.mark.parametrize("options", [(), ("--ledger",)])
+def test_fit_multi_label_on_the_cluster_equals_a_local_fit(
+    world, multi_label_file, tmp_path, options
+):  # fmt: skip
+    """fit --multi-label --scheduler counts the byte ranges' lines under their label sets
+    (one range holds lines of every form) and writes the local fit's bytes, from a file
+    every worker sees and from the bucket; an update counted on the cluster writes the
+    bytes of a fresh local fit of every line."""
+    address, env = world
+    whole, first, rest = multi_label_file
+    url = f"s3://{BUCKET}/multi/whole.txt"
+    upload(env, whole, url)
+    local(env, "fit", "--multi-label", "--lines", whole, "-o", tmp_path / "local.nbc", "-q",
+          *options)  # fmt: skip
+    expected = (tmp_path / "local.nbc").read_bytes()
+    for source in (whole, url):
+        out = tmp_path / "dask.nbc"
+        result = run(env, "fit", "--multi-label", "--lines", source, "-o", out, "--scheduler",
+                     address, *options)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert result.stderr.decode().startswith("fit: 240 documents, 8 labels, "), source
+        assert out.read_bytes() == expected, source
+        out.unlink()
+    part = tmp_path / "part.nbc"
+    local(env, "fit", "--multi-label", "--lines", first, "-o", part, "-q", *options)
+    result = run(env, "fit", "--update", part, "--lines", rest, "--scheduler", address, "-q")
+    assert result.returncode == 0, result.stderr
+    assert part.read_bytes() == expected
 
 
 def _ranges(data: bytes, cuts: list[int], chunk: int) -> list[bytes]:

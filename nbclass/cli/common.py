@@ -170,11 +170,12 @@ def _cluster_sample(scheduler, corpus_dir, policy):
 
 def count_input(
     corpus_dir, lines_path, tokenizer, ledger, jobs, quiet, base, scheduler, reading,
-    sample=False, keys=False,
+    sample=False, keys=False, multi_label=False,
 ):  # fmt: skip
     """Count the documents of a corpus folder or of labelled lines (keeping their sample
-    for choosing the model with ``sample``, every document's key with ``keys``)."""
-    from ..models.learning import count_documents, count_lines
+    for choosing the model with ``sample``, every document's key with ``keys``);
+    ``multi_label``: multi-label lines, each document under its label set."""
+    from ..models.learning import count_documents, count_lines, count_multi_label_lines
     from ..reading.corpus import list_corpus
 
     min_classes = 1 if base is not None else 2
@@ -183,13 +184,14 @@ def count_input(
         from ..models.learning import from_ledger, lines_sketch, read_sketch, sketched
 
         documents = count_on_cluster(
-            scheduler, corpus_dir, lines_path, tokenizer, ledger, min_classes, *reading
+            scheduler, corpus_dir, lines_path, tokenizer, ledger, min_classes, *reading,
+            multi_label=multi_label,
         )
         if ledger:
             return from_ledger(documents, sample, keys), None
         if sample or keys:
             if lines_path is not None:  # the lines are read here, every one hashed
-                keeper = lines_sketch(line_documents(lines_path, reading), keys)
+                keeper = lines_sketch(line_documents(lines_path, reading), keys, multi_label)
             elif keys:
                 corpus = list_corpus(corpus_dir, min_classes=min_classes)
                 keeper = read_sketch(corpus, reading[0], keys)
@@ -198,10 +200,10 @@ def count_input(
             documents = sketched(documents, keeper, tokenizer, sample, jobs)
         return documents, None
     if lines_path is not None:
-        documents = count_lines(
-            line_documents(lines_path, reading), tokenizer, ledger, sample, keys
-        )
-        return documents, None
+        lines = line_documents(lines_path, reading)
+        if multi_label:  # always with the sample the model chooses from
+            return count_multi_label_lines(lines, tokenizer, ledger, keys), None
+        return count_lines(lines, tokenizer, ledger, sample, keys), None
     corpus = list_corpus(corpus_dir, min_classes=min_classes)
     with FileProgress("fit", corpus.paths, quiet) as bar:
         documents = count_documents(

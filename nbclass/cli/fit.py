@@ -22,7 +22,6 @@ from .common import (
     count_input,
     first_given,
     fit_settings,
-    line_documents,
     refuse_reading_options,
     resolve_settings,
     shown,
@@ -243,19 +242,16 @@ def _fit_multi_label(
             "--multi-label reads --lines FILE, not a CORPUS_DIR: a folder per class gives "
             "each document one label (docs/multi-label.md)"
         )
-    if scheduler or typicality or codes is not None:
-        raise UsageError(
-            "--multi-label is fitted in this process, without --scheduler, --typicality or "
-            "--exit-code-map"
-        )
+    if typicality or codes is not None:
+        raise UsageError("--multi-label is fitted without --typicality or --exit-code-map")
     if base is not None and base.multi_label is None:
         raise UsageError(f"{update_path!r} is a single-label model: leave out --multi-label")
-    from ..models.learning import count_multi_label_lines
+    keep_freed_memory()  # the choice makes and drops dozens of tables
 
-    keep_freed_memory()  # the choice makes and drops dozens of (V, 2L) tables
-
-    lines = line_documents(lines_path, reading)
-    documents = count_multi_label_lines(lines, tokenizer, ledger)
+    documents, _ = count_input(
+        None, lines_path, tokenizer, ledger, jobs, quiet, base, scheduler, reading,
+        sample=True, multi_label=True,
+    )  # fmt: skip
     if base is None:
         from ..models.model import Model, check_usable, with_sample
 

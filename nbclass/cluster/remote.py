@@ -926,17 +926,20 @@ def count_folder(
 
 def count_on_cluster(
     address: str, corpus_dir: str | None, lines_path: str | None, tokenizer, ledger: bool,
-    min_classes: int = 2, policy=None, log=None,
+    min_classes: int = 2, policy=None, log=None, multi_label: bool = False,
 ):  # fmt: skip
     """The :class:`nbclass.models.learning.Documents` of a corpus folder (:func:`count_folder`)
-    or a labelled-lines file (:func:`count_lines_file`), counted on the cluster; the
-    documents skipped are merged into ``log``."""
+    or a labelled-lines file (:func:`count_lines_file`; ``multi_label``: of multi-label
+    lines, under their label sets), counted on the cluster; the documents skipped are
+    merged into ``log``."""
     from ..models.learning import documents_of
     from ..reading.policy import DEFAULT_POLICY
 
     policy = policy or DEFAULT_POLICY
     if lines_path is not None:
-        classes, packed = count_lines_file(address, lines_path, tokenizer, ledger, policy)
+        classes, packed = count_lines_file(
+            address, lines_path, tokenizer, ledger, policy, multi_label
+        )
         if not classes:
             if log is not None:
                 log.add(packed[8])
@@ -1035,13 +1038,16 @@ def _lines_before(path: str, position: int) -> int:
     return n
 
 
-def tally_range(path: str, start: int, end: int, tokenizer, ledger: bool, policy):
+def tally_range(
+    path: str, start: int, end: int, tokenizer, ledger: bool, policy, multi_label: bool = False
+):  # fmt: skip
     """``(classes, packed tally)`` of the labelled lines of ``path`` in the byte range
     ``[start, end)`` (:class:`_Range`): a leaf of :func:`count_lines_file`.
 
     Lines are read, limited, decoded and parsed as a local ``fit --lines`` does
     (:func:`nbclass.reading.policy.iter_lines`,
-    :func:`nbclass.models.learning.labelled_lines`); the
+    :func:`nbclass.models.learning.document_lines`; with ``multi_label``, as ``fit
+    --multi-label`` does, each document under its label set); the
     classes are those met, in the order met. A line named in an error or a skip is
     numbered in the whole file, as locally (the newlines before the range are counted
     only then).
@@ -1050,7 +1056,7 @@ def tally_range(path: str, start: int, end: int, tokenizer, ledger: bool, policy
     from collections import Counter
 
     from ..counting.tally import pack, tally, tally_ledger
-    from ..models.learning import labelled_lines
+    from ..models.learning import document_lines
     from ..reading.corpus import decode
     from ..reading.policy import BINARY, BINARY_PROBE, ReadLog, Skip, iter_lines
     from ..text.tokenizer import make_tokenizer
@@ -1087,7 +1093,7 @@ def tally_range(path: str, start: int, end: int, tokenizer, ledger: bool, policy
             reader = _Range(handle, start, end)
             lines = iter_lines(path, reader, replace(policy, binary=True), log)
             batch = []
-            for _source, label, data in labelled_lines(lines, headers=start == 0):
+            for _source, label, data in document_lines(lines, multi_label, start == 0):
                 if label not in class_at:
                     class_at[label] = len(class_at)
                     part[0].append(0)
@@ -1110,11 +1116,14 @@ def tally_range(path: str, start: int, end: int, tokenizer, ledger: bool, policy
     return tuple(class_at), pack((*part[:3], part[3], seen, log))
 
 
-def count_lines_file(address: str, path: str, tokenizer, ledger: bool, policy) -> tuple:
+def count_lines_file(
+    address: str, path: str, tokenizer, ledger: bool, policy, multi_label: bool = False
+) -> tuple:  # fmt: skip
     """``(classes, packed tally)`` of the labelled lines of the file ``path`` (a local
     path that every worker sees, or a URL), split into byte ranges counted by the workers
     (:func:`tally_range`) and summed among them: this process reads nothing of the file
-    but its size, and receives one table of counts.
+    but its size, and receives one table of counts. ``multi_label``: multi-label lines,
+    each document counted under its label set.
 
     Raises
     ------
@@ -1144,7 +1153,7 @@ def count_lines_file(address: str, path: str, tokenizer, ledger: bool, policy) -
     with connect(address) as cluster:
         step = max(1, min(LINES_RANGE, -(-total // (cluster.threads * 4))))
         parts = (
-            ((a, b), (target, a, b, tokenizer, ledger, policy))
+            ((a, b), (target, a, b, tokenizer, ledger, policy, multi_label))
             for a, b in ((a, min(total, a + step)) for a in range(0, total, step))
         )
         result = cluster.reduce(tally_range, parts, _merge)

@@ -513,11 +513,14 @@ def line_keys(lines: Iterable[tuple[str, str]]) -> tuple[Keys, list[str]]:
     return keys, sources
 
 
-def lines_sketch(lines: Iterable[tuple[str, str]], keys: bool = False) -> Keeper:
+def lines_sketch(
+    lines: Iterable[tuple[str, str]], keys: bool = False, multi_label: bool = False
+) -> Keeper:  # fmt: skip
     """The sample of labelled lines (:class:`nbclass.counting.sketch.Keeper`), read alone
-    (when the lines were counted elsewhere, on a cluster)."""
+    (when the lines were counted elsewhere, on a cluster); ``multi_label``: multi-label
+    lines, each under its label set (:func:`document_lines`)."""
     keeper = Keeper(keys)
-    for _source, label, data in labelled_lines(lines):
+    for _source, label, data in document_lines(lines, multi_label):
         keeper.offer(digest(data), label, data)
     keeper.decode = decode
     return keeper
@@ -558,11 +561,24 @@ def multi_label_documents(lines: Iterable[tuple[str, str]]) -> list[tuple[str, t
     return documents
 
 
-def _label_set_lines(lines: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str, bytes]]:
+def document_lines(
+    lines: Iterable[tuple[str, str]], multi_label: bool = False, headers: bool = True
+) -> Iterator[tuple[str, str, bytes]]:
+    """``(source, class, text bytes)`` of each non-blank line: a labelled line and its
+    label (:func:`labelled_lines`), or with ``multi_label`` a multi-label line and its
+    label set (:func:`_label_set_lines`); a header row first skipped when ``headers``."""
+    if multi_label:
+        return _label_set_lines(lines, headers)
+    return labelled_lines(lines, headers)
+
+
+def _label_set_lines(
+    lines: Iterable[tuple[str, str]], headers: bool = True
+) -> Iterator[tuple[str, str, bytes]]:  # fmt: skip
     """``(source, label set, text bytes)`` of each non-blank multi-label line."""
     from .labelsets import label_set, parse_line
 
-    for source, line in without_header(lines):
+    for source, line in without_header(lines, headers):
         if line.strip():
             labels, text = parse_line(line, f"line {source}")
             yield source, label_set(labels), text.encode("utf-8", "surrogatepass")
