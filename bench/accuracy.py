@@ -17,7 +17,9 @@ For each: accuracy, macro-F1, log loss, ECE (n/a for LinearSVC and NBSVM, which 
 probabilities), and the fit and predict wall times. On the multi-label Reuters-21578
 ModApte split: scikit-learn's OneVsRestClassifier over MultinomialNB (probability 0.5),
 ComplementNB (its predict) and TF-IDF + LinearSVC, and nbclass's ``fit --multi-label``
-defaults, scored by micro-F1, macro-F1, Hamming loss and subset accuracy.
+defaults, scored by micro-F1, macro-F1, Hamming loss and subset accuracy; and the CPU
+time of that fit against a single-label ``fit --lines`` of each story's first topic
+(:func:`fit_cost`, runs in turn).
 
 Splits. 20 Newsgroups has its own (by date: train/test). The other corpora have none:
 each gets a stratified 80/20 split, fixed by ``SEED``: a class's files, sorted by name,
@@ -451,6 +453,56 @@ def run_nbclass_multi(train: Path, test: tuple[list[str], list[set]], work: Path
     return row
 
 
+FIT_COST_PAIRS = 3  # multi-label and single-label fits measured in turn, this many of each
+
+
+def first_topic_lines(train: Path, out: Path) -> int:
+    """Write ``__label__FIRST TEXT`` for each document of ``train`` (JSON lines) with a
+    label, its text's whitespace made single spaces: the single-label corpus of the same
+    text whose fit the multi-label fit is compared with. Returns the number of lines."""
+    n = 0
+    with train.open(encoding="utf-8") as lines, out.open("w", encoding="utf-8") as written:
+        for line in lines:
+            record = json.loads(line)
+            if record["labels"]:
+                text = " ".join(record["text"].split())
+                written.write(f"__label__{record['labels'][0]} {text}\n")
+                n += 1
+    return n
+
+
+def child_cpu(cmd: list[str]) -> float:
+    """The CPU seconds (user + sys) of running ``cmd`` to its end, from the operating
+    system's accounting of this process's finished children."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _timed(cmd)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def fit_cost(train: Path, work: Path, pairs: int = FIT_COST_PAIRS) -> dict:
+    """What ``fit --multi-label`` costs against a single-label ``fit --lines`` of each
+    document's first label (:func:`first_topic_lines`), at the defaults: ``pairs`` of
+    each run in turn (multi-label first), the medians of their CPU seconds and of the
+    pairs' ratios (issue 31's target: at most 2)."""
+    single = work / "first-topic.txt"
+    first_topic_lines(train, single)
+    multi, one = [], []
+    for _ in range(pairs):
+        multi.append(child_cpu([NBCLASS, "fit", "--multi-label", "--lines", str(train), "-o",
+                                str(work / "cost-multi.nbc"), "-q"]))  # fmt: skip
+        one.append(child_cpu([NBCLASS, "fit", "--lines", str(single), "-o",
+                              str(work / "cost-single.nbc"), "-q"]))  # fmt: skip
+    return {
+        "pairs": pairs,
+        "multi_label_cpu": float(np.median(multi)),
+        "single_label_cpu": float(np.median(one)),
+        "ratio": float(np.median(np.array(multi) / np.array(one))),
+    }
+
+
 MULTI_HEADER = (
     "| corpus | labels | train / test | tool | model | micro-F1 | macro-F1 | Hamming loss "
     "| subset accuracy | fit s | predict s |\n"
@@ -470,6 +522,15 @@ def multi_table(results: list[dict]) -> str:
                 f"| {r['hamming_loss']:.5f} | {r['subset_accuracy']:.4f} "
                 f"| {r['fit_seconds']:.2f} | {r['predict_seconds']:.2f} |"
             )
+    for corpus in results:
+        cost = corpus.get("fit_cost")
+        if cost:
+            lines.append(
+                f"\n{corpus['corpus']}: `fit --multi-label` {cost['multi_label_cpu']:.2f} s of "
+                f"CPU against {cost['single_label_cpu']:.2f} s for `fit --lines` of each "
+                f"document's first label, {cost['ratio']:.2f} times (medians of "
+                f"{cost['pairs']} runs of each in turn; the target is at most 2)."
+            )
     return "\n".join(lines)
 
 
@@ -484,8 +545,10 @@ def run_multi_label(name: str, work: Path) -> dict:
         flush=True,
     )
     rows = run_sklearn_multi(train, test)
+    cost = None
     if nbclass_multi_label():
         rows.append(run_nbclass_multi(root / "train.jsonl", test, work))
+        cost = fit_cost(root / "train.jsonl", work)
     else:
         print("  nbclass: no fit --multi-label in this version: no nbclass row", flush=True)
     for r in rows:
@@ -496,6 +559,12 @@ def run_multi_label(name: str, work: Path) -> dict:
             f"predict {r['predict_seconds']:.2f} s",
             flush=True,
         )
+    if cost:
+        print(
+            f"  fit cost: multi-label {cost['multi_label_cpu']:.2f} s CPU, single-label "
+            f"(first labels) {cost['single_label_cpu']:.2f} s, ratio {cost['ratio']:.2f}",
+            flush=True,
+        )
     return {
         "corpus": name,
         "labels": len(labels),
@@ -503,6 +572,7 @@ def run_multi_label(name: str, work: Path) -> dict:
         "test": len(test[0]),
         "split": "ModApte",
         "rows": rows,
+        "fit_cost": cost,
     }
 
 

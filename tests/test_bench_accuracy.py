@@ -73,3 +73,16 @@ def test_the_sample_is_the_first_by_digest_and_the_first_of_each_class(bench, mo
     big = sum(labels[i] == "big" for i in order[:3])
     assert sum(labels[i] == "big" for i in kept) == max(2, big)
     assert bench.sample(texts[::-1], labels[::-1]) == [11 - i for i in kept]  # not the order
+
+
+def test_the_single_label_corpus_of_the_fit_cost_is_each_documents_first_label(bench, tmp_path):
+    train = tmp_path / "train.jsonl"
+    records = [
+        {"labels": ["earn", "acq"], "text": "Profit  rose\n\tsharply"},
+        {"labels": [], "text": "no topic"},
+        {"labels": ["grain"], "text": "wheat"},
+    ]
+    train.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "first.txt"
+    assert bench.first_topic_lines(train, out) == 2
+    assert out.read_text() == "__label__earn Profit rose sharply\n__label__grain wheat\n"
