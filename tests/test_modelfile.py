@@ -944,20 +944,28 @@ def test_the_prefix_is_the_struct_format_it_names(magic, numbers, tail):
     assert PREFIX.unpack_from(memoryview(data)) == layout.unpack_from(data)
 
 
-@pytest.mark.parametrize("block", [1, 2, 3, 2**18])
-def test_pairs_out_of_order_are_refused_wherever_the_blocks_cut(block, monkeypatch):
-    """The loader's check that the pairs' keys j C + c strictly increase, a block of
-    pairs at a time: any two neighbours swapped, or a pair repeated, is found, on a
-    block's edge too."""
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(st.integers(0, 3), max_size=8),
+    st.lists(st.integers(0, 4), max_size=30),
+    st.sampled_from([1, 2, 3, 2**18]),
+)
+def test_pairs_out_of_order_are_refused_wherever_the_blocks_cut(lengths, classes, block):
+    """The loader's check, a block of pairs at a time from the words' pointers, says
+    what its definition says: the keys j C + c of the pairs strictly increase."""
     from nbclass.modelfile import textfile
 
-    monkeypatch.setattr(textfile, "BLOCK_PAIRS", block)
-    rows = np.array([0, 0, 1, 1, 1, 3, 4], dtype=np.int64)
-    cols = np.array([0, 2, 0, 1, 3, 2, 0], dtype=np.int64)
-    assert textfile._in_order(rows, cols, 4)
-    for i in range(rows.size - 1):
-        order = np.arange(rows.size)
-        order[[i, i + 1]] = order[[i + 1, i]]
-        assert not textfile._in_order(rows[order], cols[order], 4)
-        repeated = np.insert(np.arange(rows.size), i, i)
-        assert not textfile._in_order(rows[repeated], cols[repeated], 4)
+    C = 5
+    word_ptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    cols = np.resize(np.array(classes or [0], dtype=np.uint16), int(word_ptr[-1]))
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    expected = bool((np.diff(rows * C + cols.astype(np.int64)) > 0).all())
+    ordered = np.concatenate([np.arange(n) for n in [0, *lengths]]).astype(np.uint16)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(textfile, "BLOCK_PAIRS", block)
+        assert textfile._in_order(word_ptr, cols) == expected
+        assert textfile._in_order(word_ptr, ordered)  # each word's classes in order
+        for i in np.flatnonzero(np.diff(rows) == 0).tolist():  # two of a word swapped
+            swapped = ordered.copy()
+            swapped[[i, i + 1]] = swapped[[i + 1, i]]
+            assert not textfile._in_order(word_ptr, swapped)

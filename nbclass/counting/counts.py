@@ -344,20 +344,29 @@ def as_table(matrix) -> np.ndarray:
 
 def counts_of_pairs(
     classes: Sequence[str], vocabulary: Sequence[str], class_count: np.ndarray,
-    rows: np.ndarray, cols: np.ndarray, docs: np.ndarray, tokens: np.ndarray,
+    rows: np.ndarray | None, cols: np.ndarray, docs: np.ndarray, tokens: np.ndarray,
+    word_ptr: np.ndarray | None = None,
 ) -> Counts:  # fmt: skip
     """Counts from their nonzero (word, class) pairs.
 
     ``rows`` (word indices) and ``cols`` (class indices) are in row-major order, each
     pair at most once; ``docs`` and ``tokens`` are D_jc and T_jc there, shape (nnz,) each.
     Pairs where both are 0 are dropped. The count matrices are made by
-    :func:`count_matrices`.
+    :func:`count_matrices`. ``rows`` may be None when ``word_ptr`` (V + 1,) says where
+    each word's pairs start (a model file's sections): no array of every pair's word is
+    then made unless a pair is dropped.
     """
     docs, tokens = np.asarray(docs, dtype=np.int64), np.asarray(tokens, dtype=np.int64)
     keep = (docs != 0) | (tokens != 0)
-    if not keep.all():
-        rows, cols, docs, tokens = rows[keep], cols[keep], docs[keep], tokens[keep]
-    D, T = count_matrices(len(vocabulary), len(classes), rows, cols, docs, tokens)
+    V, C = len(vocabulary), len(classes)
+    if keep.all() and word_ptr is not None:
+        D, T = pair_matrices(V, C, np.asarray(word_ptr, dtype=np.int64), cols, docs, tokens)
+    else:
+        if rows is None:
+            rows = np.repeat(np.arange(V, dtype=np.int64), np.diff(word_ptr))
+        if not keep.all():
+            rows, cols, docs, tokens = rows[keep], cols[keep], docs[keep], tokens[keep]
+        D, T = count_matrices(V, C, rows, cols, docs, tokens)
     return Counts(tuple(classes), tuple(vocabulary), np.asarray(class_count, dtype=np.int64), D, T)
 
 
@@ -366,10 +375,16 @@ def count_matrices(V: int, C: int, rows, cols, docs, tokens) -> tuple:
     values at the pairs ``(rows, cols)`` (row-major, each pair once): sorted indices, no
     duplicates; no explicit zeros in consistent counts. Memory: 20 bytes a pair and 8 a
     word, never V × C."""
-    import scipy.sparse as sp
-
     indptr = np.zeros(V + 1, dtype=np.int64)
     np.cumsum(np.bincount(np.asarray(rows, dtype=np.int64), minlength=V), out=indptr[1:])
+    return pair_matrices(V, C, indptr, cols, docs, tokens)
+
+
+def pair_matrices(V: int, C: int, indptr: np.ndarray, cols, docs, tokens) -> tuple:
+    """:func:`count_matrices` of pairs given by where each word's start (``indptr``,
+    int64 (V + 1,)) and their classes ``cols``, in any integer type."""
+    import scipy.sparse as sp
+
     index = np.int32 if max(C, int(indptr[-1])) < 2**31 else np.int64
     indices, indptr = np.asarray(cols).astype(index), indptr.astype(index, copy=False)
     matrices = []

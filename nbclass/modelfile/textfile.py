@@ -448,7 +448,7 @@ def _build(
     if not np.array_equal(arrays["vocabulary_offsets"], np.append(0, ends)):
         raise ValueError("vocabulary offsets disagree with the vocabulary")
     word_ptr = arrays["word_ptr"].astype(np.int64)
-    class_index = arrays["class_index"].astype(np.int64)
+    class_index = arrays["class_index"]  # as stored: made the CSR indices once, below
     nnz = class_index.shape[0]
     if (
         len(vocabulary) != V
@@ -457,6 +457,7 @@ def _build(
         or word_ptr[-1] != nnz
         or (np.diff(word_ptr) < 0).any()
         or (class_index >= C).any()
+        or (nnz and class_index.min() < 0)
         or arrays["doc_count"].shape != (nnz,)
         or arrays["token_count"].shape != (nnz,)
         or arrays["class_count"].shape != (C,)
@@ -465,12 +466,11 @@ def _build(
     for name in ("doc_count", "token_count", "class_count"):
         if arrays[name].dtype == np.uint64 and (arrays[name] > np.iinfo(np.int64).max).any():
             raise ValueError("count too large")
-    rows = np.repeat(np.arange(V, dtype=np.int64), np.diff(word_ptr))
-    if not _in_order(rows, class_index, C):
+    if not _in_order(word_ptr, class_index):
         raise ValueError("entries are not in order")
     counts = counts_of_pairs(
         classes, vocabulary, arrays["class_count"].astype(np.int64),
-        rows, class_index, arrays["doc_count"], arrays["token_count"],
+        None, class_index, arrays["doc_count"], arrays["token_count"], word_ptr,
     )  # fmt: skip
     problems = counts.problems()
     if problems:
@@ -517,16 +517,18 @@ def _build(
     return model
 
 
-def _in_order(rows: np.ndarray, cols: np.ndarray, C: int) -> bool:
-    """Whether the pairs' keys j C + c strictly increase, a block of pairs at a time
-    (each block's last key compared with the next block's first): no temporary of
-    every pair."""
-    step = BLOCK_PAIRS
-    for start in range(0, rows.size, step):
-        end = start + step + 1  # one pair of the next block
-        keys = rows[start:end] * C
-        keys += cols[start:end]
-        if (np.diff(keys) <= 0).any():
+def _in_order(word_ptr: np.ndarray, cols: np.ndarray) -> bool:
+    """Whether the pairs' keys j C + c strictly increase, the words j given by
+    ``word_ptr`` (non-decreasing) and the classes ``cols`` (0 <= c < C): whether each
+    word's classes strictly increase. A block of pairs at a time (each block's last
+    class compared with the next block's first), without an array of every pair's word."""
+    starts = word_ptr[1:-1]  # the first pair of each word after the first
+    for start in range(0, cols.size, BLOCK_PAIRS):
+        end = min(start + BLOCK_PAIRS + 1, cols.size)  # one pair of the next block
+        up = np.diff(cols[start:end].astype(np.int64)) > 0  # pair start + i + 1 vs i
+        first = starts[np.searchsorted(starts, start + 1) : np.searchsorted(starts, end)]
+        up[first - start - 1] = True  # a word's first pair may have any class
+        if not up.all():
             return False
     return True
 
