@@ -409,3 +409,20 @@ def test_a_cluster_part_is_scored_in_blocks_with_the_whole_batchs_numbers(many):
     expected = extras(classifier, whole, abstention, None)
     assert got == expected and len(got) == 1_100
     assert 0 < sum(e["reason"] == "low-probability" for e in got) < 1_100
+
+
+def test_the_log_of_each_class_denominator_taken_once_gives_log_fractions_floats(monkeypatch):
+    """log_fraction_at is log_fraction of each pair's numerator over its class's
+    denominator, float for float: zero and negative numerators (−inf), a zero or
+    negative denominator (−inf for its whole class), whatever the blocks."""
+    from nbclass.models.estimators import log_fraction, log_fraction_at
+
+    rng = np.random.default_rng(5)
+    classes = rng.integers(0, 6, size=700_000)
+    numerator = rng.integers(-2, 50, size=classes.size) + rng.choice([0.0, 0.5], classes.size)
+    denominators = np.array([1e6, 3.0, 0.0, -1.0, 1.0, 12345.678])
+    got = log_fraction_at(numerator, denominators, classes)
+    expected = log_fraction(numerator, denominators[classes])
+    assert np.array_equal(got.view(np.int64), expected.view(np.int64))
+    assert np.isneginf(got[classes == 2]).all() and np.isneginf(got[numerator <= 0]).all()
+    assert np.isfinite(got[(numerator > 0) & (denominators[classes] > 0)]).all()

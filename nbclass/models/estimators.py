@@ -577,6 +577,32 @@ def log_fraction(numerator, denominator):
     return out
 
 
+def log_fraction_at(numerator, denominators, classes):
+    """``log_fraction(numerator, denominators[classes])``, the same floats, with the log
+    of each class's denominator taken once: ``numerator`` and ``classes`` of shape
+    (nnz,) (a model's pairs), ``denominators`` of shape (C,). A block of pairs at a time
+    takes its denominators' logs (no array of every pair's denominator).
+    """
+    import numpy as np
+
+    out = np.array(numerator, dtype=np.float64)  # a copy: it becomes the logs
+    positive = out > 0
+    if positive.all():
+        np.log(out, out=out)
+    else:
+        np.log(out, out=out, where=positive)
+        out[~positive] = -np.inf
+    denominators = np.asarray(denominators, dtype=np.float64)
+    # log d_c, +inf where d_c <= 0: x − inf is −inf for every log numerator x, as
+    # log_fraction gives where the denominator is not positive
+    log_denominators = np.full(denominators.shape, np.inf)
+    np.log(denominators, out=log_denominators, where=denominators > 0)
+    step = 1 << 18
+    for start in range(0, out.size, step):
+        out[start : start + step] -= log_denominators[classes[start : start + step]]
+    return out
+
+
 def class_prior_fractions(class_count, estimator: str, alpha: float):
     """Numerator (C,) and denominator (scalar) of π_c from N_c, ndarray of shape (C,)."""
     import numpy as np

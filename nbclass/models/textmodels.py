@@ -357,7 +357,7 @@ def sparse_weights(
     """
     import scipy.sparse as sp
 
-    from .estimators import log_fraction, multinomial_fraction
+    from .estimators import log_fraction, log_fraction_at, multinomial_fraction
 
     V, C = len(counts.vocabulary), len(counts.classes)
     beta, estimator = settings.beta[0], settings.estimator
@@ -389,8 +389,8 @@ def sparse_weights(
         at = -log_fraction(word_sums[at_rows] - values + beta, totals[cols] + V * beta)
         constant = np.log(totals + V * beta)
         word, scale = -np.log(word_sums + beta), np.ones(C)
-    else:
-        at = log_fraction(*multinomial_fraction(values, totals[cols], V, estimator, beta))
+    else:  # each pair's numerator; each class's denominator, its log taken once
+        at = log_fraction_at(*multinomial_fraction(values, totals, V, estimator, beta), cols)
         constant = log_fraction(*multinomial_fraction(np.zeros(C), totals, V, estimator, beta))
     out = sp.csr_matrix((at, cols.copy(), table.indptr.copy()), shape=table.shape)
     return SparseWeights(out, constant, word, scale)
