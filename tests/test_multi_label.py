@@ -191,12 +191,13 @@ def test_a_folds_training_counts_are_the_counts_less_its_documents():
     import scipy.sparse as sp
 
     counts = ml.label_counts(_label_set_counts())
-    X = sp.csr_matrix(np.array([[2, 0], [1, 3]]))
-    Y = np.array([[1, 0], [1, 1]])
+    X = sp.csr_matrix(np.array([[2, 0], [1, 3]]))  # x x (label a); x y y y (label b)
+    Y = np.array([[1, 0], [0, 1]])
     fewer = counts.without(X, Y)
-    assert fewer.n_docs == 5 and fewer.class_count.tolist() == [1, 3]
-    assert fewer.doc_count.tolist() == [[2 - 2, 1 - 1], [2 - 1, 4 - 1]]
-    assert fewer.token_count.tolist() == [[5 - 3, 1 - 1], [5 - 3, 10 - 3]]
+    assert fewer.n_docs == 5 and fewer.class_count.tolist() == [3 - 1, 4 - 1]
+    assert as_table(fewer.doc_count).tolist() == [[2 - 1, 1 - 1], [2 - 0, 4 - 1]]
+    assert as_table(fewer.token_count).tolist() == [[5 - 2, 1 - 1], [5 - 0, 10 - 3]]
+    assert fewer.doc_count.nnz == fewer.token_count.nnz == 3  # the pair (x, b) is gone
     assert fewer.word_docs.tolist() == [4 - 2, 5 - 1] and fewer.word_tokens.tolist() == [5, 8]
 
 

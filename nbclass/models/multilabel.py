@@ -78,18 +78,26 @@ BETA_SCALES = (1.0, 0.3, 3.0)
 # --- per-label counts -------------------------------------------------------------------------
 
 
-def membership(classes: Sequence[str], labels: Sequence[str]) -> np.ndarray:
-    """M_sl: 1.0 when label set ``classes[s]`` holds ``labels[l]``, ndarray (S, L)."""
+def membership(classes: Sequence[str], labels: Sequence[str]) -> sp.csr_matrix:
+    """M_sl: 1.0 when label set ``classes[s]`` holds ``labels[l]``, csr_matrix (S, L)."""
+    import scipy.sparse as sp
+
     at = {label: l for l, label in enumerate(labels)}
-    M = np.zeros((len(classes), len(labels)))
-    for s, name in enumerate(classes):
-        for label in labels_of(name):
-            M[s, at[label]] = 1.0
-    return M
+    ptr, cols = [0], []
+    for name in classes:
+        cols.extend(sorted(at[label] for label in labels_of(name)))
+        ptr.append(len(cols))
+    ones = np.ones(len(cols))
+    return sp.csr_matrix((ones, cols, ptr), shape=(len(classes), len(labels)))
 
 
-def _dense(matrix) -> np.ndarray:
-    return matrix.toarray() if hasattr(matrix, "toarray") else np.asarray(matrix)
+def _canonical(table) -> sp.csr_matrix:
+    """``table`` as a canonical int64 CSR matrix: sorted indices, no stored zero (so D_jl
+    and T_jl, zero together, have one pattern)."""
+    table = table.tocsr().astype(np.int64)
+    table.eliminate_zeros()
+    table.sort_indices()
+    return table
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,8 +112,10 @@ class LabelCounts:
         N, every document (with or without labels).
     class_count : ndarray of shape (L,)
         N_l, the documents with label l.
-    doc_count, token_count : ndarray of shape (V, L)
-        D_jl and T_jl: **documents** with label l holding word j, **tokens** of j in them.
+    doc_count, token_count : csr_matrix of shape (V, L), int64
+        D_jl and T_jl: **documents** with label l holding word j, **tokens** of j in them;
+        canonical (:func:`_canonical`), their nonzero cells the (word, label) pairs, so
+        their memory is in proportion to the pairs, not to V × L.
     word_docs, word_tokens : ndarray of shape (V,)
         D_j and T_j over every document.
     """
@@ -114,15 +124,16 @@ class LabelCounts:
     vocabulary: tuple[str, ...]
     n_docs: int
     class_count: np.ndarray
-    doc_count: np.ndarray
-    token_count: np.ndarray
+    doc_count: sp.csr_matrix
+    token_count: sp.csr_matrix
     word_docs: np.ndarray
     word_tokens: np.ndarray
 
     def binary(self, l: int) -> Counts:
         """The counts of the binary model of label ``l``: classes ``("0", "1")`` =
         (not l, l), N = (N − N_l, N_l), D_j = (D_j − D_jl, D_jl), T_j likewise."""
-        D, T = self.doc_count[:, l], self.token_count[:, l]
+        D = self.doc_count[:, [l]].toarray().ravel()
+        T = self.token_count[:, [l]].toarray().ravel()
         N_l = int(self.class_count[l])
         return Counts(
             classes=("0", "1"),
@@ -154,8 +165,8 @@ class LabelCounts:
             classes=tuple(f"{l:05d}-{b}" for l in range(L) for b in "01"),
             vocabulary=self.vocabulary,
             class_count=pairs(np.array(self.n_docs), self.class_count),
-            doc_count=pairs(self.word_docs, self.doc_count, small),
-            token_count=pairs(self.word_tokens, self.token_count, small),
+            doc_count=pairs(self.word_docs, self.doc_count.toarray(), small),
+            token_count=pairs(self.word_tokens, self.token_count.toarray(), small),
         )
 
     @cached_property
@@ -163,7 +174,8 @@ class LabelCounts:
         """``(words, labels)``: the (word, label) pairs with D_jl > 0, (P,) each, in
         (word, label) order: the only cells where a label's counts are not 0 and "not
         l"'s are not the totals."""
-        return np.nonzero(self.doc_count)
+        D = self.doc_count
+        return np.repeat(np.arange(D.shape[0]), np.diff(D.indptr)), D.indices
 
     def sums(self, tf: str, idf: bool):
         """The transformed sums of every label's binary model, over every word:
@@ -181,7 +193,8 @@ class LabelCounts:
         from .textmodels import idf_of, log_tf_sums
 
         words, labels = self.pairs
-        D, T = self.doc_count[words, labels], self.token_count[words, labels]
+        D = self.doc_count.data
+        T = np.asarray(self.token_count[words, labels]).ravel()
         whole = self.word_tokens.astype(np.float64)
         mine = T.astype(np.float64)
         others = (self.word_tokens[words] - T).astype(np.float64)
@@ -212,19 +225,13 @@ class LabelCounts:
         Y = np.asarray(Y).astype(np.int64)  # integer products: the counts stay integers
         Z = sp.csr_matrix(Y)  # a few labels a document: the products are sparse too
 
-        def less(table: np.ndarray, part) -> np.ndarray:
-            part = part.tocoo()
-            out = table.copy()
-            out[part.row, part.col] -= part.data
-            return out
-
         return LabelCounts(
             labels=self.labels,
             vocabulary=self.vocabulary,
             n_docs=self.n_docs - X.shape[0],
             class_count=self.class_count - Y.sum(axis=0),
-            doc_count=less(self.doc_count, B.T @ Z),
-            token_count=less(self.token_count, X.T @ Z),
+            doc_count=_canonical(self.doc_count - B.T @ Z),
+            token_count=_canonical(self.token_count - X.T @ Z),
             word_docs=self.word_docs - np.asarray(B.sum(axis=0)).ravel(),
             word_tokens=self.word_tokens - np.asarray(X.sum(axis=0)).ravel(),
         )
@@ -232,18 +239,20 @@ class LabelCounts:
 
 def label_counts(counts: Counts) -> LabelCounts:
     """The :class:`LabelCounts` of label-set counts: N_l = Σ_s N_s M_sl, D_jl = Σ_s D_js
-    M_sl, T_jl = Σ_s T_js M_sl (exact: float64 sums of integers below 2**53)."""
+    M_sl, T_jl = Σ_s T_js M_sl (integer sums of sparse tables)."""
+    from .sparsity import csr_table
+
     labels = label_names(counts.classes)
-    M = membership(counts.classes, labels)
-    D = counts.doc_count
-    T = counts.token_count
+    M = membership(counts.classes, labels).astype(np.int64)
+    D = csr_table(counts.doc_count).astype(np.int64)
+    T = csr_table(counts.token_count).astype(np.int64)
     return LabelCounts(
         labels=labels,
         vocabulary=counts.vocabulary,
         n_docs=counts.n_docs,
-        class_count=np.rint(counts.class_count @ M).astype(np.int64),
-        doc_count=np.rint(_dense(D @ M)).astype(np.int64),
-        token_count=np.rint(_dense(T @ M)).astype(np.int64),
+        class_count=np.asarray(M.T @ np.asarray(counts.class_count, dtype=np.int64)).ravel(),
+        doc_count=_canonical(D @ M),
+        token_count=_canonical(T @ M),
         word_docs=np.asarray(D.sum(axis=1)).ravel().astype(np.int64),
         word_tokens=np.asarray(T.sum(axis=1)).ravel().astype(np.int64),
     )
@@ -251,7 +260,7 @@ def label_counts(counts: Counts) -> LabelCounts:
 
 def label_matrix(classes: Sequence[str], labels: Sequence[str], y: np.ndarray) -> np.ndarray:
     """Y: 0/1 of each document's labels, ndarray (n, L), from label-set indices ``y`` (n,)."""
-    return membership(classes, labels)[np.asarray(y, dtype=np.int64)]
+    return membership(classes, labels)[np.asarray(y, dtype=np.int64)].toarray()
 
 
 # --- scoring --------------------------------------------------------------------------------
