@@ -306,7 +306,7 @@ def odds_scorer(counts: LabelCounts, settings: EstimatorSettings, labels: np.nda
     (R,)), every total still over the whole vocabulary."""
     import scipy.sparse as sp
 
-    from .estimators import log_class_prior, log_fraction, multinomial_fraction
+    from .estimators import log_class_prior, log_fraction, log_fraction_at, multinomial_fraction
     from .posterior import LinearScorer
     from .textmodels import idf_of
 
@@ -323,9 +323,13 @@ def odds_scorer(counts: LabelCounts, settings: EstimatorSettings, labels: np.nda
         where[rows] = np.arange(len(rows))
         kept &= where[words] >= 0
     words, owners = words[kept], owners[kept]
-    S_l, S_not = label_sums[owners], other_sums[owners]
-    values = log_fraction(*multinomial_fraction(mine[kept], S_l, V, estimator, beta))
-    values -= log_fraction(*multinomial_fraction(others[kept], S_not, V, estimator, beta))
+    # log θ at the pairs, each label's denominators' logs taken once (log_fraction_at)
+    values = log_fraction_at(
+        *multinomial_fraction(mine[kept], label_sums, V, estimator, beta), owners
+    )
+    values -= log_fraction_at(
+        *multinomial_fraction(others[kept], other_sums, V, estimator, beta), owners
+    )
     if len(rows) < V:
         words = where[words]
     ptr = np.zeros(len(rows) + 1, dtype=np.int64)
