@@ -468,7 +468,12 @@ def pair_histograms(cols: np.ndarray, values: np.ndarray, V: int, C: int):
         ends = np.searchsorted(keys // top, np.arange(C + 1))
         large = (keys % top, found, ends)
     tally = np.bincount(codes, minlength=C * width).reshape(C, width)
-    tally[:, 0] = V - np.bincount(cols, minlength=C)  # the words a class lacks: D_jc = 0
+    # the words a class lacks (D_jc = 0): V less its pairs, small and large
+    lacking = V - tally.sum(axis=1)
+    if large is not None:
+        before = np.concatenate(([0], np.cumsum(large[1])))  # pairs before each key
+        lacking -= np.diff(before[large[2]])
+    tally[:, 0] = lacking
     histograms = _histograms_of(tally)
     if large is not None:
         large_values, found, ends = (part.tolist() for part in large)
