@@ -813,12 +813,14 @@ class RunCounter:
             blob = blob.replace(b"\x00", b" ")
         else:
             V = len(vocabulary)
-            text = " ".join(vocabulary)
             if ngrams or pairs:
+                # (No word holds a NUL: the model file separates its words by NULs.)
+                text = "\x00".join(vocabulary)
                 if "\x01" in text:
                     odd = np.array(["\x01" in word for word in vocabulary], dtype=bool)
-                # (No word holds a NUL: the model file separates its words by NULs.)
-                text = "\x00".join(vocabulary).replace(" ", "\x01").replace("\x00", " ")
+                text = text.replace(" ", "\x01").replace("\x00", " ")
+            else:
+                text = " ".join(vocabulary)
             blob = text.encode("utf-8", "surrogatepass")
         codes = np.frombuffer(b" ".join([blob, *stop]) if stop else blob, dtype=np.uint8)
         starts, ends = run_bounds(codes)
