@@ -332,19 +332,27 @@ def test_histograms_from_the_pairs_are_those_of_every_cell(cells, monkeypatch):
     assert got[7] == [(0, V)] and got[3][-1] == (10**6, 1)
 
 
-@pytest.mark.parametrize("estimator", ["posterior-mean", "mle"])
-def test_one_document_against_thousands_of_classes_sums_the_pairs_as_the_batch(many, estimator):
+@pytest.mark.parametrize(
+    "event, estimator",
+    [("multinomial", "posterior-mean"), ("multinomial", "mle"), ("bernoulli", "posterior-mean"),
+     ("bernoulli", "mle"), ("complement", "posterior-mean")],
+)  # fmt: skip
+def test_one_document_against_thousands_of_classes_sums_the_pairs_as_the_batch(
+    many, event, estimator
+):
     """The one-document path of a model past 2**24 weight cells adds the corrections at
-    its words' pairs, as the batch path does: the same scores to 1e-12 (their logs are
-    the C library's and numpy's), the same infinities (under mle a class is possible
-    only if every word of the document is one of its pairs)."""
+    its words' pairs, as the batch path does (multinomial and complement counts, Bernoulli
+    presences):
+    the same scores to 1e-12 (their logs are the C library's and numpy's), the same
+    infinities (under mle a class is possible only if every word of the document is one
+    of its pairs; a Bernoulli class also needs the words it has in every document)."""
     from nbclass.modelfile.quick import QuickModel
     from nbclass.modelfile.textfile import load
     from nbclass.models.estimators import EstimatorSettings
     from nbclass.models.model import Classifier
 
     model, _, texts = many
-    settings = EstimatorSettings(model="multinomial", estimator=estimator)
+    settings = EstimatorSettings(model=event, estimator=estimator)
     classifier, quick = Classifier(load(str(model)), settings), QuickModel(str(model))
     chosen = texts[:40] + ["k7x0 k7x1 k7x0", "s1 s2", "unknownword", ""]
     expected = classifier.scorer.joint_log_likelihood(classifier.count(chosen)[0])

@@ -262,6 +262,19 @@ class QuickModel:
 
         unseen = [weight(0, c) for c in range(C)]  # a word absent from class c: D_jc = 0
         present_certain = [0] * C
+        if not dense_cells(self.n_used, C):  # as the batch path: from the pairs alone
+
+            def pair_weight(c: int, pair) -> float:
+                w, certain = weight(pair[0], c)
+                present_certain[c] += certain  # θ_jc = 1 only at a pair
+                return w
+
+            scores = self._from_pairs(
+                [(j, 1) for j, _ in rows], [w for w, _ in unseen], bias, pair_weight
+            )
+            return [
+                -math.inf if present_certain[c] < required[c] else scores[c] for c in range(C)
+            ]
         for j, _ in rows:
             weights = unseen[:]
             for c, (D_jc, _) in self._entries(j).items():
@@ -274,7 +287,8 @@ class QuickModel:
         ]
 
     def _from_pairs(self, rows, unseen: list[float], log_pi: list[float], weight) -> list[float]:
-        """b_c = Σ_j x_j W_jc + log π_c for the document's ``rows`` (j, x_j), where W_jc
+        """b_c = Σ_j x_j W_jc + log π_c for the document's ``rows`` (j, x_j) (x_j = 1 for
+        presences; ``log_pi`` then holds the Bernoulli bias), where W_jc
         is ``weight(c, (D_jc, T_jc))`` at the pairs of word j and ``unseen[c]`` off them:
         work in proportion to the pairs of the document's words, not to its words × C.
 
@@ -305,6 +319,8 @@ class QuickModel:
         C, V, T_c = len(self.classes), self.n_used, self.class_tokens
         T = sum(T_c)
         log_denominators = _logs([T - T_c[c] + V * beta for c in range(C)])
+        if not dense_cells(V, C) and beta > 0 and None not in log_denominators:
+            return self._complement_pairs(rows, beta, log_denominators)
         scores = [0.0] * C
         for j, x in rows:
             entries = self._entries(j)
@@ -315,6 +331,26 @@ class QuickModel:
             # score − x_j log θ̃_jc
             scores = _add_complement(scores, -x, T_j, T_jc, beta, log_denominators)
         return scores
+
+    def _complement_pairs(self, rows, beta: float, log_denominators: list[float]) -> list[float]:
+        """:meth:`_complement` from the pairs of the document's words, the batch path's
+        steps past 2^24 weight cells (:func:`nbclass.models.textmodels.sparse_weights`):
+        off the pairs w_jc = g_j + k_c with g_j = −log(T_j + β), k_c = log(T − T_c + Vβ);
+        Σ_j x_j (w_jc − g_j − k_c) over the pairs, then + n k_c, then + Σ_j x_j g_j.
+        Every numerator T_j − T_jc + β is positive (β > 0), every denominator too."""
+        log = math.log
+        k = log_denominators
+        C = len(k)
+        sums, total, word_sum = [0.0] * C, 0, 0.0
+        for j, x in rows:
+            entries = self._entries(j)
+            T_j = sum(t for _, t in entries.values())
+            g = -log(T_j + beta)
+            total += x
+            word_sum += x * g
+            for c, (_, t) in entries.items():
+                sums[c] += x * (-(log(T_j - t + beta) - k[c]) - (k[c] + g))
+        return [sums[c] + k[c] * total + word_sum for c in range(C)]
 
     def _transformed(self, rows, s: EstimatorSettings, prepared, log_pi) -> list[float]:
         """b_c = bias_c + Σ_j t_j w_jc with the transforms of :mod:`nbclass.models.textmodels`.
