@@ -451,3 +451,32 @@ def test_a_weight_column_is_the_tables_column():
     table = sparse.toarray()
     for c in range(2):
         assert np.array_equal(weights_column(sparse, c), table[:, c])
+
+
+def test_at_most_from_the_csr_pattern_is_the_dense_tables_answer():
+    """Loading checks a sample's D_jc and T_jc against the counts' at every pair; from a
+    CSR pattern it reads the stored counts, and answers as from the dense tables: yes for
+    counts at or below them, no for one count above, or a pair the counts lack."""
+    from nbclass.counting.counts import at_most
+
+    D = np.array([[2, 0, 1], [0, 3, 0], [1, 1, 0], [0, 0, 4]])
+    T = D * 3
+    words, classes = ("w", "x", "y", "z"), ("a", "b", "c")
+
+    def counts(d, t, sparse):
+        make = sp.csr_matrix if sparse else np.asarray
+        return Counts(classes, words, np.array([3, 3, 4]), make(d), make(t))
+
+    cases = {  # part's (D, T) -> at most the total's
+        "below": (np.minimum(D, 1), np.minimum(T, 2), True),
+        "equal": (D, T, True),
+        "a token more": (D, T + np.eye(4, 3, dtype=int) * (D > 0), False),
+        "a document more": (D + (D == 4), T + (D == 4) * 5, False),
+        "a pair the counts lack": (D + np.eye(4, 3, k=1, dtype=int) * (D == 0), T + 1 * (
+            np.eye(4, 3, k=1, dtype=int) * (D == 0)), False),
+        "no pair": (0 * D, 0 * T, True),
+    }
+    for name, (d, t, expected) in cases.items():
+        part = counts(d, t, False)
+        for sparse in (False, True):
+            assert at_most(part, counts(D, T, sparse)) is expected, (name, sparse)

@@ -314,8 +314,17 @@ def at_most(part: Counts, total: Counts) -> bool:
     """Whether D_jc and T_jc of ``part`` are at most those of ``total`` at every pair (both
     over the same classes and words), from their nonzero pairs."""
     C = len(total.classes)
-    rows, cols, docs, tokens = total.pairs()
-    keys = rows.astype(np.int64) * C + cols
+    D, T = total.doc_count, total.token_count
+    if is_sparse(D) and is_sparse(T):
+        # CSR of one pattern (:attr:`Counts.nonzero`): the pairs' keys from it and their
+        # counts as stored, without the row and column arrays of every pair (20,000
+        # classes × 200,000 words: 400 MB made to check a sample of 6,000 documents).
+        keys = np.repeat(np.arange(D.shape[0], dtype=np.int64) * C, np.diff(D.indptr))
+        keys += D.indices
+        docs, tokens = D.data, T.data
+    else:
+        rows, cols, docs, tokens = total.pairs()
+        keys = rows.astype(np.int64) * C + cols
     part_rows, part_cols, part_docs, part_tokens = part.pairs()
     taken = part_rows.astype(np.int64) * C + part_cols
     if not taken.size:

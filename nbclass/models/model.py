@@ -299,7 +299,8 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     The choice scores the first ``n`` sampled documents in (digest, class) order and the
     first few of each class the sample keeps, ``n`` as many as the corpus affords
     (:func:`nbclass.models.choosing.plan`), fewer past 2,000 classes
-    (:func:`nbclass.models.choosing.scored_rows`); the folds are dealt in that order. ``threads`` score the candidates (the result does not depend on them)."""
+    (:func:`nbclass.models.choosing.scored_rows`); the folds are dealt in that order.
+    ``threads`` score the candidates (the result does not depend on them)."""
     model = settled_unspaced(model)
     if model.multi_label is not None:  # label by label (multilabel.py)
         from .multilabel import chosen_again
