@@ -4,6 +4,7 @@ the numbers and lines of the whole batch scored at once and rendered from lists.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import subprocess
@@ -434,3 +435,21 @@ def test_the_log_of_each_class_denominator_taken_once_gives_log_fractions_floats
     assert np.array_equal(got.view(np.int64), expected.view(np.int64))
     assert np.isneginf(got[classes == 2]).all() and np.isneginf(got[numerator <= 0]).all()
     assert np.isfinite(got[(numerator > 0) & (denominators[classes] > 0)]).all()
+
+
+def test_freed_memory_is_kept_only_where_batches_are_cut_into_blocks(monkeypatch):
+    """Bulk predict asks the C library to keep freed memory where a batch of 1,000
+    documents is scored in blocks (more than 1,048 classes), and only there; the call
+    itself is harmless wherever it runs (a no-op where the C library is not glibc)."""
+    from nbclass.modelfile import predicting
+
+    calls = []
+    real = predicting._keep_freed_memory
+    monkeypatch.setattr(predicting, "_keep_freed_memory", lambda: calls.append(True))
+    try:
+        for classes, kept in [(None, 0), (20, 0), (1_048, 0), (1_049, 1), (20_000, 2)]:
+            predicting._keep_loaded(classes)
+            assert len(calls) == kept
+    finally:
+        gc.unfreeze()  # (_keep_loaded froze this process's objects)
+    real()
