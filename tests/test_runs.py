@@ -363,3 +363,22 @@ def test_cell_sums_count_each_cells_texts_and_tokens(tokens, labels):
     for C in (3, 2**60):  # the second: C * K * n >= 2**62
         cells = zip(*(v.tolist() for v in _cell_sums(text, word, labels, 7, C)))
         assert {(w, c): (d, t) for w, c, d, t in cells} == expected
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(st.integers(0, 2**63 - 1), max_size=40),
+    st.sampled_from([0, 3, 2**20, 2**40, 2**58, 2**62]),
+    st.sampled_from(["int64", "uint64"]),
+)
+def test_sort_order_is_the_stable_argsort(values, bound, dtype):
+    """Keys packed with their indices (when both fit in 63 bits) or not: the sorted keys
+    and numpy's stable argsort, equal keys in index order, the keys' type kept."""
+    from nbclass.text.runs import sort_order
+
+    keys = np.array([v % (bound + 1) for v in values], dtype=dtype)
+    ordered, order = sort_order(keys)
+    expected = np.argsort(keys, kind="stable")
+    assert order.tolist() == expected.tolist()
+    assert ordered.dtype == keys.dtype
+    assert ordered.tolist() == keys[expected].tolist()

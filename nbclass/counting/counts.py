@@ -666,10 +666,11 @@ def summed(keys: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, ...]:
     >>> [a.tolist() for a in summed(np.array([5, 2, 5]), np.array([1, 2, 3]))]
     [[2, 5], [2, 4]]
     """
+    from ..text.runs import sort_order
+
     if not keys.size:
         return (keys, *values)
-    order = np.argsort(keys, kind="stable")
-    keys = keys[order]
+    keys, order = sort_order(keys)
     first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     sums = tuple(np.add.reduceat(v[order], first) for v in values)
     return (keys[first], *sums)

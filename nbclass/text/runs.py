@@ -1202,20 +1202,25 @@ class RunTally:
 
     def _by_class(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(lengths, ids, doc_counts, token_counts)`` of the counts: class by class,
-        ``lengths[c]`` (word number, D, T) of class c."""
-        C = self.n_classes
+        ``lengths[c]`` (word number, D, T) of class c, by word number.
+
+        The chunks' cells are summed by the class-major key ``c n_words + id``: one sort
+        gives them summed and in this order (summing by ``id C + c`` and then sorting by
+        class took two)."""
+        C, N = self.n_classes, max(self.n_words, 1)
         if not self._cells:
             empty = np.zeros(0, dtype=np.int64)
             return np.zeros(C, dtype=np.int64), empty, empty, empty
-        cells, docs, tokens = self._cells[0] = self._merged()
-        del self._cells[1:]
-        classes = cells % C
-        lengths = np.bincount(classes, minlength=C).astype(np.int64)
-        if C <= 2**15:  # a stable sort of small integers is a radix sort: fast and lean
-            classes = classes.astype(np.int16)
-        order = np.argsort(classes, kind="stable")
-        del classes
-        return lengths, cells[order] // C, docs[order], tokens[order]
+        cells, docs, tokens = (np.concatenate(p) for p in zip(*self._cells))
+        keys = cells % C
+        keys *= N
+        keys += cells // C
+        del cells
+        keys, docs, tokens = _sums(keys, docs, tokens)
+        classes, ids = np.divmod(keys, N)
+        del keys
+        self._cells = [(ids * C + classes, docs, tokens)]
+        return np.bincount(classes, minlength=C).astype(np.int64), ids, docs, tokens
 
 
 class _Numbers:
@@ -1291,7 +1296,34 @@ def _sums(keys: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, ...]:
     sums are int64, whatever the type of the values."""
     if not keys.size:
         return (keys, *(v.astype(np.int64) for v in values))
-    order = np.argsort(keys)
-    keys = keys[order]
+    keys, order = sort_order(keys)
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
     return (keys[starts], *(np.add.reduceat(v[order], starts, dtype=np.int64) for v in values))
+
+
+def sort_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(keys sorted, order)`` with ``keys[order]`` the sorted keys (equal keys in the
+    order of their indices), for integer keys of any sign and size.
+
+    Where the largest key and the largest index fit in 63 bits together (a key below
+    2^32 for 2^31 keys), each key is shifted left and its index put in the low bits,
+    and the one int64 array is sorted: numpy sorts integers about twice as fast as it
+    argsorts them, and no gather of the keys follows. Otherwise, a stable argsort.
+
+    >>> [a.tolist() for a in sort_order(np.array([5, 2, 5, 0]))]
+    [[0, 2, 5, 5], [3, 1, 0, 2]]
+    >>> [a.tolist() for a in sort_order(np.array([2**62, -1, 2**62]))]
+    [[-1, 4611686018427387904, 4611686018427387904], [1, 0, 2]]
+    """
+    n = keys.size
+    shift = max(n - 1, 0).bit_length()
+    if n and int(keys.min()) >= 0 and int(keys.max()).bit_length() + shift <= 63:
+        packed = keys.astype(np.int64)  # a copy, shifted in place
+        packed <<= shift
+        packed |= np.arange(n, dtype=np.int64)
+        packed.sort()
+        order = packed & ((1 << shift) - 1)
+        packed >>= shift
+        return packed.astype(keys.dtype, copy=False), order
+    order = np.argsort(keys, kind="stable")
+    return keys[order], order
