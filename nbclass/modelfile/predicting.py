@@ -138,26 +138,12 @@ def _keep_loaded(classes: int | None = None) -> None:
             _keep_freed_memory()
 
 
-# The C library's allocator (glibc) gives an array of this size or more its own mapping,
-# returned to the kernel when it is freed, and trims the heap whenever more than twice
-# that lies free at its end (both thresholds move with what the process frees). Against
-# 20,000 classes each block makes and frees (documents, classes) arrays of 8 MB a few
-# times: given back and asked for again, the kernel cleared their pages each time,
-# 200 blocks a 10,000-document predict, a quarter of its CPU time.
-MMAP_THRESHOLD = 32 << 20  # glibc's largest
-TRIM_THRESHOLD = 256 << 20
-
-
 def _keep_freed_memory() -> None:
-    """Have the C library keep the memory of freed arrays below
-    :data:`MMAP_THRESHOLD` for the next ones (up to :data:`TRIM_THRESHOLD` free at the
-    heap's end) rather than give it back to the kernel; nothing where the C library is not
-    glibc (its ``mallopt``)."""
-    import ctypes
+    """Have the C library keep freed memory for the next arrays
+    (:func:`nbclass.reading.process.keep_freed_memory`, as a default fit does). Against
+    20,000 classes each block makes and frees (documents, classes) arrays of 8 MB a few
+    times; given back to the kernel and asked for again, their pages were cleared each
+    time, 200 blocks a 10,000-document predict, a quarter of its CPU time."""
+    from ..reading.process import keep_freed_memory
 
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):  # not glibc
-        return
-    mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
-    mallopt(-1, TRIM_THRESHOLD)  # M_TRIM_THRESHOLD
+    keep_freed_memory()
