@@ -702,8 +702,12 @@ class KeyedRows:
 
     def __init__(self):
         self.names: list[str] = []  # row j's word
-        self._keys = np.zeros(0, dtype=np.uint64)  # the words' keys, sorted
-        self._rows = np.zeros(0, dtype=np.int64)  # the row of each
+        # The words' keys, sorted, with the row of each: in runs of decreasing size,
+        # each at least twice the next (a batch's new words are a run, merged with the
+        # runs before it while they are not twice its size). A word is merged O(log V)
+        # times, and a batch searches O(log V) runs: one sorted array, into which every
+        # batch's words were inserted, cost a copy of every word met per batch.
+        self._runs: list[tuple[np.ndarray, np.ndarray]] = []
 
     def rows(self, names: list[str], keys: np.ndarray) -> np.ndarray | None:
         """The row of each of ``names`` (distinct words, of ``keys``), the new ones given
@@ -716,12 +720,14 @@ class KeyedRows:
         ordered = keys[order]
         if (ordered[1:] == ordered[:-1]).any():  # two of the words share a key
             return None
-        at = np.searchsorted(self._keys, ordered)
-        hit = np.zeros(keys.size, dtype=bool)
-        if self._keys.size:
-            hit = self._keys[np.minimum(at, self._keys.size - 1)] == ordered
+        known = np.full(keys.size, -1, dtype=np.int64)  # the row of each word met
+        for known_keys, known_rows in self._runs:
+            at = np.minimum(np.searchsorted(known_keys, ordered), known_keys.size - 1)
+            there = np.flatnonzero(known_keys[at] == ordered)
+            known[there] = known_rows[at[there]]
+        hit = known >= 0
         rows = np.empty(keys.size, dtype=np.int64)
-        found, found_rows = order[hit], self._rows[at[hit]]
+        found, found_rows = order[hit], known[hit]
         hashed = is_long(ordered[hit])  # the other keys are their words' bytes
         if hashed.any():
             met = map(self.names.__getitem__, found_rows[hashed].tolist())
@@ -733,8 +739,12 @@ class KeyedRows:
             V = len(self.names)
             rows[new] = np.arange(V, V + new.size)
             self.names.extend(map(names.__getitem__, new.tolist()))
-            self._keys = np.insert(self._keys, at[~hit], ordered[~hit])
-            self._rows = np.insert(self._rows, at[~hit], rows[order[~hit]])
+            run = (ordered[~hit], rows[order[~hit]])
+            while self._runs and self._runs[-1][0].size < 2 * run[0].size:
+                last_keys, last_rows = self._runs.pop()
+                at = np.searchsorted(last_keys, run[0])
+                run = (np.insert(last_keys, at, run[0]), np.insert(last_rows, at, run[1]))
+            self._runs.append(run)
         return rows
 
 
@@ -877,7 +887,9 @@ class CountAccumulator:
     def result(self) -> Counts:
         """The counts, with the vocabulary sorted; the accumulator is spent afterwards.
 
-        The pairs are renumbered by the words' sorted order and sorted once more.
+        The summed pairs are in the order of their keys ``j C + c``: each row's pairs
+        together, by class. Sorting the words moves whole rows, so the pairs are put in
+        the words' order by moving each row's run of pairs, without sorting them again.
         """
         # Row j holds the j-th word added (in the keyed rows' names, or GrowingVocabulary).
         by_row = self._keyed.names if self._keyed is not None else list(self._vocabulary)
@@ -885,21 +897,26 @@ class CountAccumulator:
         words = tuple(map(by_row.__getitem__, order))
         del by_row
         V, C = len(words), len(self.classes)
-        rank = np.empty(V, dtype=np.int64)
-        rank[np.array(order, dtype=np.int64)] = np.arange(V, dtype=np.int64)
+        by_word = np.array(order, dtype=np.int64)  # the row of each word, sorted
         del order
         keys, docs, tokens = self._pairs.result()
         self._pairs = self._vocabulary = self._keyed = self._origins = None
-        rows = rank[keys // C]
-        cols = keys % C
-        del keys, rank
-        keys = rows * C
-        keys += cols
-        order = np.argsort(keys, kind="stable")
+        per_row = np.bincount(keys // C, minlength=V)
+        start = np.cumsum(per_row)
+        start -= per_row  # where each row's pairs start
+        lengths = per_row[by_word]
+        del per_row
+        word_ptr = np.zeros(V + 1, dtype=np.int64)
+        np.cumsum(lengths, out=word_ptr[1:])
+        take = np.repeat(start[by_word] - word_ptr[:-1], lengths)
+        del start, by_word, lengths
+        take += np.arange(take.size, dtype=np.int64)  # the pairs of each word in turn
+        cols = keys[take]
+        cols %= C
         del keys
         return counts_of_pairs(
             self.classes, words, self._class_count.copy(),
-            rows[order], cols[order], docs[order], tokens[order],
+            None, cols, docs[take], tokens[take], word_ptr=word_ptr,
         )  # fmt: skip
 
 

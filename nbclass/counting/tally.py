@@ -134,8 +134,8 @@ def pack(part: Tally, origin=None) -> tuple:
     index = dict(zip(keys, range(len(keys)))).__getitem__
     lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
     rows, doc_counts, token_counts = [], [], []
-    for d, t in zip(docs, tokens):
-        n = len(t)
+    for c in np.flatnonzero(lengths).tolist():  # the classes with a Counter's words only
+        d, t, n = docs[c], tokens[c], int(lengths[c])
         rows.append(np.fromiter(map(index, t), dtype=np.int64, count=n))
         doc_counts.append(np.fromiter(map(d.__getitem__, t), dtype=np.int64, count=n))
         token_counts.append(np.fromiter(t.values(), dtype=np.int64, count=n))
