@@ -453,3 +453,36 @@ def test_freed_memory_is_kept_only_where_batches_are_cut_into_blocks(monkeypatch
     finally:
         gc.unfreeze()  # (_keep_loaded froze this process's objects)
     real()
+
+
+def test_pairs_past_two_to_the_31_cells_keep_int32_indices_and_their_counts():
+    # 70,000 words x 40,000 classes is 2.8e9 cells, past 2**31; each index fits in int32,
+    # and the keys j C + c of the last pairs do not: merged, subtracted, pruned and
+    # checked against each other, every pair keeps its own counts.
+    from nbclass.counting.counts import at_most, counts_of_pairs, merge, subtract
+
+    V, C = 70_000, 40_000
+    classes = tuple(f"c{c:05d}" for c in range(C))
+    vocabulary = tuple(f"w{j:05d}" for j in range(V))
+    rows = np.array([0, 0, 1, 53_688, 69_999, 69_999])
+    cols = np.array([0, 39_999, 5, 39_999, 0, 39_999])
+    assert int(rows[-1]) * C + int(cols[-1]) >= 2**31
+    counts = np.full(C, 3)
+    a = counts_of_pairs(classes, vocabulary, counts, rows, cols, [1, 2, 1, 3, 1, 2],
+                        [4, 5, 6, 7, 8, 9])  # fmt: skip
+    b = counts_of_pairs(classes, vocabulary, counts, rows[3:], cols[3:], [0, 1, 1], [0, 1, 2])
+    assert [index.dtype for index in a.nonzero] == [np.int32, np.int32]
+    assert a.nonzero[0].tolist() == rows.tolist() and a.nonzero[1].tolist() == cols.tolist()
+    total = merge(a, b)
+    assert total.nonzero[0].tolist() == rows.tolist()
+    assert total.nonzero[1].tolist() == cols.tolist()
+    assert total.pairs()[2].tolist() == [1, 2, 1, 3, 2, 3]
+    assert total.pairs()[3].tolist() == [4, 5, 6, 7, 9, 11]
+    assert at_most(b, total) and not at_most(total, b)
+    rest = subtract(total, b)  # the words of no pair dropped, as a fit never sees them
+    assert rest.vocabulary == ("w00000", "w00001", "w53688", "w69999")
+    assert rest.classes == classes and rest.class_count.tolist() == counts.tolist()
+    assert [part.tolist() for part in rest.pairs()] == [
+        [0, 0, 1, 2, 3, 3], cols.tolist(), [1, 2, 1, 3, 1, 2], [4, 5, 6, 7, 8, 9]
+    ]
+    assert total.problems() == []

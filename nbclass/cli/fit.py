@@ -207,6 +207,7 @@ def fit(
         corpus_dir, lines_path, tokenizer, keep_ledger, jobs, quiet, base, scheduler, reading,
         sample=auto,
     )  # fmt: skip
+    before = None
     if base is None:
         from ..models.learning import new_model
 
@@ -218,14 +219,16 @@ def fit(
         with locked(output):
             save(model, output)
     else:
+        from ..modelfile.textfile import CountedFor
         from ..modelfile.updating import update_file
 
+        before, base = CountedFor.of(base), None  # its counts go before it is read again
         model = update_file(
-            update_path, output, base, documents, vocabulary_filter, defaults, codes, jobs
+            update_path, output, before, documents, vocabulary_filter, defaults, codes, jobs
         )
     if not quiet:
-        extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "
-        summary("update" if base is not None else "fit", model, output, start, extra, auto)
+        extra = "" if before is None else f"+{documents.counts.n_docs} documents, now "
+        summary("update" if before is not None else "fit", model, output, start, extra, auto)
 
 
 def _fit_multi_label(
@@ -271,10 +274,11 @@ def _fit_multi_label(
         with locked(output):
             save(model, output)
     else:
+        from ..modelfile.textfile import CountedFor
         from ..modelfile.updating import update_file
 
-        model = update_file(update_path, output, base, documents, vocabulary_filter, None, None,
-                            jobs)  # fmt: skip
+        model = update_file(update_path, output, CountedFor.of(base), documents,
+                            vocabulary_filter, None, None, jobs)  # fmt: skip
     if not quiet:
         extra = "" if base is None else f"+{documents.counts.n_docs} documents, now "
         summary("update" if base is not None else "fit", model, output, start, extra, True)

@@ -90,7 +90,7 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):
       printf 'spam\tHi mum, see you at 6\n' | nbclass unlearn --lines - -m model.nbc
     """
     from ..counting.counts import default_jobs
-    from ..modelfile.textfile import load
+    from ..modelfile.textfile import CountedFor, load
     from ..modelfile.updating import unlearn_file
     from ..models.learning import line_keys
 
@@ -135,7 +135,8 @@ def unlearn(corpus_dir, model_path, lines_path, output, jobs, quiet, reading):
         )  # fmt: skip
         removed = documents.counts.n_docs
     threads = default_jobs(jobs) if jobs else 1
-    result = unlearn_file(model_path, output, model, documents, keys, sources, threads)
+    before, model = CountedFor.of(model), None  # its counts go before it is read again
+    result = unlearn_file(model_path, output, before, documents, keys, sources, threads)
     if not quiet:
         summary("unlearn", result, output, start, f"-{removed} documents, now ")
 

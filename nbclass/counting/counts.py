@@ -87,14 +87,15 @@ class Counts:
     @cached_property
     def nonzero(self) -> tuple[np.ndarray, np.ndarray]:
         """``(rows, cols)`` of the (word, class) pairs with D_jc > 0 (exactly those with
-        T_jc > 0), row-major: by word, classes ascending; int32 (int64 past 2**31 cells)
-        of shape (nnz,) each.
+        T_jc > 0), row-major: by word, classes ascending; int32 (int64 past 2**31 words
+        or classes: an index of one fits when words × classes does not) of shape (nnz,)
+        each. Keys j C + c are made from them in int64.
         Computed once (the counts are never changed in place): from the CSR pattern, or
         from a dense table a block of rows at a time (no int64 array of every pair is
         made on the way)."""
         D = self.doc_count
         V, C = D.shape
-        dtype = np.int32 if V * C < 2**31 else np.int64  # half the memory, kept
+        dtype = np.int32 if max(V, C) < 2**31 else np.int64  # half the memory, kept
         if is_sparse(D):
             rows = np.repeat(np.arange(V, dtype=dtype), np.diff(D.indptr))
             return rows, D.indices.astype(dtype, copy=False)

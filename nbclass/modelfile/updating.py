@@ -24,39 +24,40 @@ from ..models.learning import (
     Documents,
     Keys,
     SyncReport,
+    added,
     changed_options,
     combine,
     count_documents,
     new_model,
     unlearn_counts,
     unlearn_keys,
-    update,
 )
 from ..models.learning import sync as sync_model
-from ..models.model import Model, VocabularyFilter, with_defaults
+from ..models.model import Model, VocabularyFilter, with_defaults, with_sample
 from ..models.tablemodel import TableModel, merge_tables
 from ..reading.corpus import Corpus
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy
 from . import tablefile
-from .textfile import load, locked, reload, save
+from .textfile import CountedFor, load, locked, reload, save
 
 
 def update_file(
     path: str,
     output: str,
-    before: Model,
+    before: CountedFor,
     documents: Documents,
     vocabulary_filter: VocabularyFilter,
     defaults: EstimatorSettings | None,
     codes: dict[str, int] | None = None,
     threads: int = 1,
 ) -> Model:
-    """Add ``documents`` (counted for the model ``before``, read from ``path``) to the
-    model at ``path`` and write the result to ``output``, with ``vocabulary_filter`` and
-    the default settings ``defaults`` (:func:`nbclass.models.model.with_defaults`; None:
-    those of the model as it is when read again under the lock, which another writer
-    may have chosen again meanwhile). A model that chose its settings chooses again
-    (``threads`` score the candidates).
+    """Add ``documents`` (counted for the model ``before`` stands for, read from
+    ``path``) to the model at ``path`` and write the result to ``output``, with
+    ``vocabulary_filter`` and the default settings ``defaults``
+    (:func:`nbclass.models.model.with_defaults`; None: those of the model as it is when
+    read again under the lock, which another writer may have chosen again meanwhile). A
+    model that chose its settings chooses again (``threads`` score the candidates), once
+    the counts it had are dropped (:func:`nbclass.models.learning.added`).
 
     ``codes`` (``--exit-code-map``) may give exit codes to new classes; a class the model
     has must be given its own (:func:`nbclass.models.exitcodes.with_explicit`)."""
@@ -66,7 +67,9 @@ def update_file(
             current = replace(current, exit_codes=with_explicit(current.codes, codes, repr(path)))
         if defaults is not None:
             current = with_defaults(current, defaults)
-        model = update(current, documents, threads)
+        model, sample, short = added(current, documents, threads)
+        del current  # the old counts go before the choice (:func:`.learning.added`)
+        model = with_sample(model, sample, short, threads)
         save(model, output)
     return model
 
@@ -74,7 +77,7 @@ def update_file(
 def unlearn_file(
     path: str,
     output: str,
-    before: Model,
+    before: CountedFor,
     documents: Documents | None = None,
     keys: Keys | None = None,
     sources: Sequence[str] = (),
@@ -84,8 +87,8 @@ def unlearn_file(
 
     A model with a ledger removes the documents of ``keys`` (their ``(digest, class)``,
     named by ``sources`` when one was never learned); one without removes the counts of
-    ``documents``, counted for the model ``before``. Nothing is written unless every
-    document can be removed.
+    ``documents``, counted for the model ``before`` stands for. Nothing is written unless
+    every document can be removed.
     """
     with locked(output):
         model = reload(path, before)
