@@ -26,11 +26,11 @@ from ..models.learning import (
     SyncReport,
     added,
     changed_options,
-    combine,
+    combined,
     count_documents,
     new_model,
-    unlearn_counts,
     unlearn_keys,
+    unlearned,
 )
 from ..models.learning import sync as sync_model
 from ..models.model import Model, VocabularyFilter, with_defaults, with_sample
@@ -95,7 +95,9 @@ def unlearn_file(
         if model.ledger is not None:
             result = unlearn_keys(model, keys, sources, threads)
         else:
-            result = unlearn_counts(model, documents, threads)
+            result, sample, short = unlearned(model, documents)
+            model = None  # the old counts go before the choice (:func:`.learning.added`)
+            result = with_sample(result, sample, short, threads)
         save(result, output)
     return result
 
@@ -122,7 +124,9 @@ def merge_files(paths: Sequence[str], output: str, threads: int = 1) -> Model | 
             if exc.kind != "table":
                 raise
             return _merge_tables(paths, output)
-        merged = combine(models, list(paths), threads)
+        merged, sample, short = combined(models, list(paths), threads)
+        models = None  # their counts go before the choice (:func:`.learning.added`)
+        merged = with_sample(merged, sample, short, threads)
         save(merged, output)
     return merged
 

@@ -809,6 +809,15 @@ def combine(models: Sequence[Model], names: Sequence[str], threads: int = 1) -> 
     otherwise the first model's default settings are kept (with a warning when the others
     differ). The result has a ledger when every part has one.
     """
+    return with_sample(*combined(models, names, threads), threads)
+
+
+def combined(
+    models: Sequence[Model], names: Sequence[str], threads: int = 1
+) -> tuple[Model, Ledger | None, int]:  # fmt: skip
+    """:func:`combine` but for the choice, as :func:`added` is :func:`update`'s: the sum,
+    and the sample to choose again from and its shortfall (None and 0 when the sum is
+    not chosen again here)."""
     models = [replace(m, tokenizer=counting_tokenizer(m)) for m in models]
     first = models[0]
     for model, name in zip(models, names):
@@ -851,7 +860,7 @@ def combine(models: Sequence[Model], names: Sequence[str], threads: int = 1) -> 
     with_ledger = [m.ledger is not None for m in models]
     if all(with_ledger):
         parts = [(m.ledger, m.counts.classes, m.counts.vocabulary) for m in models]
-        return _from_ledger(first, *unify(parts), threads)
+        return _from_ledger(first, *unify(parts), threads), None, 0
     if any(with_ledger):
         warnings.warn(
             "not every model keeps a ledger, so the merged model keeps none (sync and exact "
@@ -861,7 +870,7 @@ def combine(models: Sequence[Model], names: Sequence[str], threads: int = 1) -> 
         )
     result = replace(first, counts=merge(*(m.counts for m in models)), ledger=None)
     if not again:
-        return result
+        return result, None, 0
     samples, short = [], 0
     for model in models:
         if model.sample is None:  # a ledger's (the first model keeps a sample)
@@ -870,8 +879,7 @@ def combine(models: Sequence[Model], names: Sequence[str], threads: int = 1) -> 
         rows, lost = _sample_onto(model, result.counts)
         samples.append(rows)
         short += model.sample_short + lost
-    sample = union(samples, n_classes=len(result.counts.classes))
-    return with_sample(result, sample, short, threads)
+    return result, union(samples, n_classes=len(result.counts.classes)), short
 
 
 def unlearn_keys(
@@ -912,6 +920,13 @@ def unlearn_counts(model: Model, documents: Documents, threads: int = 1) -> Mode
         Naming the count that would become impossible (negative, or a word in more
         documents of a class than the class has): the model cannot have learned them.
     """
+    return with_sample(*unlearned(model, documents), threads)
+
+
+def unlearned(model: Model, documents: Documents) -> tuple[Model, Ledger | None, int]:
+    """:func:`unlearn_counts` but for the choice, as :func:`added` is :func:`update`'s:
+    the model less the counts of ``documents``, and the sample to choose again from and
+    its shortfall (None and 0 for a model that keeps no sample)."""
     _refuse_selected(model, "the model")
     counts = model.counts
     try:
@@ -921,10 +936,10 @@ def unlearn_counts(model: Model, documents: Documents, threads: int = 1) -> Mode
             f"cannot unlearn: {exc}; nothing was changed (a model fitted with --ledger "
             "names the document)"
         ) from None
-    result = replace(model, counts=remaining)
+    result = _coded(model, replace(model, counts=remaining))
     check_usable(result, UNLEARNED_ALL)
     if model.sample is None:
-        return _coded(model, result)
+        return result, None, 0
     if documents.keys is None:  # pragma: no cover - callers count with keys
         raise ValueError("a model with a sample needs the documents' keys")
     sample, removed = without(model.sample, counts.classes, documents.keys)
@@ -934,7 +949,7 @@ def unlearn_counts(model: Model, documents: Documents, threads: int = 1) -> Mode
     rows, lost = _sample_onto(replace(model, sample=sample), remaining)
     if model.sample.n_documents < counts.n_docs:
         short += _unsampled(rows, remaining, per_class_for(len(counts.classes)))
-    return _coded(model, with_sample(result, rows, short + lost, threads))
+    return result, rows, short + lost
 
 
 def _unsampled(sample: Ledger, counts: Counts, before: int) -> int:
