@@ -184,11 +184,7 @@ def redeliver_interrupt(unraisable) -> None:
     the main thread again, from a thread of its own a tenth of a second later, when this
     hook has returned (raised in the hook, it would be dropped again), and interrupts
     what the command does then; should it land in a finalizer again, it comes back here.
-    The thread is started without waiting for it (``threading.Thread.start`` waits, in
-    Python code of this hook, for the new thread to run: on a loaded machine that wait
-    outlasted the tenth of a second, the signal came back inside the hook, was dropped
-    again and nothing sent it any more). Any other exception is printed as Python
-    prints it."""
+    Any other exception is printed as Python prints it."""
     exc = unraisable.exc_value
     if isinstance(exc, KeyboardInterrupt):
         signum = signal.SIGINT
@@ -197,17 +193,17 @@ def redeliver_interrupt(unraisable) -> None:
     else:
         sys.__unraisablehook__(unraisable)
         return
-    import _thread
     import threading
-    import time
 
     main = threading.main_thread().ident
 
     def resend():
+        import time
+
         time.sleep(0.1)
         signal.pthread_kill(main, signum)
 
-    _thread.start_new_thread(resend, ())
+    threading.Thread(target=resend, name="nbclass-interrupt", daemon=True).start()
 
 
 def start_worker(parent: int) -> None:
