@@ -45,10 +45,13 @@ def bash(script: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", "-c", script], capture_output=True, cwd=REPO, timeout=TIMEOUT)
 
 
-def _default_sigint():  # pragma: no cover - runs in the child
-    # A test runner started in the background may ignore SIGINT, and ignored signals are
-    # inherited; Python only turns SIGINT into KeyboardInterrupt when it is not ignored.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def _default_signals():  # pragma: no cover - runs in the child
+    # A test runner started in the background may ignore SIGINT, and one started under
+    # nohup SIGHUP; ignored signals are inherited, Python only turns SIGINT into
+    # KeyboardInterrupt when it is not ignored, and nbclass leaves an ignored SIGTERM or
+    # SIGHUP ignored (install_sigterm), as the user who ignored it asked.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +155,7 @@ def test_ctrl_c_during_a_long_predict_exits_130(demo_model):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,
-        preexec_fn=_default_sigint,
+        preexec_fn=_default_signals,
     )
     watchdog = threading.Timer(TIMEOUT, proc.kill)
     watchdog.start()
@@ -218,7 +221,7 @@ def test_an_interrupt_inside_a_finalizer_still_ends_the_command(name, code):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,
-        preexec_fn=_default_sigint,
+        preexec_fn=_default_signals,
     )
     watchdog = threading.Timer(TIMEOUT, proc.kill)
     watchdog.start()
