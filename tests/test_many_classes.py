@@ -442,10 +442,11 @@ def test_freed_memory_is_kept_only_where_batches_are_cut_into_blocks(monkeypatch
     documents is scored in blocks (more than 1,048 classes), and only there; the call
     itself is harmless wherever it runs (a no-op where the C library is not glibc)."""
     from nbclass.modelfile import predicting
+    from nbclass.reading import process
 
     calls = []
-    real = predicting._keep_freed_memory
-    monkeypatch.setattr(predicting, "_keep_freed_memory", lambda: calls.append(True))
+    real = process.keep_freed_memory
+    monkeypatch.setattr(process, "keep_freed_memory", lambda: calls.append(True))
     try:
         for classes, kept in [(None, 0), (20, 0), (1_048, 0), (1_049, 1), (20_000, 2)]:
             predicting._keep_loaded(classes)

@@ -34,7 +34,7 @@ def load_counter(data: bytes, path: str = "<bytes>") -> TextCounter:
         ) // 8 * 8:
             raise ValueError("inconsistent section sizes")
         if used[:V].all():  # every word counted: the run table is made from the bytes
-            return TextCounter.of_joined(tokenizer, joined, V)
+            return TextCounter(tokenizer, joined=(joined, V))
         words = joined.decode("utf-8").split("\x00") if V else []
         return TextCounter(tokenizer, [words[j] for j in np.flatnonzero(used[:V]).tolist()])
     except (KeyError, TypeError, ValueError, UnicodeDecodeError, NbclassError) as exc:

@@ -127,7 +127,10 @@ def _keep_loaded(classes: int | None = None) -> None:
 
     With the number of ``classes``, when a batch is scored in blocks
     (:func:`nbclass.models.explain.block_rows`), the memory of the blocks is kept too
-    (:func:`_keep_freed_memory`)."""
+    (:func:`nbclass.reading.process.keep_freed_memory`, as a default fit does): each block
+    makes and frees (documents, classes) arrays of 8 MB a few times, and given back to
+    the kernel and asked for again, their pages were cleared each time (against 20,000
+    classes, 200 blocks a 10,000-document predict, a quarter of its CPU time)."""
     import gc
 
     gc.freeze()
@@ -135,15 +138,7 @@ def _keep_loaded(classes: int | None = None) -> None:
         from ..models.explain import block_rows
 
         if block_rows(classes) < defaults.BATCH_SIZE:
-            _keep_freed_memory()
+            from ..reading.process import keep_freed_memory
 
+            keep_freed_memory()
 
-def _keep_freed_memory() -> None:
-    """Have the C library keep freed memory for the next arrays
-    (:func:`nbclass.reading.process.keep_freed_memory`, as a default fit does). Against
-    20,000 classes each block makes and frees (documents, classes) arrays of 8 MB a few
-    times; given back to the kernel and asked for again, their pages were cleared each
-    time, 200 blocks a 10,000-document predict, a quarter of its CPU time."""
-    from ..reading.process import keep_freed_memory
-
-    keep_freed_memory()

@@ -112,31 +112,29 @@ class TextCounter:
     ([[0, 2], [1, 1]], [3, 2])
     """
 
-    def __init__(self, settings: TokenizerSettings, words: Sequence[str]):
+    def __init__(
+        self, settings: TokenizerSettings, words: Sequence[str] = (), *,
+        joined: tuple[bytes, int] | None = None,
+    ):  # fmt: skip
+        """``joined``: instead of ``words``, ``(their UTF-8 separated by NULs, their
+        number)``, as a model file keeps them (none holds a NUL). The run counter is then
+        made from those bytes, and :attr:`words` only when asked for: a predict worker of
+        a model of 1.18 million words and pairs never makes their 1.18 million strings."""
         self.settings = settings
-        self.words = tuple(words)
-        self.n_words = len(self.words)
-        self._joined = None
+        self._joined = joined
+        self._words = None if joined is not None else tuple(words)
+        self.n_words = joined[1] if joined is not None else len(self._words)
         self.tokenize = make_tokenizer(settings, lazy=True)  # counts a fixed vocabulary
         # Texts are str here: an ASCII one is encoded to ASCII for the splitter.
         self.splitter = ascii_splitter(settings, "ascii")
 
-    @classmethod
-    def of_joined(cls, settings: TokenizerSettings, joined: bytes, n_words: int) -> TextCounter:
-        """The counter of the ``n_words`` words whose UTF-8 ``joined`` holds, separated
-        by NULs (as a model file keeps them; none holds a NUL). Its run counter is made
-        from those bytes, and :attr:`words` only when asked for: a predict worker of a
-        model of 1.18 million words and pairs never makes their 1.18 million strings."""
-        counter = cls.__new__(cls)
-        counter.settings, counter.n_words, counter._joined = settings, n_words, joined
-        counter.tokenize = make_tokenizer(settings, lazy=True)
-        counter.splitter = ascii_splitter(settings, "ascii")
-        return counter
-
     @cached_property
-    def words(self) -> tuple[str, ...]:  # noqa: F811 - __init__ sets it when given words
+    def words(self) -> tuple[str, ...]:
         """The words, in column order (made from the joined bytes when first asked for)."""
-        return tuple(self._joined.decode("utf-8").split("\x00")) if self.n_words else ()
+        if self._joined is None:
+            return self._words
+        blob, n_words = self._joined
+        return tuple(blob.decode("utf-8").split("\x00")) if n_words else ()
 
     @cached_property
     def vocabulary(self) -> dict[str, int]:
@@ -154,7 +152,7 @@ class TextCounter:
 
         if self._joined is not None:
             return RunCounter.for_vocabulary(
-                None, self.splitter, lambda: self.vocabulary, (self._joined, self.n_words)
+                None, self.splitter, lambda: self.vocabulary, self._joined
             )
         return RunCounter.for_vocabulary(self.words, self.splitter, lambda: self.vocabulary)
 
