@@ -534,9 +534,9 @@ def held_out_summaries(
     (:class:`Summary`, with ``evidence`` for the candidates in ``evidence`` and the whole
     scores when ``keep``): per set, the candidates' summaries and each document's known
     tokens, shape (n,). ``per_set``, when given, lists the candidates of each set
-    instead (a subset of ``candidates`` each). What the whole held-out scores give, reduced a block of
-    :data:`SCORE_CELLS` at a time. A class the fold's training counts lack scores −inf
-    (no refit could name it).
+    instead (a subset of ``candidates`` each). What the whole held-out scores give,
+    reduced a block of :data:`SCORE_CELLS` at a time. A class the fold's training counts
+    lack scores −inf (no refit could name it).
 
     One fold of the whole vocabulary is made at a time, in this process, and restricted
     to each set (the fold of the set's counts, exactly); its candidates are scored by
@@ -941,8 +941,8 @@ def choose(
         for _, kept_rows, min_df, top_mi in sets
     ]  # fmt: skip
     results: list = [None] * len(sets)  # per set: (its candidates, summaries, known tokens)
-    done = _first_round(counts, X, y, fold_ids, candidates, threads,
-                        [specs[i] for i in first], evidence, keep, len(first) < len(sets))  # fmt: skip
+    done = _first_round(counts, X, y, fold_ids, candidates, threads, [specs[i] for i in first],
+                        evidence, keep, len(first) < len(sets))  # fmt: skip
     for i, (summaries, n_tokens) in zip(first, done):
         results[i] = (candidates, summaries, n_tokens)
     if len(first) < len(sets):
