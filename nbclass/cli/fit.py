@@ -199,7 +199,7 @@ def fit(
         auto = defaults == base.defaults and chooses(base)
         if defaults == base.defaults:  # no estimator option: the settings of the model as
             defaults = None  # it is under the lock (another writer may have chosen again)
-    if auto and base is None:  # the choice makes and drops dozens of large tables
+    if base is None:  # the count's sums and the choice make and drop large tables
         keep_freed_memory()
     # Read and count before taking the lock: the input may be a slow pipe, and the lock
     # should be held only while the model is read, changed and written.

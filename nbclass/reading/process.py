@@ -267,8 +267,12 @@ def keep_freed_memory() -> bool:
     from the heap (one heap for every thread, so a block freed by one thread is reused
     by the other), and the heap is not trimmed below 2 GiB free: a default fit of 20
     Newsgroups then takes 4 % less time, at a lower peak memory (freed blocks are reused
-    rather than new ones mapped beside them). The process ends after the command, which
-    returns everything. Elsewhere than glibc, nothing is changed.
+    rather than new ones mapped beside them). A fit's count does the same with every
+    window of pairs its workers send (sorted, summed and merged, a few MB each; the
+    settings are taken before the workers are forked, which inherit them): at 2,000
+    classes x 2,000,000 words the named fit's system time falls by a third. The process
+    ends after the command, which returns everything. Elsewhere than glibc, nothing is
+    changed.
     """
     if not sys.platform.startswith("linux"):
         return False
