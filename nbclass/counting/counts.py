@@ -748,6 +748,29 @@ class KeyedRows:
             self._runs.append(run)
         return rows
 
+    def in_order(self) -> np.ndarray | None:
+        """The rows in the order of their keys, which is their words' order when no key
+        is a hash (:func:`nbclass.text.runs.run_keys`): the runs merged by numpy, not
+        millions of words compared by Python. None when a key is a hash.
+
+        >>> keyed = KeyedRows()
+        >>> _ = keyed.rows(["b", "a"], np.array([2, 1], dtype=np.uint64))
+        >>> keyed.in_order().tolist()
+        [1, 0]
+        >>> _ = keyed.rows(["a_long_word"], np.array([1 << 63], dtype=np.uint64))
+        >>> keyed.in_order() is None
+        True
+        """
+        from ..text.runs import is_long
+
+        if not self._runs:
+            return np.zeros(0, dtype=np.int64)
+        keys = np.concatenate([keys for keys, _ in self._runs])
+        if is_long(keys).any():
+            return None
+        rows = np.concatenate([rows for _, rows in self._runs])
+        return rows[np.argsort(keys, kind="stable")]  # sorted runs: a merge sort merges them
+
 
 class CountAccumulator:
     """Adds up the counts of batches of documents over a vocabulary that grows.
@@ -894,12 +917,19 @@ class CountAccumulator:
         """
         # Row j holds the j-th word added (in the keyed rows' names, or GrowingVocabulary).
         by_row = self._keyed.names if self._keyed is not None else list(self._vocabulary)
-        order = sorted(range(len(by_row)), key=by_row.__getitem__)
-        words = tuple(map(by_row.__getitem__, order))
+        by_word = self._keyed.in_order() if self._keyed is not None else None
+        words = None
+        if by_word is not None:  # the words sorted by their keys (2 million: 0.05 s,
+            words = tuple(map(by_row.__getitem__, by_word.tolist()))  # sorted(): 0.5 s)
+            if not _strictly_increasing(words):  # an n-gram's joins, made spaces
+                words = None
+        if words is None:
+            order = sorted(range(len(by_row)), key=by_row.__getitem__)
+            words = tuple(map(by_row.__getitem__, order))
+            by_word = np.array(order, dtype=np.int64)  # the row of each word, sorted
+            del order
         del by_row
         V, C = len(words), len(self.classes)
-        by_word = np.array(order, dtype=np.int64)  # the row of each word, sorted
-        del order
         keys, docs, tokens = self._pairs.result()
         self._pairs = self._vocabulary = self._keyed = self._origins = None
         per_row = np.bincount(keys // C, minlength=V)
