@@ -79,10 +79,29 @@ def test_a_model_keeping_words_scores_as_a_model_of_words(settings):
     assert np.array_equal(Classifier(reread).joint_log_likelihood(texts), expected)
 
 
+def second_round(words: list[dict]) -> list[str]:
+    """The names of the formulas the second round scores on the sets with pairs, given
+    the first round's table rows ``words``: the SECOND_ROUND best by the criterion
+    (shortfall, log loss, order) and their evidence formulas, in the candidates' order."""
+    from nbclass.models.choosing import CANDIDATES, SECOND_ROUND, describe, shortfall
+    from nbclass.models.novelty import evidence_settings
+
+    gaps = shortfall([r["accuracy"] for r in words], [r["macro_f1"] for r in words])
+    order = sorted(range(len(words)), key=lambda i: (gaps[i], words[i]["log_loss"], i))
+    best = []
+    for i in order:
+        if words[i]["settings"] not in best:
+            best.append(words[i]["settings"])
+    best = [EstimatorSettings.from_dict(s) for s in best[:SECOND_ROUND]]
+    wanted = set(best) | {evidence_settings(s) for s in best}
+    return [describe(s) for s in CANDIDATES if s in wanted]
+
+
 def test_the_default_fit_chooses_among_words_and_pairs(tmp_path):
-    """At the defaults with --ngram-range 1,2 every candidate is scored on words and on
-    words + pairs; the words' rows are those of a fit of words alone, and the chosen set
-    is in the file, its rows the used ones."""
+    """At the defaults with --ngram-range 1,2 every candidate is scored on words, and the
+    best two formulas there (and the evidence formula) on words + pairs and its prunings;
+    the words' rows are those of a fit of words alone, and the chosen set is in the file,
+    its rows the used ones."""
     words, both = tmp_path / "words.nbc", tmp_path / "both.nbc"
     assert run("fit", DEMO_CORPUS, "-o", words, "-q").returncode == 0
     assert run("fit", DEMO_CORPUS, "--ngram-range", "1,2", "-o", both, "-q").returncode == 0
@@ -92,12 +111,17 @@ def test_the_default_fit_chooses_among_words_and_pairs(tmp_path):
     # each set of more than 1,000 entries (the pairs') pruned to its 1,000 of highest MI.
     n_pairs = int(rows_of(model.counts.vocabulary, ("words", "pairs")).sum())
     assert len(alone.counts.vocabulary) < 1000 < n_pairs < 3000
-    assert len(table) == 32
-    assert [row["features"] for row in table] == [["words"]] * 8 + [["words", "pairs"]] * 24
-    assert [row.get("min_df") for row in table] == [None] * 16 + [2] * 8 + [None] * 8
-    assert [row.get("top_mi") for row in table] == [None] * 24 + [1000] * 8
-    assert table[16]["name"] == "multinomial, words+pairs, df≥2"
-    assert table[24]["name"] == "multinomial, words+pairs, MI top 1000"
+    formulas = second_round(table[:8])
+    f = len(formulas)
+    assert f == 3  # on this corpus: the two best and multinomial, their evidence model
+    assert len(table) == 8 + 3 * f
+    assert [row["features"] for row in table] == [["words"]] * 8 + [["words", "pairs"]] * 3 * f
+    assert [row.get("min_df") for row in table] == [None] * (8 + f) + [2] * f + [None] * f
+    assert [row.get("top_mi") for row in table] == [None] * (8 + 2 * f) + [1000] * f
+    suffixes = (", words+pairs", ", words+pairs, df≥2", ", words+pairs, MI top 1000")
+    assert [row["name"] for row in table[8:]] == [
+        name + suffix for suffix in suffixes for name in formulas
+    ]
     for mine, theirs in zip(table[:8], alone.choice["candidates"]):
         assert mine["name"] == theirs["name"] + ", words"
         for key in ("accuracy", "macro_f1", "log_loss"):
@@ -128,9 +152,12 @@ def test_update_merge_unlearn_with_pairs_write_a_fresh_fits_bytes(sms, tmp_path)
     assert fresh.vocabulary_filter.features is not None
     sizes = [int(rows_of(fresh.counts.vocabulary, names).sum())
              for names in (("words",), ("words", "pairs"))]  # fmt: skip
-    pruned_by_mi = sum(size > k for k in PRUNE_MI for size in sizes)
-    assert pruned_by_mi >= 3  # at least the pairs' three sizes
-    assert len(fresh.choice["candidates"]) == 24 + 8 * pruned_by_mi
+    words_mi, pairs_mi = (sum(size > k for k in PRUNE_MI) for size in sizes)
+    assert pairs_mi == 3  # the pairs' three sizes
+    table = fresh.choice["candidates"]
+    first = 8 * (1 + words_mi)  # every formula on the words; the best on the pairs
+    formulas = len(second_round([row for row in table if row["features"] == ["words"]]))
+    assert len(table) == first + formulas * (2 + pairs_mi)
     updated = tmp_path / "updated.nbc"
     shutil.copy(half_a, updated)
     assert run("fit", sms / "b", "--update", updated, "-q").returncode == 0
@@ -389,14 +416,17 @@ def test_one_subtraction_serves_every_pruning():
 
 def test_the_largest_choice_table_is_written_and_read(reviews, tmp_path):
     """600 movie reviews counted with word pairs: words and words + pairs each hold more
-    than 10,000 entries, so the choice scores 8 formulas on 9 sets (the two, the pairs
-    pruned to df >= 2, and the two at three sizes by MI): 72 candidates, a table both
-    loaders read back, and predict uses."""
+    than 10,000 entries, so the choice scores 9 sets (the two, the pairs pruned to
+    df >= 2, and the two at three sizes by MI): 8 formulas on the 4 of words, the best
+    two and their evidence formula on the 5 with pairs, a table both loaders read back,
+    and predict uses."""
     model_path = tmp_path / "pairs.nbc"
     assert run("fit", reviews / "all", "--ngram-range", "1,2", "-o", model_path,
                "-q").returncode == 0  # fmt: skip
     model = load(str(model_path))
-    assert len(model.choice["candidates"]) == 72
+    table = model.choice["candidates"]
+    formulas = len(second_round([row for row in table if row["features"] == ["words"]]))
+    assert 2 <= formulas <= 4 and len(table) == 8 * 4 + formulas * 5
     document = sorted((reviews / "all" / "pos").glob("*"))[0]
     for target in (document, reviews / "a" / "neg"):  # the one-document reader, the full one
         result = run("predict", "-m", model_path, target)
@@ -406,12 +436,55 @@ def test_the_largest_choice_table_is_written_and_read(reviews, tmp_path):
 def test_a_pruning_leaves_ten_entries_a_class(monkeypatch):
     """The prunings by MI are candidates only where k >= MI_PER_CLASS x C: the demo corpus
     with pairs (3 classes, more than 1,000 entries with pairs) scores MI top 1000 at the
-    default 10 entries a class, and not when a class would have fewer than 334."""
+    default 10 entries a class (with the formulas of the second round: the set is the
+    words and pairs'), and not when a class would have fewer than 334."""
     from nbclass.models import model as models
 
     sampled, _ = sampled_pairs_model()
     table = models.with_choice(sampled).choice["candidates"]
-    assert [row.get("top_mi") for row in table].count(1000) == 8
+    formulas = len(second_round(table[:8]))
+    assert [row.get("top_mi") for row in table].count(1000) == formulas == 3
     monkeypatch.setattr(models, "MI_PER_CLASS", 334)  # 1,000 < 334 x 3
     table = models.with_choice(sampled).choice["candidates"]
-    assert len(table) == 24 and not any(row.get("top_mi") for row in table)
+    assert len(table) == 8 + 2 * formulas and not any(row.get("top_mi") for row in table)
+
+
+def test_the_second_round_scores_as_the_full_choice_does():
+    """choose with ``second``: every formula on the sets of words (their counts
+    restricted to the words before the folds are made), the best two of them and their
+    evidence formula on the sets with pairs; each scored candidate has the numbers the
+    full choice gives it, and the winner is the best of the scored ones."""
+    from nbclass.models import choosing
+
+    model, X = sampled_pairs_model()
+    y = model.sample.labels.astype(np.int64)
+    words = np.flatnonzero(rows_of(model.counts.vocabulary, ("words",)))
+    both = np.flatnonzero(rows_of(model.counts.vocabulary, ("words", "pairs")))
+    assert words.size == 534 < both.size == len(model.counts.vocabulary)
+    features = [(("words",), words, None, None), (("words", "pairs"), both, None, None),
+                (("words", "pairs"), both, 2, None), (("words",), words, None, 100),
+                (("words", "pairs"), both, None, 300)]  # fmt: skip
+    second = [False, True, True, False, True]
+    full = choosing.choose(model.counts, X, y, features=features)
+    narrow = choosing.choose(model.counts, X, y, features=features, second=second)
+    assert len(full.table) == 40
+    by_name = {row["name"]: row for row in full.table}
+    first = [row for row in narrow.table if row["features"] == ["words"]]
+    assert [row["name"] for row in first] == [
+        row["name"] for row in full.table if row["features"] == ["words"]
+    ]  # every formula, both sets of words, in order
+    formulas = second_round(first)
+    assert len(narrow.table) == 16 + 3 * len(formulas) < 40
+    assert [row["name"] for row in narrow.table[8 : 8 + len(formulas)]] == [
+        name + ", words+pairs" for name in formulas
+    ]
+    for row in narrow.table:
+        for key in ("accuracy", "macro_f1", "log_loss"):
+            assert row[key] == by_name[row["name"]][key]
+    gaps = choosing.shortfall([r["accuracy"] for r in narrow.table],
+                              [r["macro_f1"] for r in narrow.table])  # fmt: skip
+    best = min(range(len(gaps)), key=lambda i: (gaps[i], narrow.table[i]["log_loss"], i))
+    assert [row["chosen"] for row in narrow.table] == [i == best for i in range(len(gaps))]
+    if narrow.table[best]["name"] == next(r["name"] for r in full.table if r["chosen"]):
+        assert narrow.calibration == full.calibration
+        assert np.array_equal(narrow.evidence, full.evidence)

@@ -480,3 +480,46 @@ def test_at_most_from_the_csr_pattern_is_the_dense_tables_answer():
         part = counts(d, t, False)
         for sparse in (False, True):
             assert at_most(part, counts(D, T, sparse)) is expected, (name, sparse)
+
+
+def test_the_product_into_a_block_adds_what_scipy_multiplies(monkeypatch):
+    """add_product adds F T into the block given: by hand, 2 × [1 2 0] + 3 × [0 0 4] and
+    1 × [0 5 0] into rows of 10 and 20; on random floats the same floats as scipy's
+    F @ T added, with scipy's private product or without it, int64 indices or int32."""
+    from nbclass.models import sparsity
+    from nbclass.models.sparsity import add_product
+
+    F = sp.csr_matrix(np.array([[2, 0, 3], [0, 1, 0], [0, 0, 0]], dtype=np.int64))
+    T = sp.csr_matrix(np.array([[1.0, 2.0, 0.0], [0.0, 5.0, 0.0], [0.0, 0.0, 4.0]]))
+    out = np.array([[10.0] * 3, [20.0] * 3, [30.0] * 3])
+    add_product(F, T, out)
+    assert out.tolist() == [[12.0, 14.0, 22.0], [20.0, 25.0, 20.0], [30.0] * 3]
+
+    rng = np.random.default_rng(7)
+    F = sp.random(40, 300, density=0.05, format="csr", random_state=rng)
+    F.data = np.ceil(F.data * 5)
+    T = sp.random(300, 70, density=0.1, format="csr", random_state=rng)
+    T.data = rng.normal(size=T.nnz) * 1e3
+    start = rng.normal(size=(40, 70))
+    expected = start + (F @ T).toarray()
+    for index in (np.int32, np.int64):
+        G = sp.csr_matrix((F.data, F.indices.astype(index), F.indptr.astype(index)), F.shape)
+        got = start.copy()
+        add_product(G, T, got)
+        assert np.array_equal(got, expected)
+    monkeypatch.setattr(sparsity, "_sparse_kernels", lambda: (None, None))
+    got = start.copy()
+    add_product(F, T, got)
+    assert np.array_equal(got, expected)
+
+
+def test_a_document_without_a_word_scores_the_constant_with_a_positive_zero():
+    """t_i = 0: the block starts at t_i k_c = −0.0 (k_c < 0), which the product adds
+    nothing to; its cells are +0.0 as 0 + t_i k_c was, and a document's cells t k_c
+    plus its corrections."""
+    W = make_scorer(as_csr(SMALL), EstimatorSettings(), layout="sparse").weights
+    F = sp.csr_matrix(np.array([[0, 0, 0], [1, 0, 0]], dtype=np.int64))
+    got = W.dot(F)
+    assert got[0].tolist() == [0.0, 0.0] and not np.signbit(got[0]).any()
+    delta = W.corrections().toarray()
+    assert got[1].tolist() == [W.constant[0] + delta[0, 0], W.constant[1] + delta[0, 1]]

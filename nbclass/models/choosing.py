@@ -58,6 +58,9 @@ from .textmodels import prepare
 
 FOLDS = 5
 SEED = 20261124
+# The settings scored on the sets of a second round (choose's ``second``): those that did
+# best on the first round's sets.
+SECOND_ROUND = 2
 CRITERION = (
     "smallest shortfall from the best accuracy and macro-F1, then log loss, "
     "then the earlier candidate"
@@ -523,15 +526,17 @@ def held_out_summaries(
     sets=((None, None, None),),
     evidence=(),
     keep: bool = False,
+    per_set=None,
 ) -> list[tuple[list[Summary], np.ndarray]]:
     """Every candidate's held-out documents under the model of their fold, on each
     feature set of ``sets`` (``(rows, min_df, top_mi)``: sorted indices into the
     vocabulary or None for all, and prunings or None, :func:`set_documents`), summarised
     (:class:`Summary`, with ``evidence`` for the candidates in ``evidence`` and the whole
     scores when ``keep``): per set, the candidates' summaries and each document's known
-    tokens, shape (n,). What the whole held-out scores give, reduced a block of
-    :data:`SCORE_CELLS` at a time. A class the fold's training counts lack scores −inf
-    (no refit could name it).
+    tokens, shape (n,). ``per_set``, when given, lists the candidates of each set
+    instead (a subset of ``candidates`` each). What the whole held-out scores give,
+    reduced a block of :data:`SCORE_CELLS` at a time. A class the fold's training counts
+    lack scores −inf (no refit could name it).
 
     One fold of the whole vocabulary is made at a time, in this process, and restricted
     to each set (the fold of the set's counts, exactly); its candidates are scored by
@@ -541,10 +546,11 @@ def held_out_summaries(
     of fit to gain 4 % of its time.
     """
     n, C = X.shape[0], len(counts.classes)
+    per_set = [candidates] * len(sets) if per_set is None else per_set
     out = [
-        ([Summary.empty(n, C, settings in evidence, keep) for settings in candidates],
+        ([Summary.empty(n, C, settings in evidence, keep) for settings in mine],
          np.zeros(n, dtype=np.int64))
-        for _ in sets
+        for mine in per_set
     ]  # fmt: skip
     most: dict = {}  # the largest top_mi of each set of rows ranked by MI alone
     for set_rows, min_df, top_mi in sets:
@@ -556,7 +562,7 @@ def held_out_summaries(
         whole = fold_of(counts, X, y, rows)
         blocks = row_blocks(rows.size, C)
         work, rankings = [], {}  # the mutual information ranked once per set of rows
-        for (set_rows, min_df, top_mi), (summaries, known) in zip(sets, out):
+        for (set_rows, min_df, top_mi), mine, (summaries, known) in zip(sets, per_set, out):
             ranking = None
             if top_mi is not None and min_df is None:
                 at = None if set_rows is None else set_rows.tobytes()
@@ -567,7 +573,7 @@ def held_out_summaries(
             fold_known = np.asarray(held_out.sum(axis=1)).ravel()
             known[rows] = fold_known
             work += [(settings, summary, fold, held_out, fold_known)
-                     for settings, summary in zip(candidates, summaries)]  # fmt: skip
+                     for settings, summary in zip(mine, summaries)]  # fmt: skip
 
         def score(item, rows=rows, blocks=blocks):
             settings, summary, fold, held_out, fold_known = item
@@ -880,6 +886,7 @@ def choose(
     threads: int = 1,
     features: list[tuple[tuple[str, ...] | None, np.ndarray | None, int | None, int | None]]
     | None = None,
+    second=None,
 ) -> Choice:
     """Cross-validate ``candidates`` on the sample ``(X, y)`` of the corpus of ``counts``.
 
@@ -892,7 +899,11 @@ def choose(
     candidate is then scored
     on each set's rows alone (the counts and the sample restricted to them, as a fit
     counting only those tokens would hold), the sets in that order, and the choice picks
-    a set with the settings.
+    a set with the settings. ``second``, when given, marks the sets (one bool each) scored
+    in a second round, only with the :data:`SECOND_ROUND` settings that did best on the
+    other sets by the criterion (and their evidence settings,
+    :func:`nbclass.models.novelty.evidence_settings`, for the typicality): the sets with
+    word pairs, whose entries are many times the words'.
     """
     y = np.asarray(y, dtype=np.int64)
     # A document whose class has no other document is never scored: held out, its class
@@ -913,9 +924,15 @@ def choose(
     from .novelty import evidence_settings
 
     sets = features or [(None, None, None, None)]
+    later = [bool(second is not None and second[i]) for i in range(len(sets))]
+    if all(later):  # no first round to narrow the second
+        later = [False] * len(sets)
+    first = [i for i, late in enumerate(later) if not late]
+    narrowed = min(len(candidates), 2 * SECOND_ROUND)  # at most, with their evidence models
+    scored = len(candidates) * len(first) + narrowed * (len(sets) - len(first))
     # Each candidate's held-out scores are kept whole only when all of them together are
     # small; otherwise the winner's are made again for its calibration.
-    keep = y.size * len(counts.classes) * len(candidates) * len(sets) <= KEEP_CELLS
+    keep = y.size * len(counts.classes) * scored <= KEEP_CELLS
     evidence = {evidence_settings(settings) for settings in candidates}
 
     specs = [  # (rows, min_df, top_mi) of each set; None: every row
@@ -923,29 +940,29 @@ def choose(
          min_df, top_mi)
         for _, kept_rows, min_df, top_mi in sets
     ]  # fmt: skip
-    rows = []
-    done = held_out_summaries(counts, X, y, fold_ids, candidates, threads, specs, evidence, keep)
-    for (names, _, min_df, top_mi), (set_rows, _, _), (summaries, n_tokens) in zip(
-        sets, specs, done
-    ):
-        for settings, summary in zip(candidates, summaries):
-            scored = summary.scored
-            pred, truth = summary.pred[scored], y[scored]
-            rows.append(
-                {
-                    "settings": settings,
-                    "summary": summary,
-                    "correct": int(np.sum(pred == truth)),
-                    "log_loss": _mean_log_loss(summary.picked[scored]),
-                    "macro_f1": _macro_f1(truth, pred, len(counts.classes)),
-                    "documents": int(scored.sum()),
-                    "features": names,
-                    "min_df": min_df,
-                    "top_mi": top_mi,
-                    "known": n_tokens,
-                    "rows": set_rows,
-                }
-            )
+    results: list = [None] * len(sets)  # per set: (its candidates, summaries, known tokens)
+    done = _first_round(counts, X, y, fold_ids, candidates, threads, [specs[i] for i in first],
+                        evidence, keep, len(first) < len(sets))  # fmt: skip
+    for i, (summaries, n_tokens) in zip(first, done):
+        results[i] = (candidates, summaries, n_tokens)
+    if len(first) < len(sets):
+        ahead = _rows(sets, specs, results, y, len(counts.classes))
+        gaps = shortfall(
+            [r["correct"] / max(r["documents"], 1) for r in ahead], [r["macro_f1"] for r in ahead]
+        )
+        best: list = []  # the formulas of the first round, best first by the criterion
+        for i in sorted(range(len(ahead)), key=lambda i: (gaps[i], ahead[i]["log_loss"], i)):
+            if ahead[i]["settings"] not in best:
+                best.append(ahead[i]["settings"])
+        wanted = set(best[:SECOND_ROUND]) | {evidence_settings(s) for s in best[:SECOND_ROUND]}
+        mine = tuple(settings for settings in candidates if settings in wanted)
+        at = [i for i, late in enumerate(later) if late]
+        done = held_out_summaries(counts, X, y, fold_ids, candidates, threads,
+                                  [specs[i] for i in at], evidence, keep,
+                                  per_set=[mine] * len(at))  # fmt: skip
+        for i, (summaries, n_tokens) in zip(at, done):
+            results[i] = (mine, summaries, n_tokens)
+    rows = _rows(sets, specs, results, y, len(counts.classes))
     gaps = shortfall(
         [r["correct"] / max(r["documents"], 1) for r in rows], [r["macro_f1"] for r in rows]
     )
@@ -988,6 +1005,54 @@ def choose(
         int(np.unique(fold_ids).size), _evidence(rows, winner), winner["features"],
         winner["min_df"], winner["top_mi"],
     )  # fmt: skip
+
+
+def _rows(sets, specs, results, y: np.ndarray, C: int) -> list[dict]:
+    """The scored candidates, set by set in ``sets`` order and in the order of
+    :data:`CANDIDATES` within a set (the sets not scored, None in ``results``, left
+    out), each with what the criterion and the table need."""
+    rows = []
+    for (names, _, min_df, top_mi), (set_rows, _, _), result in zip(sets, specs, results):
+        if result is None:
+            continue
+        mine, summaries, n_tokens = result
+        for settings, summary in zip(mine, summaries):
+            scored = summary.scored
+            pred, truth = summary.pred[scored], y[scored]
+            rows.append(
+                {
+                    "settings": settings,
+                    "summary": summary,
+                    "correct": int(np.sum(pred == truth)),
+                    "log_loss": _mean_log_loss(summary.picked[scored]),
+                    "macro_f1": _macro_f1(truth, pred, C),
+                    "documents": int(scored.sum()),
+                    "features": names,
+                    "min_df": min_df,
+                    "top_mi": top_mi,
+                    "known": n_tokens,
+                    "rows": set_rows,
+                }
+            )
+    return rows
+
+
+def _first_round(counts, X, y, fold_ids, candidates, threads, specs, evidence, keep,
+                 narrow: bool):  # fmt: skip
+    """:func:`held_out_summaries` of every candidate on the sets ``specs``. When a second
+    round follows (``narrow``) and these sets hold only some rows of the vocabulary (the
+    words, without the pairs), the counts and the sample are first restricted to those
+    rows: the folds of the restricted counts are those of the whole restricted to them,
+    exactly (:func:`restricted`), and they cost the rows of the words alone."""
+    if narrow and all(set_rows is not None for set_rows, _, _ in specs):
+        union = np.unique(np.concatenate([set_rows for set_rows, _, _ in specs]))
+        counts, X = counts.restrict(union), sp.csr_matrix(X[:, union])
+        specs = [
+            (None if set_rows.size == union.size else np.searchsorted(union, set_rows),
+             min_df, top_mi)
+            for set_rows, min_df, top_mi in specs
+        ]  # fmt: skip
+    return held_out_summaries(counts, X, y, fold_ids, candidates, threads, specs, evidence, keep)
 
 
 def _evidence(rows: list[dict], winner: dict):

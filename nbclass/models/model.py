@@ -345,8 +345,13 @@ def with_choice(model: Model, threads: int = 1) -> Model:
         for k in PRUNE_MI if k >= MI_PER_CLASS * len(counts.classes)
         for names, at in named if (size if at is None else at.size) > k
     ]  # fmt: skip
+    # The sets with word pairs are scored in a second round, with the formulas that did
+    # best on the others (choosing.SECOND_ROUND): their entries are many times the words'.
+    second = [names is not None and "pairs" in names and "characters" not in names
+              for names, _, _, _ in features]  # fmt: skip
     features = features if len(features) > 1 else None
-    choice = choose(counts, X, part.labels, k=folds, threads=threads, features=features)
+    choice = choose(counts, X, part.labels, k=folds, threads=threads, features=features,
+                    second=second)  # fmt: skip
     if choice.features is not None or choice.top_mi is not None:
         chosen = replace(base, features=choice.features, prune_df=choice.min_df,
                          prune_mi=choice.top_mi)  # fmt: skip

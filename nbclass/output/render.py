@@ -93,8 +93,10 @@ def best_classes(log_proba_rows) -> tuple[list[int], list[float]]:
     if hasattr(log_proba_rows, "argmax"):
         if not log_proba_rows.shape[0]:
             return [], []
+        import numpy as np  # loaded already: the rows are an ndarray
+
         best = log_proba_rows.argmax(axis=1)
-        values = log_proba_rows.max(axis=1)
+        values = log_proba_rows[np.arange(best.size), best]  # the max, without its pass
         return best.tolist(), values.tolist()
     values = [max(row) for row in log_proba_rows]
     return [row.index(v) for row, v in zip(log_proba_rows, values)], values
