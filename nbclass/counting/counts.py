@@ -819,7 +819,8 @@ class CountAccumulator:
     ) -> None:
         """Add the per-class counts of a batch made by :func:`tally` (maybe elsewhere).
 
-        A tally with ledger entries (a fourth item) appends them to ``entries``; one with
+        A tally with ledger entries (a fourth item) adds them to ``entries`` (its
+        ``extend``: a list, or a :class:`nbclass.counting.ledger.EntryBook`); one with
         words sampled per hashed column (a fifth) merges them into ``seen``.
         """
         self.add_packed(pack(tally), entries, seen)
@@ -1079,8 +1080,9 @@ def count_corpus(
     When ``seen`` is a dict and the tokenizer hashes, the words sampled per column
     (:mod:`nbclass.text.hashing`) are merged into it.
 
-    When ``entries`` is a list, each document's ledger entry ``(digest, class index,
-    Counter)`` is appended to it (:mod:`nbclass.counting.ledger`), in no particular order.
+    When ``entries`` is given (a list, or an :class:`nbclass.counting.ledger.EntryBook`,
+    which keeps them as arrays), each document's ledger entry ``(digest, class index,
+    Counter)`` is added to it by its ``extend``, a window at a time, in no particular order.
 
     The documents are tallied (:mod:`nbclass.counting.tally`: by runs with numpy, or in plain
     Python), part after part of consecutive documents, into one tally until it holds

@@ -29,10 +29,10 @@ from ..models.learning import (
     combined,
     count_documents,
     new_model,
-    unlearn_keys,
+    synced,
     unlearned,
+    unlearned_keys,
 )
-from ..models.learning import sync as sync_model
 from ..models.model import Model, VocabularyFilter, with_defaults, with_sample
 from ..models.tablemodel import TableModel, merge_tables
 from ..reading.corpus import Corpus
@@ -93,11 +93,11 @@ def unlearn_file(
     with locked(output):
         model = reload(path, before)
         if model.ledger is not None:
-            result = unlearn_keys(model, keys, sources, threads)
+            result, sample, short = unlearned_keys(model, keys, sources)
         else:
             result, sample, short = unlearned(model, documents)
-            model = None  # the old counts go before the choice (:func:`.learning.added`)
-            result = with_sample(result, sample, short, threads)
+        model = None  # the old counts go before the choice (:func:`.learning.added`)
+        result = with_sample(result, sample, short, threads)
         save(result, output)
     return result
 
@@ -181,7 +181,8 @@ def sync_folder(
             model = load(path)
             _, vocabulary_filter, defaults, _ = settings(model)
             refuse_new_settings(model, vocabulary_filter, defaults, path, folder)
-            model, report = sync_model(model, listed, jobs, policy, log)
+            model, sample, short, report = synced(model, listed, jobs, policy, log)
+            model = with_sample(model, sample, short, jobs)  # the old model dropped
         else:
             tokenizer, vocabulary_filter, defaults, auto = settings(None)
             documents = count_documents(

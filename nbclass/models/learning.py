@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..counting.counts import CountAccumulator, Counts, count_corpus, merge, subtract
-from ..counting.ledger import DIGEST_SIZE, Ledger, canonical, from_entries, match, unify
+from ..counting.ledger import DIGEST_SIZE, EntryBook, Ledger, canonical, match, unify
 from ..counting.sketch import Keeper, bottom, onto, per_class_for, union, without
 from ..counting.tally import digest, tally, tally_ledger
 from ..errors import CorpusError, NbclassError, NbclassWarning, UsageError
@@ -134,7 +134,7 @@ def count_documents(
     when there is one, else by reading every document again (each is hashed), while the
     workers count, by a thread of this process that first imports what the choice needs
     (:func:`nbclass.counting.counts.count_corpus`'s ``meanwhile``), or after the count."""
-    entries = [] if ledger else None
+    entries = EntryBook() if ledger else None
     seen = {} if tokenizer.hash_features else None
     ahead: list = []
     reread = (sample or keys) and not ledger
@@ -158,7 +158,7 @@ def count_documents(
             documents = sketched(documents, keeper, tokenizer, sample, jobs)
         return documents
     book, counts = canonical(
-        from_entries(entries, counts.vocabulary), counts.classes, counts.vocabulary
+        entries.ledger(counts.vocabulary), counts.classes, counts.vocabulary
     )
     return from_ledger(Documents(counts, book, seen), sample, keys)
 
@@ -263,7 +263,7 @@ def documents_of(
     cluster sends back, :mod:`nbclass.cluster.remote`), as :func:`count_documents` makes them
     of a corpus folder, or :func:`count_lines` of labelled lines if ``lines``; the read
     log of the tally is merged into ``log``."""
-    entries = [] if ledger else None
+    entries = EntryBook() if ledger else None
     seen = {} if len(packed) > 7 and packed[7] is not None else None
     accumulator = CountAccumulator(classes)
     accumulator.add_packed(packed, entries, seen)
@@ -274,7 +274,7 @@ def documents_of(
         counts = merge(counts).pruned()  # classes sorted, as count_lines gives them
     if entries is None:
         return Documents(counts, None, seen)
-    book = from_entries(entries, counts.vocabulary)
+    book = entries.ledger(counts.vocabulary)
     if lines:
         book, classes, vocabulary = unify([(book, list(classes), counts.vocabulary)])
     else:
@@ -618,7 +618,7 @@ def count_labelled(
     seen = {} if take_seen else None
     class_at: dict[str, int] = {}
     parts: list[Counts] = []
-    entries: list = []
+    entries = EntryBook()
     batch: list[tuple[str, bytes]] = []
 
     def flush():
@@ -656,7 +656,7 @@ def count_labelled(
             keeper.decode = decode
             documents = sketched(documents, keeper, tokenizer, sample)
         return documents
-    book = from_entries(entries, counts.vocabulary)
+    book = entries.ledger(counts.vocabulary)
     book, classes, vocabulary = unify([(book, list(class_at), counts.vocabulary)])
     book, counts = canonical(book, classes, vocabulary)
     return from_ledger(Documents(counts, book, seen), sample, keys)
@@ -670,17 +670,23 @@ UNLEARNED_ALL = (
 
 
 def _from_ledger(
-    model: Model, ledger: Ledger, classes, vocabulary, threads: int = 1, empty=None
-) -> Model:
-    """``model`` with the counts of ``ledger``; a model that chooses its settings takes
-    its sample from the ledger, exactly, and chooses again. ``empty``: what to say when
-    no word is left (:func:`nbclass.models.model.check_usable`)."""
+    model: Model, ledger: Ledger, classes, vocabulary, empty=None
+) -> tuple[Model, Ledger | None, int]:  # fmt: skip
+    """``model`` with the counts of ``ledger`` (over ``classes`` and ``vocabulary``), and
+    the sample to choose its settings again from and its shortfall, for
+    :func:`nbclass.models.model.with_sample`: a model that chooses takes its sample from
+    the ledger, exactly (None and 0 for one that does not). The choice is left to the
+    caller, as :func:`added` leaves it, so that the models read for the change are
+    dropped before it (at 20,000 classes × 200,000 words, the old model held through the
+    choice of a ledger's update, merge, unlearn or sync cost hundreds of MB). ``empty``:
+    what to say when no word is left (:func:`nbclass.models.model.check_usable`)."""
     book, counts = canonical(ledger, classes, vocabulary)
+    del ledger
     result = replace(model, counts=counts, ledger=book)
     check_usable(result, empty)
-    if chooses(model):
-        result = with_sample(result, bottom(book, n_classes=len(counts.classes)), 0, threads)
-    return result
+    if not chooses(model):
+        return result, None, 0
+    return result, bottom(book, n_classes=len(counts.classes)), 0
 
 
 def counting_tokenizer(model: Model) -> TokenizerSettings:
@@ -783,7 +789,8 @@ def added(
             (model.ledger, counts.classes, counts.vocabulary),
             (documents.ledger, documents.counts.classes, documents.counts.vocabulary),
         ]
-        return _coded(model, _from_ledger(model, *unify(parts), threads)), None, 0
+        result, sample, short = _from_ledger(model, *unify(parts))
+        return _coded(model, result), sample, short
     result = _coded(model, replace(model, counts=merge(counts, documents.counts)))
     check_usable(result)
     if model.sample is None:
@@ -860,7 +867,7 @@ def combined(
     with_ledger = [m.ledger is not None for m in models]
     if all(with_ledger):
         parts = [(m.ledger, m.counts.classes, m.counts.vocabulary) for m in models]
-        return _from_ledger(first, *unify(parts), threads), None, 0
+        return _from_ledger(first, *unify(parts))
     if any(with_ledger):
         warnings.warn(
             "not every model keeps a ledger, so the merged model keeps none (sync and exact "
@@ -893,6 +900,22 @@ def unlearn_keys(
         Naming the first document the model never learned: no entry of its digest and
         class is left in the ledger.
     """
+    return with_sample(*unlearned_keys(model, keys, sources), threads)
+
+
+def unlearned_keys(
+    model: Model, keys: Keys, sources: Sequence[str]
+) -> tuple[Model, Ledger | None, int]:  # fmt: skip
+    """:func:`unlearn_keys` but for the choice, as :func:`added` is :func:`update`'s: the
+    model without the documents ``keys``, and the sample to choose again from and its
+    shortfall.
+
+    Raises
+    ------
+    NbclassError
+        Naming the first document the model never learned: no entry of its digest and
+        class is left in the ledger.
+    """
     _refuse_selected(model, "the model")
     counts = model.counts
     rest, missing = match(model.ledger.keys(counts.classes), keys)
@@ -902,8 +925,9 @@ def unlearn_keys(
             f"{sources[i]!r} was never learned as class {keys[i][1]!r} (no document with its "
             "content and class in the model's ledger); nothing was changed"
         )
-    return _coded(model, _from_ledger(model, model.ledger.take(rest), counts.classes,
-                                      counts.vocabulary, threads, UNLEARNED_ALL))  # fmt: skip
+    result, sample, short = _from_ledger(model, model.ledger.take(rest), counts.classes,
+                                         counts.vocabulary, UNLEARNED_ALL)  # fmt: skip
+    return _coded(model, result), sample, short
 
 
 def unlearn_counts(model: Model, documents: Documents, threads: int = 1) -> Model:
@@ -994,6 +1018,17 @@ def sync(
     and a file moved to another class folder moves its counts. Only new content is read
     twice (once to hash, once to tokenize); the rest is hashed.
     """
+    model, sample, short, report = synced(model, corpus, jobs, policy, log)
+    return with_sample(model, sample, short, jobs), report
+
+
+def synced(
+    model: Model, corpus: Corpus, jobs: int = 1, policy: ReadPolicy = DEFAULT_POLICY,
+    log: ReadLog | None = None,
+) -> tuple[Model, Ledger | None, int, SyncReport]:  # fmt: skip
+    """:func:`sync` but for the choice, as :func:`added` is :func:`update`'s: the model
+    as the folder now is, the sample to choose again from and its shortfall, and what
+    was done."""
     if model.ledger is None:
         raise UsageError(
             "the model keeps no ledger, so sync cannot tell what it learned: fit it again "
@@ -1014,7 +1049,7 @@ def sync(
         added=len(new) - moved, removed=len(stale) - moved, relabelled=moved, unchanged=len(kept)
     )
     if not report.changed:
-        return model, report
+        return model, None, 0, report
     parts = [(model.ledger.take(kept), counts.classes, counts.vocabulary)]
     if new:
         fresh = Corpus(
@@ -1028,7 +1063,8 @@ def sync(
         parts.append((documents.ledger, documents.counts.classes, documents.counts.vocabulary))
         words = _joined_words(model.column_words, documents.column_words)
         model = replace(model, column_words=words)
-    return _coded(model, _from_ledger(model, *unify(parts), jobs)), report
+    result, sample, short = _from_ledger(model, *unify(parts))
+    return _coded(model, result), sample, short, report
 
 
 # --- from fit's options to a model ----------------------------------------------------------

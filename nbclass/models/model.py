@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..counting.counts import Counts, count_corpus
-from ..counting.ledger import Ledger, canonical, from_entries
+from ..counting.ledger import EntryBook, Ledger, canonical
 from ..defaults import BATCH_SIZE
 from ..errors import NbclassError
 from ..ranges import check
@@ -257,7 +257,7 @@ def fit(
     make_tokenizer(tokenizer)  # validate before reading anything
     vocabulary_filter = (vocabulary_filter or VocabularyFilter()).validate()
     defaults = (defaults or DEFAULTS).validate()
-    entries = [] if ledger else None
+    entries = EntryBook() if ledger else None
     seen = {} if tokenizer.hash_features else None
     counts = count_corpus(
         corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen,
@@ -266,7 +266,7 @@ def fit(
     book = None
     if entries is not None:
         book, counts = canonical(
-            from_entries(entries, counts.vocabulary), counts.classes, counts.vocabulary
+            entries.ledger(counts.vocabulary), counts.classes, counts.vocabulary
         )
     words = None if seen is None else words_of(seen)
     model = Model(counts, tokenizer, vocabulary_filter, defaults, ledger=book, column_words=words)
