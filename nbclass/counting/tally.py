@@ -13,7 +13,7 @@ import hashlib
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable
-from itertools import chain, compress, tee
+from itertools import chain, compress, repeat, tee
 from operator import not_
 
 from ..reading.corpus import decode
@@ -31,11 +31,22 @@ def digest(data: bytes) -> bytes:
 
 
 def new_tally(n_classes: int) -> Tally:
-    """An empty :func:`tally` of ``n_classes`` classes, to add documents into."""
+    """An empty :func:`tally` of ``n_classes`` classes, to add documents into.
+
+    Its empty Counters are made by ``Counter.__new__`` alone (an empty dict of that
+    type: what ``Counter()`` is once its ``__init__`` has added nothing) in a tenth of
+    the time: a worker makes two for every class with every window, and at 2,000
+    classes ``Counter()`` took 4 ms a window, most of them never filled (the documents
+    counted by runs are not in them).
+
+    >>> class_count, docs, tokens = new_tally(2)
+    >>> class_count, docs, type(tokens[1]), docs[0] is docs[1]
+    ([0, 0], [Counter(), Counter()], <class 'collections.Counter'>, False)
+    """
     return (
         [0] * n_classes,
-        [Counter() for _ in range(n_classes)],
-        [Counter() for _ in range(n_classes)],
+        list(map(Counter.__new__, repeat(Counter, n_classes))),
+        list(map(Counter.__new__, repeat(Counter, n_classes))),
     )
 
 
