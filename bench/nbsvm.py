@@ -4,7 +4,8 @@ For each corpus, a default model (``nbclass fit TRAIN``, and ``--ngram-range 1,2
 fitted and loaded, and the candidate is scored exactly where the choice scores its own
 candidates: on the documents of the model's sample that the choice holds out, in the
 choice's folds (:func:`nbclass.models.choosing.plan`, ``scored_rows``,
-``stratified_fold_ids``), each fold's model being the whole corpus's counts less the
+``stratified_fold_ids``; two where the choice has one, since its one fold holds out the
+sample the SVM trains on), each fold's model being the whole corpus's counts less the
 fold's documents. The candidate is a function of what the file keeps:
 
 - its log-count ratios r_jc come from the fold's document counts D_jc (one class against
@@ -68,10 +69,11 @@ def log_count_ratios(D: np.ndarray) -> np.ndarray:
     return np.log(p / p.sum(axis=0)) - np.log(q / q.sum(axis=0))
 
 
-def train(Xb: sp.csr_matrix, y: np.ndarray, r: np.ndarray, C: int, iterations: int = ITERATIONS):
+def train(Xb: sp.csr_matrix, y: np.ndarray, r: np.ndarray, C: int, iterations: int | None = None):
     """Weights W (R, C) and biases b (C,) of the one-against-the-rest squared-hinge SVMs
     over r ∘ x̂ (Xb: presences (n, R), r: (R, C)); classes without a training document
     keep w = 0, b = −1."""
+    iterations = ITERATIONS if iterations is None else iterations
     n, R = Xb.shape
     W, b = np.zeros((R, C)), np.full(C, -1.0)
     block = max(1, CELLS // max(R, 1))
@@ -166,6 +168,10 @@ def measure(name: str, pairs: bool) -> dict:
     fold_ids = choosing.stratified_fold_ids(y, choosing.folds_for(y.size, counts.n_docs, k))
     kept = choosing.keeps_its_class(fold_ids, y, counts.class_count)
     rows, y, fold_ids = rows[kept], y[kept], fold_ids[kept]
+    if np.unique(fold_ids).size == 1:
+        # One fold holds out the sample (a corpus of five times its size or more), which
+        # leaves the SVM no training document: the candidate deals it into two.
+        fold_ids = choosing.stratified_fold_ids(y, 2)
     C = len(counts.classes)
     X = whole[rows]
     held_scores = np.full((y.size, C), -np.inf)
@@ -222,6 +228,7 @@ def measure(name: str, pairs: bool) -> dict:
     return {
         "corpus": name,
         "pairs": pairs,
+        "iterations": ITERATIONS,
         "classes": C,
         "sample": sample.n_documents,
         "held_out": int(y.size),
@@ -253,7 +260,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", action="append")
     parser.add_argument("--pairs", action="store_true", help="models fitted with --ngram-range 1,2")
+    parser.add_argument("--iterations", type=int, default=ITERATIONS, help="Newton steps at most")
     args = parser.parse_args()
+    globals()["ITERATIONS"] = args.iterations
     names = args.corpus or ["20news", "sms_spam", "movie_reviews", "nps_chat", "pros_cons"]
     for name in names:
         result = measure(name, args.pairs)
