@@ -40,7 +40,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -51,8 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from accuracy import NBCLASS, corpus_split, read  # noqa: E402
 
 from nbclass import api  # noqa: E402
-from nbclass.models import choosing  # noqa: E402
-from nbclass.models import metrics  # noqa: E402
+from nbclass.models import choosing, metrics  # noqa: E402
+from nbclass.models.chosen import calibrated  # noqa: E402
 from nbclass.text.vectorizer import TextCounter, binarize  # noqa: E402
 
 ALPHA, PENALTY = 1.0, 1.0
@@ -168,7 +167,8 @@ def measure(name: str, pairs: bool) -> dict:
     path = WORK / f"{name}{'-pairs' if pairs else ''}.nbc"
     if not path.exists():
         options = ["--ngram-range", "1,2"] if pairs else []
-        subprocess.run([NBCLASS, "fit", str(train_dir), "-o", str(path), "-q", *options], check=True)
+        command = [NBCLASS, "fit", str(train_dir), "-o", str(path), "-q", *options]
+        subprocess.run(command, check=True)
     wrapped = api.load(str(path))
     model = wrapped._model
     choice = model.choice
@@ -179,13 +179,13 @@ def measure(name: str, pairs: bool) -> dict:
     counts, sample = model.active_counts, model.sample
     documents, k = choosing.plan(counts)
     rows = choosing.scored_rows(sample.labels, documents, len(counts.classes))
-    whole = sp.csr_matrix(
+    counted = sp.csr_matrix(
         (sample.counts, sample.words, sample.ptr),
         shape=(sample.n_documents, len(model.counts.vocabulary)),
     )
     if counts is not model.counts:
-        whole = whole[:, model.active_rows]
-    whole = binarize(whole).astype(np.float64)
+        counted = counted[:, model.active_rows]
+    whole = binarize(counted).astype(np.float64)
     labels = np.asarray(sample.labels, dtype=np.int64)
     # The choice's documents and folds (choosing.choose).
     y = labels[rows]
@@ -204,7 +204,7 @@ def measure(name: str, pairs: bool) -> dict:
     fold_cpu = []
     for f in np.unique(fold_ids).tolist():
         at = np.flatnonzero(fold_ids == f)
-        fold = choosing.fold_of(counts, sp.csr_matrix(whole[rows]), y, at)
+        fold = choosing.fold_of(counts, counted[rows], y, at)
         outside = np.ones(sample.n_documents, dtype=bool)
         outside[rows[at]] = False
         start = cpu()
@@ -220,16 +220,8 @@ def measure(name: str, pairs: bool) -> dict:
     pred = held_scores.argmax(axis=1)
     accuracy = float(np.mean(pred == y))
     macro_f1 = metrics.macro_f1(metrics.class_metrics_of(y, pred, C))
-    n_tokens = np.asarray(whole[rows].sum(axis=1)).ravel()  # distinct entries: presences
-    known = np.asarray(
-        sp.csr_matrix(
-            (sample.counts, sample.words, sample.ptr),
-            shape=(sample.n_documents, len(model.counts.vocabulary)),
-        )[rows][:, model.active_rows if counts is not model.counts else slice(None)].sum(axis=1)
-    ).ravel()
+    known = np.asarray(counted[rows].sum(axis=1)).ravel()  # tokens in the vocabulary
     calibration = choosing.fit_calibration(held_scores, y, known)
-    from nbclass.models.chosen import calibrated
-
     log_p = calibrated(held_scores, known, calibration)
     calibrated_loss = choosing.log_loss_of(log_p, y)
     table = choice["candidates"]
@@ -285,7 +277,9 @@ def measure(name: str, pairs: bool) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", action="append")
-    parser.add_argument("--pairs", action="store_true", help="models fitted with --ngram-range 1,2")
+    parser.add_argument(
+        "--pairs", action="store_true", help="models fitted with --ngram-range 1,2"
+    )
     parser.add_argument("--iterations", type=int, default=ITERATIONS, help="Newton steps at most")
     args = parser.parse_args()
     globals()["ITERATIONS"] = args.iterations
