@@ -29,6 +29,9 @@ Memory: the weights are dense over the entries the training documents hold (R) a
 classes, solved a block of classes at a time, at most ``CELLS`` weights a block.
 
     .venv/bin/python bench/nbsvm.py [--corpus NAME ...] [--pairs]
+
+Each corpus's numbers are printed as a line of JSON and added to
+``bench/results/nbsvm-<UTC time>.jsonl``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import os
 import resource
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -284,9 +288,13 @@ def main() -> None:
     args = parser.parse_args()
     globals()["ITERATIONS"] = args.iterations
     names = args.corpus or ["20news", "sms_spam", "movie_reviews", "nps_chat", "pros_cons"]
+    stamp = time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime())
+    out = Path(__file__).resolve().parent / "results" / f"nbsvm-{stamp}.jsonl"
     for name in names:
         result = measure(name, args.pairs)
         print(json.dumps(result), flush=True)
+        with out.open("a") as results:
+            results.write(json.dumps(result) + "\n")
 
 
 if __name__ == "__main__":
