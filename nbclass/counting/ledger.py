@@ -95,6 +95,23 @@ class Ledger:
             self.digests, class_map[self.labels], self.ptr, word_map[self.words], self.counts
         )
 
+    def narrowed(self) -> Ledger:
+        """The same ledger in the narrowest integer types that hold it (a third of its
+        size or less), to be kept aside; :meth:`widened` gives it back in the types every
+        function here takes."""
+        return Ledger(
+            self.digests, *(a.astype(_smallest(int(a.max()) + 1 if a.size else 0))
+                            for a in (self.labels, self.ptr, self.words, self.counts)),
+        )  # fmt: skip
+
+    def widened(self) -> Ledger:
+        """The ledger with int64 labels, pointers, words and counts (:meth:`narrowed`'s
+        inverse)."""
+        return Ledger(
+            self.digests,
+            *(a.astype(np.int64) for a in (self.labels, self.ptr, self.words, self.counts)),
+        )
+
     def sum_counts(self, classes: Sequence[str], vocabulary: Sequence[str]) -> Counts:
         """N_c, D_jc and T_jc of the documents, over ``classes`` and ``vocabulary``.
 
