@@ -10,14 +10,29 @@ from nbclass.cli.app import cli
 from nbclass.models.estimators import EstimatorSettings
 
 
-@pytest.fixture
-def small_batches(monkeypatch):
-    """Workers for any amount of text, and batches of 7 documents (several per worker)."""
+@pytest.fixture(params=["count", "score"])
+def small_batches(monkeypatch, request):
+    """Workers for any amount of text, and batches of 7 documents (several per worker).
+    "score": blocks of 3 documents at 4 classes (as blocks of 52 at 20,000), so that
+    the workers score too (ScoredBlocks); gives the list of the ScoredBlocks made."""
     import nbclass.defaults
+    import nbclass.models.explain
     import nbclass.models.scoring
 
     monkeypatch.setattr(nbclass.models.scoring, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(nbclass.defaults, "BATCH_SIZE", 7)  # where predict reads it
+    made = []
+    if request.param == "score":
+        monkeypatch.setattr(nbclass.models.explain, "BLOCK_CELLS", 12)
+        scored = nbclass.models.scoring.ScoredBlocks
+
+        class Counted(scored):
+            def __init__(self, *args):
+                made.append(self)
+                super().__init__(*args)
+
+        monkeypatch.setattr(nbclass.models.scoring, "ScoredBlocks", Counted)
+    return request.param, made
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +63,26 @@ def test_workers_print_what_one_process_prints(
     test = news_sample[1]
     one = _predict(runner, "-m", news_model, test, "-j", "1", *options)
     assert one[0] == 0 and one[1].count("\n") == 120
+    mode, made = small_batches
+    assert not made
     for jobs in ("2", "3"):
         assert _predict(runner, "-m", news_model, test, "-j", jobs, *options) == one
+    assert len(made) == (2 if mode == "score" else 0)  # the workers scored, both times
+
+
+def test_workers_that_score_write_the_parts_of_one_process(
+    runner, news_model, news_sample, small_batches, tmp_path
+):
+    """--output-dir: a part per block the same in one process and in workers."""
+    test = news_sample[1]
+    parts = []
+    for jobs in ("1", "2"):
+        folder = tmp_path / f"parts{jobs}"
+        assert _predict(runner, "-m", news_model, test, "-j", jobs, "--output-dir", folder)[0] == 0
+        parts.append({p.name: p.read_bytes() for p in folder.iterdir()})
+    mode, made = small_batches
+    assert len(parts[0]) == (52 if mode == "score" else 18)  # batches of 7: 3 + 3 + 1
+    assert parts[0] == parts[1] and len(made) == (mode == "score")
 
 
 def test_skipped_documents_are_reported_in_order_by_the_workers(

@@ -264,6 +264,11 @@ def predict(
             classifier, scored, abstention=abstention, explain=explain, evidence=evidence
         )
 
+    def render(classes, settings, sources, rows, extras):  # where the documents are scored
+        from ..output.render import printed
+
+        return printed(sources, classes, rows, fmt, top_k, settings, extras, unsure_label)
+
     overrides = estimator_overrides(event_model, estimator, alpha, beta, text_options)
     scoring = overrides, not no_calibration
     files, jobs = (None, 1) if on_cluster else listed_files(paths, lines, jobs)
@@ -293,26 +298,26 @@ def predict(
         classes, settings, batches = predict_paths(
             scheduler, model_path, paths, scoring, abstention, explain, *reading
         )
+        batches = (render(classes, settings, *batch) for batch in batches)
     else:
         if files is not None:  # listed already: read them without walking again (no --lines)
             documents = iter_documents(paths, lines, *reading, listed=files)
         classes, settings, batches = predict_documents(
-            model_path, documents, files, jobs, scoring, reading, add_extras, check_classes
-        )
+            model_path, documents, files, jobs, scoring, reading, add_extras, check_classes,
+            render,
+        )  # fmt: skip
     check_classes(classes)
     labels = []
     listed = [path for path, _ in files] if bar_wanted else []
     if output_dir is not None:
-        return _write_all_predictions(
-            output_dir, batches, classes, fmt, top_k, settings, unsure_label
-        )
+        return _write_all_predictions(output_dir, batches, fmt)
+    from .single import print_printed
+
     with FileProgress("predict", listed, not bar_wanted) as bar:
-        for sources, rows, extra in batches:
-            labels = _print_predictions(
-                sources, classes, rows, fmt, top_k, settings, extra, unsure_label
-            )
+        for batch in batches:
+            labels = print_printed(batch)
             if bar:
-                bar.past(sources[-1] if sources else None)
+                bar.past(batch.sources[-1] if batch.sources else None)
         if bar:
             bar.past(None, finished=True)
     if use_exit_code:
@@ -357,47 +362,22 @@ def _print_exit_codes(model_path, paths, lines) -> None:
         click.echo(line)
 
 
-def _write_all_predictions(folder, batches, classes, fmt, top_k, settings, unsure_label):
-    """--output-dir here: each batch as its part file; a run that fails (an unreadable
-    document, a full disk, a signal) removes the parts it wrote, so that it can be run
-    again into the same folder."""
-    from ..output.parts import part_name, remove_parts
+def _write_all_predictions(folder, batches, fmt):
+    """--output-dir here: each batch (:class:`nbclass.output.render.Printed`) as its part
+    file; a run that fails (an unreadable document, a full disk, a signal) removes the
+    parts it wrote, so that it can be run again into the same folder."""
+    from ..output.parts import part_name, remove_parts, write_part
 
     written = []
     try:
-        for index, (sources, rows, extra) in enumerate(batches):
+        for index, batch in enumerate(batches):
             written.append(part_name(index, fmt))
-            _write_predictions(
-                folder, index, sources, classes, rows, fmt, top_k, settings, extra,
-                unsure_label,
-            )  # fmt: skip
+            write_part(folder, part_name(index, fmt), batch.lines)
+            for problem in batch.problems:
+                warnings.warn(problem, NbclassWarning, stacklevel=1)
     except BaseException:
         remove_parts(folder, written)
         raise
-
-
-def _write_predictions(
-    folder, index, sources, classes, rows, fmt, top_k, settings, extras, unsure_label
-):  # fmt: skip
-    """--output-dir here: one batch of predictions as the part file ``index``."""
-    import warnings
-
-    from ..output.parts import part_name, write_part
-    from ..output.render import prediction_labels, prediction_lines
-
-    lines = prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label)
-    write_part(folder, part_name(index, fmt), lines)
-    for problem in prediction_labels(sources, classes, rows, settings, extras, unsure_label)[1]:
-        warnings.warn(problem, NbclassWarning, stacklevel=1)
-
-
-def _print_predictions(
-    sources, classes, rows, fmt, top_k, settings, extras=None, unsure_label="unsure"
-) -> list[str]:
-    """Print the predictions; returns the labels printed ("" for none)."""
-    from .single import print_predictions
-
-    return print_predictions(sources, classes, rows, fmt, top_k, settings, extras, unsure_label)
 
 
 def _predict_table(

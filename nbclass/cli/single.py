@@ -54,13 +54,19 @@ def print_predictions(
 
     A document that every class rules out (all −inf) gets the label "" and a warning.
     """
-    from ..output.render import prediction_labels, prediction_lines
+    from ..output.render import printed
 
-    echo_lines(prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label))
-    labels, problems = prediction_labels(sources, classes, rows, settings, extras, unsure_label)
-    for problem in problems:
+    batch = printed(sources, classes, rows, fmt, top_k, settings, extras, unsure_label)
+    return print_printed(batch)
+
+
+def print_printed(batch) -> list[str]:
+    """Print the lines of a :class:`nbclass.output.render.Printed` and warn of its
+    problems; returns its labels."""
+    echo_lines(batch.lines)
+    for problem in batch.problems:
         warnings.warn(problem, NbclassWarning, stacklevel=1)
-    return labels
+    return batch.labels
 
 
 def predict_one(

@@ -48,7 +48,7 @@ def batches_of(items: Iterable, size: int) -> Iterator[list]:
 
 def predict_documents(
     model_path: str, documents: Iterable, files, jobs: int, scoring: tuple, reading: tuple,
-    add_extras: Callable, check_classes: Callable,
+    add_extras: Callable, check_classes: Callable, render: Callable | None = None,
 ):  # fmt: skip
     """``(classes, settings, batches)`` of the model file ``model_path`` on ``documents``
     (``(source, text)`` pairs, read lazily), or on ``files`` (listed ``(path, walked)``
@@ -58,13 +58,19 @@ def predict_documents(
     scoring_settings`), ``reading`` ``(policy, log)``; ``add_extras(classifier, scored)``
     gives each batch's extras, and ``check_classes(classes)`` may refuse the model's
     classes before any batch is taken. ``batches`` yields ``(sources, log_proba, extras)``,
-    ``log_proba`` an ndarray (n, C) (a batch of a model of many classes in blocks).
+    ``log_proba`` an ndarray (n, C) (a batch of a model of many classes in blocks); or,
+    given ``render(classes, settings, sources, log_proba, extras)``, what it returns for
+    each, made in the process that scored the batch: against a model of many classes
+    the workers score too (:class:`nbclass.models.scoring.ScoredBlocks`), and only what
+    is printed comes back.
     """
     from ..models.scoring import worth_parallel
 
     size = defaults.BATCH_SIZE  # read when called: tests make it smaller
     if files is not None and jobs > 1 and worth_parallel(files, size):
-        return _in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_classes)
+        return _in_parallel(
+            model_path, files, jobs, scoring, reading, add_extras, check_classes, render
+        )
     from ..modelfile.textfile import load
     from ..models.explain import counted_blocks
     from ..models.model import Classifier, scoring_settings
@@ -80,12 +86,25 @@ def predict_documents(
             X, tokens = classifier.count(text for _, text in batch)
             sources = [source for source, _ in batch]
             for scored in counted_blocks(classifier, sources, X, tokens):
-                yield scored.sources, scored.log_proba, add_extras(classifier, scored)
+                yield finish(classifier, scored)
 
+    finish = _finisher(settings, add_extras, render)
     return classifier.classes, settings, batches()
 
 
-def _in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_classes):
+def _finisher(settings, add_extras: Callable, render: Callable | None) -> Callable:
+    """``finish(classifier, scored)``: a scored block as :func:`predict_documents` yields it."""
+
+    def finish(classifier, scored):
+        extras = add_extras(classifier, scored)
+        if render is None:
+            return scored.sources, scored.log_proba, extras
+        return render(classifier.classes, settings, scored.sources, scored.log_proba, extras)
+
+    return finish
+
+
+def _in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_classes, render):
     """:func:`predict_documents` by ``jobs`` forked workers, which read and count while this
     process loads the model; an error before the batches are taken (the model, the
     options, ``check_classes``) stops the workers."""
@@ -115,7 +134,20 @@ def _in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_cl
         counted.close()
         raise
     _keep_loaded(len(classifier.classes))
-    return classifier.classes, settings, score_counted(classifier, counted, log, add_extras)
+    from ..models.explain import block_rows
+
+    finish = _finisher(settings, add_extras, render)
+    if render is not None and block_rows(len(classifier.classes)) < defaults.BATCH_SIZE:
+        # Scoring is most of the work: the workers, forked now, share the classifier.
+        from ..models.scoring import ScoredBlocks
+
+        try:
+            batches = ScoredBlocks(counted, classifier, finish, jobs, log)
+        except BaseException:
+            counted.close()
+            raise
+        return classifier.classes, settings, iter(batches)
+    return classifier.classes, settings, score_counted(classifier, counted, log, finish)
 
 
 def _keep_loaded(classes: int | None = None) -> None:

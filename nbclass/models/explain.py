@@ -86,14 +86,35 @@ def scored_blocks(
 ) -> Iterator[ScoredBatch]:
     """:func:`score_entries` of a batch, in blocks of :func:`block_rows` documents
     (one block, as a rule, for a model of few classes)."""
+    for block in blocks_of(classifier, sources, entries, tokens):
+        yield score_block(classifier, *block)
+
+
+def blocks_of(
+    classifier: Classifier, sources: list[str], entries: tuple, tokens
+) -> Iterator[tuple]:
+    """The blocks :func:`scored_blocks` scores, each as what :func:`score_block` takes
+    after the classifier: ``(sources, entries, None, tokens)`` for a batch of one block,
+    else ``(sources, None, X, tokens)`` for each block of :func:`block_rows` documents
+    of its counts X (n, V)."""
     from ..text.vectorizer import entries_matrix
 
     n, size = len(sources), block_rows(len(classifier.classes))
     if n <= size:
-        yield score_entries(classifier, sources, entries, tokens)
+        yield sources, entries, None, tokens
         return
     X = entries_matrix(*entries, n, len(classifier.counts.vocabulary))
-    yield from counted_blocks(classifier, sources, X, tokens)
+    for start in range(0, n, size):
+        end = start + size
+        yield sources[start:end], None, X[start:end], tokens[start:end]
+
+
+def score_block(classifier: Classifier, sources: list[str], entries, X, tokens) -> ScoredBatch:
+    """A block of :func:`blocks_of` scored: :func:`score_entries` of its ``entries``, or
+    :func:`score_counts` of its counts ``X``."""
+    if X is None:
+        return score_entries(classifier, sources, entries, tokens)
+    return score_counts(classifier, sources, X, tokens)
 
 
 def counted_blocks(classifier: Classifier, sources: list[str], X, tokens) -> Iterator[ScoredBatch]:

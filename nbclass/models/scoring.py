@@ -13,7 +13,11 @@ building the scorer is most of the rest, and it needs scipy. So the work is spli
   (or more, for short documents: :func:`ahead`);
 - meanwhile the main process loads the whole model and builds the
   :class:`nbclass.models.model.Classifier`; then :func:`score_counted` scores each batch as it
-  comes (one sparse product), in the order of the files, and the caller prints it.
+  comes (one sparse product), in the order of the files, and the caller prints it;
+- against a model of many classes (a batch scored in blocks), scoring is most of the
+  work: :class:`ScoredBlocks` forks ``jobs`` more workers once the model is loaded,
+  which share it, score the blocks of the counted batches and make what is printed of
+  them; the main process only cuts the batches into blocks and prints, in order.
 
 The main process replays each batch's read log (warnings of skipped documents, replaced
 characters) when it scores that batch, so the warnings come in the same order as in one
@@ -153,19 +157,110 @@ def _count_batch(batch: Sequence[tuple[str, bool]]):
 
 
 def score_counted(
-    classifier, counted: CountedBatches, log: ReadLog, extras: Callable
-) -> Iterator[tuple[list[str], object, list]]:
-    """``(sources, log_proba, extras)`` of each batch of ``counted``, in order (a batch
-    of a model of many classes in blocks: :func:`nbclass.models.explain.scored_blocks`);
-    ``log_proba`` an ndarray (n, C).
-
-    ``extras(classifier, scored)`` gives a batch's per-document extras
-    (:func:`nbclass.models.explain.extras` with its options bound); each batch's read log is
-    added to ``log`` (its warnings printed) before the batch is given.
-    """
+    classifier, counted: CountedBatches, log: ReadLog, finish: Callable
+) -> Iterator:
+    """``finish(classifier, scored)`` of each block of each batch of ``counted``, in
+    order (:func:`nbclass.models.explain.scored_blocks`: one block a batch but for a
+    model of many classes); each batch's read log is added to ``log`` (its warnings
+    printed) before its blocks are given."""
     from .explain import scored_blocks
 
     for sources, entries, n_tokens, batch_log in counted:
         log.add(batch_log)
         for scored in scored_blocks(classifier, sources, entries, n_tokens):
-            yield scored.sources, scored.log_proba, extras(classifier, scored)
+            yield finish(classifier, scored)
+
+
+_SCORING: tuple | None = None  # in a scoring worker: (classifier, finish)
+
+
+class ScoredBlocks:
+    """The blocks of the batches of ``counted`` scored by ``jobs`` worker processes,
+    forked when this is made, once the model is loaded: they share the ``classifier``
+    (copy on write: its weights are only read) and each gives back
+    ``finish(classifier, scored)`` of a block, what is printed of it, never its
+    (documents × classes) scores.
+
+    Against a model of many classes, scoring is most of predict's work (20,000 classes:
+    200 million scores for 10,000 documents, against reading and counting them), and
+    one process scoring what the counting workers send leaves a core idle. The main
+    process cuts each counted batch into the blocks it would score
+    (:func:`nbclass.models.explain.blocks_of`: the same blocks, so the same floats and
+    the same parts), sends them, at most ``AHEAD`` a worker ahead of the one it gives,
+    and gives the results in the order of the files. Each batch's read log is added to
+    ``log`` before its first block is given; an error of the counting (an unreadable
+    file under ``--on-error fail``) is raised in its turn, after the blocks before it.
+    """
+
+    def __init__(self, counted: CountedBatches, classifier, finish: Callable, jobs: int, log):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from ..reading.process import start_worker
+
+        global _SCORING
+        _SCORING = (classifier, finish)  # inherited by the forked workers
+        self._counted, self._log = counted, log
+        self._blocks = self._cut(iter(counted), classifier)
+        self._pool = ProcessPoolExecutor(
+            jobs,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=start_worker,  # workers never outlive this process
+            initargs=(os.getpid(),),
+        )
+        self._pending = deque()
+        for _ in range(AHEAD * jobs):
+            self._submit()
+
+    @staticmethod
+    def _cut(counted: Iterator, classifier) -> Iterator[tuple]:
+        from .explain import blocks_of
+
+        for sources, entries, n_tokens, batch_log in counted:
+            for block in blocks_of(classifier, sources, entries, n_tokens):
+                yield batch_log, block
+                batch_log = None  # the batch's first block carries its log
+
+    def _submit(self) -> None:
+        if self._blocks is None:
+            return
+        try:
+            item = next(self._blocks, None)
+        except Exception as error:  # noqa: BLE001 (raised in its turn, by __iter__)
+            self._blocks = None
+            self._pending.append((None, None, error))
+            return
+        if item is None:
+            self._blocks = None
+            return
+        batch_log, block = item
+        self._pending.append((batch_log, self._pool.submit(_score_block, block), None))
+
+    def __iter__(self) -> Iterator:
+        try:
+            while self._pending:
+                batch_log, future, error = self._pending.popleft()
+                if error is not None:
+                    raise error
+                if batch_log is not None:
+                    self._log.add(batch_log)
+                result = future.result()
+                self._submit()
+                yield result
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        global _SCORING
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._counted.close()
+        _SCORING = None
+
+
+def _score_block(block: tuple):
+    """A scoring worker's task: one block of :func:`nbclass.models.explain.blocks_of`,
+    scored and finished."""
+    from .explain import score_block
+
+    classifier, finish = _SCORING
+    return finish(classifier, score_block(classifier, *block))

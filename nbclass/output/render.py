@@ -206,6 +206,28 @@ def best_tsv_lines(sources, classes, log_proba_rows, reasons, unsure_label="unsu
     return lines
 
 
+class Printed:
+    """Predictions made into what ``predict`` prints: the ``lines`` of the documents
+    ``sources``, their ``labels`` ("" for none) and a warning for each document every
+    class rules out (``problems``). Made where the documents were scored, a worker
+    process or the command's own, and printed by the command in the documents' order.
+    (A plain class: the one-document path imports no dataclasses.)"""
+
+    __slots__ = ("sources", "lines", "labels", "problems")
+
+    def __init__(self, sources: list[str], lines: list[str], labels: list[str], problems):
+        self.sources, self.lines, self.labels, self.problems = sources, lines, labels, problems
+
+
+def printed(
+    sources, classes, rows, fmt, top_k, settings, extras=None, unsure_label="unsure"
+) -> Printed:
+    """:func:`prediction_lines` and :func:`prediction_labels` of scored documents."""
+    lines = list(prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label))
+    labels, problems = prediction_labels(sources, classes, rows, settings, extras, unsure_label)
+    return Printed(list(sources), lines, labels, problems)
+
+
 def smoothing_advice(estimator: str) -> str:
     """The sentence that ends the warning of a document every class rules out: smoothing,
     unless the estimates are smoothed already (then nothing a user can change does it)."""
