@@ -11,7 +11,12 @@ tree's, as bench/run.py measures it), the model file's size and its nonzero (wor
 pairs; then predict of 10,000 generated documents against that model and against a
 20-class model of the same vocabulary size, in alternating runs.
 
-Usage: python bench/scale.py [--settings C:V:MB,...] [--repeat N] [--fit-options ...]
+With ``--ledger``, also the commands that keep a ledger: each corpus split in two halves
+(every other file of each class), ``fit --ledger`` of the whole and of each half, then
+``fit --update``, ``merge``, ``unlearn`` and ``sync``, their seconds and peak memory, and
+whether each file is the fresh fit's, byte for byte.
+
+Usage: python bench/scale.py [--settings C:V:MB,...] [--repeat N] [--fit-options ...] [--ledger]
 Writes bench/results/scale-<UTC time>.md and prints the table.
 """
 
@@ -19,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import filecmp
 import os
+import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -99,12 +106,60 @@ def nonzero_pairs(model: Path) -> int:
     return len(sections["class_index"])
 
 
+def halves(train: Path, work: Path) -> tuple[Path, Path]:
+    """``train`` split in two folders under ``work``: every other file of each class."""
+    a, b = work / f"{train.name}-a", work / f"{train.name}-b"
+    if not (b / ".complete").exists():
+        for half in (a, b):
+            shutil.rmtree(half, ignore_errors=True)
+        for folder in sorted(p for p in train.iterdir() if p.is_dir()):
+            for i, path in enumerate(sorted(folder.iterdir())):
+                (a if i % 2 == 0 else b).joinpath(folder.name).mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, (a if i % 2 == 0 else b) / folder.name / path.name)
+        (b / ".complete").write_text("")
+    return a, b
+
+
+def ledger_rows(train: Path, work: Path, label: str) -> list[str]:
+    """One table row per command that writes a model with a ledger, on ``train`` and its
+    :func:`halves`: seconds, peak MB, and the fresh fit its file must equal."""
+    a, b = halves(train, work)
+    model = {k: work / f"{train.name}-{k}.nbc"
+             for k in ("whole", "a", "b", "update", "merge", "unlearn", "sync")}  # fmt: skip
+    steps = [
+        ("fit --ledger", ["fit", train, "--ledger", "-o", model["whole"]], "whole", None),
+        ("fit a/ --ledger", ["fit", a, "--ledger", "-o", model["a"]], "a", None),
+        ("fit b/ --ledger", ["fit", b, "--ledger", "-o", model["b"]], "b", None),
+        ("fit b/ --update a.nbc", ["fit", b, "--update", model["a"], "-o", model["update"]],
+         "update", "whole"),
+        ("merge a.nbc b.nbc", ["merge", model["a"], model["b"], "-o", model["merge"]],
+         "merge", "whole"),
+        ("unlearn b/ -m whole.nbc", ["unlearn", b, "-m", model["whole"], "-o",
+                                     model["unlearn"]], "unlearn", "a"),
+        ("sync corpus/ -m a.nbc", ["sync", train, "-m", model["sync"]], "sync", "whole"),
+    ]  # fmt: skip
+    rows = []
+    for name, args, written, fresh in steps:
+        if written == "sync":
+            shutil.copyfile(model["a"], model["sync"])
+        result = measure([NBCLASS, *map(str, args), "-q"])
+        same = "-" if fresh is None else (
+            "yes" if filecmp.cmp(model[written], model[fresh], shallow=False) else "NO"
+        )  # fmt: skip
+        rows.append(f"| {label} | `{name}` | {result['seconds']:.1f} "
+                    f"| {result['peak_mb']:.0f} | {same} |")  # fmt: skip
+        print(rows[-1], flush=True)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--settings", default=DEFAULT_SETTINGS,
                         help="classes:words:MB of each generated corpus, comma-separated")
     parser.add_argument("--repeat", type=int, default=3, help="predict runs of each model")
     parser.add_argument("--fit-options", default="", help="more options for fit")  # fmt: skip
+    parser.add_argument("--ledger", action="store_true",
+                        help="also the commands that change a model with a ledger")  # fmt: skip
     args = parser.parse_args()
     work = Path(os.environ.get("TMPDIR", "/tmp")) / "nbclass-bench-scale"
     work.mkdir(parents=True, exist_ok=True)
@@ -141,6 +196,16 @@ def main() -> None:
             f"| {big:.2f} | {little:.2f} | {big / little:.2f} |"
         )
         print(lines[-1], flush=True)
+    if args.ledger:
+        lines += [
+            "",
+            "| corpus | command | s | peak MB | the fresh fit's file |",
+            "|---|---|---:|---:|---|",
+        ]
+        for setting in args.settings.split(","):
+            C, V, megabytes = setting.split(":")
+            name = f"{int(C)}x{int(V)}-{float(megabytes):g}MB"
+            lines += ledger_rows(CACHE / "scale" / name, work, f"{int(C):,} × {int(V):,}")
     text = "\n".join(lines) + "\n"
     print()
     print(text)
