@@ -577,15 +577,19 @@ def log_fraction(numerator, denominator):
     return out
 
 
-def log_fraction_at(numerator, denominators, classes):
+def log_fraction_at(numerator, denominators, classes, in_place: bool = False):
     """``log_fraction(numerator, denominators[classes])``, the same floats, with the log
     of each class's denominator taken once: ``numerator`` and ``classes`` of shape
     (nnz,) (a model's pairs), ``denominators`` of shape (C,). A block of pairs at a time
-    takes its denominators' logs (no array of every pair's denominator).
+    takes its denominators' logs (no array of every pair's denominator). With
+    ``in_place``, a float64 ``numerator`` (the caller's own temporary) becomes the logs.
     """
     import numpy as np
 
-    out = np.array(numerator, dtype=np.float64)  # a copy: it becomes the logs
+    if in_place and isinstance(numerator, np.ndarray) and numerator.dtype == np.float64:
+        out = numerator
+    else:
+        out = np.array(numerator, dtype=np.float64)  # a copy: it becomes the logs
     positive = out > 0
     if positive.all():
         np.log(out, out=out)

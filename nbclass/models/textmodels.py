@@ -369,7 +369,7 @@ def sparse_weights(
         if totals is None:
             totals = class_totals(counts, settings, (cols, S))
     else:
-        table = csr_table(counts.token_count).astype(np.float64)
+        table = csr_table(counts.token_count)  # T_jc as counted: (T_jc + β) is a float
         if totals is None:
             totals = counts.class_tokens.astype(np.float64)
             if settings.model == "complement":
@@ -390,7 +390,8 @@ def sparse_weights(
         constant = np.log(totals + V * beta)
         word, scale = -np.log(word_sums + beta), np.ones(C)
     else:  # each pair's numerator; each class's denominator, its log taken once
-        at = log_fraction_at(*multinomial_fraction(values, totals, V, estimator, beta), cols)
+        numerator, denominators = multinomial_fraction(values, totals, V, estimator, beta)
+        at = log_fraction_at(numerator, denominators, cols, in_place=numerator is not values)
         constant = log_fraction(*multinomial_fraction(np.zeros(C), totals, V, estimator, beta))
     out = sp.csr_matrix((at, cols.copy(), table.indptr.copy()), shape=table.shape)
     return SparseWeights(out, constant, word, scale)
