@@ -503,16 +503,20 @@ def fit_platt(S: np.ndarray, Y: np.ndarray, M: np.ndarray | None = None) -> np.n
     """
     S = np.clip(np.asarray(S, dtype=np.float64), -SCORE_BOUND, SCORE_BOUND)
     Y = np.asarray(Y, dtype=np.float64)
-    M = np.ones(S.shape, dtype=bool) if M is None else np.asarray(M, dtype=bool)
-    S = np.where(M, S, 0.0)
-    w0 = M.astype(np.float64)
-    positives = (Y * w0).sum(axis=0)
-    negatives = w0.sum(axis=0) - positives
+    every = M is None or bool(np.all(M))  # then the weights w0 are all 1, and x * 1 is x:
+    if every:  # left out, with the masked copy of S (a pooled fit has millions of cells)
+        positives = Y.sum(axis=0)  # sums of 0s and 1s: exact, in any order
+        negatives = S.shape[0] - positives
+    else:
+        M = np.asarray(M, dtype=bool)
+        S = np.where(M, S, 0.0)
+        w0 = M.astype(np.float64)
+        positives = (Y * w0).sum(axis=0)
+        negatives = w0.sum(axis=0) - positives
     target = np.where(Y > 0, (positives + 1) / (positives + 2), 1 / (negatives + 2))
     scale = np.maximum(np.abs(S).max(axis=0, initial=0.0), 1.0)
     z = S / scale
     a, c = np.ones(S.shape[1]), np.zeros(S.shape[1])
-    every = bool(M.all())  # then the weights w0 are all 1, and x * 1 is x: left out
     for _ in range(100):
         p = sigmoid(a * z + c)
         r = p - target
@@ -704,16 +708,19 @@ def fold_ids(n: int, k: int = FOLDS, seed: int = SEED) -> np.ndarray:
 
 def held_out_log_odds(
     counts: LabelCounts, X: sp.csr_matrix, Y: np.ndarray, folds: np.ndarray, candidates,
-    threads: int = 1,
+    threads: int = 1, columns=None,
 ) -> list[np.ndarray]:  # fmt: skip
     """Every candidate's log-odds of every sampled document ``X`` (n, V) with labels
     ``Y`` (n, L) under the model of the other folds: (n, L) each. A fold's training
     counts are the whole counts less the fold's (:meth:`LabelCounts.without`); the words
     the fold's training counts lack are left out of its documents, as predict leaves out
     unknown words. ``threads`` score a fold's candidates (the result does not depend on
-    them)."""
+    them). ``columns``: for each candidate, the labels (an index array) whose columns to
+    keep, or None for all: (n, len(columns[i])) then (at 5,000 labels and 6,000 sampled
+    documents, each whole table is 240 MB)."""
     n, L = Y.shape
-    out = [np.zeros((n, L)) for _ in candidates]
+    columns = [None] * len(candidates) if columns is None else columns
+    out = [np.zeros((n, L if cols is None else len(cols))) for cols in columns]
     for k in np.unique(folds).tolist():
         rows = np.flatnonzero(folds == k)
         held = X[rows]
@@ -732,12 +739,18 @@ def held_out_log_odds(
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(threads) as pool:
-                scores = list(pool.map(score, candidates))
+                _keep(out, columns, rows, pool.map(score, candidates))
         else:
-            scores = [score(settings) for settings in candidates]
-        for whole, scored in zip(out, scores):
-            whole[rows] = scored
+            _keep(out, columns, rows, map(score, candidates))
     return out
+
+
+def _keep(out: list[np.ndarray], columns, rows: np.ndarray, scores) -> None:
+    """Each candidate's fold ``scores`` (n_fold, L) put in its table's ``rows``, only
+    its ``columns`` (None: every one), one at a time as they come."""
+    for whole, cols, scored in zip(out, columns, scores):
+        whole[rows] = scored if cols is None else scored[:, cols]
+        del scored
 
 
 def micro_f1(chosen: np.ndarray, Y: np.ndarray) -> float:
@@ -758,21 +771,31 @@ def held_out_log_loss(S: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return -np.where(truth, np.log(p), np.log1p(-p)).mean(axis=0)
 
 
+def scaled_labels(Y: np.ndarray) -> np.ndarray:
+    """The labels that choose a β scale of their own (:func:`choose_scales`): those with
+    :data:`MIN_CALIBRATION_POSITIVES` sampled positives and negatives in ``Y`` (n, L)."""
+    n, positives = Y.shape[0], Y.sum(axis=0)
+    return np.flatnonzero(
+        (positives >= MIN_CALIBRATION_POSITIVES) & (n - positives >= MIN_CALIBRATION_POSITIVES)
+    )
+
+
 def choose_scales(scores: Sequence[np.ndarray], Y: np.ndarray, scales: Sequence[float]):
     """The β scale of each label (ndarray (L,)): for a label with
     :data:`MIN_CALIBRATION_POSITIVES` positives and negatives, the scale whose held-out
-    log-odds (``scores``, one (n, L) array per scale) give the lowest
+    log-odds (``scores``, one (n, L) array per scale, or one of those labels' columns
+    alone) give the lowest
     :func:`held_out_log_loss` (ties: the earlier); for the others, the first. Log loss
     rather than F1: it weighs every document's probability, where the F1 of a threshold
     turns on the few documents near it."""
-    n, L = Y.shape
-    positives = Y.sum(axis=0)
-    own = np.flatnonzero(
-        (positives >= MIN_CALIBRATION_POSITIVES) & (n - positives >= MIN_CALIBRATION_POSITIVES)
-    )
+    L = Y.shape[1]
+    own = scaled_labels(Y)
     chosen = np.full(L, float(scales[0]))
     if len(scales) > 1 and own.size:
-        loss = np.array([held_out_log_loss(S[:, own], Y[:, own]) for S in scores])
+        loss = np.array([
+            held_out_log_loss(S if S.shape[1] == own.size else S[:, own], Y[:, own])
+            for S in scores
+        ])  # fmt: skip
         chosen[own] = np.asarray(scales, dtype=np.float64)[np.argmin(loss, axis=0)]
     return chosen
 
@@ -811,9 +834,12 @@ def choose(
         (c, s) for c in candidates
         for s in (scales if per_label and not c.prior_fit else scales[:1])
     ]  # fmt: skip
+    # The other scales' log-odds are needed only for the labels that may take them.
+    own = scaled_labels(Y)
     scores = held_out_log_odds(
-        labelled, X, Y, folds, [scaled(c, s) for c, s in variants], threads
-    )
+        labelled, X, Y, folds, [scaled(c, s) for c, s in variants], threads,
+        [None if s == scales[0] else own for _, s in variants],
+    )  # fmt: skip
     table, best, best_f1 = [], None, -1.0
     for (settings, scale), S in zip(variants, scores):
         if scale != scales[0]:
@@ -828,10 +854,10 @@ def choose(
         return Choice(best[0], best[1], table, n, k)
     mine = [(s, S) for (c, s), S in zip(variants, scores) if c is best[0]]
     chosen_scales = choose_scales([S for _, S in mine], Y, [s for s, _ in mine])
-    S = np.empty(Y.shape)
-    for scale, S_scale in mine:
-        at = chosen_scales == scale
-        S[:, at] = S_scale[:, at]
+    S = mine[0][1]  # the first scale's, whole (not needed after): the others' put in it
+    for scale, S_scale in mine[1:]:
+        at = chosen_scales[own] == scale
+        S[:, own[at]] = S_scale[:, at]
     decisions = fit_decisions(S, Y)
     f1 = micro_f1(decide(decisions.probabilities(S), decisions.thresholds), Y)
     if not f1 > best_f1:  # no better on the held-out documents: one β for every label
