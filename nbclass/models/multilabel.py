@@ -501,6 +501,8 @@ def fit_platt(S: np.ndarray, Y: np.ndarray, M: np.ndarray | None = None) -> np.n
     >>> round(float(a), 4), abs(round(float(c), 4))  # targets 3/4 and 1/4: symmetric
     (0.2023, 0.0)
     """
+    from scipy.special import expit
+
     S = np.clip(np.asarray(S, dtype=np.float64), -SCORE_BOUND, SCORE_BOUND)
     Y = np.asarray(Y, dtype=np.float64)
     every = M is None or bool(np.all(M))  # then the weights w0 are all 1, and x * 1 is x:
@@ -517,18 +519,25 @@ def fit_platt(S: np.ndarray, Y: np.ndarray, M: np.ndarray | None = None) -> np.n
     scale = np.maximum(np.abs(S).max(axis=0, initial=0.0), 1.0)
     z = S / scale
     a, c = np.ones(S.shape[1]), np.zeros(S.shape[1])
+    del S
+    # Each step's arrays are written into the same five, by the same operations (the
+    # pooled fit of the rare labels has tens of millions of cells, 8 bytes each).
+    p, r, w, wz, product = (np.empty_like(z) for _ in range(5))
     for _ in range(100):
-        p = sigmoid(a * z + c)
-        r = p - target
+        np.multiply(a, z, out=p)
+        p += c
+        expit(p, out=p)  # p = σ(a z + c), as sigmoid gives it
+        np.subtract(p, target, out=r)
         if not every:
             r *= w0
-        g_a, g_c = (r * z).sum(axis=0), r.sum(axis=0)
-        w = p * (1 - p)
+        g_a, g_c = np.multiply(r, z, out=product).sum(axis=0), r.sum(axis=0)
+        np.subtract(1, p, out=w)
+        w *= p  # p (1 − p)
         w += 1e-12
         if not every:
             w *= w0
-        wz = w * z
-        h_aa, h_ac = (wz * z).sum(axis=0) + 1e-9, wz.sum(axis=0)
+        np.multiply(w, z, out=wz)
+        h_aa, h_ac = np.multiply(wz, z, out=product).sum(axis=0) + 1e-9, wz.sum(axis=0)
         h_cc = w.sum(axis=0) + 1e-9
         det = h_aa * h_cc - h_ac * h_ac
         step_a = (h_cc * g_a - h_ac * g_c) / det
