@@ -857,6 +857,29 @@ def test_workers_die_with_a_killed_parent(tmp_path, big, command):
     assert not (tmp_path / "m.nbc").exists()
 
 
+def _die_at_once(_):
+    os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's out-of-memory killer does
+
+
+def test_a_killed_worker_is_one_error_line_not_a_traceback():
+    """A forked worker killed under its task (before it sends anything back) breaks the
+    pool; the task's result is then one NbclassError saying what happened and what to do,
+    which the command line prints as its one ``Error:`` line with exit code 1."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from nbclass.errors import NbclassError
+    from nbclass.reading.process import WORKER_LOST, worker_result
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        future = pool.submit(_die_at_once, None)
+        with pytest.raises(NbclassError) as caught:
+            worker_result(future)
+    assert str(caught.value) == WORKER_LOST
+    assert "\n" not in WORKER_LOST and WORKER_LOST.endswith("fewer workers (-j 1)")
+    assert caught.value.exit_code == 1
+
+
 def test_sighup_is_handled_like_sigterm(tmp_path, big):
     corpus, _ = big
     out = tmp_path / "out"

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
 
 from ..ranges import environment, usable_cores
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
+from ..reading.process import worker_result
 from ..text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from ..text.vectorizer import GrowingVocabulary, binarize
 from .tally import Tally, pack, settle, tally, tally_paths
@@ -1275,7 +1276,7 @@ class _Share:
                     while finished_in_order:
                         future = finished_in_order.popleft()
                         live.discard(future)
-                        packed = future.result()
+                        packed = worker_result(future)
                         if packed is not None and self.left():
                             live.add(submit())
                         if packed is not None:

@@ -38,6 +38,7 @@ from ..reading.policy import (
     read_document,
     read_documents,
 )
+from ..reading.process import worker_result
 
 # Below this much text, one process: forking and sending back cost more than they save;
 # unless there are this many files: opening and reading a file costs as much as counting
@@ -122,7 +123,7 @@ class CountedBatches:
     def __iter__(self) -> Iterator[tuple]:
         try:
             while self._pending:
-                result = self._pending.popleft().result()
+                result = worker_result(self._pending.popleft())
                 self._submit()
                 yield result
         finally:
@@ -244,7 +245,7 @@ class ScoredBlocks:
                     raise error
                 if batch_log is not None:
                     self._log.add(batch_log)
-                result = future.result()
+                result = worker_result(future)
                 self._submit()
                 yield result
         finally:

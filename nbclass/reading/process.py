@@ -206,6 +206,26 @@ def redeliver_interrupt(unraisable) -> None:
     threading.Thread(target=resend, name="nbclass-interrupt", daemon=True).start()
 
 
+# A forked worker that ended before it sent its result (``kill -9``, or the kernel's
+# out-of-memory killer, which picks the largest process).
+WORKER_LOST = (
+    "a worker process was killed before it finished (by a signal: most often the kernel's, "
+    "for lack of memory): give the command more memory, or fewer workers (-j 1)"
+)
+
+
+def worker_result(future):
+    """``future.result()`` of a task of a pool of forked workers, where a worker killed
+    under it (the pool broken) is one :class:`NbclassError`, :data:`WORKER_LOST`, not a
+    traceback of ``BrokenProcessPool``. An error the task raised is raised as it is."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        return future.result()
+    except BrokenProcessPool:
+        raise NbclassError(WORKER_LOST) from None
+
+
 def start_worker(parent: int) -> None:
     """Set up a forked worker process of the process ``parent`` (its pid, taken before
     the fork): it must never outlive its parent.
