@@ -593,12 +593,27 @@ def micro_f1_threshold(p: np.ndarray, Y: np.ndarray, tp: float = 0.0, fp: float 
     order = np.argsort(-p, kind="stable") if order is None else order
     ps, ys = p[order], y[order]
     TP = np.cumsum(ys)
-    FP = np.arange(1, p.size + 1) - TP
-    FN = ys.sum() - TP
+    positives = ys.sum()
+    del ys
+    # f1 = 2 (tp + TP) / (2 (tp + TP) + fp + FP + fn + FN), each operation as written,
+    # in two arrays (the rare labels' cells together are tens of millions)
+    f1 = np.add(TP, tp)
+    f1 *= 2
+    denominator = f1.copy()
+    denominator += fp
+    FP = np.arange(1, p.size + 1, dtype=np.result_type(np.int64, TP.dtype))
+    FP -= TP
+    denominator += FP
+    del FP
+    denominator += fn
+    denominator += positives - TP  # FN
+    del TP
     with np.errstate(invalid="ignore", divide="ignore"):
-        f1 = 2 * (tp + TP) / (2 * (tp + TP) + fp + FP + fn + FN)
-        none = 2 * tp / (2 * tp + fp + fn + ys.sum()) if tp + fp + fn + ys.sum() else 0.0
-    f1 = np.where(np.append(ps[1:] < ps[:-1], True), np.nan_to_num(f1, nan=0.0), -1.0)
+        f1 = np.divide(f1, denominator, out=f1 if f1.dtype == np.float64 else None)
+        none = 2 * tp / (2 * tp + fp + fn + positives) if tp + fp + fn + positives else 0.0
+    del denominator
+    np.nan_to_num(f1, copy=False, nan=0.0)
+    f1[np.flatnonzero(~(ps[1:] < ps[:-1]))] = -1.0  # only the last of each run of equal p
     best = int(np.argmax(f1)) if f1.size else 0
     if not f1.size or f1[best] <= none:
         return 1.0
