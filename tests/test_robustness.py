@@ -861,7 +861,7 @@ def _die_at_once(_):
     os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's out-of-memory killer does
 
 
-def test_a_killed_worker_is_one_error_line_not_a_traceback():
+def test_a_killed_worker_is_one_error_line_not_a_traceback(monkeypatch):
     """A forked worker killed under its task (before it sends anything back) breaks the
     pool; the task's result is then one NbclassError saying what happened and what to do,
     which the command line prints as its one ``Error:`` line with exit code 1."""
@@ -869,8 +869,12 @@ def test_a_killed_worker_is_one_error_line_not_a_traceback():
     from concurrent.futures import ProcessPoolExecutor
 
     from nbclass.errors import NbclassError
+    from nbclass.reading import process
     from nbclass.reading.process import WORKER_LOST, worker_result
 
+    # The pool is abandoned, which marks this process to end at once (quick_exit): the
+    # mark is put back after the test, for the tests that follow in this process.
+    monkeypatch.setattr(process, "ABANDONED", False)
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
         future = pool.submit(_die_at_once, None)
         with pytest.raises(NbclassError) as caught:
@@ -878,6 +882,7 @@ def test_a_killed_worker_is_one_error_line_not_a_traceback():
     assert str(caught.value) == WORKER_LOST
     assert "\n" not in WORKER_LOST and WORKER_LOST.endswith("fewer workers (-j 1)")
     assert caught.value.exit_code == 1
+    assert process.ABANDONED
 
 
 # A worker killed in the middle of sending its result back: it holds the result queue's
