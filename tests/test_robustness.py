@@ -861,7 +861,7 @@ def _die_at_once(_):
     os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's out-of-memory killer does
 
 
-def test_a_killed_worker_is_one_error_line_not_a_traceback():
+def test_a_killed_worker_is_one_error_line_not_a_traceback(monkeypatch):
     """A forked worker killed under its task (before it sends anything back) breaks the
     pool; the task's result is then one NbclassError saying what happened and what to do,
     which the command line prints as its one ``Error:`` line with exit code 1."""
@@ -869,15 +869,56 @@ def test_a_killed_worker_is_one_error_line_not_a_traceback():
     from concurrent.futures import ProcessPoolExecutor
 
     from nbclass.errors import NbclassError
+    from nbclass.reading import process
     from nbclass.reading.process import WORKER_LOST, worker_result
 
+    # The pool is abandoned, which marks this process to end at once (quick_exit): the
+    # mark is put back after the test, for the tests that follow in this process.
+    monkeypatch.setattr(process, "ABANDONED", False)
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
         future = pool.submit(_die_at_once, None)
         with pytest.raises(NbclassError) as caught:
-            worker_result(future)
+            worker_result(future, pool)
     assert str(caught.value) == WORKER_LOST
     assert "\n" not in WORKER_LOST and WORKER_LOST.endswith("fewer workers (-j 1)")
     assert caught.value.exit_code == 1
+    assert process.ABANDONED
+
+
+# A worker killed in the middle of sending its result back: it holds the result queue's
+# lock and has written the start of a message (a length of 1,000 bytes, 10 of them).
+_DIES_MID_RESULT = """
+import multiprocessing, os, signal, struct, sys
+from concurrent.futures import ProcessPoolExecutor
+from nbclass.errors import NbclassError
+from nbclass.reading.process import quick_exit, worker_result
+
+def die_mid_result(_):
+    queue = POOL._result_queue
+    queue._wlock.acquire()
+    os.write(queue._writer.fileno(), struct.pack("!i", 1000) + bytes(10))
+    os.kill(os.getpid(), signal.SIGKILL)
+
+POOL = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
+future = POOL.submit(die_mid_result, None)
+try:
+    worker_result(future, POOL)
+except NbclassError as error:
+    sys.stderr.write(f"Error: {error}\\n")
+    quick_exit(1)
+"""
+
+
+def test_a_worker_killed_while_sending_its_result_ends_the_command():
+    """The pool's own thread then waits for the rest of the message, and a worker for
+    the lock: the wait for the result sees the worker gone, kills the others, and the
+    process ends with the one error line instead of waiting for ever."""
+    from nbclass.reading.process import WORKER_LOST
+
+    done = subprocess.run([sys.executable, "-c", _DIES_MID_RESULT], capture_output=True,
+                          timeout=TIMEOUT, cwd=REPO)  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.decode() == f"Error: {WORKER_LOST}\n"
 
 
 def test_sighup_is_handled_like_sigterm(tmp_path, big):

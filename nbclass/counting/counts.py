@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
 
 from ..ranges import environment, usable_cores
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
-from ..reading.process import worker_result
+from ..reading.process import check_workers, worker_result
 from ..text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from ..text.vectorizer import GrowingVocabulary, binarize
 from .tally import Tally, pack, settle, tally, tally_paths
@@ -1276,14 +1276,20 @@ class _Share:
                     while finished_in_order:
                         future = finished_in_order.popleft()
                         live.discard(future)
-                        packed = worker_result(future)
+                        packed = worker_result(future, pool)
                         if packed is not None and self.left():
                             live.add(submit())
                         if packed is not None:
                             yield packed
+                    if live and not finished_in_order:
+                        check_workers(pool)  # one killed while sending would be waited for
             finally:
-                with self.next_part.get_lock():
-                    self.next_part.value = n  # on an error, the other workers stop early
+                lock = self.next_part.get_lock()
+                if lock.acquire(timeout=1):  # a killed worker may have died holding it
+                    try:
+                        self.next_part.value = n  # on an error, the others stop early
+                    finally:
+                        lock.release()
                 if helper is not None:
                     helper.join()
         if on_progress and reported < n:

@@ -123,7 +123,7 @@ class CountedBatches:
     def __iter__(self) -> Iterator[tuple]:
         try:
             while self._pending:
-                result = worker_result(self._pending.popleft())
+                result = worker_result(self._pending.popleft(), self._pool)
                 self._submit()
                 yield result
         finally:
@@ -245,7 +245,7 @@ class ScoredBlocks:
                     raise error
                 if batch_log is not None:
                     self._log.add(batch_log)
-                result = worker_result(future)
+                result = worker_result(future, self._pool)
                 self._submit()
                 yield result
         finally:

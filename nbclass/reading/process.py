@@ -214,16 +214,66 @@ WORKER_LOST = (
 )
 
 
-def worker_result(future):
-    """``future.result()`` of a task of a pool of forked workers, where a worker killed
-    under it (the pool broken) is one :class:`NbclassError`, :data:`WORKER_LOST`, not a
-    traceback of ``BrokenProcessPool``. An error the task raised is raised as it is."""
+# How often a wait for a worker's result looks whether a worker of the pool has died.
+WATCH_SECONDS = 0.1
+# Set when a pool that lost a worker was abandoned: its own thread may wait forever on
+# what the dead worker left half-sent, so the command ends by :func:`quick_exit` at once
+# rather than by Python's exit, which would wait for that thread.
+ABANDONED = False
+
+
+def worker_result(future, pool=None):
+    """``future.result()`` of a task of ``pool``, a pool of forked workers
+    (``ProcessPoolExecutor``), where a worker killed meanwhile is one
+    :class:`NbclassError`, :data:`WORKER_LOST`, not a traceback of ``BrokenProcessPool``
+    nor a wait without end. An error the task raised is raised as it is.
+
+    The pool marks itself broken when a worker dies between tasks or in one; but a
+    worker killed while it sends a result back leaves the pool's thread waiting for the
+    rest of it, and the other workers waiting for the lock it held. So the wait looks
+    every :data:`WATCH_SECONDS` whether a worker has ended (none ends before the pool
+    is shut down), and a lost worker abandons the pool (:func:`abandon_pool`).
+    """
+    from concurrent.futures import TimeoutError as Late
     from concurrent.futures.process import BrokenProcessPool
 
     try:
-        return future.result()
+        while True:
+            try:
+                return future.result(timeout=None if pool is None else WATCH_SECONDS)
+            except Late:
+                check_workers(pool)
     except BrokenProcessPool:
+        if pool is not None:
+            abandon_pool(pool)
         raise NbclassError(WORKER_LOST) from None
+
+
+def check_workers(pool) -> None:
+    """Raise :data:`WORKER_LOST` as an :class:`NbclassError`, the pool abandoned, if a
+    worker process of ``pool`` has ended (:func:`worker_result`)."""
+    if workers_lost(pool):
+        abandon_pool(pool)
+        raise NbclassError(WORKER_LOST)
+
+
+def workers_lost(pool) -> bool:
+    """Whether a worker process of ``pool`` has ended (its processes are the pool's own
+    ``_processes``; a pool without them is never seen to lose one)."""
+    processes = getattr(pool, "_processes", None) or {}
+    return any(process.exitcode is not None for process in list(processes.values()))
+
+
+def abandon_pool(pool) -> None:
+    """Kill the workers left of ``pool``, which lost one (they may wait on a lock the dead
+    one held), and shut it down without waiting for its thread; the command then ends
+    at once (:data:`ABANDONED`, :func:`quick_exit`)."""
+    global ABANDONED
+    ABANDONED = True
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.exitcode is None:
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def start_worker(parent: int) -> None:
@@ -332,13 +382,15 @@ def quick_exit(code: int) -> None:
     Newsgroups, 50-70 ms spent on 130,000 words and their arrays, which nobody needs.
     Files are closed by their ``with`` blocks and the model is fsync-ed before this.
     When anything is left, or a flush fails (its error is then the ordinary exit's),
-    this returns and the caller exits the ordinary way.
+    this returns and the caller exits the ordinary way; but after a pool was abandoned
+    (:data:`ABANDONED`), whose thread would hold the ordinary exit for ever, threads and
+    children do not count.
     """
     threading = sys.modules.get("threading")
-    if threading is not None and threading.active_count() > 1:
+    if not ABANDONED and threading is not None and threading.active_count() > 1:
         return
     multiprocessing = sys.modules.get("multiprocessing")
-    if multiprocessing is not None and multiprocessing.active_children():
+    if not ABANDONED and multiprocessing is not None and multiprocessing.active_children():
         return
     try:
         for stream in (sys.stdout, sys.stderr):
