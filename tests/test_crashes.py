@@ -13,6 +13,7 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import termios
 import time
 from pathlib import Path
@@ -136,6 +137,49 @@ def test_a_signal_during_fit_lines_from_an_endless_pipe_keeps_the_old_model(
     assert stdout == b"" and stderr.decode() == message
     assert model.read_bytes() == demo_model.read_bytes()
     assert set(os.listdir(tmp_path)) - {".m.nbc.lock"} == set(before)  # no temporary file
+
+
+# A Ctrl-C that lands inside a fork hook. logging's hook takes its module lock before the
+# fork and gives it back after, in Python; Python drops an exception raised in a hook, so
+# the lock stayed held and a thread that logged later (numpy's import) waited for ever.
+# Here the hook is the test's own: its lock stands for logging's, and it sends the
+# interrupt itself, so the case happens every time rather than once in a few fits.
+FORK_HOOK = """
+import contextlib, os, signal, sys, threading
+from nbclass.reading.process import install_sigterm, signals_held
+install_sigterm()  # as nbclass's main() does
+lock = threading.Lock()
+
+def after_in_parent():
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the hook runs
+    lock.release()
+
+os.register_at_fork(before=lock.acquire, after_in_parent=after_in_parent,
+                    after_in_child=lock.release)
+held = signals_held() if sys.argv[1] == "held" else contextlib.nullcontext()
+interrupted = False
+try:
+    with held:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+except KeyboardInterrupt:
+    interrupted = True
+print(interrupted, lock.locked(), flush=True)
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("hold, expected", [("held", "True False"), ("bare", "False True")])
+def test_an_interrupt_inside_a_fork_hook_is_raised_after_the_fork(hold, expected):
+    """Held (as every fork of workers is), the interrupt is raised once the fork and its
+    hooks are done, and the hook's lock is free; bare, it is lost inside the hook and
+    the lock stays held: the hazard the holding removes."""
+    result = subprocess.run(
+        [sys.executable, "-c", FORK_HOOK, hold], capture_output=True, timeout=TIMEOUT,
+        preexec_fn=_default_signals, cwd=REPO,
+    )  # fmt: skip
+    assert result.stdout.decode().split("\n")[0] == expected, result.stderr
 
 
 def test_an_ignored_sigterm_stays_ignored(tmp_path):

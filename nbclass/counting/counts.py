@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
 
 from ..ranges import environment, usable_cores
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
-from ..reading.process import check_workers, worker_result
+from ..reading.process import check_workers, signals_held, worker_result
 from ..text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from ..text.vectorizer import GrowingVocabulary, binarize
 from .tally import Tally, pack, settle, tally, tally_paths
@@ -53,6 +53,10 @@ FLUSH_ENTRIES = 100_000
 # Forking a worker process costs a few milliseconds; below this much text one process
 # is about as fast. The result is the same either way.
 PARALLEL_MIN_BYTES = 4 * 2**20
+# Seconds a count that ended early (an error, Ctrl-C) waits for the thread doing its
+# caller's work meanwhile (imports): that work is not needed any more, and the thread
+# may wait on a lock left held by the interrupted main thread.
+HELPER_GRACE = 2.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -1257,16 +1261,17 @@ class _Share:
             return future
 
         with _pool(jobs, context, self) as pool:
-            # Two tasks per worker: one waits, so a worker never idles while its
-            # packed tally travels back and the next task comes.
-            live = {submit() for _ in range(2 * jobs)}  # the workers are forked here
-            helper = None
-            if meanwhile is not None:
-                import threading
-
-                helper = threading.Thread(target=meanwhile, daemon=True)
-                helper.start()
+            helper, ended = None, False
             try:
+                # Two tasks per worker: one waits, so a worker never idles while its
+                # packed tally travels back and the next task comes.
+                with signals_held():  # the workers are forked here
+                    live = {submit() for _ in range(2 * jobs)}
+                if meanwhile is not None:
+                    import threading
+
+                    helper = threading.Thread(target=meanwhile, daemon=True)
+                    helper.start()
                 while live:
                     wait(live, timeout=0.05, return_when=FIRST_COMPLETED)
                     if on_progress and self.done.value > reported:
@@ -1283,6 +1288,7 @@ class _Share:
                             yield packed
                     if live and not finished_in_order:
                         check_workers(pool)  # one killed while sending would be waited for
+                ended = True
             finally:
                 lock = self.next_part.get_lock()
                 if lock.acquire(timeout=1):  # a killed worker may have died holding it
@@ -1290,8 +1296,8 @@ class _Share:
                         self.next_part.value = n  # on an error, the others stop early
                     finally:
                         lock.release()
-                if helper is not None:
-                    helper.join()
+                if helper is not None:  # its work is needed only when the count ended
+                    helper.join(None if ended else HELPER_GRACE)
         if on_progress and reported < n:
             on_progress(reported, n)
 

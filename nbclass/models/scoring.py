@@ -38,7 +38,7 @@ from ..reading.policy import (
     read_document,
     read_documents,
 )
-from ..reading.process import worker_result
+from ..reading.process import signals_held, worker_result
 
 # Below this much text, one process: forking and sending back cost more than they save;
 # unless there are this many files: opening and reading a file costs as much as counting
@@ -112,13 +112,19 @@ class CountedBatches:
             initargs=(os.getpid(),),
         )
         self._pending = deque()
-        for _ in range(ahead(files, jobs, batch_size)):
-            self._submit()
+        try:
+            for _ in range(ahead(files, jobs, batch_size)):
+                self._submit()
+        except BaseException:
+            self.close()
+            raise
 
     def _submit(self) -> None:
         batch = next(self._batches, None)
         if batch is not None:
-            self._pending.append(self._pool.submit(_count_batch, batch))
+            with signals_held():  # the first submit forks the workers
+                future = self._pool.submit(_count_batch, batch)
+            self._pending.append(future)
 
     def __iter__(self) -> Iterator[tuple]:
         try:
@@ -210,8 +216,12 @@ class ScoredBlocks:
             initargs=(os.getpid(),),
         )
         self._pending = deque()
-        for _ in range(AHEAD * jobs):
-            self._submit()
+        try:
+            for _ in range(AHEAD * jobs):
+                self._submit()
+        except BaseException:
+            self.close()
+            raise
 
     @staticmethod
     def _cut(counted: Iterator, classifier) -> Iterator[tuple]:
@@ -235,7 +245,9 @@ class ScoredBlocks:
             self._blocks = None
             return
         batch_log, block = item
-        self._pending.append((batch_log, self._pool.submit(_score_block, block), None))
+        with signals_held():  # the first submit forks the workers
+            future = self._pool.submit(_score_block, block)
+        self._pending.append((batch_log, future, None))
 
     def __iter__(self) -> Iterator:
         try:

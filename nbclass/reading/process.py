@@ -206,6 +206,53 @@ def redeliver_interrupt(unraisable) -> None:
     threading.Thread(target=resend, name="nbclass-interrupt", daemon=True).start()
 
 
+# The signals whose Python handlers :func:`signals_held` holds back while it forks.
+HELD_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
+# The handlers it replaced, put back in a worker forked meanwhile (:func:`start_worker`).
+_HELD: dict = {}
+
+
+class signals_held:  # noqa: N801 - used as a function: ``with signals_held(): ...``
+    """Run the block (one that forks worker processes) with Ctrl-C, SIGTERM and SIGHUP
+    held back, and act on one that came meanwhile when it ends.
+
+    ``os.fork`` runs the standard library's fork hooks: :mod:`logging` takes its module
+    lock before the fork and gives it back after, in Python code. An interrupt whose
+    handler runs inside such a hook raises there, where Python only reports and drops it
+    (:func:`redeliver_interrupt` sends it again), and the lock stays held: a thread that
+    logs later (numpy's import does, through charset_normalizer) waits for it for ever,
+    and the command with it. So while the block runs, these signals' Python handlers are
+    replaced by one that only notes the signal; when it ends, the handlers are put back
+    and the first signal noted is handled at once (Ctrl-C's ``KeyboardInterrupt`` raised
+    there, after the hooks). Only the main thread sets handlers; elsewhere the block
+    runs as it is.
+    """
+
+    def __enter__(self) -> None:
+        import threading
+
+        self.held, self.noted = {}, []
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for name in HELD_SIGNALS:
+            signum = getattr(signal, name, None)
+            handler = None if signum is None else signal.getsignal(signum)
+            if callable(handler):  # a Python handler (not SIG_DFL or SIG_IGN)
+                self.held[signum] = handler
+                signal.signal(signum, self._note)
+        _HELD.update(self.held)
+
+    def _note(self, signum, frame) -> None:
+        self.noted.append(signum)
+
+    def __exit__(self, *exc) -> None:
+        for signum, handler in self.held.items():
+            signal.signal(signum, handler)
+        _HELD.clear()
+        if self.noted:
+            self.held[self.noted[0]](self.noted[0], None)
+
+
 # A forked worker that ended before it sent its result (``kill -9``, or the kernel's
 # out-of-memory killer, which picks the largest process).
 WORKER_LOST = (
@@ -286,6 +333,9 @@ def start_worker(parent: int) -> None:
     seen at once. SIGTERM and SIGHUP get their default action back (the parent's
     handlers, inherited by the fork, would unwind a worker into its pool's loop).
     """
+    for signum, handler in _HELD.items():  # forked inside signals_held: its handlers back
+        signal.signal(signum, handler)
+    _HELD.clear()
     for name in ("SIGTERM", "SIGHUP"):
         signum = getattr(signal, name, None)
         if signum is not None and signal.getsignal(signum) == terminate:
