@@ -210,6 +210,16 @@ def _fast_predict(args: list[str]) -> int | None:
 
 def main() -> None:
     """Entry point of the ``nbclass`` console script."""
+    try:
+        _main()
+    except KeyboardInterrupt:  # Ctrl-C while the command's modules are still imported
+        from ..errors import EXIT_INTERRUPTED
+
+        sys.stderr.write("\nInterrupted\n")
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def _main() -> None:
     args = sys.argv[1:]
     if args[:1] == ["predict"] and not os.environ.get("NBCLASS_FULL_CLI"):
         import warnings
