@@ -147,6 +147,48 @@ def test_the_log_posterior_is_the_softmax_steps_row_by_row():
     assert np.array_equal(log_posterior(np.delete(jll, 5, axis=0)), got[possible])
 
 
+def test_a_row_alone_above_the_cut_sums_to_one_without_an_exp():
+    """alone_rows: a shifted row whose only entry at or above ln(2^-56 / C) is its 0 sums
+    to 1.0 in numpy (every other entry just below the cut, the worst case, at 8 and
+    20,000 classes); an entry at the cut, or a second 0, makes it a row to sum."""
+    from nbclass.models.posterior import alone_rows
+
+    for C in (8, 20_000):
+        cut = math.log(2.0**-56 / C)
+        below = np.nextafter(cut, -np.inf)
+        rows = np.full((5, C), below)
+        rows[:, 3] = 0.0
+        rows[1, 0] = cut  # at the cut: summed
+        rows[2, 7] = 0.0  # two largest entries
+        rows[3, 1:3] = -np.inf
+        rows[4, 4:] = -800.0
+        assert alone_rows(rows).tolist() == [True, False, False, True, True]
+        sums = np.exp(rows).sum(axis=1)
+        assert sums[[0, 3, 4]].tolist() == [1.0, 1.0, 1.0]
+        assert sums[2] == 2.0
+
+
+def test_the_log_posterior_of_rows_alone_and_summed_is_the_softmax_steps():
+    """Rows of one clear class (no exp taken, no log subtracted) among rows of close
+    classes and a row of −inf: the same floats as ``scipy.special.log_softmax``."""
+    from scipy.special import log_softmax
+
+    from nbclass.models.posterior import alone_rows, log_posterior
+
+    rng = np.random.default_rng(2)
+    jll = -rng.exponential(60.0, size=(60, 3001)) - 4000.0
+    jll[::3, 17] = -3000.0  # one class far ahead: alone
+    jll[1::3, 5] = jll[1::3].max(axis=1) + 30.0  # ahead, but within the cut: summed
+    jll[7, :40] = -np.inf
+    jll[11] = -np.inf
+    possible = np.arange(60) != 11
+    alone = alone_rows(jll[possible] - jll[possible].max(axis=1, keepdims=True))
+    assert 20 <= alone.sum() < 59
+    got = log_posterior(jll)
+    assert np.array_equal(got[possible], log_softmax(jll[possible], axis=1))
+    assert np.array_equal(got[11], np.full(3001, -np.inf))
+
+
 # -- a model of 2,000 classes: blocks, and the command ---------------------------------------
 
 

@@ -440,6 +440,24 @@ def exp_sums(shifted: np.ndarray) -> np.ndarray:
     return lower
 
 
+def alone_rows(shifted: np.ndarray) -> np.ndarray:
+    """Which rows of ``shifted`` (each shifted by its largest entry, which is then 0)
+    have ``np.exp(row).sum() == 1.0`` for certain, without an exp: those whose only
+    entry at or above ln(2^-56 / C) is their 0, shape (n,) of bool.
+
+    The other C − 1 terms are then each below 2^-56 / C (numpy's exp is within an ulp
+    or two), together below 2^-56. However a sum adds them up (numpy's pairwise tree,
+    or one by one), each partial sum without the 1 stays below 2^-53 (its roundings
+    add at most C ulps), and 1 + p rounds to 1 for every float p < 2^-53, the next
+    float above 1 being 1 + 2^-52: every partial sum that holds the 1 is 1, the total
+    too. Against 20,000 classes the cut is −48.7, and a document of a few hundred
+    words has, as a rule, no other class within 48.7 of its best one (2,077 of the
+    first 2,080 test documents of the generated 20,000 classes × 200,000 words).
+    """
+    cut = np.log(2.0**-56 / max(shifted.shape[1], 1))
+    return np.count_nonzero(shifted >= cut, axis=1) == 1
+
+
 def log_posterior(jll: np.ndarray) -> np.ndarray:
     """log p(y = c | x) from joint log-likelihoods, ndarray of shape (n, C).
 
@@ -452,7 +470,10 @@ def log_posterior(jll: np.ndarray) -> np.ndarray:
 
     Each possible row is b − m − log Σ_c exp(b_c − m), m its largest b_c: the steps of
     ``scipy.special.log_softmax``, the same floats, without importing scipy.special
-    (50 ms, a tenth of a bulk predict of 20 Newsgroups' test split).
+    (50 ms, a tenth of a bulk predict of 20 Newsgroups' test split). A row whose sum is
+    1 for certain (:func:`alone_rows`: a document far more likely in one class than in
+    any other) takes no exp at all, and its log, 0, is not subtracted (b − m − 0 is
+    b − m, float for float); the others are summed by :func:`exp_sums`.
     """
     top = jll.max(axis=1) if jll.shape[1] else np.full(jll.shape[0], -np.inf)
     possible = np.isfinite(top)
@@ -462,9 +483,16 @@ def log_posterior(jll: np.ndarray) -> np.ndarray:
         return out
     # Every row possible (as a rule): the same steps in place, two (n, C) arrays.
     out = np.subtract(jll, top[:, None])
-    totals = exp_sums(out)
-    with np.errstate(divide="ignore"):
-        out -= np.log(totals)[:, None]
+    summed = ~alone_rows(out)
+    if summed.all():
+        totals = exp_sums(out)
+        with np.errstate(divide="ignore"):
+            out -= np.log(totals)[:, None]
+    elif summed.any():
+        rows = np.flatnonzero(summed)
+        totals = exp_sums(out[rows])
+        with np.errstate(divide="ignore"):
+            out[rows] -= np.log(totals)[:, None]
     return out
 
 
