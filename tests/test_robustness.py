@@ -905,18 +905,23 @@ try:
     worker_result(future, POOL)
 except NbclassError as error:
     sys.stderr.write(f"Error: {error}\\n")
-    quick_exit(1)
+    if sys.argv[1] == "quick":
+        quick_exit(1)
+    sys.exit(1)  # a Python program's ordinary exit, which waits for the pool's thread
 """
 
 
-def test_a_worker_killed_while_sending_its_result_ends_the_command():
+@pytest.mark.parametrize("ending", ["quick", "ordinary"])
+def test_a_worker_killed_while_sending_its_result_ends_the_command(ending):
     """The pool's own thread then waits for the rest of the message, and a worker for
     the lock: the wait for the result sees the worker gone, kills the others, and the
-    process ends with the one error line instead of waiting for ever."""
+    process ends with the one error line instead of waiting for ever: at once as the
+    command does, or by Python's ordinary exit as a program calling the library does
+    (the pool's read of the half-sent message ends when the pipe's last writer closes)."""
     from nbclass.reading.process import WORKER_LOST
 
-    done = subprocess.run([sys.executable, "-c", _DIES_MID_RESULT], capture_output=True,
-                          timeout=TIMEOUT, cwd=REPO)  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", _DIES_MID_RESULT, ending],
+                          capture_output=True, timeout=TIMEOUT, cwd=REPO)  # fmt: skip
     assert done.returncode == 1, done.stderr
     assert done.stderr.decode() == f"Error: {WORKER_LOST}\n"
 

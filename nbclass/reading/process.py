@@ -317,9 +317,22 @@ def abandon_pool(pool) -> None:
     at once (:data:`ABANDONED`, :func:`quick_exit`)."""
     global ABANDONED
     ABANDONED = True
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for process in processes:
         if process.exitcode is None:
             process.kill()
+    for process in processes:
+        process.join(WATCH_SECONDS)
+    # The pool's thread may be reading the rest of a message the dead worker began: with
+    # every worker gone, this process's end of the pipe is the last writer, and closing
+    # it ends that read (end of file): the thread then marks the pool broken and stops,
+    # so a Python program that called the library can exit the ordinary way.
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    if writer is not None:
+        try:
+            writer.close()
+        except OSError:  # pragma: no cover - closed already
+            pass
     pool.shutdown(wait=False, cancel_futures=True)
 
 
