@@ -70,6 +70,40 @@ def test_workers_print_what_one_process_prints(
     assert len(made) == (2 if mode == "score" else 0)  # the workers scored, both times
 
 
+def test_scoring_workers_share_the_corrections_made_before_the_fork(
+    runner, news_model, news_sample, monkeypatch
+):
+    """Weights from the pairs (every model past 0 cells here): the corrections the scoring
+    workers add are made once, by the process that forks them, which scores nothing
+    itself (before, each worker made its own), and the workers print what one process
+    prints."""
+    import nbclass.defaults
+    import nbclass.models.explain
+    import nbclass.models.layout
+    import nbclass.models.scoring
+    from nbclass.models.sparsity import SparseWeights
+
+    monkeypatch.setattr(nbclass.models.layout, "DENSE_CELLS", 0)
+    monkeypatch.setattr(nbclass.models.scoring, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(nbclass.defaults, "BATCH_SIZE", 7)
+    monkeypatch.setattr(nbclass.models.explain, "BLOCK_CELLS", 12)
+    scorers = []
+
+    class Recorded(nbclass.models.scoring.ScoredBlocks):
+        def __init__(self, counted, classifier, *args):
+            super().__init__(counted, classifier, *args)
+            scorers.append(classifier.scorer)
+
+    monkeypatch.setattr(nbclass.models.scoring, "ScoredBlocks", Recorded)
+    test, options = news_sample[1], ["--model", "multinomial"]
+    one = _predict(runner, "-m", news_model, test, "-j", "1", *options)
+    assert one[0] == 0 and one[1].count("\n") == 120 and not scorers
+    assert _predict(runner, "-m", news_model, test, "-j", "2", *options) == one
+    [scorer] = scorers
+    assert isinstance(scorer.weights, SparseWeights)
+    assert scorer.weights._delta is not None and scorer.weights._lengths is not None
+
+
 def test_workers_that_score_write_the_parts_of_one_process(
     runner, news_model, news_sample, small_batches, tmp_path
 ):

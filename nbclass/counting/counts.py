@@ -372,14 +372,15 @@ def counts_of_pairs(
     then made unless a pair is dropped.
     """
     docs, tokens = np.asarray(docs, dtype=np.int64), np.asarray(tokens, dtype=np.int64)
-    keep = (docs != 0) | (tokens != 0)
+    # As a rule D_jc > 0 at every pair: then none is dropped, and no mask is made.
+    keep = None if np.count_nonzero(docs) == docs.size else (docs != 0) | (tokens != 0)
     V, C = len(vocabulary), len(classes)
-    if keep.all() and word_ptr is not None:
+    if (keep is None or keep.all()) and word_ptr is not None:
         D, T = pair_matrices(V, C, np.asarray(word_ptr, dtype=np.int64), cols, docs, tokens)
     else:
         if rows is None:
             rows = np.repeat(np.arange(V, dtype=np.int64), np.diff(word_ptr))
-        if not keep.all():
+        if keep is not None and not keep.all():
             rows, cols, docs, tokens = rows[keep], cols[keep], docs[keep], tokens[keep]
         D, T = count_matrices(V, C, rows, cols, docs, tokens)
     return Counts(tuple(classes), tuple(vocabulary), np.asarray(class_count, dtype=np.int64), D, T)
@@ -466,23 +467,30 @@ def pair_histograms(cols: np.ndarray, values: np.ndarray, V: int, C: int):
     >>> pair_histograms(np.array([0, 1, 0, 1]), np.array([2, 1, 900, 2]), 3, 2)
     [[(0, 1), (2, 1), (900, 1)], [(0, 1), (1, 1), (2, 1)]]
     """
-    width = int(values.max()) + 1
+    largest = int(values.max())
+    width = largest + 1
     if C * width > 4 * max(V, values.size):
         width = max(2, min(width, HISTOGRAM_CELLS // max(C, 1)))
-    small = values < width
     large = None
-    if small.all():
-        codes = cols.astype(np.int64) * width
-        codes += values
+    if largest < width:  # every value tallied: a block of pairs at a time
+        tally = np.zeros(C * width, dtype=np.int64)
+        step = max(BLOCK_PAIRS, C * width)  # each block's tally no larger than its codes
+        for start in range(0, values.size, step):
+            codes = cols[start : start + step].astype(np.int64)
+            codes *= width
+            codes += values[start : start + step]
+            tally += np.bincount(codes, minlength=tally.size)
+        tally = tally.reshape(C, width)
     else:
+        small = values < width
         codes = cols[small].astype(np.int64) * width
         codes += values[small]
-        top = int(values.max()) + 1
+        top = largest + 1
         keys = cols[~small].astype(np.int64) * top + values[~small]
         keys, found = np.unique(keys, return_counts=True)
         ends = np.searchsorted(keys // top, np.arange(C + 1))
         large = (keys % top, found, ends)
-    tally = np.bincount(codes, minlength=C * width).reshape(C, width)
+        tally = np.bincount(codes, minlength=C * width).reshape(C, width)
     # the words a class lacks (D_jc = 0): V less its pairs, small and large
     lacking = V - tally.sum(axis=1)
     if large is not None:

@@ -109,6 +109,12 @@ class LinearScorer:
             idf=None if self.idf is None else self.idf[rows],
         )
 
+    def prepare(self) -> None:
+        """Make now what scoring makes once and keeps (the corrections of sparse weights:
+        :meth:`nbclass.models.sparsity.SparseWeights.prepare`), before workers are forked."""
+        if isinstance(self.weights, SparseWeights):
+            self.weights.prepare()
+
     def features(self, X: sp.csr_matrix) -> sp.csr_matrix:
         """f(X), what the weights multiply: 1[X > 0], X, or its transform; (n, V)."""
         if self.binary:

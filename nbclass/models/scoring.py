@@ -205,6 +205,9 @@ class ScoredBlocks:
 
         from ..reading.process import start_worker
 
+        prepare = getattr(classifier.scorer, "prepare", None)
+        if prepare is not None:  # made once, here, and shared by the workers
+            prepare()
         global _SCORING
         _SCORING = (classifier, finish)  # inherited by the forked workers
         self._counted, self._log = counted, log

@@ -103,6 +103,14 @@ class SparseWeights:
             self._delta = self._corrections()
         return self._delta
 
+    def prepare(self) -> None:
+        """Make now what :meth:`dot` makes once and keeps: the corrections and each word's
+        number of pairs. A process that forks scoring workers calls it first, so that the
+        workers share them (copy on write, only read) rather than each making its own
+        (against 20,000 classes × 200,000 words, 82 MB and a gather of 10 million pairs)."""
+        self.corrections()
+        self._row_lengths()
+
     def _row_lengths(self) -> np.ndarray:
         """The pairs of each word, shape (V,) (made once)."""
         if getattr(self, "_lengths", None) is None:
