@@ -407,3 +407,82 @@ def test_a_file_of_5_of_each_class_past_many_classes_loads_and_chooses_the_same(
     again = with_choice(old)
     assert again.choice == new.choice and again.calibration == new.calibration
     assert dumps(replace(again, sample=new.sample)) == now.read_bytes()
+
+
+# --- the sample's rows, kept by the count --------------------------------------------------
+
+MIXED = {
+    "ascii": ["the server is down again", "server down, disk full", "", "a b c d", "x y z"]
+    + [f"plain words {i} server {i % 7} disk full again and again" for i in range(40)],
+    "wide": ["café crème brûlée", "naïve résumé café", "日本語のテキスト and words",
+             "Ünïcödé ünïcödé words words"]
+    + [f"crème {i} brûlée server {i % 5} naïve" for i in range(30)],
+    "long": [" ".join(f"w{j % 97} server" for j in range(400)) for _ in range(3)]
+    + ["the server is down again"],  # the same text as a document of another class
+}
+
+
+@pytest.mark.parametrize("ngram_range", [(1, 1), (1, 2), (1, 3)])
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_count_keeps_the_samples_rows_a_count_of_its_texts_gives(
+    tmp_path, monkeypatch, ngram_range, jobs
+):
+    """The rows of the sampled documents that the count keeps as it counts them
+    (ASCII and UTF-8 texts by runs, texts longer than a chunk tokenized, empty ones) are
+    those that counting the sampled texts again over the vocabulary gives, and no
+    document is read and counted again."""
+    from nbclass.counting import counts as counts_module
+    from nbclass.models import learning
+    from nbclass.reading.corpus import list_corpus
+    from nbclass.text import runs
+    from nbclass.text.tokenizer import TokenizerSettings
+
+    for label, texts in MIXED.items():
+        (tmp_path / label).mkdir()
+        for i, text in enumerate(texts):
+            (tmp_path / label / f"{i:03d}.txt").write_bytes(text.encode("utf-8"))
+    (tmp_path / "wide" / "latin.txt").write_bytes("caf\xe9 server".encode("latin-1"))
+    monkeypatch.setattr(sketch, "OVERALL", 80)  # a sample of most documents, not all
+    monkeypatch.setattr(runs, "CHUNK_BYTES", 2000)  # the long ones tokenized in Python
+    monkeypatch.setattr(counts_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(counts_module, "PART_SIZE", 10)
+    corpus = list_corpus(str(tmp_path))
+    tokenizer = TokenizerSettings(ngram_range=ngram_range)
+    recount = learning.sample_rows
+    recounted = []
+    monkeypatch.setattr(learning, "sample_rows",
+                        lambda items, *a, **k: recounted.append(items) or recount(items, *a, **k))
+    documents = learning.count_documents(corpus, tokenizer, False, jobs, sample=True, keys=True)
+    assert recounted == []
+    keeper = learning.read_sketch(corpus, keys=True)
+    items = [(d, name, keeper.decode(data)) for d, name, data in keeper.items(3)]
+    expected = recount(items, documents.counts, tokenizer)
+    got = documents.sample
+    assert 80 <= got.n_documents < len(corpus.paths)
+    for field in ("digests", "labels", "ptr", "words", "counts"):
+        assert np.array_equal(getattr(got, field), getattr(expected, field)), field
+    assert documents.keys == keeper.keys
+    long_rows = [i for i, (_, name, _) in enumerate(items) if name == "long"]
+    assert any(np.diff(got.ptr)[i] > 90 for i in long_rows)  # counted in Python, kept
+    assert (np.diff(got.ptr) == 0).any()  # "a b c d" and "x y z": no token
+
+
+def test_a_tokenizer_without_runs_counts_the_sample_again(tmp_path, monkeypatch):
+    """Where the count tokenizes every document in Python (a pattern of its own), it
+    keeps no row, and the sample is counted again from its texts: the same rows."""
+    from nbclass.models import learning
+    from nbclass.reading.corpus import list_corpus
+    from nbclass.text.tokenizer import TokenizerSettings
+
+    for label, texts in MIXED.items():
+        (tmp_path / label).mkdir()
+        for i, text in enumerate(texts[:8]):
+            (tmp_path / label / f"{i:03d}.txt").write_text(text, encoding="utf-8")
+    corpus = list_corpus(str(tmp_path))
+    tokenizer = TokenizerSettings(token_pattern=r"(?u)\b\w+\b")
+    documents = learning.count_documents(corpus, tokenizer, False, 1, sample=True)
+    keeper = learning.read_sketch(corpus)
+    items = [(d, name, keeper.decode(data)) for d, name, data in keeper.items(3)]
+    expected = learning.sample_rows(items, documents.counts, tokenizer)
+    for field in ("digests", "labels", "ptr", "words", "counts"):
+        assert np.array_equal(getattr(documents.sample, field), getattr(expected, field))

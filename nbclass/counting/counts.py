@@ -811,6 +811,10 @@ class CountAccumulator:
         self._class_count = np.zeros(len(self.classes), dtype=np.int64)
         self._pairs = PairSums(len(self.classes))
         self._origins: dict = {}  # origin -> the row of each word number of a run tally
+        # The sample's documents' rows the tallies kept (tally.tally_paths' marks), by
+        # row; once the vocabulary is sorted, :attr:`sampled` by column.
+        self._sampled: list = []
+        self.sampled: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @property
     def vocabulary(self) -> GrowingVocabulary:
@@ -868,6 +872,9 @@ class CountAccumulator:
                 known[np.asarray(new_ids)] = self._keyed_rows(new_words, new_keys)
                 self._origins[origin] = known
             at = np.concatenate((self._rows(others), known))
+            if len(words) > 5 and words[5] is not None:  # the sample's documents' rows
+                counted, marks, rows_of, values = words[5]
+                self._sampled.append((counted, marks, at[rows_of], values))
         else:
             at = self._rows(words)
         self._add_cells(at, lengths, rows, doc_counts, token_counts)
@@ -944,6 +951,9 @@ class CountAccumulator:
             del order
         del by_row
         V, C = len(words), len(self.classes)
+        if self._sampled:
+            self.sampled = _sampled_by_column(self._sampled, by_word, V)
+        self._sampled = []
         keys, docs, tokens = self._pairs.result()
         self._pairs = self._vocabulary = self._keyed = self._origins = None
         per_row = np.bincount(keys // C, minlength=V)
@@ -963,6 +973,19 @@ class CountAccumulator:
             self.classes, words, self._class_count.copy(),
             None, cols, docs[take], tokens[take], word_ptr=word_ptr,
         )  # fmt: skip
+
+
+def _sampled_by_column(parts: list, by_word: np.ndarray, V: int) -> tuple:
+    """``(counted, marks, columns, counts)`` of the sample's rows ``parts`` (counted marks,
+    and (mark, row, count) triples by the accumulator's rows), the rows made columns of
+    the sorted vocabulary (``by_word``: the row of each word, in order), each (mark,
+    column) once and in that order."""
+    counted, marks, rows, counts = (np.concatenate(p) for p in zip(*parts))
+    column = np.empty(V, dtype=np.int64)
+    column[by_word] = np.arange(V, dtype=np.int64)
+    keys, counts = summed(marks * V + column[rows], counts)
+    marks, columns = np.divmod(keys, V)
+    return np.sort(counted), marks, columns, counts
 
 
 def merge(*parts: Counts) -> Counts:
@@ -1084,6 +1107,7 @@ def count_corpus(
     policy: ReadPolicy = DEFAULT_POLICY,
     log: ReadLog | None = None,
     meanwhile: Callable[[], None] | None = None,
+    sample: SampleRows | None = None,
 ) -> Counts:
     """Read, tokenize and count documents, on ``jobs`` processes or a Dask cluster.
 
@@ -1121,6 +1145,10 @@ def count_corpus(
     thread started once they are forked (never before: a fork would copy a thread's
     half-done import), and waited for before this returns; without workers, it runs after
     the count. It must not raise (its errors are its own to keep for later).
+
+    ``sample`` (:class:`SampleRows`; not with ``entries`` or ``cluster``): the documents
+    it marks are the sample's, whose rows the counting processes keep as they count them
+    (where they count by runs); it is given the rows of those they counted.
     """
     accumulator = CountAccumulator(classes)
     n, C = len(paths), len(classes)
@@ -1133,6 +1161,8 @@ def count_corpus(
             log.add(packed[8])
         return accumulator.result()
     share = _Share(paths, labels, C, tokenizer, ledger, size, policy)
+    if sample is not None and not ledger:
+        share.marks = sample.marks
     if jobs <= 1 or n <= size or not has_bytes(paths, PARALLEL_MIN_BYTES):
         packs = share.tally(on_progress)
     else:
@@ -1147,7 +1177,32 @@ def count_corpus(
             log.add(packed[8])
     if meanwhile is not None:
         meanwhile()
-    return accumulator.result()
+    counts = accumulator.result()
+    if sample is not None and accumulator.sampled is not None:
+        sample.counted, *sample.rows = accumulator.sampled
+    return counts
+
+
+@dataclass
+class SampleRows:
+    """The documents of a sample (:mod:`nbclass.counting.sketch`) whose rows
+    :func:`count_corpus` keeps as it counts them, and those rows.
+
+    Attributes
+    ----------
+    marks : ndarray of shape (n,), int64
+        Each path's place in the sample, −1 for a document not in it.
+    counted : ndarray of shape (k,), int64
+        The places whose rows were kept (sorted; a document counted in Python by a
+        tokenizer without runs is not among them), once counted.
+    rows : list of three ndarrays
+        ``(places, columns, counts)``: each kept document's nonzero counts over the
+        sorted vocabulary of the count, in (place, column) order.
+    """
+
+    marks: np.ndarray
+    counted: np.ndarray | None = None
+    rows: list | None = None
 
 
 def _and_import_sparse(meanwhile: Callable[[], None] | None) -> Callable[[], None]:
@@ -1181,6 +1236,7 @@ class _Share:
         self._next = 0  # without workers
         self._tokenize = self._splitter = None
         self._runs = self._origin = None  # this process's run tally, once it has one
+        self.marks = None  # each document's place in the sample, -1 if none (SampleRows)
 
     def _take(self) -> int:
         """The start of the next part nobody has taken."""
@@ -1212,6 +1268,7 @@ class _Share:
             part = tally_paths(
                 self.paths[start:end], self.labels[start:end], self.n_classes, self._tokenize,
                 self.ledger, self.policy, into=part, splitter=self._splitter, runs=self._runs,
+                marks=None if self.marks is None else self.marks[start:end],
             )  # fmt: skip
             if on_progress:
                 on_progress(start, end)

@@ -203,9 +203,35 @@ def _pack_by_numbers(part, origin, keys, lengths, rows, doc_counts, token_counts
             for pair in ((run_rows, rows), (run_docs, doc_counts), (run_tokens, token_counts))
         )
     new_keys = part[6].keys_of(new_ids)
-    words = (origin, "\x00".join(new_words), narrow(new_ids), "\x00".join(keys), new_keys)
+    words = (origin, "\x00".join(new_words), narrow(new_ids), "\x00".join(keys), new_keys,
+             _sampled_rows(part[6], keys))  # fmt: skip
     arrays = map(narrow, (lengths + run_lengths, rows, doc_counts, token_counts))
     return (part[0], words, *arrays, *part[3:6])
+
+
+def _sampled_rows(runs, keys: list[str]) -> tuple | None:
+    """``(counted, marks, rows, counts)`` of the sample's documents the run tally ``runs``
+    kept since its last pack (:meth:`nbclass.text.runs.RunTally.take_sampled`, and its
+    ``sampled_bags``), rows as the pack's: below ``len(keys)`` one of the Counters' words
+    ``keys``, else ``len(keys)`` + a run tally number; None when there are none."""
+    import numpy as np
+
+    counted, marks, ids, counts = runs.take_sampled()
+    bags, runs.sampled_bags = runs.sampled_bags, []
+    if not counted.size and not bags:
+        return None
+    rows = ids + len(keys)
+    if bags:
+        index = dict(zip(keys, range(len(keys)))).__getitem__
+        sizes = np.fromiter((len(bag) for _, bag in bags), dtype=np.int64, count=len(bags))
+        mark = np.fromiter((m for m, _ in bags), dtype=np.int64, count=len(bags))
+        words = list(chain.from_iterable(bag.keys() for _, bag in bags))
+        values = list(chain.from_iterable(bag.values() for _, bag in bags))
+        counted = np.concatenate((counted, mark))
+        marks = np.concatenate((marks, np.repeat(mark, sizes)))
+        rows = np.concatenate((rows, np.fromiter(map(index, words), np.int64, len(words))))
+        counts = np.concatenate((counts, np.array(values, dtype=np.int64)))
+    return counted, marks, rows, counts
 
 
 def _union(ordered: list[str], others: list[str]):
@@ -249,7 +275,7 @@ def narrow(values):
 def tally_paths(
     paths, labels, n_classes: int, tokenize, ledger: bool = False,
     policy: ReadPolicy = DEFAULT_POLICY, into=None, splitter: AsciiSplitter | None = None,
-    runs=None,
+    runs=None, marks=None,
 ) -> Tally:  # fmt: skip
     """Read, tokenize and :func:`tally` the documents at ``paths``.
 
@@ -265,9 +291,17 @@ def tally_paths(
     or None) holds those counts, which :func:`pack` adds to the others. The counts are
     the same, in about a third of the time. Without ``into``, ``runs`` (a run tally
     packed before, with an origin) counts them, so that it keeps its words' numbers.
+
+    ``marks`` (int64, one per path, −1 for none; with a ``splitter``): the documents
+    marked are those of the sample (:mod:`nbclass.counting.sketch`), whose rows the run
+    tally keeps by their marks as it counts them (:meth:`nbclass.text.runs.RunTally.take_sampled`
+    and its ``sampled_bags``), so that they are never read and tokenized again.
     """
     log = ReadLog()
-    read = read_labelled(paths, labels, policy, log)
+    if marks is not None and splitter is not None and not ledger:
+        read = ((data, labels[i], int(marks[i])) for i, data in read_documents(paths, policy, log))
+    else:
+        read = read_labelled(paths, labels, policy, log)
 
     def decode(data: bytes) -> str:
         return log.decode(data, policy.encoding)
@@ -320,11 +354,21 @@ def _tally_split(documents, n_classes, tokenize, decode, splitter, into, runs, e
     found = list(documents)
     if not found:
         return class_count, docs, tokens, None, runs
-    datas, labels = map(list, zip(*found))
+    datas, labels, *marks = map(list, zip(*found))
     del found
     for c, n in Counter(labels).items():
         class_count[c] += n
-    others = []
+    others, marked = [], []  # to tokenize in Python: (text, label), and marked (.., mark)
+    if marks and runs is not None:  # the sample's documents, counted with their rows
+        sampled = [m >= 0 for m in marks[0]]
+        if any(sampled):
+            picked = [list(compress(values, sampled)) for values in (datas, labels, marks[0])]
+            marked = _add_sampled(runs, *picked, encoding, decode)
+            rest = list(map(not_, sampled))
+            datas, labels = list(compress(datas, rest)), list(compress(labels, rest))
+            if not datas:
+                _tokenized(marked, tokenize, docs, tokens, runs.sampled_bags)
+                return class_count, docs, tokens, None, runs
     if runs is None or max(map(len, datas)) > CHUNK_BYTES:  # tokenized in Python
         short = [runs is not None and len(data) <= CHUNK_BYTES for data in datas]
         others = [(decode(d), c) for d, c, s in zip(datas, labels, short) if not s]
@@ -338,17 +382,44 @@ def _tally_split(documents, n_classes, tokenize, decode, splitter, into, runs, e
         texts = JoinedTexts.read(wide, encoding, decode)
         others.extend(runs.gather(texts, list(compress(labels, map(not_, ascii_)))))
     _tokenized(others, tokenize, docs, tokens)
+    _tokenized(marked, tokenize, docs, tokens, runs.sampled_bags if marked else None)
     return class_count, docs, tokens, None, runs
 
 
-def _tokenized(documents, tokenize, docs, tokens) -> None:
+def _add_sampled(runs, datas, labels, marks, encoding, decode) -> list:
+    """Count the sample's raw documents ``datas`` (of classes ``labels``, each at most a
+    chunk or not) with the run tally ``runs``, keeping their rows by ``marks``; returns
+    ``(text, label, mark)`` of those it did not count (longer than a chunk, or in a
+    chunk with a hash clash), for :func:`_tokenized`."""
+    import numpy as np
+
+    from ..text.runs import CHUNK_BYTES, JoinedTexts
+
+    left = [(decode(d), c, m) for d, c, m in zip(datas, labels, marks) if len(d) > CHUNK_BYTES]
+    for ascii_ in (True, False):
+        at = [i for i, d in enumerate(datas) if len(d) <= CHUNK_BYTES and d.isascii() == ascii_]
+        if not at:
+            continue
+        texts = [datas[i] for i in at]
+        if not ascii_:
+            texts = JoinedTexts.read(texts, encoding, decode)
+        mine, their = [labels[i] for i in at], np.array([marks[i] for i in at], dtype=np.int64)
+        left += [(texts[i], mine[i], int(their[i])) for i in runs.add(texts, mine, their)]
+    return left
+
+
+def _tokenized(documents, tokenize, docs, tokens, bags: list | None = None) -> None:
     """Add ``(text, label)`` pairs, tokenized, to the Counters ``docs`` and ``tokens``
     (by class); a text may still be ASCII bytes (any ASCII-compatible encoding, which
-    a splitter needs, decodes them as ASCII does)."""
-    for text, c in documents:
+    a splitter needs, decodes them as ASCII does). With ``bags``, the items are
+    ``(text, label, mark)`` and each text's ``(mark, Counter of its tokens)`` is added
+    to ``bags`` too."""
+    for text, c, *mark in documents:
         tokens_of = tokenize(text if isinstance(text, str) else text.decode("ascii"))
         tokens[c].update(tokens_of)
         docs[c].update(set(tokens_of))
+        if bags is not None:
+            bags.append((mark[0], Counter(tokens_of)))
 
 
 def settle(part, tokenize) -> None:

@@ -24,7 +24,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..counting.counts import CountAccumulator, Counts, count_corpus, merge, subtract
+from ..counting.counts import (
+    CountAccumulator,
+    Counts,
+    SampleRows,
+    count_corpus,
+    merge,
+    subtract,
+)
 from ..counting.ledger import DIGEST_SIZE, EntryBook, Ledger, canonical, match, unify
 from ..counting.sketch import Keeper, bottom, onto, per_class_for, union, without
 from ..counting.tally import digest, tally, tally_ledger
@@ -133,14 +140,27 @@ def count_documents(
     is made too, and with ``keys`` every document's ``(digest, class)``: from the ledger
     when there is one, else by reading every document again (each is hashed), while the
     workers count, by a thread of this process that first imports what the choice needs
-    (:func:`nbclass.counting.counts.count_corpus`'s ``meanwhile``), or after the count."""
+    (:func:`nbclass.counting.counts.count_corpus`'s ``meanwhile``), or after the count.
+    A folder's sample is known before the count instead (every document hashed first):
+    the count keeps the rows of its documents as it counts them
+    (:class:`nbclass.counting.counts.SampleRows`), and only those it could not keep
+    (documents tokenized without runs) are read and counted again."""
     entries = EntryBook() if ledger else None
     seen = {} if tokenizer.hash_features else None
     ahead: list = []
     reread = (sample or keys) and not ledger
+    marked = None
+    if reread and sample and cluster is None and corpus.texts is None:
+        ahead.append(read_sketch(corpus, policy, keys, indexed=True))
+        items = ahead[0].items(len(corpus.classes))
+        marks = np.full(len(corpus.paths), -1, dtype=np.int64)
+        marks[[i for _, _, (i, _) in items]] = np.arange(len(items))
+        marked = SampleRows(marks)
 
     def meanwhile() -> None:
         _import_for_choosing()
+        if ahead:
+            return
         try:
             ahead.append(read_sketch(corpus, policy, keys))
         except Exception:  # noqa: S110 - read again after the count, which reports it
@@ -149,11 +169,15 @@ def count_documents(
     counts = count_corpus(
         corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs, on_progress, entries, seen,
         cluster=cluster, policy=policy, log=log,
-        meanwhile=meanwhile if reread and cluster is None else None,
+        meanwhile=meanwhile if reread and cluster is None else None, sample=marked,
     )
     if entries is None:
         documents = Documents(counts, None, seen)
-        if reread:
+        if marked is not None:
+            documents.sample = marked_sample(items, marked, counts, tokenizer, ahead[0].decode,
+                                             jobs)  # fmt: skip
+            documents.keys = ahead[0].keys
+        elif reread:
             keeper = ahead[0] if ahead else read_sketch(corpus, policy, keys)
             documents = sketched(documents, keeper, tokenizer, sample, jobs)
         return documents
@@ -173,9 +197,12 @@ def from_ledger(documents: Documents, sample: bool, keys: bool) -> Documents:
     return documents
 
 
-def read_sketch(corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY, keys: bool = False) -> Keeper:
+def read_sketch(
+    corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY, keys: bool = False, indexed: bool = False
+) -> Keeper:
     """Every document of ``corpus`` hashed, and the sample's kept with their texts
-    (:class:`nbclass.counting.sketch.Keeper`; ``keys``: every document's key too).
+    (:class:`nbclass.counting.sketch.Keeper`; ``keys``: every document's key too;
+    ``indexed``: a folder's documents kept as ``(index among its paths, bytes)``).
 
     Documents ``policy`` skips are left out without a word: the count skipped them too,
     and said so. A corpus held in memory (labelled lines) is named by the UTF-8 bytes of
@@ -187,12 +214,45 @@ def read_sketch(corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY, keys: bool 
             keeper.offer(digest(text.encode("utf-8")), corpus.classes[label], text)
         return keeper
     log, quiet = ReadLog(), replace(policy, on_error="skip")
-    for path, label in zip(corpus.paths, corpus.labels):
+    for i, (path, label) in enumerate(zip(corpus.paths, corpus.labels)):
         data = read_document(path, quiet, log)
         if data is not None:
-            keeper.offer(digest(data), corpus.classes[label], data)
+            keeper.offer(digest(data), corpus.classes[label], (i, data) if indexed else data)
     keeper.decode = lambda data: log.decode(data, policy.encoding)
     return keeper
+
+
+def marked_sample(
+    items: Sequence[tuple[bytes, str, tuple[int, bytes]]], marked: SampleRows, counts: Counts,
+    tokenizer: TokenizerSettings, decode: Callable[[bytes], str], threads: int = 1,
+) -> Ledger:  # fmt: skip
+    """The ledger rows of the sampled documents ``items`` (``(digest, class name, (index,
+    bytes))``, in their order; their places in ``marked``) over the classes and
+    vocabulary of ``counts``: the rows the count kept (:class:`SampleRows`), and those
+    of the documents it did not keep counted here (:func:`sample_rows`), the same rows."""
+    n = len(items)
+    empty = np.zeros(0, dtype=np.int64)
+    counted = empty if marked.counted is None else marked.counted
+    places, columns, values = marked.rows if marked.rows is not None else (empty,) * 3
+    left = np.setdiff1d(np.arange(n), counted)
+    if left.size:
+        texts = [(items[i][0], items[i][1], decode(items[i][2][1])) for i in left.tolist()]
+        again = sample_rows(texts, counts, tokenizer, threads)
+        places = np.concatenate((places, np.repeat(left, np.diff(again.ptr))))
+        columns = np.concatenate((columns, again.words))
+        values = np.concatenate((values, again.counts))
+        order = np.lexsort((columns, places))
+        places, columns, values = places[order], columns[order], values[order]
+    at = {name: c for c, name in enumerate(counts.classes)}
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(places, minlength=n), out=ptr[1:])
+    return Ledger(
+        digests=np.frombuffer(b"".join(d for d, _, _ in items), dtype=np.uint8).reshape(
+            -1, DIGEST_SIZE
+        ),
+        labels=np.array([at[name] for _, name, _ in items], dtype=np.int64),
+        ptr=ptr, words=columns.astype(np.int64), counts=values.astype(np.int64),
+    )
 
 
 def sample_rows(

@@ -948,6 +948,11 @@ class RunTally:
         self._word_keys = np.zeros(1024, dtype=np.uint64)  # each word's key, by number
         self._cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._waiting = {False: [[], [], 0], True: [[], [], 0]}  # by kind: texts, labels, size
+        # The rows of the sampled texts counted since the last take_sampled() (add's
+        # marks): the marks of those counted, and (mark, word number, count) triples.
+        self._sampled: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        # And those of marked texts its caller tokenized instead: (mark, Counter).
+        self.sampled_bags: list[tuple[int, dict]] = []
 
     @classmethod
     def make(cls, splitter: AsciiSplitter, n_classes: int) -> RunTally | None:
@@ -997,19 +1002,30 @@ class RunTally:
         return bool(self._waiting[False][0] or self._waiting[True][0])
 
     def add(
-        self, texts: Sequence[bytes] | Sequence[str] | JoinedTexts, labels: Sequence[int]
-    ) -> list[int]:
+        self, texts: Sequence[bytes] | Sequence[str] | JoinedTexts, labels: Sequence[int],
+        marks: np.ndarray | None = None,
+    ) -> list[int]:  # fmt: skip
         """Count ``texts`` (all ASCII bytes, or all str of any script; each at most
         ``CHUNK_BYTES``) of classes ``labels``; returns the indices of those not counted
-        (a chunk with a hash clash)."""
+        (a chunk with a hash clash). ``marks`` (int64, one per text, −1 for none): the
+        rows of the texts marked are kept as well, by their marks (:meth:`take_sampled`)."""
         refused = []
         chunks = _runs_by_chunk(texts, self.table, self.lowercase, self.unspaced)
         for first, last, runs, ascii_ in chunks:
-            if not self._add_chunk(runs, labels[first:last], ascii_):
+            mine = None if marks is None else marks[first:last]
+            if not self._add_chunk(runs, labels[first:last], ascii_, mine):
                 refused.extend(range(first, last))
         return refused
 
-    def _add_chunk(self, runs, labels: Sequence[int], ascii: bool) -> bool:
+    def take_sampled(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(counted, marks, ids, counts)``: the marks of the marked texts counted since
+        the last call, and their rows as (mark, word number, count) triples, each
+        (mark, word) once; then cleared."""
+        parts = self._sampled or [(np.zeros(0, dtype=np.int64),) * 4]
+        self._sampled = []
+        return tuple(np.concatenate(p) for p in zip(*parts))
+
+    def _add_chunk(self, runs, labels: Sequence[int], ascii: bool, marks=None) -> bool:
         C = self.n_classes
         translated, codes, starts, ends, text = runs
         keep = ends - starts > 1  # a run of one character is never a token
@@ -1023,6 +1039,7 @@ class RunTally:
                 codes, starts, ends, text, keys, self.ngram_range, ascii
             )
         if not keys.size:
+            self._keep_sampled(marks, text, text, text, 1)
             return True
         # The distinct words (by sorting: numpy's default sort is far faster than the
         # stable one np.unique needs for first indices) and each run's word.
@@ -1072,6 +1089,7 @@ class RunTally:
             inverse = np.concatenate((inverse, pair_of + K))
             ids = np.concatenate((ids, pair_ids))
             K += pair_ids.size
+        self._keep_sampled(marks, text, inverse, ids, K)
         word, classes, docs, tokens = _cell_sums(text, inverse, labels, K, C)
         cells = ids[word] * C + classes
         self._cells.append((cells, docs.astype(np.int32), tokens.astype(np.int32)))
@@ -1079,6 +1097,20 @@ class RunTally:
         if len(self._cells) >= _MERGE_AT:  # keep the memory near that of the sums
             self._cells = [self._merged()]
         return True
+
+    def _keep_sampled(self, marks, text, inverse, ids, K: int) -> None:
+        """Keep the rows of a counted chunk's marked texts (``marks``, one per text, −1
+        for none): each token's text and distinct entry ``inverse`` (< ``K``), whose
+        number is ``ids[inverse]``."""
+        if marks is None:
+            return
+        marks = np.asarray(marks, dtype=np.int64)
+        counted = marks[marks >= 0]
+        if not counted.size:
+            return
+        kept = np.flatnonzero(marks[text] >= 0)
+        cells, counts = np.unique(text[kept] * K + inverse[kept], return_counts=True)
+        self._sampled.append((counted, marks[cells // K], ids[cells % K], counts))
 
     def _store(self, joined: bytes, lengths: np.ndarray, keys: np.ndarray) -> np.ndarray:
         """Number new words: ``joined`` holds their bytes, each followed by a NUL,
