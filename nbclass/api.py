@@ -51,6 +51,7 @@ TOKENIZER_OPTIONS = {
     "lowercase": True,
     "token_pattern": None,
     "unspaced": None,
+    "symbols": False,
     "ngram_range": None,
     "stop_words": "none",
     "hash_features": None,
@@ -171,8 +172,9 @@ def _fit_settings(options: dict):
             f"{', '.join([*TOKENIZER_OPTIONS, *ESTIMATOR_OPTIONS])}"
         )
     values = {**TOKENIZER_OPTIONS, **{k: v for k, v in options.items() if k in TOKENIZER_OPTIONS}}
-    if not isinstance(values["lowercase"], bool):
-        raise InputError(f"lowercase {values['lowercase']!r} must be True or False")
+    for flag in ("lowercase", "symbols"):
+        if not isinstance(values[flag], bool):
+            raise InputError(f"{flag} {values[flag]!r} must be True or False")
     if values["ngram_range"] is not None:
         pair = values["ngram_range"]
         if isinstance(pair, str):
@@ -247,7 +249,7 @@ def fit(texts: Iterable[str], labels: Iterable[str], *, ledger: bool = False, jo
         model is the same for any number).
     **options
         fit's options by their Python names: ``lowercase``, ``token_pattern``, ``unspaced``,
-        ``ngram_range`` (MIN, MAX), ``stop_words`` (``"english"``, a file or ``"none"``),
+        ``symbols``, ``ngram_range`` (MIN, MAX), ``stop_words`` (``"english"``, a file or ``"none"``),
         ``hash_features``, ``min_df``, ``max_features``, and the estimator options
         ``model`` (``"auto"`` by default: chosen by cross-validation and calibrated),
         ``estimator``, ``alpha``, ``beta``, ``tf``, ``idf``, ``norm``, ``prior_fit``,

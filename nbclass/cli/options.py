@@ -394,6 +394,14 @@ def fit_options(command):
             "pattern's runs]",
         ),
         click.option(
+            "--symbols/--no-symbols",
+            default=False,
+            help="Add single characters (\"i\", \"u\") and runs of punctuation and other "
+            "symbols (\"?\", \"!!\", \":)\") to the default pattern's words: the tokens of "
+            "(?u)\\w+|[^\\w\\s]+ it lacks. With --model auto the choice keeps them or not.  "
+            "[default: no-symbols]",
+        ),
+        click.option(
             "--stop-words",
             default="none",
             show_default=True,

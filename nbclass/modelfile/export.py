@@ -112,7 +112,7 @@ def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = Tru
 
 def _tokenizer_record(model: Model) -> dict:
     """The export's ``tokenizer`` record: what a reader needs to count documents as the
-    model does (``unspaced`` only when set, so other exports are unchanged)."""
+    model does (``unspaced`` and ``symbols`` only when set, so other exports are unchanged)."""
     tokenizer = model.tokenizer
     return {
         "lowercase": tokenizer.lowercase,
@@ -120,6 +120,7 @@ def _tokenizer_record(model: Model) -> dict:
         "ngram_range": list(tokenizer.ngram_range),
         "stop_words": list(tokenizer.stop_words),
         **({"unspaced": tokenizer.unspaced} if tokenizer.unspaced else {}),
+        **({"symbols": True} if tokenizer.symbols else {}),
     }
 
 

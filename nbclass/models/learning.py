@@ -95,7 +95,10 @@ def tokenizer_difference(a: TokenizerSettings, b: TokenizerSettings) -> str | No
     ``unspaced="all"`` (:func:`counting_tokenizer`), so it differs whenever another setting
     does, and the setting the user chose is the one to name."""
     left, right = a.to_dict(), b.to_dict()
-    keys = ("lowercase", "token_pattern", "ngram_range", "stop_words", "hash_features", "unspaced")
+    keys = (
+        "lowercase", "token_pattern", "ngram_range", "stop_words", "hash_features", "symbols",
+        "unspaced",
+    )  # fmt: skip
     for key in keys:
         if left.get(key) != right.get(key):
             shown = {
@@ -104,6 +107,7 @@ def tokenizer_difference(a: TokenizerSettings, b: TokenizerSettings) -> str | No
                 "ngram_range": lambda d: "{},{}".format(*d["ngram_range"]),
                 "hash_features": lambda d: str(d.get("hash_features") or "off"),
                 "unspaced": lambda d: str(d.get("unspaced") or "none"),
+                "symbols": lambda d: "on" if d.get("symbols") else "off",
             }.get(key, lambda d, key=key: repr(d[key]))
             return f"{key.replace('_', ' ')}: {shown(left)} vs {shown(right)}"
     return None
@@ -769,9 +773,10 @@ def counting_tokenizer(model: Model) -> TokenizerSettings:
 def at_defaults(tokenizer: TokenizerSettings) -> bool:
     """Whether fit at its defaults counts with ``unspaced="all"`` under ``tokenizer``
     (the choice among the tokenizations of the scripts written without spaces): the
-    default pattern, single words, no hashing, no ``--unspaced`` given."""
+    default pattern, single words, no hashing, no ``--unspaced`` nor ``--symbols`` given."""
     return (
-        tokenizer.unspaced is None and tokenizer.token_pattern == DEFAULT_TOKEN_PATTERN
+        tokenizer.unspaced is None and not tokenizer.symbols
+        and tokenizer.token_pattern == DEFAULT_TOKEN_PATTERN
         and tuple(tokenizer.ngram_range) == (1, 1) and tokenizer.hash_features is None
     )  # fmt: skip
 
@@ -1163,6 +1168,7 @@ def fit_settings(
         stop_words_source=source,
         hash_features=options["hash_features"],
         unspaced=options.get("unspaced"),
+        symbols=bool(options.get("symbols")),
     )
     make_tokenizer(tokenizer)  # refuse a pattern that cannot work before reading anything
     vocabulary_filter = VocabularyFilter(
@@ -1189,7 +1195,7 @@ def fit_settings(
             "not keep (it was fitted with a named --model, or by an older version): fit the "
             "whole corpus anew to choose"
         )
-    named = ("lowercase", "token_pattern", "ngram_range", "hash_features", "unspaced")
+    named = ("lowercase", "token_pattern", "ngram_range", "hash_features", "unspaced", "symbols")
     changed = {name: getattr(tokenizer, name) for name in named if name in given}
     if "stop_words" in given:
         changed.update(stop_words=tokenizer.stop_words, stop_words_source=source)

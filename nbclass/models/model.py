@@ -93,13 +93,14 @@ class VocabularyFilter:
             return self
         return replace(self, features=None, prune_df=None, prune_mi=None)
 
-    def rows(self, counts: Counts) -> np.ndarray:
-        """Sorted indices of the words of ``counts`` that pass the filter."""
+    def rows(self, counts: Counts, symbols: bool = False) -> np.ndarray:
+        """Sorted indices of the words of ``counts`` that pass the filter (``symbols``:
+        the counts' tokenizer has ``symbols`` on, :func:`nbclass.text.families.masks`)."""
         frequent = row_sums(counts.doc_count) >= max(self.min_df, self.prune_df or 1)
         if self.features is not None:
             from ..text.families import rows_of
 
-            frequent &= rows_of(counts.vocabulary, self.features)
+            frequent &= rows_of(counts.vocabulary, self.features, symbols)
         keep = np.flatnonzero(frequent)
         if self.max_features is not None and keep.size > self.max_features:
             frequency = row_sums(counts.token_count[keep])
@@ -211,7 +212,7 @@ class Model:
     def active_rows(self) -> np.ndarray:
         """Sorted indices of the words of :attr:`counts` the vocabulary filter keeps
         (computed once: saving and loading a model want them three times)."""
-        return self.vocabulary_filter.rows(self.counts)
+        return self.vocabulary_filter.rows(self.counts, self.tokenizer.symbol_entries)
 
     @cached_property
     def active_counts(self) -> Counts:
@@ -325,9 +326,12 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     )
     if counts is not model.counts:  # the words the vocabulary filter keeps
         X = X[:, model.active_rows]
-    sets = feature_sets(counts.vocabulary)
+    symbols = model.tokenizer.symbol_entries
+    sets = feature_sets(counts.vocabulary, symbols)
     if len(sets) > 1:  # row masks over the one count, simplest first
-        named = [(names, np.flatnonzero(rows_of(counts.vocabulary, names))) for names in sets]
+        named = [
+            (names, np.flatnonzero(rows_of(counts.vocabulary, names, symbols))) for names in sets
+        ]
     else:  # one kind of token: every entry, unnamed
         named = [(None, None)]
     features = [(names, at, None, None) for names, at in named]

@@ -496,6 +496,7 @@ def info_lines(info: dict) -> Iterator[str]:
         f"({t['stop_words']} words)"
         + (f", hash_features {t['hash_features']}" if t.get("hash_features") else "")
         + (f", unspaced {t['unspaced']}" if t.get("unspaced") else "")
+        + (", symbols" if t.get("symbols") else "")
     )
     if info.get("ledger") is not None:
         yield f"ledger       {info['ledger']} documents (SHA-256, class and word counts of each)"

@@ -16,6 +16,12 @@ family present added in turn, simplest first. A count of ``--unspaced all`` (run
 single characters of the scripts written without spaces, both) is the exception: its
 sets are the words with one of the tokenizations of those scripts
 (:data:`UNSPACED_SETS`), which are alternatives, not additions.
+
+The symbols of ``--symbols`` (single word characters and runs of punctuation,
+:func:`nbclass.text.tokenizer.symbol_tokens`) are told apart by the entry too (one word
+character, or none), but only in the vocabulary of a tokenizer with ``symbols`` on
+(``symbols=True`` below): a model of another token pattern (``(?u)\\w+``, say) keeps
+its single characters among its words, as it always did.
 """
 
 from __future__ import annotations
@@ -38,17 +44,20 @@ class Family:
     what : str
         What its tokens are, for people.
     rows : callable
-        ``rows(vocabulary, spaces, unspaced)`` -> bool ndarray of shape (V,): which
-        entries are its tokens; ``spaces`` (int64, shape (V,)) is the number of spaces of
-        each entry, ``unspaced`` the pair of masks ``(runs, characters)`` of
-        :func:`_unspaced` (computed once for every family).
+        ``rows(vocabulary, spaces, unspaced, symbols)`` -> bool ndarray of shape (V,):
+        which entries are its tokens; ``spaces`` (int64, shape (V,)) is the number of
+        spaces of each entry, ``unspaced`` the pair of masks ``(runs, characters)`` of
+        :func:`_unspaced`, ``symbols`` the mask of :func:`_symbols` (computed once for
+        every family).
     optional : bool
         Whether the choice may leave it out.
     """
 
     name: str
     what: str
-    rows: Callable[[Sequence[str], np.ndarray, tuple[np.ndarray, np.ndarray]], np.ndarray]
+    rows: Callable[
+        [Sequence[str], np.ndarray, tuple[np.ndarray, np.ndarray], np.ndarray], np.ndarray
+    ]
     optional: bool = True
 
 
@@ -104,24 +113,48 @@ def _unspaced(vocabulary: Sequence[str], spaces: np.ndarray) -> tuple[np.ndarray
     return runs, characters
 
 
+def _symbols(vocabulary: Sequence[str], spaces: np.ndarray) -> np.ndarray:
+    """The entries that are tokens of ``--symbols``, bool of shape (V,): no space, and
+    one word character (``\\w``) or no word character at all
+    (:func:`nbclass.text.tokenizer.is_symbol`, at array speed)."""
+    V = len(vocabulary)
+    if not V:
+        return np.zeros(0, dtype=bool)
+    from .runs import is_word
+
+    points = np.frombuffer(
+        "\x00".join(vocabulary).encode("utf-32-le", "surrogatepass"), dtype="<u4"
+    )
+    ends = np.append(np.flatnonzero(points == 0), points.size)  # after each entry
+    length = np.diff(ends, prepend=-1) - 1
+    words = np.bincount(_entry_of(np.flatnonzero(is_word(points)), ends), minlength=V)
+    return (spaces == 0) & (length > 0) & ((words == 0) | ((length == 1) & (words == 1)))
+
+
 register(Family(
     "words", "single tokens",
-    lambda v, spaces, unspaced: (spaces == 0) & ~np.logical_or(*unspaced), optional=False,
+    lambda v, spaces, unspaced, symbols: (spaces == 0) & ~np.logical_or(*unspaced) & ~symbols,
+    optional=False,
 ))  # fmt: skip
 register(Family(
     "runs", "runs of two or more characters of a script written without spaces "
-    "(--unspaced all)", lambda v, spaces, unspaced: unspaced[0],
+    "(--unspaced all)", lambda v, spaces, unspaced, symbols: unspaced[0],
 ))  # fmt: skip
 register(Family(
     "characters", "single characters of a script written without spaces (--unspaced all)",
-    lambda v, spaces, unspaced: unspaced[1],
+    lambda v, spaces, unspaced, symbols: unspaced[1],
+))  # fmt: skip
+register(Family(
+    "symbols", "single word characters and runs of punctuation and other symbols (--symbols)",
+    lambda v, spaces, unspaced, symbols: symbols,
 ))  # fmt: skip
 register(Family(
     "pairs", "two adjacent tokens joined by a space (--ngram-range 1,2; --unspaced pairs, all)",
-    lambda v, spaces, unspaced: spaces == 1,
+    lambda v, spaces, unspaced, symbols: spaces == 1,
 ))  # fmt: skip
 register(Family(
-    "ngrams", "three or more consecutive words", lambda v, spaces, unspaced: spaces >= 2,
+    "ngrams", "three or more consecutive words",
+    lambda v, spaces, unspaced, symbols: spaces >= 2,
 ))  # fmt: skip
 
 
@@ -147,36 +180,41 @@ def _entry_of(positions: np.ndarray, ends: np.ndarray) -> np.ndarray:
 # choice asks for the same vocabulary's families several times (its feature sets, each
 # set's rows, the model's active rows), and on 20 Newsgroups with word pairs (1.18 M
 # entries, some not ASCII) each time cost about 2 s of CPU.
-_LAST_MASKS: list = [None, None]
+_LAST_MASKS: list = [None, None, None]
 _MASKS_LOCK = threading.Lock()
 
 
-def masks(vocabulary: Sequence[str]) -> dict[str, np.ndarray]:
+def masks(vocabulary: Sequence[str], symbols: bool = False) -> dict[str, np.ndarray]:
     """Each registered family's rows of ``vocabulary``, bool of shape (V,) (read-only:
-    the arrays of a tuple vocabulary are kept for the next call on the same tuple)."""
+    the arrays of a tuple vocabulary are kept for the next call on the same tuple);
+    ``symbols``: the vocabulary is of a tokenizer with ``symbols`` on (else no entry is
+    one of the ``symbols`` family)."""
     with _MASKS_LOCK:
-        if _LAST_MASKS[0] is vocabulary:
+        if _LAST_MASKS[0] is vocabulary and _LAST_MASKS[2] == symbols:
             return _LAST_MASKS[1]
     spaces = spaces_of(vocabulary)
     unspaced = _unspaced(vocabulary, spaces)
+    kept = _symbols(vocabulary, spaces) if symbols else np.zeros(len(vocabulary), dtype=bool)
     found = {}
     for name, family in FAMILIES.items():
-        rows = np.asarray(family.rows(vocabulary, spaces, unspaced), dtype=bool)
+        rows = np.asarray(family.rows(vocabulary, spaces, unspaced, kept), dtype=bool)
         rows.setflags(write=False)
         found[name] = rows
     if isinstance(vocabulary, tuple):
         with _MASKS_LOCK:
-            _LAST_MASKS[:] = [vocabulary, found]
+            _LAST_MASKS[:] = [vocabulary, found, symbols]
     return found
 
 
-def rows_of(vocabulary: Sequence[str], names: Sequence[str]) -> np.ndarray:
+def rows_of(vocabulary: Sequence[str], names: Sequence[str], symbols: bool = False) -> np.ndarray:
     """The rows of the families ``names`` (their union), bool of shape (V,).
 
     >>> rows_of(["ab", "ab cd", "cd", "ab cd ef"], ("words", "pairs")).tolist()
     [True, True, True, False]
+    >>> rows_of(["ab", "?", "a", "ab ?"], ("words",), symbols=True).tolist()
+    [True, False, False, False]
     """
-    found = masks(vocabulary)
+    found = masks(vocabulary, symbols)
     out = np.zeros(len(vocabulary), dtype=bool)
     for name in names:
         out |= found[name]
@@ -188,17 +226,22 @@ def rows_of(vocabulary: Sequence[str], names: Sequence[str]) -> np.ndarray:
 UNSPACED_SETS = (("runs",), ("characters",), ("characters", "pairs"))
 
 
-def feature_sets(vocabulary: Sequence[str]) -> list[tuple[str, ...]]:
+def feature_sets(vocabulary: Sequence[str], symbols: bool = False) -> list[tuple[str, ...]]:
     """The feature sets fit's choice compares on ``vocabulary``, simplest first: the
     families that are not optional (those present), then each optional family present
-    added in turn. One set when the tokenizer makes one kind of token.
+    added in turn. One set when the tokenizer makes one kind of token. ``symbols``: as
+    for :func:`masks`; the symbols, when present, are an addition to each of those sets
+    (each set without them, then with them: with pairs, ``words``, ``words+symbols``,
+    ``words+pairs``, ``words+symbols+pairs``).
 
     >>> feature_sets(["ab", "ab cd", "cd"]), feature_sets(["ab", "cd"])
     ([('words',), ('words', 'pairs')], [('words',)])
     >>> feature_sets(["ab cd", "cd ef"])
     [('pairs',)]
+    >>> feature_sets(["ab", "?", "ab cd"], symbols=True)  # doctest: +NORMALIZE_WHITESPACE
+    [('words',), ('words', 'symbols'), ('words', 'pairs'), ('words', 'symbols', 'pairs')]
     """
-    found = masks(vocabulary)
+    found = masks(vocabulary, symbols)
     present = [name for name in FAMILIES if found[name].any()]
     base = tuple(name for name in present if not FAMILIES[name].optional)
     if "runs" in present:  # --unspaced all: runs, characters, or characters and pairs
@@ -210,8 +253,13 @@ def feature_sets(vocabulary: Sequence[str]) -> list[tuple[str, ...]]:
         return [tuple(present)]
     sets = [base]
     for name in present:
-        if FAMILIES[name].optional:
+        if FAMILIES[name].optional and name != "symbols":
             sets.append(sets[-1] + (name,))
+    if "symbols" in present:  # each set, then it with the symbols
+        sets = [
+            kind for names in sets
+            for kind in (names, tuple(n for n in FAMILIES if n in names or n == "symbols"))
+        ]  # fmt: skip
     return sets
 
 

@@ -20,6 +20,15 @@ character, and each two adjacent characters of a run joined by a space, ``"日 �
 added after the n-grams); ``"all"`` counts the three at once, told apart by the token
 alone (:func:`unspaced_kinds`): the runs (n-grams formed from them), then the characters,
 then the pairs. None (the default, and every model written before) is the pattern alone.
+
+``symbols`` adds the tokens of ``(?u)\\w+|[^\\w\\s]+`` that the default pattern lacks:
+each word character standing alone (``"i"``, ``"u"``, the ``"s"`` of ``"it's"``) and each
+run of characters that are neither word characters nor spaces (``"?"``, ``"!!"``,
+``":)"``, ``"..."``). They come after the words and their n-grams, stop words removed
+from them too; n-grams are formed from the pattern's words only, so the words and their
+n-grams are exactly those of the settings without ``symbols``
+(:func:`symbol_tokens`). Off (the default, and every model written before) is the
+pattern alone.
 """
 
 from __future__ import annotations
@@ -141,6 +150,9 @@ class TokenizerSettings(Record, frozen=True):
         How the scripts written without spaces are cut (:data:`UNSPACED_MODES`: runs,
         characters, or characters and pairs), with the default token pattern; None: the
         pattern alone.
+    symbols : bool
+        Add the single word characters and the runs of punctuation and other symbols
+        (:func:`symbol_tokens`) to the default pattern's tokens.
     """
 
     lowercase: bool = True
@@ -150,6 +162,14 @@ class TokenizerSettings(Record, frozen=True):
     stop_words_source: str = "none"
     hash_features: int | None = None
     unspaced: str | None = None
+    symbols: bool = False
+
+    @property
+    def symbol_entries(self) -> bool:
+        """Whether the vocabulary's entries of one word character or none are the
+        ``symbols`` (:mod:`nbclass.text.families`): not with hashing, whose entries
+        name columns."""
+        return self.symbols and self.hash_features is None
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -160,6 +180,8 @@ class TokenizerSettings(Record, frozen=True):
             del data["hash_features"]  # files without hashing stay as they were
         if self.unspaced is None:
             del data["unspaced"]  # nor do files of the pattern alone
+        if not self.symbols:
+            del data["symbols"]  # nor files without the symbols
         data["stop_words"] = list(self.stop_words)
         return data
 
@@ -173,6 +195,7 @@ class TokenizerSettings(Record, frozen=True):
             stop_words_source=str(data["stop_words_source"]),
             hash_features=_optional_int(data.get("hash_features")),
             unspaced=_unspaced_mode(data.get("unspaced")),
+            symbols=_flag(data.get("symbols", False), "symbols"),
         )
 
 
@@ -182,6 +205,44 @@ def _optional_int(value) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 2:
         raise ValueError(f"hash_features {value!r} is not a number of columns")
     return value
+
+
+def _flag(value, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} {value!r} is not true or false")
+    return value
+
+
+# The tokens ``symbols`` adds (:func:`symbol_tokens`): those of ``\w+|[^\w\s]+`` that
+# ``\w\w+`` lacks, a word character alone or a run of characters neither word nor space.
+# The first alternative matches a run of two or more word characters too (to pass it
+# whole); only the matches of one character, or of the second alternative, are kept.
+_SYMBOLS = re.compile(r"\w+|[^\w\s]+")
+_WORD_START = re.compile(r"\w")
+
+
+def symbol_tokens(text: str) -> list[str]:
+    """The tokens ``symbols`` adds to the default pattern's in ``text`` (already
+    lower-cased as the settings say, NUL characters made spaces): the matches of
+    ``(?u)\\w+|[^\\w\\s]+`` that are one character long or hold no word character, in order.
+
+    >>> symbol_tokens("i'm :) ok?! u 2 x_y, 日")
+    ['i', "'", 'm', ':)', '?!', 'u', '2', ',', '日']
+    """
+    word = _WORD_START.match
+    return [t for t in _SYMBOLS.findall(text) if len(t) == 1 or word(t) is None]
+
+
+def is_symbol(entry: str) -> bool:
+    """Whether ``entry`` is a token that ``symbols`` adds (:func:`symbol_tokens`): no
+    space, and one word character or no word character at all.
+
+    >>> [is_symbol(e) for e in ["a", "?!", ":)", "ab", "a?", "a b", ""]]
+    [True, True, True, False, False, False, False]
+    """
+    return _SYMBOLS.fullmatch(entry) is not None and (
+        len(entry) == 1 or _WORD_START.match(entry) is None
+    )
 
 
 def unspaced_kinds(vocabulary) -> dict[str, list[bool]]:
@@ -214,7 +275,19 @@ def _unspaced_mode(value) -> str | None:
 
 
 def validate_unspaced(settings: TokenizerSettings) -> None:
-    """Refuse an ``unspaced`` mode that is not one, or one given with another pattern."""
+    """Refuse an ``unspaced`` mode that is not one, or one given with another pattern;
+    and ``symbols`` with another pattern or with an ``unspaced`` mode."""
+    if settings.symbols:
+        if settings.token_pattern != DEFAULT_TOKEN_PATTERN:
+            raise UsageError(
+                "--symbols adds single characters and punctuation to the default token "
+                "pattern's words; with --token-pattern the pattern says what a token is: "
+                "give one or the other"
+            )
+        if settings.unspaced is not None:
+            raise UsageError(
+                "--symbols cannot be combined with --unspaced: leave out one of them"
+            )
     mode = settings.unspaced
     if mode is None:
         return
@@ -555,6 +628,7 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
     """
     if (
         settings.token_pattern not in _RUN_PATTERNS
+        or settings.symbols
         or settings.hash_features is not None
         or settings.ngram_range[1] > RUN_MAX_NGRAM
         or not _ascii_compatible(encoding)
@@ -637,6 +711,8 @@ def make_tokenizer(settings: TokenizerSettings, lazy: bool = False) -> Callable[
         return HashedTokenizer(plain, settings.hash_features)
     if unspaced in ("pairs", "all"):
         return _with_pairs(words, (min_n, max_n), lowercase, stop if unspaced == "all" else None)
+    if settings.symbols:
+        return _with_symbols(words, (min_n, max_n), lowercase, stop, lazy)
     if (min_n, max_n) == (1, 1):
         return words
 
@@ -650,6 +726,34 @@ def make_tokenizer(settings: TokenizerSettings, lazy: bool = False) -> Callable[
         return _ngrams(tokens, min_n, max_n)
 
     return ngrams
+
+
+def _with_symbols(words, ngram_range: tuple[int, int], lowercase: bool, stop, lazy: bool):
+    """The tokenizer of ``symbols``: ``words``' tokens and their n-grams, then the
+    single word characters and runs of symbols of the text (:func:`symbol_tokens`) that
+    are not stop words. With ``lazy``, a document of more than :data:`NGRAMS_LISTED`
+    n-grams gets an :class:`Ngrams` holding the symbols after them."""
+    min_n, max_n = ngram_range
+
+    def tokenize(text: str) -> list[str] | Ngrams:
+        tokens = words(text)
+        if "\x00" in text:
+            text = text.replace("\x00", " ")
+        if lowercase:
+            text = text.lower()
+        found = symbol_tokens(text)
+        if stop:
+            found = [t for t in found if t not in stop]
+        if (min_n, max_n) != (1, 1):
+            lengths = range(min_n, min(max_n, len(tokens)) + 1)
+            total = sum(len(tokens) - n + 1 for n in lengths)
+            if lazy and total > NGRAMS_LISTED:
+                return Ngrams(tokens, lengths, total + len(found), found)
+            tokens = _ngrams(tokens, min_n, max_n)
+        tokens.extend(found)
+        return tokens
+
+    return tokenize
 
 
 def _ngrams(tokens: list[str], min_n: int, max_n: int) -> list[str]:
@@ -713,10 +817,11 @@ class Ngrams:
     (5, ['a', 'b', 'c', 'a b', 'b c'], True)
     """
 
-    __slots__ = ("words", "lengths", "total")
+    __slots__ = ("words", "lengths", "total", "extra")
 
-    def __init__(self, words: list[str], lengths: range, total: int):
+    def __init__(self, words: list[str], lengths: range, total: int, extra: list[str] = ()):
         self.words, self.lengths, self.total = words, lengths, total
+        self.extra = extra  # tokens after the n-grams (the symbols), in ``total``
 
     def __len__(self) -> int:
         return self.total
@@ -724,6 +829,7 @@ class Ngrams:
     def __iter__(self) -> Iterator[str]:
         for n in self.lengths:
             yield from self.of_length(n)
+        yield from self.extra
 
     def of_length(self, n: int) -> Iterator[str]:
         """The n-grams of length ``n``, in order."""
@@ -752,5 +858,7 @@ def token_groups(tokens: list[str] | Ngrams) -> Iterator[Counter]:
             grams = tokens.of_length(n)
             while group := Counter(islice(grams, NGRAMS_LISTED)):
                 yield group
+        if tokens.extra:
+            yield Counter(tokens.extra)
     else:
         yield Counter(tokens)
