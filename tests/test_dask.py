@@ -148,6 +148,22 @@ def test_fit_on_the_cluster_writes_the_same_model_file_as_a_local_fit(scheduler,
     assert (news / "dask.nbc").read_bytes() == local_fit(news / "train", news / "local.nbc")
 
 
+def test_a_fit_with_symbols_on_the_cluster_writes_the_local_fits_file(scheduler, news):
+    """--symbols: the workers count the symbols as a local fit does (the setting goes
+    to them with the tokenizer), the choice and the file the same."""
+    remote = run(
+        "fit", "train", "--symbols", "-o", "dask.nbc", "-q", "--scheduler", scheduler, cwd=news
+    )
+    assert (remote.returncode, remote.stderr) == (0, b"")
+    local = CliRunner().invoke(
+        cli, ["fit", str(news / "train"), "--symbols", "-o", str(news / "local.nbc"), "-q",
+              "-j", "1"], env={"DASK_SCHEDULER_ADDRESS": None},
+    )  # fmt: skip
+    assert local.exit_code == 0, local.output
+    written = (news / "local.nbc").read_bytes()
+    assert b'"symbols": true' in written and (news / "dask.nbc").read_bytes() == written
+
+
 def test_an_update_counted_on_the_cluster_equals_a_fresh_local_fit(scheduler, news):
     """At the defaults: half the documents fitted here, the other half added by an update
     counted on the cluster (its sample read here, every document hashed) writes the bytes

@@ -15,20 +15,26 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import DEMO_CORPUS, nbclass_command, write_corpus
+from conftest import DEMO_CORPUS, expected_tally, nbclass_command, tally_of, write_corpus
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_sample import sms  # noqa: F401 - the SMS spam halves fixture
 
+import nbclass.text.runs as runs_module
 from nbclass.errors import UsageError
 from nbclass.modelfile.textfile import dumps, load
 from nbclass.models.model import fit
 from nbclass.reading.corpus import list_corpus
 from nbclass.text.families import feature_sets, rows_of
+from nbclass.text.runs import RunTally
 from nbclass.text.tokenizer import (
     TokenizerSettings,
+    ascii_splitter,
     is_symbol,
     make_tokenizer,
     symbol_tokens,
 )
+from nbclass.text.vectorizer import TextCounter, count_matrix
 
 MIXED = (
     "I'm OK?! u 2 x_y, 日本語 :) é… İ Σσ 1,000.50 — «ok» @bob #tag ü̈ 🙂🙂 a\u00a0b\tc\x00d "
@@ -254,3 +260,98 @@ def test_sync_with_symbols_equals_a_fresh_fit(tmp_path):
     assert run("sync", inbox, "-m", live, "-q").returncode == 0
     assert run("fit", inbox, "-o", fresh, "--symbols", "--ledger", "-q").returncode == 0
     assert live.read_bytes() == fresh.read_bytes()
+
+
+# --- the fast paths count the symbols as the tokenizer does -------------------------------
+
+SYMBOL_TEXT = (
+    "aZ_1 İΣσé한국어Привет١٢٣日本語ภาษาไทย\u0e48 ?!.,:;)(…—«»@#'\"-_~`\\/<>%&*+=|"
+    "🙂\U0001d400\U00020000\u00a0\u2028\u3000\x00\x01\x07\x1c\x7f\t\n\r\x0b\x0c"
+)
+SYMBOL_WORDS = [
+    "ab", "x", "I", "u", "?", "!!", ":)", "...", "it's", "x_y", "日本", "日", "é", "😀", "a-b",
+    "1,000.50", "Straße", "__", "İ", "\x01",
+]  # fmt: skip
+SYMBOL_GAPS = [" ", "", "\n", "\t", "\x00", ",", "?", "\u3000", "\x1c"]
+symbol_texts = st.one_of(
+    st.text(alphabet=SYMBOL_TEXT, max_size=40),
+    st.lists(st.tuples(st.sampled_from(SYMBOL_WORDS), st.sampled_from(SYMBOL_GAPS)),
+             max_size=12).map(lambda pairs: "".join(word + gap for word, gap in pairs)),
+)  # fmt: skip
+SYMBOL_STOPS = [(), ("ab", "?"), ("x", "i", ":)", "日本", "é"), ("\x01",)]
+SYMBOL_NGRAMS = [(1, 1), (1, 2), (1, 3), (2, 2)]
+
+
+def test_every_space_is_found_in_the_basic_plane():
+    """The space table covers the Basic Multilingual Plane: no code point above is \\s."""
+    import sys
+
+    from nbclass.text.runs import is_space
+
+    points = np.arange(0x110000, dtype="<u4")
+    points = points[(points < 0xD800) | (points > 0xDFFF)]
+    text = str(points.data, "utf-32-le")
+    regex = np.zeros(points.size, dtype=bool)
+    regex[[m.start() for m in re.finditer(r"\s", text)]] = True
+    regex[0] = True  # NUL, made a space
+    assert np.array_equal(is_space(points), regex), sys.maxunicode
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(symbol_texts, max_size=8),
+    st.booleans(),
+    st.sampled_from(SYMBOL_STOPS),
+    st.sampled_from(SYMBOL_NGRAMS),
+)
+def test_a_text_counter_counts_the_symbols_as_the_tokenizer(texts, lowercase, stop, ngrams):
+    """predict's counter: the counts and token numbers of the run path are the regex's,
+    over a vocabulary of the texts' tokens and entries no run can be."""
+    settings_ = TokenizerSettings(
+        lowercase=lowercase, stop_words=stop, ngram_range=ngrams, symbols=True
+    )
+    tokenize = make_tokenizer(settings_)
+    token_lists = [tokenize(text) for text in texts]
+    extra = {"x", "AB", "?!?", "a?"} | ({": )", "ab ?"} if ngrams != (1, 1) else set())
+    vocabulary = sorted({t for tokens in token_lists for t in tokens} | extra)
+    counter = TextCounter(settings_, vocabulary)
+    assert counter.runs is not None or (
+        ngrams != (1, 1) and any("\x01" in word for word in vocabulary)
+    )
+    X, n_tokens = counter.count(texts)
+    expected = count_matrix(token_lists, counter.vocabulary)
+    assert X.shape == expected.shape and (X != expected).nnz == 0
+    assert n_tokens.tolist() == [len(tokens) for tokens in token_lists]
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(st.tuples(symbol_texts, st.integers(0, 2)), max_size=10),
+    st.booleans(),
+    st.sampled_from(SYMBOL_STOPS),
+    st.integers(1, 50),
+    st.sampled_from(SYMBOL_NGRAMS),
+)
+def test_a_run_tally_counts_the_symbols_as_the_tokenizer(documents, lowercase, stop, chunk, ngrams):
+    """fit's tally: D_jc and T_jc of texts of many scripts with symbols, in chunks of
+    any size, ASCII ones as bytes, are the regex tokenizer's; a chunk whose symbols hold
+    a 0x01 under n-grams is given back (the caller tokenizes it)."""
+    settings_ = TokenizerSettings(
+        lowercase=lowercase, stop_words=stop, ngram_range=ngrams, symbols=True
+    )
+    texts = [text for text, _ in documents]
+    labels = [c for _, c in documents]
+    counted = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        runs_tally = RunTally.make(ascii_splitter(settings_, "utf-8"), 3)
+        part = [i for i in range(len(texts)) if len(texts[i]) <= chunk]
+        for group in ([i for i in part if texts[i].isascii()],
+                      [i for i in part if not texts[i].isascii()]):  # fmt: skip
+            as_given = [texts[i].encode() if texts[i].isascii() else texts[i] for i in group]
+            refused = set(runs_tally.add(as_given, [labels[i] for i in group]))
+            if ngrams == (1, 1):  # no name takes a space: nothing given back
+                assert not refused
+            counted += [i for k, i in enumerate(group) if k not in refused]
+    expected = expected_tally([texts[i] for i in counted], [labels[i] for i in counted], settings_)
+    assert tally_of(runs_tally, 3) == expected

@@ -47,7 +47,7 @@ class Family:
         ``rows(vocabulary, spaces, unspaced, symbols)`` -> bool ndarray of shape (V,):
         which entries are its tokens; ``spaces`` (int64, shape (V,)) is the number of
         spaces of each entry, ``unspaced`` the pair of masks ``(runs, characters)`` of
-        :func:`_unspaced`, ``symbols`` the mask of :func:`_symbols` (computed once for
+        :func:`_unspaced`, ``symbols`` the mask of :func:`symbol_rows` (computed once for
         every family).
     optional : bool
         Whether the choice may leave it out.
@@ -113,14 +113,18 @@ def _unspaced(vocabulary: Sequence[str], spaces: np.ndarray) -> tuple[np.ndarray
     return runs, characters
 
 
-def _symbols(vocabulary: Sequence[str], spaces: np.ndarray) -> np.ndarray:
-    """The entries that are tokens of ``--symbols``, bool of shape (V,): no space, and
-    one word character (``\\w``) or no word character at all
-    (:func:`nbclass.text.tokenizer.is_symbol`, at array speed)."""
+def symbol_rows(vocabulary: Sequence[str]) -> np.ndarray:
+    """The entries that are tokens of ``--symbols``, bool of shape (V,): no space (no
+    ``\\s``), and one word character (``\\w``) or no word character at all
+    (:func:`nbclass.text.tokenizer.is_symbol`, at array speed).
+
+    >>> symbol_rows(["ab", "?", "a", ":)", "a?", "? !", ""]).tolist()
+    [False, True, True, True, False, False, False]
+    """
     V = len(vocabulary)
     if not V:
         return np.zeros(0, dtype=bool)
-    from .runs import is_word
+    from .runs import is_space, is_word
 
     points = np.frombuffer(
         "\x00".join(vocabulary).encode("utf-32-le", "surrogatepass"), dtype="<u4"
@@ -128,6 +132,9 @@ def _symbols(vocabulary: Sequence[str], spaces: np.ndarray) -> np.ndarray:
     ends = np.append(np.flatnonzero(points == 0), points.size)  # after each entry
     length = np.diff(ends, prepend=-1) - 1
     words = np.bincount(_entry_of(np.flatnonzero(is_word(points)), ends), minlength=V)
+    inner = points.copy()
+    inner[ends[:-1]] = ord("x")  # the separators are not the entries' spaces
+    spaces = np.bincount(_entry_of(np.flatnonzero(is_space(inner)), ends), minlength=V)
     return (spaces == 0) & (length > 0) & ((words == 0) | ((length == 1) & (words == 1)))
 
 
@@ -194,7 +201,7 @@ def masks(vocabulary: Sequence[str], symbols: bool = False) -> dict[str, np.ndar
             return _LAST_MASKS[1]
     spaces = spaces_of(vocabulary)
     unspaced = _unspaced(vocabulary, spaces)
-    kept = _symbols(vocabulary, spaces) if symbols else np.zeros(len(vocabulary), dtype=bool)
+    kept = symbol_rows(vocabulary) if symbols else np.zeros(len(vocabulary), dtype=bool)
     found = {}
     for name, family in FAMILIES.items():
         rows = np.asarray(family.rows(vocabulary, spaces, unspaced, kept), dtype=bool)

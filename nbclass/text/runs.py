@@ -42,8 +42,14 @@ counted as a word is, and its name takes its spaces back when the words are name
 bytes copied are a few times the tokens' bytes, so words and pairs cost about twice words
 alone, against the tokenizer's Python loop over every n-gram.
 
+With ``symbols`` (:func:`nbclass.text.tokenizer.symbol_tokens`), each chunk's single
+word characters and runs of characters neither word nor space are found from the same
+text by a classification of its characters (:func:`_symbol_runs`), copied into runs of
+their own, and counted after the words and their n-grams, never joined into n-grams.
+
 The result is the tokenizer's, exactly (hypothesis tests in ``tests/test_runs.py`` and,
-for text of many scripts, ``tests/test_runs_unicode.py``).
+for text of many scripts, ``tests/test_runs_unicode.py``; the symbols in
+``tests/test_symbols.py``).
 """
 
 from __future__ import annotations
@@ -459,7 +465,8 @@ def _slots(keys: np.ndarray, bits: int) -> np.ndarray:
 def _stop_runs(splitter: AsciiSplitter) -> list[bytes]:
     """The stop words that a run can be, as UTF-8, sorted: those that are ASCII, more
     than one byte and left as they are by the translation, and the others of two or
-    more word characters. (The runs one character long are dropped by their length.)"""
+    more word characters. (The runs one character long are dropped by their length.)
+    With ``symbols``, also those that are symbols (one word character, or none)."""
     table = splitter.table
     words = [w for w in splitter.dropped if len(w) > 1 and w.translate(table) == w]
     single = splitter.unspaced in ("characters", "pairs", "all")  # a character can be a token
@@ -468,7 +475,11 @@ def _stop_runs(splitter: AsciiSplitter) -> list[bytes]:
         for w in splitter.stop_words
         if not w.isascii() and (len(w) > 1 or single) and _WORDS.fullmatch(w)
     ]
-    return sorted(words)
+    if splitter.symbols:
+        from .tokenizer import is_symbol
+
+        words += [w.encode("utf-8") for w in splitter.stop_words if is_symbol(w)]
+    return sorted(set(words))
 
 
 def _chunks(lengths: np.ndarray) -> Iterator[tuple[int, int]]:
@@ -560,18 +571,100 @@ class JoinedTexts(Sequence):
         return self.text[start : start + int(self.lengths[i])]
 
 
-def _runs_by_chunk(texts, table: bytes, lowercase: bool, unspaced: str | None = None):
-    """``(first, last, runs, ascii)`` per chunk of :func:`_chunks`: the runs of texts
-    ``first``..``last - 1`` (:func:`_chunk_runs` for ASCII bytes, :func:`_text_chunk_runs`
-    for str of any script, or :class:`JoinedTexts`) and whether they were bytes."""
+def _runs_by_chunk(
+    texts, table: bytes, lowercase: bool, unspaced: str | None = None, symbols: bool = False
+):
+    """``(first, last, runs, ascii, symbols)`` per chunk of :func:`_chunks`: the runs of
+    texts ``first``..``last - 1`` (:func:`_chunk_runs` for ASCII bytes,
+    :func:`_text_chunk_runs` for str of any script, or :class:`JoinedTexts`), whether
+    they were bytes, and with ``symbols`` their symbols (:func:`_symbol_runs`; else None)."""
     if isinstance(texts, JoinedTexts) or (bool(texts) and isinstance(texts[0], str)):
         joined = texts if isinstance(texts, JoinedTexts) else JoinedTexts.of(texts)
         for first, last in _chunks(joined.lengths):
-            runs = _text_chunk_runs(joined[first:last], lowercase, unspaced)
-            yield first, last, runs, False
+            found: list = []
+            runs = _text_chunk_runs(joined[first:last], lowercase, unspaced, found if symbols else None)
+            yield first, last, runs, False, (found[0] if symbols else None)
         return
     for first, last in _chunks(np.fromiter(map(len, texts), np.int64, len(texts))):
-        yield first, last, _chunk_runs(texts[first:last], table), True
+        part = texts[first:last]
+        runs = _chunk_runs(part, table)
+        yield first, last, runs, True, (_ascii_symbol_runs(part, lowercase) if symbols else None)
+
+
+# The kind of each character for the symbols: a space (``\s``, and NUL, which the
+# tokenizer makes a space), a word character (``\w``), or another character.
+_S, _W, _P = 0, 1, 2
+_ASCII_KINDS: np.ndarray | None = None
+_IS_SPACE: np.ndarray | None = None  # \s (or NUL) for each code point of the BMP
+
+
+def _spaces() -> np.ndarray:
+    """Whether each code point of the Basic Multilingual Plane is a space (``\\s`` of
+    Python's re on str, or NUL), as the regex engine sees it; no code point above it is
+    (the test compares every plane)."""
+    global _IS_SPACE
+    if _IS_SPACE is None:
+        points = np.arange(0x10000, dtype="<u4")
+        text = str(points.data, "utf-32-le", "surrogatepass")
+        kept = re.sub(r"\S", "x", text).encode("utf-32-le", "surrogatepass")
+        space = np.frombuffer(kept, dtype="<u4") != ord("x")
+        space[0] = True
+        _IS_SPACE = space
+    return _IS_SPACE
+
+
+def is_space(points: np.ndarray) -> np.ndarray:
+    """Whether each code point of ``points`` (uint32) is a space (``\\s``) or NUL, bool."""
+    space = np.zeros(points.size, dtype=bool)
+    low = points < 0x10000
+    space[low] = _spaces()[points[low]]
+    return space
+
+
+def _kinds(points: np.ndarray) -> np.ndarray:
+    """The kind (``_S``, ``_W``, ``_P``) of each code point of ``points``, uint8."""
+    space = is_space(points)
+    kinds = np.where(is_word(points), np.uint8(_W), np.uint8(_P))
+    kinds[space] = _S
+    return kinds
+
+
+def _symbol_runs(values: np.ndarray, kinds: np.ndarray, text_starts: np.ndarray):
+    """``(values, starts, ends, text)``: the symbols of text (a word character alone, a
+    run of characters neither word nor space: :func:`nbclass.text.tokenizer.symbol_tokens`)
+    in ``values`` (bytes or code points, already lower-cased as the settings say; their
+    ``kinds``), copied one after the other into a new array, each followed by a space;
+    where each starts and ends there and the text it is in (texts start at
+    ``text_starts``, ascending; a space between two texts)."""
+    change = np.flatnonzero(kinds[1:] != kinds[:-1]) + 1
+    bounds = np.concatenate(([0], change, [kinds.size]))
+    starts, ends = bounds[:-1], bounds[1:]
+    kind = kinds[starts] if starts.size else kinds[:0]
+    keep = (kind == _P) | ((kind == _W) & (ends - starts == 1))
+    starts, ends = starts[keep], ends[keep]
+    length = ends - starts
+    at = np.cumsum(length + 1) - length - 1
+    out = np.full(int(length.sum() + length.size), _SPACE, dtype=values.dtype)
+    _copy_segments(out, at, values, starts, length)
+    text = np.searchsorted(text_starts, starts, side="right") - 1
+    return out, at, at + length, text
+
+
+_ASCII_LOWER = bytes(range(256)).lower()
+
+
+def _ascii_symbol_runs(texts: Sequence[bytes], lowercase: bool):
+    """:func:`_symbol_runs` of ASCII ``texts``: ``(codes, starts, ends, text)``."""
+    global _ASCII_KINDS
+    if _ASCII_KINDS is None:
+        _ASCII_KINDS = np.full(256, _P, dtype=np.uint8)
+        _ASCII_KINDS[:128] = _kinds(np.arange(128, dtype="<u4"))
+    blob = b"\n".join(texts) + b"\n"
+    if lowercase:
+        blob = blob.translate(_ASCII_LOWER)
+    codes = np.frombuffer(blob, dtype=np.uint8)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    return _symbol_runs(codes, _ASCII_KINDS[codes], np.cumsum(lengths + 1) - lengths - 1)
 
 
 def _chunk_runs(texts: Sequence[bytes], table: bytes):
@@ -668,7 +761,9 @@ def _lowered(joined: str, lengths: np.ndarray, texts: JoinedTexts) -> tuple[str,
     return each.text + "\n", each.lengths
 
 
-def _text_chunk_runs(texts: JoinedTexts, lowercase: bool, unspaced: str | None = None):
+def _text_chunk_runs(
+    texts: JoinedTexts, lowercase: bool, unspaced: str | None = None, symbols: list | None = None
+):
     """:func:`_chunk_runs` of texts of any script (:class:`JoinedTexts`), with the
     regex's ``\\w``: ``(translated, codes, starts, ends, text)``, where ``translated``
     holds the UTF-8 bytes of the texts' tokens (lower-cased if ``lowercase``, as
@@ -691,12 +786,20 @@ def _text_chunk_runs(texts: JoinedTexts, lowercase: bool, unspaced: str | None =
     unspaced one, with a space after each. ``"pairs"`` adds after the texts one run for
     each two adjacent unspaced characters, joined by the byte 0x01, as the words of an
     n-gram are (:func:`with_ngrams`): a space in its name. ``"all"`` keeps the runs as
-    ``"runs"`` does and adds one run for each unspaced character, then the pairs."""
+    ``"runs"`` does and adds one run for each unspaced character, then the pairs.
+
+    With a list ``symbols``, the texts' symbols (:func:`_symbol_runs`, as UTF-8: ``(codes,
+    starts, ends, text)``) are appended to it."""
     joined, lengths = texts.text + "\n", texts.lengths
     if lowercase:
         joined, lengths = _lowered(joined, lengths, texts)
     points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     word = is_word(points)
+    if symbols is not None:
+        out, _, _, text = _symbol_runs(points, _kinds(points), np.cumsum(lengths + 1) - lengths - 1)
+        codes = np.frombuffer(str(out.data, "utf-32-le").encode("utf-8"), dtype=np.uint8)
+        starts, ends = run_bounds(codes)  # (a symbol's UTF-8 never holds a space byte)
+        symbols.append((codes, starts, ends, text))
     if unspaced is None:
         token = _beside(word)  # a word character beside another one
         cut = None
@@ -776,6 +879,9 @@ class RunCounter:
         vocabulary is in ``words`` with 0x01 for its spaces (:func:`with_ngrams`).
     unspaced : str or None
         How the scripts written without spaces are cut (the settings' own).
+    symbols : bool
+        Whether the symbols are tokens too (the settings' own); the vocabulary's symbols
+        are in ``words``.
     """
 
     table: bytes
@@ -785,6 +891,7 @@ class RunCounter:
     lowercase: bool = True
     ngram_range: tuple = (1, 1)
     unspaced: str | None = None
+    symbols: bool = False
 
     @classmethod
     def for_vocabulary(
@@ -842,6 +949,14 @@ class RunCounter:
         inside[inside] &= changed[inside] < ends[run[inside]]
         run = run[inside]
         words[run[run < V]] = False
+        if splitter.symbols:  # the symbols (a symbol holding a 0x01 is counted in Python)
+            if odd is not None and odd.any():
+                return None
+            from .families import symbol_rows
+
+            words |= symbol_rows(
+                vocabulary if joined is None else joined[0].decode("utf-8").split("\x00")
+            )
         if odd is not None:
             words &= ~odd
         at = None
@@ -859,7 +974,7 @@ class RunCounter:
         columns = np.concatenate((columns, np.full(len(stop), V), [-1]))
         return cls(
             table, table_words, columns.astype(np.int64), V, splitter.lowercase,
-            tuple(splitter.ngram_range), splitter.unspaced,
+            tuple(splitter.ngram_range), splitter.unspaced, splitter.symbols,
         )  # fmt: skip
 
     def count(
@@ -870,9 +985,9 @@ class RunCounter:
         column, and each text's number of tokens, shape (n,). Texts are counted in
         chunks of about ``CHUNK_BYTES`` (characters, for str)."""
         parts, n_tokens = [], np.zeros(len(texts), dtype=np.int64)
-        chunks = _runs_by_chunk(texts, self.table, self.lowercase, self.unspaced)
-        for first, last, runs, ascii_ in chunks:
-            rows, columns, values, tokens = self._count_chunk(last - first, runs, ascii_)
+        chunks = _runs_by_chunk(texts, self.table, self.lowercase, self.unspaced, self.symbols)
+        for first, last, runs, ascii_, symbols in chunks:
+            rows, columns, values, tokens = self._count_chunk(last - first, runs, ascii_, symbols)
             parts.append((rows + first, columns, values))
             n_tokens[first:last] = tokens
         if not parts:
@@ -881,7 +996,7 @@ class RunCounter:
         rows, columns, values = (np.concatenate(p) for p in zip(*parts))
         return rows, columns, values, n_tokens
 
-    def _count_chunk(self, n: int, runs, ascii: bool):
+    def _count_chunk(self, n: int, runs, ascii: bool, symbols=None):
         V = self.n_words
         _, codes, starts, ends, text = runs
         found = self.words.find(codes, starts, ends, run_keys(codes, starts, ends, ascii))
@@ -900,6 +1015,13 @@ class RunCounter:
                 text = np.concatenate((text, gram_text))
                 column = np.concatenate((column, gram_column))
             token = np.ones(text.size, dtype=bool)
+        if symbols is not None:  # after the words and n-grams; stop words dropped
+            codes, starts, ends, symbol_text = symbols
+            keys = run_keys(codes, starts, ends, ascii)
+            symbol_column = self.columns[self.words.find(codes, starts, ends, keys)]
+            text = np.concatenate((text, symbol_text))
+            column = np.concatenate((column, symbol_column))
+            token = np.concatenate((token, symbol_column != V))
         n_tokens = np.bincount(text[token], minlength=n)
         known = token & (column >= 0)
         keys, values = np.unique(text[known] * V + column[known], return_counts=True)
@@ -931,7 +1053,7 @@ class RunTally:
     def __init__(self, splitter: AsciiSplitter, n_classes: int, stop: WordTable | None):
         self.table, self.n_classes, self.stop = splitter.table, n_classes, stop
         self.lowercase, self.ngram_range = splitter.lowercase, tuple(splitter.ngram_range)
-        self.unspaced = splitter.unspaced
+        self.unspaced, self.symbols = splitter.unspaced, splitter.symbols
         self.n_words = self.pairs = 0
         # The words' keys, sorted, and the number of each, in that order: most in the
         # first pair, the latest in the second, merged into the first when it holds
@@ -1010,10 +1132,10 @@ class RunTally:
         (a chunk with a hash clash). ``marks`` (int64, one per text, −1 for none): the
         rows of the texts marked are kept as well, by their marks (:meth:`take_sampled`)."""
         refused = []
-        chunks = _runs_by_chunk(texts, self.table, self.lowercase, self.unspaced)
-        for first, last, runs, ascii_ in chunks:
+        chunks = _runs_by_chunk(texts, self.table, self.lowercase, self.unspaced, self.symbols)
+        for first, last, runs, ascii_, symbols in chunks:
             mine = None if marks is None else marks[first:last]
-            if not self._add_chunk(runs, labels[first:last], ascii_, mine):
+            if not self._add_chunk(runs, labels[first:last], ascii_, mine, symbols):
                 refused.extend(range(first, last))
         return refused
 
@@ -1025,7 +1147,9 @@ class RunTally:
         self._sampled = []
         return tuple(np.concatenate(p) for p in zip(*parts))
 
-    def _add_chunk(self, runs, labels: Sequence[int], ascii: bool, marks=None) -> bool:
+    def _add_chunk(
+        self, runs, labels: Sequence[int], ascii: bool, marks=None, symbols=None
+    ) -> bool:
         C = self.n_classes
         translated, codes, starts, ends, text = runs
         keep = ends - starts > 1  # a run of one character is never a token
@@ -1038,6 +1162,21 @@ class RunTally:
             codes, starts, ends, text, keys = _plus_ngrams(
                 codes, starts, ends, text, keys, self.ngram_range, ascii
             )
+        n_runs = keys.size  # the words (and n-grams): the word pairs are made from these
+        if symbols is not None:
+            symbol_codes, symbol_starts, symbol_ends, symbol_text = symbols
+            if self._joins and (symbol_codes == _JOIN).any():
+                return False  # its name would take a space for the 0x01: tokenized instead
+            symbol_keys = run_keys(symbol_codes, symbol_starts, symbol_ends, ascii)
+            if self.stop is not None:
+                keep = self.stop.find(symbol_codes, symbol_starts, symbol_ends, symbol_keys) < 0
+                symbol_starts, symbol_ends = symbol_starts[keep], symbol_ends[keep]
+                symbol_text, symbol_keys = symbol_text[keep], symbol_keys[keep]
+            codes = np.concatenate((codes, symbol_codes))
+            starts = np.concatenate((starts, symbol_starts + (codes.size - symbol_codes.size)))
+            ends = np.concatenate((ends, symbol_ends + (codes.size - symbol_codes.size)))
+            text = np.concatenate((text, symbol_text))
+            keys = np.concatenate((keys, symbol_keys))
         if not keys.size:
             self._keep_sampled(marks, text, text, text, 1)
             return True
@@ -1083,7 +1222,7 @@ class RunTally:
         K = words.size
         if self._by_numbers:  # the word pairs, by the numbers of their words
             pair_text, pair_of, pair_ids = self._add_bigrams(
-                codes, starts, ends, text, ids[inverse], ascii
+                codes, starts[:n_runs], ends[:n_runs], text[:n_runs], ids[inverse[:n_runs]], ascii
             )
             text = np.concatenate((text, pair_text))
             inverse = np.concatenate((inverse, pair_of + K))
@@ -1228,9 +1367,14 @@ class RunTally:
     def _names(self, held: bytes | bytearray) -> list[str]:
         """The words of ``held`` (NUL-separated bytes), an n-gram's joins made spaces."""
         text = held.decode("utf-8")
-        if self.ngram_range != (1, 1) or self.unspaced in ("pairs", "all"):
+        if self._joins:
             text = text.replace("\x01", " ")
         return text.split("\x00")
+
+    @property
+    def _joins(self) -> bool:
+        """Whether a 0x01 in a word's bytes is a space of its name (n-grams, pairs)."""
+        return self.ngram_range != (1, 1) or self.unspaced in ("pairs", "all")
 
     def _by_class(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(lengths, ids, doc_counts, token_counts)`` of the counts: class by class,

@@ -591,7 +591,9 @@ class AsciiSplitter:
 
     # A plain class, not a dataclass: this module is imported to score one document, which
     # never uses a splitter, and a dataclass compiles its methods when it is defined.
-    __slots__ = ("table", "dropped", "lowercase", "stop_words", "ngram_range", "unspaced")
+    __slots__ = (
+        "table", "dropped", "lowercase", "stop_words", "ngram_range", "unspaced", "symbols",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -601,11 +603,13 @@ class AsciiSplitter:
         stop_words: tuple[str, ...] = (),
         ngram_range: tuple[int, int] = (1, 1),
         unspaced: str | None = None,
+        symbols: bool = False,
     ):
         self.table, self.dropped = table, dropped
         self.lowercase, self.stop_words = lowercase, stop_words
         self.ngram_range = ngram_range
         self.unspaced = unspaced  # the settings' own: ASCII text has no unspaced script
+        self.symbols = symbols  # the settings' own: the run counters add the symbols
 
     def split(self, data: bytes) -> list[bytes]:
         """The runs of ``data`` (ASCII bytes): the single-word tokens, with the dropped
@@ -628,7 +632,6 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
     """
     if (
         settings.token_pattern not in _RUN_PATTERNS
-        or settings.symbols
         or settings.hash_features is not None
         or settings.ngram_range[1] > RUN_MAX_NGRAM
         or not _ascii_compatible(encoding)
@@ -644,7 +647,7 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
     stop = {word.encode("ascii") for word in settings.stop_words if word.isascii()}
     return AsciiSplitter(
         bytes(table), frozenset(singles | stop), settings.lowercase, settings.stop_words,
-        tuple(settings.ngram_range), settings.unspaced,
+        tuple(settings.ngram_range), settings.unspaced, settings.symbols,
     )
 
 
