@@ -249,8 +249,8 @@ def fit(texts: Iterable[str], labels: Iterable[str], *, ledger: bool = False, jo
         model is the same for any number).
     **options
         fit's options by their Python names: ``lowercase``, ``token_pattern``, ``unspaced``,
-        ``symbols``, ``ngram_range`` (MIN, MAX), ``stop_words`` (``"english"``, a file or ``"none"``),
-        ``hash_features``, ``min_df``, ``max_features``, and the estimator options
+        ``symbols``, ``ngram_range`` (MIN, MAX), ``stop_words`` (``"english"``, a file or
+        ``"none"``), ``hash_features``, ``min_df``, ``max_features``, and the estimator options
         ``model`` (``"auto"`` by default: chosen by cross-validation and calibrated),
         ``estimator``, ``alpha``, ``beta``, ``tf``, ``idf``, ``norm``, ``prior_fit``,
         ``class_prior``.

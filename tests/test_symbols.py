@@ -199,9 +199,7 @@ def test_a_set_without_the_symbols_is_the_fit_without_them(tmp_path, ngram_range
     corpus = list_corpus(str(chat(tmp_path / "chat")))
     settings = EstimatorSettings(model="complement", tf="log", class_prior=False)
     plain = fit(corpus, TokenizerSettings(ngram_range=ngram_range), defaults=settings)
-    both = fit(
-        corpus, TokenizerSettings(ngram_range=ngram_range, symbols=True), defaults=settings
-    )
+    both = fit(corpus, TokenizerSettings(ngram_range=ngram_range, symbols=True), defaults=settings)
     names = ("words",) if ngram_range == (1, 1) else ("words", "pairs")
     kept = replace(both, vocabulary_filter=VocabularyFilter(features=names))
     assert len(both.counts.vocabulary) > len(plain.counts.vocabulary)
@@ -220,7 +218,11 @@ def test_a_set_without_the_symbols_is_the_fit_without_them(tmp_path, ngram_range
 
 
 @pytest.mark.parametrize("options", [["--symbols"], ["--symbols", "--ngram-range", "1,2"]])
-def test_update_merge_unlearn_with_symbols_write_a_fresh_fits_bytes(sms, tmp_path, options):  # noqa: F811
+def test_update_merge_unlearn_with_symbols_write_a_fresh_fits_bytes(
+    sms,  # noqa: F811
+    tmp_path,
+    options,
+):
     full, half_a, half_b = tmp_path / "all.nbc", tmp_path / "a.nbc", tmp_path / "b.nbc"
     for corpus, out in ((sms / "all", full), (sms / "a", half_a), (sms / "b", half_b)):
         assert run("fit", corpus, *options, "-o", out, "-q").returncode == 0
@@ -332,7 +334,9 @@ def test_a_text_counter_counts_the_symbols_as_the_tokenizer(texts, lowercase, st
     st.integers(1, 50),
     st.sampled_from(SYMBOL_NGRAMS),
 )
-def test_a_run_tally_counts_the_symbols_as_the_tokenizer(documents, lowercase, stop, chunk, ngrams):
+def test_a_run_tally_counts_the_symbols_as_the_tokenizer(
+    documents, lowercase, stop, chunk, ngrams
+):
     """fit's tally: D_jc and T_jc of texts of many scripts with symbols, in chunks of
     any size, ASCII ones as bytes, are the regex tokenizer's; a chunk whose symbols hold
     a 0x01 under n-grams is given back (the caller tokenizes it)."""

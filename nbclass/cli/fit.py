@@ -312,7 +312,8 @@ def _update_table(ctx, update_path, output, quiet, table_options):
     """fit --table FILE --update MODEL: add the rows to a table model, under its lock."""
     settings = {
         "lowercase": "--lowercase", "token_pattern": "--token-pattern", "unspaced": "--unspaced",
-        "symbols": "--symbols", "ngram_range": "--ngram-range", "stop_words": "--stop-words", "min_df": "--min-df",
+        "symbols": "--symbols", "ngram_range": "--ngram-range", "stop_words": "--stop-words",
+        "min_df": "--min-df",
         "max_features": "--max-features", "event_model": "--model", "estimator": "--estimator",
         "alpha": "--alpha", "beta": "--beta", "tf": "--tf", "idf": "--idf", "norm": "--norm",
         "prior_fit": "--prior-fit", "class_prior": "--class-prior",

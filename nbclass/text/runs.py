@@ -581,9 +581,9 @@ def _runs_by_chunk(
     if isinstance(texts, JoinedTexts) or (bool(texts) and isinstance(texts[0], str)):
         joined = texts if isinstance(texts, JoinedTexts) else JoinedTexts.of(texts)
         for first, last in _chunks(joined.lengths):
-            found: list = []
-            runs = _text_chunk_runs(joined[first:last], lowercase, unspaced, found if symbols else None)
-            yield first, last, runs, False, (found[0] if symbols else None)
+            found: list | None = [] if symbols else None
+            runs = _text_chunk_runs(joined[first:last], lowercase, unspaced, found)
+            yield first, last, runs, False, (found[0] if found else None)
         return
     for first, last in _chunks(np.fromiter(map(len, texts), np.int64, len(texts))):
         part = texts[first:last]
@@ -796,7 +796,8 @@ def _text_chunk_runs(
     points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     word = is_word(points)
     if symbols is not None:
-        out, _, _, text = _symbol_runs(points, _kinds(points), np.cumsum(lengths + 1) - lengths - 1)
+        text_starts = np.cumsum(lengths + 1) - lengths - 1
+        out, _, _, text = _symbol_runs(points, _kinds(points), text_starts)
         codes = np.frombuffer(str(out.data, "utf-32-le").encode("utf-8"), dtype=np.uint8)
         starts, ends = run_bounds(codes)  # (a symbol's UTF-8 never holds a space byte)
         symbols.append((codes, starts, ends, text))
