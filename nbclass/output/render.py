@@ -175,31 +175,37 @@ def prediction_lines(
     top_k: int | None,
     extras: list[dict] | None = None,
     unsure_label: str = "unsure",
+    best: tuple[list[int], list[float]] | None = None,
 ) -> Iterator[str]:
     """One line per document in ``fmt`` (``tsv`` or ``jsonl``) from its log posterior (a
     sequence of C floats; ``log_proba_rows`` may be an ndarray (n, C)) and its ``extras``
-    (one dict per document, or None): see :func:`prediction_views`."""
+    (one dict per document, or None): see :func:`prediction_views`. ``best``: the rows'
+    :func:`best_classes`, if the caller has them."""
     if fmt == "tsv" and (top_k or 1) == 1 and not any("explanation" in e for e in extras or ()):
         reasons = [None] * len(sources) if extras is None else [e["reason"] for e in extras]
-        return best_tsv_lines(sources, classes, log_proba_rows, reasons, unsure_label)
+        return best_tsv_lines(sources, classes, log_proba_rows, reasons, unsure_label, best)
     items = zip(sources, log_proba_rows) if extras is None else zip(
         sources, log_proba_rows, extras
     )
     return record_lines(fmt, items, *prediction_views(classes, top_k, unsure_label))
 
 
-def best_tsv_lines(sources, classes, log_proba_rows, reasons, unsure_label="unsure") -> list[str]:
+def best_tsv_lines(
+    sources, classes, log_proba_rows, reasons, unsure_label="unsure", best=None
+) -> list[str]:
     """The TSV lines of :func:`prediction_lines` with one class a document and no
     explanation, ``source<TAB>label<TAB>probability``, made with a few operations a
     document (a batch of a thousand is printed while the next one is scored): the first
     class of the largest log posterior, or ``""`` and probability 0 when every class is
-    impossible, ``unsure_label`` where ``reasons`` (one per document) has a reason."""
+    impossible, ``unsure_label`` where ``reasons`` (one per document) has a reason.
+    ``best``: the rows' :func:`best_classes`, if the caller has them."""
     unsure = field(unsure_label)
     exp, impossible = math.exp, -math.inf
     lines = []
-    for source, (c, best), reason in zip(sources, zip(*best_classes(log_proba_rows)), reasons):
-        if best > impossible:  # the label's name escaped: never every class's, a batch
-            label, probability = field(classes[c]), repr(exp(best))
+    best = best_classes(log_proba_rows) if best is None else best
+    for source, (c, value), reason in zip(sources, zip(*best), reasons):
+        if value > impossible:  # the label's name escaped: never every class's, a batch
+            label, probability = field(classes[c]), repr(exp(value))
         else:
             label, probability = "", "0.0"
         lines.append(f"{field(source)}\t{unsure if reason else label}\t{probability}")
@@ -222,9 +228,15 @@ class Printed:
 def printed(
     sources, classes, rows, fmt, top_k, settings, extras=None, unsure_label="unsure"
 ) -> Printed:
-    """:func:`prediction_lines` and :func:`prediction_labels` of scored documents."""
-    lines = list(prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label))
-    labels, problems = prediction_labels(sources, classes, rows, settings, extras, unsure_label)
+    """:func:`prediction_lines` and :func:`prediction_labels` of scored documents (each
+    row's best class found once for both)."""
+    best = best_classes(rows)
+    lines = list(
+        prediction_lines(sources, classes, rows, fmt, top_k, extras, unsure_label, best)
+    )
+    labels, problems = prediction_labels(
+        sources, classes, rows, settings, extras, unsure_label, best
+    )
     return Printed(list(sources), lines, labels, problems)
 
 
@@ -237,13 +249,15 @@ def smoothing_advice(estimator: str) -> str:
 
 
 def prediction_labels(
-    sources, classes, rows, settings, extras=None, unsure_label="unsure"
+    sources, classes, rows, settings, extras=None, unsure_label="unsure", best=None
 ) -> tuple[list[str], list[str]]:
     """``(labels, warnings)`` of printed predictions: the label of each row ("" for a
-    document that every class rules out, which has a warning)."""
+    document that every class rules out, which has a warning). ``best``: the rows'
+    :func:`best_classes`, if the caller has them."""
     labels, problems = [], []
-    for i, (source, (c, best)) in enumerate(zip(sources, zip(*best_classes(rows)))):
-        if best == float("-inf"):
+    best = best_classes(rows) if best is None else best
+    for i, (source, (c, value)) in enumerate(zip(sources, zip(*best))):
+        if value == float("-inf"):
             labels.append("")
             problems.append(
                 f"every class has probability 0 for {source!r} under "
