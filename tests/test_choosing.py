@@ -527,3 +527,27 @@ def test_a_model_file_given_to_model_points_at_m(tmp_path):
         assert result.returncode == 2
         assert f"Error: Invalid value for '--model': '{value}' looks like a model file: give it " \
             "with -m (--model names the formula: auto, multinomial," in result.stderr.decode()
+
+
+def test_a_folds_entries_name_the_words_a_restricted_count_names():
+    """A fold's vocabulary is held as the indices of its entries (choosing.Entries): it
+    names the words Counts.restrict would, in order, as a tuple of them does, and the
+    entries of entries are those of the first vocabulary."""
+    words = ("apple", "banana", "cherry", "date", "elder", "fig")
+    entries = choosing.Entries(words, np.array([0, 2, 3, 5]))
+    assert len(entries) == 4 and list(entries) == ["apple", "cherry", "date", "fig"]
+    assert entries[1] == "cherry" and entries[-1] == "fig" and entries[1:3] == ("cherry", "date")
+    assert entries == ("apple", "cherry", "date", "fig") and entries != ("apple", "cherry")
+    inner = choosing.Entries(entries, np.array([1, 3]))
+    assert inner.base is words and inner.at.tolist() == [2, 5] and inner == ["cherry", "fig"]
+    acc = CountAccumulator(["a", "b"])
+    texts = [["apple", "cherry"], ["banana", "date", "fig"], ["apple", "elder"], ["fig"]]
+    acc.add(count_matrix(texts, acc.vocabulary), [0, 1, 0, 1])
+    counts = acc.result()
+    X = count_matrix(texts, dict(zip(counts.vocabulary, range(6))))
+    fold = fold_of(counts, X, np.array([0, 1, 0, 1]), np.array([0]))  # cherry's only text
+    assert isinstance(fold.counts.vocabulary, choosing.Entries)
+    assert tuple(fold.counts.vocabulary) == ("apple", "banana", "date", "elder", "fig")
+    rest = CountAccumulator(["a", "b"])
+    rest.add(count_matrix(texts[1:], rest.vocabulary), [1, 0, 1])
+    assert fold.counts.equals(rest.result())  # the words as a tuple of them, the counts
