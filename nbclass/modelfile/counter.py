@@ -16,13 +16,17 @@ from ..text.vectorizer import TextCounter
 from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, refuse, whole
 
 
-def load_counter(data: bytes, path: str = "<bytes>") -> TextCounter:
+def load_counter(data: bytes, path: str = "<bytes>", parsed: tuple | None = None) -> TextCounter:
     """The :class:`nbclass.text.vectorizer.TextCounter` of the model in ``data``: its tokenizer
     and used vocabulary, read from the header and three sections without building the
     model (no dense counts, no scipy), for worker processes that count while the model
     loads. Every checksum is checked; :func:`nbclass.modelfile.textfile.loads` of the same
-    bytes checks the rest, and :class:`nbclass.models.model.Classifier` that the two agree."""
-    header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+    bytes checks the rest, and :class:`nbclass.models.model.Classifier` that the two agree.
+    ``parsed``: what :func:`nbclass.modelfile.fileformat.parse` gave for these bytes, if
+    the caller has it (a worker forked by the process that checked them)."""
+    if parsed is None:
+        parsed = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+    header, sections = parsed
     try:
         V = whole(header["n_features"], "n_features")
         tokenizer = TokenizerSettings.from_dict(header["tokenizer"])

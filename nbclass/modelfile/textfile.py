@@ -419,14 +419,21 @@ def _write_error(exc: OSError, path: str) -> ModelFileError:
     return ModelFileError(f"cannot write model {path!r}: {exc.strerror}; {previous}")
 
 
-def loads(data: bytes, path: str = "<bytes>") -> Model:
-    """Parse model-file bytes; raise :class:`ModelFileError` naming any problem."""
-    return loads_with_header(data, path)[0]
+def loads(data: bytes, path: str = "<bytes>", parsed: tuple | None = None) -> Model:
+    """Parse model-file bytes; raise :class:`ModelFileError` naming any problem.
+    ``parsed``: what :func:`nbclass.modelfile.fileformat.parse` gave for these bytes
+    (their header and sections, every checksum checked), if the caller has it."""
+    return loads_with_header(data, path, parsed)[0]
 
 
-def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[Model, dict]:
-    """Parse model-file bytes into the model and the file's JSON header."""
-    header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+def loads_with_header(
+    data: bytes, path: str = "<bytes>", parsed: tuple | None = None
+) -> tuple[Model, dict]:
+    """Parse model-file bytes into the model and the file's JSON header (``parsed``: as
+    :func:`loads`)."""
+    if parsed is None:
+        parsed = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+    header, sections = parsed
     limit = checked.memory_limit(len(data))
     try:
         arrays = {name: np.frombuffer(view, dtype=view.format) for name, view in sections.items()}
