@@ -8,6 +8,7 @@ the symbols is a row mask giving exactly the smaller fit.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -183,6 +184,12 @@ def test_the_choice_keeps_the_symbols_where_they_decide(tmp_path):
     assert b'"symbols"' not in plain.read_bytes()
     info = run("info", "-m", both).stdout.decode()
     assert "features words+symbols" in info and "stop_words none (0 words), symbols" in info
+    exported = tmp_path / "both.json"
+    assert run("export", "-m", both, "-o", exported).returncode == 0
+    record = json.loads(exported.read_text())
+    assert record["tokenizer"]["symbols"] is True and "?" in record["vocabulary"]
+    assert run("export", "-m", plain, "-o", tmp_path / "plain.json").returncode == 0
+    assert "symbols" not in json.loads((tmp_path / "plain.json").read_text())["tokenizer"]
 
 
 @pytest.mark.parametrize("ngram_range", [(1, 1), (1, 2)])
