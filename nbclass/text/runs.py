@@ -955,9 +955,9 @@ class RunCounter:
                 return None
             from .families import symbol_rows
 
-            words |= symbol_rows(
-                vocabulary if joined is None else joined[0].decode("utf-8").split("\x00")
-            )
+            if joined is not None:
+                vocabulary = joined[0].decode("utf-8", "surrogatepass").split("\x00")
+            words |= symbol_rows(vocabulary)
         if odd is not None:
             words &= ~odd
         at = None
