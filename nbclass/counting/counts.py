@@ -610,68 +610,117 @@ def count_pairs(
     return rows, cols, D.data.astype(np.int64), T.data.astype(np.int64)
 
 
+# Pairs waiting to be summed at the least, before they are (16 MB at 16 bytes a pair).
+SUM_PAIRS = 2**20
+
+
 class PairSums:
     """Sums of counts by (word, class) pair, kept as the pairs met, never as a (V, C) table.
 
-    A pair is the key ``j C + c``. Added pairs wait in a list; once they are as many as
-    the pairs already summed (and at least ``FLUSH_ENTRIES``), they are sorted, summed and
-    merged into the sorted sums: in place where the pair is known, by one insertion of the
-    new pairs. Memory is a small multiple of the distinct pairs (three int64 each), and
-    each pair is sorted O(log) times over the whole count.
+    Added pairs (their rows, classes, D and T) wait in a list as they come; once they are
+    as many as the pairs already summed (and at least ``SUM_PAIRS``), all of them are
+    summed into one list of distinct pairs again. A sum is scipy's conversion of the pairs
+    to a CSR matrix (:func:`sum_pairs`): a counting sort of their rows, each row's classes
+    sorted and its repeated pairs added, in time linear in the pairs and rows: no sort of
+    every pair's key and no insertion into the pairs summed before. :meth:`result` sums
+    them a last time with each row moved to its place in the words' order, which gives
+    the count matrices' pairs in their order at once. Memory: a small multiple of the
+    distinct pairs (16 bytes each waiting, 32 summed), and each pair is summed O(log)
+    times over the whole count.
 
-    >>> sums = PairSums(2)
-    >>> sums.add(np.array([3, 0, 3]), np.array([1, 2, 1]), np.array([4, 5, 6]))
-    >>> sums.add(np.array([1]), np.array([1]), np.array([1]))
-    >>> [a.tolist() for a in sums.result()]
-    [[0, 1, 3], [2, 1, 2], [5, 1, 10]]
+    >>> def two_adds():
+    ...     sums = PairSums(2)
+    ...     sums.add(np.array([1, 0, 1]), np.array([1, 0, 1]), np.array([1, 2, 1]),
+    ...              np.array([4, 5, 6]))
+    ...     sums.add(np.array([0]), np.array([1]), np.array([1]), np.array([1]))
+    ...     return sums
+    >>> [a.tolist() for a in two_adds().result(2)]
+    [[0, 2, 3], [0, 1, 1], [2, 1, 2], [5, 1, 10]]
+    >>> [a.tolist() for a in two_adds().result(2, order=np.array([1, 0]))]  # row 1 first
+    [[0, 1, 3], [1, 0, 1], [2, 2, 1], [10, 5, 1]]
     """
 
     def __init__(self, n_classes: int):
         self.n_classes = n_classes
-        self.keys = np.zeros(0, dtype=np.int64)
-        self.docs = np.zeros(0, dtype=np.int64)
-        self.tokens = np.zeros(0, dtype=np.int64)
-        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._summed = 0  # the distinct pairs of the last sum (the first part)
         self._waiting = 0
+        self._rows = 0  # the rows of the pairs met: at least the largest row + 1
 
-    def add(self, keys: np.ndarray, docs: np.ndarray, tokens: np.ndarray) -> None:
-        """Add D and T at the pairs ``keys`` (a key may come twice)."""
-        if not len(keys):
+    def add(self, rows: np.ndarray, cols: np.ndarray, docs: np.ndarray, tokens: np.ndarray):
+        """Add D and T at the pairs (``rows``, ``cols``) (a pair may come twice)."""
+        if not len(rows):
             return
-        self._pending.append((keys, docs, tokens))
-        self._waiting += len(keys)
-        if self._waiting >= max(FLUSH_ENTRIES, self.keys.size):
-            self._settle()
+        self._parts.append((rows, cols, docs, tokens))
+        self._rows = max(self._rows, int(np.max(rows)) + 1)
+        self._waiting += len(rows)
+        if self._waiting >= max(SUM_PAIRS, self._summed):
+            indptr, cols, docs, tokens = self._sum(self._rows)
+            rows = np.repeat(np.arange(self._rows, dtype=cols.dtype), np.diff(indptr))
+            self._parts, self._summed, self._waiting = [(rows, cols, docs, tokens)], rows.size, 0
 
-    def _settle(self) -> None:
-        """Sum the waiting pairs and merge them into the sorted sums."""
-        if not self._pending:
-            return
-        pending, self._pending, self._waiting = self._pending, [], 0
-        keys, docs, tokens = (
-            np.concatenate([np.asarray(p[i], dtype=np.int64) for p in pending]) for i in range(3)
-        )
-        del pending
-        keys, docs, tokens = summed(keys, docs, tokens)
-        if not self.keys.size:
-            self.keys, self.docs, self.tokens = keys, docs, tokens
-            return
-        at = np.searchsorted(self.keys, keys)
-        known = at < self.keys.size
-        known[known] = self.keys[at[known]] == keys[known]
-        self.docs[at[known]] += docs[known]  # each known pair once: no add.at needed
-        self.tokens[at[known]] += tokens[known]
-        new = ~known
-        if new.any():
-            where = at[new]
-            self.keys = np.insert(self.keys, where, keys[new])
-            self.docs = np.insert(self.docs, where, docs[new])
-            self.tokens = np.insert(self.tokens, where, tokens[new])
+    def _sum(self, n_rows: int, order: np.ndarray | None = None):
+        """:func:`sum_pairs` of every pair added (which are dropped), the rows first
+        moved to where ``order`` (the row of each place) puts them."""
+        parts, self._parts = self._parts, []
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return np.zeros(n_rows + 1, dtype=np.int64), empty, empty, empty
+        rows, cols, docs, tokens = (np.concatenate(part) for part in zip(*parts))
+        del parts
+        if order is not None:
+            place = np.empty(order.size, dtype=np.int32 if order.size < 2**31 else np.int64)
+            place[order] = np.arange(order.size, dtype=place.dtype)
+            rows = place[rows]
+            del place
+        return sum_pairs(n_rows, self.n_classes, rows, cols, docs, tokens)
 
-    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(keys, docs, tokens)``: the distinct pairs, ascending, and their sums."""
-        self._settle()
-        return self.keys, self.docs, self.tokens
+    def result(self, n_rows: int, order: np.ndarray | None = None):
+        """``(indptr, cols, docs, tokens)``: the distinct pairs, by row (in the order
+        ``order`` gives, the row of each place, if given) and by class, and their sums
+        (int64), with ``indptr`` (n_rows + 1,) where each row's start. The sums are spent
+        afterwards."""
+        n_rows = max(n_rows, self._rows)
+        return self._sum(n_rows, order)
+
+
+def sum_pairs(n_rows: int, n_cols: int, rows, cols, docs, tokens):
+    """``(indptr, cols, docs, tokens)`` of the distinct pairs (``rows``, ``cols``) in
+    row-major order and the sums of ``docs`` and ``tokens`` at each (int64): scipy's
+    conversion of the pairs to a canonical CSR matrix, linear in the pairs and rows.
+    Where both sums are nonnegative and fit (the whole of ``docs`` below 2^32, of
+    ``tokens`` below 2^31), they are added as one int64 (T in the high 32 bits, D in the
+    low): one conversion, whose sums are both, exactly.
+
+    >>> [a.tolist() for a in sum_pairs(2, 2, np.array([1, 0, 1]), np.array([1, 0, 1]),
+    ...                                np.array([1, 2, 1]), np.array([4, 5, 6]))]
+    [[0, 1, 2], [0, 1], [2, 2], [5, 10]]
+    """
+    import scipy.sparse as sp
+
+    def summed(values):
+        matrix = sp.coo_matrix((values, (rows, cols)), shape=(n_rows, n_cols)).tocsr()
+        matrix.sum_duplicates()  # canonical already (tocsr sums them): a check
+        return matrix
+
+    docs, tokens = np.asarray(docs), np.asarray(tokens)
+    if (
+        docs.size
+        and min(int(docs.min()), int(tokens.min())) >= 0
+        and int(docs.sum(dtype=np.int64)) < 2**32
+        and int(tokens.sum(dtype=np.int64)) < 2**31
+    ):
+        both = tokens.astype(np.int64)
+        both <<= 32
+        both |= docs
+        del docs, tokens
+        matrix = summed(both)
+        del both
+        docs = matrix.data & 0xFFFFFFFF
+        matrix.data >>= 32
+        return matrix.indptr, matrix.indices, docs, matrix.data
+    D, T = summed(docs.astype(np.int64)), summed(tokens.astype(np.int64))
+    return D.indptr, D.indices, D.data, T.data
 
 
 def summed(keys: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -688,6 +737,29 @@ def summed(keys: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, ...]:
     first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     sums = tuple(np.add.reduceat(v[order], first) for v in values)
     return (keys[first], *sums)
+
+
+def inserted(at: np.ndarray, olds: Sequence[np.ndarray], news: Sequence[np.ndarray]) -> tuple:
+    """``np.insert(old, at, new)`` of each array of ``olds`` with the one of ``news`` in
+    its place (``news`` all of ``at``'s length), ``at`` ascending (``np.searchsorted`` of
+    sorted values): the places are found once for all the arrays, where ``np.insert``
+    sorts ``at`` again for each (most of its time).
+
+    >>> merged = inserted(np.array([0, 2, 2]), (np.array([1, 3]),), (np.array([0, 4, 5]),))
+    >>> merged[0].tolist()
+    [0, 1, 3, 4, 5]
+    """
+    place = np.arange(at.size)
+    place += at
+    kept = np.ones(at.size + olds[0].size, dtype=bool)
+    kept[place] = False
+    merged = []
+    for old, new in zip(olds, news):
+        array = np.empty(kept.size, dtype=old.dtype)
+        array[place] = new
+        array[kept] = old
+        merged.append(array)
+    return tuple(merged)
 
 
 class KeyedRows:
@@ -757,7 +829,7 @@ class KeyedRows:
             while self._runs and self._runs[-1][0].size < 2 * run[0].size:
                 last_keys, last_rows = self._runs.pop()
                 at = np.searchsorted(last_keys, run[0])
-                run = (np.insert(last_keys, at, run[0]), np.insert(last_rows, at, run[1]))
+                run = inserted(at, (last_keys, last_rows), run)
             self._runs.append(run)
         return rows
 
@@ -829,7 +901,7 @@ class CountAccumulator:
         labels = np.asarray(labels, dtype=np.int64)
         self._class_count += np.bincount(labels, minlength=len(self.classes))
         rows, cols, docs, tokens = count_pairs(X, labels, len(self.classes))
-        self._pairs.add(rows * len(self.classes) + cols, docs, tokens)
+        self._pairs.add(rows, cols, docs, tokens)
 
     def add_tally(
         self, tally: Tally, entries: list | None = None, seen: dict | None = None
@@ -924,17 +996,17 @@ class CountAccumulator:
         if not len(rows):
             return
         C = len(self.classes)
-        column = np.repeat(np.arange(C, dtype=np.int64), np.asarray(lengths, dtype=np.int64))
-        keys = at[np.asarray(rows)] * C  # a pair twice when a word was listed twice
-        keys += column
-        self._pairs.add(keys, doc_counts, token_counts)
+        column = np.repeat(np.arange(C, dtype=np.int32), np.asarray(lengths, dtype=np.int64))
+        if at.size and at.max() < 2**31:
+            at = at.astype(np.int32)  # half the memory for each pair waiting
+        # a pair twice when a word was listed twice: the sums add both
+        self._pairs.add(at[np.asarray(rows)], column, doc_counts, token_counts)
 
     def result(self) -> Counts:
         """The counts, with the vocabulary sorted; the accumulator is spent afterwards.
 
-        The summed pairs are in the order of their keys ``j C + c``: each row's pairs
-        together, by class. Sorting the words moves whole rows, so the pairs are put in
-        the words' order by moving each row's run of pairs, without sorting them again.
+        The pairs are summed a last time with each row moved to its word's place
+        (:meth:`PairSums.result`), which gives them in the count matrices' order.
         """
         # Row j holds the j-th word added (in the keyed rows' names, or GrowingVocabulary).
         by_row = self._keyed.names if self._keyed is not None else list(self._vocabulary)
@@ -950,28 +1022,15 @@ class CountAccumulator:
             by_word = np.array(order, dtype=np.int64)  # the row of each word, sorted
             del order
         del by_row
-        V, C = len(words), len(self.classes)
+        V = len(words)
         if self._sampled:
             self.sampled = _sampled_by_column(self._sampled, by_word, V)
         self._sampled = []
-        keys, docs, tokens = self._pairs.result()
+        word_ptr, cols, docs, tokens = self._pairs.result(V, by_word)
         self._pairs = self._vocabulary = self._keyed = self._origins = None
-        per_row = np.bincount(keys // C, minlength=V)
-        start = np.cumsum(per_row)
-        start -= per_row  # where each row's pairs start
-        lengths = per_row[by_word]
-        del per_row
-        word_ptr = np.zeros(V + 1, dtype=np.int64)
-        np.cumsum(lengths, out=word_ptr[1:])
-        take = np.repeat(start[by_word] - word_ptr[:-1], lengths)
-        del start, by_word, lengths
-        take += np.arange(take.size, dtype=np.int64)  # the pairs of each word in turn
-        cols = keys[take]
-        cols %= C
-        del keys
         return counts_of_pairs(
             self.classes, words, self._class_count.copy(),
-            None, cols, docs[take], tokens[take], word_ptr=word_ptr,
+            None, cols, docs, tokens, word_ptr=word_ptr,
         )  # fmt: skip
 
 
@@ -1006,9 +1065,11 @@ def merge(*parts: Counts) -> Counts:
         rows = np.array([word_at[w] for w in part.vocabulary], dtype=np.int64)
         class_count[cols] += part.class_count
         r, c, d, t = part.pairs()
-        sums.add(rows[r] * C + cols[c], d, t)
-    keys, docs, tokens = sums.result()
-    return counts_of_pairs(classes, vocabulary, class_count, keys // C, keys % C, docs, tokens)
+        sums.add(rows[r], cols[c], d, t)
+    word_ptr, cols, docs, tokens = sums.result(len(vocabulary))
+    return counts_of_pairs(
+        classes, vocabulary, class_count, None, cols, docs, tokens, word_ptr=word_ptr
+    )
 
 
 def subtract(total: Counts, part: Counts) -> Counts:
