@@ -236,11 +236,9 @@ def test_the_ascii_fast_path_finds_the_same_tokens_as_the_documented_pattern(asc
 
 @settings(max_examples=60, deadline=None, database=None)
 @given(documents, st.integers(1, 5), st.sampled_from([1, 3, 2**40]))
-def test_counts_are_the_same_whether_pairs_wait_or_are_summed_at_once(
-    docs, n_parts, flush_entries
-):
-    """FLUSH_ENTRIES 1: every tally's pairs are summed and merged into the sorted sums at
-    once (new pairs inserted, known ones added in place); 2**40: all wait and are summed
+def test_counts_are_the_same_whether_pairs_wait_or_are_summed_at_once(docs, n_parts, sum_pairs):
+    """SUM_PAIRS 1: the pairs are summed as soon as those waiting are as many as those
+    summed before (the sums then summed again with them); 2**40: all wait and are summed
     once by result(). Both give the pairs a plain Python sum gives, and nothing else."""
     from collections import Counter
 
@@ -253,7 +251,7 @@ def test_counts_are_the_same_whether_pairs_wait_or_are_summed_at_once(
         documents.update((w, c) for w in set(words))
     vocabulary = sorted({w for w, _ in tokens})
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(nbclass.counting.counts, "FLUSH_ENTRIES", flush_entries)
+        patch.setattr(nbclass.counting.counts, "SUM_PAIRS", sum_pairs)
         merged = CountAccumulator(classes)
         for k in range(n_parts):
             share = docs[k::n_parts]
@@ -397,6 +395,24 @@ def test_a_packed_tally_may_list_a_word_twice(first):
     assert as_table(counts.doc_count).tolist() == [[3, 0], [int(not first), 1]]
     assert as_table(counts.token_count).tolist() == [[4, 0], [2 * int(not first), 5]]
     assert counts.class_count.tolist() == [3 + int(not first), 1]
+
+
+def test_words_whose_keys_are_out_of_their_order_are_counted_in_the_words_order():
+    """The rows are put in order by the words' keys where none is a hash, and the pairs
+    summed in that order while the words are compared; where the words are not in that
+    order after all, they are sorted by name and the pairs summed again in theirs."""
+    acc = CountAccumulator(["x", "y"])
+    # A run tally's words "b" and "a", its numbers 0 and 1, keys 1 and 2: "b" first by key.
+    # Class x: "b" 1 document 2 tokens, "a" 1 and 3; class y: "a" 1 and 4.
+    words = ("origin", "b\x00a", np.array([0, 1]), "", np.array([1, 2], dtype=np.uint64))
+    acc.add_packed(([1, 1], words, np.array([2, 1]), np.array([0, 1, 1]),
+                    np.array([1, 1, 1]), np.array([2, 3, 4])))  # fmt: skip
+    counts = acc.result()
+    assert counts.vocabulary == ("a", "b")
+    assert as_table(counts.token_count).tolist() == [[3, 4], [2, 0]]
+    assert as_table(counts.doc_count).tolist() == [[1, 1], [1, 0]]
+    assert counts.token_count.indptr.tolist() == [0, 2, 3]
+    assert counts.problems() == []
 
 
 _PATH_NAMES = st.lists(

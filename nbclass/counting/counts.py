@@ -159,6 +159,12 @@ class Counts:
             return doc_count_histograms(as_table(self.doc_count))
         return pair_histograms(cols, values, V, C)
 
+    @cached_property
+    def words_in_order(self) -> bool:
+        """Whether the vocabulary is sorted and unique: compared once (2 million words
+        take 0.2 s), or known from how the counts were made."""
+        return _strictly_increasing(self.vocabulary)
+
     @property
     def n_docs(self) -> int:
         """N, the number of training documents."""
@@ -246,7 +252,7 @@ class Counts:
             found.append("a word has tokens in a class but no documents")
         if not _strictly_increasing(self.classes):
             found.append("class names are not sorted and unique")
-        if not _strictly_increasing(self.vocabulary):
+        if not self.words_in_order:
             found.append("vocabulary is not sorted and unique")
         if "\x00" in "".join(self.vocabulary):
             found.append("a word holds a NUL character")
@@ -739,29 +745,6 @@ def summed(keys: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, ...]:
     return (keys[first], *sums)
 
 
-def inserted(at: np.ndarray, olds: Sequence[np.ndarray], news: Sequence[np.ndarray]) -> tuple:
-    """``np.insert(old, at, new)`` of each array of ``olds`` with the one of ``news`` in
-    its place (``news`` all of ``at``'s length), ``at`` ascending (``np.searchsorted`` of
-    sorted values): the places are found once for all the arrays, where ``np.insert``
-    sorts ``at`` again for each (most of its time).
-
-    >>> merged = inserted(np.array([0, 2, 2]), (np.array([1, 3]),), (np.array([0, 4, 5]),))
-    >>> merged[0].tolist()
-    [0, 1, 3, 4, 5]
-    """
-    place = np.arange(at.size)
-    place += at
-    kept = np.ones(at.size + olds[0].size, dtype=bool)
-    kept[place] = False
-    merged = []
-    for old, new in zip(olds, news):
-        array = np.empty(kept.size, dtype=old.dtype)
-        array[place] = new
-        array[kept] = old
-        merged.append(array)
-    return tuple(merged)
-
-
 class KeyedRows:
     """Rows for the words of run tallies, found by their keys with numpy.
 
@@ -799,7 +782,7 @@ class KeyedRows:
         """The row of each of ``names`` (distinct words, of ``keys``), the new ones given
         the next rows in order; None, with nothing added, when a key is shared by two
         of the words or stands for another word met before."""
-        from ..text.runs import is_long
+        from ..text.runs import inserted, is_long
 
         keys = np.asarray(keys, dtype=np.uint64)
         order = np.argsort(keys)  # sorted, the binary searches below take far less time
@@ -1006,32 +989,80 @@ class CountAccumulator:
         """The counts, with the vocabulary sorted; the accumulator is spent afterwards.
 
         The pairs are summed a last time with each row moved to its word's place
-        (:meth:`PairSums.result`), which gives them in the count matrices' order.
+        (:meth:`PairSums.result`), which gives them in the count matrices' order. Where
+        the words' keys give that order (:meth:`KeyedRows.in_order`), a thread sums
+        them (numpy and scipy let go of the interpreter's lock) while this one makes the
+        vocabulary and checks its order: the count's last work on two cores, the
+        workers being done.
         """
         # Row j holds the j-th word added (in the keyed rows' names, or GrowingVocabulary).
         by_row = self._keyed.names if self._keyed is not None else list(self._vocabulary)
         by_word = self._keyed.in_order() if self._keyed is not None else None
-        words = None
+        pairs, V = self._pairs, len(by_row)
+        self._pairs = self._vocabulary = self._keyed = self._origins = None
+        summing = words = None
         if by_word is not None:  # the words sorted by their keys (2 million: 0.05 s,
-            words = tuple(map(by_row.__getitem__, by_word.tolist()))  # sorted(): 0.5 s)
+            summing = _in_thread(pairs.result, V, by_word)  # sorted(): 0.5 s)
+            pairs = None
+            words = tuple(map(by_row.__getitem__, by_word.tolist()))
             if not _strictly_increasing(words):  # an n-gram's joins, made spaces
                 words = None
         if words is None:
-            order = sorted(range(len(by_row)), key=by_row.__getitem__)
+            order = sorted(range(V), key=by_row.__getitem__)
             words = tuple(map(by_row.__getitem__, order))
-            by_word = np.array(order, dtype=np.int64)  # the row of each word, sorted
-            del order
+            order = np.array(order, dtype=np.int64)  # the row of each word, sorted
+            if summing is not None:  # summed in the keys' order: once more, in the words'
+                word_ptr, cols, docs, tokens = summing()
+                summing = None
+                pairs = PairSums(len(self.classes))
+                pairs.add(np.repeat(np.arange(V), np.diff(word_ptr)), cols, docs, tokens)
+                place = np.empty(V, dtype=np.int64)
+                place[by_word] = np.arange(V)  # each row's place in the keys' order
+                by_word = order
+                order = place[order]  # the rows of those sums, in the words' order
+            else:
+                by_word = order
+        else:
+            order = by_word
         del by_row
-        V = len(words)
         if self._sampled:
             self.sampled = _sampled_by_column(self._sampled, by_word, V)
         self._sampled = []
-        word_ptr, cols, docs, tokens = self._pairs.result(V, by_word)
-        self._pairs = self._vocabulary = self._keyed = self._origins = None
-        return counts_of_pairs(
+        summed = summing() if summing is not None else pairs.result(V, order)
+        word_ptr, cols, docs, tokens = summed
+        del summed, summing, pairs, order, by_word
+        counts = counts_of_pairs(
             self.classes, words, self._class_count.copy(),
             None, cols, docs, tokens, word_ptr=word_ptr,
         )  # fmt: skip
+        vars(counts)["words_in_order"] = True  # compared above (a cached property's value)
+        return counts
+
+
+def _in_thread(function: Callable, *args) -> Callable[[], object]:
+    """Start ``function(*args)`` in a thread; return a function that waits for its
+    result (raising its error, if it raised one)."""
+    import threading
+
+    done: list = []
+
+    def run() -> None:
+        try:
+            done.append((True, function(*args)))
+        except BaseException as exc:  # MemoryError included: raised where it is waited for
+            done.append((False, exc))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def wait():
+        thread.join()
+        succeeded, value = done.pop()
+        if not succeeded:
+            raise value
+        return value
+
+    return wait
 
 
 def _sampled_by_column(parts: list, by_word: np.ndarray, V: int) -> tuple:
