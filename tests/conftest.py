@@ -27,6 +27,27 @@ DEMO_DOCS = REPO / "corpora" / "demo-docs"
 NAMED = ("--model", "complement", "--tf", "log", "--prior-fit")
 
 
+def assert_changes_write_fresh_fits(run, second: Path, full: Path, half_a: Path, half_b: Path):
+    """A model of the first half updated with the ``second`` half's corpus, the two halves'
+    models merged, and the ``second`` half unlearned from the model of both (``full``) are
+    byte for byte the fresh fits of both halves and of the first. ``run(*args)`` runs
+    nbclass; the files written sit beside ``half_a``."""
+    import shutil
+
+    folder = half_a.parent
+    updated = folder / "updated.nbc"
+    shutil.copy(half_a, updated)
+    assert run("fit", second, "--update", updated, "-q").returncode == 0
+    assert updated.read_bytes() == full.read_bytes()
+    merged = folder / "merged.nbc"
+    result = run("merge", half_b, half_a, "-o", merged, "-q")
+    assert result.returncode == 0 and result.stderr == b""
+    assert merged.read_bytes() == full.read_bytes()
+    unlearned = folder / "unlearned.nbc"
+    assert run("unlearn", second, "-m", full, "-o", unlearned, "-q").returncode == 0
+    assert unlearned.read_bytes() == half_a.read_bytes()
+
+
 def big_corpus(root: Path, files: int) -> Path:
     """Three classes of ``files`` files of 400 kB each: a fit that takes a while."""
     block = " ".join(f"word{i % 4999} token{i % 313}" for i in range(40_000)).encode()

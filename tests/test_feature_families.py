@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest import DEMO_CORPUS, nbclass_command
+from conftest import DEMO_CORPUS, assert_changes_write_fresh_fits, nbclass_command
 from test_damage import edit_header, one_error_line
 from test_sample import sms  # noqa: F401 - the SMS spam halves fixture
 
@@ -158,17 +158,7 @@ def test_update_merge_unlearn_with_pairs_write_a_fresh_fits_bytes(sms, tmp_path)
     first = 8 * (1 + words_mi)  # every formula on the words; the best on the pairs
     formulas = len(second_round([row for row in table if row["features"] == ["words"]]))
     assert len(table) == first + formulas * (2 + pairs_mi)
-    updated = tmp_path / "updated.nbc"
-    shutil.copy(half_a, updated)
-    assert run("fit", sms / "b", "--update", updated, "-q").returncode == 0
-    assert updated.read_bytes() == full.read_bytes()
-    merged = tmp_path / "merged.nbc"
-    result = run("merge", half_b, half_a, "-o", merged, "-q")
-    assert result.returncode == 0 and result.stderr == b""
-    assert merged.read_bytes() == full.read_bytes()
-    unlearned = tmp_path / "unlearned.nbc"
-    assert run("unlearn", sms / "b", "-m", full, "-o", unlearned, "-q").returncode == 0
-    assert unlearned.read_bytes() == half_a.read_bytes()
+    assert_changes_write_fresh_fits(run, sms / "b", full, half_a, half_b)
 
 
 def test_stored_features_are_checked_on_load(tmp_path):

@@ -16,7 +16,14 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import DEMO_CORPUS, expected_tally, nbclass_command, tally_of, write_corpus
+from conftest import (
+    DEMO_CORPUS,
+    assert_changes_write_fresh_fits,
+    expected_tally,
+    nbclass_command,
+    tally_of,
+    write_corpus,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_sample import sms  # noqa: F401 - the SMS spam halves fixture
@@ -237,17 +244,7 @@ def test_update_merge_unlearn_with_symbols_write_a_fresh_fits_bytes(
     assert fresh.tokenizer.symbols and "symbols" in {
         name for c in fresh.choice["candidates"] for name in c["features"]
     }
-    updated = tmp_path / "updated.nbc"
-    shutil.copy(half_a, updated)
-    assert run("fit", sms / "b", "--update", updated, "-q").returncode == 0
-    assert updated.read_bytes() == full.read_bytes()
-    merged = tmp_path / "merged.nbc"
-    result = run("merge", half_b, half_a, "-o", merged, "-q")
-    assert result.returncode == 0 and result.stderr == b""
-    assert merged.read_bytes() == full.read_bytes()
-    unlearned = tmp_path / "unlearned.nbc"
-    assert run("unlearn", sms / "b", "-m", full, "-o", unlearned, "-q").returncode == 0
-    assert unlearned.read_bytes() == half_a.read_bytes()
+    assert_changes_write_fresh_fits(run, sms / "b", full, half_a, half_b)
 
 
 def test_an_update_without_symbols_is_refused(tmp_path):
