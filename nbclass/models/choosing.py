@@ -403,18 +403,20 @@ def mi_ranking(fold: Fold, k: int | None = None) -> np.ndarray:
 
 def set_documents(whole: Fold, X: sp.csr_matrix, rows: np.ndarray | None,
                   min_df: int | None, top_mi: int | None = None,
-                  ranking: np.ndarray | None = None) -> tuple[Fold, sp.csr_matrix]:  # fmt: skip
+                  ranking: np.ndarray | None = None,
+                  held: sp.csr_matrix | None = None) -> tuple[Fold, sp.csr_matrix]:  # fmt: skip
     """The fold ``whole`` restricted to a feature set's ``rows`` (:func:`restricted`),
     pruned to ``min_df`` if given, then to its ``top_mi`` entries of highest mutual
     information if given (:func:`informative`; ``ranking``: the restricted fold's, when
     ``min_df`` is None), with its held-out documents' counts over the words they hold,
-    (m, R): one fold of the whole vocabulary serves every feature set."""
+    (m, R): one fold of the whole vocabulary serves every feature set. ``held``: the
+    held-out documents' rows of X (``X[whole.rows]``), when the caller has them."""
     fold = restricted(whole, rows)
     if min_df is not None:
         fold, ranking = pruned(fold, min_df), None
     if top_mi is not None:
         fold = informative(fold, top_mi, ranking)
-    return fold, X[whole.rows][:, fold.words[fold.used]]
+    return fold, (X[whole.rows] if held is None else held)[:, fold.words[fold.used]]
 
 
 def fold_scorer(fold: Fold, settings: EstimatorSettings):
@@ -599,6 +601,7 @@ def held_out_summaries(
     for k in np.unique(fold_ids).tolist():
         rows = np.flatnonzero(fold_ids == k)
         whole = fold_of(counts, X, y, rows)
+        held = X[rows]  # the held-out documents' rows, for every feature set
         blocks = row_blocks(rows.size, C)
         work, rankings = [], {}  # the mutual information ranked once per set of rows
         for (set_rows, min_df, top_mi), mine, (summaries, known) in zip(sets, per_set, out):
@@ -608,7 +611,7 @@ def held_out_summaries(
                 if at not in rankings:  # as far as the largest top_mi of these rows
                     rankings[at] = mi_ranking(restricted(whole, set_rows), most[at])
                 ranking = rankings[at]
-            fold, held_out = set_documents(whole, X, set_rows, min_df, top_mi, ranking)
+            fold, held_out = set_documents(whole, X, set_rows, min_df, top_mi, ranking, held)
             fold_known = np.asarray(held_out.sum(axis=1)).ravel()
             known[rows] = fold_known
             work += [(settings, summary, fold, held_out, fold_known)
