@@ -167,7 +167,8 @@ def predict(
         require_dask()
     from ..modelfile.quick import QuickModel
 
-    if QuickModel(model_path).multi_label is not None:
+    quick = QuickModel(model_path)  # read and checked once: bulk predict loads these bytes
+    if quick.multi_label is not None:
         from .common import first_given
 
         unused = {
@@ -304,7 +305,7 @@ def predict(
             documents = iter_documents(paths, lines, *reading, listed=files)
         classes, settings, batches = predict_documents(
             model_path, documents, files, jobs, scoring, reading, add_extras, check_classes,
-            render,
+            render, (quick.data, quick.parsed),
         )  # fmt: skip
     check_classes(classes)
     labels = []

@@ -49,6 +49,7 @@ def batches_of(items: Iterable, size: int) -> Iterator[list]:
 def predict_documents(
     model_path: str, documents: Iterable, files, jobs: int, scoring: tuple, reading: tuple,
     add_extras: Callable, check_classes: Callable, render: Callable | None = None,
+    read_model: tuple | None = None,
 ):  # fmt: skip
     """``(classes, settings, batches)`` of the model file ``model_path`` on ``documents``
     (``(source, text)`` pairs, read lazily), or on ``files`` (listed ``(path, walked)``
@@ -62,20 +63,27 @@ def predict_documents(
     given ``render(classes, settings, sources, log_proba, extras)``, what it returns for
     each, made in the process that scored the batch: against a model of many classes
     the workers score too (:class:`nbclass.models.scoring.ScoredBlocks`), and only what
-    is printed comes back.
+    is printed comes back. ``read_model``: ``(data, parsed)``, the model file's bytes and
+    what :func:`nbclass.modelfile.fileformat.parse` gave for them, if the caller read and
+    checked them already (else they are read here).
     """
     from ..models.scoring import worth_parallel
 
     size = defaults.BATCH_SIZE  # read when called: tests make it smaller
     if files is not None and jobs > 1 and worth_parallel(files, size):
         return _in_parallel(
-            model_path, files, jobs, scoring, reading, add_extras, check_classes, render
-        )
-    from ..modelfile.textfile import load
+            model_path, files, jobs, scoring, reading, add_extras, check_classes, render,
+            read_model,
+        )  # fmt: skip
+    from ..modelfile.textfile import load, loads
     from ..models.explain import counted_blocks
     from ..models.model import Classifier, scoring_settings
 
-    model = load(model_path)
+    if read_model is None:
+        model = load(model_path)
+    else:
+        data, parsed = read_model
+        model = loads(data, model_path, parsed)
     settings, calibrate = scoring_settings(model, *scoring)
     classifier = Classifier(model, settings, calibrate=calibrate)
     check_classes(classifier.classes)
@@ -104,7 +112,9 @@ def _finisher(settings, add_extras: Callable, render: Callable | None) -> Callab
     return finish
 
 
-def _in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_classes, render):
+def _in_parallel(
+    model_path, files, jobs, scoring, reading, add_extras, check_classes, render, read_model
+):  # fmt: skip
     """:func:`predict_documents` by ``jobs`` forked workers, which read and count while this
     process loads the model; an error before the batches are taken (the model, the
     options, ``check_classes``) stops the workers."""
@@ -114,11 +124,13 @@ def _in_parallel(model_path, files, jobs, scoring, reading, add_extras, check_cl
     from .counter import load_counter
     from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, read
 
-    data = read(model_path)
-    # Damage is refused here, every checksum checked once: the counting workers and the
-    # loader below take the header and sections as parsed (each checked them again: 55
-    # MB of crc32 each time for 20,000 classes x 200,000 words).
-    parsed = parse(data, model_path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+    if read_model is None:
+        data = read(model_path)
+        # Damage is refused here, every checksum checked once: the counting workers and
+        # the loader below take the header and sections as parsed (each checked them
+        # again: 55 MB of crc32 each time for 20,000 classes x 200,000 words).
+        read_model = data, parse(data, model_path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+    data, parsed = read_model
     policy, log = reading
     # Each worker reads the tokenizer and the words from the bytes: this process needs
     # no counter of its own (its classifier scores what the workers counted).

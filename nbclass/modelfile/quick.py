@@ -68,6 +68,9 @@ class QuickModel:
         if data is None:
             data = read(path, mapped=True)
         header, sections = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
+        # The bytes as read and parsed, for a command that loads the whole model next
+        # (bulk predict: the full loader takes them, not a second read and check).
+        self.data, self.parsed = data, (header, sections)
         limit = checked.memory_limit(len(data))
         try:
             # Field by field, as the full loader reads them (nbclass.modelfile.header).
