@@ -237,7 +237,7 @@ def test_the_ascii_fast_path_finds_the_same_tokens_as_the_documented_pattern(asc
 @settings(max_examples=60, deadline=None, database=None)
 @given(documents, st.integers(1, 5), st.sampled_from([1, 3, 2**40]))
 def test_counts_are_the_same_whether_pairs_wait_or_are_summed_at_once(docs, n_parts, sum_pairs):
-    """SUM_PAIRS 1: the pairs are summed as soon as those waiting are as many as those
+    """SUM_PAIRS 1: the pairs are summed as soon as those waiting are three times those
     summed before (the sums then summed again with them); 2**40: all wait and are summed
     once by result(). Both give the pairs a plain Python sum gives, and nothing else."""
     from collections import Counter
