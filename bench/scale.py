@@ -16,7 +16,14 @@ With ``--ledger``, also the commands that keep a ledger: each corpus split in tw
 ``fit --update``, ``merge``, ``unlearn`` and ``sync``, their seconds and peak memory, and
 whether each file is the fresh fit's, byte for byte.
 
+With ``--multi-label LABELS``, a multi-label corpus instead: each corpus's documents
+written as JSON lines (:func:`multi_label_lines`; documents of class k have label k // 4
+and each of t + 17, t + 34, t + 51 mod LABELS with probability 0.4), then ``fit
+--multi-label --lines`` of them and a default single-label ``fit --lines`` of the same
+documents (each document's first label): seconds, CPU seconds, peak memory, file size.
+
 Usage: python bench/scale.py [--settings C:V:MB,...] [--repeat N] [--fit-options ...] [--ledger]
+       python bench/scale.py --multi-label 5000 [--settings 20000:200000:175]
 Writes bench/results/scale-<UTC time>.md and prints the table.
 """
 
@@ -96,6 +103,63 @@ def corpus(name: str, C: int, V: int, megabytes: float, flat: bool = False) -> P
     return folder
 
 
+LABELS_PER_QUARTER = 4  # classes 4t to 4t + 3 share label t
+RELATED = (17, 34, 51)  # the related labels t + r (mod L), each with probability 0.4
+RELATED_PROBABILITY = 0.4
+
+
+def multi_label_lines(train: Path, out: Path, labels: int, seed: int = 0) -> None:
+    """Write the documents of the class folders of ``train`` as JSON lines ``{"labels":
+    [...], "text": ...}`` into ``out``, in (class, file name) order: a document of class
+    k has label t = k // 4 and each of t + 17, t + 34, t + 51 (mod ``labels``) with
+    probability 0.4 (``numpy.random.default_rng(seed)``, three draws a document); label l
+    is named ``L`` and l in five digits. The first label is t's, for a single-label fit."""
+    import json
+
+    rng = np.random.default_rng(seed)
+    partial = out.with_name(out.name + ".partial")
+    with open(partial, "w", encoding="utf-8") as lines:
+        for k, folder in enumerate(sorted(p for p in train.iterdir() if p.is_dir())):
+            t = (k // LABELS_PER_QUARTER) % labels
+            for path in sorted(folder.iterdir()):
+                draws = rng.random(len(RELATED)) < RELATED_PROBABILITY
+                mine = [t] + [(t + r) % labels for r, d in zip(RELATED, draws) if d]
+                names = [f"L{l:05d}" for l in dict.fromkeys(mine)]
+                text = path.read_text(encoding="utf-8").strip()
+                lines.write(json.dumps({"labels": names, "text": text}) + "\n")
+    partial.rename(out)
+
+
+def multi_label_rows(train: Path, work: Path, labels: int, label: str, extra) -> list[str]:
+    """Fit --multi-label of :func:`multi_label_lines` of ``train`` and a single-label fit
+    of the same documents (their first labels): one table row each."""
+    import json
+
+    lines = work / f"{train.name}-{labels}labels.jsonl"
+    if not lines.exists():
+        print(f"bench: writing {lines}", flush=True)
+        multi_label_lines(train, lines, labels)
+    first = work / f"{train.name}-{labels}labels-first.jsonl"
+    if not first.exists():
+        with open(lines, encoding="utf-8") as source, open(first, "w", encoding="utf-8") as out:
+            for line in source:
+                document = json.loads(line)
+                out.write(json.dumps({"labels": document["labels"][:1],
+                                      "text": document["text"]}) + "\n")  # fmt: skip
+    rows = []
+    for name, options, path in (
+        ("fit --multi-label --lines", ["--multi-label"], lines),
+        ("fit --lines (first label)", [], first),
+    ):
+        model = work / f"{train.name}-{labels}labels{'-multi' if options else ''}.nbc"
+        result = measure([NBCLASS, "fit", *options, "--lines", str(path), "-o", str(model),
+                          "-q", *extra])  # fmt: skip
+        rows.append(f"| {label} | `{name}` | {path.stat().st_size / 1e6:.0f} "
+                    f"| {result['seconds']:.1f} | {result['peak_mb']:.0f} | {model.stat().st_size / 1e6:.1f} |")  # fmt: skip
+        print(rows[-1], flush=True)
+    return rows
+
+
 def nonzero_pairs(model: Path) -> int:
     """The (word, class) pairs a model file stores (its class_index section), read from
     the file's section table without loading the model."""
@@ -160,10 +224,28 @@ def main() -> None:
     parser.add_argument("--fit-options", default="", help="more options for fit")  # fmt: skip
     parser.add_argument("--ledger", action="store_true",
                         help="also the commands that change a model with a ledger")  # fmt: skip
+    parser.add_argument("--multi-label", type=int, metavar="LABELS",
+                        help="fit the corpora as JSON lines with this many labels instead")
     args = parser.parse_args()
     work = Path(os.environ.get("TMPDIR", "/tmp")) / "nbclass-bench-scale"
     work.mkdir(parents=True, exist_ok=True)
     extra = args.fit_options.split()
+    if args.multi_label:
+        if args.settings == DEFAULT_SETTINGS:
+            args.settings = "20000:200000:175"
+        lines = [
+            f"Machine: {machine()}",
+            "",
+            "| corpus | command | MB | s | peak MB | file MB |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        for setting in args.settings.split(","):
+            C, V, megabytes = setting.split(":")
+            C, V, megabytes = int(C), int(V), float(megabytes)
+            train = corpus(f"{C}x{V}-{megabytes:g}MB", C, V, megabytes)
+            lines += multi_label_rows(train, work, args.multi_label,
+                                      f"{C:,} × {V:,}, {args.multi_label:,} labels", extra)
+        return report(lines)
     lines = [
         f"Machine: {machine()}",
         "",
@@ -206,6 +288,11 @@ def main() -> None:
             C, V, megabytes = setting.split(":")
             name = f"{int(C)}x{int(V)}-{float(megabytes):g}MB"
             lines += ledger_rows(CACHE / "scale" / name, work, f"{int(C):,} × {int(V):,}")
+    report(lines)
+
+
+def report(lines: list[str]) -> None:
+    """Print the table and write it to bench/results/scale-<UTC time>.md."""
     text = "\n".join(lines) + "\n"
     print()
     print(text)
