@@ -506,7 +506,7 @@ def fit_platt(S: np.ndarray, Y: np.ndarray, M: np.ndarray | None = None) -> np.n
     S = np.clip(np.asarray(S, dtype=np.float64), -SCORE_BOUND, SCORE_BOUND)
     Y = np.asarray(Y, dtype=np.float64)
     every = M is None or bool(np.all(M))  # then the weights w0 are all 1, and x * 1 is x:
-    if every:  # left out, with the masked copy of S (a pooled fit has millions of cells)
+    if every:  # left out, with the masked copy of S
         positives = Y.sum(axis=0)  # sums of 0s and 1s: exact, in any order
         negatives = S.shape[0] - positives
     else:
@@ -518,27 +518,36 @@ def fit_platt(S: np.ndarray, Y: np.ndarray, M: np.ndarray | None = None) -> np.n
     target = np.where(Y > 0, (positives + 1) / (positives + 2), 1 / (negatives + 2))
     scale = np.maximum(np.abs(S).max(axis=0, initial=0.0), 1.0)
     z = S / scale
-    a, c = np.ones(S.shape[1]), np.zeros(S.shape[1])
     del S
-    # Each step's arrays are written into the same five, by the same operations (the
-    # pooled fit of the rare labels has tens of millions of cells, 8 bytes each).
     p, r, w, wz, product = (np.empty_like(z) for _ in range(5))
-    for _ in range(100):
+
+    def sums(a: np.ndarray, c: np.ndarray):
         np.multiply(a, z, out=p)
-        p += c
+        np.add(p, c, out=p)
         expit(p, out=p)  # p = σ(a z + c), as sigmoid gives it
         np.subtract(p, target, out=r)
         if not every:
-            r *= w0
+            np.multiply(r, w0, out=r)
         g_a, g_c = np.multiply(r, z, out=product).sum(axis=0), r.sum(axis=0)
         np.subtract(1, p, out=w)
-        w *= p  # p (1 − p)
-        w += 1e-12
+        np.multiply(w, p, out=w)  # p (1 − p)
+        np.add(w, 1e-12, out=w)
         if not every:
-            w *= w0
+            np.multiply(w, w0, out=w)
         np.multiply(w, z, out=wz)
-        h_aa, h_ac = np.multiply(wz, z, out=product).sum(axis=0) + 1e-9, wz.sum(axis=0)
-        h_cc = w.sum(axis=0) + 1e-9
+        return g_a, g_c, np.multiply(wz, z, out=product).sum(axis=0), wz.sum(axis=0), w.sum(axis=0)
+
+    return _newton(sums, z.shape[1], scale)
+
+
+def _newton(sums, K: int, scale: np.ndarray) -> np.ndarray:
+    """Platt's ``(a_k, c_k)`` (K, 2) by Newton's method from a = 1, c = 0, with ``sums(a,
+    c)`` the gradient and Hessian's sums Σ r z, Σ r, Σ w z², Σ w z, Σ w over the cells
+    (r = p − target, w = p (1 − p) + 1e-12, z the scores over ``scale``)."""
+    a, c = np.ones(K), np.zeros(K)
+    for _ in range(100):
+        g_a, g_c, h_aa, h_ac, h_cc = sums(a, c)
+        h_aa, h_cc = h_aa + 1e-9, h_cc + 1e-9
         det = h_aa * h_cc - h_ac * h_ac
         step_a = (h_cc * g_a - h_ac * g_c) / det
         step_c = (h_aa * g_c - h_ac * g_a) / det
@@ -546,6 +555,59 @@ def fit_platt(S: np.ndarray, Y: np.ndarray, M: np.ndarray | None = None) -> np.n
         if max(np.abs(step_a).max(initial=0.0), np.abs(step_c).max(initial=0.0)) < 1e-9:
             break
     return np.column_stack([np.maximum(a, 0.01) / scale, c])
+
+
+# Blocks of cells summed at a time in a pooled fit (:func:`_pairwise`): a multiple of 8.
+_BLOCK = 1 << 16
+
+
+def _pairwise(block, start: int, end: int) -> tuple:
+    """The sums ``block(i, j)`` gives for the cells [i, j), over the cells [start, end),
+    as numpy sums one array of them all: by halves (the first rounded down to a multiple
+    of 8) down to :data:`_BLOCK` cells, numpy's own pairwise summation, so the floats are
+    the same without an array of every cell."""
+    n = end - start
+    if n <= _BLOCK:
+        return block(start, end)
+    half = n // 2
+    half -= half % 8
+    left, right = _pairwise(block, start, start + half), _pairwise(block, start + half, end)
+    return tuple(x + y for x, y in zip(left, right))
+
+
+def fit_platt_cells(s: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``fit_platt(s[:, None], y[:, None])[0]``, the same floats, for the cells of many
+    labels together (the rare labels' tens of millions): ``s`` (N,) float64 is clipped
+    and scaled in place, ``y`` (N,) bool; each Newton step's arrays are made
+    :data:`_BLOCK` cells at a time (:func:`_pairwise`), not five arrays of every cell."""
+    from scipy.special import expit
+
+    np.clip(s, -SCORE_BOUND, SCORE_BOUND, out=s)
+    positives = np.array([float(np.count_nonzero(y))])
+    negatives = s.size - positives
+    high, low = float(((positives + 1) / (positives + 2))[0]), float((1 / (negatives + 2))[0])
+    largest = max(float(s.max(initial=0.0)), -float(s.min(initial=0.0)))  # max |s|
+    scale = np.maximum(np.array([largest]), 1.0)
+    np.divide(s, scale, out=s)
+    z = s
+
+    def sums(a: np.ndarray, c: np.ndarray):
+        def block(i: int, j: int) -> tuple:
+            zz = z[i:j]
+            p = np.multiply(a, zz)
+            p += c
+            expit(p, out=p)
+            r = np.subtract(p, np.where(y[i:j], high, low))
+            w = np.subtract(1, p)
+            w *= p
+            w += 1e-12
+            wz = np.multiply(w, zz)
+            return (np.multiply(r, zz).sum(), r.sum(), np.multiply(wz, zz).sum(), wz.sum(),
+                    w.sum())  # fmt: skip
+
+        return tuple(np.array([x]) for x in _pairwise(block, 0, z.size))
+
+    return _newton(sums, 1, scale)[0]
 
 
 def f1_threshold(p: np.ndarray, y: np.ndarray, order=None) -> tuple[float, float]:
@@ -643,6 +705,80 @@ class Decisions:
         return sigmoid(a * s + c)
 
 
+class _SortedCells:
+    """The probabilities of many cells sorted (ascending, ``cells``), and those of the
+    positive ones (``positives``): what :func:`micro_f1_threshold` needs of one group of
+    labels, without their (document, label) order. (The micro-F1 at a threshold turns
+    only on how many cells, and how many positive cells, reach it.)"""
+
+    def __init__(self, cells: np.ndarray, positives: np.ndarray):
+        cells.sort()
+        positives.sort()
+        self.cells, self.positives = cells, positives
+
+    def counts(self, t: float) -> tuple[int, int, int]:
+        """TP, FP, FN of predicting the cells with p ≥ ``t``."""
+        reached = self.cells.size - int(np.searchsorted(self.cells, t, side="left"))
+        tp = self.positives.size - int(np.searchsorted(self.positives, t, side="left"))
+        return tp, reached - tp, self.positives.size - tp
+
+    def threshold(self, tp: float, fp: float, fn: float) -> float:
+        """:func:`micro_f1_threshold` of these cells, the same float: a block of
+        :data:`_BLOCK` cells at a time, from the highest probability down."""
+        q, P = self.cells, self.positives.size
+        with np.errstate(invalid="ignore", divide="ignore"):
+            none = 2 * tp / (2 * tp + fp + fn + P) if tp + fp + fn + P else 0.0
+        best, at = -np.inf, -1
+        for k0 in range(0, q.size, _BLOCK):  # descending positions k0 .. k1 - 1
+            k1 = min(q.size, k0 + _BLOCK)
+            j = np.arange(q.size - 1 - k0, q.size - 1 - k1, -1)  # their ascending places
+            v = q[j]
+            TP = P - np.searchsorted(self.positives, v, side="left")
+            f1 = np.add(TP, tp)
+            f1 *= 2
+            denominator = f1.copy()
+            denominator += fp
+            denominator += np.arange(k0 + 1, k1 + 1) - TP  # FP
+            denominator += fn
+            denominator += P - TP  # FN
+            with np.errstate(invalid="ignore", divide="ignore"):
+                np.divide(f1, denominator, out=f1)
+            np.nan_to_num(f1, copy=False, nan=0.0)
+            f1[(j > 0) & ~(q[np.maximum(j - 1, 0)] < v)] = -1.0  # the last of a run only
+            i = int(np.argmax(f1))
+            if f1[i] > best:
+                best, at = float(f1[i]), int(j[i])
+        if at < 0 or best <= none:
+            return 1.0
+        below = q[at - 1] if at > 0 else 0.0
+        return float((q[at] + below) / 2)
+
+
+def _probabilities(S: np.ndarray, a: float, c: float) -> np.ndarray:
+    """σ(a clip(s) + c) of scores ``S`` (any shape), as :meth:`Decisions.probabilities`
+    gives each cell."""
+    return sigmoid(a * np.clip(S, -SCORE_BOUND, SCORE_BOUND) + c)
+
+
+def _cells(S: np.ndarray, columns: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """``S[:, columns][mask[:, columns]]`` (every cell of the columns with no mask), a
+    block of rows at a time: (N,), in (row, column) order."""
+    n = S.shape[0]
+    step = max(1, _BLOCK // max(1, columns.size))
+    if mask is None:
+        out = np.empty(n * columns.size, dtype=S.dtype)
+    else:
+        out = np.empty(int(np.count_nonzero(mask[:, columns])), dtype=S.dtype)
+    at = 0
+    for r in range(0, n, step):
+        part = S[r : r + step][:, columns]
+        if mask is not None:
+            part = part[mask[r : r + step][:, columns]]
+        out[at : at + part.size] = part.ravel()
+        at += part.size
+    return out
+
+
 def fit_decisions(S: np.ndarray, Y: np.ndarray) -> Decisions:
     """Calibrations and thresholds from held-out log-odds ``S`` and labels ``Y`` (n, L).
 
@@ -650,7 +786,9 @@ def fit_decisions(S: np.ndarray, Y: np.ndarray) -> Decisions:
     calibration of its own, the others one fitted on their cells together; then a label
     with :data:`MIN_THRESHOLD_POSITIVES` positives gets the threshold of its best F1, the
     others one threshold, the one that gives the best micro-F1 of all labels when added to
-    the decisions of the first (:func:`micro_f1_threshold`)."""
+    the decisions of the first (:func:`micro_f1_threshold`). The rare labels' cells are
+    taken together (:func:`fit_platt_cells`, :class:`_SortedCells`), never as tables of
+    every cell's probability."""
     n, L = Y.shape
     positives = Y.sum(axis=0)
     own = (positives >= MIN_CALIBRATION_POSITIVES) & (n - positives >= MIN_CALIBRATION_POSITIVES)
@@ -659,44 +797,64 @@ def fit_decisions(S: np.ndarray, Y: np.ndarray) -> Decisions:
     calibration[own] = fit_platt(S[:, own], Y[:, own], finite[:, own])
     shared = np.flatnonzero(~own)
     if shared.size:
-        cells = finite[:, shared]
-        if cells.any():
-            pooled = fit_platt(S[:, shared][cells][:, None], Y[:, shared][cells][:, None])[0]
+        if finite[:, shared].any():
+            cells = _cells(S, shared, finite)
+            pooled = fit_platt_cells(cells, _cells(Y, shared, finite).astype(bool))
+            del cells
         else:
             pooled = (1.0, 0.0)
         calibration[shared] = pooled
-    decisions = Decisions(calibration, np.ones(L))
-    p = decisions.probabilities(S)
+    del finite
     truth = Y > 0
     thresholds = np.ones(L)
     rare = positives < MIN_THRESHOLD_POSITIVES
-    # (group of labels, its cells in decreasing probability: sorted once for every round)
-    groups = []
-    for l in np.flatnonzero(~rare).tolist():
-        groups.append(([l], np.argsort(-p[:, l], kind="stable")))
-        thresholds[l] = f1_threshold(p[:, l], Y[:, l], groups[-1][1])[0]
+    # Each label's probabilities (n,) and cells in decreasing probability, sorted once
+    # for every round; the rare labels' cells together (_SortedCells).
+    labels = np.flatnonzero(~rare)
+    p = {}
+    for l in labels.tolist():
+        p[l] = _probabilities(S[:, l], *calibration[l])
+        order = np.argsort(-p[l], kind="stable")
+        thresholds[l] = f1_threshold(p[l], Y[:, l], order)[0]
+        p[l] = (p[l], order)
+    pooled = None
+    if rare.any():
+        group = np.flatnonzero(rare)
+        a, c = calibration[group[0]]
+        cells = _cells(S, group)
+        for start in range(0, cells.size, _BLOCK):
+            cells[start : start + _BLOCK] = _probabilities(cells[start : start + _BLOCK], a, c)
+        pooled = _SortedCells(cells, _probabilities(_cells(S, group, truth), a, c))
     # Then each label's threshold (the rare labels' one threshold) again, for the micro-F1
     # of every label given the others' decisions: a label whose best F1 is poor would
-    # otherwise add more false positives than true ones.
-    if rare.any():
-        group = np.flatnonzero(rare).tolist()
-        groups.append((group, np.argsort(-p[:, group].ravel(), kind="stable")))
-    chosen = p >= thresholds
-    tp = np.sum(chosen & truth, axis=0).astype(np.float64)
-    fp = np.sum(chosen & ~truth, axis=0).astype(np.float64)
-    fn = np.sum(~chosen & truth, axis=0).astype(np.float64)
+    # otherwise add more false positives than true ones. The counts are whole numbers
+    # (float64), so their sums are the same in any order: the rare labels' are kept as
+    # one (rest).
+    tp, fp, fn = (np.zeros(L) for _ in range(3))
+    for l, (p_l, _) in p.items():
+        mine = p_l >= thresholds[l]
+        tp[l], fp[l], fn[l] = _confusion(mine, truth[:, l])
+    rest = np.array(pooled.counts(1.0) if pooled else (0, 0, 0), dtype=np.float64)
     for _ in range(ASCENT_ROUNDS):
-        for group, order in groups:
+        for l, (p_l, order) in p.items():
             others = np.ones(L, dtype=bool)
-            others[group] = False
-            t = micro_f1_threshold(p[:, group], Y[:, group], tp[others].sum(),
-                                   fp[others].sum(), fn[others].sum(), order)  # fmt: skip
-            thresholds[group] = t
-            mine = p[:, group] >= t
-            tp[group] = np.sum(mine & truth[:, group], axis=0)
-            fp[group] = np.sum(mine & ~truth[:, group], axis=0)
-            fn[group] = np.sum(~mine & truth[:, group], axis=0)
+            others[l] = False
+            t = micro_f1_threshold(p_l[:, None], Y[:, [l]], tp[others].sum() + rest[0],
+                                   fp[others].sum() + rest[1], fn[others].sum() + rest[2],
+                                   order)  # fmt: skip
+            thresholds[l] = t
+            tp[l], fp[l], fn[l] = _confusion(p_l >= t, truth[:, l])
+        if pooled is not None:
+            t = pooled.threshold(tp.sum(), fp.sum(), fn.sum())
+            thresholds[rare] = t
+            rest[:] = pooled.counts(t)
     return Decisions(calibration, thresholds)
+
+
+def _confusion(chosen: np.ndarray, truth: np.ndarray) -> tuple[int, int, int]:
+    """TP, FP, FN of the decisions ``chosen`` against ``truth`` (bool, equal shapes)."""
+    tp = int(np.count_nonzero(chosen & truth))
+    return tp, int(np.count_nonzero(chosen)) - tp, int(np.count_nonzero(truth)) - tp
 
 
 def decide(
