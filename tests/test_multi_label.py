@@ -228,6 +228,32 @@ def test_a_label_that_only_adds_false_positives_is_never_predicted():
     assert ml.micro_f1_threshold(p, y) == pytest.approx((0.3 + 0) / 2)  # alone: all three
 
 
+@pytest.mark.parametrize("n", [3, 1000, 65_536 * 3 + 17])
+def test_the_pooled_platt_fit_gives_the_floats_of_one_table_of_every_cell(n):
+    # fit_platt_cells sums each Newton step's cells by blocks, by halves as numpy sums
+    # the whole array: the same bits as fit_platt of the cells as one column.
+    rng = np.random.default_rng(n)
+    y = rng.random(n) < 0.05
+    s = rng.standard_normal(n) * 4 + 2 * y
+    s[rng.random(n) < 0.01] = -5e3  # past SCORE_BOUND: clipped
+    expected = ml.fit_platt(s[:, None], y[:, None])[0]
+    assert ml.fit_platt_cells(s.copy(), y).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("n, others", [(7, (0, 0, 0)), (40_000, (3, 1, 2)), (150_001, (90, 40, 10))])
+def test_the_shared_threshold_of_sorted_cells_is_micro_f1_threshold(n, others):
+    # Ties (probabilities rounded to 3 decimals) and other labels' counts: the same float,
+    # and the same true and false positives at it.
+    rng = np.random.default_rng(n)
+    y = rng.random((n // 7 + 1, 7)) < 0.1
+    p = np.round(rng.random(y.shape) ** 3 * 0.5 + 0.5 * y * rng.random(y.shape), 3)
+    expected = ml.micro_f1_threshold(p, y, *others)
+    cells = ml._SortedCells(p.ravel().copy(), p[y].copy())
+    assert cells.threshold(*map(float, others)) == expected
+    chosen = p >= expected
+    assert cells.counts(expected) == ml._confusion(chosen, y)
+
+
 def test_decide_never_leaves_a_document_empty_unless_asked():
     p = np.array([[0.2, 0.3], [0.9, 0.6]])
     t = np.array([0.5, 0.5])
