@@ -772,3 +772,54 @@ def test_check_gates_multi_label_models_by_micro_and_macro_f1(tickets, tmp_path)
         mixed.stderr)  # fmt: skip
     folder = run("check", "-m", str(full), "--baseline", str(full), str(tmp_path))
     assert folder.returncode == 2 and "reads --lines FILE" in folder.stderr
+
+
+def _documents_and_counts(n: int = 60, V: int = 50, L: int = 12, seed: int = 5):
+    """n random documents (counts X (n, V), labels Y (n, L) bool, some with none) and
+    the label-set Counts of them all."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 4, size=(n, V)) * (rng.random((n, V)) < 0.2)
+    Y = rng.random((n, L)) < 0.2
+    names = [",".join(f"l{l:02d}" for l in np.flatnonzero(row)) for row in Y]
+    classes = sorted(set(names))
+    member = np.array([[name == c for c in classes] for name in names], dtype=np.int64)
+    counts = Counts(
+        classes=tuple(classes),
+        vocabulary=tuple(f"w{j:02d}" for j in range(V)),
+        class_count=member.sum(axis=0),
+        doc_count=(X > 0).astype(np.int64).T @ member,
+        token_count=X.T @ member,
+    )
+    return sp.csr_matrix(X), Y, counts
+
+
+@pytest.mark.parametrize("pairs", [True, False])
+def test_label_major_fold_counts_score_as_the_fold_s_training_counts(monkeypatch, pairs):
+    # FoldCounts (every document's counts label-major, less a fold's, a block of labels
+    # at a time) gives the sums and held-out log-odds of LabelCounts.without, bit for bit,
+    # with weights as pairs (forced here: these are small enough for a table) or a table.
+    X, Y, counts = _documents_and_counts()
+    labelled = ml.label_counts(counts)
+    Y = Y[:, [labelled.labels.index(f"l{l:02d}") for l in range(Y.shape[1])]]
+    monkeypatch.setattr(ml, "BLOCK_PAIRS", 40)  # blocks of a few labels
+    if pairs:
+        monkeypatch.setattr(ml, "dense_cells", lambda V, C: False)
+    fold = np.arange(12)
+    held = X[fold]
+    training = labelled.without(held, Y[fold])
+    by_label = ml.FoldCounts.of(labelled).without(held, Y[fold])
+    assert len(list(by_label._blocks(np.arange(len(labelled.labels))))) > 3
+    used = np.intersect1d(np.flatnonzero(training.word_tokens > 0), np.unique(held.indices))
+    part = held[:, used]
+    for settings in [*ml.CANDIDATES, ml.scaled(ml.CANDIDATES[0], 0.3)]:
+        for a, b in zip(by_label.sums(settings.tf, settings.idf),
+                        training.sums(settings.tf, settings.idf)):  # fmt: skip
+            assert a.tolist() == b.tolist()
+        expected = ml.LabelScorer(training, settings, rows=used).log_odds(part)
+        for cols in (None, np.array([1, 4, 5, 11])):
+            got = ml._held_out_odds(by_label, settings, cols, used, part)
+            assert got.tolist() == (expected if cols is None else expected[:, cols]).tolist()
+            got = ml._held_out_odds(training, settings, cols, used, part)
+            assert got.tolist() == (expected if cols is None else expected[:, cols]).tolist()

@@ -182,27 +182,18 @@ class LabelCounts:
         return _derived(self, ("sums", tf, idf), lambda: self._sums(tf, idf))
 
     def _sums(self, tf: str, idf: bool):
-        from .textmodels import idf_of, log_tf_sums
-
-        whole = self.word_tokens.astype(np.float64)
-        if tf == "log":
-            whole = log_tf_sums(whole, self.word_docs.astype(np.float64))
-        if idf:
-            whole *= idf_of(self.word_docs, self.n_docs)
+        whole = word_sums(self, tf, idf)
         L = len(self.labels)
         # np.add.at adds in the order of the pairs, as one bincount of every pair would:
         # the same floats, a block of pairs at a time
         label_sums, other_sums = np.zeros(L), np.zeros(L)
         for rows in self._row_blocks():
-            at, words, labels = self._pairs_of(rows)
-            mine, others = self.pair_sums(tf, idf, at, rows[words])
+            T, D, words, labels = self._pairs_of(rows)
+            mine, others = pair_sums(self, tf, idf, T, D, rows[words])
             np.add.at(label_sums, labels, mine)
             others -= whole[rows[words]]
             np.add.at(other_sums, labels, others)
-        other_sums = whole.sum() + other_sums
-        for array in (whole, label_sums, other_sums):
-            array.flags.writeable = False
-        return whole, label_sums, other_sums
+        return _frozen(whole, label_sums, whole.sum() + other_sums)
 
     def _row_blocks(self, pairs: int = 1 << 20):
         """The words in blocks of consecutive rows of about ``pairs`` pairs each."""
@@ -216,9 +207,8 @@ class LabelCounts:
 
     def _pairs_of(self, rows: np.ndarray, labels: np.ndarray | None = None):
         """The pairs of the words ``rows`` (sorted, (R,)) and, if given, the ``labels``
-        (sorted): ``(at, words, labels)``, their places in :attr:`doc_count`'s data,
-        their words' places in ``rows`` and their labels, (P',) each, in (word, label)
-        order."""
+        (sorted): ``(T, D, words, labels)``, their T_jl and D_jl, their words' places in
+        ``rows`` and their labels, (P',) each, in (word, label) order."""
         indptr = self.doc_count.indptr
         starts, lengths = indptr[rows], indptr[rows + 1] - indptr[rows]
         words = np.repeat(np.arange(len(rows)), lengths)
@@ -230,27 +220,27 @@ class LabelCounts:
             kept[labels] = True
             kept = kept[owners]
             at, words, owners = at[kept], words[kept], owners[kept]
-        return at, words, owners
+        # D and T are nonzero together: one pattern
+        return self.token_count.data[at], self.doc_count.data[at], words, owners
 
-    def pair_sums(self, tf: str, idf: bool, at: np.ndarray, words: np.ndarray):
-        """S_jl and S_j¬l (:meth:`sums`) at the pairs at places ``at`` of
-        :attr:`doc_count`'s data, of words ``words``: (P',) float64 each, each pair's
-        number as a table of every pair gives it."""
-        from .textmodels import idf_of, log_tf_sums
-
-        T = self.token_count.data[at]  # D and T are nonzero together: one pattern
-        mine = T.astype(np.float64)
-        others = (self.word_tokens[words] - T).astype(np.float64)
-        del T
-        if tf == "log":
-            D = self.doc_count.data[at]
-            mine = log_tf_sums(mine, D.astype(np.float64))
-            others = log_tf_sums(others, (self.word_docs[words] - D).astype(np.float64))
-        if idf:
-            weights = idf_of(self.word_docs, self.n_docs)[words]
-            mine *= weights
-            others *= weights
-        return mine, others
+    def label_blocks(self, labels: np.ndarray, rows: np.ndarray):
+        """The pairs of ``labels`` at the words ``rows`` a block of labels at a time:
+        ``(places, pairs)``, ``places`` the block's places in ``labels``, ``pairs`` as
+        :meth:`_pairs_of` gives them, about :data:`BLOCK_PAIRS` each."""
+        T, D, words, owners = self._pairs_of(rows, labels)
+        place = np.full(len(self.labels), -1, dtype=np.int64)
+        place[labels] = np.arange(len(labels))
+        size = max(1, int(len(labels) * BLOCK_PAIRS // max(1, T.size)))
+        block = place[owners] // size
+        order = np.argsort(block, kind="stable")  # each block's pairs in (word, label) order
+        ends = np.searchsorted(block[order], np.arange(1, -(-len(labels) // size) + 1))
+        del block
+        start = 0
+        for b, end in enumerate(ends.tolist()):
+            mine = order[start:end]
+            places = np.arange(b * size, min(len(labels), (b + 1) * size))
+            yield places, (T[mine], D[mine], words[mine], owners[mine])
+            start = end
 
     def without(self, X: sp.csr_matrix, Y: np.ndarray) -> LabelCounts:
         """These counts less the documents counted as ``X`` (m, V) with labels ``Y``
@@ -273,6 +263,168 @@ class LabelCounts:
             word_docs=self.word_docs - np.asarray(B.sum(axis=0)).ravel(),
             word_tokens=self.word_tokens - np.asarray(X.sum(axis=0)).ravel(),
         )
+
+
+def _frozen(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    for array in arrays:
+        array.flags.writeable = False
+    return arrays
+
+
+def word_sums(counts, tf: str, idf: bool) -> np.ndarray:
+    """S_j of every word (V,) over every document: T_j, or D_j · log(1 + T_j / D_j)
+    with ``tf`` "log", times idf_j with ``idf``."""
+    from .textmodels import idf_of, log_tf_sums
+
+    whole = counts.word_tokens.astype(np.float64)
+    if tf == "log":
+        whole = log_tf_sums(whole, counts.word_docs.astype(np.float64))
+    if idf:
+        whole *= idf_of(counts.word_docs, counts.n_docs)
+    return whole
+
+
+def pair_sums(counts, tf: str, idf: bool, T: np.ndarray, D: np.ndarray, words: np.ndarray):
+    """S_jl and S_j¬l (:meth:`LabelCounts.sums`) of pairs with T_jl ``T`` and D_jl ``D``
+    of the words ``words`` (P',) in ``counts`` (its totals): (P',) float64 each, each
+    pair's number as a table of every pair gives it."""
+    from .textmodels import idf_of, log_tf_sums
+
+    mine = T.astype(np.float64)
+    others = (counts.word_tokens[words] - T).astype(np.float64)
+    if tf == "log":
+        mine = log_tf_sums(mine, D.astype(np.float64))
+        others = log_tf_sums(others, (counts.word_docs[words] - D).astype(np.float64))
+    if idf:
+        weights = idf_of(counts.word_docs, counts.n_docs)[words]
+        mine *= weights
+        others *= weights
+    return mine, others
+
+
+@dataclass(frozen=True, eq=False)
+class FoldCounts:
+    """The per-label counts label-major (csc_matrix (V, L), a label's pairs together),
+    less one fold's documents, for the choice's multinomial log-odds (:func:`odds_scorer`)
+    a block of labels at a time: every document's D_jl and T_jl (``docs``, ``tokens``,
+    shared by every fold) and the fold's (``fold_docs``, ``fold_tokens``, None for every
+    document), a block's counts their difference (:meth:`block`). A fold's training
+    counts are then the fold's pairs and the totals, not a copy of every pair (at 5,000
+    labels, 19 million pairs: 438 MiB each). The other attributes are
+    :class:`LabelCounts`', less the fold's."""
+
+    labels: tuple[str, ...]
+    vocabulary: tuple[str, ...]
+    n_docs: int
+    class_count: np.ndarray
+    word_docs: np.ndarray
+    word_tokens: np.ndarray
+    docs: sp.csc_matrix
+    tokens: sp.csc_matrix
+    fold_docs: sp.csc_matrix | None = None
+    fold_tokens: sp.csc_matrix | None = None
+
+    @classmethod
+    def of(cls, counts: LabelCounts) -> FoldCounts:
+        """``counts`` label-major, its counts in int32 when every one fits (a block's
+        are taken in int64 again: :meth:`block`)."""
+
+        def narrow(table):
+            small = table.data.size == 0 or table.data.max() < 2**31
+            return table.astype(np.int32 if small else np.int64).tocsc()
+
+        return cls(
+            counts.labels, counts.vocabulary, counts.n_docs, counts.class_count,
+            counts.word_docs, counts.word_tokens, narrow(counts.doc_count),
+            narrow(counts.token_count),
+        )  # fmt: skip
+
+    def without(self, X: sp.csr_matrix, Y: np.ndarray) -> FoldCounts:
+        """:meth:`LabelCounts.without` of every document's counts: the fold's counts
+        ``X`` (m, V) with labels ``Y`` (m, L) kept aside."""
+        import scipy.sparse as sp
+
+        from ..text.vectorizer import binarize
+
+        B = binarize(X)
+        Y = np.asarray(Y).astype(np.int64)
+        Z = sp.csr_matrix(Y)
+        return replace(
+            self, n_docs=self.n_docs - X.shape[0], class_count=self.class_count - Y.sum(axis=0),
+            word_docs=self.word_docs - np.asarray(B.sum(axis=0)).ravel(),
+            word_tokens=self.word_tokens - np.asarray(X.sum(axis=0)).ravel(),
+            fold_docs=(B.T @ Z).tocsc(), fold_tokens=(X.T @ Z).tocsc(),
+        )  # fmt: skip
+
+    def block(self, labels: np.ndarray):
+        """D_jl and T_jl of the ``labels`` (sorted), canonical csc_matrix (V, L') each:
+        the same pairs and counts as :meth:`LabelCounts.without`'s."""
+        if labels.size and labels[-1] - labels[0] == labels.size - 1:  # a range: slices
+            labels = slice(int(labels[0]), int(labels[-1]) + 1)
+        D, T = self.docs[:, labels], self.tokens[:, labels]
+        if self.fold_docs is not None:
+            D, T = D - self.fold_docs[:, labels], T - self.fold_tokens[:, labels]
+        out = []
+        for table in (D, T):
+            table = table.tocsc().astype(np.int64, copy=False)
+            table.eliminate_zeros()
+            table.sort_indices()
+            out.append(table)
+        return out
+
+    def _blocks(self, labels: np.ndarray):
+        """``labels`` in blocks of about :data:`BLOCK_PAIRS` pairs: ``(places, labels)``."""
+        pairs = np.cumsum(np.diff(self.docs.indptr)[labels])
+        total = int(pairs[-1]) if pairs.size else 0
+        cuts = np.searchsorted(pairs, np.arange(BLOCK_PAIRS, total, BLOCK_PAIRS), "left") + 1
+        start = 0
+        for end in [*np.unique(cuts).tolist(), len(labels)]:
+            end = min(end, len(labels))
+            if end > start:
+                yield np.arange(start, end), labels[start:end]
+                start = end
+
+    def label_blocks(self, labels: np.ndarray, rows: np.ndarray):
+        """:meth:`LabelCounts.label_blocks` of these counts: the pairs of ``labels`` at
+        the words ``rows``, a block of labels at a time, in (word, label) order."""
+        for places, mine in self._blocks(labels):
+            yield places, self._pairs_of(rows, mine)
+
+    def _pairs_of(self, rows: np.ndarray, labels: np.ndarray | None = None):
+        """:meth:`LabelCounts._pairs_of` of these counts: ``(T, D, words, labels)`` of
+        the pairs of ``labels`` (sorted; None: every label) at the words ``rows``."""
+        labels = np.arange(len(self.labels)) if labels is None else np.asarray(labels)
+        where = np.full(len(self.vocabulary), -1, dtype=np.int64)
+        where[rows] = np.arange(len(rows))
+        D, T = self.block(labels)
+        owners = np.repeat(labels, np.diff(D.indptr))
+        words = where[D.indices]
+        kept = np.flatnonzero(words >= 0)
+        owners, words = owners[kept], words[kept]
+        order = np.lexsort((owners, words))  # (word, label) order
+        kept = kept[order]
+        return T.data[kept], D.data[kept], words[order], owners[order]
+
+    def sums(self, tf: str, idf: bool):
+        """:meth:`LabelCounts.sums` of these counts, the same floats: each label's pairs
+        are added in word order, as there, a block of labels at a time."""
+        from .textmodels import _derived
+
+        return _derived(self, ("sums", tf, idf), lambda: self._sums(tf, idf))
+
+    def _sums(self, tf: str, idf: bool):
+        whole = word_sums(self, tf, idf)
+        L = len(self.labels)
+        label_sums, other_sums = np.zeros(L), np.zeros(L)
+        for places, mine in self._blocks(np.arange(L)):
+            D, T = self.block(mine)
+            owners = np.repeat(places, np.diff(D.indptr))
+            ours, others = pair_sums(self, tf, idf, T.data, D.data, D.indices)
+            label_sums[mine] = np.bincount(owners - places[0], weights=ours, minlength=len(mine))
+            others -= whole[D.indices]
+            other_sums[mine] = np.bincount(owners - places[0], weights=others,
+                                           minlength=len(mine))  # fmt: skip
+        return _frozen(whole, label_sums, whole.sum() + other_sums)
 
 
 def label_counts(counts: Counts) -> LabelCounts:
@@ -360,9 +512,9 @@ def odds_scorer(
     rows = np.arange(V) if rows is None else np.asarray(rows)
     place = np.full(len(counts.labels), -1, dtype=np.int64)
     place[labels] = np.arange(len(labels))
-    at, words, owners = counts._pairs_of(rows, labels) if pairs is None else pairs
-    mine, others = counts.pair_sums(settings.tf, settings.idf, at, rows[words])
-    del at
+    T, D, words, owners = counts._pairs_of(rows, labels) if pairs is None else pairs
+    mine, others = pair_sums(counts, settings.tf, settings.idf, T, D, rows[words])
+    del T, D
     # log θ at the pairs, each label's denominators' logs taken once (log_fraction_at),
     # in the numerators' own arrays
     values = log_fraction_at(
@@ -399,7 +551,7 @@ def odds_scorer(
 
 
 # Pairs of one block of labels scored at a time by :func:`odds_blocks`.
-BLOCK_PAIRS = 1 << 21
+BLOCK_PAIRS = 1 << 20
 
 
 def odds_blocks(
@@ -417,21 +569,8 @@ def odds_blocks(
     if dense:
         yield np.arange(len(labels)), odds_scorer(counts, settings, labels, rows, dense=True)
         return
-    at, words, owners = counts._pairs_of(rows, labels)
-    place = np.full(len(counts.labels), -1, dtype=np.int64)
-    place[labels] = np.arange(len(labels))
-    size = max(1, int(len(labels) * BLOCK_PAIRS // max(1, at.size)))
-    block = place[owners] // size
-    order = np.argsort(block, kind="stable")  # each block's pairs in (word, label) order
-    ends = np.searchsorted(block[order], np.arange(1, -(-len(labels) // size) + 1))
-    del block
-    start = 0
-    for b, end in enumerate(ends.tolist()):
-        mine = order[start:end]
-        places = np.arange(b * size, min(len(labels), (b + 1) * size))
-        pairs = (at[mine], words[mine], owners[mine])
+    for places, pairs in counts.label_blocks(labels, rows):
         yield places, odds_scorer(counts, settings, labels[places], rows, pairs, dense=False)
-        start = end
 
 
 class LabelScorer:
@@ -1131,6 +1270,8 @@ def choose(
         (c, s) for c in candidates
         for s in (scales if per_label and not c.prior_fit else scales[:1])
     ]  # fmt: skip
+    if all(sparse_odds(scaled(c, s)) for c, s in variants):  # label-major, by blocks
+        labelled = FoldCounts.of(labelled)
     # The other scales' log-odds are needed only for the labels that may take them.
     own = scaled_labels(Y)
     scores = held_out_log_odds(
