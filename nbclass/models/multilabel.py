@@ -1176,16 +1176,11 @@ def _held_out_odds(
     return out
 
 
-def micro_f1(chosen: np.ndarray, Y: np.ndarray) -> float:
-    """2 TP / (2 TP + FP + FN) over every (document, label) cell; 0 with no positive."""
-    tp = float(np.sum(chosen & (Y > 0)))
-    denominator = float(chosen.sum() + (Y > 0).sum())
-    return 2 * tp / denominator if denominator else 0.0
-
-
 def held_out_micro_f1(decisions: Decisions, S: np.ndarray, Y: np.ndarray) -> float:
-    """``micro_f1(decide(decisions.probabilities(S), decisions.thresholds), Y)``, the same
-    float, a block of documents at a time (its counts are whole numbers)."""
+    """The micro-F1 of the decisions on held-out log-odds ``S`` against labels ``Y`` (n,
+    L): 2 TP / (2 TP + FP + FN) over every (document, label) cell of
+    ``decide(decisions.probabilities(S), decisions.thresholds)`` (0 with no positive), a
+    block of documents at a time (its counts are whole numbers)."""
     tp = chosen = 0
     step = max(1, (1 << 20) // max(1, S.shape[1]))
     for r in range(0, S.shape[0], step):
@@ -1350,6 +1345,8 @@ def chosen_again(model, threads: int = 1):
     of the same documents write the same model. ``threads`` score the candidates."""
     import scipy.sparse as sp
 
+    from ..reading.process import return_freed_memory
+
     counts, sample = model.active_counts, model.sample
     X = sp.csr_matrix(
         (sample.counts, sample.words, sample.ptr),
@@ -1359,6 +1356,7 @@ def chosen_again(model, threads: int = 1):
         X = X[:, model.active_rows]
     candidates = candidates_of(model.multi_label)
     scales = tuple(model.multi_label.get("beta_scales", (1.0,)))
+    return_freed_memory()  # what the count freed: the choice's tables are mapped afresh
     choice = choose(counts, X, sample.labels, candidates, scales, threads)
     return replace(
         model, defaults=choice.settings, choice=None, calibration=None,

@@ -423,6 +423,23 @@ def keep_freed_memory() -> bool:
     return all(mallopt(parameter, value) == 1 for parameter, value in settings)
 
 
+def return_freed_memory() -> bool:
+    """Give the system back the memory this process has freed and kept
+    (:func:`keep_freed_memory`), once a phase that made and dropped many tables is over
+    and a larger one begins; whether that was done. After the count of a multi-label
+    corpus of 5,000 labels, 0.8 GiB of freed heap, which the choice's tables (mapped
+    afresh, past 32 MiB) would not reuse. Elsewhere than glibc, nothing is done."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        return False
+    trim(0)
+    return True
+
 def output_error(exc: OSError) -> str:
     """The ``Error:`` line (with its newline) of an OSError writing the results.
 
