@@ -139,13 +139,12 @@ def multi_label_rows(train: Path, work: Path, labels: int, label: str, extra) ->
     if not lines.exists():
         print(f"bench: writing {lines}", flush=True)
         multi_label_lines(train, lines, labels)
-    first = work / f"{train.name}-{labels}labels-first.jsonl"
-    if not first.exists():
+    first = work / f"{train.name}-{labels}labels-first.txt"
+    if not first.exists():  # LABEL<TAB>TEXT, the form a single-label fit --lines reads
         with open(lines, encoding="utf-8") as source, open(first, "w", encoding="utf-8") as out:
             for line in source:
                 document = json.loads(line)
-                out.write(json.dumps({"labels": document["labels"][:1],
-                                      "text": document["text"]}) + "\n")  # fmt: skip
+                out.write(f"{document['labels'][0]}\t{document['text']}\n")
     rows = []
     for name, options, path in (
         ("fit --multi-label --lines", ["--multi-label"], lines),
