@@ -154,7 +154,8 @@ def multi_label_rows(train: Path, work: Path, labels: int, label: str, extra) ->
         result = measure([NBCLASS, "fit", *options, "--lines", str(path), "-o", str(model),
                           "-q", *extra])  # fmt: skip
         rows.append(f"| {label} | `{name}` | {path.stat().st_size / 1e6:.0f} "
-                    f"| {result['seconds']:.1f} | {result['peak_mb']:.0f} | {model.stat().st_size / 1e6:.1f} |")  # fmt: skip
+                    f"| {result['seconds']:.1f} | {result['peak_mb']:.0f} "
+                    f"| {model.stat().st_size / 1e6:.1f} |")  # fmt: skip
         print(rows[-1], flush=True)
     return rows
 

@@ -240,7 +240,9 @@ def test_the_pooled_platt_fit_gives_the_floats_of_one_table_of_every_cell(n):
     assert ml.fit_platt_cells(s.copy(), y).tolist() == expected.tolist()
 
 
-@pytest.mark.parametrize("n, others", [(7, (0, 0, 0)), (40_000, (3, 1, 2)), (150_001, (90, 40, 10))])
+@pytest.mark.parametrize(
+    "n, others", [(7, (0, 0, 0)), (40_000, (3, 1, 2)), (150_001, (90, 40, 10))]
+)
 def test_the_shared_threshold_of_sorted_cells_is_micro_f1_threshold(n, others):
     # Ties (probabilities rounded to 3 decimals) and other labels' counts: the same float,
     # and the same true and false positives at it.
