@@ -368,6 +368,27 @@ def test_the_calibration_is_the_minimum_of_its_loss_over_the_box():
     assert 0 <= calibration.t1 <= 1 and -1 <= calibration.t2 <= 1
 
 
+def test_the_gap_between_the_two_top_scores_of_each_row():
+    """g = b_(1) − b_(2) as a sort of each row gives it: a tie at the top (0, the best
+    class counted once), the best class last, one possible class or none (0), and rows
+    of 20,000 classes whose two best scores are placed by hand."""
+    scores = np.array([
+        [1.0, 7.5, 7.5, -2.0],
+        [-3.0, -1.0, -2.5, 0.25],
+        [-np.inf, 5.0, -np.inf, -np.inf],
+        [-np.inf] * 4,
+    ])  # fmt: skip
+    assert chosen.score_gaps(scores).tolist() == [0.0, 1.25, 0.0, 0.0]
+    rng = np.random.default_rng(3)
+    many = -rng.uniform(100.0, 200.0, size=(3, 20_000))
+    many[0, [17, 19_999]] = [-40.0, -10.5]
+    many[1, [0, 12_345]] = [-7.25, -7.0]
+    many[2, 3] = -99.0
+    gaps = chosen.score_gaps(many)
+    assert gaps[:2].tolist() == [29.5, 0.25]
+    assert gaps[2] == -99.0 - np.sort(many[2])[-2]
+
+
 def test_the_temperature_grows_with_the_gap_between_the_two_top_scores_by_hand():
     """T = exp(t0 + t1 log(1 + n) + t2 log(1 + g)): n = 3 tokens, g = 4 − 1 = 3."""
     calibration = Calibration(0.5, 0.25, 0.5)

