@@ -47,7 +47,8 @@ class Family:
         ``rows(vocabulary, spaces, unspaced, symbols)`` -> bool ndarray of shape (V,):
         which entries are its tokens; ``spaces`` (int64, shape (V,)) is the number of
         spaces of each entry, ``unspaced`` the pair of masks ``(runs, characters)`` of
-        :func:`_unspaced`, ``symbols`` the mask of :func:`symbol_rows` (computed once for
+        :func:`_unspaced`, ``symbols`` the mask of
+        :func:`nbclass.text.runs.symbol_rows` (computed once for
         every family).
     optional : bool
         Whether the choice may leave it out.
@@ -113,31 +114,6 @@ def _unspaced(vocabulary: Sequence[str], spaces: np.ndarray) -> tuple[np.ndarray
     return runs, characters
 
 
-def symbol_rows(vocabulary: Sequence[str]) -> np.ndarray:
-    """The entries that are tokens of ``--symbols``, bool of shape (V,): no space (no
-    ``\\s``), and one word character (``\\w``) or no word character at all
-    (:func:`nbclass.text.tokenizer.is_symbol`, at array speed).
-
-    >>> symbol_rows(["ab", "?", "a", ":)", "a?", "? !", ""]).tolist()
-    [False, True, True, True, False, False, False]
-    """
-    V = len(vocabulary)
-    if not V:
-        return np.zeros(0, dtype=bool)
-    from .runs import is_space, is_word
-
-    points = np.frombuffer(
-        "\x00".join(vocabulary).encode("utf-32-le", "surrogatepass"), dtype="<u4"
-    )
-    ends = np.append(np.flatnonzero(points == 0), points.size)  # after each entry
-    length = np.diff(ends, prepend=-1) - 1
-    words = np.bincount(_entry_of(np.flatnonzero(is_word(points)), ends), minlength=V)
-    inner = points.copy()
-    inner[ends[:-1]] = ord("x")  # the separators are not the entries' spaces
-    spaces = np.bincount(_entry_of(np.flatnonzero(is_space(inner)), ends), minlength=V)
-    return (spaces == 0) & (length > 0) & ((words == 0) | ((length == 1) & (words == 1)))
-
-
 register(Family(
     "words", "single tokens",
     lambda v, spaces, unspaced, symbols: (spaces == 0) & ~np.logical_or(*unspaced) & ~symbols,
@@ -201,7 +177,12 @@ def masks(vocabulary: Sequence[str], symbols: bool = False) -> dict[str, np.ndar
             return _LAST_MASKS[1]
     spaces = spaces_of(vocabulary)
     unspaced = _unspaced(vocabulary, spaces)
-    kept = symbol_rows(vocabulary) if symbols else np.zeros(len(vocabulary), dtype=bool)
+    if symbols:
+        from .runs import symbol_rows
+
+        kept = symbol_rows(vocabulary)
+    else:
+        kept = np.zeros(len(vocabulary), dtype=bool)
     found = {}
     for name, family in FAMILIES.items():
         rows = np.asarray(family.rows(vocabulary, spaces, unspaced, kept), dtype=bool)

@@ -953,8 +953,6 @@ class RunCounter:
         if splitter.symbols:  # the symbols (a symbol holding a 0x01 is counted in Python)
             if odd is not None and odd.any():
                 return None
-            from .families import symbol_rows
-
             if joined is not None:
                 vocabulary = joined[0].decode("utf-8", "surrogatepass").split("\x00")
             words |= symbol_rows(vocabulary)
@@ -1529,3 +1527,26 @@ def sort_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return packed.astype(keys.dtype, copy=False), order
     order = np.argsort(keys, kind="stable")
     return keys[order], order
+
+
+def symbol_rows(vocabulary: Sequence[str]) -> np.ndarray:
+    """The entries that are tokens of ``--symbols``, bool of shape (V,): no space (no
+    ``\\s``), and one word character (``\\w``) or no word character at all
+    (:func:`nbclass.text.tokenizer.is_symbol`, at array speed).
+
+    >>> symbol_rows(["ab", "?", "a", ":)", "a?", "? !", ""]).tolist()
+    [False, True, True, True, False, False, False]
+    """
+    V = len(vocabulary)
+    if not V:
+        return np.zeros(0, dtype=bool)
+    points = np.frombuffer(
+        "\x00".join(vocabulary).encode("utf-32-le", "surrogatepass"), dtype="<u4"
+    )
+    ends = np.append(np.flatnonzero(points == 0), points.size)  # after each entry
+    length = np.diff(ends, prepend=-1) - 1
+    words = np.bincount(np.searchsorted(ends, np.flatnonzero(is_word(points))), minlength=V)
+    inner = points.copy()
+    inner[ends[:-1]] = ord("x")  # the separators are not the entries' spaces
+    spaces = np.bincount(np.searchsorted(ends, np.flatnonzero(is_space(inner))), minlength=V)
+    return (spaces == 0) & (length > 0) & ((words == 0) | ((length == 1) & (words == 1)))
