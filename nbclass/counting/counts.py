@@ -707,7 +707,7 @@ def sum_pairs(n_rows: int, n_cols: int, rows, cols, docs, tokens):
     """
     import scipy.sparse as sp
 
-    def summed(values):
+    def as_csr(values):
         matrix = sp.coo_matrix((values, (rows, cols)), shape=(n_rows, n_cols)).tocsr()
         matrix.sum_duplicates()  # canonical already (tocsr sums them): a check
         return matrix
@@ -723,12 +723,12 @@ def sum_pairs(n_rows: int, n_cols: int, rows, cols, docs, tokens):
         both <<= 32
         both |= docs
         del docs, tokens
-        matrix = summed(both)
+        matrix = as_csr(both)
         del both
         docs = matrix.data & 0xFFFFFFFF
         matrix.data >>= 32
         return matrix.indptr, matrix.indices, docs, matrix.data
-    D, T = summed(docs.astype(np.int64)), summed(tokens.astype(np.int64))
+    D, T = as_csr(docs.astype(np.int64)), as_csr(tokens.astype(np.int64))
     return D.indptr, D.indices, D.data, T.data
 
 

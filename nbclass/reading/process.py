@@ -263,9 +263,10 @@ WORKER_LOST = (
 
 # How often a wait for a worker's result looks whether a worker of the pool has died.
 WATCH_SECONDS = 0.1
-# Set when a pool that lost a worker was abandoned: its own thread may wait forever on
-# what the dead worker left half-sent, so the command ends by :func:`quick_exit` at once
-# rather than by Python's exit, which would wait for that thread.
+# Set when a pool that lost a worker was abandoned: its own thread may still be reading
+# what the dead worker left half-sent (until no process holds the pipe open: a worker of
+# another pool may), so the command ends by :func:`quick_exit` at once rather than by
+# Python's exit, which waits for that thread.
 ABANDONED = False
 
 
@@ -313,8 +314,10 @@ def workers_lost(pool) -> bool:
 
 def abandon_pool(pool) -> None:
     """Kill the workers left of ``pool``, which lost one (they may wait on a lock the dead
-    one held), and shut it down without waiting for its thread; the command then ends
-    at once (:data:`ABANDONED`, :func:`quick_exit`)."""
+    one held), close this process's end of its result pipe (which ends its thread's read
+    of a message the dead one began) and shut it down without waiting for that thread;
+    the command then ends at once (:data:`ABANDONED`, :func:`quick_exit`: a worker of
+    another pool may still hold the pipe open)."""
     global ABANDONED
     ABANDONED = True
     processes = list((getattr(pool, "_processes", None) or {}).values())

@@ -217,8 +217,15 @@ def _flag(value, name: str) -> bool:
 # ``\w\w+`` lacks, a word character alone or a run of characters neither word nor space.
 # The first alternative matches a run of two or more word characters too (to pass it
 # whole); only the matches of one character, or of the second alternative, are kept.
-_SYMBOLS = re.compile(r"\w+|[^\w\s]+")
-_WORD_START = re.compile(r"\w")
+# Compiled when first used: one document's predict imports this module and rarely needs them.
+_SYMBOL_PATTERNS: list = []
+
+
+def _symbol_patterns() -> tuple:
+    """``(symbols, word_start)``, the two compiled patterns."""
+    if not _SYMBOL_PATTERNS:
+        _SYMBOL_PATTERNS[:] = re.compile(r"\w+|[^\w\s]+"), re.compile(r"\w")
+    return tuple(_SYMBOL_PATTERNS)
 
 
 def symbol_tokens(text: str) -> list[str]:
@@ -229,8 +236,9 @@ def symbol_tokens(text: str) -> list[str]:
     >>> symbol_tokens("i'm :) ok?! u 2 x_y, 日")
     ['i', "'", 'm', ':)', '?!', 'u', '2', ',', '日']
     """
-    word = _WORD_START.match
-    return [t for t in _SYMBOLS.findall(text) if len(t) == 1 or word(t) is None]
+    symbols, word_start = _symbol_patterns()
+    word = word_start.match
+    return [t for t in symbols.findall(text) if len(t) == 1 or word(t) is None]
 
 
 def is_symbol(entry: str) -> bool:
@@ -240,8 +248,9 @@ def is_symbol(entry: str) -> bool:
     >>> [is_symbol(e) for e in ["a", "?!", ":)", "ab", "a?", "a b", ""]]
     [True, True, True, False, False, False, False]
     """
-    return _SYMBOLS.fullmatch(entry) is not None and (
-        len(entry) == 1 or _WORD_START.match(entry) is None
+    symbols, word_start = _symbol_patterns()
+    return symbols.fullmatch(entry) is not None and (
+        len(entry) == 1 or word_start.match(entry) is None
     )
 
 
