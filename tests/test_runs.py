@@ -350,19 +350,38 @@ def test_pack_merges_the_run_words_with_the_others(ordered, others):
 @given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 6)), min_size=1, max_size=60),
        st.lists(st.integers(0, 2), min_size=5, max_size=5))  # fmt: skip
 def test_cell_sums_count_each_cells_texts_and_tokens(tokens, labels):
-    """(word, class) -> (texts holding it, tokens), by one sort of (class, word, text)
-    codes, and by the way taken when the codes would pass int64 (a huge class count)."""
+    """(word, class) -> (texts holding it, tokens), the cells in (word, class) order, for
+    tokens in any order of their texts and labels in any order; and with word numbers
+    and classes past 16 bits (sorted by more than one digit)."""
     from nbclass.text.runs import _cell_sums
 
     text = np.array([t for t, _ in tokens])
-    word = np.array([w for _, w in tokens])
-    expected: dict = {}
-    for t, w in set(tokens):
-        docs, count = expected.get((w, labels[t]), (0, 0))
-        expected[(w, labels[t])] = (docs + 1, count + tokens.count((t, w)))
-    for C in (3, 2**60):  # the second: C * K * n >= 2**62
-        cells = zip(*(v.tolist() for v in _cell_sums(text, word, labels, 7, C)))
-        assert {(w, c): (d, t) for w, c, d, t in cells} == expected
+    for scale, class_scale, C in ((1, 1, 3), (100_003, 35_000, 70_001)):
+        word = np.array([w * scale for _, w in tokens])
+        classes = [c * class_scale for c in labels]
+        expected: dict = {}
+        for t, w in set(tokens):
+            key = (w * scale) * C + classes[t]
+            docs, count = expected.get(key, (0, 0))
+            expected[key] = (docs + 1, count + tokens.count((t, w)))
+        cells, docs, counts = _cell_sums(text, word, classes, 7 * scale, C)
+        assert cells.tolist() == sorted(expected)
+        assert list(zip(docs.tolist(), counts.tolist())) == [expected[k] for k in sorted(expected)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**40 - 1), max_size=60),
+       st.sampled_from([1, 2, 300, 2**16, 2**16 + 1, 2**33, 2**40]), st.booleans())  # fmt: skip
+def test_stable_order_is_numpys_stable_argsort(values, top, after):
+    """The order of values below ``top``, by their 16-bit digits, is numpy's stable
+    argsort, on its own and after an order given first."""
+    from nbclass.text.runs import stable_order
+
+    values = np.array([v % top for v in values], dtype=np.int64)
+    first = np.random.default_rng(len(values)).permutation(values.size) if after else None
+    order = stable_order(values, top, first)
+    start = np.arange(values.size) if first is None else first
+    assert order.tolist() == start[np.argsort(values[start], kind="stable")].tolist()
 
 
 @settings(max_examples=300, deadline=None, database=None)
@@ -382,3 +401,29 @@ def test_sort_order_is_the_stable_argsort(values, bound, dtype):
     assert order.tolist() == expected.tolist()
     assert ordered.dtype == keys.dtype
     assert ordered.tolist() == keys[expected].tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(1, 2**64 - 1), max_size=300), max_size=6),
+       st.lists(st.integers(1, 2**64 - 1), max_size=50), st.booleans())  # fmt: skip
+def test_the_key_table_finds_each_key_inserted(batches, others, one_home):
+    """Keys inserted in batches (the table grown on the way) are found with their
+    numbers, and keys never inserted are not; also when every key has the same home
+    slot (every look-up probes past the others)."""
+    from nbclass.text.runs import _KeyTable
+
+    with pytest.MonkeyPatch.context() as patch:
+        if one_home:
+            patch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
+        table, numbers = _KeyTable(), {}
+        for batch in batches:
+            new = [k for k in dict.fromkeys(batch) if k not in numbers]
+            ids = np.arange(len(numbers), len(numbers) + len(new))
+            table.insert(np.array(new, dtype=np.uint64), ids)
+            numbers.update(zip(new, ids.tolist()))
+        asked = list(numbers) + others
+        found = table.find(np.array(asked, dtype=np.uint64))
+    assert found.tolist() == [numbers.get(k, -1) for k in asked]
+    keys, ids = table.items()
+    assert keys.tolist() == sorted(numbers)
+    assert ids.tolist() == [numbers[k] for k in sorted(numbers)]
