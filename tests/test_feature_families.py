@@ -287,6 +287,43 @@ def test_informative_rows_by_hand():
     assert kept.tolist() == [0, 2]
 
 
+@pytest.mark.parametrize("form", ["dense", "csr"])
+def test_the_entries_of_one_document_share_their_classs_mutual_information(monkeypatch, form):
+    """The words of one document of one class (and those of none) are computed once a
+    class: every word gets, bit for bit, the I_j it gets when each word is computed on its
+    own, and the words of one document of a class have one value."""
+    import scipy.sparse as sp
+
+    from nbclass.counting.counts import Counts
+    from nbclass.models import selection
+
+    rng = np.random.default_rng(7)
+    V, C = 400, 4
+    D = np.zeros((V, C), dtype=np.int64)
+    D[:300, :][np.arange(300), rng.integers(0, C, 300)] = 1  # 300 words of one document
+    D[300:320, 1] = 2  # one class, two documents: computed each on its own
+    D[320:390] = rng.integers(0, 6, (70, C))  # several classes (some rows all 0)
+    D[390:] = 0  # words of no document
+    T = D * rng.integers(1, 4, D.shape)
+    counts = Counts(("a", "b", "c", "d"), tuple(f"w{j:03d}" for j in range(V)),
+                    np.array([40, 30, 20, 10]), D, T)  # fmt: skip
+    if form == "csr":
+        counts = Counts(counts.classes, counts.vocabulary, counts.class_count,
+                        sp.csr_matrix(D), sp.csr_matrix(T))  # fmt: skip
+    alike = selection._one_of_each(*counts.nonzero, counts.at_nonzero(counts.doc_count, float),
+                                   V, C)  # fmt: skip
+    assert alike is not None and alike[0].sum() < counts.nonzero[0].size
+    got = selection.pruning_information(counts)
+    monkeypatch.setattr(selection, "_one_of_each", lambda *args: None)
+    alone = selection.pruning_information(counts)
+    assert got.dtype == alone.dtype and got.tobytes() == alone.tobytes()
+    for c in range(C):
+        mine = got[:300][D[:300, c] == 1]
+        assert mine.size and (mine == mine[0]).all()
+    assert (got[390:] == got[390]).all()
+    assert len(set(got[300:320].tolist())) == 1  # alike too, though each computed
+
+
 def test_an_informative_fold_scores_as_the_model_pruned_by_mi():
     """The MI candidates' fold: the fold's entries of highest mutual information in its own
     training counts (the held-out documents never decide); its candidates score the

@@ -1087,7 +1087,12 @@ def _first_round(counts, X, y, fold_ids, candidates, threads, specs, evidence, k
     rows: the folds of the restricted counts are those of the whole restricted to them,
     exactly (:func:`restricted`), and they cost the rows of the words alone."""
     if narrow and all(set_rows is not None for set_rows, _, _ in specs):
-        union = np.unique(np.concatenate([set_rows for set_rows, _, _ in specs]))
+        # The rows of any set, sorted: marked, not np.unique of them all (a hash table of
+        # 520,000 rows took 0.13 s where marking them takes 0.01 s).
+        inside = np.zeros(len(counts.vocabulary), dtype=bool)
+        for set_rows, _, _ in specs:
+            inside[set_rows] = True
+        union = np.flatnonzero(inside)
         counts, X = counts.restrict(union), sp.csr_matrix(X[:, union])
         specs = [
             (None if set_rows.size == union.size else np.searchsorted(union, set_rows),

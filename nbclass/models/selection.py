@@ -65,12 +65,24 @@ def _sparse_mutual_information(counts: Counts, settings: EstimatorSettings) -> n
     Σ_{c ∉ P_j} π_c θ⁰_c (log θ⁰_c − log θ_j) = (A − A_j) − (B − B_j) log θ_j, with
     A = Σ_c π_c θ⁰_c log θ⁰_c and B = Σ_c π_c θ⁰_c over every class and A_j, B_j over P_j
     (the same for 1 − θ). The same I_j as the dense formula to rounding.
+
+    I_j is a function of word j's own pairs and of the class counts alone, each word's
+    terms summed in the same order whatever the other words: the words of one document
+    of one class (D_jc = 1 for one c, no other pair) all have that class's I_j, to the
+    bit, and so do the words of no document. Each of those values is computed once, from
+    one such word (:func:`_one_of_each`), the other words each on their own: in a fold of
+    20 Newsgroups with word pairs, 714,000 of the 1.04 million entries are of one
+    document, and the pairs computed are 0.88 million of 1.59 million.
     """
     from scipy.special import rel_entr, xlogy
 
     V, C = counts.doc_count.shape
     rows, cols = counts.nonzero
     D = counts.at_nonzero(counts.doc_count, np.float64)
+    alike = _one_of_each(rows, cols, D, V, C)
+    if alike is not None:  # the pairs of the words computed, their rows renumbered
+        kept, rows, value_of = alike
+        cols, D, V = cols[kept], D[kept], int(value_of.max()) + 1
     N_c = counts.class_count.astype(np.float64)
     pi_numerator, pi_denominator = class_prior_fractions(
         counts.class_count, settings.estimator, settings.alpha
@@ -97,7 +109,39 @@ def _sparse_mutual_information(counts: Counts, settings: EstimatorSettings) -> n
         off = (xlogy(weighted0, at0).sum() - A_j) - xlogy(np.maximum(weighted0.sum() - B_j, 0.0),
                                                           mean)  # fmt: skip
         I += pairs + off
-    return np.maximum(I, 0.0)
+    I = np.maximum(I, 0.0)
+    return I if alike is None else I[value_of]
+
+
+def _one_of_each(rows: np.ndarray, cols: np.ndarray, D: np.ndarray, V: int, C: int):
+    """Which words :func:`_sparse_mutual_information` computes: every word but those of
+    one document of one class and those of none, and one word of each such class and of
+    none. ``(kept, rows, value_of)``: the pairs of the words computed (bool, (nnz,)),
+    their rows renumbered in order, and the renumbered row whose I_j is each word's (V,);
+    None where fewer than a quarter of the words are alike (every word is computed)."""
+    n_pairs = np.bincount(rows, minlength=V)
+    first = np.cumsum(n_pairs)
+    first -= n_pairs  # each word's first pair
+    single = np.flatnonzero(n_pairs == 1)
+    single = single[D[first[single]] == 1]  # the words of one document
+    empty = np.flatnonzero(n_pairs == 0)
+    if single.size + empty.size < max(V // 4, 1):
+        return None
+    classes = cols[first[single]].astype(np.int64)
+    one = np.full(C + 1, -1, dtype=np.int64)  # a word of each class, and of none (at C)
+    one[classes] = single  # (whichever is written last: they are alike)
+    one[C] = empty[0] if empty.size else -1
+    own = n_pairs > 0
+    own[single] = False
+    own[one[one >= 0]] = True
+    renumbered = np.cumsum(own)
+    renumbered -= 1
+    value_of = np.where(own, renumbered, 0)
+    value_of[single] = renumbered[one[classes]]
+    if empty.size:
+        value_of[empty] = renumbered[one[C]]
+    kept = own[rows]
+    return kept, renumbered[rows[kept]], value_of
 
 
 def presence_settings(counts: Counts, settings: EstimatorSettings) -> EstimatorSettings:
