@@ -168,3 +168,50 @@ def test_a_fold_restricted_to_a_feature_set_is_the_fold_of_the_sets_counts(tmp_p
             assert np.array_equal(fold.classes, alone.classes)
             expected = X[:, rows][held][:, alone.words[alone.used]]
             assert (documents != expected).nnz == 0 and documents.shape == expected.shape
+
+
+def _general_loss(jll, y, features, t):
+    """The calibration's loss, gradient and Hessian by its general steps (every cell
+    through np.where, log_softmax and exp), written out here as a reference."""
+    from scipy.special import log_softmax
+
+    design = np.hstack([np.ones((features.shape[0], 1)), features])
+    n = design.shape[0]
+    epsilon = 1.0 / (n + 2)
+    finite = np.isfinite(jll)
+    shifted = np.where(finite, jll - jll.max(axis=1, keepdims=True), 0.0)
+    others = finite.sum(axis=1, keepdims=True) - 1.0
+    target = np.where(finite, epsilon / np.maximum(others, 1.0), 0.0)
+    target[np.arange(n), y] = np.where(others[:, 0] > 0, 1.0 - epsilon, 1.0)
+    scales = np.exp(-(design @ t))[:, None]
+    z = np.where(finite, shifted * scales, 0.0)
+    log_p = np.where(finite, log_softmax(np.where(finite, z, -np.inf), axis=1), 0.0)
+    p = np.where(finite, np.exp(log_p), 0.0)
+    pz, tz = (p * z).sum(axis=1), (target * z).sum(axis=1)
+    first = tz - pz
+    second = (p * z * z).sum(axis=1) - pz * pz + pz - tz
+    rows = (target * log_p).sum(axis=1)
+    return float(-rows.mean()), design.T @ first / n, (design * second[:, None]).T @ design / n
+
+
+@pytest.mark.parametrize("C", [1, 2, 50, 3000])
+def test_the_calibration_of_finite_scores_takes_the_general_steps_floats(C):
+    """Every score finite (the rule at many classes): the calibration's loss, gradient
+    and Hessian are those of its general steps bit for bit, at temperatures that put
+    most cells far below exp's underflow, some near it and none (t = 0), with rows
+    whose best score is tied and a block of one class."""
+    rng = np.random.default_rng(C)
+    n = 40
+    jll = -rng.exponential(400.0, size=(n, C)) * rng.uniform(0.01, 3, size=(n, 1))
+    jll[::7, :] = np.round(jll[::7, :])  # ties, at the top too
+    jll[3, :] = 0.0
+    y = rng.integers(0, C, size=n)
+    features = np.stack([np.log1p(rng.integers(1, 500, n)), rng.uniform(0, 3, n)], axis=1)
+    ok = np.arange(n)
+    for t in ([0.0, 0.0, 0.0], [-2.6, 0.13, 0.87], [1.5, 1.0, -0.5], [-6.0, 0.0, 2.0]):
+        t = np.array(t)
+        loss = choosing._calibration_loss(jll, ok, y, features, choosing.row_blocks(n, C, 997))
+        value, gradient, hessian = loss(t)
+        want = _general_loss(jll, y, features, t)
+        assert value == want[0]
+        assert np.array_equal(gradient, want[1]) and np.array_equal(hessian, want[2])

@@ -712,6 +712,9 @@ def _calibration_loss(jll, ok, y, features, blocks):
     The documents are the rows ``ok`` of ``jll`` (true classes ``y``); each evaluation
     goes through them a block (``blocks``, ranges of ``ok``) at a time, every row's
     numbers its own, so the memory is a block's whatever the documents and classes.
+    A block whose every score is finite (every class possible: the rule at many
+    classes) takes :func:`_finite_block`'s steps, the same floats in fewer passes; the
+    value at a point already evaluated is not computed again.
     """
     from scipy.special import log_softmax
 
@@ -720,26 +723,42 @@ def _calibration_loss(jll, ok, y, features, blocks):
     epsilon = 1.0 / (n + 2)
     # The blocks' shifted scores and targets are made once when they are few cells.
     cached = {} if ok.size * jll.shape[1] <= 4 * SCORE_CELLS else None
+    done: dict = {}  # the value, gradient and Hessian at each point evaluated
 
     def prepared(a: int, b: int):
         if cached is not None and a in cached:
             return cached[a]
         block = jll[ok[a:b]]
         finite = np.isfinite(block)
-        # Scores are shifted by their row maximum: the softmax is unchanged and no overflow.
-        shifted = np.where(finite, block - block.max(axis=1, keepdims=True), 0.0)
-        others = finite.sum(axis=1, keepdims=True) - 1.0
-        target = np.where(finite, epsilon / np.maximum(others, 1.0), 0.0)
-        target[np.arange(b - a), y[a:b]] = np.where(others[:, 0] > 0, 1.0 - epsilon, 1.0)
+        if finite.all():  # the shifted scores in place; the targets as each row's two
+            block -= block.max(axis=1, keepdims=True)
+            others = float(block.shape[1] - 1)
+            shares = (epsilon / max(others, 1.0), 1.0 - epsilon if others > 0 else 1.0)
+            item = (block, None, shares)
+        else:
+            # Shifted by their row maximum: the softmax is unchanged and no overflow.
+            shifted = np.where(finite, block - block.max(axis=1, keepdims=True), 0.0)
+            others = finite.sum(axis=1, keepdims=True) - 1.0
+            target = np.where(finite, epsilon / np.maximum(others, 1.0), 0.0)
+            target[np.arange(b - a), y[a:b]] = np.where(others[:, 0] > 0, 1.0 - epsilon, 1.0)
+            item = (shifted, finite, target)
         if cached is not None:
-            cached[a] = (shifted, finite, target)
-        return shifted, finite, target
+            cached[a] = item
+        return item
 
     def loss(t: np.ndarray):
+        key = np.asarray(t, dtype=np.float64).tobytes()
+        if key in done:
+            return done[key]
         scales = np.exp(-(design @ t))[:, None]
         first, second, rows = np.empty(n), np.empty(n), np.empty(n)
         for a, b in blocks:
             shifted, finite, target = prepared(a, b)
+            if finite is None:
+                first[a:b], second[a:b], rows[a:b] = _finite_block(
+                    shifted, scales[a:b], y[a:b], *target
+                )
+                continue
             z = np.where(finite, shifted * scales[a:b], 0.0)
             log_p = np.where(finite, log_softmax(np.where(finite, z, -np.inf), axis=1), 0.0)
             p = np.where(finite, np.exp(log_p), 0.0)
@@ -749,9 +768,51 @@ def _calibration_loss(jll, ok, y, features, blocks):
             rows[a:b] = (target * log_p).sum(axis=1)
         gradient = design.T @ first / n
         hessian = (design * second[:, None]).T @ design / n
-        return float(-rows.mean()), gradient, hessian
+        done[key] = float(-rows.mean()), gradient, hessian
+        return done[key]
 
     return loss
+
+
+# np.exp(x) is 0 for every x below this (it is 0 from −745.1333 down): the cells of a
+# softmax this far below their row's largest are left out of its exps, which are most of
+# the calibration's time at thousands of classes (numpy's exp is slowest where it
+# underflows), and they are 0 all the same.
+EXP_ZERO = -746.0
+
+
+def _finite_block(shifted, scales, y, share, own):
+    """The rows of :func:`_calibration_loss`'s sums (−(p − τ) · z, Var_p(z) + (p − τ) · z,
+    τ · log p) for a block of finite scores ``shifted`` (each row's largest 0), row scales
+    ``scales`` (m, 1), true classes ``y``, each row's targets ``share`` (every other
+    class) and ``own`` (its class): the floats of the general steps (which take
+    log_softmax of z, then exp of it) in fewer passes. log_softmax shifts z by its row
+    maximum, +0 here (then z − 0 is z, bit for bit); exp is taken where z ≥
+    :data:`EXP_ZERO` alone, and is 0 elsewhere, as is exp(log p) (log p ≤ z, since the
+    row's sum of exps is at least the 1 of its maximum); a target τ_ic times z_ic is
+    the row's share times z_ic, its own class's cell set apart."""
+    z = shifted * scales
+    top = z.max(axis=1, keepdims=True)
+    if (top != 0).any() or np.signbit(top).any():  # not +0: log_softmax's shift
+        z_shifted = z - top
+    else:
+        z_shifted = z
+    near = z_shifted >= EXP_ZERO
+    e = np.zeros(z.shape)
+    np.exp(z_shifted, out=e, where=near)
+    log_p = z_shifted - np.log(e.sum(axis=1, keepdims=True))
+    np.exp(log_p, out=e, where=near)  # p; 0 where not near, as it was
+    at = np.arange(y.size)
+    pz_cells = e * z
+    pz = pz_cells.sum(axis=1)
+    pz_cells *= z
+    pzz = pz_cells.sum(axis=1)
+    tz_cells = z * share
+    tz_cells[at, y] = own * z[at, y]
+    tz = tz_cells.sum(axis=1)
+    np.multiply(log_p, share, out=tz_cells)
+    tz_cells[at, y] = own * log_p[at, y]
+    return tz - pz, pzz - pz * pz + pz - tz, tz_cells.sum(axis=1)
 
 
 def _newton_step(g: np.ndarray, H: np.ndarray) -> np.ndarray:
