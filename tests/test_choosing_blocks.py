@@ -215,3 +215,63 @@ def test_the_calibration_of_finite_scores_takes_the_general_steps_floats(C):
         want = _general_loss(jll, y, features, t)
         assert value == want[0]
         assert np.array_equal(gradient, want[1]) and np.array_equal(hessian, want[2])
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_the_winners_scores_made_again_are_the_scores_it_was_chosen_by(tmp_path, k):
+    """The winner's (n, C) scores made again, from its folds made afresh or from the
+    last fold the candidates were scored on (choosing.LastFold), are each candidate's
+    whole held-out scores, −inf where a fold lacks the class: one fold (the sample
+    held out at once) and three."""
+    import scipy.sparse as sp
+
+    model = fitted(tmp_path, unequal_corpus(tmp_path / "c"))
+    sample = model.sample
+    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
+                      shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
+    y = sample.labels.astype(np.int64)
+    if k == 1:  # every other document held out at once, the rest of the corpus trains
+        X, y = X[::2], y[::2]
+    folds = choosing.stratified_fold_ids(y, k)
+    kept = choosing.keeps_its_class(folds, y, model.counts.class_count)  # as choose does
+    X, y, folds = X[kept], y[kept], folds[kept]
+    candidates = choosing.CANDIDATES
+    last = choosing.LastFold()
+    [(whole, _)] = choosing.held_out_summaries(
+        model.counts, X, y, folds, candidates, keep=True, last=last
+    )
+    assert last.get(model.counts, X, k - 1) is not None
+    assert last.get(model.counts, X[:], k - 1) is None  # another sample: made afresh
+    assert all(np.isfinite(s.jll).any() for s in whole)
+    for settings, summary in zip(candidates, whole):
+        for kept in (None, last):
+            again = choosing.winner_scores(model.counts, X, y, folds, settings, last=kept)
+            assert np.array_equal(again, summary.jll)
+
+
+def test_the_posterior_and_evidence_from_one_exp_are_the_two_functions_floats():
+    """posterior_and_evidence gives log_posterior's and scipy's logsumexp's floats bit
+    for bit: rows far apart and close, ties at the top, rows of one class, rows with
+    impossible classes and rows with none possible."""
+    from scipy.special import logsumexp
+
+    from nbclass.models.posterior import log_posterior, posterior_and_evidence
+
+    rng = np.random.default_rng(5)
+    for trial in range(200):
+        n, C = int(rng.integers(1, 30)), int(rng.choice([1, 2, 3, 20, 500, 3000]))
+        spread = rng.choice([0.5, 5.0, 50.0, 400.0, 2000.0])
+        jll = rng.normal(0, 1000) - rng.exponential(spread, size=(n, C))
+        if trial % 3 == 0:
+            jll = np.round(jll)
+        if trial % 5 == 0:
+            jll[:, : C // 2] = jll[:, :1]
+        if trial % 7 == 0:
+            jll[rng.random(jll.shape) < 0.3] = -np.inf
+        if trial % 11 == 0:
+            jll[0] = -np.inf
+        log_proba, evidence = posterior_and_evidence(jll)
+        with np.errstate(divide="ignore"):
+            want = logsumexp(jll, axis=1)
+        assert np.array_equal(log_proba.view(np.int64), log_posterior(jll).view(np.int64))
+        assert np.array_equal(evidence.view(np.int64), want.view(np.int64))

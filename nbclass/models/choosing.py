@@ -53,7 +53,7 @@ from ..counting.counts import Counts
 from ..text.vectorizer import binarize
 from .chosen import calibrated, score_gaps
 from .estimators import Calibration, EstimatorSettings
-from .posterior import log_posterior, make_scorer
+from .posterior import log_posterior, make_scorer, posterior_and_evidence
 from .sparsity import dense_cells, is_sparse, row_sums
 from .textmodels import prepare
 
@@ -488,18 +488,20 @@ class Summary:
             self.jll[at] = jll
         ok = np.isfinite(jll[np.arange(at.size), truth])
         self.scored[at] = ok
+        has = known > 0
+        log_proba = evidence = None
+        if self.evidence is not None and has.any():  # both from one exp of the scores
+            with np.errstate(divide="ignore"):
+                log_proba, evidence = posterior_and_evidence(jll)
+            self.evidence[at[has]] = evidence[has]
         if ok.any():
-            log_proba = log_posterior(jll[ok])
+            if log_proba is None:
+                log_proba = log_posterior(jll if ok.all() else jll[ok])
+            elif not ok.all():
+                log_proba = log_proba[ok]
             pred = np.where(np.isfinite(log_proba.max(axis=1)), log_proba.argmax(axis=1), -1)
             self.pred[at[ok]] = pred
             self.picked[at[ok]] = log_proba[np.arange(pred.size), truth[ok]]
-        if self.evidence is not None:
-            from scipy.special import logsumexp
-
-            has = known > 0
-            if has.any():
-                with np.errstate(divide="ignore"):
-                    self.evidence[at[has]] = logsumexp(jll[has], axis=1)
 
 
 def row_blocks(n: int, C: int, cells: int | None = None):
@@ -538,22 +540,53 @@ class HeldOutScores:
         return out
 
 
+class LastFold:
+    """The fold :func:`held_out_summaries` made last (of ``counts`` and ``X``), kept
+    for :func:`winner_scores`: a corpus whose sample is held out at once (one fold, as
+    at millions of words) has its fold made once, not again for the winner's scores
+    (1.4 s of CPU at 2,000 classes × 2,000,000 words). It holds one fold at a time."""
+
+    __slots__ = ("counts", "X", "k", "fold")
+
+    def __init__(self):
+        self.counts = self.X = self.k = self.fold = None
+
+    def get(self, counts: Counts, X: sp.csr_matrix, k: int) -> Fold | None:
+        """The kept fold if it is fold ``k`` of these ``counts`` and ``X``, else None."""
+        if self.counts is counts and self.X is X and self.k == k:
+            return self.fold
+        return None
+
+    def put(self, counts: Counts, X: sp.csr_matrix, k: int, fold: Fold) -> None:
+        self.counts, self.X, self.k, self.fold = counts, X, k, fold
+
+
 def winner_scores(counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.ndarray,
                   settings: EstimatorSettings, rows: np.ndarray | None = None,
-                  min_df: int | None = None, top_mi: int | None = None):  # fmt: skip
+                  min_df: int | None = None, top_mi: int | None = None,
+                  last: LastFold | None = None):  # fmt: skip
     """The held-out scores of one candidate on the feature set ``rows`` (pruned to
     ``min_df`` and ``top_mi``), made again: the (n, C) array when it has at most
-    :data:`WINNER_CELLS` cells, else :class:`HeldOutScores`."""
+    :data:`WINNER_CELLS` cells, else :class:`HeldOutScores`; −inf for the classes a
+    row's fold lacks. Each fold's documents are scored a block at a time, as when they
+    were scored with the other candidates (the same floats); ``last``: a fold kept from
+    then (:class:`LastFold`)."""
     n, C = X.shape[0], len(counts.classes)
-    if n * C <= WINNER_CELLS:
-        [((summary,), _)] = held_out_summaries(counts, X, y, fold_ids, [settings], 1,
-                                               [(rows, min_df, top_mi)], keep=True)  # fmt: skip
-        return summary.jll
-    scores = HeldOutScores(n, C)
+    scores = np.full((n, C), -np.inf) if n * C <= WINNER_CELLS else HeldOutScores(n, C)
     for k in np.unique(fold_ids).tolist():
         held = np.flatnonzero(fold_ids == k)
-        fold, held_out = set_documents(fold_of(counts, X, y, held), X, rows, min_df, top_mi)
-        scores.add(held, fold.classes, fold_scorer(fold, settings), held_out)
+        whole = None if last is None else last.get(counts, X, k)
+        if whole is None:
+            whole = fold_of(counts, X, y, held)
+        fold, held_out = set_documents(whole, X, rows, min_df, top_mi)
+        del whole
+        scorer = fold_scorer(fold, settings)
+        if isinstance(scores, HeldOutScores):
+            scores.add(held, fold.classes, scorer, held_out)
+            continue
+        for start, stop in row_blocks(held.size, C):
+            part = scorer.joint_log_likelihood(held_out[start:stop])
+            scores[np.ix_(held[start:stop], fold.classes)] = part
     return scores
 
 
@@ -568,6 +601,7 @@ def held_out_summaries(
     evidence=(),
     keep: bool = False,
     per_set=None,
+    last: LastFold | None = None,
 ) -> list[tuple[list[Summary], np.ndarray]]:
     """Every candidate's held-out documents under the model of their fold, on each
     feature set of ``sets`` (``(rows, min_df, top_mi)``: sorted indices into the
@@ -575,7 +609,8 @@ def held_out_summaries(
     (:class:`Summary`, with ``evidence`` for the candidates in ``evidence`` and the whole
     scores when ``keep``): per set, the candidates' summaries and each document's known
     tokens, shape (n,). ``per_set``, when given, lists the candidates of each set
-    instead (a subset of ``candidates`` each). What the whole held-out scores give,
+    instead (a subset of ``candidates`` each); ``last`` keeps the last fold made
+    (:class:`LastFold`). What the whole held-out scores give,
     reduced a block of :data:`SCORE_CELLS` at a time. A class the fold's training counts
     lack scores −inf (no refit could name it).
 
@@ -600,7 +635,11 @@ def held_out_summaries(
             most[at] = max(most.get(at, 0), top_mi)
     for k in np.unique(fold_ids).tolist():
         rows = np.flatnonzero(fold_ids == k)
+        if last is not None:
+            last.put(None, None, None, None)  # never two folds at once
         whole = fold_of(counts, X, y, rows)
+        if last is not None:
+            last.put(counts, X, k, whole)
         held = X[rows]  # the held-out documents' rows, for every feature set
         blocks = row_blocks(rows.size, C)
         work, rankings = [], {}  # the mutual information ranked once per set of rows
@@ -620,10 +659,14 @@ def held_out_summaries(
         def score(item, rows=rows, blocks=blocks):
             settings, summary, fold, held_out, fold_known = item
             scorer = fold_scorer(fold, settings)
+            every = fold.classes.size == C  # then fold.classes is 0, 1, ..., C - 1
             for start, stop in blocks:
                 part = scorer.joint_log_likelihood(held_out[start:stop])
-                jll = np.full((stop - start, C), -np.inf)
-                jll[:, fold.classes] = part
+                if every:
+                    jll = np.ascontiguousarray(part, dtype=np.float64)
+                else:
+                    jll = np.full((stop - start, C), -np.inf)
+                    jll[:, fold.classes] = part
                 at = rows[start:stop]
                 summary.add(at, jll, y[at], fold_known[start:stop])
 
@@ -1044,8 +1087,9 @@ def choose(
         for _, kept_rows, min_df, top_mi in sets
     ]  # fmt: skip
     results: list = [None] * len(sets)  # per set: (its candidates, summaries, known tokens)
+    last = LastFold()  # the last fold scored, for the winner's scores made again
     done = _first_round(counts, X, y, fold_ids, candidates, threads, [specs[i] for i in first],
-                        evidence, keep, len(first) < len(sets))  # fmt: skip
+                        evidence, keep, len(first) < len(sets), last)  # fmt: skip
     for i, (summaries, n_tokens) in zip(first, done):
         results[i] = (candidates, summaries, n_tokens)
     if len(first) < len(sets):
@@ -1062,7 +1106,7 @@ def choose(
         at = [i for i, late in enumerate(later) if late]
         done = held_out_summaries(counts, X, y, fold_ids, candidates, threads,
                                   [specs[i] for i in at], evidence, keep,
-                                  per_set=[mine] * len(at))  # fmt: skip
+                                  per_set=[mine] * len(at), last=last)  # fmt: skip
         for i, (summaries, n_tokens) in zip(at, done):
             results[i] = (mine, summaries, n_tokens)
     rows = _rows(sets, specs, results, y, len(counts.classes))
@@ -1075,7 +1119,8 @@ def choose(
     jll = winner["summary"].jll
     if jll is None:  # made again: the same floats as when it was scored with the others
         jll = winner_scores(counts, X, y, fold_ids, winner["settings"], winner["rows"],
-                            winner["min_df"], winner["top_mi"])  # fmt: skip
+                            winner["min_df"], winner["top_mi"], last)  # fmt: skip
+    del last
     calibration = fit_calibration(jll, y, n_tokens)
     scored = winner["summary"].scored
     table = []
@@ -1141,7 +1186,7 @@ def _rows(sets, specs, results, y: np.ndarray, C: int) -> list[dict]:
 
 
 def _first_round(counts, X, y, fold_ids, candidates, threads, specs, evidence, keep,
-                 narrow: bool):  # fmt: skip
+                 narrow: bool, last: LastFold | None = None):  # fmt: skip
     """:func:`held_out_summaries` of every candidate on the sets ``specs``. When a second
     round follows (``narrow``) and these sets hold only some rows of the vocabulary (the
     words, without the pairs), the counts and the sample are first restricted to those
@@ -1160,7 +1205,8 @@ def _first_round(counts, X, y, fold_ids, candidates, threads, specs, evidence, k
              min_df, top_mi)
             for set_rows, min_df, top_mi in specs
         ]  # fmt: skip
-    return held_out_summaries(counts, X, y, fold_ids, candidates, threads, specs, evidence, keep)
+    return held_out_summaries(counts, X, y, fold_ids, candidates, threads, specs, evidence, keep,
+                              last=last)
 
 
 def _evidence(rows: list[dict], winner: dict):

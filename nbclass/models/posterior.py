@@ -502,6 +502,47 @@ def log_posterior(jll: np.ndarray) -> np.ndarray:
     return out
 
 
+# np.exp(x) is 0 for every x below this (0 from −745.1333 down; its smallest result,
+# 2^-1074, at −744.44): an exp left out below it changes no float.
+EXP_ZERO = -746.0
+
+
+def posterior_and_evidence(jll: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(log_posterior(jll), scipy.special.logsumexp(jll, axis=1))``, the same floats,
+    from one exp of the scores.
+
+    Both shift each row by its largest score m (b − m, the same subtraction). The
+    posterior sums exp(b_c − m) over the row; scipy's logsumexp sums the same terms
+    with those of the row's largest scores (b_c = m, there b_c − m = 0) left out, s,
+    and returns log1p(s / k) + log(k) + m, k the number of them (s itself where it is
+    0). So the terms are made once: exp where b_c − m ≥ :data:`EXP_ZERO` (elsewhere it
+    is 0), summed for the posterior (the sum :func:`exp_sums` finds), then summed again
+    without the largest. A row's log of its sum is subtracted from every row, as it
+    is from the rows that :func:`log_posterior` leaves alone: their sum is exactly 1
+    (:func:`alone_rows`), their log 0. Rows with no finite score take the two
+    functions' own paths.
+    """
+    top = jll.max(axis=1) if jll.shape[1] else np.full(jll.shape[0], -np.inf)
+    if not np.isfinite(top).all():
+        from scipy.special import logsumexp
+
+        return log_posterior(jll), logsumexp(jll, axis=1)
+    out = np.subtract(jll, top[:, None])
+    near = out >= EXP_ZERO
+    terms = np.zeros(out.shape)
+    np.exp(out, out=terms, where=near)
+    totals = terms.sum(axis=1)
+    largest = out == 0
+    k = np.count_nonzero(largest, axis=1).astype(np.float64)[:, None]
+    terms[largest] = 0.0
+    s = terms.sum(axis=1, keepdims=True)
+    s = np.where(s == 0, s, s / k)
+    evidence = (np.log1p(s) + np.log(k) + top[:, None])[:, 0]
+    with np.errstate(divide="ignore"):
+        out -= np.log(totals)[:, None]
+    return out, evidence
+
+
 def log_evidence(jll: np.ndarray) -> np.ndarray:
     """log p(x) = logsumexp_c b_c, ndarray of shape (n,); −inf for an impossible document.
 
