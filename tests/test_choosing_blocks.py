@@ -275,3 +275,19 @@ def test_the_posterior_and_evidence_from_one_exp_are_the_two_functions_floats():
             want = logsumexp(jll, axis=1)
         assert np.array_equal(log_proba.view(np.int64), log_posterior(jll).view(np.int64))
         assert np.array_equal(evidence.view(np.int64), want.view(np.int64))
+
+
+@pytest.mark.parametrize("impossible", [0.0, 0.1])
+def test_the_calibration_on_two_threads_is_the_one_threads(monkeypatch, impossible):
+    """Blocks shared by two threads give the (t0, t1, t2) of one thread, with every
+    score finite (the blocks' fast steps) and with impossible classes."""
+    rng = np.random.default_rng(4)
+    n, C = 400, 30
+    lengths = rng.integers(0, 300, size=n)
+    jll = rng.normal(size=(n, C)) * np.sqrt(lengths + 1)[:, None] * 3
+    jll[rng.random((n, C)) < impossible] = -np.inf
+    y = np.where(rng.random(n) < 0.7, jll.argmax(axis=1), rng.integers(0, C, size=n))
+    monkeypatch.setattr(choosing, "SCORE_CELLS", 7 * C)  # 58 blocks of 7 documents
+    alone = fit_calibration(jll, y, lengths)
+    assert alone.t0 != 0.0 and alone.t1 != 0.0
+    assert fit_calibration(jll, y, lengths, threads=2) == alone

@@ -709,7 +709,8 @@ def _mean_log_loss(picked: np.ndarray) -> float:
 T1_RANGE = (0.0, 1.0)
 
 
-def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray) -> Calibration:
+def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
+                    threads: int = 1) -> Calibration:
     """The (t0, t1, t2) that minimise the cross-entropy of softmax(jll / T(x)) against
     Platt's targets, T(x) = exp(t0 + t1 · log(1 + n_x) + t2 · log(1 + g(x))).
 
@@ -723,6 +724,8 @@ def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray) -> Cal
     support); with thousands of documents ε is negligible. t1 is kept in
     :data:`T1_RANGE` and t2 in ±:attr:`Calibration.GAP_BOUND`. Documents whose true class
     scores −inf (its class had no training document in their fold) are left out.
+    ``threads`` share the blocks of documents of each evaluation (the same floats: each
+    row's numbers are its own).
     """
     C = jll.shape[1]
     if y.size == 0:
@@ -735,15 +738,25 @@ def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray) -> Cal
     blocks = row_blocks(ok.size, C)
     gaps = np.concatenate([score_gaps(jll[ok[a:b]]) for a, b in blocks])
     features = np.stack([np.log1p(n_tokens[ok]), np.log1p(gaps)], axis=1)
-    loss = _calibration_loss(jll, ok, y, features, blocks)
-    gap = Calibration.GAP_BOUND
-    t = _minimise(loss, [(-Calibration.BOUND, Calibration.BOUND), T1_RANGE, (-gap, gap)])
-    if loss(t)[0] >= loss(np.zeros(3))[0]:
+    pool = None
+    if threads > 1 and len(blocks) > 1:  # numpy leaves the interpreter lock on the blocks
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(threads)
+    try:
+        loss = _calibration_loss(jll, ok, y, features, blocks, pool)
+        gap = Calibration.GAP_BOUND
+        t = _minimise(loss, [(-Calibration.BOUND, Calibration.BOUND), T1_RANGE, (-gap, gap)])
+        worse = loss(t)[0] >= loss(np.zeros(3))[0]
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    if worse:
         return Calibration(0.0, 0.0)
     return Calibration(float(t[0]), float(t[1]), float(t[2]))
 
 
-def _calibration_loss(jll, ok, y, features, blocks):
+def _calibration_loss(jll, ok, y, features, blocks, pool=None):
     """The cross-entropy L(t) of the calibration, with its gradient and Hessian.
 
     Document i's scores are z_i = a_i · e^(−λ_i), λ_i = t0 + t1 · u_i + t2 · v_i, with
@@ -754,7 +767,8 @@ def _calibration_loss(jll, ok, y, features, blocks):
 
     The documents are the rows ``ok`` of ``jll`` (true classes ``y``); each evaluation
     goes through them a block (``blocks``, ranges of ``ok``) at a time, every row's
-    numbers its own, so the memory is a block's whatever the documents and classes.
+    numbers its own, so the memory is a block's whatever the documents and classes
+    (``pool``: threads that take the blocks in turn, a block each at a time).
     A block whose every score is finite (every class possible: the rule at many
     classes) takes :func:`_finite_block`'s steps, the same floats in fewer passes; the
     value at a point already evaluated is not computed again.
@@ -795,13 +809,15 @@ def _calibration_loss(jll, ok, y, features, blocks):
             return done[key]
         scales = np.exp(-(design @ t))[:, None]
         first, second, rows = np.empty(n), np.empty(n), np.empty(n)
-        for a, b in blocks:
+
+        def block(span):
+            a, b = span
             shifted, finite, target = prepared(a, b)
             if finite is None:
                 first[a:b], second[a:b], rows[a:b] = _finite_block(
                     shifted, scales[a:b], y[a:b], *target
                 )
-                continue
+                return
             z = np.where(finite, shifted * scales[a:b], 0.0)
             log_p = np.where(finite, log_softmax(np.where(finite, z, -np.inf), axis=1), 0.0)
             p = np.where(finite, np.exp(log_p), 0.0)
@@ -809,6 +825,8 @@ def _calibration_loss(jll, ok, y, features, blocks):
             first[a:b] = tz - pz
             second[a:b] = (p * z * z).sum(axis=1) - pz * pz + pz - tz
             rows[a:b] = (target * log_p).sum(axis=1)
+
+        list(map(block, blocks) if pool is None else pool.map(block, blocks))
         gradient = design.T @ first / n
         hessian = (design * second[:, None]).T @ design / n
         done[key] = float(-rows.mean()), gradient, hessian
@@ -1121,7 +1139,7 @@ def choose(
         jll = winner_scores(counts, X, y, fold_ids, winner["settings"], winner["rows"],
                             winner["min_df"], winner["top_mi"], last)  # fmt: skip
     del last
-    calibration = fit_calibration(jll, y, n_tokens)
+    calibration = fit_calibration(jll, y, n_tokens, threads)
     scored = winner["summary"].scored
     table = []
     for i, r in enumerate(rows):
