@@ -209,6 +209,78 @@ def test_any_fold_is_a_refit_of_the_documents_it_keeps(corpus, data):
     assert used == sorted(held_words & set(refit.vocabulary))
 
 
+def _csr(counts):
+    from nbclass.counting.counts import Counts
+
+    return Counts(counts.classes, counts.vocabulary, counts.class_count,
+                  sp.csr_matrix(as_table(counts.doc_count)),
+                  sp.csr_matrix(as_table(counts.token_count)))  # fmt: skip
+
+
+def _same_folds(a, b):
+    for x, z in ((a.counts.token_count, b.counts.token_count),
+                 (a.counts.doc_count, b.counts.doc_count)):  # fmt: skip
+        assert (x.dtype, x.indices.dtype, x.indptr.dtype, x.shape) == (
+            z.dtype, z.indices.dtype, z.indptr.dtype, z.shape)  # fmt: skip
+        for u, v in ((x.data, z.data), (x.indices, z.indices), (x.indptr, z.indptr)):
+            assert u.tobytes() == v.tobytes()
+    assert a.words.tolist() == b.words.tolist() and a.used.tolist() == b.used.tolist()
+    assert a.counts.equals(b.counts) and a.classes.tolist() == b.classes.tolist()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(st.lists(st.sampled_from("uvwxyz"), max_size=6), st.integers(0, 2)),
+        min_size=2,
+        max_size=12,
+    ),
+    st.data(),
+)
+def test_a_fold_of_csr_counts_subtracts_tokens_and_documents_packed_as_one(corpus, data):
+    """T_jc and D_jc summed and subtracted as one int64 (T << 32 | D) give the fold's
+    tables array for array as when each is subtracted on its own."""
+    documents, labels = [d for d, _ in corpus], [c for _, c in corpus]
+    counts = _csr(counts_of(documents, labels, classes=("a", "b", "c")))
+    X = sp.csr_matrix(count_matrix(documents, {w: j for j, w in enumerate(counts.vocabulary)}))
+    held = np.array(
+        sorted(data.draw(st.sets(st.integers(0, len(documents) - 1), min_size=1,
+                                 max_size=len(documents) - 1)))
+    )  # fmt: skip
+    assert choosing._packed(counts, sp.csr_matrix(X[held])) is not None
+    packed = fold_of(counts, X, np.array(labels), held)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(choosing, "_packed", lambda *args: None)
+        apart = fold_of(counts, X, np.array(labels), held)
+    _same_folds(packed, apart)
+
+
+def test_counts_short_of_the_held_out_documents_are_subtracted_apart():
+    """Counts that do not hold the held-out documents' (a D_jc left at 0 where T_jc is
+    not, which one packed cell cannot say) are subtracted table by table, as always."""
+    from nbclass.counting.counts import Counts
+
+    documents, labels = [["x", "x", "y"], ["x", "z"], ["x"]], [0, 0, 1]
+    counts = _csr(counts_of(documents, labels))
+    X = sp.csr_matrix(count_matrix(documents, {w: j for j, w in enumerate(counts.vocabulary)}))
+    D = as_table(counts.doc_count).copy()
+    D[0, 0] = 1  # "x" in one document of "a", where the two of "a" hold it
+    short = Counts(counts.classes, counts.vocabulary, counts.class_count, sp.csr_matrix(D),
+                   counts.token_count)  # fmt: skip
+    held = np.array([1])  # ["x", "z"], of "a"
+    cells = sp.coo_matrix(sp.csr_matrix(np.array([[1], [0]])) @ choosing._packed(
+        short, sp.csr_matrix(X[held])))  # fmt: skip
+    assert choosing._packed_fold(short, cells, np.array([2])) is None
+    got = fold_of(short, X, np.array(labels), held)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(choosing, "_packed", lambda *args: None)
+        apart = fold_of(short, X, np.array(labels), held)
+    _same_folds(got, apart)
+    assert got.counts.vocabulary == ("x", "y")
+    assert as_table(got.counts.token_count).tolist() == [[2, 1], [1, 0]]
+    assert as_table(got.counts.doc_count).tolist() == [[0, 1], [1, 0]]
+
+
 def test_a_class_left_without_documents_is_dropped_from_the_fold():
     documents = [["x"], ["y"], ["x", "y"]]
     counts = counts_of(documents, [0, 0, 1])

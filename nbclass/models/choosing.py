@@ -287,12 +287,22 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
     members = sp.csr_matrix(  # (C, m): which class each held-out document is of
         (np.ones(rows.size, dtype=np.int64), (labels, np.arange(rows.size))), shape=(C, rows.size)
     )
-    tokens, documents = (sp.coo_matrix(members @ part) for part in (held_out, binarize(held_out)))
+    both = _packed(counts, held_out)
+    if both is not None:  # T_jc and D_jc summed at once, T in the high 32 bits
+        cells = sp.coo_matrix(members @ both)
+        tokens = sp.coo_matrix((cells.data >> 32, (cells.row, cells.col)), shape=cells.shape)
+        documents = sp.coo_matrix((cells.data & _LOW, (cells.row, cells.col)), shape=cells.shape)
+    else:
+        tokens, documents = (sp.coo_matrix(members @ part)
+                             for part in (held_out, binarize(held_out)))  # fmt: skip
     class_count = counts.class_count - np.bincount(labels, minlength=C)
     left = counts.word_tokens - np.bincount(tokens.col, weights=tokens.data, minlength=V)
     gone = np.flatnonzero(left == 0)  # every token of these words is held out
     if is_sparse(counts.token_count):
-        token_count, doc_count, words, row = _sparse_fold(counts, tokens, documents, gone)
+        tables = None if both is None else _packed_fold(counts, cells, gone)
+        if tables is None:
+            tables = _sparse_fold(counts, tokens, documents, gone)
+        token_count, doc_count, words, row = tables
     elif gone.size:
         words = np.delete(np.arange(V), gone)
         token_count, doc_count = counts.token_count[words], counts.doc_count[words]
@@ -319,6 +329,63 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
         token_count=token_count,
     )
     return Fold(rows, training, words, classes, used[used >= 0])
+
+
+# The low 32 bits of a packed count (D_jc; T_jc above them).
+_LOW = (1 << 32) - 1
+
+
+def _packed(counts: Counts, held_out: sp.csr_matrix) -> sp.csr_matrix | None:
+    """The held-out documents' counts as T << 32 | 1 (int64) when :func:`fold_of` can
+    sum and subtract T_jc and D_jc as one int64 (:func:`_packed_fold`): CSR counts of one
+    pattern, every T_jc and the held-out tokens below 2^31, every N_c below 2^31; else
+    None."""
+    T, D = counts.token_count, counts.doc_count
+    if not (is_sparse(T) and is_sparse(D)):
+        return None
+    if any(np.result_type(part.dtype, np.int64) != np.int64 for part in (T, D, held_out)):
+        return None  # (the tables subtracted as they are would not be int64 either)
+    if int(counts.class_count.max(initial=0)) >= 2**31:
+        return None
+    if held_out.nnz and int(held_out.data.min()) < 0:
+        return None
+    if int(held_out.data.sum(dtype=np.int64)) >= 2**31 or (T.nnz and int(T.data.max()) >= 2**31):
+        return None
+    if not (np.array_equal(T.indptr, D.indptr) and np.array_equal(T.indices, D.indices)):
+        return None
+    both = sp.csr_matrix(held_out, copy=True)
+    both.data = held_out.data.astype(np.int64) << 32
+    both.data |= 1
+    return both
+
+
+def _packed_fold(counts: Counts, cells, gone: np.ndarray):
+    """:func:`_sparse_fold` with T_jc and D_jc as one int64 (T << 32 | D): the held-out
+    cells ``cells`` (COO (C, V), packed, from :func:`_packed`) subtracted once, the cells
+    left at 0 dropped and the rows of the words ``gone`` taken once, then the two tables
+    unpacked: the same tables, in half the work. None where the counts do not hold the
+    held-out documents' (a D_jc or T_jc left below 0, or one left at 0 without the
+    other): :func:`_sparse_fold` then makes them as it always has."""
+    T, D = counts.token_count, counts.doc_count
+    V = len(counts.vocabulary)
+    values = T.data.astype(np.int64) << 32
+    values |= D.data
+    table = sp.csr_matrix((values, T.indices, T.indptr), shape=T.shape)
+    held = sp.csr_matrix((cells.data, (cells.col, cells.row)), shape=T.shape)
+    rest = sp.csr_matrix(table - held)
+    rest.eliminate_zeros()
+    rest.sort_indices()
+    words = np.delete(np.arange(V), gone) if gone.size else np.arange(V)
+    row = np.full(V, -1, dtype=np.int64)
+    row[words] = np.arange(words.size)
+    if gone.size:
+        rest = rest[words]
+    tokens, documents = rest.data >> 32, rest.data & _LOW
+    if (tokens <= 0).any() or (documents <= 0).any() or (documents >= 2**31).any():
+        return None  # a borrow, or one of the two left at 0: not the counts of a refit
+    tables = [sp.csr_matrix((part, rest.indices.copy(), rest.indptr.copy()), shape=rest.shape)
+              for part in (tokens, documents)]  # fmt: skip
+    return tables[0], tables[1], words, row
 
 
 def _sparse_fold(counts: Counts, tokens, documents, gone: np.ndarray):
