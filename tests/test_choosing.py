@@ -175,18 +175,16 @@ def test_a_folds_training_counts_are_a_refit_without_it():
     assert [counts.vocabulary[j] for j in fold.words] == list(refit.vocabulary)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.lists(
-        st.tuples(st.lists(st.sampled_from("uvwxyz"), max_size=6), st.integers(0, 2)),
-        min_size=2,
-        max_size=12,
-    ),
-    st.data(),
+# Small corpora of three classes: (the words of a document, its class).
+CORPORA = st.lists(
+    st.tuples(st.lists(st.sampled_from("uvwxyz"), max_size=6), st.integers(0, 2)),
+    min_size=2,
+    max_size=12,
 )
-def test_any_fold_is_a_refit_of_the_documents_it_keeps(corpus, data):
-    """A law: held-out counts subtracted cell by cell equal a count of the rest, and the
-    fold's used rows are exactly the held-out documents' words that the rest knows."""
+
+
+def drawn_fold(corpus, data):
+    """``(documents, labels, counts, X, held)`` of a drawn corpus and held-out rows."""
     documents, labels = [d for d, _ in corpus], [c for _, c in corpus]
     counts = counts_of(documents, labels, classes=("a", "b", "c"))
     X = sp.csr_matrix(count_matrix(documents, {w: j for j, w in enumerate(counts.vocabulary)}))
@@ -194,6 +192,15 @@ def test_any_fold_is_a_refit_of_the_documents_it_keeps(corpus, data):
         sorted(data.draw(st.sets(st.integers(0, len(documents) - 1), min_size=1,
                                  max_size=len(documents) - 1)))
     )  # fmt: skip
+    return documents, labels, counts, X, held
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(CORPORA, st.data())
+def test_any_fold_is_a_refit_of_the_documents_it_keeps(corpus, data):
+    """A law: held-out counts subtracted cell by cell equal a count of the rest, and the
+    fold's used rows are exactly the held-out documents' words that the rest knows."""
+    documents, labels, counts, X, held = drawn_fold(corpus, data)
     rest = [i for i in range(len(documents)) if i not in set(held.tolist())]
     refit = counts_of([documents[i] for i in rest], [labels[i] for i in rest], ("a", "b", "c"))
     fold = fold_of(counts, X, np.array(labels), held)
@@ -229,24 +236,12 @@ def _same_folds(a, b):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    st.lists(
-        st.tuples(st.lists(st.sampled_from("uvwxyz"), max_size=6), st.integers(0, 2)),
-        min_size=2,
-        max_size=12,
-    ),
-    st.data(),
-)
+@given(CORPORA, st.data())
 def test_a_fold_of_csr_counts_subtracts_tokens_and_documents_packed_as_one(corpus, data):
     """T_jc and D_jc summed and subtracted as one int64 (T << 32 | D) give the fold's
     tables array for array as when each is subtracted on its own."""
-    documents, labels = [d for d, _ in corpus], [c for _, c in corpus]
-    counts = _csr(counts_of(documents, labels, classes=("a", "b", "c")))
-    X = sp.csr_matrix(count_matrix(documents, {w: j for j, w in enumerate(counts.vocabulary)}))
-    held = np.array(
-        sorted(data.draw(st.sets(st.integers(0, len(documents) - 1), min_size=1,
-                                 max_size=len(documents) - 1)))
-    )  # fmt: skip
+    _, labels, counts, X, held = drawn_fold(corpus, data)
+    counts = _csr(counts)
     assert choosing._packed(counts, sp.csr_matrix(X[held])) is not None
     packed = fold_of(counts, X, np.array(labels), held)
     with pytest.MonkeyPatch.context() as patch:
