@@ -51,7 +51,7 @@ TOKENIZER_OPTIONS = {
     "lowercase": True,
     "token_pattern": None,
     "unspaced": None,
-    "symbols": False,
+    "symbols": None,  # on for model="auto" (as fit chooses), else off
     "ngram_range": None,
     "stop_words": "none",
     "hash_features": None,
@@ -172,9 +172,10 @@ def _fit_settings(options: dict):
             f"{', '.join([*TOKENIZER_OPTIONS, *ESTIMATOR_OPTIONS])}"
         )
     values = {**TOKENIZER_OPTIONS, **{k: v for k, v in options.items() if k in TOKENIZER_OPTIONS}}
-    for flag in ("lowercase", "symbols"):
-        if not isinstance(values[flag], bool):
-            raise InputError(f"{flag} {values[flag]!r} must be True or False")
+    if not isinstance(values["lowercase"], bool):
+        raise InputError(f"lowercase {values['lowercase']!r} must be True or False")
+    if values["symbols"] is not None and not isinstance(values["symbols"], bool):
+        raise InputError(f"symbols {values['symbols']!r} must be True, False or None")
     if values["ngram_range"] is not None:
         pair = values["ngram_range"]
         if isinstance(pair, str):
@@ -249,8 +250,10 @@ def fit(texts: Iterable[str], labels: Iterable[str], *, ledger: bool = False, jo
         model is the same for any number).
     **options
         fit's options by their Python names: ``lowercase``, ``token_pattern``, ``unspaced``,
-        ``symbols``, ``ngram_range`` (MIN, MAX), ``stop_words`` (``"english"``, a file or
-        ``"none"``), ``hash_features``, ``min_df``, ``max_features``, and the estimator options
+        ``symbols`` (None by default: on when ``model="auto"`` chooses, as fit's
+        ``--symbols`` default), ``ngram_range`` (MIN, MAX), ``stop_words`` (``"english"``, a
+        file or ``"none"``), ``hash_features``, ``min_df``, ``max_features``, and the
+        estimator options
         ``model`` (``"auto"`` by default: chosen by cross-validation and calibrated),
         ``estimator``, ``alpha``, ``beta``, ``tf``, ``idf``, ``norm``, ``prior_fit``,
         ``class_prior``.

@@ -42,8 +42,10 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
         the multinomial model with those options.
     estimator, alpha, beta, tf, idf, norm, prior_fit, class_prior
         The estimator options of ``nbclass fit`` (None: the command's default).
-    lowercase, token_pattern, ngram_range, stop_words, hash_features, min_df, max_features
-        The tokenizer and vocabulary options of ``nbclass fit``.
+    lowercase, token_pattern, symbols, ngram_range, stop_words, hash_features, min_df,
+    max_features
+        The tokenizer and vocabulary options of ``nbclass fit`` (``symbols`` None: on when
+        the settings are chosen, ``model`` None or ``"auto"``, as the command's default).
     calibration : bool
         Apply the calibration fitted with ``model="auto"`` (``predict --no-calibration``
         when False).
@@ -69,7 +71,7 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(
         self, model=None, estimator=None, alpha=None, beta=None, tf=None, idf=None, norm=None,
-        prior_fit=None, class_prior=None, lowercase=True, token_pattern=None,
+        prior_fit=None, class_prior=None, lowercase=True, token_pattern=None, symbols=None,
         ngram_range=None, stop_words="none", hash_features=None, min_df=1, max_features=None,
         calibration=True, jobs=None,
     ):  # fmt: skip
@@ -84,6 +86,7 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
         self.class_prior = class_prior
         self.lowercase = lowercase
         self.token_pattern = token_pattern
+        self.symbols = symbols
         self.ngram_range = ngram_range
         self.stop_words = stop_words
         self.hash_features = hash_features
@@ -103,7 +106,7 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
     def _options(self) -> dict:
         names = (
             "model", "estimator", "alpha", "beta", "tf", "idf", "norm", "prior_fit",
-            "class_prior", "lowercase", "token_pattern", "ngram_range", "stop_words",
+            "class_prior", "lowercase", "token_pattern", "symbols", "ngram_range", "stop_words",
             "hash_features", "min_df", "max_features",
         )  # fmt: skip
         return {name: getattr(self, name) for name in names}

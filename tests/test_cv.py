@@ -149,7 +149,7 @@ def test_cv_json(runner):
     assert sum(data["fold_documents"]) == 42
     expected = cross_validate(
         list_corpus(str(DEMO_CORPUS)),
-        TokenizerSettings(),
+        TokenizerSettings(symbols=True),  # counted as fit counts at its defaults
         VocabularyFilter(),
         None,  # --model auto, fit's default
         3,

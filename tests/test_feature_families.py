@@ -103,8 +103,11 @@ def test_the_default_fit_chooses_among_words_and_pairs(tmp_path):
     the words' rows are those of a fit of words alone, and the chosen set is in the file,
     its rows the used ones."""
     words, both = tmp_path / "words.nbc", tmp_path / "both.nbc"
-    assert run("fit", DEMO_CORPUS, "-o", words, "-q").returncode == 0
-    assert run("fit", DEMO_CORPUS, "--ngram-range", "1,2", "-o", both, "-q").returncode == 0
+    # (without the symbols, whose sets double these: tests/test_symbols.py)
+    assert run("fit", DEMO_CORPUS, "--no-symbols", "-o", words, "-q").returncode == 0
+    assert run(
+        "fit", DEMO_CORPUS, "--no-symbols", "--ngram-range", "1,2", "-o", both, "-q"
+    ).returncode == 0
     alone, model = load(str(words)), load(str(both))
     table = model.choice["candidates"]
     # The words (534 entries) and the words with pairs, the latter pruned to df >= 2, then
@@ -143,11 +146,14 @@ def test_the_default_fit_chooses_among_words_and_pairs(tmp_path):
 
 
 def test_update_merge_unlearn_with_pairs_write_a_fresh_fits_bytes(sms, tmp_path):  # noqa: F811
-    """SMS spam in halves, counted with pairs: fit b --update a, merge and unlearn write
-    the fresh fit's bytes (its chosen features included)."""
+    """SMS spam in halves, counted with pairs (without the symbols: with them,
+    tests/test_symbols.py): fit b --update a, merge and unlearn write the fresh fit's
+    bytes (its chosen features included)."""
     full, half_a, half_b = tmp_path / "all.nbc", tmp_path / "a.nbc", tmp_path / "b.nbc"
     for corpus, out in ((sms / "all", full), (sms / "a", half_a), (sms / "b", half_b)):
-        assert run("fit", corpus, "--ngram-range", "1,2", "-o", out, "-q").returncode == 0
+        assert run(
+            "fit", corpus, "--ngram-range", "1,2", "--no-symbols", "-o", out, "-q"
+        ).returncode == 0
     fresh = load(str(full))
     assert fresh.vocabulary_filter.features is not None
     sizes = [int(rows_of(fresh.counts.vocabulary, names).sum())
@@ -398,7 +404,9 @@ def test_a_chosen_mi_pruning_updates_merges_and_unlearns_to_a_fresh_fits_bytes(r
     fresh = load(str(full))
     k = fresh.vocabulary_filter.prune_mi
     assert k in PRUNE_MI and fresh.choice["chosen"].endswith(f", MI top {k}")
-    assert np.array_equal(fresh.active_rows, informative_rows(fresh.counts, k))
+    names = fresh.vocabulary_filter.features  # words, or words and symbols
+    at = np.flatnonzero(rows_of(fresh.counts.vocabulary, names, fresh.tokenizer.symbol_entries))
+    assert np.array_equal(fresh.active_rows, at[informative_rows(fresh.counts.restrict(at), k)])
     assert len(fresh.counts.vocabulary) > k  # every counted word stays in the file
     assert load(str(half_a)).vocabulary_filter.prune_mi != k
     info = run("info", "-m", full).stdout.decode()
@@ -444,16 +452,16 @@ def test_one_subtraction_serves_every_pruning():
 def test_the_largest_choice_table_is_written_and_read(reviews, tmp_path):
     """600 movie reviews counted with word pairs: words and words + pairs each hold more
     than 10,000 entries, so the choice scores 9 sets (the two, the pairs pruned to
-    df >= 2, and the two at three sizes by MI): 8 formulas on the 4 of words, the best
-    two and their evidence formula on the 5 with pairs, a table both loaders read back,
-    and predict uses."""
+    df >= 2, and the two at three sizes by MI), and each again with the symbols: 8
+    formulas on the 8 of words, the best two and their evidence formula on the 10 with
+    pairs, a table both loaders read back, and predict uses."""
     model_path = tmp_path / "pairs.nbc"
     assert run("fit", reviews / "all", "--ngram-range", "1,2", "-o", model_path,
                "-q").returncode == 0  # fmt: skip
     model = load(str(model_path))
     table = model.choice["candidates"]
     formulas = len(second_round([row for row in table if row["features"] == ["words"]]))
-    assert 2 <= formulas <= 4 and len(table) == 8 * 4 + formulas * 5
+    assert 2 <= formulas <= 4 and len(table) == 2 * (8 * 4 + formulas * 5)
     document = sorted((reviews / "all" / "pos").glob("*"))[0]
     for target in (document, reviews / "a" / "neg"):  # the one-document reader, the full one
         result = run("predict", "-m", model_path, target)

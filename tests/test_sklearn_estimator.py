@@ -151,7 +151,7 @@ def test_every_option_is_a_parameter_and_reaches_the_model():
     params = NaiveBayesTextClassifier().get_params()
     fit_options = (
         "model", "estimator", "alpha", "beta", "tf", "idf", "norm", "prior_fit",
-        "class_prior", "lowercase", "token_pattern", "ngram_range", "stop_words",
+        "class_prior", "lowercase", "token_pattern", "symbols", "ngram_range", "stop_words",
         "hash_features", "min_df", "max_features",
     )  # fmt: skip
     assert set(params) == {*fit_options, "calibration", "jobs"}

@@ -122,11 +122,26 @@ def test_the_setting_is_stored_only_when_on():
     [
         (TokenizerSettings(symbols=True, token_pattern=r"\w+"), "give one or the other"),
         (TokenizerSettings(symbols=True, unspaced="runs"), "cannot be combined with --unspaced"),
+        (TokenizerSettings(symbols=True, unspaced="pairs"), "cannot be combined with --unspaced"),
     ],
 )
 def test_symbols_with_another_pattern_or_unspaced_is_refused(settings, message):
     with pytest.raises(UsageError, match=message):
         make_tokenizer(settings)
+
+
+def test_beside_unspaced_all_the_symbols_hold_none_of_those_scripts():
+    """fit's default count (unspaced "all", symbols on): the tokens of unspaced "all",
+    then the symbols that hold no character of a script written without spaces (those
+    characters are the unspaced tokenizations' own)."""
+    both = make_tokenizer(TokenizerSettings(unspaced="all", symbols=True, stop_words=("?",)))
+    alone = make_tokenizer(TokenizerSettings(unspaced="all", stop_words=("?",)))
+    text = "Is 東京 ok? 日 a 本! ・! ?。 u"
+    assert alone(text) == ["is", "東京", "ok", "東", "京", "日", "本", "東 京"]
+    assert both(text) == alone(text) + ["a", "!", "?。", "u"]
+    expected = [t for t in by_regex(MIXED.lower().replace("\x00", " "))
+                if not re.search("[\u0e00-\u0e7f\u3040-\u9fff]", t)]  # fmt: skip
+    assert both(MIXED) == alone(MIXED) + expected
 
 
 @pytest.mark.parametrize(
@@ -149,6 +164,19 @@ def test_the_family_is_told_only_in_a_vocabulary_of_symbols():
     vocabulary = ("ab", "?", "a", "日", ":)", "ab cd", "a?", "été", "_")
     assert rows_of(vocabulary, ("symbols",), symbols=True).tolist() == [
         False, True, True, True, True, False, False, False, True,
+    ]  # fmt: skip
+    # beside unspaced "all" a single character of those scripts is never a symbol
+    assert rows_of(vocabulary, ("symbols",), symbols="spaced").tolist() == [
+        False, True, True, False, True, False, False, False, True,
+    ]  # fmt: skip
+    unspaced = ("ab", "?", "日本", "日", "本", "日 本", "・!")
+    assert feature_sets(unspaced, symbols="spaced") == [
+        ("words", "runs"), ("words", "runs", "symbols"),
+        ("words", "characters"), ("words", "characters", "symbols"),
+        ("words", "characters", "pairs"), ("words", "characters", "symbols", "pairs"),
+    ]  # fmt: skip
+    assert rows_of(unspaced, ("symbols",), symbols="spaced").tolist() == [
+        False, True, False, False, False, False, False,
     ]  # fmt: skip
     assert rows_of(vocabulary, ("words",), symbols=True).tolist() == [
         True, False, False, False, False, False, True, True, False,
@@ -176,8 +204,11 @@ def chat(root):
 def test_the_choice_keeps_the_symbols_where_they_decide(tmp_path):
     corpus = chat(tmp_path / "chat")
     plain, both = tmp_path / "plain.nbc", tmp_path / "both.nbc"
-    assert run("fit", corpus, "-o", plain, "-q").returncode == 0
+    default = tmp_path / "default.nbc"
+    assert run("fit", corpus, "--no-symbols", "-o", plain, "-q").returncode == 0
     assert run("fit", corpus, "--symbols", "-o", both, "-q").returncode == 0
+    assert run("fit", corpus, "-o", default, "-q").returncode == 0
+    assert default.read_bytes() == both.read_bytes()  # on by default for --model auto
     model = load(str(both))
     assert model.tokenizer.symbols and model.vocabulary_filter.features == ("words", "symbols")
     assert [c["features"] for c in model.choice["candidates"]][:2] == [["words"]] * 2
@@ -231,41 +262,146 @@ def test_a_set_without_the_symbols_is_the_fit_without_them(tmp_path, ngram_range
     assert b'"symbols"' not in dumps(plain)
 
 
-@pytest.mark.parametrize("options", [["--symbols"], ["--symbols", "--ngram-range", "1,2"]])
+@pytest.mark.parametrize(
+    "event_model", ["multinomial", "bernoulli", "complement", "dcm", "poisson"]
+)
+def test_a_model_leaving_out_the_symbols_scores_without_counting_them(tmp_path, event_model):
+    """When the chosen features leave the symbols out, documents are counted without them
+    (predict, the one-document path, the workers' counter): the same counts of the used
+    words as with them, so the same floats in every event model (document lengths are
+    the used words' too), and the tokens a model fitted without them would count."""
+    from dataclasses import replace
+
+    from nbclass.modelfile.counter import load_counter
+    from nbclass.modelfile.quick import QuickModel
+    from nbclass.models.estimators import EstimatorSettings
+    from nbclass.models.model import Classifier, VocabularyFilter
+
+    corpus = list_corpus(str(chat(tmp_path / "chat")))
+    settings = EstimatorSettings(model=event_model)
+    plain = fit(corpus, TokenizerSettings(), defaults=settings)
+    kept = replace(
+        fit(corpus, TokenizerSettings(symbols=True), defaults=settings),
+        vocabulary_filter=VocabularyFilter(features=("words",)),
+    )
+    texts = ["what about topic3 u ok ?", "i am !! topic4 topic4 what", "", "? !! u"]
+    classifier = Classifier(kept)
+    assert not classifier.counter.settings.symbols and kept.tokenizer.symbols
+    X, n_tokens = classifier.counter.count(texts)
+    full = TextCounter(kept.tokenizer, kept.active_counts.vocabulary)
+    X_full, n_full = full.count(texts)
+    assert (X != X_full).nnz == 0
+    assert n_tokens.tolist() == [4, 4, 0, 0] and n_full.tolist() == [6, 6, 0, 3]
+    jll = classifier.scorer.joint_log_likelihood(X)
+    assert np.array_equal(jll, classifier.scorer.joint_log_likelihood(X_full))
+    assert np.array_equal(jll, Classifier(plain).joint_log_likelihood(texts))
+    path = tmp_path / "kept.nbc"
+    path.write_bytes(dumps(kept))
+    data = path.read_bytes()
+    assert not load_counter(data).settings.symbols
+    quick = QuickModel(str(path))
+    assert [quick.known_tokens(t) for t in texts] == [(4, 4), (4, 4), (0, 0), (0, 0)]
+
+
+@pytest.mark.parametrize(
+    "options", [[], ["--symbols", "--ngram-range", "1,2"], ["--no-symbols"]]
+)
 def test_update_merge_unlearn_with_symbols_write_a_fresh_fits_bytes(
     sms,  # noqa: F811
     tmp_path,
     options,
 ):
+    """At the defaults (the symbols on) and with pairs; and a model without the symbols
+    (--no-symbols, or fitted before they were the default) updated at the defaults stays
+    without them."""
     full, half_a, half_b = tmp_path / "all.nbc", tmp_path / "a.nbc", tmp_path / "b.nbc"
     for corpus, out in ((sms / "all", full), (sms / "a", half_a), (sms / "b", half_b)):
         assert run("fit", corpus, *options, "-o", out, "-q").returncode == 0
     fresh = load(str(full))
-    assert fresh.tokenizer.symbols and "symbols" in {
-        name for c in fresh.choice["candidates"] for name in c["features"]
-    }
+    chosen = {name for c in fresh.choice["candidates"] for name in c.get("features", ())}
+    assert fresh.tokenizer.symbols == ("symbols" in chosen) == (options != ["--no-symbols"])
     assert_changes_write_fresh_fits(run, sms / "b", full, half_a, half_b)
 
 
 def test_an_update_without_symbols_is_refused(tmp_path):
     corpus = chat(tmp_path / "chat")
     model = tmp_path / "m.nbc"
-    assert run("fit", corpus, "-o", model, "-q").returncode == 0
+    assert run("fit", corpus, "--no-symbols", "-o", model, "-q").returncode == 0
     result = run("fit", corpus, "--symbols", "--update", model)
     assert result.returncode == 2
     assert "different tokenizer settings (symbols: off vs on)" in result.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--model", "multinomial"], ["--token-pattern", r"\w+"], ["--unspaced", "runs"],
+        ["--hash-features", "1024"], ["--ngram-range", "2,2"],
+    ],
+)
+def test_the_default_is_off_where_it_would_be_refused_or_not_chosen(tmp_path, options):
+    """Named models stay scikit-learn's (words only); where --symbols is refused or the
+    choice could not leave them out, the default is quietly off."""
+    corpus = chat(tmp_path / "chat")
+    quiet, off = tmp_path / "default.nbc", tmp_path / "off.nbc"
+    assert run("fit", corpus, *options, "-o", quiet, "-q").returncode == 0
+    assert run("fit", corpus, *options, "--no-symbols", "-o", off, "-q").returncode == 0
+    assert quiet.read_bytes() == off.read_bytes()
+    assert not load(str(quiet)).tokenizer.symbols
+
+
+def test_the_default_is_off_for_multi_label(tmp_path):
+    """A multi-label fit chooses no feature set: the symbols would be kept whole."""
+    lines = tmp_path / "labels.txt"
+    lines.write_text("".join(
+        f"{'a,b' if i % 3 == 0 else 'a' if i % 3 == 1 else 'b'}\ttopic{i} u ok ? {i}\n"
+        for i in range(30)
+    ))  # fmt: skip
+    quiet, off = tmp_path / "default.nbc", tmp_path / "off.nbc"
+    assert run("fit", "--lines", lines, "--multi-label", "-o", quiet, "-q").returncode == 0
+    assert run(
+        "fit", "--lines", lines, "--multi-label", "--no-symbols", "-o", off, "-q"
+    ).returncode == 0
+    assert quiet.read_bytes() == off.read_bytes()
+
+
+def test_the_python_api_and_estimator_choose_the_symbols_as_fit_does(tmp_path):
+    import nbclass
+    from nbclass.sklearn import NaiveBayesTextClassifier
+
+    texts = [f"what about topic{i} u ok ?" for i in range(10)] + [
+        f"what about topic{i} i am !!" for i in range(10)
+    ]
+    labels = ["question"] * 10 + ["statement"] * 10
+    lines = tmp_path / "lines.txt"
+    lines.write_text("".join(f"{y}\t{x}\n" for x, y in zip(texts, labels)))
+    cli = tmp_path / "cli.nbc"
+    assert run("fit", "--lines", lines, "-o", cli, "-q").returncode == 0
+    auto = nbclass.fit(texts, labels, jobs=1)
+    assert auto._model.tokenizer.symbols
+    assert dumps(auto._model) == cli.read_bytes()
+    assert not nbclass.fit(texts, labels, model="multinomial")._model.tokenizer.symbols
+    assert not nbclass.fit(texts, labels, symbols=False)._model.tokenizer.symbols
+    with pytest.raises(UsageError, match="symbols 1 must be True, False or None"):
+        nbclass.fit(texts, labels, symbols=1)
+    estimator = NaiveBayesTextClassifier(jobs=1).fit(texts, labels)
+    assert estimator.get_params()["symbols"] is None
+    assert dumps(estimator.model_._model) == cli.read_bytes()
+    named = NaiveBayesTextClassifier(model="multinomial").fit(texts, labels)
+    assert not named.model_._model.tokenizer.symbols
 
 
 def test_sync_with_symbols_equals_a_fresh_fit(tmp_path):
     inbox = tmp_path / "inbox"
     shutil.copytree(chat(tmp_path / "chat"), inbox)
     live, fresh = tmp_path / "live.nbc", tmp_path / "fresh.nbc"
-    assert run("sync", inbox, "-m", live, "--symbols", "-q").returncode == 0
+    assert run("sync", inbox, "-m", live, "-q").returncode == 0  # the default: symbols
     for i in range(4):
         (inbox / "question" / f"new{i}.txt").write_text(f"and now{i} ?? u there\n")
     assert run("sync", inbox, "-m", live, "-q").returncode == 0
     assert run("fit", inbox, "-o", fresh, "--symbols", "--ledger", "-q").returncode == 0
     assert live.read_bytes() == fresh.read_bytes()
+    assert load(str(live)).tokenizer.symbols
 
 
 # --- the fast paths count the symbols as the tokenizer does -------------------------------
@@ -308,13 +444,15 @@ def test_every_space_is_found_in_the_basic_plane():
     st.lists(symbol_texts, max_size=8),
     st.booleans(),
     st.sampled_from(SYMBOL_STOPS),
-    st.sampled_from(SYMBOL_NGRAMS),
+    st.sampled_from([*SYMBOL_NGRAMS, "all"]),
 )
 def test_a_text_counter_counts_the_symbols_as_the_tokenizer(texts, lowercase, stop, ngrams):
     """predict's counter: the counts and token numbers of the run path are the regex's,
-    over a vocabulary of the texts' tokens and entries no run can be."""
+    over a vocabulary of the texts' tokens and entries no run can be (``"all"``: single
+    words, unspaced "all", as fit counts at its defaults)."""
+    unspaced, ngrams = ("all", (1, 1)) if ngrams == "all" else (None, ngrams)
     settings_ = TokenizerSettings(
-        lowercase=lowercase, stop_words=stop, ngram_range=ngrams, symbols=True
+        lowercase=lowercase, stop_words=stop, ngram_range=ngrams, symbols=True, unspaced=unspaced
     )
     tokenize = make_tokenizer(settings_)
     token_lists = [tokenize(text) for text in texts]
@@ -322,7 +460,7 @@ def test_a_text_counter_counts_the_symbols_as_the_tokenizer(texts, lowercase, st
     vocabulary = sorted({t for tokens in token_lists for t in tokens} | extra)
     counter = TextCounter(settings_, vocabulary)
     assert counter.runs is not None or (
-        ngrams != (1, 1) and any("\x01" in word for word in vocabulary)
+        (ngrams != (1, 1) or unspaced) and any("\x01" in word for word in vocabulary)
     )
     X, n_tokens = counter.count(texts)
     expected = count_matrix(token_lists, counter.vocabulary)
@@ -336,16 +474,18 @@ def test_a_text_counter_counts_the_symbols_as_the_tokenizer(texts, lowercase, st
     st.booleans(),
     st.sampled_from(SYMBOL_STOPS),
     st.integers(1, 50),
-    st.sampled_from(SYMBOL_NGRAMS),
+    st.sampled_from([*SYMBOL_NGRAMS, "all"]),
 )
 def test_a_run_tally_counts_the_symbols_as_the_tokenizer(
     documents, lowercase, stop, chunk, ngrams
 ):
     """fit's tally: D_jc and T_jc of texts of many scripts with symbols, in chunks of
     any size, ASCII ones as bytes, are the regex tokenizer's; a chunk whose symbols hold
-    a 0x01 under n-grams is given back (the caller tokenizes it)."""
+    a 0x01 under n-grams is given back (the caller tokenizes it). ``"all"``: fit's
+    default count, unspaced "all" beside the symbols."""
+    unspaced, ngrams = ("all", (1, 1)) if ngrams == "all" else (None, ngrams)
     settings_ = TokenizerSettings(
-        lowercase=lowercase, stop_words=stop, ngram_range=ngrams, symbols=True
+        lowercase=lowercase, stop_words=stop, ngram_range=ngrams, symbols=True, unspaced=unspaced
     )
     texts = [text for text, _ in documents]
     labels = [c for _, c in documents]
@@ -358,7 +498,7 @@ def test_a_run_tally_counts_the_symbols_as_the_tokenizer(
                       [i for i in part if not texts[i].isascii()]):  # fmt: skip
             as_given = [texts[i].encode() if texts[i].isascii() else texts[i] for i in group]
             refused = set(runs_tally.add(as_given, [labels[i] for i in group]))
-            if ngrams == (1, 1):  # no name takes a space: nothing given back
+            if ngrams == (1, 1) and not unspaced:  # no name takes a space: none given back
                 assert not refused
             counted += [i for k, i in enumerate(group) if k not in refused]
     expected = expected_tally([texts[i] for i in counted], [labels[i] for i in counted], settings_)

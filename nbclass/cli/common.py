@@ -95,12 +95,12 @@ def first_given(ctx, options: dict[str, str]) -> str | None:
     return next((option for name, option in options.items() if given(ctx, name)), None)
 
 
-def fit_settings(ctx, options: dict, base=None):
+def fit_settings(ctx, options: dict, base=None, multi_label: bool = False):
     """(tokenizer, vocabulary filter, defaults, auto) from fit's options, over ``base``'s
     (:func:`nbclass.models.learning.fit_settings`, told which options the user gave)."""
     from ..models.learning import fit_settings as settings
 
-    return settings(options, {name for name in options if given(ctx, name)}, base)
+    return settings(options, {name for name in options if given(ctx, name)}, base, multi_label)
 
 
 def shown(name: str) -> str:

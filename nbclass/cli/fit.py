@@ -185,7 +185,7 @@ def fit(
             raise UsageError(
                 f"{update_path!r} keeps no ledger; --ledger needs one from its first fit"
             )
-    tokenizer, vocabulary_filter, defaults, auto = fit_settings(ctx, options, base)
+    tokenizer, vocabulary_filter, defaults, auto = fit_settings(ctx, options, base, multi_label)
     keep_ledger = ledger if base is None else base.ledger is not None
     if multi_label or (base is not None and base.multi_label is not None):
         return _fit_multi_label(

@@ -395,11 +395,13 @@ def fit_options(command):
         ),
         click.option(
             "--symbols/--no-symbols",
-            default=False,
+            default=None,
             help="Add single characters (\"i\", \"u\") and runs of punctuation and other "
             "symbols (\"?\", \"!!\", \":)\") to the default pattern's words: the tokens of "
             "(?u)\\w+|[^\\w\\s]+ it lacks. With --model auto the choice keeps them or not.  "
-            "[default: no-symbols]",
+            "[default: symbols with --model auto (but with --token-pattern, --unspaced, "
+            "--hash-features, --ngram-range from 2, --multi-label or --table), else "
+            "no-symbols]",
         ),
         click.option(
             "--stop-words",

@@ -352,6 +352,8 @@ def cv_settings(
         )
     auto = overrides.get("model") == AUTO or (auto and not overridden(**overrides))
     if auto:  # each fold counts as fit does at its defaults: the scripts without spaces
+        if like is None:  # and the symbols (a model keeps its own: on or off)
+            tokenizer = replace(tokenizer, symbols=True)
         if at_defaults(tokenizer) and (like is None or like.choice is not None):
             from ..text.families import holds_unspaced
 

@@ -112,8 +112,10 @@ def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = Tru
 
 def _tokenizer_record(model: Model) -> dict:
     """The export's ``tokenizer`` record: what a reader needs to count documents as the
-    model does (``unspaced`` and ``symbols`` only when set, so other exports are unchanged)."""
-    tokenizer = model.tokenizer
+    model does (``unspaced`` and ``symbols`` only when set, so other exports are unchanged;
+    not ``symbols`` when the chosen features leave them out,
+    :meth:`nbclass.text.tokenizer.TokenizerSettings.scoring`: none is in the vocabulary)."""
+    tokenizer = model.tokenizer.scoring(model.vocabulary_filter.features)
     return {
         "lowercase": tokenizer.lowercase,
         "token_pattern": tokenizer.token_pattern,

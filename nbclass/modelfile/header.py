@@ -110,9 +110,9 @@ def vocabulary_filter(header: dict) -> tuple[int, int | None, tuple[str, ...] | 
         _in_range("--max-features", max_features, "vocabulary filter")
     features = data.get("features")
     if features is not None:
-        from ..text.families import check_names
+        from ..text.tokenizer import check_family_names
 
-        features = check_names(features)
+        features = check_family_names(features)
     if data.get("prune_df") is not None:
         _in_range("--min-df", data["prune_df"], "vocabulary filter")
     if data.get("prune_mi") is not None:
@@ -201,10 +201,14 @@ def multi_label(header: dict, classes: list[str]) -> dict | None:
 
 
 def tokenizer(header: dict):
-    """``(settings, tokenize)``: the tokenizer settings, checked, and their function (lazy:
-    a long document's n-grams are made as they are counted against the vocabulary)."""
+    """``(settings, tokenize)``: the tokenizer settings, checked, and the function that
+    counts documents to score them (lazy: a long document's n-grams are made as they are
+    counted against the vocabulary; without the symbols the chosen features leave out,
+    :meth:`nbclass.text.tokenizer.TokenizerSettings.scoring`)."""
     settings = TokenizerSettings.from_dict(header["tokenizer"])
-    return settings, make_tokenizer(settings, lazy=True)  # UsageError for what fit would refuse
+    make_tokenizer(settings)  # UsageError for what fit would refuse
+    scoring = settings.scoring(vocabulary_filter(header)[2]) if settings.symbols else settings
+    return settings, make_tokenizer(scoring, lazy=True)
 
 
 def defaults(header: dict) -> EstimatorSettings:

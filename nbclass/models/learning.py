@@ -773,11 +773,24 @@ def counting_tokenizer(model: Model) -> TokenizerSettings:
 def at_defaults(tokenizer: TokenizerSettings) -> bool:
     """Whether fit at its defaults counts with ``unspaced="all"`` under ``tokenizer``
     (the choice among the tokenizations of the scripts written without spaces): the
-    default pattern, single words, no hashing, no ``--unspaced`` nor ``--symbols`` given."""
+    default pattern, single words, no hashing, no ``--unspaced`` given (the symbols on
+    or off)."""
     return (
-        tokenizer.unspaced is None and not tokenizer.symbols
+        tokenizer.unspaced is None
         and tokenizer.token_pattern == DEFAULT_TOKEN_PATTERN
         and tuple(tokenizer.ngram_range) == (1, 1) and tokenizer.hash_features is None
+    )  # fmt: skip
+
+
+def symbols_by_default(tokenizer: TokenizerSettings) -> bool:
+    """Whether a fit that chooses its settings (``--model auto``) counts the symbols
+    (``symbols``) under ``tokenizer`` when ``--symbols`` is not given, for the choice to
+    keep them or not: with the default pattern, no ``--unspaced``, no hashing and
+    n-grams from single words (where the words are a feature set of their own); off
+    wherever ``--symbols`` would be refused or could not be left out."""
+    return (
+        tokenizer.token_pattern == DEFAULT_TOKEN_PATTERN and tokenizer.unspaced is None
+        and tokenizer.hash_features is None and tokenizer.ngram_range[0] == 1
     )  # fmt: skip
 
 
@@ -1136,17 +1149,22 @@ def synced(
 
 
 def fit_settings(
-    options: dict, given: Collection[str] = (), base: Model | None = None
-) -> tuple[TokenizerSettings, VocabularyFilter, EstimatorSettings, bool]:
+    options: dict, given: Collection[str] = (), base: Model | None = None,
+    multi_label: bool = False,
+) -> tuple[TokenizerSettings, VocabularyFilter, EstimatorSettings, bool]:  # fmt: skip
     """``(tokenizer, vocabulary_filter, defaults, auto)`` of a fit with ``options``.
 
     ``options`` holds fit's option values by name: ``lowercase``, ``token_pattern``,
-    ``unspaced`` (may be left out), ``ngram_range``, ``stop_words``, ``hash_features``,
-    ``min_df``, ``max_features``,
+    ``unspaced`` and ``symbols`` (may be left out), ``ngram_range``, ``stop_words``,
+    ``hash_features``, ``min_df``, ``max_features``,
     ``event_model``, ``estimator``, ``alpha``, ``beta`` and ``text_options`` (a dict of the
     transform options), ``None`` for an option left out where that means "the default".
     ``auto`` is True when the settings are to be chosen from the data (``--model auto``,
     the default when no estimator option is given); ``defaults`` is then a stand-in.
+
+    ``symbols`` None (not given) is on for a fit that chooses (:func:`symbols_by_default`)
+    and off otherwise; ``multi_label``: the fit is of a multi-label model, whose choice
+    does not compare feature sets (the symbols stay off unless given).
 
     With a ``base`` model (an update, a sync), only the options named in ``given`` (those
     the user gave) change the model's settings: the others keep the model's, and a
@@ -1159,7 +1177,9 @@ def fit_settings(
         For ``--model auto`` with estimator options, or with a base model.
     """
     words, source = load_stop_words(options["stop_words"], options["lowercase"])
-    pattern = options["token_pattern"]
+    pattern, symbols = options["token_pattern"], options.get("symbols")
+    if symbols and options.get("unspaced") is not None:
+        raise UsageError("--symbols cannot be combined with --unspaced: leave out one of them")
     tokenizer = TokenizerSettings(
         lowercase=options["lowercase"],
         token_pattern=DEFAULT_TOKEN_PATTERN if pattern is None else pattern,
@@ -1168,7 +1188,7 @@ def fit_settings(
         stop_words_source=source,
         hash_features=options["hash_features"],
         unspaced=options.get("unspaced"),
-        symbols=bool(options.get("symbols")),
+        symbols=bool(symbols),
     )
     make_tokenizer(tokenizer)  # refuse a pattern that cannot work before reading anything
     vocabulary_filter = VocabularyFilter(
@@ -1185,6 +1205,8 @@ def fit_settings(
         )
     if base is None:
         if not overridden(**overrides):
+            if symbols is None and not multi_label and symbols_by_default(tokenizer):
+                tokenizer = replace(tokenizer, symbols=True)
             if at_defaults(tokenizer):  # runs, characters or pairs: chosen from the data
                 tokenizer = replace(tokenizer, unspaced="all")
             return tokenizer, vocabulary_filter, DEFAULTS, True

@@ -93,7 +93,7 @@ class VocabularyFilter:
             return self
         return replace(self, features=None, prune_df=None, prune_mi=None)
 
-    def rows(self, counts: Counts, symbols: bool = False) -> np.ndarray:
+    def rows(self, counts: Counts, symbols: bool | str = False) -> np.ndarray:
         """Sorted indices of the words of ``counts`` that pass the filter (``symbols``:
         the counts' tokenizer has ``symbols`` on, :func:`nbclass.text.families.masks`)."""
         frequent = row_sums(counts.doc_count) >= max(self.min_df, self.prune_df or 1)
@@ -545,9 +545,10 @@ class Classifier:
         self.calibration = model.calibration if calibrate and defaults else None
         counts = model.active_counts
         self.classes = counts.classes
-        self.tokenizer = model.tokenizer
+        # The tokenizer that counts documents for it (not the symbols it leaves out).
+        self.tokenizer = model.tokenizer.scoring(model.vocabulary_filter.features)
         if counter is not None:
-            if counter.settings != model.tokenizer or counter.words != counts.vocabulary:
+            if counter.settings != self.tokenizer or counter.words != counts.vocabulary:
                 raise ValueError("the text counter belongs to another model")
             self.counter = counter
         self.counts, self.typicality = counts, model.typicality

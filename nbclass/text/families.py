@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .tokenizer import FAMILY_NAMES, check_family_names
+
 
 @dataclass(frozen=True)
 class Family:
@@ -89,6 +91,19 @@ def holds_unspaced(vocabulary: Sequence[str]) -> bool:
     return bool(is_unspaced(points).any())
 
 
+def _holding_unspaced(vocabulary: Sequence[str]) -> np.ndarray:
+    """Which entries hold a character of a script written without spaces, bool (V,)."""
+    joined = "\x00".join(vocabulary)
+    if joined.isascii():
+        return np.zeros(len(vocabulary), dtype=bool)
+    from .runs import is_unspaced
+
+    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    ends = np.append(np.flatnonzero(points == 0), points.size)  # after each entry
+    at = _entry_of(np.flatnonzero(is_unspaced(points)), ends)
+    return np.bincount(at, minlength=len(vocabulary)) > 0
+
+
 def _unspaced(vocabulary: Sequence[str], spaces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(runs, characters)``, bool of shape (V,): the entries that are two or more, or
     one, characters of the scripts written without spaces and nothing else, when the
@@ -141,6 +156,10 @@ register(Family(
 ))  # fmt: skip
 
 
+if tuple(FAMILIES) != FAMILY_NAMES:  # the names a model file's features are checked against
+    raise RuntimeError("the feature families' names differ from FAMILY_NAMES")
+
+
 def spaces_of(vocabulary: Sequence[str]) -> np.ndarray:
     """The number of spaces of each entry, int64 of shape (V,) (no entry holds a NUL)."""
     if not len(vocabulary):
@@ -167,11 +186,13 @@ _LAST_MASKS: list = [None, None, None]
 _MASKS_LOCK = threading.Lock()
 
 
-def masks(vocabulary: Sequence[str], symbols: bool = False) -> dict[str, np.ndarray]:
+def masks(vocabulary: Sequence[str], symbols: bool | str = False) -> dict[str, np.ndarray]:
     """Each registered family's rows of ``vocabulary``, bool of shape (V,) (read-only:
     the arrays of a tuple vocabulary are kept for the next call on the same tuple);
     ``symbols``: the vocabulary is of a tokenizer with ``symbols`` on (else no entry is
-    one of the ``symbols`` family)."""
+    one of the ``symbols`` family), ``"spaced"`` beside ``unspaced="all"``, whose symbols
+    hold no character of the scripts written without spaces
+    (:attr:`nbclass.text.tokenizer.TokenizerSettings.symbol_entries`)."""
     with _MASKS_LOCK:
         if _LAST_MASKS[0] is vocabulary and _LAST_MASKS[2] == symbols:
             return _LAST_MASKS[1]
@@ -181,6 +202,8 @@ def masks(vocabulary: Sequence[str], symbols: bool = False) -> dict[str, np.ndar
         from .runs import symbol_rows
 
         kept = symbol_rows(vocabulary)
+        if symbols == "spaced":  # beside unspaced="all": none holds those scripts' characters
+            kept &= ~_holding_unspaced(vocabulary)
     else:
         kept = np.zeros(len(vocabulary), dtype=bool)
     found = {}
@@ -194,7 +217,9 @@ def masks(vocabulary: Sequence[str], symbols: bool = False) -> dict[str, np.ndar
     return found
 
 
-def rows_of(vocabulary: Sequence[str], names: Sequence[str], symbols: bool = False) -> np.ndarray:
+def rows_of(
+    vocabulary: Sequence[str], names: Sequence[str], symbols: bool | str = False
+) -> np.ndarray:
     """The rows of the families ``names`` (their union), bool of shape (V,).
 
     >>> rows_of(["ab", "ab cd", "cd", "ab cd ef"], ("words", "pairs")).tolist()
@@ -214,7 +239,9 @@ def rows_of(vocabulary: Sequence[str], names: Sequence[str], symbols: bool = Fal
 UNSPACED_SETS = (("runs",), ("characters",), ("characters", "pairs"))
 
 
-def feature_sets(vocabulary: Sequence[str], symbols: bool = False) -> list[tuple[str, ...]]:
+def feature_sets(
+    vocabulary: Sequence[str], symbols: bool | str = False
+) -> list[tuple[str, ...]]:
     """The feature sets fit's choice compares on ``vocabulary``, simplest first: the
     families that are not optional (those present), then each optional family present
     added in turn. One set when the tokenizer makes one kind of token. ``symbols``: as
@@ -236,13 +263,13 @@ def feature_sets(vocabulary: Sequence[str], symbols: bool = False) -> list[tuple
         sets = [base + alternative for alternative in UNSPACED_SETS]
         if "pairs" not in present:
             sets.pop()
-        return sets
-    if not base:  # no word of the families always kept (--ngram-range 2,2): all at once
+    elif not base:  # no word of the families always kept (--ngram-range 2,2): all at once
         return [tuple(present)]
-    sets = [base]
-    for name in present:
-        if FAMILIES[name].optional and name != "symbols":
-            sets.append(sets[-1] + (name,))
+    else:
+        sets = [base]
+        for name in present:
+            if FAMILIES[name].optional and name != "symbols":
+                sets.append(sets[-1] + (name,))
     if "symbols" in present:  # each set, then it with the symbols
         sets = [
             kind for names in sets
@@ -253,14 +280,8 @@ def feature_sets(vocabulary: Sequence[str], symbols: bool = False) -> list[tuple
 
 def check_names(names) -> tuple[str, ...]:
     """``names`` (from a model file) as a tuple of distinct registered family names;
-    ``ValueError`` otherwise."""
-    if not isinstance(names, list) or not 0 < len(names) <= len(FAMILIES):
-        raise ValueError("the feature families are not a short list")
-    if not all(isinstance(n, str) and n in FAMILIES for n in names) or len(set(names)) < len(
-        names
-    ):
-        raise ValueError("the feature families are not distinct known names")
-    return tuple(names)
+    ``ValueError`` otherwise (:func:`nbclass.text.tokenizer.check_family_names`)."""
+    return check_family_names(names)
 
 
 def describe(names: Sequence[str]) -> str:

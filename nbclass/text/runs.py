@@ -629,19 +629,27 @@ def _kinds(points: np.ndarray) -> np.ndarray:
     return kinds
 
 
-def _symbol_runs(values: np.ndarray, kinds: np.ndarray, text_starts: np.ndarray):
+def _symbol_runs(
+    values: np.ndarray, kinds: np.ndarray, text_starts: np.ndarray, dropped=None
+):  # fmt: skip
     """``(values, starts, ends, text)``: the symbols of text (a word character alone, a
     run of characters neither word nor space: :func:`nbclass.text.tokenizer.symbol_tokens`)
     in ``values`` (bytes or code points, already lower-cased as the settings say; their
     ``kinds``), copied one after the other into a new array, each followed by a space;
     where each starts and ends there and the text it is in (texts start at
-    ``text_starts``, ascending; a space between two texts)."""
+    ``text_starts``, ascending; a space between two texts). ``dropped`` (bool, one per
+    value, or None): a symbol holding one of those is left out
+    (:func:`nbclass.text.tokenizer.spaced_symbols`)."""
     change = np.flatnonzero(kinds[1:] != kinds[:-1]) + 1
     bounds = np.concatenate(([0], change, [kinds.size]))
     starts, ends = bounds[:-1], bounds[1:]
     kind = kinds[starts] if starts.size else kinds[:0]
     keep = (kind == _P) | ((kind == _W) & (ends - starts == 1))
     starts, ends = starts[keep], ends[keep]
+    if dropped is not None and dropped.any():
+        held = np.concatenate(([0], np.cumsum(dropped, dtype=np.int64)))
+        clear = held[ends] == held[starts]
+        starts, ends = starts[clear], ends[clear]
     length = ends - starts
     at = np.cumsum(length + 1) - length - 1
     out = np.full(int(length.sum() + length.size), _SPACE, dtype=values.dtype)
@@ -789,7 +797,8 @@ def _text_chunk_runs(
     ``"runs"`` does and adds one run for each unspaced character, then the pairs.
 
     With a list ``symbols``, the texts' symbols (:func:`_symbol_runs`, as UTF-8: ``(codes,
-    starts, ends, text)``) are appended to it."""
+    starts, ends, text)``) are appended to it; beside an ``unspaced`` mode, those holding no
+    character of those scripts (:func:`nbclass.text.tokenizer.spaced_symbols`)."""
     joined, lengths = texts.text + "\n", texts.lengths
     if lowercase:
         joined, lengths = _lowered(joined, lengths, texts)
@@ -797,7 +806,8 @@ def _text_chunk_runs(
     word = is_word(points)
     if symbols is not None:
         text_starts = np.cumsum(lengths + 1) - lengths - 1
-        out, _, _, text = _symbol_runs(points, _kinds(points), text_starts)
+        dropped = None if unspaced is None else is_unspaced(points)  # only "all" has both
+        out, _, _, text = _symbol_runs(points, _kinds(points), text_starts, dropped)
         codes = np.frombuffer(str(out.data, "utf-32-le").encode("utf-8"), dtype=np.uint8)
         starts, ends = run_bounds(codes)  # (a symbol's UTF-8 never holds a space byte)
         symbols.append((codes, starts, ends, text))

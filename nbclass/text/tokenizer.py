@@ -165,11 +165,30 @@ class TokenizerSettings(Record, frozen=True):
     symbols: bool = False
 
     @property
-    def symbol_entries(self) -> bool:
+    def symbol_entries(self) -> bool | str:
         """Whether the vocabulary's entries of one word character or none are the
         ``symbols`` (:mod:`nbclass.text.families`): not with hashing, whose entries
-        name columns."""
-        return self.symbols and self.hash_features is None
+        name columns; ``"spaced"`` beside ``unspaced="all"``, where those holding a
+        character of the scripts written without spaces are not (:func:`spaced_symbols`)."""
+        if not self.symbols or self.hash_features is not None:
+            return False
+        return "spaced" if self.unspaced == "all" else True
+
+    def scoring(self, features) -> TokenizerSettings:
+        """The settings that count documents to score them with a model of these settings
+        whose chosen feature families are ``features`` (None: every entry): without the
+        symbols when the choice left them out. Their rows are in no feature set then, so
+        no score, known-token count or calibration sees them, and predict tokenizes as for
+        a model fitted without them; the model keeps its own settings (an update counts
+        the symbols, for the choice to be made again).
+
+        >>> on = TokenizerSettings(symbols=True)
+        >>> [on.scoring(f).symbols for f in (None, ("words",), ("words", "symbols"))]
+        [True, False, True]
+        """
+        if self.symbols and features is not None and "symbols" not in features:
+            return replace(self, symbols=False)
+        return self
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -197,6 +216,28 @@ class TokenizerSettings(Record, frozen=True):
             unspaced=_unspaced_mode(data.get("unspaced")),
             symbols=_flag(data.get("symbols", False), "symbols"),
         )
+
+
+# The feature families' names (:mod:`nbclass.text.families` registers them, in this order,
+# and checks that they are these): a model file's chosen features are checked against
+# them without the families' numpy code, which scoring one document does not load.
+FAMILY_NAMES = ("words", "runs", "characters", "symbols", "pairs", "ngrams")
+
+
+def check_family_names(names) -> tuple[str, ...]:
+    """``names`` (from a model file) as a tuple of distinct family names
+    (:data:`FAMILY_NAMES`); ``ValueError`` otherwise.
+
+    >>> check_family_names(["words", "symbols"])
+    ('words', 'symbols')
+    """
+    if not isinstance(names, list) or not 0 < len(names) <= len(FAMILY_NAMES):
+        raise ValueError("the feature families are not a short list")
+    if not all(isinstance(n, str) and n in FAMILY_NAMES for n in names) or len(
+        set(names)
+    ) < len(names):
+        raise ValueError("the feature families are not distinct known names")
+    return tuple(names)
 
 
 def _optional_int(value) -> int | None:
@@ -239,6 +280,25 @@ def symbol_tokens(text: str) -> list[str]:
     symbols, word_start = _symbol_patterns()
     word = word_start.match
     return [t for t in symbols.findall(text) if len(t) == 1 or word(t) is None]
+
+
+# A character of a script written without spaces: with ``unspaced="all"`` the symbols
+# holding one are left out (those scripts' characters are the ``unspaced`` tokens').
+_UNSPACED_CHARACTER: list = []
+
+
+def spaced_symbols(found: list[str]) -> list[str]:
+    """The symbols of ``found`` that hold no character of a script written without
+    spaces (:data:`UNSPACED_RANGES`): those ``symbols`` adds beside ``unspaced="all"``,
+    whose characters of those scripts are its own tokens.
+
+    >>> spaced_symbols(symbol_tokens("日本 a 日 ?。 ・! ok?"))
+    ['a', '?。', '?']
+    """
+    if not _UNSPACED_CHARACTER:
+        _UNSPACED_CHARACTER.append(re.compile(f"[{_ranges(UNSPACED_RANGES)}]").search)
+    held = _UNSPACED_CHARACTER[0]
+    return [t for t in found if t.isascii() or held(t) is None]
 
 
 def is_symbol(entry: str) -> bool:
@@ -293,7 +353,7 @@ def validate_unspaced(settings: TokenizerSettings) -> None:
                 "pattern's words; with --token-pattern the pattern says what a token is: "
                 "give one or the other"
             )
-        if settings.unspaced is not None:
+        if settings.unspaced not in (None, "all"):  # "all": fit's default count, not an option
             raise UsageError(
                 "--symbols cannot be combined with --unspaced: leave out one of them"
             )
@@ -722,7 +782,12 @@ def make_tokenizer(settings: TokenizerSettings, lazy: bool = False) -> Callable[
         plain = make_tokenizer(replace(settings, hash_features=None), lazy=True)
         return HashedTokenizer(plain, settings.hash_features)
     if unspaced in ("pairs", "all"):
-        return _with_pairs(words, (min_n, max_n), lowercase, stop if unspaced == "all" else None)
+        tokenize = _with_pairs(
+            words, (min_n, max_n), lowercase, stop if unspaced == "all" else None
+        )
+        if settings.symbols:  # unspaced "all" (validate_unspaced): the symbols after
+            return _with_symbols(tokenize, (1, 1), lowercase, stop, False, spaced=True)
+        return tokenize
     if settings.symbols:
         return _with_symbols(words, (min_n, max_n), lowercase, stop, lazy)
     if (min_n, max_n) == (1, 1):
@@ -740,11 +805,15 @@ def make_tokenizer(settings: TokenizerSettings, lazy: bool = False) -> Callable[
     return ngrams
 
 
-def _with_symbols(words, ngram_range: tuple[int, int], lowercase: bool, stop, lazy: bool):
+def _with_symbols(
+    words, ngram_range: tuple[int, int], lowercase: bool, stop, lazy: bool, spaced: bool = False
+):  # fmt: skip
     """The tokenizer of ``symbols``: ``words``' tokens and their n-grams, then the
     single word characters and runs of symbols of the text (:func:`symbol_tokens`) that
     are not stop words. With ``lazy``, a document of more than :data:`NGRAMS_LISTED`
-    n-grams gets an :class:`Ngrams` holding the symbols after them."""
+    n-grams gets an :class:`Ngrams` holding the symbols after them. ``spaced``: beside
+    ``unspaced="all"`` (``words`` its tokenizer), only the symbols that hold no character
+    of a script written without spaces (:func:`spaced_symbols`)."""
     min_n, max_n = ngram_range
 
     def tokenize(text: str) -> list[str] | Ngrams:
@@ -754,6 +823,8 @@ def _with_symbols(words, ngram_range: tuple[int, int], lowercase: bool, stop, la
         if lowercase:
             text = text.lower()
         found = symbol_tokens(text)
+        if spaced:
+            found = spaced_symbols(found)
         if stop:
             found = [t for t in found if t not in stop]
         if (min_n, max_n) != (1, 1):
