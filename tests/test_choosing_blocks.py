@@ -252,16 +252,18 @@ def test_the_winners_scores_made_again_are_the_scores_it_was_chosen_by(tmp_path,
 def test_the_posterior_and_evidence_from_one_exp_are_the_two_functions_floats():
     """posterior_and_evidence gives log_posterior's and scipy's logsumexp's floats bit
     for bit: rows far apart and close, ties at the top, rows of one class, rows with
-    impossible classes and rows with none possible."""
+    impossible classes and rows with none possible; rows whose other classes all lie
+    just past the bounded tail (e^-64), and best scores near 0, where the bounds of the
+    evidence are not one float and every exp is taken."""
     from scipy.special import logsumexp
 
     from nbclass.models.posterior import log_posterior, posterior_and_evidence
 
     rng = np.random.default_rng(5)
-    for trial in range(200):
+    for trial in range(400):
         n, C = int(rng.integers(1, 30)), int(rng.choice([1, 2, 3, 20, 500, 3000]))
-        spread = rng.choice([0.5, 5.0, 50.0, 400.0, 2000.0])
-        jll = rng.normal(0, 1000) - rng.exponential(spread, size=(n, C))
+        spread = rng.choice([0.5, 5.0, 50.0, 70.0, 400.0, 2000.0])
+        jll = rng.normal(0, 1000) * rng.choice([1e-9, 1.0]) - rng.exponential(spread, (n, C))
         if trial % 3 == 0:
             jll = np.round(jll)
         if trial % 5 == 0:
@@ -270,6 +272,8 @@ def test_the_posterior_and_evidence_from_one_exp_are_the_two_functions_floats():
             jll[rng.random(jll.shape) < 0.3] = -np.inf
         if trial % 11 == 0:
             jll[0] = -np.inf
+        if trial % 13 == 0:
+            jll[:, 1:] -= 60 + rng.uniform(0, 30)
         log_proba, evidence = posterior_and_evidence(jll)
         with np.errstate(divide="ignore"):
             want = logsumexp(jll, axis=1)

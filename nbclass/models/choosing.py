@@ -556,14 +556,15 @@ class Summary:
         ok = np.isfinite(jll[np.arange(at.size), truth])
         self.scored[at] = ok
         has = known > 0
-        log_proba = evidence = None
-        if self.evidence is not None and has.any():  # both from one exp of the scores
+        log_proba = None
+        if ok.all() or (self.evidence is not None and has.any()):  # from one exp of the scores
             with np.errstate(divide="ignore"):
                 log_proba, evidence = posterior_and_evidence(jll)
-            self.evidence[at[has]] = evidence[has]
+            if self.evidence is not None:
+                self.evidence[at[has]] = evidence[has]
         if ok.any():
             if log_proba is None:
-                log_proba = log_posterior(jll if ok.all() else jll[ok])
+                log_proba = log_posterior(jll[ok])
             elif not ok.all():
                 log_proba = log_proba[ok]
             pred = np.where(np.isfinite(log_proba.max(axis=1)), log_proba.argmax(axis=1), -1)

@@ -502,25 +502,32 @@ def log_posterior(jll: np.ndarray) -> np.ndarray:
     return out
 
 
-# np.exp(x) is 0 for every x below this (0 from −745.1333 down; its smallest result,
-# 2^-1074, at −744.44): an exp left out below it changes no float.
-EXP_ZERO = -746.0
+# The choice's held-out scores against thousands of classes leave most of a row's
+# shifted scores far below its best (at 20,000 classes half of them under −100): terms
+# below e^-64 are left out of the exps and bounded instead (more than np.exp of any
+# x < −64: e^-64 and 2^-40 of it), as :func:`exp_sums` bounds the subnormal ones.
+TAIL_EXP = -64.0
+TAIL_BOUND = float(np.exp(TAIL_EXP)) * (1.0 + 2.0**-40)
 
 
 def posterior_and_evidence(jll: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(log_posterior(jll), scipy.special.logsumexp(jll, axis=1))``, the same floats,
-    from one exp of the scores.
+    from one exp of the scores, and that only where b_c − m ≥ :data:`TAIL_EXP`.
 
     Both shift each row by its largest score m (b − m, the same subtraction). The
     posterior sums exp(b_c − m) over the row; scipy's logsumexp sums the same terms
     with those of the row's largest scores (b_c = m, there b_c − m = 0) left out, s,
-    and returns log1p(s / k) + log(k) + m, k the number of them (s itself where it is
-    0). So the terms are made once: exp where b_c − m ≥ :data:`EXP_ZERO` (elsewhere it
-    is 0), summed for the posterior (the sum :func:`exp_sums` finds), then summed again
-    without the largest. A row's log of its sum is subtracted from every row, as it
-    is from the rows that :func:`log_posterior` leaves alone: their sum is exactly 1
-    (:func:`alone_rows`), their log 0. Rows with no finite score take the two
-    functions' own paths.
+    and returns (log1p(s / k) + log k) + m, k the number of them (s itself where it is
+    0). The terms below e^-64 are bounded as :func:`exp_sums` bounds its tiny ones: each
+    sum is taken with them 0 and with them :data:`TAIL_BOUND`, by one tree of additions
+    whatever the values, so the true sum lies between the two. A row's posterior sum
+    (at least 1) is then known where its bounds are one float; its evidence where its
+    bounds of s are one float, or where both are below 2^-30 (log1p(x) is then between
+    0 and 2x) and the evidence of 0 and of 2 s / k are one float (additions round
+    monotonically). Every other row takes every exp. A row's log of its sum is
+    subtracted from every row, as from the rows :func:`log_posterior` leaves alone:
+    their sum is exactly 1 (:func:`alone_rows`), their log 0. Rows with no finite
+    score take the two functions' own paths.
     """
     top = jll.max(axis=1) if jll.shape[1] else np.full(jll.shape[0], -np.inf)
     if not np.isfinite(top).all():
@@ -528,16 +535,39 @@ def posterior_and_evidence(jll: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
         return log_posterior(jll), logsumexp(jll, axis=1)
     out = np.subtract(jll, top[:, None])
-    near = out >= EXP_ZERO
+    near = out >= TAIL_EXP
     terms = np.zeros(out.shape)
     np.exp(out, out=terms, where=near)
     totals = terms.sum(axis=1)
     largest = out == 0
     k = np.count_nonzero(largest, axis=1).astype(np.float64)[:, None]
+    top = top[:, None]
+
+    def evidence_of(s: np.ndarray, k: np.ndarray, top: np.ndarray) -> np.ndarray:
+        s = np.where(s == 0, s, s / k)
+        return (np.log1p(s) + np.log(k) + top)[:, 0]
+
     terms[largest] = 0.0
     s = terms.sum(axis=1, keepdims=True)
-    s = np.where(s == 0, s, s / k)
-    evidence = (np.log1p(s) + np.log(k) + top[:, None])[:, 0]
+    evidence = evidence_of(s, k, top)
+    np.logical_not(near, out=near)  # now the tail
+    if near.any():
+        np.copyto(terms, TAIL_BOUND, where=near)
+        s_high = terms.sum(axis=1, keepdims=True)
+        terms[largest] = 1.0  # exp(0)
+        unsure = totals != terms.sum(axis=1)
+        small = s_high / k < 2.0**-30
+        with np.errstate(divide="ignore"):
+            at_zero = (0.0 + np.log(k) + top)[:, 0]
+            at_most = (2.0 * (s_high / k) + np.log(k) + top)[:, 0]
+        known = (s == s_high)[:, 0] | (small[:, 0] & (at_zero == at_most))
+        unsure |= ~known
+        if unsure.any():
+            rows = np.flatnonzero(unsure)
+            exact = np.exp(out[rows])
+            totals[rows] = exact.sum(axis=1)
+            exact[largest[rows]] = 0.0
+            evidence[rows] = evidence_of(exact.sum(axis=1, keepdims=True), k[rows], top[rows])
     with np.errstate(divide="ignore"):
         out -= np.log(totals)[:, None]
     return out, evidence
