@@ -195,11 +195,15 @@ def _general_loss(jll, y, features, t):
 
 
 @pytest.mark.parametrize("C", [1, 2, 50, 3000])
-def test_the_calibration_of_finite_scores_takes_the_general_steps_floats(C):
+@pytest.mark.parametrize("kept", [True, False])
+def test_the_calibration_of_finite_scores_takes_the_general_steps_floats(monkeypatch, C, kept):
     """Every score finite (the rule at many classes): the calibration's loss, gradient
     and Hessian are those of its general steps bit for bit, at temperatures that put
     most cells far below exp's underflow, some near it and none (t = 0), with rows
-    whose best score is tied and a block of one class."""
+    whose best score is tied and a block of one class; the blocks kept between
+    evaluations (few cells) or made again from the scores (many)."""
+    if not kept:
+        monkeypatch.setattr(choosing, "SCORE_CELLS", 1)
     rng = np.random.default_rng(C)
     n = 40
     jll = -rng.exponential(400.0, size=(n, C)) * rng.uniform(0.01, 3, size=(n, 1))
@@ -207,14 +211,16 @@ def test_the_calibration_of_finite_scores_takes_the_general_steps_floats(C):
     jll[3, :] = 0.0
     y = rng.integers(0, C, size=n)
     features = np.stack([np.log1p(rng.integers(1, 500, n)), rng.uniform(0, 3, n)], axis=1)
-    ok = np.arange(n)
-    for t in ([0.0, 0.0, 0.0], [-2.6, 0.13, 0.87], [1.5, 1.0, -0.5], [-6.0, 0.0, 2.0]):
-        t = np.array(t)
-        loss = choosing._calibration_loss(jll, ok, y, features, choosing.row_blocks(n, C, 997))
-        value, gradient, hessian = loss(t)
-        want = _general_loss(jll, y, features, t)
-        assert value == want[0]
-        assert np.array_equal(gradient, want[1]) and np.array_equal(hessian, want[2])
+    for ok in (np.arange(n), np.arange(0, n, 3)):  # every row, or some (then gathered)
+        m = ok.size
+        loss = choosing._calibration_loss(jll, ok, y[ok], features[ok],
+                                          choosing.row_blocks(m, C, 997))  # fmt: skip
+        for t in ([0.0, 0.0, 0.0], [-2.6, 0.13, 0.87], [1.5, 1.0, -0.5], [-6.0, 0.0, 2.0]):
+            t = np.array(t)
+            value, gradient, hessian = loss(t)  # the blocks made again after the first t
+            want = _general_loss(jll[ok], y[ok], features[ok], t)
+            assert value == want[0]
+            assert np.array_equal(gradient, want[1]) and np.array_equal(hessian, want[2])
 
 
 @pytest.mark.parametrize("k", [1, 3])

@@ -850,16 +850,28 @@ def _calibration_loss(jll, ok, y, features, blocks, pool=None):
     cached = {} if ok.size * jll.shape[1] <= 4 * SCORE_CELLS else None
     done: dict = {}  # the value, gradient and Hessian at each point evaluated
 
+    # Each block of finite scores, once seen: its rows' maxima, and its first row where
+    # its rows are consecutive rows of an array (then a slice, not a gather).
+    seen: dict = {}
+    others = float(jll.shape[1] - 1)
+    shares = (epsilon / max(others, 1.0), 1.0 - epsilon if others > 0 else 1.0)
+
     def prepared(a: int, b: int):
         if cached is not None and a in cached:
             return cached[a]
+        if a in seen:  # finite: shifted as before, the same floats
+            top, first = seen[a]
+            block = jll[ok[a:b]] if first is None else jll[first : first + b - a]
+            return np.subtract(block, top), None, shares
         block = jll[ok[a:b]]
         finite = np.isfinite(block)
         if finite.all():  # the shifted scores in place; the targets as each row's two
-            block -= block.max(axis=1, keepdims=True)
-            others = float(block.shape[1] - 1)
-            shares = (epsilon / max(others, 1.0), 1.0 - epsilon if others > 0 else 1.0)
+            top = block.max(axis=1, keepdims=True)
+            block -= top
             item = (block, None, shares)
+            if cached is None and isinstance(jll, np.ndarray):
+                consecutive = int(ok[b - 1]) - int(ok[a]) == b - a - 1
+                seen[a] = (top, int(ok[a]) if consecutive else None)
         else:
             # Shifted by their row maximum: the softmax is unchanged and no overflow.
             shifted = np.where(finite, block - block.max(axis=1, keepdims=True), 0.0)
