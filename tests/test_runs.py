@@ -427,3 +427,63 @@ def test_the_key_table_finds_each_key_inserted(batches, others, one_home):
     keys, ids = table.items()
     assert keys.tolist() == sorted(numbers)
     assert ids.tolist() == [numbers[k] for k in sorted(numbers)]
+
+
+def _unmixed(h: int) -> int:
+    """The key whose splitmix64 finaliser (runs._mix) is ``h``: its steps undone."""
+    mask = (1 << 64) - 1
+    h ^= (h >> 31) ^ (h >> 62)
+    h = h * pow(0x94D049BB133111EB, -1, 1 << 64) & mask
+    h ^= (h >> 27) ^ (h >> 54)
+    h = h * pow(0xBF58476D1CE4E5B9, -1, 1 << 64) & mask
+    h ^= (h >> 30) ^ (h >> 60)
+    return h
+
+
+def test_keys_sharing_a_home_under_the_plain_mix_do_not_pile_up_in_the_key_table():
+    """4,096 keys whose mixes share their top 32 bits (one home slot in any table of up to
+    2**32 slots, were the home the plain mix, as a corpus written against the public mix
+    could make them): each is found, the keys never inserted are not, and no key sits
+    more than 64 slots past its home (without the salt, the last sat 4,095 past it, and a
+    look-up took a round a slot)."""
+    from nbclass.text.runs import _KeyTable
+
+    keys = np.array([_unmixed(0x5EED_0001 << 32 | i) for i in range(4096)], dtype=np.uint64)
+    top = runs_module._mix(keys.copy()) >> np.uint64(32)
+    assert (top == 0x5EED_0001).all() and (keys != 0).all()
+    for _ in range(3):  # three tables, three salts
+        table = _KeyTable()
+        table.insert(keys[:1000], np.arange(1000))
+        table.insert(keys[1000:], np.arange(1000, 4096))
+        assert table.find(keys).tolist() == list(range(4096))
+        absent = np.array([_unmixed(0x5EED_0001 << 32 | i) for i in range(5000, 5100)],
+                          dtype=np.uint64)  # fmt: skip
+        assert (table.find(absent) == -1).all()
+        at = np.flatnonzero(table.slots["key"])
+        home = table._homes(table.slots["key"][at])
+        past = (at - home) & ((1 << table.bits) - 1)
+        assert past.size == 4096 and past.max() <= 64
+
+
+def test_the_run_tally_counts_the_same_whatever_its_key_table_salt():
+    """The words are numbered in key order, not by where they sit: two tallies whose key
+    tables have different salts give the same packed counts."""
+    from nbclass.text.runs import RunTally
+
+    rng = random.Random(7)
+    words = ["".join(rng.choice("abcdefgh") for _ in range(rng.randint(2, 12)))
+             for _ in range(3000)]  # fmt: skip
+    texts = [" ".join(rng.choice(words) for _ in range(40)).encode() for _ in range(400)]
+    labels = [i % 5 for i in range(400)]
+    splitter = ascii_splitter(TokenizerSettings(), "utf-8")
+    results = []
+    for salt in (0, 0x9E3779B97F4A7C15, 12345):
+        tally = RunTally.make(splitter, 5)
+        tally._numbers.salt = np.uint64(salt)
+        for start in range(0, 400, 50):  # several chunks: the table grows between them
+            assert tally.add(texts[start : start + 50], labels[start : start + 50]) == []
+        results.append(tally.packed())
+    for other in results[1:]:
+        assert other[0] == results[0][0]
+        for a, b in zip(other[1:], results[0][1:]):
+            assert a.dtype == b.dtype and a.tolist() == b.tolist()

@@ -55,6 +55,7 @@ for text of many scripts, ``tests/test_runs_unicode.py``; the symbols in
 from __future__ import annotations
 
 import codecs
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -1407,10 +1408,15 @@ class RunTally:
 
 class _KeyTable:
     """Keys (uint64, never 0) and the number of each, in a table of open addressing
-    (linear probing from the key's home slot, the top bits of its mix, wrapping round;
-    a key of 0 marks an empty slot), kept at most a quarter full: 64 to 128 bytes a
-    word (half full, the count of 2,000,000 words took 0.3 s more of its 5 s, the
-    look-ups probing further). A slot holds its key and its number side by side, so
+    (linear probing from the key's home slot, the top bits of the mix of the key XOR the
+    table's salt, wrapping round; a key of 0 marks an empty slot), kept at most a quarter
+    full. The salt is drawn at random for each table: a short word's key is its bytes and
+    the mix is public, so a corpus could be written whose words share a few home slots
+    under a fixed home function, and each look-up and insertion would then probe past all
+    of them; nothing else depends on where a key sits (words are numbered in key order,
+    :meth:`items` sorts), so the counts and files are the same whatever the salt.
+    64 to 128 bytes a word (half full, the count of 2,000,000 words took 0.3 s more of
+    its 5 s, the look-ups probing further). A slot holds its key and its number side by side, so
     that a look-up reads one place of the table, and the runs of a chunk are looked
     up where they are: at 2,000,000 words, sorting a chunk's
     107,000 keys to search its 29,000 words among the sorted keys took about 10 ms of a
@@ -1426,10 +1432,11 @@ class _KeyTable:
 
     def __init__(self):
         self.bits, self.size = 10, 0
+        self.salt = np.uint64(int.from_bytes(os.urandom(8), "little"))
         self.slots = np.zeros(1 << self.bits, dtype=self._SLOT)
 
     def _homes(self, keys: np.ndarray) -> np.ndarray:
-        return (_mix(keys.copy()) >> np.uint64(64 - self.bits)).astype(np.int64)
+        return (_mix(keys ^ self.salt) >> np.uint64(64 - self.bits)).astype(np.int64)
 
     def find(self, keys: np.ndarray) -> np.ndarray:
         """The number of each of ``keys``, −1 for a key not in the table, int64."""
