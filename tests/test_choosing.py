@@ -127,10 +127,14 @@ def test_named_complement_without_the_prior_decides_as_complementnb(
 
 def test_predict_with_a_model_name_scores_that_formula_not_the_stored_transform(tmp_path):
     """A model fit chose (complement, log tf, ...) scored with --model multinomial is the
-    plain multinomial: the same as a model fitted with --model multinomial."""
+    plain multinomial: the same as a model fitted with --model multinomial (and the
+    features the choice kept: on the demo corpus the words and the symbols)."""
     chosen, plain = tmp_path / "auto.nbc", tmp_path / "plain.nbc"
     assert run("fit", DEMO_CORPUS, "-o", chosen, "-q").returncode == 0
-    assert run("fit", DEMO_CORPUS, "-o", plain, "-q", "--model", "multinomial").returncode == 0
+    assert load(str(chosen)).vocabulary_filter.features == ("words", "symbols")
+    assert run(
+        "fit", DEMO_CORPUS, "-o", plain, "-q", "--model", "multinomial", "--symbols"
+    ).returncode == 0
     assert jsonl_probabilities(chosen, DEMO_DOCS, "--model", "multinomial") == (
         jsonl_probabilities(plain, DEMO_DOCS)
     )

@@ -121,7 +121,7 @@ def test_diff_reports_how_the_models_score_at_their_defaults(tmp_path, runner):
 
     chosen, named, small = tmp_path / "chosen.nbc", tmp_path / "named.nbc", tmp_path / "small.nbc"
     assert runner.invoke(cli, ["fit", str(DEMO_CORPUS), "-o", str(chosen), "-q"]).exit_code == 0
-    options = ["fit", str(DEMO_CORPUS), "-o", str(named), "-q", *NAMED]
+    options = ["fit", str(DEMO_CORPUS), "-o", str(named), "-q", *NAMED, "--symbols"]
     assert runner.invoke(cli, options).exit_code == 0
     options = ["select-features", "-m", str(chosen), "-k", "50", "-o", str(small), "-q"]
     assert runner.invoke(cli, options).exit_code == 0
@@ -135,7 +135,7 @@ def test_diff_reports_how_the_models_score_at_their_defaults(tmp_path, runner):
     data = scoring(chosen, named)
     assert data["scoring"] == {
         "old": {
-            "defaults": "complement no-class-prior",
+            "defaults": "complement tf=log no-class-prior",
             "chosen": True,
             "fitted_beta": None,
             "calibration": a.calibration.to_dict(),
@@ -153,8 +153,10 @@ def test_diff_reports_how_the_models_score_at_their_defaults(tmp_path, runner):
         "changed": ["defaults", "chosen", "fitted_beta", "calibration", "typicality"],
     }
     assert data["notes"] == [
+        # the choice's filter names the features it kept (words and symbols), the named none
+        "the models use different vocabulary filters or selections",
         "the models score differently at their defaults (default settings, who chose them, "
-        "fitted β, calibration, typicality)"
+        "fitted β, calibration, typicality)",
     ]
     assert all(entry["kl"] == 0.0 for entry in data["classes"].values())  # same counts
     assert scoring(chosen, chosen)["scoring"]["changed"] == []
@@ -167,8 +169,8 @@ def test_diff_reports_how_the_models_score_at_their_defaults(tmp_path, runner):
     c = a.calibration
     at = next(i for i, row in enumerate(rows) if row.startswith("defaults"))
     assert rows[at : at + 5] == [
-        "defaults      complement no-class-prior (chosen by fit) -> complement tf=log",
-        "β=fit (named)",  # wrapped at 80 columns
+        "defaults      complement tf=log no-class-prior (chosen by fit) -> complement",
+        "tf=log β=fit (named)",  # wrapped at 80 columns
         f"fitted β      none -> {b.prepared.beta:.4g}",
         f"calibration   t = {c.t0:.4g}, {c.t1:.4g}, {c.t2:.4g} -> none",
         f"typicality    42 documents, median {a.typicality['percentiles'][50]:.4g} -> not "

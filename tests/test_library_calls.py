@@ -37,9 +37,10 @@ def base():
 
 def test_a_fit_without_options_chooses_its_settings_from_the_data():
     tokenizer, vocabulary_filter, defaults, auto = fit_settings(NO_OPTIONS)
-    # At the defaults the scripts written without spaces are counted every way, to choose.
+    # At the defaults the scripts written without spaces are counted every way, and the
+    # symbols beside the words, to choose.
     assert (tokenizer, vocabulary_filter, defaults, auto) == (
-        TokenizerSettings(unspaced="all"), VocabularyFilter(), DEFAULTS, True
+        TokenizerSettings(unspaced="all", symbols=True), VocabularyFilter(), DEFAULTS, True
     )
 
 
@@ -68,8 +69,10 @@ def test_model_auto_is_refused_with_estimator_options_and_over_a_base_model(base
 
 def test_cross_validation_chooses_per_fold_unless_an_estimator_option_is_given(base):
     none = {"model": None, "estimator": None, "alpha": None, "beta": None}
-    # Each fold chooses as fit does, the tokenization of unspaced scripts too.
-    assert cv_settings(None, none) == (TokenizerSettings(unspaced="all"), VocabularyFilter(), None)
+    # Each fold chooses as fit does, the tokenization of unspaced scripts and the symbols too.
+    assert cv_settings(None, none) == (
+        TokenizerSettings(unspaced="all", symbols=True), VocabularyFilter(), None
+    )
     tokenizer, _, settings = cv_settings(None, dict(none, alpha=0.5))
     assert settings == EstimatorSettings(alpha=0.5) and tokenizer == TokenizerSettings()
     tokenizer, vocabulary_filter, settings = cv_settings(base, none)  # not chosen by fit
