@@ -487,3 +487,34 @@ def test_the_run_tally_counts_the_same_whatever_its_key_table_salt():
         assert other[0] == results[0][0]
         for a, b in zip(other[1:], results[0][1:]):
             assert a.dtype == b.dtype and a.tolist() == b.tolist()
+
+
+def _words_of_keys(n: int, rng: random.Random) -> list[bytes]:
+    """``n`` distinct ASCII words of 8 letters whose keys (their bytes) share the top 12
+    bits of the plain mix: found by trying words, as a hostile model's author could."""
+    words: set[bytes] = set()
+    while len(words) < n:
+        batch = [bytes(rng.choices(b"abcdefghijklmnopqrstuvwxyz", k=8)) for _ in range(1 << 16)]
+        keys = np.frombuffer(b"".join(batch), dtype=">u8").astype(np.uint64)
+        top = runs_module._mix(keys) >> np.uint64(52)
+        words.update(batch[i] for i in np.flatnonzero(top == 0xABC).tolist())
+    return sorted(words)[:n]
+
+
+def test_a_vocabulary_sharing_a_home_under_the_plain_mix_does_not_pile_up_in_the_word_table():
+    """A model's words chosen so that their keys share the top 12 bits of the plain mix
+    (one home slot in a table of up to 4,096 slots, a cluster in larger ones, were the
+    home the plain mix): each is found with its id, and no word sits more than 64 slots
+    past its home (without the salt, the last sat 199 past it, and a look-up of each run
+    of a text took a round a slot)."""
+    words = _words_of_keys(200, random.Random(3))
+    for _ in range(3):  # three tables, three salts
+        table = WordTable.of(words)
+        codes = np.frombuffer(b" ".join(words) + b" zzzzzzzz", dtype=np.uint8)
+        starts, ends = run_bounds(codes)
+        keys = runs_module.run_keys(codes, starts, ends)
+        assert table.find(codes, starts, ends, keys).tolist() == [*range(200), -1]
+        at = np.flatnonzero(table.ids >= 0)
+        salt = getattr(table, "salt", np.uint64(0))  # (none before the salt)
+        home = runs_module._slots(table.keys[at] ^ salt, table.bits)
+        assert at.size == 200 and (at - home).max() <= 64

@@ -368,15 +368,20 @@ class WordTable:
     Attributes
     ----------
     keys : uint64 ndarray of shape (S,)
-        The key in each slot. A key's home slot is the top ``bits`` bits of its mixed
-        value, with 2**bits at least four times the number of words; the last slot
-        is empty.
+        The key in each slot. A key's home slot is the top ``bits`` bits of the mix of
+        the key XOR ``salt``, with 2**bits at least four times the number of words; the
+        last slot is empty.
     ids : int64 ndarray of shape (S,)
         The word in each slot, −1 for an empty slot.
     codes : uint8 ndarray
         The words' bytes, joined by spaces; word k is ``codes[starts[k]:ends[k]]``.
     starts, ends : int64 ndarray of shape (K,)
     bits : int
+    salt : numpy.uint64
+        Drawn at random for each table: the words come from a model file, maybe from
+        elsewhere, and under a fixed home function its words could be chosen to share a
+        few home slots, every look-up then probing past all of them. A word's id is its
+        place in the list, wherever it sits, so the counts are the same whatever the salt.
     """
 
     keys: np.ndarray
@@ -385,6 +390,7 @@ class WordTable:
     starts: np.ndarray
     ends: np.ndarray
     bits: int
+    salt: np.uint64
 
     @classmethod
     def build(cls, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> WordTable | None:
@@ -392,11 +398,12 @@ class WordTable:
         space byte), word k with id k; None when two of them share a key."""
         keys = run_keys(codes, starts, ends)
         bits = max(4, int(keys.size * 4).bit_length())
+        salt = np.uint64(int.from_bytes(os.urandom(8), "little"))
         # In the order of the mixed keys, which is that of the home slots (their top
         # bits): one sort of one array. The mix is a bijection, so keys mixed alike are
         # the same key; should two be (or a mix that is not one put them there), the
         # keys are sorted by home slot and key, which puts equal keys side by side.
-        mixed = _mix(keys.copy())
+        mixed = _mix(keys ^ salt)
         order = np.argsort(mixed)
         home = (mixed >> np.uint64(64 - bits)).astype(np.int64)
         if (mixed[order[1:]] == mixed[order[:-1]]).any():
@@ -416,7 +423,7 @@ class WordTable:
         table = np.zeros(size, dtype=np.uint64)
         ids = np.full(size, -1, dtype=np.int64)
         table[slot], ids[slot] = ordered, order
-        return cls(table, ids, codes, starts, ends, bits)
+        return cls(table, ids, codes, starts, ends, bits, salt)
 
     @classmethod
     def of(cls, words: Sequence[bytes]) -> WordTable | None:
@@ -434,7 +441,7 @@ class WordTable:
         not in the table. A long run found by its hash is compared byte for byte with
         the word, and is −1 when they differ."""
         long = is_long(keys)
-        slots = _slots(keys, self.bits)
+        slots = _slots(keys ^ self.salt, self.bits)
         ids = self.ids[slots]
         hit = self.keys[slots] == keys
         found = np.where(hit, ids, -1)  # an empty slot's id is −1 too
@@ -459,8 +466,9 @@ class WordTable:
 
 
 def _slots(keys: np.ndarray, bits: int) -> np.ndarray:
-    """The home slot of each key in a table of 2**bits slots: the top bits, mixed."""
-    return (_mix(keys.copy()) >> np.uint64(64 - bits)).astype(np.int64)
+    """The home slot of each key (salted) in a table of 2**bits slots: the top bits,
+    mixed, in place."""
+    return (_mix(keys) >> np.uint64(64 - bits)).astype(np.int64)
 
 
 def _stop_runs(splitter: AsciiSplitter) -> list[bytes]:
