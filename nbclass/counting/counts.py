@@ -71,16 +71,19 @@ class Counts:
         Words, sorted; row j of the count matrices is ``vocabulary[j]``.
     class_count : ndarray of shape (C,), int64
         N_c, number of training documents of class c.
-    doc_count : scipy.sparse.csr_matrix of shape (V, C), int64
+    doc_count : scipy.sparse.csr_matrix of shape (V, C), integers
         D_jc, number of documents of class c that contain word j at least once.
-    token_count : scipy.sparse.csr_matrix of shape (V, C), int64
+    token_count : scipy.sparse.csr_matrix of shape (V, C), integers
         T_jc, number of occurrences of word j in the documents of class c.
 
     D and T are canonical (sorted indices, each pair once, no explicit zero) and share
     one pattern: the (word, class) pairs that occur, D_jc > 0 exactly where T_jc > 0
     (:func:`counts_of_pairs` makes them so). Memory is proportional to those pairs, never
     to V × C. Dense (V, C) ndarrays are accepted too (small counts built by hand: tests,
-    examples); every method reads either form.
+    examples); every method reads either form. Counted counts are int64; loaded ones keep
+    the model file's narrowest unsigned types (:func:`count_values`), so arithmetic on
+    their values widens first (:meth:`pairs` and :meth:`at_nonzero` give the type asked
+    for; sums of the matrices are taken in 64 bits).
     """
 
     classes: tuple[str, ...]
@@ -173,12 +176,12 @@ class Counts:
     @cached_property
     def class_tokens(self) -> np.ndarray:
         """T_c, ndarray of shape (C,): tokens in the documents of class c (summed once)."""
-        return np.asarray(self.token_count.sum(axis=0), dtype=np.int64).reshape(-1)
+        return count_sums(self.token_count, 0)
 
     @cached_property
     def word_tokens(self) -> np.ndarray:
         """Σ_c T_jc, ndarray of shape (V,): tokens of word j in all classes (summed once)."""
-        return np.asarray(self.token_count.sum(axis=1), dtype=np.int64).reshape(-1)
+        return count_sums(self.token_count, 1)
 
     def equals(self, other: Counts) -> bool:
         """True when both hold the same classes, words and integer counts."""
@@ -376,8 +379,11 @@ def counts_of_pairs(
     :func:`count_matrices`. ``rows`` may be None when ``word_ptr`` (V + 1,) says where
     each word's pairs start (a model file's sections): no array of every pair's word is
     then made unless a pair is dropped.
+    D_jc and T_jc keep their integer types (a model file's are its narrowest unsigned
+    ones: one or two bytes a pair as a rule, where int64 copies took 8 each); 64-bit
+    unsigned ones, and what is not an integer, are made int64.
     """
-    docs, tokens = np.asarray(docs, dtype=np.int64), np.asarray(tokens, dtype=np.int64)
+    docs, tokens = count_values(docs), count_values(tokens)
     # As a rule D_jc > 0 at every pair: then none is dropped, and no mask is made.
     keep = None if np.count_nonzero(docs) == docs.size else (docs != 0) | (tokens != 0)
     V, C = len(vocabulary), len(classes)
@@ -392,8 +398,51 @@ def counts_of_pairs(
     return Counts(tuple(classes), tuple(vocabulary), np.asarray(class_count, dtype=np.int64), D, T)
 
 
+def count_values(values) -> np.ndarray:
+    """Counts as an integer array of a type arithmetic on them can take: their own when
+    it is an integer type other than uint64 (which numpy mixes with int64 into floats),
+    else int64 (their values are checked to fit where they come from a file)."""
+    values = np.asarray(values)
+    if values.dtype.kind in "iu" and values.dtype != np.uint64:
+        return values
+    return values.astype(np.int64)
+
+
+def count_sums(table, axis: int) -> np.ndarray:
+    """Σ_c table_jc (``axis`` 1, shape (V,)) or Σ_j table_jc (``axis`` 0, shape (C,)) of
+    a (V, C) count table, CSR or dense, as int64, exactly.
+
+    scipy and numpy sum a CSR matrix of a narrow type by a copy of all its values as
+    uint64 first (82 MB at 10 million pairs, every page faulted and cleared by the
+    kernel); here the pairs are summed as they are stored: a word's pairs by one
+    ``reduceat`` in int64, the classes' a block of pairs at a time, each block's sums
+    taken in float64 (exact: a block of 2^18 values below 2^32 sums below 2^50) and
+    added in int64. Counts of 64-bit types take scipy's own sums (no copy is made).
+    """
+    if not is_sparse(table):
+        return np.asarray(table).sum(axis=axis, dtype=np.int64)
+    data = table.data
+    if data.dtype.itemsize == 8 or data.dtype.kind not in "iu":
+        return np.asarray(table.sum(axis=axis), dtype=np.int64).reshape(-1)
+    V, C = table.shape
+    if axis == 1:
+        out = np.zeros(V, dtype=np.int64)
+        starts = table.indptr[:-1]
+        some = starts < table.indptr[1:]  # reduceat gives an empty row's next value
+        if data.size:
+            out[some] = np.add.reduceat(data, starts[some], dtype=np.int64)
+        return out
+    out = np.zeros(C, dtype=np.int64)
+    for start in range(0, data.size, BLOCK_PAIRS):
+        end = start + BLOCK_PAIRS
+        out += np.bincount(
+            table.indices[start:end], weights=data[start:end], minlength=C
+        ).astype(np.int64)
+    return out
+
+
 def count_matrices(V: int, C: int, rows, cols, docs, tokens) -> tuple:
-    """D and T, canonical CSR matrices (V, C) of int64 sharing one pattern, from their
+    """D and T, canonical CSR matrices (V, C) sharing one pattern, from their
     values at the pairs ``(rows, cols)`` (row-major, each pair once): sorted indices, no
     duplicates; no explicit zeros in consistent counts. Memory: 20 bytes a pair and 8 a
     word, never V × C."""
@@ -411,9 +460,7 @@ def pair_matrices(V: int, C: int, indptr: np.ndarray, cols, docs, tokens) -> tup
     indices, indptr = np.asarray(cols).astype(index), indptr.astype(index, copy=False)
     matrices = []
     for values in (docs, tokens):
-        matrix = sp.csr_matrix(
-            (np.asarray(values, dtype=np.int64), indices, indptr), shape=(V, C), copy=False
-        )
+        matrix = sp.csr_matrix((count_values(values), indices, indptr), shape=(V, C), copy=False)
         matrix.has_sorted_indices = True  # row-major pairs, each once: canonical
         matrix.has_canonical_format = True
         matrices.append(matrix)

@@ -31,13 +31,23 @@ def dense(table, rows=None) -> np.ndarray:
 
 
 def row_sums(table) -> np.ndarray:
-    """Σ_c table_jc, ndarray of shape (V,), the table's own dtype."""
-    return np.asarray(table.sum(axis=1)).ravel()
+    """Σ_c table_jc, ndarray of shape (V,): int64 for integer tables (the counts of a
+    loaded model keep the file's unsigned types: :func:`nbclass.counting.counts.
+    count_sums`), else the table's own dtype."""
+    return _sums(table, 1)
 
 
 def column_sums(table) -> np.ndarray:
-    """Σ_j table_jc, ndarray of shape (C,), the table's own dtype."""
-    return np.asarray(table.sum(axis=0)).ravel()
+    """Σ_j table_jc, ndarray of shape (C,), of the type :func:`row_sums` gives."""
+    return _sums(table, 0)
+
+
+def _sums(table, axis: int) -> np.ndarray:
+    if table.dtype.kind in "iub":
+        from ..counting.counts import count_sums
+
+        return count_sums(table, axis)
+    return np.asarray(table.sum(axis=axis)).ravel()
 
 
 # --- Weights from the nonzero pairs ---------------------------------------------------------
