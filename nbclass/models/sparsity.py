@@ -52,6 +52,8 @@ def _sums(table, axis: int) -> np.ndarray:
 
 # --- Weights from the nonzero pairs ---------------------------------------------------------
 
+CORRECTION_PAIRS = 2**18  # pairs whose corrections are made at a time
+
 def csr_table(table, rows=None):
     """``table`` (V, C) as a canonical CSR matrix (its rows ``rows`` only, if given)."""
     import scipy.sparse as sp
@@ -89,12 +91,23 @@ class SparseWeights:
         r_c.
     """
 
-    def __init__(self, values, constant, word=None, scale=None):
-        self.values = values
+    def __init__(self, values, constant, word=None, scale=None, remake=None):
+        """``remake``: a function that makes the same ``values`` again, if their maker
+        has one: :meth:`prepare` may then turn them into the corrections in place."""
+        self._values = values
+        self._remake = remake
         self.constant = np.asarray(constant, dtype=np.float64)
         self.word = word
         self.scale = scale
         self.shape = values.shape
+
+    @property
+    def values(self):
+        """w_jc at the pairs (see the class's attributes); made again by ``remake`` if
+        :meth:`prepare` turned them into the corrections."""
+        if self._values is None:
+            self._values = self._remake()
+        return self._values
 
     @property
     def _infinite(self) -> np.ndarray:
@@ -117,9 +130,21 @@ class SparseWeights:
         """Make now what :meth:`dot` makes once and keeps: the corrections and each word's
         number of pairs. A process that forks scoring workers calls it first, so that the
         workers share them (copy on write, only read) rather than each making its own
-        (against 20,000 classes × 200,000 words, 82 MB and a gather of 10 million pairs)."""
-        self.corrections()
+        (against 20,000 classes × 200,000 words, 82 MB and a gather of 10 million pairs).
+
+        Scoring needs the corrections alone where every k_c is finite: the values then
+        become the corrections in place, when they can be made again if asked for
+        (``remake``), rather than a second array of every pair beside them (82 MB there,
+        whose pages the kernel cleared)."""
         self._row_lengths()
+        if (
+            getattr(self, "_delta", None) is None
+            and self._remake is not None
+            and not self._infinite.any()
+        ):
+            self._delta = self._corrections(in_place=True)
+            self._values = None
+        self.corrections()
 
     def _row_lengths(self) -> np.ndarray:
         """The pairs of each word, shape (V,) (made once)."""
@@ -127,20 +152,29 @@ class SparseWeights:
             self._lengths = np.diff(self.values.indptr)
         return self._lengths
 
-    def _corrections(self):
+    def _corrections(self, in_place: bool = False):
+        """Δ at the pairs, a block of pairs at a time (no array of every pair's k_c),
+        into a new array or, ``in_place``, into the values' own."""
         import scipy.sparse as sp
 
         values = self.values
-        cols = values.indices
-        if self.word is None:  # k_c alone: no row index a pair (10 M pairs: 80 MB)
-            base = self.constant[cols]
-        else:
+        cols, data = values.indices, values.data
+        out = data if in_place else np.empty(data.size)
+        infinite = self._infinite
+        rows = None
+        if self.word is not None:
             rows = np.repeat(np.arange(values.shape[0]), np.diff(values.indptr))
-            base = self.unseen(rows, cols)
-        base[self._infinite[cols]] = 0.0
-        np.subtract(values.data, base, out=base)
+        for start in range(0, data.size, CORRECTION_PAIRS):
+            end = start + CORRECTION_PAIRS
+            classes = cols[start:end]
+            base = (
+                self.constant[classes] if rows is None  # k_c alone: no row index a pair
+                else self.unseen(rows[start:end], classes)
+            )  # fmt: skip
+            base[infinite[classes]] = 0.0
+            np.subtract(data[start:end], base, out=out[start:end])
         # Δ has the pattern of the values: it shares their (read-only) index arrays.
-        return sp.csr_matrix((base, cols, values.indptr), shape=values.shape, copy=False)
+        return sp.csr_matrix((out, cols, values.indptr), shape=values.shape, copy=False)
 
     def __getitem__(self, rows) -> SparseWeights:
         """The rows ``rows`` (an index array), as weights of those words."""

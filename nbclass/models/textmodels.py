@@ -97,6 +97,7 @@ import math
 import threading
 import weakref
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -396,7 +397,13 @@ def sparse_weights(
     # The values have the counts' pattern: they share its (read-only) index arrays, as
     # the corrections share theirs (10 million pairs: 41 MB not copied).
     out = sp.csr_matrix((at, cols, table.indptr), shape=table.shape, copy=False)
-    return SparseWeights(out, constant, word, scale)
+    remake = partial(_weights_values, counts, settings, rows, totals)
+    return SparseWeights(out, constant, word, scale, remake=remake)
+
+
+def _weights_values(counts: Counts, settings: EstimatorSettings, rows, totals):
+    """The values of :func:`sparse_weights` made again (the same floats)."""
+    return sparse_weights(counts, settings, rows, totals).values
 
 
 # --- The Pólya (Dirichlet-multinomial) predictive -------------------------------------
