@@ -168,6 +168,25 @@ def test_a_row_alone_above_the_cut_sums_to_one_without_an_exp():
         assert sums[2] == 2.0
 
 
+def test_rows_alone_are_those_with_one_entry_at_or_above_the_cut():
+    """alone_rows finds the first entry above the cut and looks for another, rather than
+    counting each row's: the rows the count gives, on rows of ties at 0, of −inf, of one
+    class or none, and of none at all."""
+    from nbclass.models.posterior import alone_rows
+
+    rng = np.random.default_rng(5)
+    for C in (0, 1, 2, 3, 8, 20_000):
+        for n in (0, 1, 52):
+            rows = -rng.exponential(rng.choice([1.0, 60.0, 1000.0]), size=(n, C))
+            if n and C:
+                rows[np.arange(n), rng.integers(0, C, n)] = 0.0
+                rows[0] = -np.inf  # no entry above the cut
+                rows[-1, rng.integers(0, C)] = 0.0  # a tie at 0, or the same 0 again
+            cut = math.log(2.0**-56 / max(C, 1))
+            counted = np.count_nonzero(rows >= cut, axis=1) == 1
+            assert alone_rows(rows.copy()).tolist() == counted.tolist()
+
+
 def test_the_log_posterior_of_rows_alone_and_summed_is_the_softmax_steps():
     """Rows of one clear class (no exp taken, no log subtracted) among rows of close
     classes and a row of −inf: the same floats as ``scipy.special.log_softmax``."""
