@@ -304,6 +304,37 @@ def test_windows_packed_by_word_numbers_add_up_to_the_plain_counts(tmp_path, mon
     assert as_table(counts.token_count)[counts.vocabulary.index("мир")].tolist() == [3, 2]
 
 
+def test_a_run_tallys_classes_get_counters_of_their_own_once_tokenized(tmp_path, monkeypatch):
+    """Every class of a tally counted by runs starts with one shared empty Counter, which
+    refuses to be written to and pickles as itself; a document tokenized in Python (one
+    longer than a chunk) gives its class Counters of its own, the others keep the
+    shared one."""
+    import pickle
+    from collections import Counter
+
+    from nbclass.counting.tally import _NO_COUNTS, settle, tally_paths
+
+    monkeypatch.setattr(runs_module, "CHUNK_BYTES", 40)
+    paths = []
+    for i, text in enumerate(["ab cd", "x" * 50 + " ab ab", "ef мир"]):
+        (tmp_path / f"{i}.txt").write_text(text, "utf-8")
+        paths.append(str(tmp_path / f"{i}.txt"))
+    settings_ = TokenizerSettings()
+    tokenize = make_tokenizer(settings_)
+    part = tally_paths(paths, [0, 1, 2], 4, tokenize, splitter=ascii_splitter(settings_, "utf-8"))
+    settle(part, tokenize)
+    docs, tokens = part[1], part[2]
+    assert tokens[1] == Counter({"x" * 50: 1, "ab": 2})
+    assert docs[1] == Counter({"x" * 50: 1, "ab": 1})
+    assert type(tokens[1]) is Counter and type(docs[1]) is Counter
+    assert all(docs[c] is _NO_COUNTS and tokens[c] is _NO_COUNTS for c in (0, 2, 3))
+    for write in (lambda: _NO_COUNTS.update(["ab"]), lambda: _NO_COUNTS.update(ab=1),
+                  lambda: _NO_COUNTS.__setitem__("ab", 1)):  # fmt: skip
+        with pytest.raises(TypeError):
+            write()
+    assert not _NO_COUNTS and pickle.loads(pickle.dumps(_NO_COUNTS)) is _NO_COUNTS
+
+
 @settings(max_examples=300, deadline=None, database=None)
 @given(st.lists(texts_strategy, max_size=12))
 def test_documents_decoded_at_once_are_the_documents_decoded_each(texts):
