@@ -301,3 +301,68 @@ def test_the_calibration_on_two_threads_is_the_one_threads(monkeypatch, impossib
     alone = fit_calibration(jll, y, lengths)
     assert alone.t0 != 0.0 and alone.t1 != 0.0
     assert fit_calibration(jll, y, lengths, threads=2) == alone
+
+
+
+def test_the_finite_blocks_steps_keep_the_subnormal_exps_at_the_underflow():
+    """_finite_block against the general steps written out (log_softmax of z, exp of it,
+    the target τ · z and τ · log p sums) on rows whose every cell but the best lies where
+    exp underflows (its last subnormals near −745.13, the cut at −746, the floats either
+    side of it, and below), with every target on the best cell (τ · z = 0): the sums are
+    then made of subnormal terms alone, and each must be the general steps' bit for bit
+    (a cut above −745.14 loses the last subnormals and fails)."""
+    from scipy.special import log_softmax
+
+    edge = [
+        -745.0, -745.1, -745.1332, -745.13321, -745.1333, -745.14, -745.5, -745.99,
+        np.nextafter(-746.0, 0.0), -746.0, np.nextafter(-746.0, -np.inf), -746.5, -1000.0,
+    ]  # fmt: skip
+    rng = np.random.default_rng(5)
+    shifted = np.array([[0.0, *rng.permutation(edge)] for _ in range(6)]
+                       + [[0.0] + edge[:3] * 4 + [-744.9]])  # fmt: skip
+    m, C = shifted.shape
+    y = np.zeros(m, dtype=np.int64)
+    for scale in (1.0, 1.0 + 2**-40, 1.0 - 2**-40, 0.9995, 0.9999):
+        scales = np.full((m, 1), scale)
+        first, second, rows = choosing._finite_block(shifted, scales, y, 0.0, 1.0)
+        z = shifted * scales
+        log_p = log_softmax(z, axis=1)
+        p = np.exp(log_p)
+        target = np.zeros((m, C))
+        target[:, 0] = 1.0
+        pz, tz = (p * z).sum(axis=1), (target * z).sum(axis=1)
+        assert (pz != 0).all()  # subnormal terms, the sums' whole value
+        assert np.array_equal(first, tz - pz)
+        assert np.array_equal(second, (p * z * z).sum(axis=1) - pz * pz + pz - tz)
+        assert np.array_equal(rows, (target * log_p).sum(axis=1))
+
+
+def test_the_calibration_of_scores_at_exps_underflow_takes_the_general_steps_floats():
+    """Cells placed where exp underflows (its last subnormal near −745.13, the cut at
+    −746 and the floats either side of it), subnormal and signed zero scores, far below
+    (−1000): the finite blocks' loss, gradient and Hessian are the general steps' bit for
+    bit at t = 0 (the scores as they are) and at scales a little above and below 1 (cells
+    moved across the cut); a block holding −inf (a class impossible) with them too."""
+    edge = [
+        0.0, -745.0, -745.1332, -745.13321, -745.1333, -745.14, -745.5, -745.99,
+        np.nextafter(-746.0, 0.0), -746.0, np.nextafter(-746.0, -np.inf), -746.5, -1000.0,
+        -1e-310, -5e-324, -0.0, -708.4, -709.8,
+    ]  # fmt: skip
+    rows = [edge, [e + 3.5 for e in edge], [e * 1.0005 for e in edge], edge[::-1]]
+    jll = np.array(rows * 3)
+    n, C = jll.shape
+    features = np.stack([np.linspace(0.1, 2.0, n), np.linspace(1.0, 0.0, n)], axis=1)
+    times = ([0.0, 0.0, 0.0], [-0.0004, 0.0, 0.0], [0.0007, 0.0, 0.0], [0.0, 0.0002, -0.0003])
+    for scores in (jll, np.vstack([jll, np.where(np.arange(C) == 5, -np.inf, jll[:1])])):
+        m = scores.shape[0]
+        labels = np.arange(m) % C
+        feats = np.vstack([features, features[:1]])[:m]
+        for ok in (np.arange(m), np.arange(0, m, 2)):
+            loss = choosing._calibration_loss(scores, ok, labels[ok], feats[ok],
+                                              choosing.row_blocks(ok.size, C, 997))  # fmt: skip
+            for t in times:
+                t = np.array(t)
+                value, gradient, hessian = loss(t)
+                want = _general_loss(scores[ok], labels[ok], feats[ok], t)
+                assert value == want[0]
+                assert np.array_equal(gradient, want[1]) and np.array_equal(hessian, want[2])
