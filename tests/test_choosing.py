@@ -280,6 +280,78 @@ def test_counts_short_of_the_held_out_documents_are_subtracted_apart():
     assert as_table(got.counts.doc_count).tolist() == [[0, 1], [1, 0]]
 
 
+
+BIG = 2**31
+
+
+@pytest.mark.parametrize(
+    "x0, t_xa, n_a, dtype, packs",
+    [
+        (BIG - 10, BIG - 5, 2, np.int64, True),  # every value just below 2^31: packed
+        (BIG - 10, BIG - 1, 2, np.int32, True),  # T_jc at 2^31 - 1 (int32 counts)
+        (BIG - 10, BIG, 2, np.int64, False),  # a T_jc of 2^31: apart
+        (BIG - 1, BIG + 4, 2, np.int64, False),  # held-out tokens 2^31 in all: apart
+        (BIG - 10, BIG - 5, BIG, np.int64, False),  # a class of 2^31 documents: apart
+        (40_000, 40_005, 2, np.uint16, True),  # a model file's narrow counts
+        (40_000, 40_005, 2, np.uint64, False),  # not int64 once subtracted: apart
+    ],
+)  # fmt: skip
+def test_a_packed_fold_at_the_edges_of_32_bits_is_the_fold_subtracted_apart(
+    x0, t_xa, n_a, dtype, packs
+):
+    """Counts near 2^31 (the packed cell's halves) and of narrow or unsigned types: the
+    fold holding out a document of x0 tokens of "x" packs where its values fit and
+    subtracts table by table where they do not, with the same tables either way and the
+    values of a refit: "x" of "a" keeps t_xa - x0 tokens in 1 document, "y" of "a" goes
+    (its one token held out), "b" keeps its own."""
+    from nbclass.counting.counts import Counts
+
+    X = sp.csr_matrix(np.array([[x0, 1], [t_xa - x0, 0], [3, 2]], dtype=np.int64))
+    labels = np.array([0, 0, 1])
+    T = np.array([[t_xa, 3], [1, 2]], dtype=np.int64)
+    D = np.array([[2, 1], [1, 1]], dtype=np.int64)
+    counts = Counts(("a", "b"), ("x", "y"), np.array([n_a, 1], dtype=np.int64),
+                    sp.csr_matrix(D.astype(dtype)), sp.csr_matrix(T.astype(dtype)))  # fmt: skip
+    held = np.array([0])
+    assert (choosing._packed(counts, sp.csr_matrix(X[held])) is not None) == packs
+    got = fold_of(counts, X, labels, held)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(choosing, "_packed", lambda *args: None)
+        apart = fold_of(counts, X, labels, held)
+    _same_folds(got, apart)
+    assert got.counts.vocabulary == ("x", "y") and got.counts.classes == ("a", "b")
+    assert as_table(got.counts.token_count).tolist() == [[t_xa - x0, 3], [0, 2]]
+    assert as_table(got.counts.doc_count).tolist() == [[1, 1], [0, 1]]
+    assert got.counts.class_count.tolist() == [n_a - 1, 1]
+
+
+def test_counts_short_of_the_held_out_tokens_near_2_to_the_32_are_subtracted_apart():
+    """A T_jc below the held-out documents' 9 tokens (a negative high half), or a D_jc
+    below their 2 documents (a borrow from the high half: T_jc of 10 left looking 0 and
+    of 11 looking 1, D_jc 2^32 - 1 in the low half) is no count of a refit: the packed
+    fold gives None and the fold is subtracted table by table, the same tables."""
+    from nbclass.counting.counts import Counts
+
+    X = sp.csr_matrix(np.array([[7, 1], [2, 0], [3, 2]], dtype=np.int64))
+    labels = np.array([0, 0, 1])
+    for T_xa, D_xa in ((5, 2), (10, 1), (11, 1)):
+        T = np.array([[T_xa, 3], [1, 2]], dtype=np.int64)
+        D = np.array([[D_xa, 1], [1, 1]], dtype=np.int64)
+        counts = Counts(("a", "b"), ("x", "y"), np.array([2, 1], dtype=np.int64),
+                        sp.csr_matrix(D), sp.csr_matrix(T))  # fmt: skip
+        held = np.array([0, 1])
+        both = choosing._packed(counts, sp.csr_matrix(X[held]))
+        assert both is not None
+        members = sp.csr_matrix(np.array([[1, 1], [0, 0]], dtype=np.int64))
+        cells = sp.coo_matrix(members @ both)
+        assert choosing._packed_fold(counts, cells, np.array([1])) is None
+        got = fold_of(counts, X, labels, held)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(choosing, "_packed", lambda *args: None)
+            apart = fold_of(counts, X, labels, held)
+        _same_folds(got, apart)
+
+
 def test_a_class_left_without_documents_is_dropped_from_the_fold():
     documents = [["x"], ["y"], ["x", "y"]]
     counts = counts_of(documents, [0, 0, 1])
