@@ -969,3 +969,39 @@ def test_pairs_out_of_order_are_refused_wherever_the_blocks_cut(lengths, classes
             swapped = ordered.copy()
             swapped[[i, i + 1]] = swapped[[i + 1, i]]
             assert not textfile._in_order(word_ptr, swapped)
+
+
+def test_counts_loaded_in_one_byte_are_summed_and_scored_as_the_counts_fitted():
+    """A model whose every D_jc and T_jc is below 256 loads them as uint8 (the file's
+    sections), while their sums are far above: a word's 637 tokens over the classes,
+    each class's 80,000 or more (above 2^16 too). Summed as counted (int64), the
+    loaded model's log-probabilities are the fitted model's bit for bit in every event
+    model, with and without --prior-fit and the transforms; an update of the loaded
+    model (its counts added to new ones past 255) writes a fresh fit's bytes."""
+    import nbclass
+
+    words = [f"w{i:03d}" for i in range(400)]
+    texts, labels = [], []
+    for label, k in zip("abc", (200, 254, 180)):
+        texts += [" ".join(w for w in words for _ in range(k)), f"short text of {label} w001"]
+        labels += [label, label]
+    queries = ["w001 w002 w003 short", "text of nothing", " ".join(words[:50])]
+    models = ("multinomial", "bernoulli", "complement", "dcm", "poisson")
+    settings = [dict(model=m, prior_fit=p) for m in models for p in (False, True)]
+    settings += [dict(model="complement", tf="log", idf=True, norm="both"), {}]
+    for options in settings:
+        fitted = nbclass.fit(texts, labels, **options)
+        loaded = nbclass.Model.from_bytes(fitted.to_bytes())
+        counts = loaded._model.counts
+        assert counts.token_count.dtype == counts.doc_count.dtype == np.uint8
+        assert counts.class_tokens.dtype == np.int64
+        assert counts.class_tokens.tolist() == fitted._model.counts.class_tokens.tolist()
+        assert counts.word_tokens.tolist() == fitted._model.counts.word_tokens.tolist()
+        assert int(counts.word_tokens.max()) == 201 + 255 + 181  # w001's, in T_jc of 255 and less
+        assert np.array_equal(loaded.predict_log_proba(queries), fitted.predict_log_proba(queries))
+    more = [" ".join(w for w in words[:10] for _ in range(100))] * 3
+    for options in ({"model": "multinomial"}, {}):
+        loaded = nbclass.Model.from_bytes(nbclass.fit(texts, labels, **options).to_bytes())
+        updated = loaded.update(more, ["a", "b", "a"])
+        assert updated.to_bytes() == nbclass.fit(texts + more, labels + ["a", "b", "a"],
+                                                 **options).to_bytes()  # fmt: skip
