@@ -523,3 +523,103 @@ def test_a_document_without_a_word_scores_the_constant_with_a_positive_zero():
     assert got[0].tolist() == [0.0, 0.0] and not np.signbit(got[0]).any()
     delta = W.corrections().toarray()
     assert got[1].tolist() == [W.constant[0] + delta[0, 0], W.constant[1] + delta[0, 1]]
+
+
+def test_sums_of_narrow_counts_are_the_int64_sums():
+    """count_sums (row_sums, column_sums, T_c, Σ_c T_jc) of CSR counts of one, two and
+    four bytes, signed or not: int64, the sums of the same counts as int64, without
+    scipy's uint64 copy; and of an empty row, an empty table and a dense one."""
+    from nbclass.counting.counts import count_sums
+    from nbclass.models.sparsity import column_sums, row_sums
+
+    rng = np.random.default_rng(11)
+    for dtype in (np.uint8, np.uint16, np.uint32, np.int32, np.int64):
+        top = min(np.iinfo(dtype).max, 2**40)
+        for V, C, density in ((1_000, 50, 0.05), (300_000, 7, 0.3), (5, 5, 0.0), (0, 3, 0.0)):
+            table = sp.random(V, C, density=density, format="csr", random_state=rng)
+            table.data = rng.integers(1, top, size=table.nnz, endpoint=True)
+            table = table.astype(dtype)
+            wide = table.astype(np.int64)
+            for axis, sums in ((1, row_sums), (0, column_sums)):
+                expected = np.asarray(wide.sum(axis=axis)).ravel()
+                for got in (count_sums(table, axis), sums(table)):
+                    assert got.dtype == np.int64
+                    assert np.array_equal(got, expected)
+    dense = np.array([[250, 250, 0], [0, 0, 0]], dtype=np.uint8)
+    assert count_sums(dense, 1).tolist() == [500, 0]
+    assert count_sums(sp.csr_matrix(dense), 0).tolist() == [250, 250, 0]
+
+
+def test_a_loaded_model_keeps_its_files_count_types(tmp_path):
+    """Loaded counts are the file's own narrow sections (D_jc and T_jc of one byte here,
+    a count of 300 in two), the same numbers as the counts fitted; their sums are int64,
+    and the model scores and writes as the fitted one does (the same file, byte for
+    byte)."""
+    from nbclass.modelfile.textfile import dumps, loads
+    from nbclass.models.model import Classifier, Model
+
+    texts = ["ant bee cat", "ant ant dog", "bee dog dog dog", "cat " * 300 + "eel"]
+    counted = count_texts(texts, [0, 0, 1, 1], ["x", "y"], TokenizerSettings())
+    fitted = Model(counted, TokenizerSettings())
+    data = dumps(fitted)
+    loaded = loads(data)
+    counts = loaded.counts
+    assert counts.doc_count.dtype == np.uint8
+    assert counts.token_count.dtype == np.uint16  # T_jc = 300 for "c" in class y
+    assert counted.token_count.dtype == np.int64
+    assert counts.equals(counted)
+    assert counts.class_tokens.dtype == np.int64
+    assert counts.class_tokens.tolist() == counted.class_tokens.tolist() == [6, 305]
+    assert counts.word_tokens.tolist() == counted.word_tokens.tolist()
+    for settings in SETTINGS:
+        for layout in ("dense", "sparse"):
+            a = make_scorer(counted, settings, layout=layout)
+            b = make_scorer(counts, settings, layout=layout)
+            X, _ = TextCounter(TokenizerSettings(), counts.vocabulary).count(
+                ["ant cat cat eel", "dog"]
+            )
+            assert np.array_equal(a.joint_log_likelihood(X), b.joint_log_likelihood(X))
+    assert dumps(loaded) == data
+    text = ["cat cat ant"]
+    assert np.array_equal(
+        Classifier(loaded).predict(text).log_proba, Classifier(fitted).predict(text).log_proba
+    )
+
+
+@pytest.mark.parametrize("settings", [
+    EstimatorSettings(),
+    EstimatorSettings(model="complement"),
+    EstimatorSettings(estimator="map", beta=(2.0, 2.0)),
+    EstimatorSettings(tf="log", idf=True),
+])  # fmt: skip
+def test_corrections_made_in_the_weights_array_are_the_corrections(settings, monkeypatch):
+    """prepare makes Δ in the values' own array, a block of pairs at a time (blocks of 3
+    pairs here): the same floats as Δ made beside the values, the product the same,
+    and the values made again when asked for are the values, float for float."""
+    from nbclass.models import sparsity
+
+    rng = np.random.default_rng(3)
+    T = sp.random(60, 40, density=0.2, format="csr", random_state=rng)
+    T.data = np.ceil(T.data * 9)
+    T = T.astype(np.int64)
+    D = T.copy()
+    D.data = np.minimum(D.data, 3)
+    counts = Counts(
+        tuple(f"c{i:02d}" for i in range(40)), tuple(f"w{j:03d}" for j in range(60)),
+        np.full(40, 5, dtype=np.int64), D, T,
+    )  # fmt: skip
+    F = sp.random(7, 60, density=0.3, format="csr", random_state=rng)
+    F.data = np.ceil(F.data * 4)
+    plain = make_scorer(counts, settings, layout="sparse").weights
+    values = plain.values.data.copy()
+    expected = plain.corrections().data.copy()
+    scores = plain.dot(F)
+    monkeypatch.setattr(sparsity, "CORRECTION_PAIRS", 3)
+    weights = make_scorer(counts, settings, layout="sparse").weights
+    weights.prepare()
+    assert weights._values is None  # given up for the corrections
+    assert np.array_equal(weights.corrections().data, expected)
+    assert np.array_equal(weights.dot(F), scores)
+    assert np.array_equal(weights.values.data, values)  # made again
+    assert np.array_equal(weights.at(np.arange(60), np.zeros(60, dtype=int)),
+                          plain.at(np.arange(60), np.zeros(60, dtype=int)))  # fmt: skip
