@@ -73,6 +73,7 @@ def test_cross_validation_chooses_per_fold_unless_an_estimator_option_is_given(b
     assert cv_settings(None, none) == (
         TokenizerSettings(unspaced="all", symbols=True), VocabularyFilter(), None
     )
+    assert cv_settings(None, none, multi_label=True)[0] == TokenizerSettings(unspaced="all")
     tokenizer, _, settings = cv_settings(None, dict(none, alpha=0.5))
     assert settings == EstimatorSettings(alpha=0.5) and tokenizer == TokenizerSettings()
     tokenizer, vocabulary_filter, settings = cv_settings(base, none)  # not chosen by fit

@@ -365,6 +365,45 @@ def test_the_default_is_off_for_multi_label(tmp_path):
     assert quiet.read_bytes() == off.read_bytes()
 
 
+
+def test_cv_of_multi_label_documents_counts_as_fit_does_without_the_symbols(tmp_path):
+    """cv --multi-label at the defaults cross-validates what fit --multi-label fits:
+    no symbols. Labels told apart by their punctuation alone ("?" or "!!" after words
+    that never repeat) are then at chance, as a fit would be; counting the symbols,
+    cv reported every label right (micro F1 1.0) of a model fit does not make."""
+    from nbclass.evaluation.labels import cross_validate_labels
+    from nbclass.models.learning import fit_settings, multi_label_documents
+    from nbclass.models.multilabel import BETA_SCALES, CANDIDATES
+
+    lines = tmp_path / "labels.txt"
+    lines.write_text("".join(
+        f"a\tabout topic{i} ?\n" if i % 2 else f"b\tabout topic{i} !!\n" for i in range(40)
+    ))  # fmt: skip
+    result = run("cv", "--multi-label", "--lines", lines, "--format", "json")
+    assert result.returncode == 0, result.stderr.decode()
+    got = json.loads(result.stdout)
+    model = tmp_path / "m.nbc"
+    assert run("fit", "--multi-label", "--lines", lines, "-o", model, "-q").returncode == 0
+    tokenizer = load(str(model)).tokenizer
+    assert not tokenizer.symbols
+    options = {
+        "lowercase": True, "token_pattern": None, "ngram_range": None, "stop_words": "none",
+        "hash_features": None, "min_df": 1, "max_features": None, "event_model": None,
+        "estimator": None, "alpha": None, "beta": None, "text_options": None,
+    }  # fmt: skip
+    counted, vocabulary_filter = fit_settings(options, (), None, multi_label=True)[:2]
+    assert not counted.symbols  # what fit --multi-label counts with
+    documents = multi_label_documents(
+        (f"{lines}:{i}", line) for i, line in enumerate(lines.read_text().splitlines(), 1)
+    )
+    evaluation, _ = cross_validate_labels(
+        documents, counted, vocabulary_filter, CANDIDATES, 5, 0, BETA_SCALES
+    )
+    want = evaluation.metrics()
+    assert {k: got[k] for k in want} == json.loads(json.dumps(want))
+    assert got["micro_f1"] < 1.0
+
+
 def test_the_python_api_and_estimator_choose_the_symbols_as_fit_does(tmp_path):
     import nbclass
     from nbclass.sklearn import NaiveBayesTextClassifier

@@ -366,7 +366,7 @@ def cv(
         from ..modelfile.textfile import load
 
         like = load(like_path)
-    tokenizer, vocabulary_filter, settings = cv_settings(like, overrides)
+    tokenizer, vocabulary_filter, settings = cv_settings(like, overrides, multi_label)
     if multi_label or (like is not None and like.multi_label is not None):
         return _cv_labels(
             corpus_dir, lines_path, like, tokenizer, vocabulary_filter, settings, folds, seed,

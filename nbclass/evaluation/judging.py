@@ -320,10 +320,11 @@ class CrossValidation:
 
 
 def cv_settings(
-    like: Model | None, overrides: dict
+    like: Model | None, overrides: dict, multi_label: bool = False
 ) -> tuple[TokenizerSettings, VocabularyFilter, EstimatorSettings | None]:
     """``(tokenizer, vocabulary_filter, settings)`` of a cross-validation: as the model
-    ``like`` fits (its tokenizer, filter and defaults), or as a fit with no options does.
+    ``like`` fits (its tokenizer, filter and defaults), or as a fit with no options does
+    (``multi_label``: a fit of multi-label documents, which counts no symbols by default).
 
     ``overrides`` are the estimator options given (``None``: not given), as
     :func:`nbclass.models.estimators.resolve` takes them. ``settings`` is ``None`` when
@@ -352,7 +353,7 @@ def cv_settings(
         )
     auto = overrides.get("model") == AUTO or (auto and not overridden(**overrides))
     if auto:  # each fold counts as fit does at its defaults: the scripts without spaces
-        if like is None:  # and the symbols (a model keeps its own: on or off)
+        if like is None and not multi_label:  # and the symbols (a model keeps its own)
             tokenizer = replace(tokenizer, symbols=True)
         if at_defaults(tokenizer) and (like is None or like.choice is not None):
             from ..text.families import holds_unspaced
