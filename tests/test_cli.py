@@ -666,9 +666,25 @@ def test_error_empty_class_folder(runner, tmp_path):
     assert_error(fit_error(runner, root, tmp_path), 1, "korea", "has no documents")
 
 
-def test_error_no_tokens(runner, tmp_path):
+@pytest.mark.parametrize(
+    "texts, args",
+    [
+        ({"a": [" \t "], "b": ["\n"]}, ()),  # nothing but spaces: no token at the defaults
+        ({"a": ["!!"], "b": ["? ."]}, ("--no-symbols",)),  # punctuation, symbols not counted
+        ({"a": ["!!"], "b": ["? ."]}, ("--model", "multinomial")),  # a named model's words
+    ],
+)
+def test_error_no_tokens(runner, tmp_path, texts, args):
+    root = write_corpus(tmp_path / "c", texts)
+    assert_error(fit_error(runner, root, tmp_path, *args), 1, "no tokens found")
+
+
+def test_punctuation_alone_is_counted_at_the_defaults(runner, tmp_path):
     root = write_corpus(tmp_path / "c", {"a": ["!!"], "b": ["? ."]})
-    assert_error(fit_error(runner, root, tmp_path), 1, "no tokens found")
+    out = tmp_path / "m.nbc"
+    result = runner.invoke(cli, ["fit", str(root), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.exists()
 
 
 def test_error_min_df_above_every_document_frequency(runner, chinese_corpus, tmp_path):
