@@ -46,9 +46,12 @@ def printed_map(model) -> dict[str, int]:
 
 @pytest.fixture
 def demo(tmp_path):
-    """A model of the demo corpus, fit's default: account 10, billing 11, outage 12."""
+    """A model of the demo corpus, fit's default: account 10, billing 11, outage 12. (Of
+    words alone: with the symbols the choice made after adding the two "api" tickets
+    calls the api text an outage, 0.32 against 0.26, and the codes are this test's
+    subject, not that call.)"""
     path = tmp_path / "model.nbc"
-    assert run("fit", DEMO_CORPUS, "-o", path, "-q").returncode == 0
+    assert run("fit", DEMO_CORPUS, "-o", path, "-q", "--no-symbols").returncode == 0
     return path
 
 
@@ -104,14 +107,17 @@ def test_merge_keeps_the_first_models_codes(demo, tmp_path):
         == 0
     )
     plain = tmp_path / "plain.nbc"
-    assert run("fit", DEMO_CORPUS, "-o", plain, "-q").returncode == 0
+    assert run("fit", DEMO_CORPUS, "-o", plain, "-q", "--no-symbols").returncode == 0
     out = tmp_path / "merged.nbc"
     result = run("merge", plain, demo, "-o", out, "-q")
     assert result.returncode == 0 and result.stderr == b""  # no code differs
     assert printed_map(out) == {"account": 10, "billing": 11, "outage": 12, "api": 13}
     # A model whose map says otherwise: its codes lose, and a warning names each one.
     other = tmp_path / "other.nbc"
-    result = run("fit", DEMO_CORPUS, "-o", other, "-q", "--exit-code-map", "billing=10,account=11")
+    result = run(
+        "fit", DEMO_CORPUS, "-o", other, "-q", "--exit-code-map", "billing=10,account=11",
+        "--no-symbols",
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert printed_map(other) == {"billing": 10, "account": 11, "outage": 12}
     result = run("merge", demo, other, "-o", out, "-q")
