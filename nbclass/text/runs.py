@@ -603,7 +603,7 @@ def _runs_by_chunk(
 # The kind of each character for the symbols: a space (``\s``, and NUL, which the
 # tokenizer makes a space), a word character (``\w``), or another character.
 _S, _W, _P = 0, 1, 2
-_ASCII_KINDS: np.ndarray | None = None
+_ASCII_KINDS: bytes | None = None
 _IS_SPACE: np.ndarray | None = None  # \s (or NUL) for each code point of the BMP
 
 
@@ -649,11 +649,21 @@ def _symbol_runs(
     ``text_starts``, ascending; a space between two texts). ``dropped`` (bool, one per
     value, or None): a symbol holding one of those is left out
     (:func:`nbclass.text.tokenizer.spaced_symbols`)."""
-    change = np.flatnonzero(kinds[1:] != kinds[:-1]) + 1
-    bounds = np.concatenate(([0], change, [kinds.size]))
+    # Each character marked 1 in a run of others (neither word nor space), 2 if a word
+    # character alone (no word character either side), else 0: the symbols are the runs
+    # of marks 1 and 2 (two lone word characters are never adjacent), and only the
+    # bounds of those are found, not those of every word and space.
+    word = kinds == _W
+    alone = word.copy()
+    alone[1:] &= ~word[:-1]
+    alone[:-1] &= ~word[1:]
+    marks = (kinds == _P).view(np.uint8)
+    marks += alone.view(np.uint8)
+    marks += alone.view(np.uint8)
+    change = np.flatnonzero(marks[1:] != marks[:-1]) + 1
+    bounds = np.concatenate(([0], change, [marks.size]))
     starts, ends = bounds[:-1], bounds[1:]
-    kind = kinds[starts] if starts.size else kinds[:0]
-    keep = (kind == _P) | ((kind == _W) & (ends - starts == 1))
+    keep = marks[starts] != 0
     starts, ends = starts[keep], ends[keep]
     if dropped is not None and dropped.any():
         held = np.concatenate(([0], np.cumsum(dropped, dtype=np.int64)))
@@ -673,15 +683,17 @@ _ASCII_LOWER = bytes(range(256)).lower()
 def _ascii_symbol_runs(texts: Sequence[bytes], lowercase: bool):
     """:func:`_symbol_runs` of ASCII ``texts``: ``(codes, starts, ends, text)``."""
     global _ASCII_KINDS
-    if _ASCII_KINDS is None:
-        _ASCII_KINDS = np.full(256, _P, dtype=np.uint8)
-        _ASCII_KINDS[:128] = _kinds(np.arange(128, dtype="<u4"))
+    if _ASCII_KINDS is None:  # each byte's kind, as a table for bytes.translate
+        kinds = np.full(256, _P, dtype=np.uint8)
+        kinds[:128] = _kinds(np.arange(128, dtype="<u4"))
+        _ASCII_KINDS = kinds.tobytes()
     blob = b"\n".join(texts) + b"\n"
     if lowercase:
         blob = blob.translate(_ASCII_LOWER)
     codes = np.frombuffer(blob, dtype=np.uint8)
+    kinds = np.frombuffer(blob.translate(_ASCII_KINDS), dtype=np.uint8)
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    return _symbol_runs(codes, _ASCII_KINDS[codes], np.cumsum(lengths + 1) - lengths - 1)
+    return _symbol_runs(codes, kinds, np.cumsum(lengths + 1) - lengths - 1)
 
 
 def _chunk_runs(texts: Sequence[bytes], table: bytes):
