@@ -27,6 +27,22 @@ DEMO_DOCS = REPO / "corpora" / "demo-docs"
 NAMED = ("--model", "complement", "--tf", "log", "--prior-fit")
 
 
+def counted_as_tokenized(settings_, texts, tokenize, extra=()):
+    """``(counter, vocabulary)``: a TextCounter of ``settings_`` over the tokens
+    ``tokenize`` finds in ``texts`` and the words ``extra``, having checked that it counts
+    ``texts`` as the tokenizer does (the same matrix and each text's number of tokens)."""
+    from nbclass.text.vectorizer import TextCounter, count_matrix
+
+    token_lists = [tokenize(text) for text in texts]
+    vocabulary = sorted({t for tokens in token_lists for t in tokens} | set(extra))
+    counter = TextCounter(settings_, vocabulary)
+    X, n_tokens = counter.count(texts)
+    expected = count_matrix(token_lists, counter.vocabulary)
+    assert X.shape == expected.shape and (X != expected).nnz == 0
+    assert n_tokens.tolist() == [len(tokens) for tokens in token_lists]
+    return counter, vocabulary
+
+
 def assert_changes_write_fresh_fits(run, second: Path, full: Path, half_a: Path, half_b: Path):
     """A model of the first half updated with the ``second`` half's corpus, the two halves'
     models merged, and the ``second`` half unlearned from the model of both (``full``) are

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import RUN_COUNTER_OFF, expected_tally, tally_of
+from conftest import RUN_COUNTER_OFF, counted_as_tokenized, expected_tally, tally_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,7 +26,7 @@ from nbclass.models.model import fit
 from nbclass.reading.corpus import list_corpus
 from nbclass.text.runs import RunTally, is_word
 from nbclass.text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
-from nbclass.text.vectorizer import TextCounter, count_matrix
+from nbclass.text.vectorizer import TextCounter
 
 # Characters with the hard cases: case mappings that change length or depend on context,
 # combining marks and vowel signs (not word characters), digits and numerals of other
@@ -85,15 +85,8 @@ def test_a_text_counter_counts_any_script_as_the_tokenizer(texts, extra, lowerca
     """Counts and token numbers of texts of many scripts, over a vocabulary holding their
     tokens and words no run can be (a space, one character, upper case)."""
     settings_ = TokenizerSettings(lowercase=lowercase, stop_words=stop)
-    tokenize = tokens_of(settings_)
-    token_lists = [tokenize(text) for text in texts]
-    vocabulary = sorted({t for tokens in token_lists for t in tokens} | set(extra))
-    counter = TextCounter(settings_, vocabulary)
+    counter, vocabulary = counted_as_tokenized(settings_, texts, tokens_of(settings_), extra)
     assert counter.runs is not None or "a b" in vocabulary
-    X, n_tokens = counter.count(texts)
-    expected = count_matrix(token_lists, counter.vocabulary)
-    assert X.shape == expected.shape and (X != expected).nnz == 0
-    assert n_tokens.tolist() == [len(tokens) for tokens in token_lists]
 
 
 def test_a_counter_without_the_space_word_counts_by_runs():

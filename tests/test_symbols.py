@@ -19,6 +19,7 @@ import pytest
 from conftest import (
     DEMO_CORPUS,
     assert_changes_write_fresh_fits,
+    counted_as_tokenized,
     expected_tally,
     nbclass_command,
     tally_of,
@@ -42,7 +43,7 @@ from nbclass.text.tokenizer import (
     make_tokenizer,
     symbol_tokens,
 )
-from nbclass.text.vectorizer import TextCounter, count_matrix
+from nbclass.text.vectorizer import TextCounter
 
 MIXED = (
     "I'm OK?! u 2 x_y, 日本語 :) é… İ Σσ 1,000.50 — «ok» @bob #tag ü̈ 🙂🙂 a\u00a0b\tc\x00d "
@@ -493,18 +494,13 @@ def test_a_text_counter_counts_the_symbols_as_the_tokenizer(texts, lowercase, st
     settings_ = TokenizerSettings(
         lowercase=lowercase, stop_words=stop, ngram_range=ngrams, symbols=True, unspaced=unspaced
     )
-    tokenize = make_tokenizer(settings_)
-    token_lists = [tokenize(text) for text in texts]
     extra = {"x", "AB", "?!?", "a?"} | ({": )", "ab ?"} if ngrams != (1, 1) else set())
-    vocabulary = sorted({t for tokens in token_lists for t in tokens} | extra)
-    counter = TextCounter(settings_, vocabulary)
+    counter, vocabulary = counted_as_tokenized(
+        settings_, texts, make_tokenizer(settings_), extra
+    )
     assert counter.runs is not None or (
         (ngrams != (1, 1) or unspaced) and any("\x01" in word for word in vocabulary)
     )
-    X, n_tokens = counter.count(texts)
-    expected = count_matrix(token_lists, counter.vocabulary)
-    assert X.shape == expected.shape and (X != expected).nnz == 0
-    assert n_tokens.tolist() == [len(tokens) for tokens in token_lists]
 
 
 @settings(max_examples=300, deadline=None, database=None)

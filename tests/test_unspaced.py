@@ -12,7 +12,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import RUN_COUNTER_OFF, expected_tally, tally_of
+from conftest import RUN_COUNTER_OFF, counted_as_tokenized, expected_tally, tally_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +32,6 @@ from nbclass.text.tokenizer import (
     ascii_splitter,
     make_tokenizer,
 )
-from nbclass.text.vectorizer import TextCounter, count_matrix
 
 MODES = list(UNSPACED_MODES)
 
@@ -194,16 +193,9 @@ def test_a_text_counter_counts_as_the_tokenizer(texts, mode, lowercase, stop, ng
     settings_ = TokenizerSettings(
         lowercase=lowercase, stop_words=stop, unspaced=mode, ngram_range=ngrams
     )
-    tokenize = make_tokenizer(settings_)
-    token_lists = [tokenize(text) for text in texts]
     extra = {"x", "AB", "本日"} | ({"日 本 語", "日 本"} if mode == "pairs" else set())
-    vocabulary = sorted({t for tokens in token_lists for t in tokens} | extra)
-    counter = TextCounter(settings_, vocabulary)
+    counter, _ = counted_as_tokenized(settings_, texts, make_tokenizer(settings_), extra)
     assert (counter.runs is None) == (mode in ("pairs", "all") and ngrams != (1, 1))
-    X, n_tokens = counter.count(texts)
-    expected = count_matrix(token_lists, counter.vocabulary)
-    assert X.shape == expected.shape and (X != expected).nnz == 0
-    assert n_tokens.tolist() == [len(tokens) for tokens in token_lists]
 
 
 
