@@ -366,11 +366,6 @@ def sparse_bernoulli_weights(counts: Counts, settings: EstimatorSettings, rows=N
     return weights, required
 
 
-def _rows_of(table: np.ndarray, rows) -> np.ndarray:
-    """The rows ``rows`` of a (V, C) table, or the whole table when ``rows`` is None."""
-    return table if rows is None else table[rows]
-
-
 def _words(scorer, rows):
     """``scorer`` made for every word, for documents that hold only ``rows`` (if given)."""
     return scorer if rows is None else scorer.words(rows)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .tokenizer import FAMILY_NAMES, check_family_names
+from .tokenizer import FAMILY_NAMES
 
 
 @dataclass(frozen=True)
@@ -276,12 +276,6 @@ def feature_sets(
             for kind in (names, tuple(n for n in FAMILIES if n in names or n == "symbols"))
         ]  # fmt: skip
     return sets
-
-
-def check_names(names) -> tuple[str, ...]:
-    """``names`` (from a model file) as a tuple of distinct registered family names;
-    ``ValueError`` otherwise (:func:`nbclass.text.tokenizer.check_family_names`)."""
-    return check_family_names(names)
 
 
 def describe(names: Sequence[str]) -> str:
