@@ -30,7 +30,7 @@ from ..defaults import DEFAULT_FOLDS, DEFAULT_SEED
 from ..errors import NbclassError, UsageError
 from ..models import metrics
 from ..models.estimators import AUTO, DEFAULTS, EstimatorSettings, overridden, resolve
-from ..models.learning import at_defaults, corpus_sample
+from ..models.learning import at_defaults, corpus_sample, counted_to_choose
 from ..models.model import (
     BATCH_SIZE,
     Classifier,
@@ -352,14 +352,15 @@ def cv_settings(
             "--model NAME to set them"
         )
     auto = overrides.get("model") == AUTO or (auto and not overridden(**overrides))
-    if auto:  # each fold counts as fit does at its defaults: the scripts without spaces
-        if like is None and not multi_label:  # and the symbols (a model keeps its own)
-            tokenizer = replace(tokenizer, symbols=True)
-        if at_defaults(tokenizer) and (like is None or like.choice is not None):
-            from ..text.families import holds_unspaced
+    if auto and like is None:  # each fold counts as fit does at its defaults
+        tokenizer = counted_to_choose(tokenizer, False, multi_label)
+    elif auto and like.choice is not None and at_defaults(tokenizer):
+        # A chosen model keeps its own symbols; its folds count the scripts written
+        # without spaces every way, to choose, unless its words already hold them.
+        from ..text.families import holds_unspaced
 
-            if like is None or not holds_unspaced(like.counts.vocabulary):
-                tokenizer = replace(tokenizer, unspaced="all")  # every way, to choose
+        if not holds_unspaced(like.counts.vocabulary):
+            tokenizer = replace(tokenizer, unspaced="all")
     return tokenizer, vocabulary_filter, None if auto else resolve(defaults, **overrides)
 
 

@@ -794,6 +794,21 @@ def symbols_by_default(tokenizer: TokenizerSettings) -> bool:
     )  # fmt: skip
 
 
+def counted_to_choose(
+    tokenizer: TokenizerSettings, symbols_given: bool, multi_label: bool = False
+) -> TokenizerSettings:
+    """The tokenizer a fit that chooses its settings counts with, from the one its options
+    give: the symbols too (:func:`symbols_by_default`, unless ``--symbols`` or
+    ``--no-symbols`` is given or the documents are multi-label, whose choice compares no
+    feature sets), and every tokenization of the scripts written without spaces
+    (:func:`at_defaults`), for the choice to keep what the data says."""
+    if not symbols_given and not multi_label and symbols_by_default(tokenizer):
+        tokenizer = replace(tokenizer, symbols=True)
+    if at_defaults(tokenizer):  # runs, characters or pairs: chosen from the data
+        tokenizer = replace(tokenizer, unspaced="all")
+    return tokenizer
+
+
 def chooses(model: Model) -> bool:
     """True when ``model``'s settings were chosen from its documents (``--model auto``)
     and can be chosen again after its counts change: it keeps their sample, or a ledger
@@ -1205,10 +1220,7 @@ def fit_settings(
         )
     if base is None:
         if not overridden(**overrides):
-            if symbols is None and not multi_label and symbols_by_default(tokenizer):
-                tokenizer = replace(tokenizer, symbols=True)
-            if at_defaults(tokenizer):  # runs, characters or pairs: chosen from the data
-                tokenizer = replace(tokenizer, unspaced="all")
+            tokenizer = counted_to_choose(tokenizer, symbols is not None, multi_label)
             return tokenizer, vocabulary_filter, DEFAULTS, True
         return tokenizer, vocabulary_filter, resolve(EstimatorSettings(), **overrides), False
     if options["event_model"] == AUTO and not chooses(base):
