@@ -348,11 +348,14 @@ def test_pack_merges_the_run_words_with_the_others(ordered, others):
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 6)), min_size=1, max_size=60),
-       st.lists(st.integers(0, 2), min_size=5, max_size=5))  # fmt: skip
-def test_cell_sums_count_each_cells_texts_and_tokens(tokens, labels):
+       st.lists(st.integers(0, 2), min_size=5, max_size=5),
+       st.lists(st.integers(-1, 3), min_size=5, max_size=5))  # fmt: skip
+def test_cell_sums_count_each_cells_texts_and_tokens(tokens, labels, marks):
     """(word, class) -> (texts holding it, tokens), the cells in (word, class) order, for
     tokens in any order of their texts and labels in any order; and with word numbers
-    and classes past 16 bits (sorted by more than one digit)."""
+    and classes past 16 bits (sorted by more than one digit). With marks (−1: none),
+    the marked texts' rows: (mark, word) -> the text's tokens of the word, each once
+    (two texts may share a mark here, so the rows are compared as a list)."""
     from nbclass.text.runs import _cell_sums
 
     text = np.array([t for t, _ in tokens])
@@ -364,9 +367,16 @@ def test_cell_sums_count_each_cells_texts_and_tokens(tokens, labels):
             key = (w * scale) * C + classes[t]
             docs, count = expected.get(key, (0, 0))
             expected[key] = (docs + 1, count + tokens.count((t, w)))
-        cells, docs, counts = _cell_sums(text, word, classes, 7 * scale, C)
+        cells, docs, counts, rows = _cell_sums(text, word, classes, 7 * scale, C)
+        assert rows is None
         assert cells.tolist() == sorted(expected)
         assert list(zip(docs.tolist(), counts.tolist())) == [expected[k] for k in sorted(expected)]
+        marked = sorted(
+            (marks[t], w * scale, tokens.count((t, w))) for t, w in set(tokens) if marks[t] >= 0
+        )
+        again = _cell_sums(text, word, classes, 7 * scale, C, np.array(marks))
+        assert [a.tolist() for a in again[:3]] == [cells.tolist(), docs.tolist(), counts.tolist()]
+        assert sorted(zip(*(a.tolist() for a in again[3]))) == marked
 
 
 @settings(max_examples=200, deadline=None)

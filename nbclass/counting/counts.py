@@ -1119,12 +1119,28 @@ def _sampled_by_column(parts: list, by_word: np.ndarray, V: int) -> tuple:
     """``(counted, marks, columns, counts)`` of the sample's rows ``parts`` (counted marks,
     and (mark, row, count) triples by the accumulator's rows), the rows made columns of
     the sorted vocabulary (``by_word``: the row of each word, in order), each (mark,
-    column) once and in that order."""
+    column) once and in that order.
+
+    Put in that order by stable sorts of 16-bit digits (:func:`nbclass.text.runs.stable_order`,
+    linear in the entries): the columns, then the marks (a sample's places, fewer than
+    2^16 for the sample of at most 16,000 documents: one pass). A sort of the 64-bit
+    (mark, column) keys took 0.17 s of the 1.07 million entries of 20 Newsgroups'
+    sample, these 0.07 s."""
+    from ..text.runs import stable_order
+
     counted, marks, rows, counts = (np.concatenate(p) for p in zip(*parts))
+    if not marks.size:
+        return np.sort(counted), marks, marks, counts
     column = np.empty(V, dtype=np.int64)
     column[by_word] = np.arange(V, dtype=np.int64)
-    keys, counts = summed(marks * V + column[rows], counts)
-    marks, columns = np.divmod(keys, V)
+    columns = column[rows]
+    order = stable_order(marks, int(marks.max()) + 1, stable_order(columns, V))
+    marks, columns, counts = marks[order], columns[order], counts[order]
+    first = np.flatnonzero(
+        np.concatenate(([True], (marks[1:] != marks[:-1]) | (columns[1:] != columns[:-1])))
+    )
+    if first.size < marks.size:  # a (mark, column) kept twice: its counts summed
+        marks, columns, counts = marks[first], columns[first], np.add.reduceat(counts, first)
     return np.sort(counted), marks, columns, counts
 
 

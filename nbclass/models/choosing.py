@@ -579,6 +579,15 @@ def row_blocks(n: int, C: int, cells: int | None = None):
     return [(start, min(n, start + step)) for start in range(0, n, step)]
 
 
+def block_rows(X: sp.csr_matrix, start: int, stop: int) -> sp.csr_matrix:
+    """The rows ``start:stop`` of ``X``: ``X`` itself when they are all of them (a block
+    that holds every held-out document, as at 20 Newsgroups' 2,263 × 20 classes, is not
+    copied for each candidate; the scorers never change the matrix they score)."""
+    if start == 0 and stop == X.shape[0]:
+        return X
+    return X[start:stop]
+
+
 class HeldOutScores:
     """One candidate's held-out scores b_c, shape (n, C), made on demand from its folds'
     scorers: ``scores[at]`` (``at`` an int array of sample rows) is those rows, (len(at),
@@ -653,7 +662,7 @@ def winner_scores(counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.
             scores.add(held, fold.classes, scorer, held_out)
             continue
         for start, stop in row_blocks(held.size, C):
-            part = scorer.joint_log_likelihood(held_out[start:stop])
+            part = scorer.joint_log_likelihood(block_rows(held_out, start, stop))
             scores[np.ix_(held[start:stop], fold.classes)] = part
     return scores
 
@@ -729,7 +738,7 @@ def held_out_summaries(
             scorer = fold_scorer(fold, settings)
             every = fold.classes.size == C  # then fold.classes is 0, 1, ..., C - 1
             for start, stop in blocks:
-                part = scorer.joint_log_likelihood(held_out[start:stop])
+                part = scorer.joint_log_likelihood(block_rows(held_out, start, stop))
                 if every:
                     jll = np.ascontiguousarray(part, dtype=np.float64)
                 else:

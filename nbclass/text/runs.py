@@ -1250,8 +1250,10 @@ class RunTally:
             )
             text = np.concatenate((text, pair_text))
             numbers = np.concatenate((numbers, pair_ids[pair_of]))
-        self._keep_sampled(marks, text, numbers)
-        cells, docs, tokens = _cell_sums(text, numbers, labels, self.n_words, C)
+        marked = _marked(marks)
+        cells, docs, tokens, rows = _cell_sums(text, numbers, labels, self.n_words, C, marked)
+        if rows is not None:  # the marked texts' rows, from the same sort of the tokens
+            self._sampled.append((marked[marked >= 0], *rows))
         self._cells.append((cells, docs, tokens))
         self.pairs += cells.size
         if len(self._cells) >= _MERGE_AT:  # keep the memory near that of the sums
@@ -1260,17 +1262,15 @@ class RunTally:
 
     def _keep_sampled(self, marks, text, numbers) -> None:
         """Keep the rows of a counted chunk's marked texts (``marks``, one per text, −1
-        for none): each token's text and the tally's number of its word."""
+        for none): each token's text and the tally's number of its word (a chunk of no
+        token: the marked texts, with no row)."""
+        marks = _marked(marks)
         if marks is None:
-            return
-        marks = np.asarray(marks, dtype=np.int64)
-        counted = marks[marks >= 0]
-        if not counted.size:
             return
         kept = np.flatnonzero(marks[text] >= 0)
         N = max(self.n_words, 1)
         cells, counts = np.unique(text[kept] * N + numbers[kept], return_counts=True)
-        self._sampled.append((counted, marks[cells // N], cells % N, counts))
+        self._sampled.append((marks[marks >= 0], marks[cells // N], cells % N, counts))
 
     def _store(self, joined: bytes, lengths: np.ndarray, keys: np.ndarray) -> np.ndarray:
         """Number new words: ``joined`` holds their bytes, each followed by a NUL,
@@ -1551,10 +1551,23 @@ class _Numbers:
         return self.keys, self.ids
 
 
-def _cell_sums(text: np.ndarray, word: np.ndarray, labels: Sequence[int], N: int, C: int):
-    """``(cells, D, T)`` of one chunk: each (word, class) cell with a token, as word C +
-    class (int64, ascending), the texts holding the word and its tokens (int32), from the
-    text and the word (< N) of each token and the texts' ``labels`` (< C).
+def _marked(marks) -> np.ndarray | None:
+    """A chunk's ``marks`` (one per text, −1 for none) as int64, or None when no text of
+    the chunk is marked."""
+    if marks is None:
+        return None
+    marks = np.asarray(marks, dtype=np.int64)
+    return marks if (marks >= 0).any() else None
+
+
+def _cell_sums(text: np.ndarray, word: np.ndarray, labels: Sequence[int], N: int, C: int,
+               marks: np.ndarray | None = None):  # fmt: skip
+    """``(cells, D, T, rows)`` of one chunk: each (word, class) cell with a token, as word
+    C + class (int64, ascending), the texts holding the word and its tokens (int32), from
+    the text and the word (< N) of each token and the texts' ``labels`` (< C). ``rows``:
+    with ``marks`` (int64, one per text, −1 for none), the marked texts' rows as
+    ``(mark, word, count)`` arrays (int64), each (text, word) once, in (word, text)
+    order; else None.
 
     The tokens are put in (word, class, text) order by stable sorts of 16-bit digits,
     which numpy makes by counting, in time linear in the tokens (a sort of their 64-bit
@@ -1563,9 +1576,14 @@ def _cell_sums(text: np.ndarray, word: np.ndarray, labels: Sequence[int], N: int
     not in order, then by word. Equal (word, class) neighbours are a cell's tokens, equal
     (word, text) ones a text's tokens of the word.
 
-    >>> [a.tolist() for a in _cell_sums(np.array([0, 0, 1, 1, 1]), np.array([1, 1, 0, 1, 1]),
-    ...                                 [0, 0], 2, 1)]
-    [[0, 1], [1, 2], [1, 4]]
+    A text's tokens of a word are neighbours in that order too (a text has one class):
+    the marked texts' rows are read from the same order, in linear time, where sorting
+    their tokens again by (text, word) took the workers 0.2 s of 20 Newsgroups' fit.
+
+    >>> cells, D, T, rows = _cell_sums(np.array([0, 0, 1, 1, 1]), np.array([1, 1, 0, 1, 1]),
+    ...                                [0, 0], 2, 1, np.array([-1, 7]))
+    >>> [a.tolist() for a in (cells, D, T, *rows)]
+    [[0, 1], [1, 2], [1, 4], [7, 7], [0, 1], [1, 2]]
     """
     labels = np.asarray(labels, dtype=np.int64)
     order = None
@@ -1587,7 +1605,13 @@ def _cell_sums(text: np.ndarray, word: np.ndarray, labels: Sequence[int], N: int
     docs = np.add.reduceat(np.concatenate(([True], pair)), starts, dtype=np.int32)
     cells = word[starts] * C
     cells += classes[starts]
-    return cells, docs, tokens
+    if marks is None:
+        return cells, docs, tokens, None
+    first = np.flatnonzero(np.concatenate(([True], pair)))  # each (word, text)'s first token
+    mark = marks[text[first]]
+    keep = mark >= 0
+    sizes = np.diff(np.append(first, word.size))
+    return cells, docs, tokens, (mark[keep], word[first[keep]], sizes[keep])
 
 
 def stable_order(values: np.ndarray, top: int, order: np.ndarray | None = None) -> np.ndarray:
