@@ -411,6 +411,61 @@ def test_impossible_counts_with_good_checksums_are_refused(models, tmp_path, kin
     one_error_line(invoke("info", "-m", path), path)
 
 
+def wrapped_tokens(data: bytes) -> bytes:
+    """``data`` with T_jc = 2^62 at four pairs of the first class among its used words, and
+    its class_tokens section what an int64 sum gives for those counts: 4 x 2^62 wraps round
+    to 0, so the stored T_c is the class's other tokens, and every count is below 2^63."""
+    header, table = sections_of(data, "text")
+    entries = {entry[0]: entry for entry in table}
+
+    def values(name):
+        return np.frombuffer(entries[name][3], dtype=np.dtype(entries[name][1])).astype(np.int64)
+
+    ptr, used = values("word_ptr"), values("used").astype(np.uint8)
+    words = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+    used = np.unpackbits(used, bitorder="little")[words] == 1
+    pick = np.flatnonzero((values("class_index") == 0) & used)[:4]
+    assert pick.size == 4
+    tokens, class_tokens = values("token_count").astype(np.uint64), values("class_tokens")
+    class_tokens[0] -= int(tokens[pick].sum())
+    tokens[pick] = 2**62
+    for name, new in (("token_count", tokens), ("class_tokens", class_tokens)):
+        entries[name][1:] = ["<u8", new.size, new.astype("<u8").tobytes()]
+    return repack(header, table)
+
+
+SUMS_PAST_2_63 = {
+    "class counts": lambda data: with_section(
+        data, "text", "class_count", "<u8", [2**62] * len(current(data, "text", "class_count"))
+    ),
+    "token counts": wrapped_tokens,
+}
+
+
+@pytest.mark.parametrize("case", list(SUMS_PAST_2_63))
+def test_counts_whose_sums_pass_2_63_are_refused_by_both_loaders(tmp_path, case):
+    """Counts each below 2^63 whose sums are not (N = Σ N_c, or Σ T_jc, crafted so that
+    T_c wrapped round in int64 is the class_tokens the file stores): every sum of them in
+    int64 would wrap round, and the model loaded as one of 358 tokens in the first class,
+    scored with them. Refused by the full loader and the one-document path alike."""
+    path = tmp_path / "m.nbc"
+    result = CliRunner().invoke(
+        cli, ["fit", str(DEMO), "--model", "multinomial", "-o", str(path), "-q"]
+    )
+    assert result.exit_code == 0, result.output
+    crafted = tmp_path / "bad.nbc"
+    crafted.write_bytes(SUMS_PAST_2_63[case](path.read_bytes()))
+    problem = "is not a valid nbclass model (count too large (the counts sum past 2^63 - 1))"
+    with pytest.raises(ModelFileError) as info:
+        modelfile.loads(crafted.read_bytes(), "bad.nbc")
+    assert str(info.value) == f"'bad.nbc' {problem}"
+    with pytest.raises(ModelFileError) as info:
+        QuickModel(str(crafted))
+    assert str(info.value) == f"{str(crafted)!r} {problem}"
+    for args in (["predict", "-m", crafted], ["info", "-m", crafted]):
+        assert one_error_line(invoke(*args), crafted) == f"Error: {str(crafted)!r} {problem}\n"
+
+
 def edit_header(data: bytes, kind: str, edit) -> bytes:
     header, table = sections_of(data, kind)
     edit(header)

@@ -34,7 +34,7 @@ import numpy as np
 if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
     import scipy.sparse as sp
 
-from ..ranges import environment, usable_cores
+from ..ranges import MAX_COUNT, environment, usable_cores
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
 from ..reading.process import check_workers, signals_held, worker_result
 from ..text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
@@ -253,6 +253,8 @@ class Counts:
             found.append("a word is in more documents than it has tokens")
         if tokens_alone:
             found.append("a word has tokens in a class but no documents")
+        if not negative and not _sums_fit(self.class_count, self.token_count):
+            found.append("count too large (the counts sum past 2^63 - 1)")
         if not _strictly_increasing(self.classes):
             found.append("class names are not sorted and unique")
         if not self.words_in_order:
@@ -323,6 +325,28 @@ class Counts:
             more_documents = more_documents or bool((db > tb).any())
             tokens_alone = tokens_alone or bool(((db == 0) & (tb != 0)).any())
         return negative, too_many, more_documents, tokens_alone
+
+
+def _sums_fit(class_count: np.ndarray, token_count) -> bool:
+    """Whether N = Σ_c N_c and Σ_jc T_jc (non-negative counts) are at most 2^63 − 1, so
+    that every sum taken of them in int64 (N, T_c, Σ_c T_jc, and Σ_j D_jc ≤ T_c) is exact:
+    64-bit counts from a file may each be below 2^63 and sum past it, where int64 sums
+    wrap round. Counts of fewer than 8 bytes sum below 2^63 without a pass over them,
+    64-bit ones whose largest times their number is below it with one."""
+    if sum(np.asarray(class_count).tolist()) > MAX_COUNT:
+        return False
+    values = token_count.data if is_sparse(token_count) else np.asarray(token_count).reshape(-1)
+    if values.dtype.itemsize < 8 and values.size < 2**31:
+        return True
+    if not values.size or values.size * int(values.max()) <= MAX_COUNT:  # (as a rule)
+        return True
+    total, low = 0, np.uint64(2**32 - 1)
+    for start in range(0, values.size, BLOCK_PAIRS):  # each half summed in 64 bits, exactly
+        block = values[start : start + BLOCK_PAIRS].astype(np.uint64)
+        total += (int((block >> np.uint64(32)).sum()) << 32) + int((block & low).sum())
+        if total > MAX_COUNT:
+            return False
+    return True
 
 
 def at_most(part: Counts, total: Counts) -> bool:

@@ -507,6 +507,10 @@ def _sizes_agree(s: dict, header: dict, V: int, C: int) -> bool:
         view = s.get(name)
         if view is not None and view.format == "Q" and len(view) and max(view) > 2**63 - 1:
             raise ValueError("count too large (a negative count, read as unsigned?)")
+    for name in ("class_count", "token_count"):  # as Counts.problems: N and Σ T_jc < 2^63
+        view = s[name]
+        if view.format == "Q" and sum(view) > 2**63 - 1:
+            raise ValueError("count too large (the counts sum past 2^63 - 1)")
     for prefix, record in (("ledger", header.get("ledger")), ("sample", header.get("sample"))):
         if f"{prefix}_ptr" not in s:
             continue
