@@ -384,6 +384,57 @@ def test_dcm_concentration_by_hand():
     assert dcm_concentration(4.0, 4.0) == 1e12
 
 
+def _concentration_one_class(mean_distinct: float, mean_length: float) -> float:
+    """The bisection of one class at a time, as dcm_concentration did it before the
+    classes were searched together (Python floats, math.exp and scalar digamma)."""
+    from scipy.special import digamma
+
+    from nbclass.models.textmodels import S_MAX
+
+    if mean_length <= 0 or mean_distinct >= mean_length:
+        return S_MAX
+
+    def excess(log_s):
+        s = math.exp(log_s)
+        return s * (digamma(s + mean_length) - digamma(s)) - mean_distinct
+
+    low, high = math.log(1e-12), math.log(S_MAX)
+    if excess(low) >= 0:
+        return math.exp(low)
+    if excess(high) <= 0:
+        return S_MAX
+    while True:
+        middle = 0.5 * (low + high)
+        if middle in (low, high):
+            return math.exp(low if abs(excess(low)) <= abs(excess(high)) else high)
+        if excess(middle) < 0:
+            low = middle
+        else:
+            high = middle
+
+
+def test_dcm_concentrations_of_every_class_at_once_are_those_of_each_alone():
+    """The classes searched together (dcm_concentrations) give each class the float its
+    own bisection gives, bit for bit: means of real lengths and of small integers, classes
+    with no repeated word (S_MAX), with m̄ ≤ 1 (the smallest s), empty ones, and classes
+    that stop after different numbers of halvings in one call."""
+    from nbclass.models.textmodels import S_MAX, dcm_concentrations
+
+    rng = np.random.default_rng(29)
+    lengths = np.concatenate([rng.uniform(0, 500, 2000), rng.integers(0, 40, 400) * 1.0,
+                              [0.0, 1.0, 4.0, 3.0, 4.0, 2.5]])  # fmt: skip
+    distinct = np.concatenate([lengths[:2000] * rng.uniform(0, 1.1, 2000),
+                               rng.integers(0, 40, 400) * 1.0, [0.0, 0.5, 4.0, 2.0, 3.0, 1.0]])  # fmt: skip
+    together = dcm_concentrations(distinct, lengths)
+    alone = np.array([_concentration_one_class(d, n) for d, n in zip(distinct.tolist(),
+                                                                     lengths.tolist())])  # fmt: skip
+    assert together.view(np.int64).tolist() == alone.view(np.int64).tolist()
+    smallest = math.exp(math.log(1e-12))
+    assert (together == S_MAX).sum() > 100 and (together == smallest).sum() >= 3
+    assert 100 < np.unique(together).size
+    assert dcm_concentrations(np.zeros(0), np.zeros(0)).shape == (0,)
+
+
 def test_dcm_scores_by_hand(bursty):
     from nbclass.models.textmodels import dcm_concentration
 

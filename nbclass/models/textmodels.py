@@ -490,7 +490,7 @@ def dcm_concentration(mean_distinct: float, mean_length: float) -> float:
 
     The left side increases from 1 (s → 0) to n̄ (s → ∞). When m̄ ≥ n̄ (no word ever
     repeats) the answer is the multinomial limit, ``S_MAX``; when m̄ ≤ 1 it is the smallest
-    s searched, 1e-12.
+    s searched, 1e-12. One class of :func:`dcm_concentrations`.
 
     Examples
     --------
@@ -499,30 +499,57 @@ def dcm_concentration(mean_distinct: float, mean_length: float) -> float:
     >>> round(float(s * (digamma(s + 5.0) - digamma(s))), 12)
     3.0
     """
+    return float(dcm_concentrations(np.array([mean_distinct]), np.array([mean_length]))[0])
+
+
+def _exps(x: np.ndarray) -> np.ndarray:
+    """e^x of each entry by ``math.exp``, the floats of the scalar function (numpy's exp
+    may differ from it in the last bit)."""
+    return np.fromiter(map(math.exp, x.tolist()), dtype=np.float64, count=x.size)
+
+
+def dcm_concentrations(mean_distinct: np.ndarray, mean_length: np.ndarray) -> np.ndarray:
+    """:func:`dcm_concentration` of every class at once, (C,): m̄_c and n̄_c (C,) float64.
+
+    Bisection on log s, to adjacent floating-point numbers (about 60 halvings): the left
+    side increases with s, so the root stays bracketed. Every class takes the steps it
+    would take alone, element by element (the same floats as one class at a time; a class
+    stops when its bracket cannot be halved, the others go on), so the model is the same
+    whatever the number of classes; at 20,000 classes the loop over classes took 1.3 s."""
     from scipy.special import digamma
 
-    if mean_length <= 0 or mean_distinct >= mean_length:
-        return S_MAX
+    mean_distinct = np.asarray(mean_distinct, dtype=np.float64)
+    mean_length = np.asarray(mean_length, dtype=np.float64)
+    out = np.full(mean_distinct.shape, S_MAX)
+    at = np.flatnonzero(~((mean_length <= 0) | (mean_distinct >= mean_length)))
+    m, n = mean_distinct[at], mean_length[at]
 
-    def excess(log_s: float) -> float:
-        s = math.exp(log_s)
-        return s * (digamma(s + mean_length) - digamma(s)) - mean_distinct
+    def excess(log_s: np.ndarray, where: np.ndarray) -> np.ndarray:
+        s = _exps(log_s)
+        return s * (digamma(s + n[where]) - digamma(s)) - m[where]
 
-    low, high = math.log(1e-12), math.log(S_MAX)
-    if excess(low) >= 0:
-        return math.exp(low)
-    if excess(high) <= 0:
-        return S_MAX
-    # Bisection on log s, to adjacent floating-point numbers: the left side increases
-    # with s, so the root stays bracketed; about 60 halvings.
-    while True:
+    every = np.arange(at.size)
+    low = np.full(at.size, math.log(1e-12))
+    high = np.full(at.size, math.log(S_MAX))
+    lowest = excess(low, every) >= 0
+    out[at[lowest]] = math.exp(math.log(1e-12))
+    highest = ~lowest
+    highest[highest] = excess(high[highest], every[highest]) <= 0  # S_MAX, as set
+    going = np.flatnonzero(~lowest & ~highest)  # the classes still searched
+    low, high = low[going], high[going]
+    while going.size:
         middle = 0.5 * (low + high)
-        if middle in (low, high):
-            return math.exp(low if abs(excess(low)) <= abs(excess(high)) else high)
-        if excess(middle) < 0:
-            low = middle
-        else:
-            high = middle
+        done = (middle == low) | (middle == high)
+        if done.any():
+            a, b, i = low[done], high[done], going[done]
+            nearer = np.abs(excess(a, i)) <= np.abs(excess(b, i))
+            out[at[i]] = _exps(np.where(nearer, a, b))
+            keep = ~done
+            going, low, high, middle = going[keep], low[keep], high[keep], middle[keep]
+        below = excess(middle, going) < 0
+        low = np.where(below, middle, low)
+        high = np.where(below, high, middle)
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -576,12 +603,9 @@ def dcm_parameters(
     D = D.astype(np.float64)
     T_c = counts.class_tokens.astype(np.float64)
     N_c = counts.class_count.astype(np.float64)
-    s = np.array(
-        [
-            dcm_concentration(d / n, t / n) if n > 0 else S_MAX
-            for d, t, n in zip(D_c.tolist(), T_c.tolist(), N_c.tolist())
-        ]
-    )
+    has = N_c > 0
+    s = np.full(N_c.shape, S_MAX)
+    s[has] = dcm_concentrations(D_c[has] / N_c[has], T_c[has] / N_c[has])
     if sparse:
         import scipy.sparse as sp
 
