@@ -528,3 +528,36 @@ def test_a_vocabulary_sharing_a_home_under_the_plain_mix_does_not_pile_up_in_the
         salt = getattr(table, "salt", np.uint64(0))  # (none before the salt)
         home = runs_module._slots(table.keys[at] ^ salt, table.bits)
         assert at.size == 200 and (at - home).max() <= 64
+
+
+@pytest.mark.parametrize("symbols", [False, True])
+def test_predicts_counts_are_the_same_whatever_the_word_tables_salt(monkeypatch, symbols):
+    """A word's id is its place in the vocabulary wherever its slot is: counters whose word
+    tables are salted with 0, 2^64 - 1 and two other values (the salt is read from
+    os.urandom) count the same texts alike, and as the tokenizer does; the words short
+    (their bytes the key) and long (hashed), stop words and unknown words among them."""
+    rng = random.Random(5)
+    letters = "abcdefghij"
+    words = sorted({"".join(rng.choices(letters, k=rng.randint(2, 14))) for _ in range(3000)})
+    vocabulary = words[::2] + (["?", "!!", "x"] if symbols else [])
+    texts = [
+        " ".join(rng.choice(words) + rng.choice(["", " ?", "!!", " x"]) for _ in range(30))
+        for _ in range(200)
+    ]
+    settings = TokenizerSettings(stop_words=tuple(words[1:40:3]), symbols=symbols)
+    splitter = ascii_splitter(settings, "ascii")
+    found = []
+    for salt in (0, 2**64 - 1, 0x9E3779B97F4A7C15, 12345):
+        monkeypatch.setattr(runs_module.os, "urandom", lambda n, s=salt: s.to_bytes(8, "little"))
+        counter = RunCounter.for_vocabulary(vocabulary, splitter)
+        assert counter.words.salt == np.uint64(salt)
+        found.append([a.tolist() for a in counter.count([t.encode() for t in texts])])
+    monkeypatch.undo()
+    assert all(other == found[0] for other in found[1:])
+    rows, columns, values, n_tokens = found[0]
+    expected, expected_tokens = expected_counts(texts, settings, vocabulary)
+    assert n_tokens == expected_tokens
+    assert sorted(zip(rows, columns, values)) == sorted(
+        zip(*expected.nonzero(), expected.data.tolist())
+    )
+    assert len(rows) > 1000
