@@ -458,6 +458,49 @@ def test_the_count_keeps_the_samples_rows_a_count_of_its_texts_gives(
     assert (np.diff(got.ptr) == 0).any()  # "a b c d" and "x y z": no token
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_sampled_documents_past_the_bound_are_read_and_counted_again(
+    tmp_path, monkeypatch, jobs
+):
+    """The count keeps the rows of the documents whose digests fall below their class's
+    bound; a sampled document beyond it (here every one: bounds of 0, then bounds that
+    keep half the range) is read and counted again after the count, the same rows and
+    keys as when the count kept them all."""
+    from nbclass.counting import counts as counts_module
+    from nbclass.counting import sketch
+    from nbclass.models import learning
+    from nbclass.reading.corpus import list_corpus
+    from nbclass.text.tokenizer import TokenizerSettings
+
+    for label, texts in MIXED.items():
+        (tmp_path / label).mkdir()
+        for i, text in enumerate(texts):
+            (tmp_path / label / f"{i:03d}.txt").write_bytes(text.encode("utf-8"))
+    monkeypatch.setattr(sketch, "OVERALL", 60)
+    monkeypatch.setattr(counts_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(counts_module, "PART_SIZE", 10)
+    corpus = list_corpus(str(tmp_path))
+    tokenizer = TokenizerSettings(ngram_range=(1, 2))
+    whole = learning.count_documents(corpus, tokenizer, False, jobs, sample=True, keys=True)
+    recount = learning.sample_rows
+    for cut in (0, 1 << 63):
+        recounted = []
+        monkeypatch.setattr(learning, "bounds", lambda labels, C, cut=cut: [cut] * C)
+        monkeypatch.setattr(
+            learning, "sample_rows",
+            lambda items, *a, into=recounted, **k: into.append(len(items))
+            or recount(items, *a, **k),
+        )  # fmt: skip
+        again = learning.count_documents(corpus, tokenizer, False, jobs, sample=True, keys=True)
+        n = whole.sample.n_documents
+        assert 60 <= n < len(corpus.paths)
+        above = sum(int.from_bytes(bytes(d[:8]), "big") >= cut for d in whole.sample.digests)
+        assert recounted == [above] and above >= (n if cut == 0 else 1)
+        for field in ("digests", "labels", "ptr", "words", "counts"):
+            assert np.array_equal(getattr(again.sample, field), getattr(whole.sample, field))
+        assert again.keys == whole.keys == learning.read_sketch(corpus, keys=True).keys
+
+
 def test_a_tokenizer_without_runs_counts_the_sample_again(tmp_path, monkeypatch):
     """Where the count tokenizes every document in Python (a pattern of its own), it
     keeps no row, and the sample is counted again from its texts: the same rows."""

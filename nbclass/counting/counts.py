@@ -39,7 +39,7 @@ from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
 from ..reading.process import check_workers, signals_held, worker_result
 from ..text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from ..text.vectorizer import GrowingVocabulary, binarize
-from .tally import Tally, pack, settle, tally, tally_paths
+from .tally import DigestMarks, Tally, pack, settle, tally, tally_paths
 
 BLOCK_CELLS = 2**18  # cells per block where whole-table work is done a block at a time
 BLOCK_PAIRS = 2**18  # nonzero pairs per block where the pairs are checked a block at a time
@@ -1328,9 +1328,10 @@ def count_corpus(
     half-done import), and waited for before this returns; without workers, it runs after
     the count. It must not raise (its errors are its own to keep for later).
 
-    ``sample`` (:class:`SampleRows`; not with ``entries`` or ``cluster``): the documents
-    it marks are the sample's, whose rows the counting processes keep as they count them
-    (where they count by runs); it is given the rows of those they counted.
+    ``sample`` (:class:`SampleRows`; not with ``entries`` or ``cluster``): the counting
+    processes hash every document they read, and keep the rows of those that may be in
+    the sample as they count them (where they count by runs); ``sample.offer`` is given
+    each window's indices and digests as it is added, and ``sample`` the rows kept.
     """
     accumulator = CountAccumulator(classes)
     n, C = len(paths), len(classes)
@@ -1344,7 +1345,7 @@ def count_corpus(
         return accumulator.result()
     share = _Share(paths, labels, C, tokenizer, ledger, size, policy)
     if sample is not None and not ledger:
-        share.marks = sample.marks
+        share.marks = DigestMarks(sample.bounds)
     if jobs <= 1 or n <= size or not has_bytes(paths, PARALLEL_MIN_BYTES):
         packs = share.tally(on_progress)
     else:
@@ -1357,6 +1358,8 @@ def count_corpus(
         accumulator.add_packed(packed, entries, seen)
         if log is not None:
             log.add(packed[8])
+        if share.marks is not None:  # the window's documents, hashed (_Share.tally_window)
+            sample.offer(*packed[9])
     if meanwhile is not None:
         meanwhile()
     counts = accumulator.result()
@@ -1367,22 +1370,27 @@ def count_corpus(
 
 @dataclass
 class SampleRows:
-    """The documents of a sample (:mod:`nbclass.counting.sketch`) whose rows
-    :func:`count_corpus` keeps as it counts them, and those rows.
+    """The documents :func:`count_corpus` hashes for the sample (:mod:`nbclass.counting.sketch`),
+    and the rows it keeps of those that may be in it as it counts them.
 
     Attributes
     ----------
-    marks : ndarray of shape (n,), int64
-        Each path's place in the sample, −1 for a document not in it.
+    bounds : list of int, one per class
+        A document's rows are kept when the first 8 bytes of its SHA-256, read as a
+        big-endian number, are below its class's bound (:func:`nbclass.counting.sketch.bounds`).
+    offer : callable
+        ``offer(indices, digests)``: the indices among the paths of the documents of a
+        window, and their digests joined (32 bytes each), as each window is added.
     counted : ndarray of shape (k,), int64
-        The places whose rows were kept (sorted; a document counted in Python by a
+        The indices whose rows were kept (sorted; a document counted in Python by a
         tokenizer without runs is not among them), once counted.
     rows : list of three ndarrays
-        ``(places, columns, counts)``: each kept document's nonzero counts over the
-        sorted vocabulary of the count, in (place, column) order.
+        ``(indices, columns, counts)``: each kept document's nonzero counts over the
+        sorted vocabulary of the count, in (index, column) order.
     """
 
-    marks: np.ndarray
+    bounds: list
+    offer: Callable[[list, bytes], None]
     counted: np.ndarray | None = None
     rows: list | None = None
 
@@ -1418,7 +1426,7 @@ class _Share:
         self._next = 0  # without workers
         self._tokenize = self._splitter = None
         self._runs = self._origin = None  # this process's run tally, once it has one
-        self.marks = None  # each document's place in the sample, -1 if none (SampleRows)
+        self.marks = None  # a DigestMarks, when the documents are hashed (SampleRows)
 
     def _take(self) -> int:
         """The start of the next part nobody has taken."""
@@ -1439,7 +1447,15 @@ class _Share:
     def tally_window(self, on_progress=None):
         """Tally parts until the tally holds ``FLUSH_ENTRIES`` (word, class) pairs or no
         part is left; the packed tally (:func:`nbclass.counting.tally.pack`), or None if no part
-        was left."""
+        was left. When the documents are hashed (``marks``), the packed tally has one more
+        item: the indices and digests of the window's documents
+        (:meth:`nbclass.counting.tally.DigestMarks.take`)."""
+        packed = self._window(on_progress)
+        if packed is None or self.marks is None:
+            return packed
+        return (*packed, self.marks.take())
+
+    def _window(self, on_progress=None):
         if self._tokenize is None:
             self._tokenize = make_tokenizer(self.tokenizer)
             if not self.ledger:
@@ -1447,10 +1463,12 @@ class _Share:
         n, part = len(self.paths), None
         while (start := self._take()) < n:
             end = min(n, start + self.size)
+            if self.marks is not None:
+                self.marks.offset = start
             part = tally_paths(
                 self.paths[start:end], self.labels[start:end], self.n_classes, self._tokenize,
                 self.ledger, self.policy, into=part, splitter=self._splitter, runs=self._runs,
-                marks=None if self.marks is None else self.marks[start:end],
+                marks=self.marks,
             )  # fmt: skip
             if on_progress:
                 on_progress(start, end)

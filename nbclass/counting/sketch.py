@@ -58,6 +58,40 @@ def per_class_for(n_classes: int) -> int:
     return min(PER_CLASS, REPRESENTATIVES // max(n_classes, 1))
 
 
+def bounds(labels: Sequence[int], n_classes: int) -> list[int]:
+    """For each class of a corpus whose documents have classes ``labels`` (before they
+    are read), a bound on the first 8 bytes of a digest (a big-endian number) below
+    which a document may be in the sample: the count keeps those documents' rows as it
+    hashes and counts them (:class:`nbclass.counting.counts.SampleRows`).
+
+    The sample is the first :data:`OVERALL` of ``n`` documents by digest and the first
+    m (:func:`per_class_for`) of each class of ``n_c``: SHA-256 is uniform, so the k-th
+    smallest of n digests lies near the share k / n of the range, within about √k / n.
+    The bound is the share (k + 4 √k + 4) / n of the range for both (the larger of
+    the two for a class; every digest where it reaches the whole): about 5 % more
+    documents than the sample at 6,000, and a document of the sample beyond it is
+    read and counted again after the count (:func:`nbclass.models.learning.marked_sample`),
+    so the sample never depends on the bound, only the work.
+
+    >>> top = 1 << 64
+    >>> [b == top for b in bounds([0] * 10 + [1] * 9000, 2)]
+    [True, False]
+    >>> bounds([0] * 20000, 1)[0] / top
+    0.3156...
+    """
+    whole = 1 << 64
+
+    def share(k: int, n: int) -> int:
+        if n <= k:
+            return whole
+        return min(whole, int((k + 4 * k**0.5 + 4) / n * whole))
+
+    sizes = np.bincount(np.asarray(labels, dtype=np.int64), minlength=n_classes).tolist()
+    overall = share(OVERALL, len(labels))
+    m = per_class_for(n_classes)
+    return [max(overall, share(m, size)) if m else overall for size in sizes]
+
+
 def order_of(digests: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Indices that sort documents by (digest, class), shape (n,): ``digests`` (n, 32)
     uint8 compared as big-endian numbers, ``labels`` (n,) class indices of sorted

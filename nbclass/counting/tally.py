@@ -30,6 +30,38 @@ def digest(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
 
 
+class DigestMarks:
+    """The sample's documents marked as a counting process reads them
+    (:class:`nbclass.counting.counts.SampleRows`): each document read is hashed
+    (:func:`digest`), its ``(index, digest)`` kept for the process that chooses the
+    sample, and it is marked (by its index among the corpus's paths) when the first 8
+    bytes of its digest, read as a big-endian number, are below its class's bound
+    (:func:`nbclass.counting.sketch.bounds`): its rows are then kept as it is counted.
+
+    ``offset``: the index of the first path of the part being read."""
+
+    def __init__(self, bounds: list[int]):
+        self.bounds = bounds
+        self.offset = 0
+        self._indices: list[int] = []
+        self._digests: list[bytes] = []
+
+    def __call__(self, i: int, data: bytes, c: int) -> int:
+        """The mark of document ``i`` of the part (of class ``c``), −1 for none."""
+        found = hashlib.sha256(data).digest()
+        at = self.offset + i
+        self._indices.append(at)
+        self._digests.append(found)
+        return at if int.from_bytes(found[:8], "big") < self.bounds[c] else -1
+
+    def take(self) -> tuple[list[int], bytes]:
+        """The indices and the digests (joined) of the documents read since the last
+        call; then cleared."""
+        found = (self._indices, b"".join(self._digests))
+        self._indices, self._digests = [], []
+        return found
+
+
 def new_tally(n_classes: int) -> Tally:
     """An empty :func:`tally` of ``n_classes`` classes, to add documents into.
 
@@ -124,6 +156,14 @@ def read_labelled(paths, labels, policy: ReadPolicy, log: ReadLog):
     """``(bytes, label)`` of each document at ``paths`` that the policy reads, one at a
     time; what it skips is recorded in ``log`` (:mod:`nbclass.reading.policy`)."""
     for i, data in read_documents(paths, policy, log):
+        yield data, labels[i]
+
+
+def _hashed(documents, labels, marks: DigestMarks):
+    """``(bytes, label)`` of each ``(i, bytes)`` of ``documents``, each hashed by ``marks``
+    (its mark unused)."""
+    for i, data in documents:
+        marks(i, data, labels[i])
         yield data, labels[i]
 
 
@@ -315,14 +355,20 @@ def tally_paths(
     the same, in about a third of the time. Without ``into``, ``runs`` (a run tally
     packed before, with an origin) counts them, so that it keeps its words' numbers.
 
-    ``marks`` (int64, one per path, −1 for none; with a ``splitter``): the documents
-    marked are those of the sample (:mod:`nbclass.counting.sketch`), whose rows the run
-    tally keeps by their marks as it counts them (:meth:`nbclass.text.runs.RunTally.take_sampled`
-    and its ``sampled_bags``), so that they are never read and tokenized again.
+    ``marks`` (a :class:`DigestMarks`): every document read is hashed by it, and with a
+    ``splitter`` (not with ``ledger``) the documents it marks, those that may be in the
+    sample (:mod:`nbclass.counting.sketch`), have their rows kept by the run tally as it
+    counts them (:meth:`nbclass.text.runs.RunTally.take_sampled` and its
+    ``sampled_bags``), so that they are never read and tokenized again.
     """
     log = ReadLog()
     if marks is not None and splitter is not None and not ledger:
-        read = ((data, labels[i], int(marks[i])) for i, data in read_documents(paths, policy, log))
+        read = (
+            (data, labels[i], marks(i, data, labels[i]))
+            for i, data in read_documents(paths, policy, log)
+        )  # fmt: skip
+    elif marks is not None:  # hashed only: no row is kept
+        read = _hashed(read_documents(paths, policy, log), labels, marks)
     else:
         read = read_labelled(paths, labels, policy, log)
 

@@ -33,7 +33,7 @@ from ..counting.counts import (
     subtract,
 )
 from ..counting.ledger import DIGEST_SIZE, EntryBook, Ledger, canonical, match, unify
-from ..counting.sketch import Keeper, bottom, onto, per_class_for, union, without
+from ..counting.sketch import Keeper, bottom, bounds, onto, per_class_for, union, without
 from ..counting.tally import digest, tally, tally_ledger
 from ..errors import CorpusError, NbclassError, NbclassWarning, UsageError
 from ..reading.corpus import Corpus, decode, iter_documents, list_corpus, readable
@@ -145,21 +145,21 @@ def count_documents(
     when there is one, else by reading every document again (each is hashed), while the
     workers count, by a thread of this process that first imports what the choice needs
     (:func:`nbclass.counting.counts.count_corpus`'s ``meanwhile``), or after the count.
-    A folder's sample is known before the count instead (every document hashed first):
-    the count keeps the rows of its documents as it counts them
-    (:class:`nbclass.counting.counts.SampleRows`), and only those it could not keep
-    (documents tokenized without runs) are read and counted again."""
+    A folder's documents are hashed by the counting processes instead, as they read
+    them, which keep the rows of those that may be in the sample as they count them
+    (:class:`nbclass.counting.counts.SampleRows`, :func:`nbclass.counting.sketch.bounds`);
+    the sample is chosen here from the digests, and only its documents whose rows were
+    not kept (tokenized without runs, or past the bound) are read and counted again."""
     entries = EntryBook() if ledger else None
     seen = {} if tokenizer.hash_features else None
     ahead: list = []
     reread = (sample or keys) and not ledger
     marked = None
     if reread and sample and cluster is None and corpus.texts is None:
-        ahead.append(read_sketch(corpus, policy, keys, indexed=True))
-        items = ahead[0].items(len(corpus.classes))
-        marks = np.full(len(corpus.paths), -1, dtype=np.int64)
-        marks[[i for _, _, (i, _) in items]] = np.arange(len(items))
-        marked = SampleRows(marks)
+        ahead.append(Keeper(keys))
+        offered: list[int] = []  # with keys, the index of each document offered, in turn
+        marked = SampleRows(bounds(corpus.labels, len(corpus.classes)),
+                            _offered(ahead[0], corpus, offered if keys else None))  # fmt: skip
 
     def meanwhile() -> None:
         _import_for_choosing()
@@ -178,9 +178,12 @@ def count_documents(
     if entries is None:
         documents = Documents(counts, None, seen)
         if marked is not None:
-            documents.sample = marked_sample(items, marked, counts, tokenizer, ahead[0].decode,
-                                             jobs)  # fmt: skip
-            documents.keys = ahead[0].keys
+            keeper = ahead[0]
+            documents.sample = marked_sample(keeper.items(len(corpus.classes)), marked, counts,
+                                             tokenizer, corpus, policy, jobs)  # fmt: skip
+            if keys:  # in the order of the paths, as a reading of them gives them
+                order = np.argsort(np.asarray(offered, dtype=np.int64), kind="stable")
+                documents.keys = [keeper.keys[k] for k in order.tolist()]
         elif reread:
             keeper = ahead[0] if ahead else read_sketch(corpus, policy, keys)
             documents = sketched(documents, keeper, tokenizer, sample, jobs)
@@ -202,11 +205,10 @@ def from_ledger(documents: Documents, sample: bool, keys: bool) -> Documents:
 
 
 def read_sketch(
-    corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY, keys: bool = False, indexed: bool = False
+    corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY, keys: bool = False
 ) -> Keeper:
     """Every document of ``corpus`` hashed, and the sample's kept with their texts
-    (:class:`nbclass.counting.sketch.Keeper`; ``keys``: every document's key too;
-    ``indexed``: a folder's documents kept as ``(index among its paths, bytes)``).
+    (:class:`nbclass.counting.sketch.Keeper`; ``keys``: every document's key too).
 
     Documents ``policy`` skips are left out without a word: the count skipped them too,
     and said so. A corpus held in memory (labelled lines) is named by the UTF-8 bytes of
@@ -218,29 +220,58 @@ def read_sketch(
             keeper.offer(digest(text.encode("utf-8")), corpus.classes[label], text)
         return keeper
     log, quiet = ReadLog(), replace(policy, on_error="skip")
-    for i, (path, label) in enumerate(zip(corpus.paths, corpus.labels)):
+    for path, label in zip(corpus.paths, corpus.labels):
         data = read_document(path, quiet, log)
         if data is not None:
-            keeper.offer(digest(data), corpus.classes[label], (i, data) if indexed else data)
+            keeper.offer(digest(data), corpus.classes[label], data)
     keeper.decode = lambda data: log.decode(data, policy.encoding)
     return keeper
 
 
+def _offered(keeper: Keeper, corpus: Corpus,
+             offered: list[int] | None) -> Callable[[list, bytes], None]:  # fmt: skip
+    """The ``offer`` of :class:`SampleRows`: each window's documents (indices among the
+    paths of ``corpus``, digests joined) offered to ``keeper`` with their class names,
+    their indices as payloads, and the indices added to ``offered`` (when a list)."""
+    names, labels = corpus.classes, corpus.labels
+
+    def offer(indices: list, digests: bytes) -> None:
+        for k, i in enumerate(indices):
+            keeper.offer(digests[k * DIGEST_SIZE : (k + 1) * DIGEST_SIZE], names[labels[i]], i)
+        if offered is not None:
+            offered.extend(indices)
+
+    return offer
+
+
 def marked_sample(
-    items: Sequence[tuple[bytes, str, tuple[int, bytes]]], marked: SampleRows, counts: Counts,
-    tokenizer: TokenizerSettings, decode: Callable[[bytes], str], threads: int = 1,
+    items: Sequence[tuple[bytes, str, int]], marked: SampleRows, counts: Counts,
+    tokenizer: TokenizerSettings, corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY,
+    threads: int = 1,
 ) -> Ledger:  # fmt: skip
-    """The ledger rows of the sampled documents ``items`` (``(digest, class name, (index,
-    bytes))``, in their order; their places in ``marked``) over the classes and
-    vocabulary of ``counts``: the rows the count kept (:class:`SampleRows`), and those
-    of the documents it did not keep counted here (:func:`sample_rows`), the same rows."""
+    """The ledger rows of the sampled documents ``items`` (``(digest, class name, index
+    among the paths of corpus)``, in their order) over the classes and vocabulary of
+    ``counts``: the rows the count kept (:class:`SampleRows`; those of documents that
+    are not in the sample left out), and those of the sampled documents it did not keep
+    read again and counted here (:func:`sample_rows`), the same rows."""
+    from ..text.runs import stable_order
+
     n = len(items)
     empty = np.zeros(0, dtype=np.int64)
-    counted = empty if marked.counted is None else marked.counted
-    places, columns, values = marked.rows if marked.rows is not None else (empty,) * 3
+    place = np.full(len(corpus.paths), -1, dtype=np.int64)
+    place[np.fromiter((i for _, _, i in items), dtype=np.int64, count=n)] = np.arange(n)
+    counted = empty if marked.counted is None else place[marked.counted]
+    counted = counted[counted >= 0]
+    indices, columns, values = marked.rows if marked.rows is not None else (empty,) * 3
+    places = place[indices]
+    inside = places >= 0
+    places, columns, values = places[inside], columns[inside], values[inside]
+    if places.size:  # each document's row stays in column order
+        order = stable_order(places, n)
+        places, columns, values = places[order], columns[order], values[order]
     left = np.setdiff1d(np.arange(n), counted)
     if left.size:
-        texts = [(items[i][0], items[i][1], decode(items[i][2][1])) for i in left.tolist()]
+        texts = [_read_again(items[p], corpus, policy) for p in left.tolist()]
         again = sample_rows(texts, counts, tokenizer, threads)
         places = np.concatenate((places, np.repeat(left, np.diff(again.ptr))))
         columns = np.concatenate((columns, again.words))
@@ -257,6 +288,21 @@ def marked_sample(
         labels=np.array([at[name] for _, name, _ in items], dtype=np.int64),
         ptr=ptr, words=columns.astype(np.int64), counts=values.astype(np.int64),
     )
+
+
+def _read_again(item: tuple[bytes, str, int], corpus: Corpus,
+                policy: ReadPolicy) -> tuple[bytes, str, str]:  # fmt: skip
+    """``(digest, class name, text)`` of a sampled document ``item`` (its index among the
+    paths of ``corpus``) read again; refused if it changed since it was counted."""
+    found, name, i = item
+    log = ReadLog()
+    data = read_document(corpus.paths[i], replace(policy, on_error="skip"), log)
+    if data is None or digest(data) != found:
+        raise CorpusError(
+            f"{corpus.paths[i]} changed while fit read it: fit again once the corpus is "
+            "left as it is"
+        )
+    return found, name, log.decode(data, policy.encoding)
 
 
 def sample_rows(
