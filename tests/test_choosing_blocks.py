@@ -170,6 +170,38 @@ def test_a_fold_restricted_to_a_feature_set_is_the_fold_of_the_sets_counts(tmp_p
             assert (documents != expected).nnz == 0 and documents.shape == expected.shape
 
 
+def test_a_restricted_folds_mutual_information_is_the_whole_folds_at_its_entries(tmp_path):
+    """The choice computes I_j of a fold's entries once and ranks each feature set's
+    entries by those values at its rows: they are the values of the set's fold computed
+    on its own, to the bit (an entry's I_j is a function of its own counts and of the
+    classes' documents), so the rankings (ties to the earlier entry) are the same."""
+    import scipy.sparse as sp
+
+    from nbclass.models.selection import pruning_information
+    from nbclass.text.families import feature_sets, rows_of
+
+    model = fitted(tmp_path, DEMO_CORPUS, "--ngram-range", "1,2", "--symbols")
+    counts, sample = model.counts, model.sample
+    symbols = model.tokenizer.symbol_entries
+    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
+                      shape=(sample.n_documents, len(counts.vocabulary)))  # fmt: skip
+    y = sample.labels.astype(np.int64)
+    sets = feature_sets(counts.vocabulary, symbols)
+    assert len(sets) == 4
+    for held in (np.arange(0, y.size, 3), np.arange(1, y.size, 3)):
+        whole = choosing.fold_of(counts, X, y, held)
+        information = pruning_information(whole.counts)
+        for names in sets:
+            rows = np.flatnonzero(rows_of(counts.vocabulary, names, symbols))
+            fold = choosing.restricted(whole, rows)
+            alone = pruning_information(fold.counts)
+            shared = information[np.searchsorted(whole.words, fold.words)]
+            assert shared.tobytes() == alone.tobytes()
+            for k in (None, 5, 40):
+                assert np.array_equal(choosing.mi_ranking(fold, k, (whole, information)),
+                                      choosing.mi_ranking(fold, k))  # fmt: skip
+
+
 def _general_loss(jll, y, features, t):
     """The calibration's loss, gradient and Hessian by its general steps (every cell
     through np.where, log_softmax and exp), written out here as a reference."""

@@ -458,13 +458,22 @@ def informative(fold: Fold, k: int, ranking: np.ndarray | None = None) -> Fold:
     return _kept(fold, keep)
 
 
-def mi_ranking(fold: Fold, k: int | None = None) -> np.ndarray:
+def mi_ranking(fold: Fold, k: int | None = None, whole: tuple | None = None) -> np.ndarray:
     """The fold's entries by mutual information in its training counts, best first (ties:
     the earlier entry), as :func:`nbclass.models.selection.informative_rows` ranks them:
-    all of them, or the ``k`` best."""
+    all of them, or the ``k`` best. ``whole``, when given, is ``(larger, I)``: a fold
+    that ``fold`` restricts (:func:`restricted`) and the I_j of its entries
+    (:func:`nbclass.models.selection.pruning_information`), which are ``fold``'s at its
+    entries to the bit: an entry's I_j is a function of its own counts and of the
+    classes' documents alone, which a restriction keeps."""
     from .selection import pruning_information, rank_features
 
-    I = pruning_information(fold.counts)
+    if whole is None:
+        I = pruning_information(fold.counts)
+    else:
+        larger, I = whole
+        if fold is not larger:  # the larger fold's words, sorted, hold the fold's
+            I = I[np.searchsorted(larger.words, fold.words)]
     return rank_features(I, I.size if k is None else min(k, I.size))
 
 
@@ -692,8 +701,10 @@ def held_out_summaries(
     lack scores −inf (no refit could name it).
 
     One fold of the whole vocabulary is made at a time, in this process, and restricted
-    to each set (the fold of the set's counts, exactly); its candidates are scored by
-    ``threads`` threads, each making its weights once (at the rows its held-out
+    once to each set of rows (the fold of the set's counts, exactly), which its plain,
+    df and MI prunings share; where two sets of rows are ranked by mutual information,
+    the whole fold's entries are computed once (:func:`mi_ranking`). Its candidates are
+    scored by ``threads`` threads, each making its weights once (at the rows its held-out
     documents use) and scoring the documents block by block: spread over forked workers,
     each would hold a fold of its own, which on 20 Newsgroups nearly doubled the memory
     of fit to gain 4 % of its time.
@@ -719,19 +730,30 @@ def held_out_summaries(
             last.put(counts, X, k, whole)
         held = X[rows]  # the held-out documents' rows, for every feature set
         blocks = row_blocks(rows.size, C)
-        work, rankings = [], {}  # the mutual information ranked once per set of rows
+        # The fold restricted to each set of rows once (its plain, df and MI sets share
+        # it), and the mutual information of the whole fold's entries once where two sets
+        # of rows are ranked: each set's are the whole's at its entries, to the bit.
+        work, rankings, inside = [], {}, {}
+        information = None
+        if len(most) > 1:
+            from .selection import pruning_information
+
+            information = (whole, pruning_information(whole.counts))
         for (set_rows, min_df, top_mi), mine, (summaries, known) in zip(sets, per_set, out):
+            at = None if set_rows is None else set_rows.tobytes()
+            if at not in inside:
+                inside[at] = restricted(whole, set_rows)
             ranking = None
             if top_mi is not None and min_df is None:
-                at = None if set_rows is None else set_rows.tobytes()
                 if at not in rankings:  # as far as the largest top_mi of these rows
-                    rankings[at] = mi_ranking(restricted(whole, set_rows), most[at])
+                    rankings[at] = mi_ranking(inside[at], most[at], information)
                 ranking = rankings[at]
-            fold, held_out = set_documents(whole, X, set_rows, min_df, top_mi, ranking, held)
+            fold, held_out = set_documents(inside[at], X, None, min_df, top_mi, ranking, held)
             fold_known = np.asarray(held_out.sum(axis=1)).ravel()
             known[rows] = fold_known
             work += [(settings, summary, fold, held_out, fold_known)
                      for settings, summary in zip(mine, summaries)]  # fmt: skip
+        del information, inside, rankings  # what the sets were made with, not scored with
 
         def score(item, rows=rows, blocks=blocks):
             settings, summary, fold, held_out, fold_known = item
