@@ -466,6 +466,66 @@ def test_counts_whose_sums_pass_2_63_are_refused_by_both_loaders(tmp_path, case)
         assert one_error_line(invoke(*args), crafted) == f"Error: {str(crafted)!r} {problem}\n"
 
 
+def wrapped_ledger(data: bytes) -> tuple[bytes, bytes]:
+    """``data`` (a model with a ledger) whose ledger's four entries of one (word, class)
+    cell hold 2^62, 2^62, 2^62 and 2^62 + their old sum: each below 2^63, their sum in
+    int64 the old one (4 x 2^62 wraps round to 0), so the counts are the ledger's sum as
+    an int64 sum takes it. Also the digest of the first of those documents."""
+    header, table = sections_of(data, "text")
+    entries = {entry[0]: entry for entry in table}
+
+    def values(name):
+        return np.frombuffer(entries[name][3], dtype=np.dtype(entries[name][1]))
+
+    labels, ptr = values("ledger_label").astype(np.int64), values("ledger_ptr")
+    words, counts = values("ledger_word").astype(np.int64), values("ledger_count")
+    document = np.repeat(np.arange(labels.size), np.diff(ptr.astype(np.int64)))
+    cells = words * len(header["classes"]) + labels[document]
+    shared, n = np.unique(cells, return_counts=True)
+    at = np.flatnonzero(cells == shared[n >= 4][0])[:4]
+    new = counts.astype(np.uint64)
+    new[at] = 2**62
+    new[at[3]] += int(counts[at].astype(np.int64).sum())
+    entries["ledger_count"][1:] = ["<u8", new.size, new.astype("<u8").tobytes()]
+    digest = values("ledger_digest").reshape(-1, 32)[document[at[0]]].tobytes()
+    return repack(header, table), digest
+
+
+def test_a_ledger_whose_sums_pass_2_63_is_refused_by_both_loaders(tmp_path):
+    """A ledger whose entries each fit in 63 bits but whose sum in a cell does not, and
+    wraps round in int64 to the model's counts: it loaded, and unlearning one of those
+    documents ended in a traceback (the remainder's counts negative). Refused on loading,
+    by both loaders; unlearn says so in one line."""
+    import hashlib
+    import shutil
+
+    path = tmp_path / "m.nbc"
+    result = CliRunner().invoke(
+        cli, ["fit", str(DEMO), "--model", "multinomial", "--ledger", "-o", str(path), "-q"]
+    )
+    assert result.exit_code == 0, result.output
+    crafted, digest = wrapped_ledger(path.read_bytes())
+    bad = tmp_path / "bad.nbc"
+    bad.write_bytes(crafted)
+    problem = (
+        "is not a valid nbclass model (count too large (the ledger's counts sum past 2^63 - 1))"
+    )
+    with pytest.raises(ModelFileError) as info:
+        modelfile.loads(crafted, "bad.nbc")
+    assert str(info.value) == f"'bad.nbc' {problem}"
+    with pytest.raises(ModelFileError) as info:
+        QuickModel(str(bad))
+    assert str(info.value) == f"{str(bad)!r} {problem}"
+    document = next(
+        f for f in sorted(DEMO.glob("*/*")) if hashlib.sha256(f.read_bytes()).digest() == digest
+    )
+    mistakes = tmp_path / "mistakes" / document.parent.name
+    mistakes.mkdir(parents=True)
+    shutil.copy(document, mistakes)
+    unlearned = invoke("unlearn", mistakes.parent, "-m", bad, "-o", tmp_path / "out.nbc", "-q")
+    assert one_error_line(unlearned, bad) == f"Error: {str(bad)!r} {problem}\n"
+
+
 def edit_header(data: bytes, kind: str, edit) -> bytes:
     header, table = sections_of(data, kind)
     edit(header)

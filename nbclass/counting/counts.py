@@ -331,17 +331,24 @@ def _sums_fit(class_count: np.ndarray, token_count) -> bool:
     """Whether N = Σ_c N_c and Σ_jc T_jc (non-negative counts) are at most 2^63 − 1, so
     that every sum taken of them in int64 (N, T_c, Σ_c T_jc, and Σ_j D_jc ≤ T_c) is exact:
     64-bit counts from a file may each be below 2^63 and sum past it, where int64 sums
-    wrap round. Counts of fewer than 8 bytes sum below 2^63 without a pass over them,
-    64-bit ones whose largest times their number is below it with one."""
+    wrap round."""
     if sum(np.asarray(class_count).tolist()) > MAX_COUNT:
         return False
-    values = token_count.data if is_sparse(token_count) else np.asarray(token_count).reshape(-1)
+    values = token_count.data if is_sparse(token_count) else np.asarray(token_count)
+    return sum_fits(values.reshape(-1))
+
+
+def sum_fits(values: np.ndarray) -> bool:
+    """Whether the sum of ``values`` (non-negative integers, shape (n,)) is at most
+    2^63 − 1, exactly: values of fewer than 8 bytes sum below it without a pass over them
+    (fewer than 2^31 of them), 64-bit ones whose largest times their number is below it
+    with one pass; else the halves of each block are summed (each half in 64 bits)."""
     if values.dtype.itemsize < 8 and values.size < 2**31:
         return True
     if not values.size or values.size * int(values.max()) <= MAX_COUNT:  # (as a rule)
         return True
     total, low = 0, np.uint64(2**32 - 1)
-    for start in range(0, values.size, BLOCK_PAIRS):  # each half summed in 64 bits, exactly
+    for start in range(0, values.size, BLOCK_PAIRS):
         block = values[start : start + BLOCK_PAIRS].astype(np.uint64)
         total += (int((block >> np.uint64(32)).sum()) << 32) + int((block & low).sum())
         if total > MAX_COUNT:

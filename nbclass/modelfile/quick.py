@@ -507,10 +507,11 @@ def _sizes_agree(s: dict, header: dict, V: int, C: int) -> bool:
         view = s.get(name)
         if view is not None and view.format == "Q" and len(view) and max(view) > 2**63 - 1:
             raise ValueError("count too large (a negative count, read as unsigned?)")
-    for name in ("class_count", "token_count"):  # as Counts.problems: N and Σ T_jc < 2^63
-        view = s[name]
-        if view.format == "Q" and sum(view) > 2**63 - 1:
-            raise ValueError("count too large (the counts sum past 2^63 - 1)")
+    for name, whose in (("class_count", "the"), ("token_count", "the"),
+                        ("ledger_count", "the ledger's"), ("sample_count", "the sample's")):
+        view = s.get(name)  # as the full loader: N, Σ T_jc and each list's sum < 2^63
+        if view is not None and view.format == "Q" and sum(view) > 2**63 - 1:
+            raise ValueError(f"count too large ({whose} counts sum past 2^63 - 1)")
     for prefix, record in (("ledger", header.get("ledger")), ("sample", header.get("sample"))):
         if f"{prefix}_ptr" not in s:
             continue

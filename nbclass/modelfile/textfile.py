@@ -66,7 +66,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..counting.counts import BLOCK_PAIRS, Counts, at_most, counts_of_pairs
+from ..counting.counts import BLOCK_PAIRS, Counts, at_most, counts_of_pairs, sum_fits
 from ..counting.ledger import Ledger
 from ..errors import ModelFileError, NbclassError
 from ..models.estimators import Prepared
@@ -563,6 +563,8 @@ def _ledger_sections(arrays: dict[str, np.ndarray], prefix: str) -> Ledger:
     digests = arrays[f"{prefix}_digest"]
     if digests.dtype != np.uint8 or digests.size % 32:
         raise ValueError(f"{prefix} digests are not bytes")
+    if not sum_fits(arrays[f"{prefix}_count"]):  # each below 2^63 (else negative below)
+        raise ValueError(f"count too large (the {prefix}'s counts sum past 2^63 - 1)")
     return Ledger(
         digests=digests.astype(np.uint8).reshape(-1, 32),
         labels=arrays[f"{prefix}_label"].astype(np.int64),
