@@ -424,10 +424,11 @@ def test_dcm_concentrations_of_every_class_at_once_are_those_of_each_alone():
     lengths = np.concatenate([rng.uniform(0, 500, 2000), rng.integers(0, 40, 400) * 1.0,
                               [0.0, 1.0, 4.0, 3.0, 4.0, 2.5]])  # fmt: skip
     distinct = np.concatenate([lengths[:2000] * rng.uniform(0, 1.1, 2000),
-                               rng.integers(0, 40, 400) * 1.0, [0.0, 0.5, 4.0, 2.0, 3.0, 1.0]])  # fmt: skip
+                               rng.integers(0, 40, 400) * 1.0,
+                               [0.0, 0.5, 4.0, 2.0, 3.0, 1.0]])  # fmt: skip
     together = dcm_concentrations(distinct, lengths)
-    alone = np.array([_concentration_one_class(d, n) for d, n in zip(distinct.tolist(),
-                                                                     lengths.tolist())])  # fmt: skip
+    pairs = zip(distinct.tolist(), lengths.tolist())
+    alone = np.array([_concentration_one_class(d, n) for d, n in pairs])
     assert together.view(np.int64).tolist() == alone.view(np.int64).tolist()
     smallest = math.exp(math.log(1e-12))
     assert (together == S_MAX).sum() > 100 and (together == smallest).sum() >= 3

@@ -1153,9 +1153,9 @@ def _sampled_by_column(parts: list, by_word: np.ndarray, V: int) -> tuple:
     column) once and in that order.
 
     Put in that order by stable sorts of 16-bit digits (:func:`nbclass.text.runs.stable_order`,
-    linear in the entries): the columns, then the marks (a sample's places, fewer than
-    2^16 for the sample of at most 16,000 documents: one pass). A sort of the 64-bit
-    (mark, column) keys took 0.17 s of the 1.07 million entries of 20 Newsgroups'
+    linear in the entries): the columns, then the marks (the documents' indices among
+    the corpus's paths: one pass below 2^16 documents, two below 2^32). A sort of the
+    64-bit (mark, column) keys took 0.17 s of the 1.07 million entries of 20 Newsgroups'
     sample, these 0.07 s."""
     from ..text.runs import stable_order
 
