@@ -343,8 +343,8 @@ def sum_fits(values: np.ndarray) -> bool:
     2^63 − 1, exactly: values of fewer than 8 bytes sum below it without a pass over them
     (fewer than 2^31 of them), 64-bit ones whose largest times their number is below it
     with one pass; else the halves of each block are summed (each half in 64 bits)."""
-    if values.dtype.itemsize < 8 and values.size < 2**31:
-        return True
+    if values.dtype.kind not in "iu" or values.dtype.itemsize < 8 and values.size < 2**31:
+        return True  # (counts of another type: checked where they come from a file)
     if not values.size or values.size * int(values.max()) <= MAX_COUNT:  # (as a rule)
         return True
     total, low = 0, np.uint64(2**32 - 1)
