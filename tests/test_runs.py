@@ -377,6 +377,13 @@ def test_cell_sums_count_each_cells_texts_and_tokens(tokens, labels, marks):
         again = _cell_sums(text, word, classes, 7 * scale, C, np.array(marks))
         assert [a.tolist() for a in again[:3]] == [cells.tolist(), docs.tolist(), counts.tolist()]
         assert sorted(zip(*(a.tolist() for a in again[3]))) == marked
+        # In parts, as a chunk's words and symbols come: each in the texts' order, no
+        # word in both (the texts not in order overall, no sort by text needed).
+        parts = sorted(range(len(tokens)), key=lambda k: (tokens[k][1] >= 3, tokens[k][0]))
+        in_parts = _cell_sums(text[parts], word[parts], classes, 7 * scale, C, np.array(marks))
+        assert [a.tolist() for a in in_parts[:3]] == [cells.tolist(), docs.tolist(),
+                                                      counts.tolist()]  # fmt: skip
+        assert sorted(zip(*(a.tolist() for a in in_parts[3]))) == marked
 
 
 @settings(max_examples=200, deadline=None)

@@ -1566,15 +1566,20 @@ def _cell_sums(text: np.ndarray, word: np.ndarray, labels: Sequence[int], N: int
     C + class (int64, ascending), the texts holding the word and its tokens (int32), from
     the text and the word (< N) of each token and the texts' ``labels`` (< C). ``rows``:
     with ``marks`` (int64, one per text, −1 for none), the marked texts' rows as
-    ``(mark, word, count)`` arrays (int64), each (text, word) once, in (word, text)
-    order; else None.
+    ``(mark, word, count)`` arrays (int64), each (text, word) once, in (word, class,
+    text) order; else None.
 
     The tokens are put in (word, class, text) order by stable sorts of 16-bit digits,
     which numpy makes by counting, in time linear in the tokens (a sort of their 64-bit
     (class, word, text) codes took 4 ms of 107,000 tokens, two such passes about 1.5):
-    by text where the tokens are not in the texts' order, by class where the labels are
-    not in order, then by word. Equal (word, class) neighbours are a cell's tokens, equal
-    (word, text) ones a text's tokens of the word.
+    by class where the labels are not in order, then by word. Equal (word, class)
+    neighbours are a cell's tokens, equal (word, text) ones a text's tokens of the word,
+    when each word's tokens came in the texts' order. A chunk's tokens come in parts
+    (its words, its symbols, its word pairs: each in the texts' order, no word in two
+    parts), so that holds without a sort by text; where a word's texts (a cell's, when
+    sorted by class) are found out of order after the sorts, the tokens are sorted by
+    text first and again (20 Newsgroups' chunks with the symbols: a quarter of this
+    function's time saved).
 
     A text's tokens of a word are neighbours in that order too (a text has one class):
     the marked texts' rows are read from the same order, in linear time, where sorting
@@ -1586,18 +1591,29 @@ def _cell_sums(text: np.ndarray, word: np.ndarray, labels: Sequence[int], N: int
     [[0, 1], [1, 2], [1, 4], [7, 7], [0, 1], [1, 2]]
     """
     labels = np.asarray(labels, dtype=np.int64)
-    order = None
-    if (text[1:] < text[:-1]).any():
-        order = stable_order(text, labels.size)
-    if (labels[1:] < labels[:-1]).any():
-        order = stable_order(labels[text], C, order)
-    order = stable_order(word, N, order)
-    word, text = word[order], text[order]
-    classes = labels[text]
-    cell = np.empty(word.size, dtype=bool)
-    cell[0] = True
-    np.not_equal(word[1:], word[:-1], out=cell[1:])
-    cell[1:] |= classes[1:] != classes[:-1]
+    unsorted = (labels[1:] < labels[:-1]).any()
+    by_text = None  # the order by text, when it is sorted by text first
+    while True:
+        order = by_text
+        if unsorted:
+            order = stable_order(labels[text], C, order)
+        order = stable_order(word, N, order)
+        sorted_word, sorted_text = word[order], text[order]
+        classes = labels[sorted_text]
+        cell = np.empty(sorted_word.size, dtype=bool)
+        cell[0] = True
+        np.not_equal(sorted_word[1:], sorted_word[:-1], out=cell[1:])
+        # Out of order: a word's texts where the labels are in order (its classes follow
+        # its texts), else a cell's texts (sorted by class).
+        out = sorted_text[1:] < sorted_text[:-1]
+        out &= ~cell[1:]
+        cell[1:] |= classes[1:] != classes[:-1]
+        if unsorted:
+            out &= ~cell[1:]
+        if by_text is not None or not out.any():
+            break
+        by_text = stable_order(text, labels.size)  # a word's texts out of order
+    word, text = sorted_word, sorted_text
     pair = text[1:] != text[:-1]  # a text's first token of the word (or of the cell)
     pair |= cell[1:]
     starts = np.flatnonzero(cell)
