@@ -172,9 +172,12 @@ def plan(counts: Counts, most: int = FOLDS) -> tuple[int, int]:
 
 # A candidate's held-out scores are documents × classes numbers, and the calibration goes
 # through the winner's a dozen times or more: the choice scores as many sampled documents
-# as keep them within this many cells (256 MB of float64), so that its time and memory
-# stop growing with the classes (20,000 classes: 1,677 documents).
-CHOICE_CELLS = 2**25
+# as keep them within this many cells (64 MB of float64), so that its time and memory
+# stop growing with the classes (2,000 classes: 4,194 documents; 20,000 classes: 419).
+# Most of the choice's time past a few hundred classes is in proportion to these cells:
+# with 2²⁵ (256 MB), the choice of a generated 20,000 classes × 200,000 words took 19 s
+# of CPU, nearly three times the count of its 177 MB; with 2²³, 6.3 s.
+CHOICE_CELLS = 2**23
 
 
 def scored_rows(labels: np.ndarray, documents: int, n_classes: int) -> np.ndarray:
@@ -184,15 +187,15 @@ def scored_rows(labels: np.ndarray, documents: int, n_classes: int) -> np.ndarra
     (:func:`nbclass.counting.sketch.per_class_for`), while they are at most
     :data:`CHOICE_CELLS` // ``n_classes`` documents; past that, fewer of each class as
     many as fit (down to none), and past that again the first :data:`CHOICE_CELLS` //
-    ``n_classes`` documents alone. Up to 2,000 classes the sample always fits (16,000
-    documents × 2,000 classes are under 2²⁵ cells).
+    ``n_classes`` documents alone. Up to 524 classes the sample always fits (16,000
+    documents × 524 classes are under 2²³ cells).
 
     >>> labels = np.array([0, 0, 0, 1, 0, 1, 1, 2])
     >>> scored_rows(labels, 2, 10).tolist()  # the first 2, and the first 5 of each class
     [0, 1, 2, 3, 4, 5, 6, 7]
-    >>> scored_rows(labels, 4, 2**23).tolist()  # 4 documents fit, none of each class kept
+    >>> scored_rows(labels, 4, 2**21).tolist()  # 4 documents fit, none of each class kept
     [0, 1, 2, 3]
-    >>> scored_rows(labels, 6, 2**24).tolist()  # 2 documents fit: the first 2 alone
+    >>> scored_rows(labels, 6, 2**22).tolist()  # 2 documents fit: the first 2 alone
     [0, 1]
     """
     most = max(1, CHOICE_CELLS // max(n_classes, 1))
