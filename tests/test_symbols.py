@@ -161,6 +161,18 @@ def test_the_command_refuses_what_does_not_combine(tmp_path, options, message):
     assert not (tmp_path / "m.nbc").exists()
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(sorted(set(MIXED) - {"\x00"})), max_size=6),
+                max_size=60))
+def test_symbol_rows_are_the_entries_is_symbol_names(vocabulary):
+    """symbol_rows (array speed: each entry's word and space characters counted from
+    running counts) marks exactly the entries is_symbol accepts: empty entries, spaces,
+    single word characters, marks that combine and characters outside the BMP included."""
+    marked = runs_module.symbol_rows(vocabulary)
+    assert marked.dtype == bool and marked.shape == (len(vocabulary),)
+    assert marked.tolist() == [is_symbol(e) for e in vocabulary]
+
+
 def test_the_family_is_told_only_in_a_vocabulary_of_symbols():
     vocabulary = ("ab", "?", "a", "日", ":)", "ab cd", "a?", "été", "_")
     assert rows_of(vocabulary, ("symbols",), symbols=True).tolist() == [

@@ -1728,9 +1728,15 @@ def symbol_rows(vocabulary: Sequence[str]) -> np.ndarray:
         "\x00".join(vocabulary).encode("utf-32-le", "surrogatepass"), dtype="<u4"
     )
     ends = np.append(np.flatnonzero(points == 0), points.size)  # after each entry
-    length = np.diff(ends, prepend=-1) - 1
-    words = np.bincount(np.searchsorted(ends, np.flatnonzero(is_word(points))), minlength=V)
-    inner = points.copy()
-    inner[ends[:-1]] = ord("x")  # the separators are not the entries' spaces
-    spaces = np.bincount(np.searchsorted(ends, np.flatnonzero(is_space(inner))), minlength=V)
+    starts = np.append(0, ends[:-1] + 1)
+    length = ends - starts
+
+    def per_entry(marks: np.ndarray) -> np.ndarray:
+        # How many marked characters each entry holds, from the running count: the
+        # separators (at the ends) are outside every entry's range.
+        running = np.zeros(points.size + 1, dtype=np.int64)
+        np.cumsum(marks, out=running[1:])
+        return running[ends] - running[starts]
+
+    words, spaces = per_entry(is_word(points)), per_entry(is_space(points))
     return (spaces == 0) & (length > 0) & ((words == 0) | ((length == 1) & (words == 1)))
