@@ -67,11 +67,14 @@ def bounds(labels: Sequence[int], n_classes: int) -> list[int]:
     The sample is the first :data:`OVERALL` of ``n`` documents by digest and the first
     m (:func:`per_class_for`) of each class of ``n_c``: SHA-256 is uniform, so the k-th
     smallest of n digests lies near the share k / n of the range, within about √k / n.
-    The bound is the share (k + 4 √k + 4) / n of the range for both (the larger of
-    the two for a class; every digest where it reaches the whole): about 5 % more
-    documents than the sample at 6,000, and a document of the sample beyond it is
-    read and counted again after the count (:func:`nbclass.models.learning.marked_sample`),
-    so the sample never depends on the bound, only the work.
+    The bound is the share (k + 4 √k + 4) / n of the range for the first k = 6,000
+    (about 5 % more documents than those; 4 standard deviations past them), and for a
+    class the larger of that and 2 m / n_c (twice the documents its first m need, so
+    that at most 2 × 10,000 documents are kept for the classes, as many as
+    :data:`REPRESENTATIVES` twice, whatever their number); every digest where it
+    reaches the whole. A document of the sample beyond its bound is read and counted
+    again after the count (:func:`nbclass.models.learning.marked_sample`), so the sample
+    never depends on the bounds, only the work.
 
     >>> top = 1 << 64
     >>> [b == top for b in bounds([0] * 10 + [1] * 9000, 2)]
@@ -81,15 +84,13 @@ def bounds(labels: Sequence[int], n_classes: int) -> list[int]:
     """
     whole = 1 << 64
 
-    def share(k: int, n: int) -> int:
-        if n <= k:
-            return whole
-        return min(whole, int((k + 4 * k**0.5 + 4) / n * whole))
+    def share(part: float, n: int) -> int:
+        return whole if n <= part else int(part / n * whole)
 
     sizes = np.bincount(np.asarray(labels, dtype=np.int64), minlength=n_classes).tolist()
-    overall = share(OVERALL, len(labels))
+    overall = share(OVERALL + 4 * OVERALL**0.5 + 4, len(labels))
     m = per_class_for(n_classes)
-    return [max(overall, share(m, size)) if m else overall for size in sizes]
+    return [max(overall, share(2 * m, size)) if m else overall for size in sizes]
 
 
 def order_of(digests: np.ndarray, labels: np.ndarray) -> np.ndarray:
