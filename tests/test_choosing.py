@@ -669,18 +669,24 @@ def test_fit_reads_only_its_corpus(tmp_path, monkeypatch):
         {"a": [f"alpha word{i} common" for i in range(8)], "b": [f"beta w{i}" for i in range(8)]},
     )
     opened = []
-    real = reading.read_document
+    real, real_each = reading.read_document, reading.read_documents
 
     def spy(path, *args, **kwargs):
         opened.append(str(path))
         return real(path, *args, **kwargs)
 
+    def spy_each(paths, *args, **kwargs):  # the count's reads (a document at a time)
+        paths = list(paths)
+        opened.extend(map(str, paths))
+        return real_each(paths, *args, **kwargs)
+
     monkeypatch.setattr(reading, "read_document", spy)
     monkeypatch.setattr("nbclass.models.learning.read_document", spy)
+    monkeypatch.setattr("nbclass.counting.tally.read_documents", spy_each)
     assert invoke("fit", train, "-o", tmp_path / "m.nbc", "-j", "1", "-q").exit_code == 0
     assert opened and all(p.startswith(str(train)) for p in opened)
     listed = {str(p) for p in train.rglob("*.txt")}
-    assert set(opened) <= listed
+    assert set(opened) == listed  # every document counted, none read from elsewhere
 
 
 def test_a_model_file_given_to_model_points_at_m(tmp_path):
