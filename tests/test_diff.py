@@ -172,7 +172,7 @@ def test_diff_reports_how_the_models_score_at_their_defaults(tmp_path, runner):
         "defaults      complement tf=log no-class-prior (chosen by fit) -> complement",
         "tf=log β=fit (named)",  # wrapped at 80 columns
         f"fitted β      none -> {b.prepared.beta:.4g}",
-        f"calibration   t = {c.t0:.4g}, {c.t1:.4g}, {c.t2:.4g} -> none",
+        f"calibration   t = {c.t0:.4g}, {c.t1:.4g}, {c.t2:.4g}, class offsets -> none",
         f"typicality    42 documents, median {a.typicality['percentiles'][50]:.4g} -> not "
         "stored",
     ]

@@ -669,7 +669,8 @@ def scoring_diff(old: Model, new: Model) -> dict:
     other documents, so the counts alone cannot say whether a model changed. Each side
     holds ``defaults`` (the short name of the default settings,
     :func:`nbclass.models.choosing.describe`), ``chosen`` (whether fit chose them),
-    ``fitted_beta`` (the fitted β, or None), ``calibration`` (t0, t1, t2, or None) and
+    ``fitted_beta`` (the fitted β, or None), ``calibration`` (its record: t0, t1, t2 and
+    any class offsets, or None) and
     ``typicality`` (the stored record's documents and median per-token evidence, or
     None); ``changed`` lists the fields that differ (the typicality by its whole record).
     """

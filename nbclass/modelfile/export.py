@@ -12,7 +12,8 @@ f(x) its word presences. An export holds what scoring needs: the tokenizer setti
 vocabulary, W, b, the transform, DCM's s_c, and the calibration fit chose with the
 settings (null for a named formula): when present, {"t0", "t1", "t2"}, the scores are
 divided by T(x) = exp(t0 + t1 log(1 + n) + t2 log(1 + g)) before the softmax, n the
-document's in-vocabulary tokens and g the gap between its two top scores; and ``prior``,
+document's in-vocabulary tokens and g the gap between its two top scores, and with
+"offsets" a_c and "length_offsets" d_c, a_c + d_c log(1 + n) added to them; and ``prior``,
 log p(c | x) of a document with no in-vocabulary token (n = 0), which predict reports
 whatever the scores.
 
@@ -37,6 +38,15 @@ FORMAT = "nbclass-export"
 VERSION = 1
 PAIRS_VERSION = 2  # W given by its nonzero pairs (a model past DENSE_CELLS weight cells)
 EXPORTED = "multinomial, bernoulli, complement, poisson and dcm"
+
+
+def _calibration_record(calibration) -> dict:
+    """{"t0", "t1", "t2"}, and the class offsets when the calibration has them."""
+    record = {"t0": calibration.t0, "t1": calibration.t1, "t2": calibration.t2}
+    if calibration.offsets:
+        record["offsets"] = list(calibration.offsets)
+        record["length_offsets"] = list(calibration.length_offsets)
+    return record
 
 
 def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = True) -> dict:
@@ -98,9 +108,7 @@ def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = Tru
             "tf": getattr(scorer, "tf", "raw"),
             "length_norm": bool(getattr(scorer, "length_norm", False)),
         },
-        "calibration": None
-        if calibration is None
-        else {"t0": calibration.t0, "t1": calibration.t1, "t2": calibration.t2},
+        "calibration": None if calibration is None else _calibration_record(calibration),
         "prior": classifier.prior.tolist(),
         "vocabulary": list(counts.vocabulary),
         "weights": weights,

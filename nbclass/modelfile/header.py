@@ -255,10 +255,11 @@ def exit_codes(header: dict, classes: list[str]) -> dict[str, int] | None:
     return check_stored(header.get("exit_codes"), classes)
 
 
-def calibration(header: dict) -> Calibration | None:
-    """The calibration fit stored with its choice, or None; bounded parameters."""
+def calibration(header: dict, classes: int | None = None) -> Calibration | None:
+    """The calibration fit stored with its choice, or None; bounded parameters, and C
+    class offsets when it has them (``classes``: C)."""
     data = header.get("calibration")
-    return None if data is None else Calibration.from_dict(data)
+    return None if data is None else Calibration.from_dict(data, classes)
 
 
 def transformed_total(found: Prepared) -> float | None:

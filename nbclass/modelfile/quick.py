@@ -97,7 +97,7 @@ class QuickModel:
             self.doc_count, self.token_count = s["doc_count"], s["token_count"]
             self.used = s["used"]
             self.prepared = checked.prepared(header, C, self.defaults)
-            self.calibration = checked.calibration(header)
+            self.calibration = checked.calibration(header, C)
             self.exit_codes = effective(checked.exit_codes(header, self.classes), self.classes)
             self.typicality = header.get("typicality")
             hist_ptr = s["histogram_ptr"].tolist()
@@ -600,7 +600,10 @@ def reported(
     if calibration is None:
         return log_posterior(jll)
     scale = 1.0 / calibration.temperature(known, score_gap(jll))
-    return log_posterior([b * scale for b in jll])
+    shift = calibration.shift(known)
+    if shift is None:
+        return log_posterior([b * scale for b in jll])
+    return log_posterior([b * scale + s for b, s in zip(jll, shift)])
 
 
 def score_document(

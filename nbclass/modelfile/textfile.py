@@ -498,7 +498,7 @@ def _build(
         ledger=_build_ledger(header, arrays, counts),
         column_words=_build_column_words(tokenizer, arrays, vocabulary),
         choice=checked.choice(header),
-        calibration=checked.calibration(header),
+        calibration=checked.calibration(header, len(classes)),
         exit_codes=checked.exit_codes(header, classes),
         multi_label=checked.multi_label(header, classes),
     )

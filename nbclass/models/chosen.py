@@ -46,12 +46,26 @@ def temperatures(calibration: Calibration, n_tokens, jll: np.ndarray) -> np.ndar
 
 def calibrated(jll: np.ndarray, n_tokens: np.ndarray, calibration: Calibration | None):
     """log p(c | x) of scores ``jll`` (n, C), calibrated when ``calibration`` is given
-    (documents with known tokens; :func:`reported` is what commands print)."""
+    (documents with known tokens; :func:`reported` is what commands print): softmax_c(b_c
+    / T(x)), plus the class offsets a_c + d_c · log(1 + n_x) when it has them."""
     if calibration is None:
         return log_posterior(jll)
     scale = 1.0 / temperatures(calibration, n_tokens, jll)
     with np.errstate(invalid="ignore"):
-        return log_posterior(np.where(np.isneginf(jll), -np.inf, jll * scale[:, None]))
+        scaled = np.where(np.isneginf(jll), -np.inf, jll * scale[:, None])
+    shift = offsets(calibration, n_tokens)
+    if shift is not None:  # -inf stays -inf
+        scaled += shift
+    return log_posterior(scaled)
+
+
+def offsets(calibration: Calibration, n_tokens) -> np.ndarray | None:
+    """a_c + d_c · log(1 + n_x) of each document, shape (n, C), or None when the
+    calibration has no class offsets (as :meth:`Calibration.shift`, for arrays)."""
+    if not calibration.offsets:
+        return None
+    u = np.log1p(np.asarray(n_tokens, dtype=np.float64))
+    return np.asarray(calibration.offsets) + u[:, None] * np.asarray(calibration.length_offsets)
 
 
 def reported(

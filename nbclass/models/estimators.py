@@ -311,34 +311,77 @@ class Calibration(Record, frozen=True):
     between its two top scores (:func:`score_gap`); :mod:`nbclass.models.choosing` fits
     t0, t1 and t2. T is the same for every class of a document, so the order of its
     classes is the formula's; and with t2 ≤ 1 the calibrated gap g / T still grows with g.
-    A record without t2 (older files) has t2 = 0."""
+    A record without t2 (older files) has t2 = 0.
+
+    With class offsets (``offsets`` a_c and ``length_offsets`` d_c, C numbers each, when
+    the choice picked them: :func:`nbclass.models.choosing.fit_offsets`),
+
+        p(c | x) = softmax_c(b_c / T(x) + a_c + d_c · log(1 + n_x)),
+
+    which can change a document's label: the refinement the choice measured on held-out
+    documents, not a calibration alone."""
 
     t0: float
     t1: float
     t2: float = 0.0
+    offsets: tuple = ()
+    length_offsets: tuple = ()
 
     BOUND = 20.0  # |t0|, |t1| at most: e^20 is far past any temperature a fit finds
     GAP_BOUND = 1.0  # |t2| at most: past 1 a wider gap would give a narrower calibrated one
+    OFFSET_BOUND = 1000.0  # |a_c|, |d_c| at most (the ridge keeps a fit's far below)
+    KIND = "length-temperature"
+    OFFSETS_KIND = "length-temperature+class-offsets"
 
     def temperature(self, n_tokens: int, gap: float = 0.0) -> float:
         """T(x) for a document of ``n_tokens`` known tokens whose two top scores are
         ``gap`` apart."""
         return math.exp(self.t0 + self.t1 * math.log1p(n_tokens) + self.t2 * math.log1p(gap))
 
+    def shift(self, n_tokens: int) -> list[float] | None:
+        """a_c + d_c · log(1 + n_x) of a document of ``n_tokens`` known tokens, C numbers,
+        or None without offsets."""
+        if not self.offsets:
+            return None
+        u = math.log1p(n_tokens)
+        return [a + d * u for a, d in zip(self.offsets, self.length_offsets)]
+
     def to_dict(self) -> dict:
-        return {"kind": "length-temperature", "t0": self.t0, "t1": self.t1, "t2": self.t2}
+        if not self.offsets:
+            return {"kind": self.KIND, "t0": self.t0, "t1": self.t1, "t2": self.t2}
+        return {
+            "kind": self.OFFSETS_KIND, "t0": self.t0, "t1": self.t1, "t2": self.t2,
+            "offsets": list(self.offsets), "length_offsets": list(self.length_offsets),
+        }  # fmt: skip
 
     @classmethod
-    def from_dict(cls, data: dict) -> Calibration:
-        """Read :meth:`to_dict`'s output; ``ValueError`` when a field is malformed."""
-        if not isinstance(data, dict) or data.get("kind") != "length-temperature":
+    def from_dict(cls, data: dict, classes: int | None = None) -> Calibration:
+        """Read :meth:`to_dict`'s output (``classes``: C, the offsets' length when given);
+        ``ValueError`` when a field is malformed."""
+        kind = data.get("kind") if isinstance(data, dict) else None
+        if kind not in (cls.KIND, cls.OFFSETS_KIND):
             raise ValueError("the calibration is not a length-temperature record")
         t0, t1, t2 = float(data["t0"]), float(data["t1"]), float(data.get("t2", 0.0))
         if not (abs(t0) <= cls.BOUND and abs(t1) <= cls.BOUND):
             raise ValueError(f"calibration parameters must be finite and within ±{cls.BOUND}")
         if not abs(t2) <= cls.GAP_BOUND:
             raise ValueError(f"the calibration's t2 must be finite and within ±{cls.GAP_BOUND}")
-        return cls(t0, t1, t2)
+        if kind == cls.KIND:
+            return cls(t0, t1, t2)
+        offsets, slopes = data.get("offsets"), data.get("length_offsets")
+        if not (isinstance(offsets, list) and isinstance(slopes, list)
+                and len(offsets) == len(slopes) >= 1):  # fmt: skip
+            raise ValueError("the calibration's class offsets must be two lists of C numbers")
+        if classes is not None and len(offsets) != classes:
+            raise ValueError(
+                f"the calibration has {len(offsets)} class offsets for {classes} classes"
+            )
+        a, d = tuple(map(float, offsets)), tuple(map(float, slopes))
+        if not all(abs(x) <= cls.OFFSET_BOUND for x in a + d):
+            raise ValueError(
+                f"the calibration's class offsets must be finite and within ±{cls.OFFSET_BOUND}"
+            )
+        return cls(t0, t1, t2, a, d)
 
 
 # What scores a model whose file names no choice (a model written by a library call, or a

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import UsageError
 from .abstain import NO_KNOWN_WORDS, Abstention
-from .chosen import temperatures
+from .chosen import offsets, temperatures
 from .model import Classifier
 
 
@@ -207,6 +207,10 @@ def explanations(classifier: Classifier, scored: ScoredBatch, n: int) -> list[di
         contributions = contributions.copy()
         contributions.data *= np.repeat(scale, np.diff(contributions.indptr))
         bias = bias * scale
+        shift = offsets(classifier.calibration, scored.known)
+        if shift is not None:  # the class offsets move the log-odds as a bias does
+            rows = np.arange(shift.shape[0])
+            bias = bias + shift[rows, a] - shift[rows, r]
     # A document with no known word has the prior's posterior: no word moved it, and
     # its log-odds are the prior's (nbclass.models.chosen.reported).
     empty = scored.known == 0

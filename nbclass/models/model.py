@@ -355,7 +355,7 @@ def with_choice(model: Model, threads: int = 1) -> Model:
               for names, _, _, _ in features]  # fmt: skip
     features = features if len(features) > 1 else None
     choice = choose(counts, X, part.labels, k=folds, threads=threads, features=features,
-                    second=second)  # fmt: skip
+                    second=second, offsets=True)  # fmt: skip
     if choice.features is not None or choice.top_mi is not None:
         chosen = replace(base, features=choice.features, prune_df=choice.min_df,
                          prune_mi=choice.top_mi)  # fmt: skip

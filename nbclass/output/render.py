@@ -523,6 +523,12 @@ def info_lines(info: dict) -> Iterator[str]:
             f"{c['t1']:.4g} log(1 + known tokens) {'-' if t2 < 0 else '+'} "
             f"{abs(t2):.4g} log(1 + gap))"
         )
+        if c.get("offsets"):
+            yield (
+                "             + class offsets a_c + d_c log(1 + known tokens) (a_c "
+                f"{min(c['offsets']):.3g} to {max(c['offsets']):.3g}, d_c "
+                f"{min(c['length_offsets']):.3g} to {max(c['length_offsets']):.3g})"
+            )
     t = info.get("typicality")
     if t:
         yield (

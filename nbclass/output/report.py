@@ -435,7 +435,8 @@ def _scoring_rows(scoring: dict) -> list[tuple[str, str]]:
         c = side["calibration"]
         if c is None:
             return "none"
-        return f"t = {c['t0']:.4g}, {c['t1']:.4g}, {c.get('t2', 0.0):.4g}"
+        shown = f"t = {c['t0']:.4g}, {c['t1']:.4g}, {c.get('t2', 0.0):.4g}"
+        return shown + ", class offsets" if c.get("offsets") else shown
 
     def typicality(side):
         t = side["typicality"]

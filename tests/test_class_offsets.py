@@ -1,0 +1,113 @@
+"""The class offsets of a chosen model: p(c | x) = softmax_c(b_c / T(x) + a_c + d_c log(1 + n_x)),
+their fit on held-out scores, their record in the model file, and the choice that keeps them."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+
+from nbclass.modelfile.quick import reported
+from nbclass.models import choosing
+from nbclass.models.chosen import calibrated
+from nbclass.models.estimators import Calibration, EstimatorSettings
+
+LN2, LN3 = math.log(2), math.log(3)
+
+
+def test_the_offsets_add_to_the_tempered_scores_as_the_formula_says():
+    # T = e^(ln 2) = 2; b = (ln 4, 0) -> b / T = (ln 2, 0); n_x = 1 -> log(1 + n_x) = ln 2;
+    # class 0: ln 2 + a_0 + d_0 ln 2 = ln 2 + ln 3 + ln 2 = ln 12, class 1: 0 + 0 + 0.
+    # p = (12/13, 1/13).
+    calibration = Calibration(LN2, 0.0, 0.0, (LN3, 0.0), (1.0, 0.0))
+    jll = np.array([[math.log(4), 0.0]])
+    got = np.exp(calibrated(jll, np.array([1]), calibration))[0]
+    assert got.tolist() == pytest.approx([F(12, 13), F(1, 13)], rel=1e-15)
+    # the one-document path, in plain Python
+    quick = reported([math.log(4), 0.0], 1, [5, 5], EstimatorSettings(), calibration)
+    assert [math.exp(x) for x in quick] == pytest.approx([F(12, 13), F(1, 13)], rel=1e-15)
+    # n_x = 3: log(1 + n_x) = ln 4 = 2 ln 2, d_1 = -1/2 -> class 1 gets a_1 - ln 2;
+    # class 0: ln 2 + ln 3 + 0 = ln 6, class 1: ln(1/2) + (-ln 2)... b_1 / T = 0.
+    # scores (ln 6, -ln 2): p = (6 / (6 + 1/2), (1/2) / (6 + 1/2)) = (12/13, 1/13).
+    calibration = Calibration(LN2, 0.0, 0.0, (LN3, 0.0), (0.0, -0.5))
+    got = np.exp(calibrated(jll, np.array([3]), calibration))[0]
+    assert got.tolist() == pytest.approx([F(12, 13), F(1, 13)], rel=1e-15)
+
+
+def test_a_class_ruled_out_stays_ruled_out_and_no_evidence_gives_the_prior():
+    calibration = Calibration(0.0, 0.0, 0.0, (5.0, 0.0, 0.0), (1.0, 0.0, 0.0))
+    jll = np.array([[-np.inf, math.log(2), 0.0]])
+    got = np.exp(calibrated(jll, np.array([7]), calibration))[0]
+    assert got.tolist() == pytest.approx([0.0, F(2, 3), F(1, 3)], rel=1e-15)
+    assert got[0] == 0.0
+    # a document with no known token: the class prior, whatever the offsets
+    prior = reported([-1.0, -2.0, -3.0], 0, [1, 1, 2], EstimatorSettings(), calibration)
+    assert [math.exp(x) for x in prior] == pytest.approx([F(2, 7), F(2, 7), F(3, 7)], rel=1e-15)
+
+
+def test_the_fitted_offsets_are_the_minimum_of_the_penalised_log_loss():
+    """The objective is convex: a zero gradient is its minimum. Checked on scores of four
+    classes, one of them ruled out for some documents, lengths 0 to 200."""
+    rng = np.random.default_rng(7)
+    n, C = 400, 4
+    y = rng.integers(0, C, n)
+    n_tokens = rng.integers(0, 200, n)
+    L = rng.normal(size=(n, C)) + 2.0 * (np.arange(C)[None, :] == y[:, None])
+    L[rng.random(n) < 0.1, 3] = -np.inf
+    L[y == 3, 3] = np.log(0.5)  # never the true class's score
+    L = L - np.logaddexp.reduce(L, axis=1, keepdims=True)
+    a, d = choosing.fit_offsets(L, y, n_tokens)
+    u = np.log1p(n_tokens)
+    S = L + a + np.outer(u, d)
+    P = np.exp(S - np.logaddexp.reduce(S, axis=1, keepdims=True))
+    R = P.copy()
+    R[np.arange(n), y] -= 1.0
+    gradient_a = R.sum(axis=0) + choosing.OFFSET_RIDGE * a
+    gradient_d = u @ R + choosing.OFFSET_RIDGE * d
+    # zero to the precision of the objective's floats (a first gradient of order n)
+    assert max(np.abs(gradient_a).max(), np.abs(gradient_d).max()) <= 1e-9 * n
+    assert np.abs(a).max() > 0.05  # they moved: the scores were not already calibrated
+    # the same scores give the same floats
+    again = choosing.fit_offsets(L, y, n_tokens)
+    assert again[0].tolist() == a.tolist() and again[1].tolist() == d.tolist()
+
+
+def test_cross_fitted_offsets_score_no_document_with_offsets_it_helped_fit():
+    """Each fold's documents are scored by the calibration and offsets of the other folds:
+    changing one fold's scores leaves its own documents' results as they were."""
+    rng = np.random.default_rng(3)
+    n, C = 300, 3
+    y = np.arange(n) % C
+    jll = rng.normal(size=(n, C)) * 5 + 4.0 * (np.arange(C)[None, :] == y[:, None])
+    n_tokens = rng.integers(1, 50, n)
+    folds = choosing.stratified_fold_ids(y, 3)
+    first = choosing.cross_fitted_offsets(jll, y, n_tokens, folds)
+    changed = jll.copy()
+    changed[folds == 0] = rng.normal(size=((folds == 0).sum(), C))
+    second = choosing.cross_fitted_offsets(changed, y, n_tokens, folds)
+    # every other fold's offsets were fitted with fold 0's documents: all their numbers move
+    assert (first[folds != 0] != second[folds != 0]).all()
+    # fold 0's documents are scored by offsets fitted on folds 1 and 2 alone: with its own
+    # scores restored, the same floats
+    restored = changed.copy()
+    restored[folds == 0] = jll[folds == 0]
+    third = choosing.cross_fitted_offsets(restored, y, n_tokens, folds)
+    assert np.array_equal(third[folds == 0], first[folds == 0])
+
+
+def test_the_record_keeps_the_offsets_and_an_old_record_reads_as_before():
+    plain = Calibration(0.5, 0.25, -0.125)
+    assert plain.to_dict() == {"kind": "length-temperature", "t0": 0.5, "t1": 0.25, "t2": -0.125}
+    assert Calibration.from_dict(plain.to_dict(), 3) == plain
+    shifted = Calibration(0.5, 0.25, -0.125, (0.1, -0.2, 0.3), (1.0, 0.0, -1.0))
+    record = shifted.to_dict()
+    assert record["kind"] == "length-temperature+class-offsets"
+    assert Calibration.from_dict(record, 3) == shifted
+    with pytest.raises(ValueError, match="3 class offsets for 2 classes"):
+        Calibration.from_dict(record, 2)
+    for bad in ({**record, "offsets": [0.1, 0.2]}, {**record, "offsets": "x"},
+                {**record, "length_offsets": [1.0, math.inf, 0.0]}):  # fmt: skip
+        with pytest.raises(ValueError):
+            Calibration.from_dict(bad, 3)
