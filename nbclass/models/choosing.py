@@ -1295,11 +1295,16 @@ def choose(
     candidate is then scored
     on each set's rows alone (the counts and the sample restricted to them, as a fit
     counting only those tokens would hold), the sets in that order, and the choice picks
-    a set with the settings. ``second``, when given, marks the sets (one bool each) scored
+    a set with the settings. ``second``, when given, marks the sets (one item each) scored
     in a second round, only with the :data:`SECOND_ROUND` settings that did best on the
     other sets by the criterion (and their evidence settings,
     :func:`nbclass.models.novelty.evidence_settings`, for the typicality): the sets with
-    word pairs, whose entries are many times the words'. ``offsets``: the winner is also
+    word pairs, whose entries are many times the words'. An item is False (the first
+    round), True (the second), or the family names of the first round's set that the
+    set adds to (the second round, only when the first round's best candidate is of a
+    set of those names; every such set when none is): on 20 Newsgroups with pairs the
+    first round decides between the words with and without the symbols, and the second
+    scores the pairs with that choice alone, half its work. ``offsets``: the winner is also
     scored with class offsets (:func:`cross_fitted_offsets`; C ≤ :data:`OFFSET_CLASSES`),
     a row of the table after the candidates, and kept with them when its shortfall is
     smaller than the winner's (its calibration then holds them, :func:`with_offsets`).
@@ -1357,6 +1362,9 @@ def choose(
         wanted = set(best[:SECOND_ROUND]) | {evidence_settings(s) for s in best[:SECOND_ROUND]}
         mine = tuple(settings for settings in candidates if settings in wanted)
         at = [i for i, late in enumerate(later) if late]
+        top = ahead[min(range(len(ahead)), key=lambda i: (gaps[i], ahead[i]["log_loss"], i))]
+        on_top = [i for i in at if _adds_to(second[i], top["features"])]
+        at = on_top or at
         done = held_out_summaries(counts, X, y, fold_ids, candidates, threads,
                                   [specs[i] for i in at], evidence, keep,
                                   per_set=[mine] * len(at), last=last)  # fmt: skip
@@ -1434,6 +1442,21 @@ def choose(
         int(np.unique(fold_ids).size), _evidence(rows, winner), winner["features"],
         winner["min_df"], winner["top_mi"], bool(calibration.offsets),
     )  # fmt: skip
+
+
+def _adds_to(base, names) -> bool:
+    """Whether a second-round set whose ``second`` item is ``base`` (True, or the family
+    names of the first-round set it adds to) is scored when the first round's best
+    candidate is of the families ``names``.
+
+    >>> _adds_to(("words", "symbols"), ("symbols", "words")), _adds_to(("words",), None)
+    (True, False)
+    >>> _adds_to(True, ("words",))
+    True
+    """
+    if base is True:
+        return True
+    return names is not None and set(base) == set(names)
 
 
 def _rows(sets, specs, results, y: np.ndarray, C: int) -> list[dict]:

@@ -351,8 +351,13 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     ]  # fmt: skip
     # The sets with word pairs are scored in a second round, with the formulas that did
     # best on the others (choosing.SECOND_ROUND): their entries are many times the words'.
-    second = [names is not None and "pairs" in names and "characters" not in names
-              for names, _, _, _ in features]  # fmt: skip
+    # Each is scored on top of the first round's best families: its families without
+    # the pairs and longer n-grams (with the symbols or without them) must be those.
+    second = [
+        tuple(name for name in names if name not in ("pairs", "ngrams"))
+        if names is not None and "pairs" in names and "characters" not in names else False
+        for names, _, _, _ in features
+    ]  # fmt: skip
     features = features if len(features) > 1 else None
     choice = choose(counts, X, part.labels, k=folds, threads=threads, features=features,
                     second=second, offsets=True)  # fmt: skip
