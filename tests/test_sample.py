@@ -520,3 +520,34 @@ def test_a_tokenizer_without_runs_counts_the_sample_again(tmp_path, monkeypatch)
     expected = learning.sample_rows(items, documents.counts, tokenizer)
     for field in ("digests", "labels", "ptr", "words", "counts"):
         assert np.array_equal(getattr(documents.sample, field), getattr(expected, field))
+
+
+def test_a_sampled_document_changed_before_it_is_read_again_is_one_error(tmp_path, monkeypatch):
+    """A sampled document whose rows the count did not keep (here every one: bounds of 0)
+    is read again after the count; one that changed since (its digest is not the one the
+    sample was chosen by) stops the fit with one line naming it, and no model is written."""
+    from click.testing import CliRunner
+
+    from nbclass.models import learning
+
+    corpus = tmp_path / "demo"
+    shutil.copytree(DEMO_CORPUS, corpus)
+    monkeypatch.setattr(learning, "bounds", lambda labels, C: [0] * C)
+    real, changed = learning.read_document, []
+
+    def read_after_a_change(path, *args, **kwargs):
+        if not changed:  # the first document read again is changed on disk first
+            changed.append(str(path))
+            Path(path).write_bytes(Path(path).read_bytes() + b" edited")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(learning, "read_document", read_after_a_change)
+    out = tmp_path / "m.nbc"
+    result = CliRunner().invoke(cli, ["fit", str(corpus), "-o", str(out), "-j", "1", "-q"])
+    assert result.exit_code == 1, result.output
+    assert changed and changed[0].startswith(str(corpus))
+    assert result.output == (
+        f"Error: {changed[0]!r} changed while fit read it: fit again once the corpus is left "
+        "as it is\n"
+    )
+    assert not out.exists()

@@ -299,7 +299,7 @@ def _read_again(item: tuple[bytes, str, int], corpus: Corpus,
     data = read_document(corpus.paths[i], replace(policy, on_error="skip"), log)
     if data is None or digest(data) != found:
         raise CorpusError(
-            f"{corpus.paths[i]} changed while fit read it: fit again once the corpus is "
+            f"{corpus.paths[i]!r} changed while fit read it: fit again once the corpus is "
             "left as it is"
         )
     return found, name, log.decode(data, policy.encoding)
