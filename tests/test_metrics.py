@@ -288,7 +288,7 @@ def test_the_confusion_matrix_takes_the_first_form_that_fits(L, count, form):
 
     labels = [f"newsgroup.number.{i:02d}" for i in range(L)]
     M = [[count if t == p else (t + p) % 3 for p in range(L)] for t in range(L)]
-    text = drawn(confusion_section(labels, M))
+    text = drawn(confusion_section(labels, metrics.Confusion.of_matrix(M)))
     assert text.splitlines()[0].startswith(form)
     assert all(len(line) <= 80 for line in text.splitlines())
     if L == 20:  # the largest confusion first: (t + p) % 3 == 2, first such pair (0, 2)

@@ -107,18 +107,23 @@ class Evaluation:
         return int(self.y_true.size)
 
     @cached_property
+    def confusions(self) -> metrics.Confusion:
+        """The nonzero cells of the confusion matrix: at most one per document."""
+        return metrics.confusions(self.y_true, self.y_pred, len(self.labels))
+
+    @property
     def confusion(self) -> np.ndarray:
-        """M[t, p], ndarray of shape (L, L)."""
-        return metrics.confusion_matrix(self.y_true, self.y_pred, len(self.labels))
+        """M[t, p], ndarray of shape (L, L): L² cells, so only for few labels; every
+        metric is counted without it."""
+        return self.confusions.dense()
 
     @cached_property
     def per_class(self) -> metrics.ClassMetrics:
-        support = np.bincount(self.y_true, minlength=len(self.labels))
-        return metrics.class_metrics(self.confusion, support)
+        return metrics.class_metrics_of(self.y_true, self.y_pred, len(self.labels))
 
     @property
     def accuracy(self) -> float:
-        return metrics.accuracy(self.confusion, self.n_docs)
+        return metrics.accuracy_of(self.per_class, self.n_docs)
 
     @property
     def macro_f1(self) -> float:
@@ -150,12 +155,13 @@ class Evaluation:
 
     @property
     def brier_score(self) -> float:
-        return metrics.brier_score(np.exp(self.log_proba[self.known]), self.y_true[self.known])
+        rows = np.flatnonzero(self.known)
+        return metrics.brier_score_of_log(self.log_proba, rows, self.y_true[rows])
 
     @cached_property
     def calibration(self) -> metrics.Calibration:
         known = self.known
-        confidence = np.exp(self.log_proba[known].max(axis=1)) if known.any() else np.zeros(0)
+        confidence = np.exp(self.log_proba.max(axis=1)[known]) if known.any() else np.zeros(0)
         correct = self.y_pred[known] == self.y_true[known]
         return metrics.calibration(confidence, correct, self.bins)
 
@@ -172,6 +178,23 @@ class Evaluation:
             "log_loss": self.log_loss,
             "brier_score": self.brier_score,
             "ece": self.ece,
+        }
+
+    @property
+    def whole_matrix(self) -> bool:
+        """Whether :meth:`to_dict` holds the whole confusion matrix (few labels)."""
+        return len(self.labels) <= metrics.MATRIX_LABELS
+
+    def _confusion_dict(self) -> dict:
+        """``confusion_matrix``, the whole (L, L) matrix up to ``metrics.MATRIX_LABELS``
+        labels; past them it is None and ``confusions`` lists the nonzero cells as
+        ``[true, predicted, documents]`` (indices into ``labels``), in that order."""
+        if self.whole_matrix:
+            return {"confusion_matrix": self.confusion.tolist()}
+        cells = self.confusions
+        return {
+            "confusion_matrix": None,
+            "confusions": np.stack([cells.true, cells.predicted, cells.count], axis=1).tolist(),
         }
 
     def to_dict(self) -> dict:
@@ -196,7 +219,7 @@ class Evaluation:
                 }
                 for i, label in enumerate(self.labels)
             },
-            "confusion_matrix": self.confusion.tolist(),
+            **self._confusion_dict(),
             "calibration": [
                 {
                     "low": float(cal.edges[b]),

@@ -7,7 +7,8 @@ an error for its document and a prediction of no class.
 =====================  ====================================================================
 metric                 definition (n documents, L labels, C model classes)
 =====================  ====================================================================
-confusion matrix       M[t, p] = documents of true label t predicted p, shape (L, L)
+confusion matrix       M[t, p] = documents of true label t predicted p, shape (L, L); kept
+                       as its nonzero cells (:class:`Confusion`, at most n of them)
 accuracy               Σ_t M[t, t] / n
 precision_l            tp_l / (documents predicted l); 0 when none is (sklearn's
                        ``zero_division=0``)
@@ -37,6 +38,10 @@ import numpy as np
 
 ECE_BINS = 10
 
+#: Labels up to which ``evaluate --format json`` writes the whole confusion matrix (a
+#: million cells); past them, its nonzero cells (at most one per document).
+MATRIX_LABELS = 1_000
+
 
 def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> np.ndarray:
     """M[t, p]: documents of true label t predicted p, ndarray of shape (L, L).
@@ -50,6 +55,71 @@ def confusion_matrix(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> n
     labelled = y_pred >= 0
     flat = y_true[labelled] * n_labels + y_pred[labelled]
     return np.bincount(flat, minlength=n_labels * n_labels).reshape(n_labels, n_labels)
+
+
+@dataclass(frozen=True, eq=False)
+class Confusion:
+    """The confusion matrix as its nonzero cells, in order of (true, predicted).
+
+    At most one cell per document, whatever the number of labels: the (L, L) matrix of
+    20,000 labels is 3.2 GB of int64, the cells of 400 documents a few kilobytes.
+
+    Attributes
+    ----------
+    n_labels : int
+        L.
+    true, predicted, count : ndarray of shape (k,)
+        Cell (true[i], predicted[i]) holds count[i] > 0 documents; sorted by true label,
+        then predicted.
+    """
+
+    n_labels: int
+    true: np.ndarray
+    predicted: np.ndarray
+    count: np.ndarray
+
+    @classmethod
+    def of_matrix(cls, M) -> Confusion:
+        """The nonzero cells of a dense (L, L) matrix."""
+        M = np.asarray(M, dtype=np.int64)
+        true, predicted = np.nonzero(M)
+        return cls(M.shape[0], true, predicted, M[true, predicted])
+
+    def dense(self) -> np.ndarray:
+        """M, ndarray of shape (L, L): only for few labels (L² cells)."""
+        L = self.n_labels
+        M = np.zeros((L, L), dtype=np.int64)
+        M[self.true, self.predicted] = self.count
+        return M
+
+    def row_sums(self) -> np.ndarray:
+        """Σ_p M[t, p] per true label t, shape (L,)."""
+        return np.bincount(self.true, weights=self.count, minlength=self.n_labels).astype(
+            np.int64
+        )
+
+    def largest_errors(self, k: int) -> list[tuple[int, int, int]]:
+        """The ``k`` largest off-diagonal cells as (documents, true, predicted), largest
+        first, ties by true then predicted label."""
+        wrong = np.flatnonzero(self.true != self.predicted)
+        order = np.lexsort((self.predicted[wrong], self.true[wrong], -self.count[wrong]))[:k]
+        cells = wrong[order]
+        return list(zip(self.count[cells].tolist(), self.true[cells].tolist(),
+                        self.predicted[cells].tolist()))  # fmt: skip
+
+
+def confusions(y_true: np.ndarray, y_pred: np.ndarray, n_labels: int) -> Confusion:
+    """The nonzero cells of :func:`confusion_matrix`, without the (L, L) matrix.
+
+    >>> m = confusions(np.array([0, 0, 1, 1]), np.array([0, 1, 1, -1]), 2)
+    >>> m.true.tolist(), m.predicted.tolist(), m.count.tolist()
+    ([0, 0, 1], [0, 1, 1], [1, 1, 1])
+    """
+    y_true, y_pred = np.asarray(y_true, dtype=np.int64), np.asarray(y_pred, dtype=np.int64)
+    labelled = y_pred >= 0
+    cells, count = np.unique(y_true[labelled] * n_labels + y_pred[labelled], return_counts=True)
+    true, predicted = np.divmod(cells, n_labels) if n_labels else (cells, cells)
+    return Confusion(n_labels, true, predicted, count.astype(np.int64))
 
 
 def _divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
@@ -124,6 +194,11 @@ def accuracy(M: np.ndarray, n: int) -> float:
     return float(np.trace(M) / n) if n else 0.0
 
 
+def accuracy_of(per_class: ClassMetrics, n: int) -> float:
+    """:func:`accuracy` from the true positives per label: Σ_l tp_l / n."""
+    return float(per_class.tp.sum() / n) if n else 0.0
+
+
 def macro_f1(per_class: ClassMetrics) -> float:
     """Mean F1 over the labels that are true or predicted at least once."""
     active = per_class.active
@@ -164,6 +239,33 @@ def brier_score(proba: np.ndarray, y_true: np.ndarray) -> float:
     onehot = np.zeros_like(proba)
     onehot[np.arange(n), y_true] = 1.0
     return float(np.mean(np.sum((proba - onehot) ** 2, axis=1)))
+
+
+BRIER_CELLS = 1 << 20  # documents x classes exponentiated at once by brier_score_of_log
+
+
+def brier_score_of_log(log_proba: np.ndarray, rows: np.ndarray, y_true: np.ndarray) -> float:
+    """:func:`brier_score` of ``exp(log_proba[rows])``, a few rows at a time: the same
+    float, with no (n, C) copy (at most :data:`BRIER_CELLS` cells at once).
+
+    Parameters
+    ----------
+    log_proba : ndarray of shape (N, C)
+    rows : ndarray of shape (n,)
+        The documents scored (indices into ``log_proba``).
+    y_true : ndarray of shape (n,)
+        Column of each of those documents' true class.
+    """
+    n = rows.size
+    if n == 0:
+        return float("nan")
+    step = max(1, BRIER_CELLS // max(1, log_proba.shape[1]))
+    sums = np.empty(n)
+    for start in range(0, n, step):
+        diff = np.exp(log_proba[rows[start : start + step]])
+        diff[np.arange(diff.shape[0]), y_true[start : start + step]] -= 1.0
+        sums[start : start + step] = np.sum(diff**2, axis=1)
+    return float(np.mean(sums))
 
 
 @dataclass(frozen=True, eq=False)

@@ -152,7 +152,8 @@ def _confusion_table(labels, M, no_label, names: bool) -> Table:
     table.add_column("#", justify="right")
     if names:
         table.add_column("true class")
-    width = _cell_width(M, L) + (0 if names else 1)
+    width = max([len(str(int(v))) for row in M for v in row] + [len(str(L))])
+    width += 0 if names else 1
     for p in range(L):
         table.add_column(str(p + 1), justify="right", min_width=width)
     if no_label is not None:
@@ -171,26 +172,33 @@ def _confusion_table(labels, M, no_label, names: bool) -> Table:
     return table
 
 
-def _cell_width(M, L: int) -> int:
-    return max([len(str(int(v))) for row in M for v in row] + [len(str(L))])
+def _cell_width(cells, L: int) -> int:
+    """Characters of the matrix's widest cell (a count, or a class number)."""
+    largest = int(cells.count.max()) if cells.count.size else 0
+    return max(len(str(largest)), len(str(L)))
 
 
-def confusion_section(labels: Sequence[str], M, no_label=None, width: int = WIDTH) -> list:
+def confusion_section(
+    labels: Sequence[str], cells, no_label=None, width: int = WIDTH, whole_in_json: bool = True
+) -> list:
     """The confusion matrix in the first form that fits ``width`` columns.
+
+    ``cells`` are its nonzero cells (:class:`nbclass.models.metrics.Confusion`); the matrix
+    is made whole only for the first two forms, which fit a few dozen classes:
 
     1. the heat map with class names on the rows;
     2. a legend (number: class) and the heat map with numbers only, one space apart;
     3. too many classes for either: the largest confusions as a list (the JSON output
-       always has the whole matrix).
+       has the whole matrix, or past ``whole_in_json`` its nonzero cells).
     """
     L = len(labels)
-    cell = _cell_width(M, L)
+    cell = _cell_width(cells, L)
     extra = 5 if no_label is not None else 0
     name_width = min(24, max(len(label) for label in labels))
     if 1 + len(str(L)) + 3 + name_width + 3 + L * (cell + 3) + extra <= width:
         return [
             heading("confusion matrix (rows: true class, columns: predicted class #)"),
-            confusion_heat_map(labels, M, no_label),
+            confusion_heat_map(labels, cells.dense().tolist(), no_label),
         ]
     if len(str(L)) + L * (cell + 1) + extra <= width:
         lines, line = [], ""
@@ -204,22 +212,20 @@ def confusion_section(labels: Sequence[str], M, no_label=None, width: int = WIDT
         return [
             heading("confusion matrix (rows: true class #, columns: predicted class #)"),
             Text("\n".join(lines)),
-            _confusion_table(labels, M, no_label, names=False),
+            _confusion_table(labels, cells.dense().tolist(), no_label, names=False),
         ]
-    pairs = sorted(
-        ((int(M[t][p]), t, p) for t in range(L) for p in range(L) if t != p and M[t][p]),
-        key=lambda x: (-x[0], x[1], x[2]),
-    )[:15]
+    totals = cells.row_sums()
     table = _table()
     table.add_column("true class")
     table.add_column("predicted as")
     table.add_column("documents", justify="right")
     table.add_column("of the class", justify="right")
-    for n, t, p in pairs:
-        total = sum(int(v) for v in M[t]) + (int(no_label[t]) if no_label is not None else 0)
+    for n, t, p in cells.largest_errors(15):
+        total = int(totals[t]) + (int(no_label[t]) if no_label is not None else 0)
         table.add_row(_short(labels[t], 28), _short(labels[p], 28), str(n), f"{n / total:.1%}")
+    where = "the matrix is" if whole_in_json else "its nonzero cells are"
     return [
-        heading(f"largest confusions ({L} classes: the matrix is in --format json)"),
+        heading(f"largest confusions ({L} classes: {where} in --format json)"),
         table,
     ]
 
@@ -322,8 +328,12 @@ def evaluation_report(evaluation, title: str) -> list:
     out.append(per_class_table(ev.labels, ev.per_class))
     none = None
     if no_label:
-        none = [int(((ev.y_true == t) & (ev.y_pred < 0)).sum()) for t in range(len(ev.labels))]
-    out.extend(confusion_section(ev.labels, ev.confusion.tolist(), none))
+        none = [0] * len(ev.labels)
+        for t in ev.y_true[ev.y_pred < 0].tolist():
+            none[t] += 1
+    out.extend(
+        confusion_section(ev.labels, ev.confusions, none, whole_in_json=ev.whole_matrix)
+    )
     out.append(reliability_diagram(ev.calibration))
     return out
 
