@@ -1,0 +1,131 @@
+"""evaluate at 30,000 classes in a bounded address space: the confusion matrix is kept as
+its nonzero cells (at most one per document), never as the (L, L) table (7.2 GB of int64
+at 30,000 labels; the command ended in an out-of-memory error under this bound before)."""
+
+from __future__ import annotations
+
+import json
+import math
+import resource
+import subprocess
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from conftest import nbclass_command
+
+CLASSES = 30_000
+ADDRESS_SPACE = 2_000_000_000  # bytes: the matrix alone would take 7.2 GB
+
+
+def limit() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory):
+    """A model of 30,000 classes, class c_i trained on "w_i w_i shared", and 301 test lines:
+
+    - c_0 .. c_199: their own word, so each is predicted right;
+    - c_200 .. c_289: the word of c_(i + 10000), so predicted as that class;
+    - c_290 .. c_294, two lines each: the word of c_20000, so predicted as it (cells of 2);
+    - zz-new, a class the model does not know: the word of c_5.
+    """
+    root = tmp_path_factory.mktemp("many")
+    train, test = root / "train.tsv", root / "test.tsv"
+    train.write_text("".join(f"c{i:05d}\tw{i} w{i} shared\n" for i in range(CLASSES)))
+    lines = [f"c{k:05d}\tw{k}\n" for k in range(200)]
+    lines += [f"c{k:05d}\tw{k + 10_000}\n" for k in range(200, 290)]
+    lines += [f"c{290 + (k - 290) // 2:05d}\tw20000\n" for k in range(290, 300)]
+    lines.append("zz-new\tw5\n")
+    test.write_text("".join(lines))
+    model = root / "model.nbc"
+    subprocess.run(
+        [*nbclass_command(), "fit", "--lines", str(train), "--model", "multinomial",
+         "-o", str(model)], check=True, capture_output=True, timeout=600,
+    )  # fmt: skip
+    return model, test
+
+
+def evaluate(model, test, *options) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*nbclass_command(), "evaluate", "-m", str(model), "--lines", str(test), *options],
+        capture_output=True, text=True, timeout=600, preexec_fn=limit,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def evaluated(many) -> dict:
+    """evaluate --format json of the 301 lines, under the bound."""
+    model, test = many
+    result = evaluate(model, test, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_evaluate_json_at_30000_classes(evaluated):
+    data = evaluated
+    labels = data["labels"]
+    assert labels == [f"c{i:05d}" for i in range(CLASSES)] + ["zz-new"]
+    assert data["documents"] == 301
+    assert data["accuracy"] == float(F(200, 301))
+    assert data["micro_f1"] == float(F(200, 301))
+    # Labels true or predicted: c_0..c_199 (F1 1, but c_5 2/3: predicted twice), c_200..c_289,
+    # c_10200..c_10289, c_290..c_294, c_20000 and zz-new (F1 0): 387 of them.
+    assert data["macro_f1"] == pytest.approx(float((199 + F(2, 3)) / 387), rel=1e-15)
+    assert data["per_class"]["c00005"] == {
+        "precision": 0.5, "recall": 1.0, "f1": float(F(2, 3)), "support": 1, "predicted": 2,
+    }  # fmt: skip
+    assert data["per_class"]["c20000"] == {
+        "precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0, "predicted": 10,
+    }  # fmt: skip
+    assert data["per_class"]["c00290"]["support"] == 2
+    assert data["per_class"]["c29999"] == {
+        "precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0, "predicted": 0,
+    }  # fmt: skip
+    # The matrix would be 30,001 x 30,001: its nonzero cells instead, by true then predicted.
+    assert data["confusion_matrix"] is None
+    assert data["confusions"] == (
+        [[k, k, 1] for k in range(200)]
+        + [[k, k + 10_000, 1] for k in range(200, 290)]
+        + [[k, 20_000, 2] for k in range(290, 295)]
+        + [[CLASSES, 5, 1]]
+    )
+    # Probabilistic metrics over the 300 documents of known classes. Each class has 3
+    # tokens of V = 30,001 words (beta 1): a one-word document gets 3 / 30,002 for the
+    # class of its word, 1 / 30,002 for each other class.
+    assert data["probabilistic_documents"] == 300
+    a, b = 3 / 30_002, 1 / 30_002
+    assert data["log_loss"] == pytest.approx(-(200 * math.log(a) + 100 * math.log(b)) / 300,
+                                             rel=1e-12)  # fmt: skip
+    right = (a - 1) ** 2 + (CLASSES - 1) * b**2
+    wrong = a**2 + (b - 1) ** 2 + (CLASSES - 2) * b**2
+    assert data["brier_score"] == pytest.approx((200 * right + 100 * wrong) / 300, rel=1e-12)
+    assert data["ece"] == pytest.approx(abs(200 / 300 - a), rel=1e-12)
+
+
+def test_the_text_lists_the_largest_confusions_of_30000_classes(many, evaluated):
+    """The text's confusion section from the same cells (the whole report renders a row per
+    class in its per-class table, seconds of CPU at 30,000 classes, so it is drawn here
+    alone, in this process)."""
+    from test_metrics import drawn
+
+    from nbclass.models.metrics import confusions
+    from nbclass.output.report import confusion_section
+
+    model, test = many
+    names = [line.split("\t")[0] for line in test.read_text().splitlines()]
+    labels = [f"c{i:05d}" for i in range(CLASSES)] + ["zz-new"]
+    at = {label: i for i, label in enumerate(labels)}
+    y_true = np.array([at[name] for name in names])
+    y_pred = np.array(list(range(200)) + list(range(10_200, 10_290)) + [20_000] * 10 + [5])
+    cells = confusions(y_true, y_pred, len(labels))
+    lines = drawn(confusion_section(labels, cells, whole_in_json=False)).splitlines()
+    assert lines[0] == "largest confusions (30001 classes: its nonzero cells are in --format json)"
+    rows = [line.split() for line in lines[4:19]]
+    assert rows == [[f"c{k:05d}", "c20000", "2", "100.0%"] for k in range(290, 295)] + [
+        [f"c{k:05d}", f"c{k + 10_000:05d}", "1", "100.0%"] for k in range(200, 210)
+    ]
+    # and these are the predictions evaluate made
+    expected = np.stack([cells.true, cells.predicted, cells.count], axis=1).tolist()
+    assert evaluated["confusions"] == expected
