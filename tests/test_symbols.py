@@ -550,3 +550,49 @@ def test_a_run_tally_counts_the_symbols_as_the_tokenizer(
             counted += [i for k, i in enumerate(group) if k not in refused]
     expected = expected_tally([texts[i] for i in counted], [labels[i] for i in counted], settings_)
     assert tally_of(runs_tally, 3) == expected
+
+
+# ASCII text of word characters and spaces only (every ASCII \s, and NUL): its symbols are
+# its word characters alone, which the run path takes from the words' runs of one byte.
+PLAIN_TEXT = "aAbZ_19 \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x00"
+plain_texts = st.one_of(
+    st.text(alphabet=PLAIN_TEXT, max_size=40),
+    st.lists(st.tuples(st.sampled_from(["ab", "x", "I", "u", "_", "7", "Zz", "a_1"]),
+                       st.sampled_from([" ", "\n", "\t", "\x00", "\x1c", "  "])),
+             max_size=12).map(lambda pairs: "".join(word + gap for word, gap in pairs)),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(st.tuples(plain_texts, st.integers(0, 2)), max_size=10),
+    st.booleans(),
+    st.sampled_from([(), ("ab", "x"), ("i", "_", "zz")]),
+    st.integers(1, 50),
+    st.sampled_from([(1, 1), (1, 2)]),
+)
+def test_text_of_word_characters_and_spaces_has_its_symbols_counted_from_its_runs(
+    documents, lowercase, stop, chunk, ngrams
+):
+    """A chunk of ASCII text with no character neither word nor space has its symbols
+    (its word characters alone) taken from the words' runs of one byte, with no pass of
+    the symbols' own over it (spied: :func:`_symbol_runs` is never called), and they are
+    the regex tokenizer's: fit's tally, D_jc and T_jc, and predict's counter."""
+    settings_ = TokenizerSettings(
+        lowercase=lowercase, stop_words=stop, ngram_range=ngrams, symbols=True
+    )
+    texts = [text for text, _ in documents]
+    labels = [c for _, c in documents]
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the symbols' own pass over text of words and spaces")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        patch.setattr(runs_module, "_symbol_runs", refused)
+        runs_tally = RunTally.make(ascii_splitter(settings_, "utf-8"), 3)
+        short = [i for i in range(len(texts)) if len(texts[i]) <= chunk]
+        assert not runs_tally.add([texts[i].encode() for i in short], [labels[i] for i in short])
+        counted_as_tokenized(settings_, texts, make_tokenizer(settings_), {"x", "AB", "?"})
+    expected = expected_tally([texts[i] for i in short], [labels[i] for i in short], settings_)
+    assert tally_of(runs_tally, 3) == expected

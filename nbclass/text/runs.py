@@ -586,7 +586,8 @@ def _runs_by_chunk(
     """``(first, last, runs, ascii, symbols)`` per chunk of :func:`_chunks`: the runs of
     texts ``first``..``last - 1`` (:func:`_chunk_runs` for ASCII bytes,
     :func:`_text_chunk_runs` for str of any script, or :class:`JoinedTexts`), whether
-    they were bytes, and with ``symbols`` their symbols (:func:`_symbol_runs`; else None)."""
+    they were bytes, and with ``symbols`` their symbols (:func:`_symbol_runs`; None
+    without ``symbols`` or when an ASCII chunk has none)."""
     if isinstance(texts, JoinedTexts) or (bool(texts) and isinstance(texts[0], str)):
         joined = texts if isinstance(texts, JoinedTexts) else JoinedTexts.of(texts)
         for first, last in _chunks(joined.lengths):
@@ -597,7 +598,8 @@ def _runs_by_chunk(
     for first, last in _chunks(np.fromiter(map(len, texts), np.int64, len(texts))):
         part = texts[first:last]
         runs = _chunk_runs(part, table)
-        yield first, last, runs, True, (_ascii_symbol_runs(part, lowercase) if symbols else None)
+        found = _ascii_symbol_runs(part, lowercase, runs) if symbols else None
+        yield first, last, runs, True, (found if found is None or found[1].size else None)
 
 
 # The kind of each character for the symbols: a space (``\s``, and NUL, which the
@@ -678,20 +680,37 @@ def _symbol_runs(
 
 
 _ASCII_LOWER = bytes(range(256)).lower()
+_P_BYTE = bytes([_P])
 
 
-def _ascii_symbol_runs(texts: Sequence[bytes], lowercase: bool):
-    """:func:`_symbol_runs` of ASCII ``texts``: ``(codes, starts, ends, text)``."""
+def _ascii_symbol_runs(texts: Sequence[bytes], lowercase: bool, runs=None):
+    """:func:`_symbol_runs` of ASCII ``texts``: ``(codes, starts, ends, text)``.
+
+    ``runs``: the texts' words, :func:`_chunk_runs` (the texts joined by one byte each,
+    as here). Where no byte is neither a word character nor a space (text of letters,
+    digits and spaces only), the symbols are the word characters alone, which are the
+    words' runs of one byte: they are taken from those, and the text's other passes
+    are not made."""
     global _ASCII_KINDS
     if _ASCII_KINDS is None:  # each byte's kind, as a table for bytes.translate
         kinds = np.full(256, _P, dtype=np.uint8)
         kinds[:128] = _kinds(np.arange(128, dtype="<u4"))
         _ASCII_KINDS = kinds.tobytes()
     blob = b"\n".join(texts) + b"\n"
+    classified = blob.translate(_ASCII_KINDS)
+    if runs is not None and _P_BYTE not in classified:
+        _, _, starts, ends, text = runs
+        one = np.flatnonzero(ends - starts == 1)
+        out = np.full(2 * one.size, _SPACE, dtype=np.uint8)
+        out[0::2] = np.frombuffer(blob, dtype=np.uint8)[starts[one]]
+        if lowercase:
+            out[0::2] = np.frombuffer(_ASCII_LOWER, dtype=np.uint8)[out[0::2]]
+        at = np.arange(0, out.size, 2, dtype=np.int64)
+        return out, at, at + 1, text[one]
     if lowercase:
         blob = blob.translate(_ASCII_LOWER)
     codes = np.frombuffer(blob, dtype=np.uint8)
-    kinds = np.frombuffer(blob.translate(_ASCII_KINDS), dtype=np.uint8)
+    kinds = np.frombuffer(classified, dtype=np.uint8)
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     return _symbol_runs(codes, kinds, np.cumsum(lengths + 1) - lengths - 1)
 
