@@ -173,6 +173,25 @@ def test_symbol_rows_are_the_entries_is_symbol_names(vocabulary):
     assert marked.tolist() == [is_symbol(e) for e in vocabulary]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="aZ_09", max_size=4), max_size=60),
+       st.sampled_from(["", " ", "?", "é", "\x01", "\x1c", "ab cd"]))  # fmt: skip
+def test_symbol_rows_of_word_characters_only_are_the_entries_of_one(vocabulary, other):
+    """A vocabulary all of ASCII word characters has as symbols its entries of one
+    character (and not its empty ones), found without classifying its characters; one
+    more entry of anything else, and every entry is classified: both as is_symbol."""
+    def refused(points):
+        raise AssertionError("the characters of word characters only were classified")
+
+    for entries in (vocabulary, [*vocabulary, other]):
+        with pytest.MonkeyPatch.context() as patch:
+            if entries is vocabulary:
+                patch.setattr(runs_module, "is_word", refused)
+            marked = runs_module.symbol_rows(entries)
+        assert marked.dtype == bool and marked.shape == (len(entries),)
+        assert marked.tolist() == [is_symbol(e) for e in entries]
+
+
 def test_the_family_is_told_only_in_a_vocabulary_of_symbols():
     vocabulary = ("ab", "?", "a", "日", ":)", "ab cd", "a?", "été", "_")
     assert rows_of(vocabulary, ("symbols",), symbols=True).tolist() == [

@@ -740,6 +740,11 @@ _NOT_WORD = re.compile(r"\W")
 _LINE = 10  # ends each text of a chunk of str texts
 _WORDS = re.compile(r"\w+")
 _HIGH_BYTES = bytes(range(128, 256))
+# The ASCII word characters (\\w: letters, digits, underscore) and NUL, deleted from a
+# vocabulary joined by NULs to find whether its entries hold anything else.
+_ASCII_WORD_OR_NUL = bytes(
+    [0] + [b for b in range(128) if chr(b).isalnum() or chr(b) == "_"]
+)
 
 
 def _fill_plane(plane: int) -> None:
@@ -1743,9 +1748,14 @@ def symbol_rows(vocabulary: Sequence[str]) -> np.ndarray:
     V = len(vocabulary)
     if not V:
         return np.zeros(0, dtype=bool)
-    points = np.frombuffer(
-        "\x00".join(vocabulary).encode("utf-32-le", "surrogatepass"), dtype="<u4"
-    )
+    joined = "\x00".join(vocabulary)
+    if joined.isascii():
+        data = joined.encode("ascii")
+        if not data.translate(None, _ASCII_WORD_OR_NUL):
+            # Every character a word character: the symbols are the entries of one.
+            ends = np.append(np.flatnonzero(np.frombuffer(data, np.uint8) == 0), len(data))
+            return np.diff(ends, prepend=-1) == 2
+    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     ends = np.append(np.flatnonzero(points == 0), points.size)  # after each entry
     starts = np.append(0, ends[:-1] + 1)
     length = ends - starts
