@@ -22,7 +22,7 @@ DEMO_TEST = REPO / "corpora" / "demo-test"
 def evaluation(correct: list[bool], confidence: float = 0.9) -> Evaluation:
     """Two classes; document i is of class 0 and predicted right when correct[i]."""
     p = [[confidence, 1 - confidence] if ok else [1 - confidence, confidence] for ok in correct]
-    return Evaluation(["a", "b"], 2, np.zeros(len(correct), dtype=np.int64), np.log(p))
+    return Evaluation.of(["a", "b"], 2, np.zeros(len(correct), dtype=np.int64), np.log(p))
 
 
 def test_a_drop_equal_to_the_limit_passes_and_a_larger_one_fails():

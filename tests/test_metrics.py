@@ -18,8 +18,8 @@ from nbclass.evaluation.judging import evaluate
 from nbclass.modelfile.textfile import save
 from nbclass.models import metrics
 from nbclass.models.estimators import EstimatorSettings
-from nbclass.models.model import fit
-from nbclass.reading.corpus import list_corpus
+from nbclass.models.model import Classifier, fit
+from nbclass.reading.corpus import list_corpus, read_text
 
 # --- hand-computed -------------------------------------------------------------------------
 
@@ -156,10 +156,17 @@ def test_evaluation_equals_sklearn_on_20news(news_sample):
     train, test = news_sample
     model = fit(list_corpus(str(train)))
     for s in (EstimatorSettings(), EstimatorSettings(model="bernoulli")):
-        ev = evaluate(model, s, list_corpus(str(test)))
-        proba = np.exp(ev.log_proba)
+        corpus = list_corpus(str(test))
+        ev = evaluate(model, s, corpus)
+        # evaluate keeps what the metrics need of each row; the rows themselves, as scored:
+        texts = [read_text(path) for path in corpus.paths]
+        log_proba = Classifier(model, s, calibrate=True).predict(texts).log_proba
+        proba = np.exp(log_proba)
         assert ev.n_docs == 120
-        assert_like_sklearn(ev.y_true, ev.y_pred, ev.log_proba, len(ev.labels))
+        assert ev.y_pred.tolist() == log_proba.argmax(axis=1).tolist()
+        assert ev.log_loss == metrics.log_loss(log_proba[np.arange(120), ev.y_true])
+        assert ev.brier_score == metrics.brier_score(proba, ev.y_true)
+        assert_like_sklearn(ev.y_true, ev.y_pred, log_proba, len(ev.labels))
         assert ev.accuracy == skm.accuracy_score(ev.y_true, proba.argmax(axis=1))
         assert 1 / 4 < ev.accuracy < 1  # better than chance on 4 groups
         assert ev.macro_f1 == pytest.approx(
@@ -196,7 +203,8 @@ def test_unknown_and_missing_classes(tmp_path):
     assert ev.macro_f1 == pytest.approx(0.4, abs=1e-15)
     # ... and probabilistic metrics use the two china documents only.
     assert ev.known.tolist() == [True, True, False]
-    assert ev.log_loss == pytest.approx(-np.mean(ev.log_proba[[0, 1], 0]), abs=1e-15)
+    assert ev.log_loss == pytest.approx(-np.mean(ev.scores.true_log[[0, 1]]), abs=1e-15)
+    assert np.isnan(ev.scores.true_log[2]) and np.isnan(ev.scores.brier[2])
     assert ev.calibration.count.sum() == 2
 
 

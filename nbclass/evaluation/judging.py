@@ -48,24 +48,74 @@ from ..reading.table import Table
 from ..text.tokenizer import TokenizerSettings
 
 
+@dataclass(frozen=True, eq=False)
+class DocumentScores:
+    """What the metrics need of each document's log posterior (C floats), kept instead
+    of it: memory in proportion to the documents, not to documents x classes.
+
+    Attributes
+    ----------
+    best : ndarray of shape (n,)
+        The most probable class (the first on ties, as ``predict`` labels); −1 when every
+        class is impossible.
+    best_log : ndarray of shape (n,)
+        Its log posterior (−inf: every class impossible).
+    true_log : ndarray of shape (n,)
+        The log posterior of the true class; NaN for a class the model does not know.
+    brier : ndarray of shape (n,)
+        Σ_c (p_c − 1[true class = c])² (:func:`nbclass.models.metrics.brier_rows`); NaN
+        for a class the model does not know.
+    """
+
+    best: np.ndarray
+    best_log: np.ndarray
+    true_log: np.ndarray
+    brier: np.ndarray
+
+    @classmethod
+    def of(cls, log_proba: np.ndarray, y_true: np.ndarray) -> DocumentScores:
+        """From the log posteriors, shape (n, C), of documents whose labels are ``y_true``
+        (a label ≥ C is a class the model does not know)."""
+        n, C = log_proba.shape
+        if n == 0:
+            return cls(np.zeros(0, dtype=np.int64), *(np.zeros(0) for _ in range(3)))
+        best = log_proba.argmax(axis=1)
+        best_log = log_proba[np.arange(n), best]
+        best[np.isneginf(best_log)] = -1
+        rows = np.flatnonzero(y_true < C)
+        true_log = np.full(n, np.nan)
+        true_log[rows] = log_proba[rows, y_true[rows]]
+        return cls(best, best_log, true_log, metrics.brier_rows(log_proba, y_true))
+
+    @classmethod
+    def join(cls, parts: Sequence[DocumentScores]) -> DocumentScores:
+        """The scores of consecutive batches of documents, in order."""
+        if not parts:
+            return cls.of(np.zeros((0, 0)), np.zeros(0, dtype=np.int64))
+        return cls(*(np.concatenate([getattr(p, name) for p in parts])
+                     for name in ("best", "best_log", "true_log", "brier")))  # fmt: skip
+
+
 def score_paths(
-    classifier: Classifier, paths: Sequence[str], policy: ReadPolicy = DEFAULT_POLICY,
-    texts: Sequence[str] | None = None,
-) -> np.ndarray:  # fmt: skip
-    """log p(y = c | x) of the documents at ``paths``, ndarray of shape (n, C).
+    classifier: Classifier, paths: Sequence[str], y_true: np.ndarray,
+    policy: ReadPolicy = DEFAULT_POLICY, texts: Sequence[str] | None = None,
+) -> DocumentScores:  # fmt: skip
+    """The :class:`DocumentScores` of the documents at ``paths``, whose labels are
+    ``y_true``, scored :data:`BATCH_SIZE` at a time (only a batch's log posteriors are held).
 
     Every document must be readable under ``policy`` (see
     :func:`nbclass.reading.corpus.readable`): one that is not now is an error. With ``texts``
     (the documents, read already), nothing is read.
     """
-    rows = [np.empty((0, len(classifier.classes)))]
+    parts = []
     for start in range(0, len(paths), BATCH_SIZE):
         if texts is None:
             batch = [read_text(p, policy) for p in paths[start : start + BATCH_SIZE]]
         else:
             batch = list(texts[start : start + BATCH_SIZE])
-        rows.append(classifier.predict(batch).log_proba)
-    return np.vstack(rows)
+        log_proba = classifier.predict(batch).log_proba
+        parts.append(DocumentScores.of(log_proba, y_true[start : start + BATCH_SIZE]))
+    return DocumentScores.join(parts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,27 +130,29 @@ class Evaluation:
         C; labels ``0..C-1`` are the model's classes.
     y_true : ndarray of shape (n,)
         Index into ``labels`` of each document's class.
-    log_proba : ndarray of shape (n, C)
-        The model's log posterior of each document.
+    scores : DocumentScores
+        What the metrics need of the model's log posterior of each document.
     """
 
     labels: list[str]
     n_model_classes: int
     y_true: np.ndarray
-    log_proba: np.ndarray
+    scores: DocumentScores
     bins: int = metrics.ECE_BINS
 
-    @cached_property
+    @classmethod
+    def of(cls, labels: list[str], n_model_classes: int, y_true: np.ndarray,
+           log_proba: np.ndarray) -> Evaluation:  # fmt: skip
+        """From the log posteriors of every document, ndarray of shape (n, C)."""
+        return cls(labels, n_model_classes, y_true, DocumentScores.of(log_proba, y_true))
+
+    @property
     def y_pred(self) -> np.ndarray:
         """Predicted label per document, shape (n,); −1 when every class is impossible.
 
         Ties go to the first class in the model's order, as in ``predict``.
         """
-        if self.log_proba.shape[0] == 0:
-            return np.zeros(0, dtype=np.int64)
-        best = self.log_proba.argmax(axis=1)
-        best[np.isneginf(self.log_proba.max(axis=1))] = -1
-        return best
+        return self.scores.best
 
     @property
     def n_docs(self) -> int:
@@ -150,18 +202,17 @@ class Evaluation:
 
     @property
     def log_loss(self) -> float:
-        rows = np.flatnonzero(self.known)
-        return metrics.log_loss(self.log_proba[rows, self.y_true[rows]])
+        return metrics.log_loss(self.scores.true_log[self.known])
 
     @property
     def brier_score(self) -> float:
-        rows = np.flatnonzero(self.known)
-        return metrics.brier_score_of_log(self.log_proba, rows, self.y_true[rows])
+        terms = self.scores.brier[self.known]
+        return float(np.mean(terms)) if terms.size else float("nan")
 
     @cached_property
     def calibration(self) -> metrics.Calibration:
         known = self.known
-        confidence = np.exp(self.log_proba.max(axis=1)[known]) if known.any() else np.zeros(0)
+        confidence = np.exp(self.scores.best_log[known]) if known.any() else np.zeros(0)
         correct = self.y_pred[known] == self.y_true[known]
         return metrics.calibration(confidence, correct, self.bins)
 
@@ -249,8 +300,8 @@ def misclassified(evaluation: Evaluation, sources: Sequence[str]) -> list[dict]:
             "source": sources[i],
             "true": ev.labels[t],
             "predicted": None if p < 0 else ev.labels[p],
-            "true_probability": float(np.exp(ev.log_proba[i, t])) if t < C else None,
-            "probability": None if p < 0 else float(np.exp(ev.log_proba[i, p])),
+            "true_probability": float(np.exp(ev.scores.true_log[i])) if t < C else None,
+            "probability": None if p < 0 else float(np.exp(ev.scores.best_log[i])),
         })  # fmt: skip
     return out
 
@@ -266,8 +317,8 @@ def evaluation_of(
     labels = classes + unknown
     at = {label: i for i, label in enumerate(labels)}
     y_true = np.array([at[name] for name in class_names], dtype=np.int64)
-    log_proba = score_paths(classifier, paths, policy, texts)
-    return Evaluation(labels, len(classes), y_true, log_proba)
+    scores = score_paths(classifier, paths, y_true, policy, texts)
+    return Evaluation(labels, len(classes), y_true, scores)
 
 
 def evaluate(
@@ -762,7 +813,8 @@ def evaluate_table(model: TableModel, settings: EstimatorSettings, table: Table)
     at = {label: i for i, label in enumerate(labels)}
     y_true = np.array([at[name] for name in names], dtype=np.int64)
     records = [dict(zip(table.columns, row)) for row in table.rows]
-    parts = [np.empty((0, len(classes)))]
+    parts = []
     for start in range(0, len(records), BATCH_SIZE):
-        parts.append(classifier.predict(records[start : start + BATCH_SIZE]).log_proba)
-    return Evaluation(labels, len(classes), y_true, np.vstack(parts))
+        log_proba = classifier.predict(records[start : start + BATCH_SIZE]).log_proba
+        parts.append(DocumentScores.of(log_proba, y_true[start : start + BATCH_SIZE]))
+    return Evaluation(labels, len(classes), y_true, DocumentScores.join(parts))

@@ -241,31 +241,29 @@ def brier_score(proba: np.ndarray, y_true: np.ndarray) -> float:
     return float(np.mean(np.sum((proba - onehot) ** 2, axis=1)))
 
 
-BRIER_CELLS = 1 << 20  # documents x classes exponentiated at once by brier_score_of_log
+BRIER_CELLS = 1 << 20  # documents x classes exponentiated at once by brier_rows
 
 
-def brier_score_of_log(log_proba: np.ndarray, rows: np.ndarray, y_true: np.ndarray) -> float:
-    """:func:`brier_score` of ``exp(log_proba[rows])``, a few rows at a time: the same
-    float, with no (n, C) copy (at most :data:`BRIER_CELLS` cells at once).
+def brier_rows(log_proba: np.ndarray, y_true: np.ndarray) -> np.ndarray:
+    """Σ_c (p_ic − 1[y_i = c])² per document, the terms of :func:`brier_score` (the same
+    floats), from the log posterior a few rows at a time (at most :data:`BRIER_CELLS`
+    cells at once); NaN for a document whose true class is not a column (y_i ≥ C).
 
     Parameters
     ----------
-    log_proba : ndarray of shape (N, C)
-    rows : ndarray of shape (n,)
-        The documents scored (indices into ``log_proba``).
+    log_proba : ndarray of shape (n, C)
     y_true : ndarray of shape (n,)
-        Column of each of those documents' true class.
     """
-    n = rows.size
-    if n == 0:
-        return float("nan")
-    step = max(1, BRIER_CELLS // max(1, log_proba.shape[1]))
-    sums = np.empty(n)
+    n, C = log_proba.shape
+    step = max(1, BRIER_CELLS // max(1, C))
+    sums = np.full(n, np.nan)
     for start in range(0, n, step):
-        diff = np.exp(log_proba[rows[start : start + step]])
-        diff[np.arange(diff.shape[0]), y_true[start : start + step]] -= 1.0
-        sums[start : start + step] = np.sum(diff**2, axis=1)
-    return float(np.mean(sums))
+        y = y_true[start : start + step]
+        rows = np.flatnonzero(y < C)
+        diff = np.exp(log_proba[start + rows])
+        diff[np.arange(rows.size), y[rows]] -= 1.0
+        sums[start + rows] = np.sum(diff**2, axis=1)
+    return sums
 
 
 @dataclass(frozen=True, eq=False)
