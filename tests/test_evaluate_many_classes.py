@@ -129,3 +129,25 @@ def test_the_text_lists_the_largest_confusions_of_30000_classes(many, evaluated)
     # and these are the predictions evaluate made
     expected = np.stack([cells.true, cells.predicted, cells.count], axis=1).tolist()
     assert evaluated["confusions"] == expected
+
+
+def test_out_of_memory_while_scoring_names_the_batch_and_the_fix(many, tmp_path):
+    """1,000 lines against 30,000 classes in 800 MB of address space: the model loads, the
+    batch's log posteriors (240 MB, several times over) do not fit. The message said only
+    --max-bytes before, whatever took the memory."""
+    model, test = many
+    lines = test.read_text().splitlines(keepends=True)
+    thousand = tmp_path / "thousand.tsv"
+    thousand.write_text("".join((lines * 4)[:1000]))
+    result = subprocess.run(
+        [*nbclass_command(), "evaluate", "-m", str(model), "--lines", str(thousand)],
+        capture_output=True, text=True, timeout=600,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (800 << 20, 800 << 20)),
+    )  # fmt: skip
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [
+        "Error: out of memory scoring documents 1 to 1,000 against the model's 30,000 "
+        "classes: their log posteriors take 1,000 x 30,000 x 8 bytes (240 MB), several times "
+        "over while they are scored, and a long document's words are counted whole (up to "
+        "--max-bytes): give the command more memory, or a smaller --max-bytes"
+    ]

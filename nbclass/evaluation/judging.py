@@ -113,9 +113,31 @@ def score_paths(
             batch = [read_text(p, policy) for p in paths[start : start + BATCH_SIZE]]
         else:
             batch = list(texts[start : start + BATCH_SIZE])
-        log_proba = classifier.predict(batch).log_proba
-        parts.append(DocumentScores.of(log_proba, y_true[start : start + BATCH_SIZE]))
+        parts.append(scored_batch(classifier, batch, y_true, start))
     return DocumentScores.join(parts)
+
+
+def scored_batch(classifier, batch: list, y_true: np.ndarray, start: int) -> DocumentScores:
+    """The :class:`DocumentScores` of ``batch``, the documents from ``start`` on.
+
+    Raises
+    ------
+    NbclassError
+        Out of memory: it names what takes it (the batch's log posteriors, a long document)
+        and the fix, where a bare ``MemoryError`` would leave the command's generic message.
+    """
+    try:
+        log_proba = classifier.predict(batch).log_proba
+        return DocumentScores.of(log_proba, y_true[start : start + len(batch)])
+    except MemoryError:
+        rows, C = len(batch), len(classifier.classes)
+        raise NbclassError(
+            f"out of memory scoring documents {start + 1:,} to {start + rows:,} against the "
+            f"model's {C:,} classes: their log posteriors take {rows:,} x {C:,} x 8 bytes "
+            f"({rows * C * 8 / 1e6:,.0f} MB), several times over while they are scored, and "
+            "a long document's words are counted whole (up to --max-bytes): give the command "
+            "more memory, or a smaller --max-bytes"
+        ) from None
 
 
 @dataclass(frozen=True, eq=False)
@@ -815,6 +837,5 @@ def evaluate_table(model: TableModel, settings: EstimatorSettings, table: Table)
     records = [dict(zip(table.columns, row)) for row in table.rows]
     parts = []
     for start in range(0, len(records), BATCH_SIZE):
-        log_proba = classifier.predict(records[start : start + BATCH_SIZE]).log_proba
-        parts.append(DocumentScores.of(log_proba, y_true[start : start + BATCH_SIZE]))
+        parts.append(scored_batch(classifier, records[start : start + BATCH_SIZE], y_true, start))
     return Evaluation(labels, len(classes), y_true, DocumentScores.join(parts))
