@@ -551,3 +551,51 @@ def test_a_sampled_document_changed_before_it_is_read_again_is_one_error(tmp_pat
         "as it is\n"
     )
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "tokenizer",
+    [
+        dict(),
+        dict(ngram_range=(1, 2)),
+        dict(symbols=True),
+        dict(unspaced="all", symbols=True),
+        dict(stop_words=("the", "and"), stop_words_source="english"),
+        dict(lowercase=False),
+        dict(hash_features=64),
+    ],
+    ids=["words", "pairs", "symbols", "unspaced", "stop-words", "cased", "hashed"],
+)
+def test_sampled_documents_counted_over_the_words_they_meet_give_the_whole_vocabularys_rows(
+    tmp_path, tokenizer
+):
+    """A few documents counted again (those the count did not keep) are counted over the
+    words their tokens meet, not over every word of the vocabulary: the same ledger rows,
+    field for field, as counting them over the whole vocabulary, for every tokenizer."""
+    from nbclass.models import learning
+    from nbclass.reading.corpus import list_corpus
+    from nbclass.text.tokenizer import TokenizerSettings
+
+    settings = TokenizerSettings(**tokenizer)
+    for label, texts in MIXED.items():
+        (tmp_path / label).mkdir()
+        for i, text in enumerate(texts):
+            (tmp_path / label / f"{i:03d}.txt").write_bytes(text.encode("utf-8"))
+    extra = {"ascii": ["Server DOWN?! :) the disk, the disk", "brand-new words only here"],
+             "wide": ["日本語 のテキスト、 café!!", "crème"]}  # fmt: skip
+    counts = learning.count_documents(list_corpus(str(tmp_path)), settings, False, 1).counts
+    items = [
+        (bytes([k]) * DIGEST_SIZE, name, text)
+        for k, (name, text) in enumerate(
+            [(n, t) for n, ts in MIXED.items() for t in ts[:6]]
+            + [(n, t) for n, ts in extra.items() for t in ts]
+        )
+    ]
+    whole = learning.sample_rows(items, counts, settings, met_only=False)
+    met = learning.sample_rows(items, counts, settings, met_only=True)
+    assert whole.n_documents == len(items) and whole.words.size > 50
+    for field in ("digests", "labels", "ptr", "words", "counts"):
+        assert np.array_equal(getattr(met, field), getattr(whole, field)), field
+    words, columns = learning.words_met([t for _, _, t in items], counts.vocabulary, settings)
+    assert np.all(np.diff(columns) > 0) and words == tuple(counts.vocabulary[j] for j in columns)
+    assert set(np.unique(whole.words).tolist()) <= set(columns.tolist())

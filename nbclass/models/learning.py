@@ -307,26 +307,63 @@ def _read_again(item: tuple[bytes, str, int], corpus: Corpus,
 
 def sample_rows(
     items: Sequence[tuple[bytes, str, str]], counts: Counts, tokenizer: TokenizerSettings,
-    threads: int = 1,
+    threads: int = 1, met_only: bool | None = None,
 ) -> Ledger:  # fmt: skip
     """The ledger rows of sampled documents ``(digest, class name, text)`` (in their
-    order) over the classes and vocabulary of ``counts``, which counted them."""
+    order) over the classes and vocabulary of ``counts``, which counted them.
+
+    ``met_only``: count them over the words their tokens meet alone (:func:`words_met`),
+    not the whole vocabulary: the same rows, without making a counter of every word (0.6 s
+    at 2,000,000 words, for the few dozen documents the count did not keep). ``None``:
+    when their text is shorter than the vocabulary has words."""
     import scipy.sparse as sp
 
     at = {name: c for c, name in enumerate(counts.classes)}
-    X, _ = TextCounter(tokenizer, counts.vocabulary).count([t for _, _, t in items], threads)
+    texts = [t for _, _, t in items]
+    if met_only is None:
+        met_only = sum(map(len, texts)) < len(counts.vocabulary)
+    words, columns = counts.vocabulary, None
+    if met_only:
+        words, columns = words_met(texts, counts.vocabulary, tokenizer)
+    X, _ = TextCounter(tokenizer, words).count(texts, threads)
     X = sp.csr_matrix(X)
     X.eliminate_zeros()
     X.sort_indices()
+    # (columns increase: each row stays in column order)
+    words = X.indices if columns is None else columns[X.indices]
     return Ledger(
         digests=np.frombuffer(b"".join(d for d, _, _ in items), dtype=np.uint8).reshape(
             -1, DIGEST_SIZE
         ),
         labels=np.array([at[name] for _, name, _ in items], dtype=np.int64),
         ptr=X.indptr.astype(np.int64),
-        words=X.indices.astype(np.int64),
+        words=words.astype(np.int64),
         counts=X.data.astype(np.int64),
     )
+
+
+def words_met(
+    texts: Sequence[str], vocabulary: Sequence[str], tokenizer: TokenizerSettings
+) -> tuple[tuple[str, ...], np.ndarray]:
+    """``(words, columns)``: the words of the sorted ``vocabulary`` that the tokens of
+    ``texts`` under ``tokenizer`` meet, and their columns, in column order (increasing).
+    A counter of these words alone counts ``texts`` as a counter of the whole vocabulary
+    does, column for column: it counts the tokenizer's tokens, and no other word can be
+    one of them."""
+    from bisect import bisect_left
+
+    tokenize = make_tokenizer(tokenizer)
+    met: set[str] = set()
+    for text in texts:
+        met.update(tokenize(text))
+    V = len(vocabulary)
+    found = []
+    for token in met:
+        j = bisect_left(vocabulary, token)
+        if j < V and vocabulary[j] == token:
+            found.append(j)
+    columns = np.array(sorted(found), dtype=np.int64)
+    return tuple(vocabulary[j] for j in columns.tolist()), columns
 
 
 def sketched(
