@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import NAMED, REPO, nbclass_command
+from conftest import DEMO_CORPUS, NAMED, REPO, nbclass_command
 
 from nbclass.cli.app import cli
 from nbclass.modelfile.textfile import load, save
@@ -155,6 +155,38 @@ def test_against_the_predict_command(news_sample, tmp_path):
     for record, row in zip(records, got):
         for c, p in record["probabilities"].items():
             assert abs(row[classes.index(c)] - p) <= 1e-12
+
+
+def test_the_scorer_counts_the_symbols_and_applies_the_class_offsets(tmp_path):
+    """The demo corpus's default fit keeps the symbols ("$", "%", "@", ...) and the class
+    offsets, and its temperature has a gap term: the scorer, run as written on its export,
+    gives predict's probabilities (the scorer once left the symbols out: 0.10 off)."""
+    model, out = tmp_path / "demo.nbc", tmp_path / "demo.json"
+    run = [*nbclass_command()]
+    subprocess.run([*run, "fit", str(DEMO_CORPUS), "-o", str(model), "-q"], check=True)
+    subprocess.run([*run, "export", "-m", str(model), "-o", str(out), "-q"], check=True)
+    exported = json.loads(out.read_text(encoding="utf-8"))
+    assert exported["tokenizer"]["symbols"] is True and "$" in exported["vocabulary"]
+    calibration = exported["calibration"]
+    assert len(calibration["offsets"]) == 3 and calibration["t2"] != 0
+    texts = [
+        "My card was charged twice ($49.99 + $49.99) -- refund please!!",
+        "login fails: ERR_CERT_DATE_INVALID @ 09:00, 100% of users?",
+        "the outage page says 503 :( since this morning",
+        "a b c",
+        "",
+    ]
+    records = [
+        json.loads(subprocess.run(
+            [*run, "predict", "-m", str(model), "--format", "jsonl", "--min-known", "0"],
+            input=text, check=True, capture_output=True, text=True,
+        ).stdout)
+        for text in texts
+    ]  # fmt: skip
+    classes = exported["classes"]
+    want = np.array([[r["probabilities"][c] for c in classes] for r in records])
+    got = reference(out, texts, classes)
+    assert np.abs(got - want).max() <= 1e-12
 
 
 def test_npz_holds_no_pickles_and_json_is_strict(chinese_corpus, tmp_path, runner):
