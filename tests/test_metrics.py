@@ -304,3 +304,64 @@ def test_the_confusion_matrix_takes_the_first_form_that_fits(L, count, form):
         assert row == ["newsgroup.number.00", "newsgroup.number.02", "2", "0.5%"]
     else:
         assert str(count) in text
+
+
+# --- the confusion matrix as its nonzero cells, against the dense (L, L) formulas ----------
+
+
+def dense_largest_errors(M, k):
+    """The report's largest confusions as they were drawn from the whole matrix."""
+    L = len(M)
+    cells = [(int(M[t][p]), t, p) for t in range(L) for p in range(L) if t != p and M[t][p]]
+    return sorted(cells, key=lambda x: (-x[0], x[1], x[2]))[:k]
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_the_nonzero_cells_give_the_dense_matrixs_metrics(data):
+    """Random log posteriors of C model classes (rows where every class is impossible:
+    no label) and true labels among L >= C (labels the model does not know): every metric
+    of the cells equals the dense matrix's, bit for bit, and the JSON's ``confusions``
+    past ``MATRIX_LABELS`` are the matrix's nonzero cells in (true, predicted) order."""
+    from nbclass.evaluation.judging import Evaluation
+
+    C = data.draw(st.integers(1, 12), label="C")
+    L = C + data.draw(st.integers(0, 3), label="unknown labels")
+    n = data.draw(st.integers(0, 60), label="n")
+    seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
+    rng = np.random.default_rng(seed)
+    # few distinct scores: ties, which go to the first class, as predict labels
+    log_proba = rng.integers(-3, 1, size=(n, C)).astype(float)
+    log_proba[rng.random((n, C)) < 0.2] = -np.inf
+    y_true = rng.integers(0, L, n)
+    labels = [f"label {i}" for i in range(L)]
+    ev = Evaluation.of(labels, C, y_true, log_proba)
+    y_pred = np.where(np.isneginf(log_proba).all(axis=1), -1, log_proba.argmax(axis=1)) if n else (
+        np.zeros(0, dtype=np.int64))  # fmt: skip
+    assert ev.y_pred.tolist() == y_pred.tolist()
+    M = metrics.confusion_matrix(y_true, y_pred, L)
+    dense = metrics.class_metrics(M, np.bincount(y_true, minlength=L))
+    for field in ("tp", "precision", "recall", "f1", "support", "predicted"):
+        assert getattr(ev.per_class, field).tolist() == getattr(dense, field).tolist(), field
+    assert ev.accuracy == metrics.accuracy(M, n)
+    assert ev.macro_f1 == metrics.macro_f1(dense) and ev.micro_f1 == metrics.micro_f1(dense)
+    cells = ev.confusions
+    assert cells.dense().tolist() == M.tolist()
+    assert cells.row_sums().tolist() == M.sum(axis=1).tolist()
+    for k in (1, 3, 15, L * L):
+        assert cells.largest_errors(k) == dense_largest_errors(M.tolist(), k)
+    whole = ev.to_dict()
+    assert whole["confusion_matrix"] == M.tolist() and "confusions" not in whole
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(metrics, "MATRIX_LABELS", L - 1)
+        sparse = ev.to_dict()
+    true, predicted = np.nonzero(M)
+    assert sparse["confusion_matrix"] is None
+    assert sparse["confusions"] == [
+        [t, p, int(M[t, p])] for t, p in zip(true.tolist(), predicted.tolist())
+    ]
+    rest = [  # NaN where no document's class is known: compared as JSON text
+        json.dumps({k: v for k, v in d.items() if k not in ("confusion_matrix", "confusions")})
+        for d in (sparse, whole)
+    ]
+    assert rest[0] == rest[1]
