@@ -368,30 +368,57 @@ def _packed(counts: Counts, held_out: sp.csr_matrix) -> sp.csr_matrix | None:
 
 
 def _packed_fold(counts: Counts, cells, gone: np.ndarray):
-    """:func:`_sparse_fold` with T_jc and D_jc as one int64 (T << 32 | D): the held-out
-    cells ``cells`` (COO (C, V), packed, from :func:`_packed`) subtracted once, the cells
-    left at 0 dropped and the rows of the words ``gone`` taken once, then the two tables
-    unpacked: the same tables, in half the work. None where the counts do not hold the
-    held-out documents' (a D_jc or T_jc left below 0, or one left at 0 without the
-    other): :func:`_sparse_fold` then makes them as it always has."""
+    """:func:`_sparse_fold` with the held-out cells ``cells`` (COO (C, V), T << 32 | D,
+    from :func:`_packed`, each (class, word) once) found in the tables' sorted pattern
+    and subtracted where they are, from one copy of each table's values: no merge of the
+    whole tables (at 2,000 classes × 2,000,000 words, a held-out sample of 1.4 million
+    cells against 9.8 million pairs), the cells left at 0 dropped and the rows of the
+    words ``gone`` (left empty) taken out of the row pointers: the same tables. None
+    where the counts do not hold the held-out documents' (a cell they lack, a D_jc or
+    T_jc left below 0, or one left at 0 without the other) or their pattern is not
+    sorted: :func:`_sparse_fold` then makes them as it always has."""
     T, D = counts.token_count, counts.doc_count
-    V = len(counts.vocabulary)
-    values = T.data.astype(np.int64) << 32
-    values |= D.data
-    table = sp.csr_matrix((values, T.indices, T.indptr), shape=T.shape)
+    V, C = T.shape
+    if not T.has_sorted_indices or not T.data.all():
+        return None  # (a stored 0 would stay where a subtraction drops it)
+    # The pattern's cells as word × C + class, increasing in CSR order.
+    keys = np.repeat(np.arange(V, dtype=np.int64) * C, np.diff(T.indptr))
+    keys += T.indices
+    # The held-out cells in that order too (word-major): sorted needles, which a binary
+    # search finds near the last one (four times as fast as in class-major order).
     held = sp.csr_matrix((cells.data, (cells.col, cells.row)), shape=T.shape)
-    rest = sp.csr_matrix(table - held)
-    rest.eliminate_zeros()
-    rest.sort_indices()
+    word = np.repeat(np.arange(V, dtype=np.int64), np.diff(held.indptr))
+    wanted = word * C
+    wanted += held.indices
+    at = np.searchsorted(keys, wanted)
+    if at.size and (int(at.max()) >= T.nnz or not np.array_equal(keys[at], wanted)):
+        return None  # a cell the counts lack
+    del keys, wanted
+    tokens, documents = T.data.astype(np.int64), D.data.astype(np.int64)
+    tokens[at] -= held.data >> 32
+    documents[at] -= held.data & _LOW
+    left, left_documents = tokens[at], documents[at]
+    if (left < 0).any() or (left_documents < 0).any() or ((left == 0) != (left_documents == 0)).any():
+        return None  # not the counts of a refit
+    emptied = at[left == 0]
+    lengths = np.diff(T.indptr).astype(np.int64)
+    indices = T.indices
+    if emptied.size:
+        keep = np.ones(T.nnz, dtype=bool)
+        keep[emptied] = False
+        tokens, documents, indices = tokens[keep], documents[keep], indices[keep]
+        lengths -= np.bincount(word[left == 0], minlength=V)
     words = np.delete(np.arange(V), gone) if gone.size else np.arange(V)
     row = np.full(V, -1, dtype=np.int64)
     row[words] = np.arange(words.size)
     if gone.size:
-        rest = rest[words]
-    tokens, documents = rest.data >> 32, rest.data & _LOW
-    if (tokens <= 0).any() or (documents <= 0).any() or (documents >= 2**31).any():
-        return None  # a borrow, or one of the two left at 0: not the counts of a refit
-    tables = [sp.csr_matrix((part, rest.indices.copy(), rest.indptr.copy()), shape=rest.shape)
+        if lengths[gone].any():
+            return None
+        lengths = lengths[words]
+    indptr = np.zeros(words.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    shape = (words.size, C)
+    tables = [sp.csr_matrix((part, indices.copy(), indptr.copy()), shape=shape)
               for part in (tokens, documents)]  # fmt: skip
     return tables[0], tables[1], words, row
 
