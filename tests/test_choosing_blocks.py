@@ -23,6 +23,8 @@ from nbclass.cli.app import cli
 from nbclass.modelfile.textfile import dumps, load
 from nbclass.models import choosing
 from nbclass.models.choosing import fit_calibration
+from nbclass.models.chosen import score_gaps
+from nbclass.models.estimators import Calibration
 from nbclass.models.model import with_choice
 
 
@@ -137,6 +139,74 @@ def test_the_calibration_fitted_block_by_block_is_the_whole_ones(monkeypatch, ce
     assert whole.t0 != 0.0 and whole.t1 != 0.0
     monkeypatch.setattr(choosing, "SCORE_CELLS", cells)
     assert fit_calibration(jll, y, lengths) == whole
+
+
+def test_the_calibration_of_its_first_documents_is_that_of_those_documents_alone():
+    """most=m fits on the first m documents whose true class is possible: the
+    documents of an impossible true class before them are skipped and not counted, and
+    those after them change nothing but the targets' ε, which counts every document
+    whose true class is possible (297 here, not 120)."""
+    rng = np.random.default_rng(5)
+    n, C = 300, 6
+    lengths = rng.integers(0, 300, size=n)
+    jll = rng.normal(size=(n, C)) * np.sqrt(lengths + 1)[:, None] * 3
+    y = np.where(rng.random(n) < 0.7, jll.argmax(axis=1), rng.integers(0, C, size=n))
+    jll[[3, 10, 50], y[[3, 10, 50]]] = -np.inf  # three documents no fold could score
+    first = np.flatnonzero(np.isfinite(jll[np.arange(n), y]))[:120]
+    assert first[-1] == 122
+    features = np.stack([np.log1p(lengths[first]), np.log1p(score_gaps(jll[first]))], axis=1)
+    loss = choosing._calibration_loss(jll, first, y[first], features, [(0, 120)], None, 297)
+    gap = Calibration.GAP_BOUND
+    t = choosing._minimise(loss, [(-Calibration.BOUND, Calibration.BOUND), choosing.T1_RANGE,
+                                  (-gap, gap)])  # fmt: skip
+    alone = Calibration(float(t[0]), float(t[1]), float(t[2]))
+    assert fit_calibration(jll, y, lengths, most=120) == alone
+    assert alone != fit_calibration(jll[first], y[first], lengths[first])  # ε of 120
+    assert alone != fit_calibration(jll, y, lengths)
+    assert fit_calibration(jll, y, lengths, most=None) == fit_calibration(jll, y, lengths)
+
+
+@pytest.mark.parametrize("classes, most", [(524, None), (525, 3994), (2000, 1048), (5000, 1000)])
+def test_the_choice_calibrates_on_its_first_documents_past_524_classes(classes, most):
+    """Where the choice's cells are bounded (more than 524 classes), its calibration
+    is fitted on the first 2^21 / C scored documents, at least 1,000; up to 524 classes
+    on every one."""
+    assert choosing.calibration_documents(classes) == most
+
+
+def test_a_choice_of_many_classes_is_calibrated_on_its_first_documents(tmp_path, monkeypatch):
+    """A real default fit of 600 classes of 8 documents (the bound at 2^21 cells scaled
+    down to 40 documents): the stored calibration is fit_calibration of the winner's
+    held-out scores on its first 40 scored documents (the others' scores do not move
+    it), not on all of them."""
+    rng = np.random.default_rng(9)
+    documents = {
+        f"c{c:03d}": [" ".join(f"w{c}x{k}" for k in rng.integers(0, 6, size=8))
+                      + f" common{rng.integers(0, 3)}" for _ in range(8)]
+        for c in range(600)
+    }  # fmt: skip
+    corpus = write_corpus(tmp_path / "corpus", documents)
+    calls = []
+    real = choosing.fit_calibration
+
+    def spy(jll, y, n_tokens, threads=1, most=None):
+        calls.append((np.array(jll), y.copy(), n_tokens.copy(), most))
+        return real(jll, y, n_tokens, threads, most)
+
+    monkeypatch.setattr(choosing, "CALIBRATION_CELLS", 40 * 600)
+    monkeypatch.setattr(choosing, "CALIBRATION_LEAST", 10)
+    monkeypatch.setattr(choosing, "fit_calibration", spy)
+    model = fitted(tmp_path, corpus)
+    assert model.choice["documents"] > 0, model.choice
+    (jll, y, n_tokens, most), = calls
+    assert most == 40 and y.size > 1000
+    first = real(jll, y, n_tokens, most=40)
+    other = jll.copy()  # the documents past the first 40 other scores: the same numbers
+    other[40:] = np.random.default_rng(1).normal(size=other[40:].shape) * 30
+    assert real(other, y, n_tokens, most=40) == first
+    assert model.calibration.t0 == first.t0 and model.calibration.t1 == first.t1
+    assert model.calibration.t2 == first.t2
+    assert first != real(jll, y, n_tokens)
 
 
 def test_a_fold_restricted_to_a_feature_set_is_the_fold_of_the_sets_counts(tmp_path):

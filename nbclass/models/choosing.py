@@ -183,6 +183,28 @@ def plan(counts: Counts, most: int = FOLDS) -> tuple[int, int]:
 # with 2²⁵ (256 MB), the choice of a generated 20,000 classes × 200,000 words took 19 s
 # of CPU, nearly three times the count of its 177 MB; with 2²³, 6.3 s.
 CHOICE_CELLS = 2**23
+# Past this many classes CHOICE_CELLS binds (a sample holds at most OVERALL +
+# REPRESENTATIVES = 16,000 documents, within the cells up to 524 classes), and the
+# calibration, which fits three numbers and goes through its documents a dozen times
+# or more, is fitted on the first CALIBRATION_CELLS // C of the winner's scored documents
+# (by digest: a uniform sample of them; its targets' ε still counts all of them), at
+# least CALIBRATION_LEAST: at 2,000 classes 1,048 of 4,194 documents, 0.24 s of CPU
+# instead of 1.0 (generated 2,000 classes × 2,000,000 words); at 20,000 classes all 415.
+MANY_CLASSES = CHOICE_CELLS // (sketch.OVERALL + sketch.REPRESENTATIVES)
+CALIBRATION_CELLS = 2**21
+CALIBRATION_LEAST = 1000
+
+
+def calibration_documents(n_classes: int) -> int | None:
+    """How many of the winner's scored documents its calibration is fitted on (the first
+    ones), None for all of them: all up to :data:`MANY_CLASSES` classes.
+
+    >>> calibration_documents(524), calibration_documents(2000), calibration_documents(20000)
+    (None, 1048, 1000)
+    """
+    if n_classes <= MANY_CLASSES:
+        return None
+    return max(CALIBRATION_CELLS // n_classes, CALIBRATION_LEAST)
 
 
 def scored_rows(labels: np.ndarray, documents: int, n_classes: int) -> np.ndarray:
@@ -844,7 +866,7 @@ T1_RANGE = (0.0, 1.0)
 
 
 def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
-                    threads: int = 1) -> Calibration:
+                    threads: int = 1, most: int | None = None) -> Calibration:
     """The (t0, t1, t2) that minimise the cross-entropy of softmax(jll / T(x)) against
     Platt's targets, T(x) = exp(t0 + t1 · log(1 + n_x) + t2 · log(1 + g(x))).
 
@@ -859,13 +881,18 @@ def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
     :data:`T1_RANGE` and t2 in ±:attr:`Calibration.GAP_BOUND`. Documents whose true class
     scores −inf (its class had no training document in their fold) are left out.
     ``threads`` share the blocks of documents of each evaluation (the same floats: each
-    row's numbers are its own).
+    row's numbers are its own). ``most``: fitted on the first ``most`` documents left
+    (:func:`calibration_documents`), or on all of them (None); ε is then that of all of
+    them (n counts every document whose true class is possible: each was scored, and
+    the first are a uniform sample of them, so they speak for the n).
     """
     C = jll.shape[1]
     if y.size == 0:
         return Calibration(0.0, 0.0)
     true = [jll[np.arange(a, b)][np.arange(b - a), y[a:b]] for a, b in row_blocks(y.size, C)]
     ok = np.flatnonzero(np.isfinite(np.concatenate(true)))
+    scored = ok.size  # the targets' ε counts every one of them
+    ok = ok[:most]
     y = y[ok]
     if y.size == 0:
         return Calibration(0.0, 0.0)
@@ -878,7 +905,7 @@ def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
 
         pool = ThreadPoolExecutor(threads)
     try:
-        loss = _calibration_loss(jll, ok, y, features, blocks, pool)
+        loss = _calibration_loss(jll, ok, y, features, blocks, pool, scored)
         gap = Calibration.GAP_BOUND
         t = _minimise(loss, [(-Calibration.BOUND, Calibration.BOUND), T1_RANGE, (-gap, gap)])
         worse = loss(t)[0] >= loss(np.zeros(3))[0]
@@ -890,7 +917,7 @@ def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
     return Calibration(float(t[0]), float(t[1]), float(t[2]))
 
 
-def _calibration_loss(jll, ok, y, features, blocks, pool=None):
+def _calibration_loss(jll, ok, y, features, blocks, pool=None, scored=None):
     """The cross-entropy L(t) of the calibration, with its gradient and Hessian.
 
     Document i's scores are z_i = a_i · e^(−λ_i), λ_i = t0 + t1 · u_i + t2 · v_i, with
@@ -905,13 +932,14 @@ def _calibration_loss(jll, ok, y, features, blocks, pool=None):
     (``pool``: threads that take the blocks in turn, a block each at a time).
     A block whose every score is finite (every class possible: the rule at many
     classes) takes :func:`_finite_block`'s steps, the same floats in fewer passes; the
-    value at a point already evaluated is not computed again.
+    value at a point already evaluated is not computed again. The targets' ε is
+    1 / (n + 2) for n = ``scored`` documents (None: the rows ``ok``).
     """
     from scipy.special import log_softmax
 
     design = np.hstack([np.ones((features.shape[0], 1)), features])  # ∂λ_i/∂t, (n, 3)
     n = design.shape[0]
-    epsilon = 1.0 / (n + 2)
+    epsilon = 1.0 / ((n if scored is None else scored) + 2)
     # The blocks' shifted scores and targets are made once when they are few cells.
     cached = {} if ok.size * jll.shape[1] <= 4 * SCORE_CELLS else None
     done: dict = {}  # the value, gradient and Hessian at each point evaluated
@@ -1409,10 +1437,10 @@ def choose(
         jll = winner_scores(counts, X, y, fold_ids, winner["settings"], winner["rows"],
                             winner["min_df"], winner["top_mi"], last)  # fmt: skip
     del last
-    calibration = fit_calibration(jll, y, n_tokens, threads)
+    C = len(counts.classes)
+    calibration = fit_calibration(jll, y, n_tokens, threads, calibration_documents(C))
     scored = winner["summary"].scored
     refined = None  # the winner with class offsets, cross-fitted: (its row, its log-probs)
-    C = len(counts.classes)
     if offsets and 2 <= C <= OFFSET_CLASSES and scored.any():
         at = np.flatnonzero(scored)
         held = jll[at]  # at most 16,000 × 100 cells, made again if they were not kept
