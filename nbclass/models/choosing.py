@@ -420,7 +420,9 @@ def _packed_fold(counts: Counts, cells, gone: np.ndarray):
     tokens[at] -= held.data >> 32
     documents[at] -= held.data & _LOW
     left, left_documents = tokens[at], documents[at]
-    if (left < 0).any() or (left_documents < 0).any() or ((left == 0) != (left_documents == 0)).any():
+    if (left < 0).any() or (left_documents < 0).any() or (
+        (left == 0) != (left_documents == 0)
+    ).any():
         return None  # not the counts of a refit
     emptied = at[left == 0]
     lengths = np.diff(T.indptr).astype(np.int64)
