@@ -1116,13 +1116,6 @@ def offset_features(n_tokens) -> np.ndarray:
     return np.column_stack([np.ones(u.size), u])
 
 
-def _shifted(L: np.ndarray, F: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """log softmax_c(L_c + F · W_c) of each row, (n, C); −inf stays −inf."""
-    S = L + F @ W
-    top = np.max(S, axis=1, keepdims=True)
-    return S - (top + np.log(np.sum(np.exp(S - top), axis=1, keepdims=True)))
-
-
 def fit_offsets(L: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
                 steps: int = 50) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """The class offsets (a, d), each shape (C,), that minimise
@@ -1131,7 +1124,8 @@ def fit_offsets(L: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
 
     (λ = :data:`OFFSET_RIDGE`) over documents of calibrated log-probabilities ``L`` (n, C;
     −inf for a class a document's fold lacked, never its true class ``y``) and known
-    tokens ``n_tokens``: a multinomial logistic regression on fixed scores, convex, solved
+    tokens ``n_tokens``, the log softmax taken by
+    :func:`nbclass.models.posterior.log_posterior`, as every path scores: a multinomial logistic regression on fixed scores, convex, solved
     by Newton's method from 0 (Hessian Σ_i F_i F_iᵀ ⊗ (diag p_i − p_i p_iᵀ) + λ I, F_i =
     (1, log(1 + n_i))), a step halved until the objective falls; it stops when no
     gradient entry exceeds 1e-10 n, or when no step lowers the objective (its floats'
@@ -1144,7 +1138,7 @@ def fit_offsets(L: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
     rows = np.arange(n)
 
     def objective(W):
-        S = _shifted(L, F, W)
+        S = log_posterior(L + F @ W)  # the scorer's log softmax; −inf stays −inf
         return -float(np.sum(S[rows, y])) + 0.5 * OFFSET_RIDGE * float(np.sum(W * W)), S
 
     value, S = objective(W)
