@@ -42,6 +42,8 @@ HEADERS = {
     "ngrams.json": b'{"tokenizer": {"ngram_range": [1, 100000000]}}',
     "beta.json": b'{"prepared": {"beta": 1e-300}}',
     "classes.json": b'{"classes": ["account", "account", "outage"]}',
+    "alpha-true.json": b'{"defaults": {"alpha": true}}',
+    "calibration-text.json": b'{"calibration": {"t0": "0.5"}}',
     "same.json": b'{"nbclass_version": "0.0"}',
 }
 TABLES = {

@@ -293,6 +293,78 @@ def test_forged_records_are_refused_alike_by_the_one_document_path(
     refused_everywhere(path, doc, problem)
 
 
+@pytest.fixture(scope="module")
+def chosen(tmp_path_factory) -> Path:
+    """A model of fit's defaults: its calibration has class offsets (the demo corpus's
+    choice keeps them)."""
+    path = tmp_path_factory.mktemp("chosen") / "model.nbc"
+    result = run("fit", DEMO, "-o", path, "-q", "-j", "1")
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+def _set(record: str, field: str, value):
+    """An edit of the header that sets ``field`` of ``record`` (a dotted path) to
+    ``value``, a function of the field's current value."""
+
+    def edit(header):
+        *parents, last = [record, *field.split(".")]
+        node = header
+        for key in parents:
+            node = node[key]
+        node[last] = value(node[last])
+
+    return edit
+
+
+def _first(value):
+    """``value`` with its first entry made a numeric string: ``[0.5, 1]`` -> ``["0.5", 1]``."""
+    return lambda old: [value(old[0]), *old[1:]]
+
+
+SETTINGS = "the estimator settings' {} is not a number"
+CALIBRATION = "the calibration's {} is not a number"
+OFFSETS = "the calibration's class offsets must be two lists of C numbers"
+# Numbers of the header that fit writes as JSON numbers, forged as what Python's float()
+# would also take: true, a numeric string, an integer past any float.
+FORGED_NUMBERS = [
+    ("named", "defaults", "alpha", lambda v: True, SETTINGS.format("alpha")),
+    ("named", "defaults", "alpha", lambda v: repr(v), SETTINGS.format("alpha")),
+    ("named", "defaults", "alpha", lambda v: 10**400, SETTINGS.format("alpha")),
+    ("named", "defaults", "beta", _first(repr), SETTINGS.format("beta")),
+    ("named", "defaults", "beta", lambda v: "11", "the estimator settings' beta is not a list "
+     "of two numbers"),
+    ("named", "prepared", "settings.alpha", lambda v: True, SETTINGS.format("alpha")),
+    ("named", "prepared", "beta", lambda v: repr(v), "the prepared β must be a finite number "
+     "> 0"),
+    ("named", "prepared", "class_totals", _first(repr), "prepared class_totals must be 3 finite "
+     "numbers >= 0"),
+    ("named", "prepared", "class_totals", lambda v: "".join(map(repr, v)), "prepared "
+     "class_totals must be 3 finite numbers >= 0"),
+    ("chosen", "calibration", "t0", lambda v: True, CALIBRATION.format("t0")),
+    ("chosen", "calibration", "t1", lambda v: repr(v), CALIBRATION.format("t1")),
+    ("chosen", "calibration", "t2", lambda v: f" {v!r}\n", CALIBRATION.format("t2")),
+    ("chosen", "calibration", "offsets", _first(lambda v: True), OFFSETS),
+    ("chosen", "calibration", "length_offsets", _first(repr), OFFSETS),
+    ("chosen", "defaults", "alpha", lambda v: False, SETTINGS.format("alpha")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("model", "record", "field", "value", "problem"),
+    FORGED_NUMBERS,
+    ids=[f"{m}-{r}.{f}-{i}" for i, (m, r, f, _, _) in enumerate(FORGED_NUMBERS)],
+)
+def test_header_numbers_forged_as_booleans_or_text_are_refused_on_every_path(
+    request, tmp_path, doc, model, record, field, value, problem
+):
+    """The estimator settings, the prepared numbers and the calibration were read with
+    float(), which takes true as 1.0 and "0.5" as 0.5: a forged file loaded and scored.
+    Only JSON numbers are read now, by every loader alike."""
+    path = forged(request.getfixturevalue(model), tmp_path, _set(record, field, value))
+    refused_everywhere(path, doc, problem)
+
+
 def test_a_selection_with_its_fields_is_shown_by_info(named, tmp_path):
     selected = tmp_path / "selected.nbc"
     result = run("select-features", "-m", named, "-k", "5", "-o", selected)

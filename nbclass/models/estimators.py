@@ -187,12 +187,19 @@ class EstimatorSettings(Record, frozen=True):
 
     @classmethod
     def from_dict(cls, data: dict) -> EstimatorSettings:
-        """Settings from :meth:`to_dict`; absent newer fields keep their old meaning."""
+        """Settings from :meth:`to_dict`; absent newer fields keep their old meaning.
+        α and β must be JSON numbers (``ValueError`` otherwise: a file is not read
+        leniently, ``true`` as 1 or ``"0.5"`` as 0.5)."""
+        beta = data["beta"]
+        if not (isinstance(beta, (list, tuple)) and len(beta) == 2):
+            raise ValueError("the estimator settings' beta is not a list of two numbers")
         return cls(
             model=str(data["model"]),
             estimator=str(data["estimator"]),
-            alpha=float(data["alpha"]),
-            beta=(float(data["beta"][0]), float(data["beta"][1])),
+            alpha=json_number(data["alpha"], "the estimator settings' alpha is not a number"),
+            beta=tuple(
+                json_number(b, "the estimator settings' beta is not a number") for b in beta
+            ),
             tf=str(data.get("tf", "raw")),
             idf=_boolean(data.get("idf", False)),
             norm=str(data.get("norm", "none")),
@@ -271,16 +278,20 @@ class Prepared(Record, frozen=True):
             values = data[name]
             if values is None:
                 return None
-            out = tuple(float(v) for v in values)
+            problem = f"prepared {name} must be {n_classes} finite numbers >= 0"
+            if not isinstance(values, list):
+                raise ValueError(problem)
+            out = tuple(json_number(v, problem) for v in values)
             if len(out) != n_classes or not all(math.isfinite(v) and v >= 0 for v in out):
-                raise ValueError(f"prepared {name} must be {n_classes} finite numbers >= 0")
+                raise ValueError(problem)
             return out
 
         beta = data["beta"]
         if beta is not None:
-            beta = float(beta)
+            problem = "the prepared β must be a finite number > 0"
+            beta = json_number(beta, problem)
             if not (math.isfinite(beta) and beta > 0):
-                raise ValueError("the prepared β must be a finite number > 0")
+                raise ValueError(problem)
         return cls(
             settings=EstimatorSettings.from_dict(data["settings"]).validate(),
             beta=beta,
@@ -361,7 +372,9 @@ class Calibration(Record, frozen=True):
         kind = data.get("kind") if isinstance(data, dict) else None
         if kind not in (cls.KIND, cls.OFFSETS_KIND):
             raise ValueError("the calibration is not a length-temperature record")
-        t0, t1, t2 = float(data["t0"]), float(data["t1"]), float(data.get("t2", 0.0))
+        given = {"t0": data["t0"], "t1": data["t1"], "t2": data.get("t2", 0.0)}
+        t0, t1, t2 = (json_number(v, f"the calibration's {k} is not a number")
+                      for k, v in given.items())  # fmt: skip
         if not (abs(t0) <= cls.BOUND and abs(t1) <= cls.BOUND):
             raise ValueError(f"calibration parameters must be finite and within ±{cls.BOUND}")
         if not abs(t2) <= cls.GAP_BOUND:
@@ -376,7 +389,8 @@ class Calibration(Record, frozen=True):
             raise ValueError(
                 f"the calibration has {len(offsets)} class offsets for {classes} classes"
             )
-        a, d = tuple(map(float, offsets)), tuple(map(float, slopes))
+        listed = "the calibration's class offsets must be two lists of C numbers"
+        a, d = (tuple(json_number(x, listed) for x in xs) for xs in (offsets, slopes))
         if not all(abs(x) <= cls.OFFSET_BOUND for x in a + d):
             raise ValueError(
                 f"the calibration's class offsets must be finite and within ±{cls.OFFSET_BOUND}"
@@ -450,6 +464,19 @@ def resolve(defaults: EstimatorSettings, **overrides) -> EstimatorSettings:
 def overridden(**overrides) -> bool:
     """True when any estimator option is given (then no stored calibration applies)."""
     return any(v is not None and v != AUTO for v in overrides.values())
+
+
+def json_number(value, problem: str) -> float:
+    """``value`` as a float when it is a JSON number, an int or a float (not true or
+    false, which Python counts as ints), else ``ValueError(problem)``: a model file from
+    elsewhere is read as it is written, never by ``float()``'s leniency (``true`` as 1,
+    ``"0.5"`` as 0.5, ``" 1e3 "`` as 1000). An integer past any float is refused too."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(problem)
+    try:
+        return float(value)
+    except OverflowError:
+        raise ValueError(problem) from None
 
 
 def _boolean(value) -> bool:
