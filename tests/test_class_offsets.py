@@ -3,16 +3,23 @@ their fit on held-out scores, their record in the model file, and the choice tha
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+from dataclasses import replace
 from fractions import Fraction as F
 
 import numpy as np
 import pytest
+from conftest import DEMO_CORPUS, REPO, nbclass_command
 
 from nbclass.modelfile.quick import reported
+from nbclass.modelfile.textfile import load
 from nbclass.models import choosing
 from nbclass.models.chosen import calibrated
 from nbclass.models.estimators import Calibration, EstimatorSettings
+from nbclass.models.model import Classifier, recalibrated, select_features
+from nbclass.models.posterior import make_scorer
 
 LN2, LN3 = math.log(2), math.log(3)
 
@@ -111,3 +118,101 @@ def test_the_record_keeps_the_offsets_and_an_old_record_reads_as_before():
                 {**record, "length_offsets": [1.0, math.inf, 0.0]}):  # fmt: skip
         with pytest.raises(ValueError):
             Calibration.from_dict(bad, 3)
+
+
+# --- select-features: the calibration of the words it keeps ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def chosen(tmp_path_factory):
+    """fit's default model of the demo corpus: its choice keeps class offsets, and its
+    vocabulary filter keeps every entry (words and symbols), measured with no pruning."""
+    path = tmp_path_factory.mktemp("chosen") / "model.nbc"
+    result = subprocess.run([*nbclass_command(), "fit", str(DEMO_CORPUS), "-o", str(path), "-q"],
+                            capture_output=True, cwd=REPO)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+def selected(model_path, k: int, out):
+    result = subprocess.run(
+        [*nbclass_command(), "select-features", "-m", str(model_path), "-k", str(k), "-o", str(out)],
+        capture_output=True, cwd=REPO,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return load(str(out))
+
+
+def chosen_row(model) -> dict:
+    (row,) = [row for row in model.choice["candidates"] if row["chosen"]]
+    return row
+
+
+def test_select_features_keeping_every_word_changes_nothing_that_scores(chosen, tmp_path):
+    """The same words score the same: the choice, calibration and typicality are kept."""
+    model = load(str(chosen))
+    V = len(model.active_counts.vocabulary)
+    pruned = selected(chosen, V, tmp_path / "all.nbc")
+    assert len(pruned.counts.vocabulary) == V
+    assert pruned.calibration == model.calibration and pruned.choice == model.choice
+    assert pruned.typicality == model.typicality is not None
+
+
+def test_the_calibration_fitted_again_is_fits_own_on_the_same_words(chosen):
+    """The calibration is fitted again from the sample as fit fits it for its winner:
+    over every word of the demo's model (its winner's words and symbols, no pruning), the
+    same held-out scores give fit's temperature and class offsets to the bit, and the
+    choice's numbers of the winner with offsets."""
+    model = load(str(chosen))
+    assert model.calibration.offsets and model.sample is not None
+    V = len(model.counts.vocabulary)
+    assert np.array_equal(model.active_rows, np.arange(V))
+    again = recalibrated(model, model.sample, np.arange(V), V)
+    assert again.calibration == model.calibration
+    mine, fits = chosen_row(again), chosen_row(model)
+    assert mine["name"] == "complement tf=log no-class-prior, class offsets"  # one set, unnamed
+    assert fits["name"] == "complement tf=log no-class-prior, words+symbols, class offsets"
+    for key in ("settings", "accuracy", "macro_f1", "log_loss", "calibrated_log_loss"):
+        assert mine[key] == fits[key], key
+    assert again.typicality is None
+
+
+def test_select_features_fits_the_calibration_of_the_words_it_keeps(chosen, tmp_path):
+    """50 of 562 words: the temperature and the offsets are fitted again on the held-out
+    scores of those words, the stored settings alone (the choice record lists them, and
+    them with offsets), and every path scores with them."""
+    model = load(str(chosen))
+    pruned = selected(chosen, 50, tmp_path / "small.nbc")
+    assert pruned.defaults == model.defaults
+    assert [row["name"] for row in pruned.choice["candidates"]] == [
+        "complement tf=log no-class-prior", "complement tf=log no-class-prior, class offsets"
+    ]
+    assert [row["settings"] for row in pruned.choice["candidates"]] == [
+        model.defaults.to_dict()
+    ] * 2
+    c, full = pruned.calibration, model.calibration
+    assert len(c.offsets) == 3 and (c.t0, c.t1, c.t2) != (full.t0, full.t1, full.t2)
+    assert c.offsets != full.offsets and c.length_offsets != full.length_offsets
+    # The pruned model's own probabilities: the formula's scores over its 50 words, under
+    # its calibration (chosen.calibrated), on the one-document path and in a batch alike.
+    text = "I was charged twice for the same invoice, please refund"
+    clf = Classifier(pruned)
+    counted = clf.count([text])[0]
+    n = np.asarray(counted.sum(axis=1)).ravel()
+    jll = make_scorer(pruned.counts, pruned.defaults, pruned.prepared).joint_log_likelihood(counted)
+    expected = np.exp(calibrated(jll, n, c))[0]
+    assert np.allclose(np.exp(clf.predict([text]).log_proba[0]), expected, rtol=1e-12, atol=0)
+    one = subprocess.run([*nbclass_command(), "predict", "-m", str(tmp_path / "small.nbc"),
+                          "--format", "jsonl"], input=text.encode(), capture_output=True,
+                         cwd=REPO)  # fmt: skip
+    probabilities = json.loads(one.stdout)["probabilities"]
+    got = [probabilities[name] for name in pruned.counts.classes]
+    assert np.allclose(got, expected, rtol=1e-12, atol=0)
+
+
+def test_select_features_of_a_model_without_a_sample_keeps_its_calibration(chosen):
+    """A model that keeps no sample (written before models kept one) cannot be scored
+    again: its calibration is kept as fit made it, as before."""
+    model = replace(load(str(chosen)), sample=None)
+    pruned = select_features(model, 50)
+    assert pruned.calibration == model.calibration and pruned.choice == model.choice

@@ -161,9 +161,9 @@ def test_diff_reports_how_the_models_score_at_their_defaults(tmp_path, runner):
     assert all(entry["kl"] == 0.0 for entry in data["classes"].values())  # same counts
     assert scoring(chosen, chosen)["scoring"]["changed"] == []
     assert scoring(chosen, chosen)["notes"] == []
-    # select-features keeps the choice and calibration; the typicality described the
-    # counts of every word, so it is gone.
-    assert scoring(chosen, small)["scoring"]["changed"] == ["typicality"]
+    # select-features keeps the settings and fits their calibration again on the words it
+    # keeps; the typicality described the counts of every word, so it is gone.
+    assert scoring(chosen, small)["scoring"]["changed"] == ["calibration", "typicality"]
     result = runner.invoke(cli, ["diff", str(chosen), str(named)])
     rows = [line.strip() for line in result.stdout.splitlines()]
     c = a.calibration

@@ -307,25 +307,19 @@ def with_choice(model: Model, threads: int = 1) -> Model:
         from .multilabel import chosen_again
 
         return chosen_again(model, threads)
-    import scipy.sparse as sp
-
     from ..text.families import feature_sets, rows_of
-    from .choosing import choose, plan, scored_rows  # scipy: imported when it is used
+    from .choosing import choose  # scipy: imported when it is used
 
     # The choice starts from the user's filter: the feature families an earlier choice
     # kept are chosen again, from the counts of every family.
     base = model.vocabulary_filter.chosen_apart
     if base is not model.vocabulary_filter:
         model = replace(model, vocabulary_filter=base)
-    counts, sample = model.active_counts, model.sample
-    documents, folds = plan(counts)
-    rows = scored_rows(sample.labels, documents, len(counts.classes))
-    part = sample.take(rows)
-    X = sp.csr_matrix(
-        (part.counts, part.words, part.ptr), shape=(part.n_documents, len(model.counts.vocabulary))
-    )
-    if counts is not model.counts:  # the words the vocabulary filter keeps
-        X = X[:, model.active_rows]
+    counts = model.active_counts
+    X, labels, folds = _sampled(
+        counts, model.sample, len(model.counts.vocabulary),
+        None if counts is model.counts else model.active_rows,  # the words the filter keeps
+    )  # fmt: skip
     symbols = model.tokenizer.symbol_entries
     sets = feature_sets(counts.vocabulary, symbols)
     if len(sets) > 1:  # row masks over the one count, simplest first
@@ -359,7 +353,7 @@ def with_choice(model: Model, threads: int = 1) -> Model:
         for names, _, _, _ in features
     ]  # fmt: skip
     features = features if len(features) > 1 else None
-    choice = choose(counts, X, part.labels, k=folds, threads=threads, features=features,
+    choice = choose(counts, X, labels, k=folds, threads=threads, features=features,
                     second=second, offsets=True)  # fmt: skip
     if choice.features is not None or choice.top_mi is not None:
         chosen = replace(base, features=choice.features, prune_df=choice.min_df,
@@ -376,6 +370,21 @@ def with_choice(model: Model, threads: int = 1) -> Model:
         model, defaults=choice.settings, choice=choice.to_dict(), calibration=choice.calibration,
         typicality=typicality,
     )  # fmt: skip
+
+
+def _sampled(counts: Counts, sample: Ledger, width: int, columns: np.ndarray | None):
+    """``(X, labels, folds)``: the sampled documents the choice scores for the corpus of
+    ``counts`` (:func:`nbclass.models.choosing.plan`, :func:`~.choosing.scored_rows`),
+    their counts over the ``columns`` (sorted, None: all) of the sample's ``width``
+    words, their classes, and the folds."""
+    import scipy.sparse as sp
+
+    from .choosing import plan, scored_rows
+
+    documents, folds = plan(counts)
+    part = sample.take(scored_rows(sample.labels, documents, len(counts.classes)))
+    X = sp.csr_matrix((part.counts, part.words, part.ptr), shape=(part.n_documents, width))
+    return (X if columns is None else X[:, columns]), part.labels, folds
 
 
 def settled_unspaced(model: Model) -> Model:
@@ -446,6 +455,14 @@ def select_features(model: Model, k: int, settings: EstimatorSettings | None = N
 
     Counts are kept as they were, N_c included; the vocabulary filter is replaced by the
     selection, which is recorded in :attr:`Model.selection`.
+
+    The calibration (the temperature and the class offsets) is fitted to scores over the
+    words a model has. Where every word is kept, the model scores as it did, and keeps
+    its choice, calibration and typicality. Otherwise, where ``model`` keeps its sample,
+    the calibration is fitted again for the kept words (:func:`recalibrated`); the sample
+    is not kept, nor the typicality (it described the evidence of every word). A model
+    without a sample (one written before samples were kept) keeps its calibration as it
+    was, and a multi-label model its record.
     """
     check("-k", k)
     settings = (settings or model.defaults).validate()
@@ -460,7 +477,7 @@ def select_features(model: Model, k: int, settings: EstimatorSettings | None = N
         "beta": list(settings.beta),
         "from_vocabulary": len(counts.vocabulary),
     }
-    return replace(
+    pruned = replace(
         model,
         counts=counts.restrict(rows),
         vocabulary_filter=VocabularyFilter(),
@@ -469,6 +486,28 @@ def select_features(model: Model, k: int, settings: EstimatorSettings | None = N
         sample=None,  # nor is its sample's choice to be made again
         sample_short=0,
     )
+    if rows.size == len(counts.vocabulary) or model.sample is None or (
+        model.multi_label is not None
+    ):
+        return pruned
+    columns = model.active_rows[rows]
+    return recalibrated(pruned, model.sample, columns, len(model.counts.vocabulary))
+
+
+def recalibrated(model: Model, sample: Ledger, columns: np.ndarray, width: int) -> Model:
+    """``model`` with its calibration (the temperature, and the class offsets where they
+    pay) fitted again, as fit fits them for its winner: its default settings scored
+    alone by :func:`nbclass.models.choosing.choose` on the documents of ``sample`` (a
+    ledger over ``width`` words) that the choice of ``model``'s counts scores, counted
+    over the ``columns`` that are ``model``'s words (sorted). The choice record is that
+    scoring's (the settings, and them with offsets); the typicality is dropped."""
+    from .choosing import choose
+
+    counts = model.active_counts
+    X, labels, folds = _sampled(counts, sample, width, columns)
+    choice = choose(counts, X, labels, candidates=(model.defaults,), k=folds, offsets=True)
+    return replace(model, choice=choice.to_dict(), calibration=choice.calibration,
+                   typicality=None)  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)
