@@ -136,7 +136,8 @@ def chosen(tmp_path_factory):
 
 def selected(model_path, k: int, out):
     result = subprocess.run(
-        [*nbclass_command(), "select-features", "-m", str(model_path), "-k", str(k), "-o", str(out)],
+        [*nbclass_command(), "select-features", "-m", str(model_path), "-k", str(k),
+         "-o", str(out)],
         capture_output=True, cwd=REPO,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -199,7 +200,8 @@ def test_select_features_fits_the_calibration_of_the_words_it_keeps(chosen, tmp_
     clf = Classifier(pruned)
     counted = clf.count([text])[0]
     n = np.asarray(counted.sum(axis=1)).ravel()
-    jll = make_scorer(pruned.counts, pruned.defaults, pruned.prepared).joint_log_likelihood(counted)
+    scorer = make_scorer(pruned.counts, pruned.defaults, pruned.prepared)
+    jll = scorer.joint_log_likelihood(counted)
     expected = np.exp(calibrated(jll, n, c))[0]
     assert np.allclose(np.exp(clf.predict([text]).log_proba[0]), expected, rtol=1e-12, atol=0)
     one = subprocess.run([*nbclass_command(), "predict", "-m", str(tmp_path / "small.nbc"),

@@ -1125,11 +1125,12 @@ def fit_offsets(L: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
     (λ = :data:`OFFSET_RIDGE`) over documents of calibrated log-probabilities ``L`` (n, C;
     −inf for a class a document's fold lacked, never its true class ``y``) and known
     tokens ``n_tokens``, the log softmax taken by
-    :func:`nbclass.models.posterior.log_posterior`, as every path scores: a multinomial logistic regression on fixed scores, convex, solved
-    by Newton's method from 0 (Hessian Σ_i F_i F_iᵀ ⊗ (diag p_i − p_i p_iᵀ) + λ I, F_i =
-    (1, log(1 + n_i))), a step halved until the objective falls; it stops when no
-    gradient entry exceeds 1e-10 n, or when no step lowers the objective (its floats'
-    precision). Nothing random: the same scores give the same floats.
+    :func:`nbclass.models.posterior.log_posterior`, as every path scores: a multinomial
+    logistic regression on fixed scores, convex, solved by Newton's method from 0
+    (Hessian Σ_i F_i F_iᵀ ⊗ (diag p_i − p_i p_iᵀ) + λ I, F_i = (1, log(1 + n_i))), a
+    step halved until the objective falls; it stops when no gradient entry exceeds
+    1e-10 n, or when no step lowers the objective (its floats' precision). Nothing
+    random: the same scores give the same floats.
     """
     n, C = L.shape
     F = offset_features(n_tokens)
