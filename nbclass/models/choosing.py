@@ -416,14 +416,16 @@ def _packed_fold(counts: Counts, cells, gone: np.ndarray):
     if at.size and (int(at.max()) >= T.nnz or not np.array_equal(keys[at], wanted)):
         return None  # a cell the counts lack
     del keys, wanted
-    tokens, documents = T.data.astype(np.int64), D.data.astype(np.int64)
-    tokens[at] -= held.data >> 32
-    documents[at] -= held.data & _LOW
-    left, left_documents = tokens[at], documents[at]
+    left = T.data[at].astype(np.int64) - (held.data >> 32)
+    left_documents = D.data[at].astype(np.int64) - (held.data & _LOW)
     if (left < 0).any() or (left_documents < 0).any() or (
         (left == 0) != (left_documents == 0)
     ).any():
         return None  # not the counts of a refit
+    # What is left is no larger than the count: it fits the tables' own (narrow) type,
+    # and they are widened to int64 last, once the emptied cells are dropped.
+    tokens, documents = T.data.copy(), D.data.copy()
+    tokens[at], documents[at] = left, left_documents
     emptied = at[left == 0]
     lengths = np.diff(T.indptr).astype(np.int64)
     indices = T.indices
@@ -432,6 +434,9 @@ def _packed_fold(counts: Counts, cells, gone: np.ndarray):
         keep[emptied] = False
         tokens, documents, indices = tokens[keep], documents[keep], indices[keep]
         lengths -= np.bincount(word[left == 0], minlength=V)
+    else:
+        indices = indices.copy()  # (the counts' own stay theirs)
+    tokens, documents = tokens.astype(np.int64, copy=False), documents.astype(np.int64, copy=False)
     words = np.delete(np.arange(V), gone) if gone.size else np.arange(V)
     row = np.full(V, -1, dtype=np.int64)
     row[words] = np.arange(words.size)
@@ -442,8 +447,8 @@ def _packed_fold(counts: Counts, cells, gone: np.ndarray):
     indptr = np.zeros(words.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
     shape = (words.size, C)
-    tables = [sp.csr_matrix((part, indices.copy(), indptr.copy()), shape=shape)
-              for part in (tokens, documents)]  # fmt: skip
+    tables = [sp.csr_matrix((tokens, indices, indptr), shape=shape),
+              sp.csr_matrix((documents, indices.copy(), indptr.copy()), shape=shape)]  # fmt: skip
     return tables[0], tables[1], words, row
 
 
