@@ -23,3 +23,10 @@ BATCH_SIZE = 1000
 DEFAULT_FOLDS = 5  # cv: stratified folds
 DEFAULT_SEED = 0  # cv: seed of the stratified split
 DEFAULT_VAR_SMOOTHING = 1e-9  # fit --table: variance floor, times the largest variance
+# The text report of evaluate (and of cv of multi-label lines) has a row per class in its
+# per-class table up to TABLE_CLASSES classes; past them, unless --all-classes, the
+# SHOWN_CLASSES with the most test documents, then the SHOWN_CLASSES of lowest F1, and
+# its notes name the first NOTE_NAMES classes of a list longer than TABLE_CLASSES.
+TABLE_CLASSES = 50
+SHOWN_CLASSES = 25
+NOTE_NAMES = 10

@@ -22,6 +22,7 @@ from .options import (
     FILE,
     FOLDER,
     Ranged,
+    all_classes_option,
     click_option,
     estimator_options,
     format_option,
@@ -59,12 +60,13 @@ def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
     help="Also list the misclassified documents: source, true and predicted class, and the "
     "probability of each (JSON: errors).",
 )
+@all_classes_option
 @estimator_options("Overrides the model's default without refitting.")
 @click_option(spec.NO_CALIBRATION)
 @reading_options
 def evaluate(
-    model_path, test_dir, table, table_format, lines_path, fmt, list_errors, event_model,
-    estimator, alpha, beta, text_options, no_calibration, reading,
+    model_path, test_dir, table, table_format, lines_path, fmt, list_errors, all_classes,
+    event_model, estimator, alpha, beta, text_options, no_calibration, reading,
 ):  # fmt: skip
     """Measure a model on TEST_DIR, labelled documents laid out like a training corpus.
 
@@ -96,7 +98,7 @@ def evaluate(
     try:
         return _evaluate(
             model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator,
-            alpha, beta, text_options, no_calibration, reading, list_errors,
+            alpha, beta, text_options, no_calibration, reading, list_errors, all_classes,
         )  # fmt: skip
     except ModelKindError as exc:
         fix = (
@@ -109,7 +111,7 @@ def evaluate(
 
 def _evaluate(
     model_path, test_dir, table, table_format, lines_path, fmt, event_model, estimator, alpha,
-    beta, text_options, no_calibration, reading, list_errors=False,
+    beta, text_options, no_calibration, reading, list_errors=False, all_classes=False,
 ):  # fmt: skip
     from ..evaluation.judging import evaluate as run
     from ..modelfile.textfile import load
@@ -132,7 +134,7 @@ def _evaluate(
         if model.multi_label is not None:
             return _evaluate_labels(
                 model, model_path, test_dir, lines_path, fmt, overrides, not no_calibration,
-                reading, list_errors,
+                reading, list_errors, all_classes,
             )  # fmt: skip
         settings, calibrate = scoring_settings(model, overrides, not no_calibration)
         from ..models.learning import labelled_documents
@@ -155,7 +157,7 @@ def _evaluate(
             f"{'rows' if table else 'documents'}, "
             f"{n_classes} classes\n{_describe_settings(settings, model, calibrated)}"
         )
-        out = evaluation_report(evaluation, title)
+        out = evaluation_report(evaluation, title, all_classes)
         if list_errors:
             out += errors_report(data["errors"], evaluation.n_docs)
         return out
@@ -170,7 +172,8 @@ def _evaluate(
 
 
 def _evaluate_labels(
-    model, model_path, test_dir, lines_path, fmt, overrides, calibrate, reading, list_errors
+    model, model_path, test_dir, lines_path, fmt, overrides, calibrate, reading, list_errors,
+    all_classes,
 ):  # fmt: skip
     """evaluate with a multi-label model, on --lines FILE."""
     from ..evaluation.labels import evaluate_labels
@@ -192,7 +195,7 @@ def _evaluate_labels(
         f"{shown(model_path)} on {shown(lines_path)}: {data['documents']} documents, "
         f"{data['labels']} labels"
     )
-    Output(fmt).document(data, text=lambda d: label_report(d, title))
+    Output(fmt).document(data, text=lambda d: label_report(d, title, all_classes))
 
 
 def _check_labels(new, baseline, model_path, baseline_path, lines_path, max_drop, max_ece,
@@ -219,7 +222,7 @@ def _check_labels(new, baseline, model_path, baseline_path, lines_path, max_drop
 
 def _cv_labels(
     corpus_dir, lines_path, like, tokenizer, vocabulary_filter, settings, folds, seed,
-    learning_curve, fmt, reading,
+    learning_curve, fmt, reading, all_classes,
 ):  # fmt: skip
     """cv --multi-label --lines FILE (or --like a multi-label model)."""
     from ..evaluation.labels import cross_validate_labels
@@ -254,7 +257,7 @@ def _cv_labels(
         f"{data['documents']} documents, {data['labels']} labels; every held-out document "
         "together"
     )
-    Output(fmt).document(data, text=lambda d: label_report(d, title))
+    Output(fmt).document(data, text=lambda d: label_report(d, title, all_classes))
 
 
 _AUTO_TEXT = "model auto: each fold's training documents choose and calibrate, as fit does"
@@ -321,6 +324,7 @@ def _describe_settings(settings, model=None, calibrated: bool = False) -> str:
     "fold is fitted as fit --multi-label fits; micro-/macro-F1, Hamming loss, subset "
     "accuracy over every held-out document.",
 )
+@all_classes_option
 @reading_options
 def cv(
     corpus_dir,
@@ -338,6 +342,7 @@ def cv(
     fmt,
     jobs,
     multi_label,
+    all_classes,
     reading,
 ):
     """Stratified K-fold cross-validation of CORPUS_DIR (laid out as for fit), or of the
@@ -370,8 +375,13 @@ def cv(
     if multi_label or (like is not None and like.multi_label is not None):
         return _cv_labels(
             corpus_dir, lines_path, like, tokenizer, vocabulary_filter, settings, folds, seed,
-            learning_curve, fmt, reading,
+            learning_curve, fmt, reading, all_classes,
         )  # fmt: skip
+    if all_classes:
+        raise UsageError(
+            "--all-classes is for cv --multi-label (every label a row in its per-label table): "
+            "cv of single-label documents has no per-class table, leave the option out"
+        )
     from ..models.learning import labelled_documents
 
     corpus = labelled_documents(corpus_dir, lines_path, *reading, min_classes=2)

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from ..defaults import DEFAULT_VAR_SMOOTHING
+from ..defaults import DEFAULT_VAR_SMOOTHING, NOTE_NAMES, SHOWN_CLASSES, TABLE_CLASSES
 from ..errors import (
     UsageError,
 )
@@ -456,6 +456,19 @@ def jobs_option(what: str):
         help=f"{what}  [default: $NBCLASS_JOBS, else every core; up to {MAX_JOBS}, taken "
         "as the usable cores when above them]",
     )
+
+
+def all_classes_option(command):
+    """--all-classes of evaluate and cv: every class's row in the text report."""
+    return click.option(
+        "--all-classes",
+        "all_classes",
+        is_flag=True,
+        help=f"Give every class a row in the text report's per-class table. Past "
+        f"{TABLE_CLASSES} classes the table shows the {SHOWN_CLASSES} with the most test "
+        f"documents and the {SHOWN_CLASSES} of lowest F1, and a note names {NOTE_NAMES} of "
+        "its classes; --format json always has every class.",
+    )(command)
 
 
 def lines_option(what: str):

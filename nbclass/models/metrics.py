@@ -148,6 +148,27 @@ class ClassMetrics:
         return (self.support > 0) | (self.predicted > 0)
 
 
+def report_rows(support, predicted, f1, each: int) -> tuple[np.ndarray, np.ndarray]:
+    """The per-class rows a report of many classes shows, as two arrays of label indices:
+    the ``each`` labels with the most true documents (ties in label order), and the
+    ``each`` of lowest F1 among the other labels true or predicted at least once (ties:
+    more documents true or predicted first, then label order).
+
+    >>> support, predicted, f1 = [3, 1, 0, 2, 0], [3, 0, 1, 2, 0], [1.0, 0.0, 0.0, 0.5, 0.0]
+    >>> frequent, worst = report_rows(support, predicted, f1, 1)
+    >>> frequent.tolist(), worst.tolist()
+    ([0], [1])
+    """
+    support, predicted = np.asarray(support, np.int64), np.asarray(predicted, np.int64)
+    f1, index = np.asarray(f1, dtype=float), np.arange(support.size)
+    frequent = np.lexsort((index, -support))
+    frequent = frequent[support[frequent] > 0][:each]
+    others = ((support > 0) | (predicted > 0)) & ~np.isin(index, frequent)
+    others = np.flatnonzero(others)
+    worst = others[np.lexsort((others, -(support + predicted)[others], f1[others]))][:each]
+    return frequent, worst
+
+
 def class_metrics(M: np.ndarray, support: np.ndarray) -> ClassMetrics:
     """Precision, recall and F1 per label from the confusion matrix.
 

@@ -48,9 +48,13 @@ def label_lines(predictions, fmt: str) -> list[str]:
     return lines
 
 
-def label_report(data: dict, title: str) -> list[str]:
+def label_report(data: dict, title: str, all_classes: bool = False) -> list[str]:
     """The text report of a multi-label evaluation (``evaluate``'s, ``cv``'s): the
-    figures, then precision, recall, F1, support and ECE per label, most frequent first."""
+    figures, then precision, recall, F1, support and ECE per label, most frequent first;
+    past ``TABLE_CLASSES`` labels the most frequent, then those of lowest F1, unless
+    ``all_classes``."""
+    from .report import LEFT_OUT, rows_heading, shown_rows
+
     lines = [
         title,
         "",
@@ -64,12 +68,27 @@ def label_report(data: dict, title: str) -> list[str]:
         f"{data['predicted_per_document']:.2f} predicted",
         "",
     ]
-    rows = sorted(data["per_label"].items(), key=lambda item: (-item[1]["support"], item[0]))
-    width = max([len("label"), *(len(label) for label, _ in rows)])
+    items = list(data["per_label"].items())
+    sections = shown_rows(*(
+        [m[key] for _, m in items] for key in ("support", "predicted", "f1")
+    ), all_classes)  # fmt: skip
+    if sections is None:
+        order = sorted(range(len(items)), key=lambda l: (-items[l][1]["support"], items[l][0]))
+        sections = [order]
+    else:
+        lines[-1:] = ["", rows_heading("label", sections)]
+    rows = [[items[l] for l in section] for section in sections]
+    width = max([len("label"), *(len(label) for section in rows for label, _ in section)])
     lines.append(f"{'label':<{width}}  precision  recall      F1  support  predicted     ECE")
-    for label, m in rows:
-        lines.append(
-            f"{label:<{width}}  {m['precision']:9.4f}  {m['recall']:6.4f}  {m['f1']:6.4f}  "
-            f"{m['support']:7d}  {m['predicted']:9d}  {m['ece']:6.4f}"
-        )
+    for k, section in enumerate(rows):
+        if k:
+            lines.append("")
+        for label, m in section:
+            lines.append(
+                f"{label:<{width}}  {m['precision']:9.4f}  {m['recall']:6.4f}  {m['f1']:6.4f}  "
+                f"{m['support']:7d}  {m['predicted']:9d}  {m['ece']:6.4f}"
+            )
+    if len(sections) > 1:
+        left = len(items) - sum(map(len, sections))
+        lines.append(LEFT_OUT.format(n=left, what="labels"))
     return lines
