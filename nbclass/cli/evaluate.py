@@ -60,7 +60,7 @@ def _one_source(folder: str | None, lines_path: str | None, name: str) -> str:
     help="Also list the misclassified documents: source, true and predicted class, and the "
     "probability of each (JSON: errors).",
 )
-@all_classes_option
+@all_classes_option()
 @estimator_options("Overrides the model's default without refitting.")
 @click_option(spec.NO_CALIBRATION)
 @reading_options
@@ -324,7 +324,7 @@ def _describe_settings(settings, model=None, calibrated: bool = False) -> str:
     "fold is fitted as fit --multi-label fits; micro-/macro-F1, Hamming loss, subset "
     "accuracy over every held-out document.",
 )
-@all_classes_option
+@all_classes_option(" (with --multi-label)")
 @reading_options
 def cv(
     corpus_dir,

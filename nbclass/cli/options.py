@@ -458,17 +458,18 @@ def jobs_option(what: str):
     )
 
 
-def all_classes_option(command):
-    """--all-classes of evaluate and cv: every class's row in the text report."""
+def all_classes_option(which: str = ""):
+    """--all-classes of evaluate and cv: every class's row in the text report; ``which``
+    says in the help which reports have the table."""
     return click.option(
         "--all-classes",
         "all_classes",
         is_flag=True,
-        help=f"Give every class a row in the text report's per-class table. Past "
+        help=f"Give every class a row in the text report's per-class table{which}. Past "
         f"{TABLE_CLASSES} classes the table shows the {SHOWN_CLASSES} with the most test "
         f"documents and the {SHOWN_CLASSES} of lowest F1, and a note names {NOTE_NAMES} of "
         "its classes; --format json always has every class.",
-    )(command)
+    )
 
 
 def lines_option(what: str):
