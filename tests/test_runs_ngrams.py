@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -180,6 +181,78 @@ def test_fit_with_ngrams_writes_the_regex_paths_bytes(paired, monkeypatch, ngram
     vocabulary = fit(corpus, tokenizer, defaults=named).counts.vocabulary
     assert ("server down" in vocabulary) == (ngram_range[1] >= 2)
     assert ("server" in vocabulary) == (ngram_range[0] == 1)
+
+
+def test_pairs_sent_by_their_words_over_many_windows_are_the_regex_paths(
+    tmp_path, monkeypatch
+):
+    """Word pairs go from the counting processes to the main one as the numbers of their
+    two words and are named there once: counted in two processes, a window a part and a
+    chunk a few texts (each process's pairs sent over many windows, most of them sent by
+    both), with words longer than 8 bytes (hashed keys) and of other scripts, the counts
+    are those of the regex tokenizer's words and pairs, vocabulary and all."""
+    from nbclass.counting.counts import CountAccumulator, count_corpus
+
+    rng = np.random.default_rng(7)
+    words = ["server", "down", "a_rather_long_word", "another_long_one", "café", "東京",
+             "soup", "zz", "bread", "x_1"]  # fmt: skip
+    root = tmp_path / "corpus"
+    texts, labels = [], []
+    for label in "abc":
+        (root / label).mkdir(parents=True)
+        for i in range(40):
+            text = " ".join(rng.choice(words, size=int(rng.integers(1, 12))).tolist())
+            (root / label / f"{i:02d}.txt").write_text(text + "\n", "utf-8")
+    corpus = list_corpus(str(root))
+    for path, label in zip(corpus.paths, corpus.labels):
+        texts.append(Path(path).read_text("utf-8"))
+        labels.append(label)
+    tokenizer = TokenizerSettings(ngram_range=(1, 2))
+    tokenize = make_tokenizer(tokenizer)
+    expected = CountAccumulator(corpus.classes)
+    expected.add(count_matrix(map(tokenize, texts), expected.vocabulary), labels)
+    expected = expected.result()
+    monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(nbclass.counting.counts, "FLUSH_ENTRIES", 1)
+    monkeypatch.setattr(nbclass.counting.counts, "PART_SIZE", 3)
+    monkeypatch.setattr(runs_module, "CHUNK_BYTES", 60)
+    for jobs in (1, 2):
+        counts = count_corpus(corpus.paths, corpus.labels, corpus.classes, tokenizer, jobs=jobs)
+        assert counts.equals(expected)
+        assert "a_rather_long_word 東京" in counts.vocabulary
+
+
+def test_pairs_sent_by_their_words_once_words_come_by_name():
+    """Words sent by name (documents the run tally did not count) put the receiver's
+    words in a dictionary: the pairs it placed by their words are named then, and those
+    sent after by their words are named as they come. The counts are the tokenizer's."""
+    from nbclass.counting.counts import CountAccumulator
+    from nbclass.counting.tally import new_tally, pack, tally
+    from nbclass.reading.policy import ReadLog
+
+    tokenizer = TokenizerSettings(ngram_range=(1, 2))
+    tokenize = make_tokenizer(tokenizer)
+    batches = [
+        (["alpha beta gamma", "a_very_long_word beta"], [0, 1]),  # by the run tally
+        (["beta gamma alpha", "alpha beta delta"], [1, 1]),  # by name
+        (["gamma alpha beta", "delta a_very_long_word epsilon"], [0, 1]),  # run tally
+    ]
+    runs = RunTally.make(ascii_splitter(tokenizer, "utf-8"), 2)
+    received = CountAccumulator(["x", "y"])
+    for i, (texts_, labels) in enumerate(batches):
+        if i == 1:
+            received.add_tally(tally(map(tokenize, texts_), labels, 2))
+            continue
+        assert runs.add([text.encode() for text in texts_], labels) == []
+        part = (*new_tally(2), None, None, ReadLog(), runs)
+        part[0][:] = np.bincount(labels, minlength=2).tolist()
+        received.add_packed(pack(part, b"origin"))
+    expected = CountAccumulator(["x", "y"])
+    for texts_, labels in batches:
+        expected.add(count_matrix(map(tokenize, texts_), expected.vocabulary), labels)
+    expected, counts = expected.result(), received.result()
+    assert counts.equals(expected)
+    assert counts.vocabulary.index("alpha beta") == counts.vocabulary.index("alpha") + 1
 
 
 def test_predict_with_pairs_scores_as_the_regex_path(paired, tmp_path):

@@ -241,7 +241,7 @@ def test_a_pair_tally_packs_new_words_by_their_names():
     """The words a worker sends by number are named as the tokenizer names them."""
     runs_tally = RunTally.make(ascii_splitter(TokenizerSettings(unspaced="pairs"), "utf-8"), 1)
     assert runs_tally.add(["日本 ab"], [0]) == []
-    new_words, new_ids, lengths, rows, docs, tokens = runs_tally.packed_new()
+    new_words, new_ids, lengths, rows, docs, tokens, _ = runs_tally.packed_new()
     assert new_words == ["ab", "日", "日 本", "本"]
     names = dict(zip(new_ids.tolist(), new_words))
     counted = sorted(zip([names[r] for r in rows.tolist()], tokens.tolist()))

@@ -199,7 +199,11 @@ def pack(part: Tally, origin=None) -> tuple:
     :meth:`nbclass.text.runs.RunTally.keys_of`); a row below ``len(others)`` is one of
     those, a row ``len(others) + i`` is the run tally's word number i. The run tally's
     words then cost a look-up once per fit, not once per window, and the receiver
-    places them by their keys.
+    places them by their keys. Its sixth item is the sample's rows (:func:`_sampled_rows`),
+    its seventh the word pairs the run tally numbered since its last pack (by the
+    numbers of their two words, ``--ngram-range 1,2``), ``(pair_ids, first, second)``:
+    their numbers and those of their two words, no names (the receiver names each
+    distinct pair once, at the end).
     """
     import numpy as np
 
@@ -253,7 +257,9 @@ def _pack_by_numbers(part, origin, keys, lengths, rows, doc_counts, token_counts
     and the run tally's by its own numbers of the words, class by class."""
     import numpy as np
 
-    new_words, new_ids, run_lengths, run_rows, run_docs, run_tokens = part[6].packed_new()
+    new_words, new_ids, run_lengths, run_rows, run_docs, run_tokens, new_pairs = (
+        part[6].packed_new()
+    )
     run_rows = run_rows + len(keys)
     if not rows.size:
         rows, doc_counts, token_counts = run_rows, run_docs, run_tokens
@@ -267,7 +273,7 @@ def _pack_by_numbers(part, origin, keys, lengths, rows, doc_counts, token_counts
         )
     new_keys = part[6].keys_of(new_ids)
     words = (origin, "\x00".join(new_words), narrow(new_ids), "\x00".join(keys), new_keys,
-             _sampled_rows(part[6], keys))  # fmt: skip
+             _sampled_rows(part[6], keys), tuple(map(narrow, new_pairs)))  # fmt: skip
     arrays = map(narrow, (lengths + run_lengths, rows, doc_counts, token_counts))
     return (part[0], words, *arrays, *part[3:6])
 
