@@ -1800,17 +1800,27 @@ def symbol_rows(vocabulary: Sequence[str]) -> np.ndarray:
             # Every character a word character: the symbols are the entries of one.
             ends = np.append(np.flatnonzero(np.frombuffer(data, np.uint8) == 0), len(data))
             return np.diff(ends, prepend=-1) == 2
-    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+        points = np.frombuffer(data, dtype=np.uint8)
+    else:
+        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     ends = np.append(np.flatnonzero(points == 0), points.size)  # after each entry
     starts = np.append(0, ends[:-1] + 1)
     length = ends - starts
-
-    def per_entry(marks: np.ndarray) -> np.ndarray:
-        # How many marked characters each entry holds, from the running count: the
-        # separators (at the ends) are outside every entry's range.
-        running = np.zeros(points.size + 1, dtype=np.int64)
-        np.cumsum(marks, out=running[1:])
-        return running[ends] - running[starts]
-
-    words, spaces = per_entry(is_word(points)), per_entry(is_space(points))
-    return (spaces == 0) & (length > 0) & ((words == 0) | ((length == 1) & (words == 1)))
+    # An entry of one character is a symbol unless it is a space; a longer one when none
+    # of its characters is a word character or a space: only the entries whose first
+    # character is neither have their others looked at (20 Newsgroups with word pairs:
+    # 17,559 of 1.2 million entries, where all their 13 million characters were).
+    first = points[np.minimum(starts, points.size - 1)].astype(np.uint32)
+    rows = (length > 0) & ~is_space(first)
+    longer = np.flatnonzero(rows & (length > 1))
+    rows[longer] = ~is_word(first[longer])
+    longer = longer[rows[longer]]
+    if longer.size:
+        size = length[longer] - 1  # the characters after the first
+        at = np.repeat(starts[longer] + 1 - (np.cumsum(size) - size), size)
+        rest = points[at + np.arange(at.size)].astype(np.uint32)
+        bad = np.zeros(at.size + 1, dtype=np.int64)
+        np.cumsum(is_word(rest) | is_space(rest), out=bad[1:])
+        ends_rest = np.cumsum(size)
+        rows[longer] = bad[ends_rest] == bad[ends_rest - size]
+    return rows
