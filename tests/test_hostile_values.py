@@ -589,3 +589,26 @@ def test_a_folder_url_given_as_a_model_is_a_folder(model, tmp_path):
         assert one_error(result, 1) == (
             f"Error: {url!r} is a folder (a prefix of objects), not a model file"
         )
+
+
+MISSING_FIELDS = [
+    ("chosen", "calibration", "t0"),
+    ("chosen", "calibration", "length_offsets"),
+    ("named", "defaults", "alpha"),
+    ("named", "tokenizer", "lowercase"),
+]
+
+
+@pytest.mark.parametrize(("model", "record", "field"), MISSING_FIELDS,
+                         ids=[f"{r}.{f}" for _, r, f in MISSING_FIELDS])  # fmt: skip
+def test_a_missing_field_is_named_as_missing_on_every_path(request, tmp_path, doc, model,
+                                                           record, field):  # fmt: skip
+    """A header record without one of its fields was refused with the bare key, a
+    KeyError's text ('... is not a valid nbclass model ('t0')'); the line says it is
+    missing. (Offsets without their lengths are two lists that are not C numbers each.)"""
+    path = forged(request.getfixturevalue(model), tmp_path,
+                  lambda header: header[record].pop(field))  # fmt: skip
+    problem = f"{field!r} is missing"
+    if field == "length_offsets":
+        problem = "the calibration's class offsets must be two lists of C numbers"
+    refused_everywhere(path, doc, problem)

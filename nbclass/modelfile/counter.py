@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import NbclassError
 from ..text.tokenizer import TokenizerSettings
 from ..text.vectorizer import TextCounter
-from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, refuse, whole
+from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, problem_of, refuse, whole
 
 
 def load_counter(data: bytes, path: str = "<bytes>", parsed: tuple | None = None) -> TextCounter:
@@ -46,4 +46,4 @@ def load_counter(data: bytes, path: str = "<bytes>", parsed: tuple | None = None
         words = joined.decode("utf-8").split("\x00") if V else []
         return TextCounter(tokenizer, [words[j] for j in np.flatnonzero(used[:V]).tolist()])
     except (KeyError, TypeError, ValueError, UnicodeDecodeError, NbclassError) as exc:
-        raise refuse(path, f"is not a valid nbclass model ({exc})") from None
+        raise refuse(path, f"is not a valid nbclass model ({problem_of(exc)})") from None

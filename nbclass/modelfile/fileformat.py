@@ -116,6 +116,14 @@ def refuse(path: str, problem: str) -> ModelFileError:
     return ModelFileError(f"{path!r} {problem}")
 
 
+def problem_of(exc: Exception) -> str:
+    """What a loader's ``exc`` says of a malformed file, for its one line: a missing field
+    by its name (a ``KeyError``'s text is the bare key, ``'t0'``), else the message."""
+    if isinstance(exc, KeyError) and len(exc.args) == 1:
+        return f"{exc.args[0]!r} is missing"
+    return str(exc)
+
+
 def section(name: str, values) -> tuple[str, str, int, memoryview]:
     """A section of :func:`pack` holding the 1-d array ``values`` (numpy's, in the type
     to store), as a view of its bytes: no copy of the array is made."""
@@ -412,7 +420,7 @@ def parse(
         AttributeError,
         UnicodeDecodeError,
     ) as exc:
-        raise refuse(path, f"is not a valid nbclass model ({exc})") from None
+        raise refuse(path, f"is not a valid nbclass model ({problem_of(exc)})") from None
     return header, sections
 
 

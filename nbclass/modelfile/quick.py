@@ -40,7 +40,7 @@ from ..models.exitcodes import effective
 from ..models.layout import dense_cells
 from ..text.tokenizer import token_groups
 from . import header as checked
-from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, read, refuse
+from .fileformat import MODEL_SECTIONS, OPTIONAL_SECTIONS, parse, problem_of, read, refuse
 
 _BLOCK = 512  # words of the vocabulary per block of the word search (QuickModel._document)
 
@@ -118,7 +118,7 @@ class QuickModel:
         except ModelFileError:
             raise
         except Exception as exc:  # any malformed field: the same answer as the full loader
-            raise refuse(path, f"is not a valid nbclass model ({exc})") from None
+            raise refuse(path, f"is not a valid nbclass model ({problem_of(exc)})") from None
         if self.typicality is not None:  # kept only while it describes these counts
             from ..models.novelty import quick_fingerprint, record_applies
 
@@ -209,7 +209,7 @@ class QuickModel:
         try:
             return self._joint_log_likelihood(text, settings)
         except (IndexError, ValueError, KeyError, ArithmeticError) as exc:
-            raise refuse(self.path, f"is not a valid nbclass model ({exc})") from None
+            raise refuse(self.path, f"is not a valid nbclass model ({problem_of(exc)})") from None
 
     def _joint_log_likelihood(self, text: str, s: EstimatorSettings) -> list[float]:
         prepared = self.prepared

@@ -48,7 +48,7 @@ from ..models.estimators import EstimatorSettings
 from ..models.tablemodel import FEATURE_TYPES, TableColumn, TableModel, validate_var_smoothing
 from ..text.tokenizer import TokenizerSettings, make_tokenizer
 from ..version import __version__
-from .fileformat import pack, parse, read, refuse, section
+from .fileformat import pack, parse, problem_of, read, refuse, section
 from .textfile import _smallest_uint, write_atomic
 
 KIND = "table"
@@ -189,7 +189,7 @@ def loads_with_header(data: bytes, path: str = "<bytes>") -> tuple[TableModel, d
         return _build(header, arrays), header
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError,
             OverflowError, NbclassError) as exc:  # fmt: skip
-        raise refuse(path, f"is not a valid nbclass table model ({exc})") from None
+        raise refuse(path, f"is not a valid nbclass table model ({problem_of(exc)})") from None
 
 
 def loads(data: bytes, path: str = "<bytes>") -> TableModel:

@@ -86,6 +86,7 @@ from .fileformat import (
     file_kind,
     pack,
     parse,
+    problem_of,
     read,
     refuse,
     section,
@@ -442,7 +443,7 @@ def loads_with_header(
         raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError,
             OverflowError, NbclassError) as exc:  # fmt: skip (int() of an infinite number)
-        raise refuse(path, f"is not a valid nbclass model ({exc})") from None
+        raise refuse(path, f"is not a valid nbclass model ({problem_of(exc)})") from None
 
 
 def _build(
