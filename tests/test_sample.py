@@ -553,6 +553,59 @@ def test_a_sampled_document_changed_before_it_is_read_again_is_one_error(tmp_pat
     assert not out.exists()
 
 
+@pytest.mark.parametrize("change", ["removed", "link-moved", "rewritten-alike"])
+def test_a_sampled_document_gone_or_rewritten_before_it_is_read_again(
+    tmp_path, monkeypatch, change
+):
+    """The documents read again after the count (bounds of 0: every sampled one) as they
+    may be found: the first removed, or a symbolic link to it pointed at another document
+    of the corpus, stops the fit with the one line and no model; rewritten with the same
+    bytes (a new file), it is the same document, and the model is the one fit writes when
+    nothing is touched, byte for byte."""
+    from click.testing import CliRunner
+
+    from nbclass.models import learning
+
+    corpus = tmp_path / "demo"
+    shutil.copytree(DEMO_CORPUS, corpus)
+    link = corpus / "billing" / "linked.txt"
+    link.symlink_to(corpus / "account" / "001.txt")
+    untouched = tmp_path / "untouched.nbc"
+    result = CliRunner().invoke(cli, ["fit", str(corpus), "-o", str(untouched), "-j", "1"])
+    assert result.exit_code == 0, result.output
+    monkeypatch.setattr(learning, "bounds", lambda labels, C: [0] * C)
+    real, touched = learning.read_document, []
+
+    def read_after_a_change(path, *args, **kwargs):
+        if not touched and (change != "link-moved" or Path(path) == link):
+            touched.append(str(path))
+            if change == "removed":
+                Path(path).unlink()
+            elif change == "link-moved":
+                link.unlink()
+                link.symlink_to(corpus / "outage" / "001.txt")
+            else:
+                data = Path(path).read_bytes()
+                Path(path).unlink()
+                Path(path).write_bytes(data)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(learning, "read_document", read_after_a_change)
+    out = tmp_path / "m.nbc"
+    result = CliRunner().invoke(cli, ["fit", str(corpus), "-o", str(out), "-j", "1", "-q"])
+    assert touched, "the document was not read again"
+    if change == "rewritten-alike":
+        assert result.exit_code == 0, result.output
+        assert out.read_bytes() == untouched.read_bytes()
+        return
+    assert result.exit_code == 1, result.output
+    assert result.output == (
+        f"Error: {touched[0]!r} changed while fit read it: fit again once the corpus is left "
+        "as it is\n"
+    )
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     "tokenizer",
     [
