@@ -270,6 +270,47 @@ def test_fit_counts_the_same_when_hashes_clash(monkeypatch, tmp_path):
     assert tokens[LONG] == [21, 21] and tokens[ANAGRAM] == [21, 0]
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_word_pairs_count_the_same_when_hashes_clash(monkeypatch, tmp_path, jobs):
+    """Word pairs go from the counting processes as the numbers of their two words
+    (352ac71); with every long word's hash the same, chunks that clash are tokenized and
+    their words come by name, and the pairs of the others are named from
+    their words' rows: the counts are those of the regex tokenizer, in one process and
+    in two, over parts of a few documents (in one, both ways are seen taken)."""
+    import nbclass.counting.counts
+    from nbclass.models.model import fit
+    from nbclass.reading.corpus import list_corpus
+
+    for c, words in enumerate([f"{LONG} {ANAGRAM} ab", f"{LONGER} ba {LONG}"]):
+        (tmp_path / f"class{c}").mkdir()
+        for i in range(30):  # a third of the documents hold the long words
+            text = f"{words} x{i}yz {ANAGRAM}" if i % 3 == 0 else f"ab x{i}yz ba cd{c}"
+            (tmp_path / f"class{c}" / f"{i}.txt").write_text(f"{text} " * (i % 7 + 1))
+    corpus = list_corpus(str(tmp_path))
+    tokenizer = TokenizerSettings(ngram_range=(1, 2))
+    monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(nbclass.counting.counts, "PART_SIZE", 7)
+    given_back, counted, add = [], [], runs_module.RunTally.add
+
+    def spied(self, texts, *args, **kwargs):  # what this process's run tallies give back
+        back = add(self, texts, *args, **kwargs)
+        given_back.append(len(back))
+        counted.append(len(texts) - len(back))
+        return back
+
+    with monkeypatch.context() as patch:
+        patch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
+        patch.setattr(runs_module, "CHUNK_BYTES", 64)
+        patch.setattr(runs_module.RunTally, "add", spied)
+        clashing = fit(corpus, tokenizer=tokenizer, jobs=jobs)
+    if jobs == 1:  # both ways were taken: by the words' numbers, and by name
+        assert sum(given_back) > 0 and sum(counted) > 0
+    monkeypatch.setattr(nbclass.counting.counts, "ascii_splitter", lambda *args: None)
+    plain = fit(corpus, tokenizer=tokenizer, jobs=1)
+    assert clashing.counts.equals(plain.counts)
+    assert f"{LONG} {ANAGRAM}" in plain.counts.vocabulary and len(plain.counts.vocabulary) > 100
+
+
 @settings(max_examples=300, deadline=None, database=None)
 @given(
     st.lists(
