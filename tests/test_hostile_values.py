@@ -612,3 +612,44 @@ def test_a_missing_field_is_named_as_missing_on_every_path(request, tmp_path, do
     if field == "length_offsets":
         problem = "the calibration's class offsets must be two lists of C numbers"
     refused_everywhere(path, doc, problem)
+
+
+EXTREME_CALIBRATIONS = [  # each number at the bound the loader allows
+    {"t0": 20.0, "t1": 20.0, "t2": 1.0, "offsets": [1000.0, -1000.0, 0.0],
+     "length_offsets": [1000.0, -1000.0, 0.0]},
+    {"t0": -20.0, "t1": -20.0, "t2": -1.0, "offsets": [-1000.0, 0.0, 1000.0],
+     "length_offsets": [-1000.0, 1000.0, 0.0]},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("extreme", EXTREME_CALIBRATIONS, ids=["high", "low"])
+def test_a_calibration_at_its_bounds_gives_finite_probabilities_on_both_paths(
+    chosen, tmp_path, extreme
+):
+    """A file from elsewhere may hold any calibration the loader accepts: t0 and t1 at
+    ±20, t2 at ±1, class offsets at ±1,000 (a temperature of e^±300 and more for a long
+    document, shifts of 10^4). Every line is valid JSON without NaN, probabilities sum to
+    1, and the one-document path prints the batch path's, for short, long and empty
+    documents."""
+    path = forged(chosen, tmp_path,
+                  lambda header: header["calibration"].update(extreme))  # fmt: skip
+    texts = ["refund my invoice", "the login page returns 503 :(", "password " * 20_000, ""]
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i, text in enumerate(texts):
+        (folder / f"{i}.txt").write_text(text)
+    options = ["--format", "jsonl", "--min-known", "0"]
+    batch = run("predict", "-m", path, *options, *sorted(folder.iterdir()))
+    assert batch.returncode == 0, batch.stderr
+    assert not re.search(rb"NaN|Infinity", batch.stdout)
+    rows = [json.loads(line) for line in batch.stdout.splitlines()]
+    assert len(rows) == len(texts)
+    for text, row in zip(texts, rows):
+        one = run("predict", "-m", path, *options, input=text.encode())
+        assert one.returncode == 0, one.stderr
+        assert not re.search(rb"NaN|Infinity", one.stdout)
+        single = json.loads(one.stdout)
+        assert single["label"] == row["label"]
+        assert math.fsum(row["probabilities"].values()) == pytest.approx(1.0, abs=1e-12)
+        for c, p in row["probabilities"].items():
+            assert single["probabilities"][c] == pytest.approx(p, rel=1e-12, abs=1e-300)
