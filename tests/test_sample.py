@@ -158,6 +158,32 @@ def test_the_keeper_keeps_the_sample_of_a_stream_in_bounded_memory(monkeypatch):
     assert keeper.keys == items
 
 
+def test_the_keeper_keeps_the_same_sample_of_documents_offered_a_window_at_a_time(monkeypatch):
+    """offer_many (a count's window of documents at once) cuts the candidates at other
+    times than offer does, and keeps the same items, in the same order, and the same keys:
+    documents of one digest in one class and in two included."""
+    monkeypatch.setattr(sketch, "OVERALL", 10)
+    monkeypatch.setattr(sketch, "PER_CLASS", 2)
+    digests = [hashlib.sha256(str(i % 450).encode()).digest() for i in range(600)]
+    items = [(d, "abc"[i % 7 % 3]) for i, d in enumerate(digests)]
+    one, many, most = sketch.Keeper(keys=True), sketch.Keeper(keys=True), 0
+    for i, item in enumerate(items):
+        one.offer(*item, i)
+    for start in range(0, 600, 37):
+        window = items[start : start + 37]
+        many.offer_many(b"".join(d for d, _ in window), [c for _, c in window],
+                        list(range(start, start + len(window))))  # fmt: skip
+        most = max(most, len(many.candidates))
+    assert most <= 2 * (10 + 2 * 3) + 36
+    assert many.keys == one.keys == items
+    kept = many.items()
+    assert kept == one.items()
+    ordered = sorted(range(600), key=lambda i: items[i])
+    firsts = {c: [i for i in ordered if items[i][1] == c][:2] for c in "abc"}
+    expected = sorted(set(ordered[:10]).union(*firsts.values()), key=ordered.index)
+    assert [i for _, _, i in kept] == expected
+
+
 # --- at the real sample size: SMS spam is sampled whole ---------------------------------
 
 

@@ -31,6 +31,7 @@ the ledger; one without records how many sampled documents it lost (``short``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 
 import numpy as np
 
@@ -218,16 +219,43 @@ class Keeper:
         self.classes.add(name)
         if self.keys is not None:
             self.keys.append((digest, name))
+        self._cut_if_full()
+
+    def offer_many(self, digests: bytes, names: Sequence[str], payloads: Sequence) -> None:
+        """:meth:`offer` documents ``names`` and ``payloads`` of ``digests`` (joined,
+        :data:`DIGEST_SIZE` bytes each) at once. What the sample keeps does not depend on
+        when the candidates are cut (each cut keeps a superset of what the set's sample
+        keeps of them), so the offers of a window of a count take one test of the size,
+        not one a document (95,238 offers took 0.3 s of the count's main process)."""
+        size = DIGEST_SIZE
+        found = [digests[k : k + size] for k in range(0, len(names) * size, size)]
+        self.candidates.extend(zip(found, names, payloads))
+        self.classes.update(names)
+        if self.keys is not None:
+            self.keys.extend(zip(found, names))
+        self._cut_if_full()
+
+    def _cut_if_full(self) -> None:
         C = len(self.classes)
         if len(self.candidates) >= 2 * (OVERALL + per_class_for(C) * C):
             self._cut()
 
     def _cut(self, n_classes: int | None = None) -> None:
-        self.candidates.sort(key=lambda item: (item[0], item[1]))
+        """Keep of the candidates, in (digest, class name) order, those the sample of a
+        set of ``n_classes`` classes (default: those offered) keeps of them: the order by
+        numpy (:func:`order_of`; a sort of 32,000 tuples took 30 ms a cut)."""
         at = {name: c for c, name in enumerate(sorted(self.classes))}
-        labels = np.array([at[name] for _, name, _ in self.candidates], dtype=np.int64)
+        labels = np.fromiter(
+            map(at.__getitem__, map(itemgetter(1), self.candidates)),
+            dtype=np.int64, count=len(self.candidates),
+        )  # fmt: skip
+        digests = np.frombuffer(
+            b"".join(map(itemgetter(0), self.candidates)), dtype=np.uint8
+        ).reshape(-1, DIGEST_SIZE)
+        order = order_of(digests, labels)
         C = len(self.classes) if n_classes is None else n_classes
-        self.candidates = [self.candidates[i] for i in kept(labels, n_classes=C).tolist()]
+        keep = order[kept(labels[order], n_classes=C)]
+        self.candidates = list(map(self.candidates.__getitem__, keep.tolist()))
 
     def items(self, n_classes: int | None = None) -> list[tuple[bytes, str, object]]:
         """The sample's items; ``n_classes``: the classes of the whole set, when more

@@ -236,8 +236,7 @@ def _offered(keeper: Keeper, corpus: Corpus,
     names, labels = corpus.classes, corpus.labels
 
     def offer(indices: list, digests: bytes) -> None:
-        for k, i in enumerate(indices):
-            keeper.offer(digests[k * DIGEST_SIZE : (k + 1) * DIGEST_SIZE], names[labels[i]], i)
+        keeper.offer_many(digests, [names[labels[i]] for i in indices], indices)
         if offered is not None:
             offered.extend(indices)
 
