@@ -365,3 +365,34 @@ def test_the_nonzero_cells_give_the_dense_matrixs_metrics(data):
         for d in (sparse, whole)
     ]
     assert rest[0] == rest[1]
+
+
+def test_class_names_and_paths_are_printed_as_they_are_not_as_markup(tmp_path):
+    """Class names and paths are the user's: a class "[bold]urgent" was printed "urgent"
+    in evaluate's per-class table and heat map (rich read it as markup), and ":fire:"
+    as an emoji. Real subprocesses, the report piped: every name and the misclassified
+    document's path appear as written."""
+    import subprocess
+
+    from conftest import nbclass_command
+
+    names = ["[bold]urgent", ":fire:", "plain [x]"]
+    train = write_corpus(tmp_path / "train", {
+        names[0]: ["server down outage now", "outage again down"],
+        names[1]: ["invoice refund card", "refund my card"],
+        names[2]: ["password login reset", "reset my password"],
+    })  # fmt: skip
+    test = write_corpus(tmp_path / "test", {names[0]: ["outage down"], names[1]: ["refund"]})
+    (test / names[2]).mkdir()
+    (test / names[2] / "[draft] a.txt").write_text("refund my card", encoding="utf-8")
+    model = tmp_path / "m.nbc"
+    run = [*nbclass_command()]
+    subprocess.run([*run, "fit", str(train), "-o", str(model), "-q", "--model", "multinomial"],
+                   check=True)  # fmt: skip
+    out = subprocess.run([*run, "evaluate", "-m", str(model), str(test), "--errors"],
+                         check=True, capture_output=True, text=True).stdout  # fmt: skip
+    table = out[out.index("per class") : out.index("confusion matrix")]
+    rows = [line.split()[0] for line in table.splitlines()[4:] if line.strip()]
+    assert rows == [":fire:", "[bold]urgent", "plain"]  # sorted; the third name's first word
+    assert "plain [x]" in table and "🔥" not in out
+    assert "[draft] a.txt" in out[out.index("misclassified documents") :]

@@ -31,17 +31,19 @@ _EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
 def show(*renderables, file=None) -> None:
-    """Print renderables: coloured on a terminal, plain text (no trailing spaces) otherwise."""
+    """Print renderables: coloured on a terminal, plain text (no trailing spaces) otherwise.
+    Strings are printed as they are: class names and paths are the user's, so rich's
+    markup (``[red]x`` would print ``x``) and emoji codes (``:smile:``) are off."""
     file = file or sys.stdout
     if file.isatty():
-        console = Console(file=file, highlight=False)
+        console = Console(file=file, highlight=False, markup=False, emoji=False)
         console.width = min(WIDTH, console.width)
         console.print(Group(*renderables))
         return
     buffer = io.StringIO()
-    Console(file=buffer, width=WIDTH, color_system=None, highlight=False).print(
-        Group(*renderables)
-    )
+    Console(
+        file=buffer, width=WIDTH, color_system=None, highlight=False, markup=False, emoji=False
+    ).print(Group(*renderables))
     file.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
     file.flush()
 
