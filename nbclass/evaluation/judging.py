@@ -39,6 +39,7 @@ from ..models.model import (
     scoring_settings,
     with_sample,
 )
+from ..models.posterior import best_classes
 from ..models.sparsity import dense, row_sums
 from ..models.tablemodel import TableClassifier, TableModel
 from ..ranges import check as check_range
@@ -79,9 +80,8 @@ class DocumentScores:
         n, C = log_proba.shape
         if n == 0:
             return cls(np.zeros(0, dtype=np.int64), *(np.zeros(0) for _ in range(3)))
-        best = log_proba.argmax(axis=1)
-        best_log = log_proba[np.arange(n), best]
-        best[np.isneginf(best_log)] = -1
+        best = best_classes(log_proba)
+        best_log = log_proba.max(axis=1)
         rows = np.flatnonzero(y_true < C)
         true_log = np.full(n, np.nan)
         true_log[rows] = log_proba[rows, y_true[rows]]

@@ -58,7 +58,7 @@ from ..counting.counts import Counts
 from ..text.vectorizer import binarize
 from .chosen import calibrated, score_gaps
 from .estimators import Calibration, EstimatorSettings
-from .posterior import log_posterior, make_scorer, posterior_and_evidence
+from .posterior import best_classes, log_posterior, make_scorer, posterior_and_evidence
 from .sparsity import dense_cells, is_sparse, row_sums
 from .textmodels import prepare
 
@@ -640,7 +640,7 @@ class Summary:
                 log_proba = log_posterior(jll[ok])
             elif not ok.all():
                 log_proba = log_proba[ok]
-            pred = np.where(np.isfinite(log_proba.max(axis=1)), log_proba.argmax(axis=1), -1)
+            pred = best_classes(log_proba)
             self.pred[at[ok]] = pred
             self.picked[at[ok]] = log_proba[np.arange(pred.size), truth[ok]]
 
@@ -1447,7 +1447,7 @@ def choose(
         at = np.flatnonzero(scored)
         held = jll[at]  # at most 16,000 × 100 cells, made again if they were not kept
         log_p = cross_fitted_offsets(held, y[at], n_tokens[at], fold_ids[at])
-        pred = np.where(np.isfinite(log_p.max(axis=1)), log_p.argmax(axis=1), -1)
+        pred = best_classes(log_p)
         refined = {
             "correct": int(np.sum(pred == y[at])), "documents": int(at.size),
             "macro_f1": _macro_f1(y[at], pred, C),

@@ -40,7 +40,7 @@ from .estimators import (
     overridden,
     resolve,
 )
-from .posterior import make_scorer
+from .posterior import best_classes, make_scorer
 from .selection import informative_rows, mutual_information, rank_features
 from .sparsity import row_sums
 from .textmodels import prepare
@@ -530,9 +530,7 @@ class Predictions:
     @property
     def best(self) -> np.ndarray:
         """Index of the most probable class per document, shape (n,); −1 if none is possible."""
-        best = self.log_proba.argmax(axis=1)
-        best[np.isneginf(self.log_proba.max(axis=1))] = -1
-        return best
+        return best_classes(self.log_proba)
 
 
 def scoring_settings(

@@ -469,6 +469,18 @@ def alone_rows(shifted: np.ndarray) -> np.ndarray:
     return alone
 
 
+def best_classes(log_proba: np.ndarray) -> np.ndarray:
+    """The most probable class of each row of ``log_proba`` (n, C), shape (n,): the first
+    on ties, as ``predict`` labels; −1 where every class is impossible (the row all −inf).
+
+    >>> best_classes(np.array([[-1.0, -0.5, -0.5], [-np.inf, -np.inf, -np.inf]])).tolist()
+    [1, -1]
+    """
+    best = log_proba.argmax(axis=1)
+    best[np.isneginf(log_proba[np.arange(best.size), best])] = -1
+    return best
+
+
 def log_posterior(jll: np.ndarray) -> np.ndarray:
     """log p(y = c | x) from joint log-likelihoods, ndarray of shape (n, C).
 
