@@ -263,8 +263,8 @@ def _confusion_table(labels, M, no_label, names: bool) -> Table:
     table.add_column("#", justify="right")
     if names:
         table.add_column("true class")
-    width = max([len(str(int(v))) for row in M for v in row] + [len(str(L))])
-    width += 0 if names else 1
+    largest = max((int(v) for row in M for v in row), default=0)
+    width = _count_width(largest, L) + (0 if names else 1)
     for p in range(L):
         table.add_column(str(p + 1), justify="right", min_width=width)
     if no_label is not None:
@@ -283,10 +283,15 @@ def _confusion_table(labels, M, no_label, names: bool) -> Table:
     return table
 
 
-def _cell_width(cells, L: int) -> int:
-    """Characters of the matrix's widest cell (a count, or a class number)."""
-    largest = int(cells.count.max()) if cells.count.size else 0
+def _count_width(largest: int, L: int) -> int:
+    """Characters of a confusion matrix's widest cell: its ``largest`` count, or a class
+    number up to ``L``."""
     return max(len(str(largest)), len(str(L)))
+
+
+def _cell_width(cells, L: int) -> int:
+    """:func:`_count_width` of the matrix of nonzero ``cells``."""
+    return _count_width(int(cells.count.max()) if cells.count.size else 0, L)
 
 
 def confusion_section(
