@@ -426,6 +426,35 @@ def test_a_file_of_5_of_each_class_past_many_classes_loads_and_chooses_the_same(
     assert dumps(replace(again, sample=new.sample)) == now.read_bytes()
 
 
+def test_past_524_classes_the_calibration_of_its_first_documents_updates_and_merges_exactly(
+    tmp_path,
+):
+    """600 classes of 8 short documents: the choice scores all 4,800 (5 folds), more than
+    the first 2^21 / 600 = 3,495 its calibration is fitted on, so the calibration is that
+    of a prefix in digest order. The first half updated with the second, the halves
+    merged, and the second unlearned from the whole still write the fresh fits' bytes."""
+    from nbclass.models import choosing
+
+    rng = np.random.default_rng(9)
+    root = tmp_path / "c"
+    for c in range(600):
+        own = [f"w{c % 60}", f"v{c // 60}"]  # 70 words: a dense table of few cells
+        for i in range(8):
+            words = [*rng.choice(own, size=4), *(f"w{k}" for k in rng.integers(0, 60, 2))]
+            for part in ("all", "a" if i % 2 == 0 else "b"):
+                folder = root / part / f"c{c:03d}"
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / f"{i}.txt").write_text(" ".join(words), encoding="utf-8")
+    full, half_a, half_b = tmp_path / "all.nbc", tmp_path / "a.nbc", tmp_path / "b.nbc"
+    for part, out in (("all", full), ("a", half_a), ("b", half_b)):
+        assert run("fit", root / part, "-o", out, "-q").returncode == 0
+    model = load(str(full))
+    assert choosing.calibration_documents(600) == 3495
+    assert model.sample.n_documents == model.choice["documents"] == 4800
+    assert load(str(half_a)).choice["documents"] == 2400  # calibrated on all of them
+    assert_changes_write_fresh_fits(run, root / "b", full, half_a, half_b)
+
+
 # --- the sample's rows, kept by the count --------------------------------------------------
 
 MIXED = {
