@@ -254,6 +254,48 @@ def test_a_fold_of_csr_counts_subtracts_tokens_and_documents_packed_as_one(corpu
     _same_folds(packed, apart)
 
 
+NARROW = [np.uint8, np.uint16, np.uint32, np.int32, np.int64]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_a_fold_of_narrow_counts_near_their_types_top_is_the_plain_subtraction(data):
+    """Counts of a model file's narrow types (one byte to eight), some documents' counts
+    near the type's largest value: the fold found in the counts' pattern and subtracted
+    in their own type gives, array for array, the fold subtracted table by table, and
+    its tokens are those of a refit of the documents kept (the int64 sums of their rows)."""
+    from nbclass.counting.counts import Counts
+
+    dtype = data.draw(st.sampled_from(NARROW))
+    top = 2**40 if dtype == np.int64 else int(np.iinfo(dtype).max)
+    n, V, C = data.draw(st.integers(2, 10)), data.draw(st.integers(1, 5)), 3
+    cell = st.integers(0, 3)
+    X = np.array(data.draw(st.lists(st.lists(cell, min_size=V, max_size=V), min_size=n,
+                                    max_size=n)), dtype=np.int64)  # fmt: skip
+    for i, j in data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, V - 1)),
+                                   max_size=3)):  # fmt: skip
+        X[i, j] = data.draw(st.integers(0, top // n))  # the column's sum stays within top
+    labels = np.array(data.draw(st.lists(st.integers(0, C - 1), min_size=n, max_size=n)))
+    members = np.eye(C, dtype=np.int64)[labels].T  # (C, n)
+    T, D = (members @ X).T, (members @ (X > 0)).T
+    counts = Counts(("a", "b", "c"), tuple(f"w{j}" for j in range(V)),
+                    np.bincount(labels, minlength=C), sp.csr_matrix(D.astype(dtype)),
+                    sp.csr_matrix(T.astype(dtype)))  # fmt: skip
+    assert counts.token_count.dtype == dtype
+    held = np.array(sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1,
+                                             max_size=n - 1))))  # fmt: skip
+    X = sp.csr_matrix(X)
+    got = fold_of(counts, X, labels, held)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(choosing, "_packed", lambda *args: None)
+        apart = fold_of(counts, X, labels, held)
+    _same_folds(got, apart)
+    rest = np.setdiff1d(np.arange(n), held)
+    kept = (members[:, rest] @ X[rest].toarray()).T  # (V, C) in int64
+    words, classes = np.flatnonzero(kept.sum(axis=1)), np.flatnonzero(members[:, rest].sum(1))
+    assert as_table(got.counts.token_count).tolist() == kept[np.ix_(words, classes)].tolist()
+
+
 def test_counts_short_of_the_held_out_documents_are_subtracted_apart():
     """Counts that do not hold the held-out documents' (a D_jc left at 0 where T_jc is
     not, which one packed cell cannot say) are subtracted table by table, as always."""
