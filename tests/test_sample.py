@@ -324,6 +324,36 @@ def test_a_forged_sample_is_refused_on_load(tmp_path, runner):
         loads(dumps(replace(model, sample_short=-1)), "forged.nbc")
 
 
+def test_a_model_read_for_scoring_skips_its_sample_and_cannot_be_saved(tmp_path, runner):
+    """Batch predict and the service read a model for scoring: the sample, which no
+    score depends on, is not built (a forged one does not change a probability), every
+    command that uses it still refuses it, and such a model is never written back."""
+    from nbclass.errors import ModelFileError
+
+    path, bad = tmp_path / "auto.nbc", tmp_path / "forged.nbc"
+    fit(runner, "fit", DEMO_CORPUS, "-o", path)
+    model = load(str(path))
+    bad.write_bytes(dumps(forged(model, counts=model.sample.counts * 1000)))
+    scoring = loads(bad.read_bytes(), str(bad), scoring=True)
+    assert scoring.scoring_only and scoring.sample is None and scoring.ledger is None
+    assert not model.scoring_only and model.sample is not None
+    with pytest.raises(ValueError, match="cannot write a model loaded for scoring alone"):
+        dumps(scoring)
+    with pytest.raises(ModelFileError, match="words its counts do not"):
+        loads(bad.read_bytes(), str(bad))
+
+    test = DEMO_CORPUS.parent / "demo-test"
+    # Several files and two jobs: the forked workers' path; then one job.
+    for jobs in ("2", "1"):
+        options = ("--jobs", jobs, "--format", "jsonl", "--top-k", "3", test)
+        good, forged_out = (run("predict", "-m", m, *options) for m in (path, bad))
+        assert good.returncode == forged_out.returncode == 0, forged_out.stderr
+        assert forged_out.stdout == good.stdout and good.stdout.count(b"\n") > 5
+    for args in (["info", "-m", bad], ["fit", DEMO_CORPUS, "--update", bad]):
+        refused = run(*args)
+        assert refused.returncode != 0 and b"words its counts do not" in refused.stderr
+
+
 # --- many classes: fewer of each class ----------------------------------------------------
 
 

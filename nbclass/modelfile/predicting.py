@@ -75,15 +75,15 @@ def predict_documents(
             model_path, files, jobs, scoring, reading, add_extras, check_classes, render,
             read_model,
         )  # fmt: skip
-    from ..modelfile.textfile import load, loads
+    from ..modelfile.fileformat import read
+    from ..modelfile.textfile import loads
     from ..models.explain import counted_blocks
     from ..models.model import Classifier, scoring_settings
 
     if read_model is None:
-        model = load(model_path)
-    else:
-        data, parsed = read_model
-        model = loads(data, model_path, parsed)
+        read_model = read(model_path), None
+    data, parsed = read_model
+    model = loads(data, model_path, parsed, scoring=True)
     settings, calibrate = scoring_settings(model, *scoring)
     classifier = Classifier(model, settings, calibrate=calibrate)
     check_classes(classifier.classes)
@@ -141,7 +141,7 @@ def _in_parallel(
         from ..models.model import Classifier, scoring_settings
         from .textfile import loads
 
-        model = loads(data, model_path, parsed)
+        model = loads(data, model_path, parsed, scoring=True)
         settings, calibrate = scoring_settings(model, *scoring)
         classifier = Classifier(model, settings, calibrate=calibrate)
         check_classes(classifier.classes)

@@ -179,6 +179,8 @@ def _ledger_arrays(ledger: Ledger | None, prefix: str = "ledger") -> dict[str, n
 
 def dumps(model: Model) -> bytes:
     """The bytes of the model file for ``model``; impossible counts raise ``ValueError``."""
+    if model.scoring_only:  # its ledger and sample were never read: they would be lost
+        raise ValueError("cannot write a model loaded for scoring alone")
     problems = model.counts.problems()
     if problems:
         raise ValueError("cannot write impossible counts: " + "; ".join(problems))
@@ -420,25 +422,32 @@ def _write_error(exc: OSError, path: str) -> ModelFileError:
     return ModelFileError(f"cannot write model {path!r}: {exc.strerror}; {previous}")
 
 
-def loads(data: bytes, path: str = "<bytes>", parsed: tuple | None = None) -> Model:
+def loads(
+    data: bytes, path: str = "<bytes>", parsed: tuple | None = None, scoring: bool = False
+) -> Model:
     """Parse model-file bytes; raise :class:`ModelFileError` naming any problem.
     ``parsed``: what :func:`nbclass.modelfile.fileformat.parse` gave for these bytes
-    (their header and sections, every checksum checked), if the caller has it."""
-    return loads_with_header(data, path, parsed)[0]
+    (their header and sections, every checksum checked), if the caller has it.
+
+    ``scoring``: the model for scoring alone (:attr:`Model.scoring_only`): its ledger and
+    sample, which no score depends on, are neither built nor checked (their checksums
+    are, with every section's), and it cannot be saved. Predict and the service read a
+    model so: against 20,000 classes the sample's checks took a third of the load."""
+    return loads_with_header(data, path, parsed, scoring)[0]
 
 
 def loads_with_header(
-    data: bytes, path: str = "<bytes>", parsed: tuple | None = None
+    data: bytes, path: str = "<bytes>", parsed: tuple | None = None, scoring: bool = False
 ) -> tuple[Model, dict]:
-    """Parse model-file bytes into the model and the file's JSON header (``parsed``: as
-    :func:`loads`)."""
+    """Parse model-file bytes into the model and the file's JSON header (``parsed`` and
+    ``scoring``: as :func:`loads`)."""
     if parsed is None:
         parsed = parse(data, path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
     header, sections = parsed
     limit = checked.memory_limit(len(data))
     try:
         arrays = {name: np.frombuffer(view, dtype=view.format) for name, view in sections.items()}
-        return _build(header, arrays, path, len(data), limit), header
+        return _build(header, arrays, path, len(data), limit, scoring), header
     except ModelFileError:
         raise
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError,
@@ -447,7 +456,8 @@ def loads_with_header(
 
 
 def _build(
-    header: dict, arrays: dict[str, np.ndarray], path: str, size: int, limit: int
+    header: dict, arrays: dict[str, np.ndarray], path: str, size: int, limit: int,
+    scoring: bool = False,
 ) -> Model:
     classes = tuple(checked.classes(header))
     C, V = len(classes), checked.whole(header["n_features"], "n_features")
@@ -496,15 +506,17 @@ def _build(
         ),
         defaults=checked.defaults(header),
         selection=checked.selection(header),
-        ledger=_build_ledger(header, arrays, counts),
+        ledger=None if scoring else _build_ledger(header, arrays, counts),
         column_words=_build_column_words(tokenizer, arrays, vocabulary),
         choice=checked.choice(header),
         calibration=checked.calibration(header, len(classes)),
         exit_codes=checked.exit_codes(header, classes),
         multi_label=checked.multi_label(header, classes),
+        scoring_only=scoring,
     )
-    sample, short = _build_sample(header, arrays, model)
-    model.__dict__.update(sample=sample, sample_short=short)
+    if not scoring:
+        sample, short = _build_sample(header, arrays, model)
+        model.__dict__.update(sample=sample, sample_short=short)
     typicality = header.get("typicality")
     if typicality is not None:  # written by dumps only when it applied: check it still does
         from ..models.novelty import fingerprint, record_applies

@@ -180,6 +180,9 @@ class Model:
         For a multi-label model (whose classes are label sets,
         :mod:`nbclass.models.multilabel`), its labels, candidates, and the calibrations and
         thresholds chosen from its sample (:func:`nbclass.models.multilabel.record`).
+    scoring_only : bool
+        Read for scoring alone (:func:`nbclass.modelfile.textfile.loads`): its ledger and
+        sample were not read (None here whatever the file keeps), so it cannot be saved.
     """
 
     counts: Counts
@@ -196,6 +199,7 @@ class Model:
     sample: Ledger | None = None
     sample_short: int = 0
     multi_label: dict | None = None
+    scoring_only: bool = False
 
     @property
     def codes(self) -> dict[str, int]:

@@ -64,7 +64,7 @@ class LoadedModel:
             if identity is not None and identity == file_identity(path):
                 break
         try:
-            self.model = loads(data, path)
+            self.model = loads(data, path, scoring=True)
         except ModelKindError as exc:
             raise NbclassError(
                 f"{path!r} is a {exc.kind} model: nbclass serve classifies text, with a "
