@@ -199,3 +199,36 @@ def test_numbers_are_read_as_the_plain_number_patterns_read_them(text):
     decimal = re.fullmatch(r"[0-9]{1,30}(\.[0-9]{0,30})?|\.[0-9]{1,30}", text)
     assert _value("int", text) == (int(text) if whole else None)
     assert _value("float", text) == (float(text) if decimal else None)
+
+
+@pytest.mark.parametrize("given_value", [None, "2"])
+def test_the_command_runs_openblas_in_one_thread_unless_told(given_value):
+    """The console script asks numpy's OpenBLAS for one thread before numpy is imported
+    (its helper threads spin between the command's small dense products), and leaves a
+    number the user set alone."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given_value is not None:
+        env["OPENBLAS_NUM_THREADS"] = given_value
+    script = (
+        "import os, sys\n"
+        "sys.argv = ['nbclass', '--version']\n"
+        "import nbclass.reading.process\n"
+        "nbclass.reading.process.quick_exit = lambda code: None  # back here after it\n"
+        "from nbclass.cli.entry import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "import numpy  # noqa\n"
+        "from threadpoolctl import threadpool_info\n"
+        "blas = [p['num_threads'] for p in threadpool_info() if p['internal_api'] == 'openblas']\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'], blas[:1])\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, cwd=REPO,
+                            timeout=TIMEOUT, env=env)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.decode().splitlines()[-1]
+    if given_value is None:
+        assert last == "1 [1]"
+    else:
+        assert last.split()[0] == "2"

@@ -210,6 +210,12 @@ def _fast_predict(args: list[str]) -> int | None:
 
 def main() -> None:
     """Entry point of the ``nbclass`` console script."""
+    # Before numpy is imported: its OpenBLAS in one thread, unless the user says otherwise.
+    # The command's dense products are small (the class offsets' Newton steps, the
+    # calibration's), and after each one OpenBLAS's helper threads spin, waiting for the
+    # next: a default fit of 20 Newsgroups with word pairs spent about 1 s of CPU so.
+    # A product's floats are those of one thread (the threads share out its cells).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         _main()
     except KeyboardInterrupt:  # Ctrl-C while the command's modules are still imported
