@@ -208,6 +208,70 @@ def test_the_log_posterior_of_rows_alone_and_summed_is_the_softmax_steps():
     assert np.array_equal(got[11], np.full(3001, -np.inf))
 
 
+def test_the_calibrated_softmax_takes_its_largest_two_from_the_gap():
+    """calibrated() shifts each row by its best score x 1/T(x) and knows its rows alone
+    from the second best x 1/T(x): the same floats as the general steps (scale every
+    cell, −inf kept, then ``scipy.special.log_softmax`` of the possible rows), at
+    temperatures that flatten rows (every exp taken, none subnormal) and that sharpen
+    them (rows alone, rows with subnormal terms), with ties for the best class, a row of
+    one possible class and a row of none (and a block without them); with class
+    offsets, the general path."""
+    from scipy.special import log_softmax
+
+    from nbclass.models.chosen import calibrated, temperatures
+    from nbclass.models.estimators import Calibration
+    from nbclass.models.posterior import alone_rows
+
+    rng = np.random.default_rng(7)
+    scores = -rng.exponential(30.0, size=(64, 2000)) - 3000.0
+    scores[::4, 9] = scores[::4].max(axis=1) + rng.uniform(0.0, 400.0, 16)  # far or near
+    scores[7, 3] = scores[7, 4] = scores[7].max() + 1.0  # a tie for the best class
+    scores[2, 1:] = -np.inf  # one possible class
+    scores[5] = -np.inf  # none
+    lengths = rng.integers(1, 400, 64)
+    counted = {"alone": 0, "summed": 0, "flat": 0, "subnormal": 0}
+    for block in (np.arange(64), np.arange(6, 64)):
+        jll, n = scores[block], lengths[block]
+        possible = np.isfinite(jll.max(axis=1))
+        for t0, offsets in ((4.0, False), (-1.6, False), (-4.0, False), (-1.6, True)):
+            more = {}
+            if offsets:
+                more = {"offsets": tuple(rng.normal(size=2000)),
+                        "length_offsets": tuple(rng.normal(size=2000) / 10)}  # fmt: skip
+            calibration = Calibration(t0=t0, t1=0.3, t2=0.6, **more)
+            scale = 1.0 / temperatures(calibration, n, jll)
+            with np.errstate(invalid="ignore"):
+                scaled = np.where(np.isneginf(jll), -np.inf, jll * scale[:, None])
+            if offsets:
+                scaled += np.asarray(more["offsets"]) + np.log1p(n)[:, None] * np.asarray(
+                    more["length_offsets"]
+                )
+            got = calibrated(jll, n, calibration)
+            assert np.array_equal(got[possible], log_softmax(scaled[possible], axis=1))
+            assert np.isneginf(got[~possible]).all()
+            shifted = scaled[possible] - scaled[possible].max(axis=1, keepdims=True)
+            alone = alone_rows(shifted)
+            counted["alone"] += np.count_nonzero(alone)
+            counted["summed"] += np.count_nonzero(~alone)
+            counted["flat"] += shifted.min() > -708.5
+            counted["subnormal"] += (shifted[~alone] < -708.5).any()
+    assert counted["alone"] > 20 and counted["summed"] > 200
+    assert counted["flat"] >= 1 and counted["subnormal"] >= 2
+    # A fixed temperature and second scores at 30 to 60 of the best after scaling:
+    # rows on either side of the cut ln(2^-56 / C), −46.4, some of whose sums are not 1.
+    calibration = Calibration(t0=0.5, t1=0.0, t2=0.0)
+    T = math.exp(0.5)
+    jll = scores[6:47].copy()
+    jll[:, 0] = jll.max(axis=1) + 60.0 * T
+    jll[:, 1] = jll[:, 0] - np.linspace(30.0, 60.0, 41) * T
+    got = calibrated(jll, lengths[6:47], calibration)
+    scaled = jll * (1.0 / temperatures(calibration, lengths[6:47], jll))[:, None]
+    assert np.array_equal(got, log_softmax(scaled, axis=1))
+    shifted = scaled - scaled.max(axis=1, keepdims=True)
+    assert 10 < np.count_nonzero(alone_rows(shifted)) < 30
+    assert 3 < np.count_nonzero(np.exp(shifted).sum(axis=1) > 1.0) < 20
+
+
 # -- a model of 2,000 classes: blocks, and the command ---------------------------------------
 
 

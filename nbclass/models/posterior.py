@@ -427,6 +427,11 @@ def exp_sums(shifted: np.ndarray) -> np.ndarray:
     upper bound. Where both bounds are one float, that float is the sum; elsewhere
     (a row whose largest terms are themselves tiny) the row is summed with every exp.
     """
+    if shifted.size and shifted.min() >= SUBNORMAL_EXP:
+        # No tiny term (a row flattened by a calibration's temperature, as a rule): every
+        # exp at numpy's speed, without the masks below (0.9 ms against 1.8 ms a block
+        # of 52 documents × 20,000 classes).
+        return np.exp(shifted).sum(axis=1)
     keep = shifted >= SUBNORMAL_EXP
     terms = np.zeros(shifted.shape)
     np.exp(shifted, out=terms, where=keep)
@@ -439,6 +444,12 @@ def exp_sums(shifted: np.ndarray) -> np.ndarray:
     if unsure.any():
         lower[unsure] = np.exp(shifted[unsure]).sum(axis=1)
     return lower
+
+
+def alone_cut(classes: int) -> float:
+    """ln(2^-56 / C): a shifted row of C classes whose every entry but its 0 is below it
+    sums to 1 for certain (:func:`alone_rows`)."""
+    return float(np.log(2.0**-56 / max(classes, 1)))
 
 
 def alone_rows(shifted: np.ndarray) -> np.ndarray:
@@ -455,8 +466,7 @@ def alone_rows(shifted: np.ndarray) -> np.ndarray:
     words has, as a rule, no other class within 48.7 of its best one (2,077 of the
     first 2,080 test documents of the generated 20,000 classes × 200,000 words).
     """
-    cut = np.log(2.0**-56 / max(shifted.shape[1], 1))
-    above = shifted >= cut
+    above = shifted >= alone_cut(shifted.shape[1])
     # One entry above the cut: the first (argmax of a row of bools) and no other. A
     # count of each row's entries (count_nonzero) turns every bool into an int64 first,
     # four times the comparison's time against 20,000 classes.
@@ -505,8 +515,23 @@ def log_posterior(jll: np.ndarray) -> np.ndarray:
         out[possible] = log_posterior(jll[possible])
         return out
     # Every row possible (as a rule): the same steps in place, two (n, C) arrays.
-    out = np.subtract(jll, top[:, None])
-    summed = ~alone_rows(out)
+    return shifted_log_posterior(np.subtract(jll, top[:, None]))
+
+
+def shifted_log_posterior(out: np.ndarray, second: np.ndarray | None = None) -> np.ndarray:
+    """:func:`log_posterior` of scores already shifted by each row's largest one, in place:
+    ``out`` (n, C), every row possible (its largest entry 0), becomes b − m − log Σ_c
+    exp(b_c − m), and is returned.
+
+    ``second`` (n,): each row's second largest entry (−∞ where it has none), if the
+    caller knows them: a row is then alone (:func:`alone_rows`) where it is below
+    :func:`alone_cut`, without a pass over the block (the largest entry, 0, is at or
+    above the cut, so the row has one such entry exactly when its second is below).
+    """
+    if second is None:
+        summed = ~alone_rows(out)
+    else:
+        summed = second >= alone_cut(out.shape[1])
     if summed.all():
         totals = exp_sums(out)
         with np.errstate(divide="ignore"):
