@@ -126,6 +126,33 @@ def test_fit_corpus_writes_the_bytes_of_fit(news, models, tmp_path, options, arg
     assert (tmp_path / "api.nbc").read_bytes() == (tmp_path / "cli.nbc").read_bytes()
 
 
+def test_fit_of_100_classes_writes_the_bytes_of_fit_whatever_the_blas_threads(tmp_path):
+    """7,000 generated lines of 100 classes: the choice's class offsets are fitted on
+    thousands of held-out documents, in BLAS products whose sums OpenBLAS shares out
+    among its threads. The command runs one BLAS thread; the library, given two here
+    (as many as the machine's cores by default), still writes the command's bytes."""
+    from threadpoolctl import threadpool_limits
+
+    rng = np.random.default_rng(5)
+    shared = [f"s{k}" for k in range(40)]
+    texts, labels = [], []
+    for c in range(100):
+        own, near = [f"c{c}w{k}" for k in range(20)], [f"c{(c + 1) % 100}w{k}" for k in range(20)]
+        for _ in range(70):
+            draws = rng.random(int(rng.integers(3, 30)))
+            texts.append(" ".join(rng.choice(own) if r < 0.5 else rng.choice(near) if r < 0.7
+                                  else rng.choice(shared) for r in draws))  # fmt: skip
+            labels.append(f"k{c:03d}")
+    lines = tmp_path / "train.txt"
+    lines.write_text("".join(f"{y}\t{t}\n" for y, t in zip(labels, texts)), encoding="utf-8")
+    ok("fit", "--lines", lines, "-o", tmp_path / "cli.nbc", "-q")
+    with threadpool_limits(2, user_api="blas"):
+        model = nbclass.fit(texts, labels)
+    assert model.to_bytes() == (tmp_path / "cli.nbc").read_bytes()
+    info = model.info()
+    assert len(info["classes"]) == 100 and info["choice"]["documents"] > 5000
+
+
 def test_update_and_merge_write_the_bytes_of_the_commands(news, tmp_path):
     _, _, (_, texts, labels), _ = news
     texts = [" ".join(t.split()) for t in texts]

@@ -214,7 +214,7 @@ def main() -> None:
     # The command's dense products are small (the class offsets' Newton steps, the
     # calibration's), and after each one OpenBLAS's helper threads spin, waiting for the
     # next: a default fit of 20 Newsgroups with word pairs spent about 1 s of CPU so.
-    # A product's floats are those of one thread (the threads share out its cells).
+    # (Those steps take one BLAS thread whatever this says: nbclass/models/blas.py.)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         _main()

@@ -56,6 +56,7 @@ import scipy.sparse as sp
 from ..counting import sketch
 from ..counting.counts import Counts
 from ..text.vectorizer import binarize
+from .blas import one_thread
 from .chosen import calibrated, score_gaps
 from .estimators import Calibration, EstimatorSettings
 from .posterior import best_classes, log_posterior, make_scorer, posterior_and_evidence
@@ -872,6 +873,7 @@ def _mean_log_loss(picked: np.ndarray) -> float:
 T1_RANGE = (0.0, 1.0)
 
 
+@one_thread
 def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
                     threads: int = 1, most: int | None = None) -> Calibration:
     """The (t0, t1, t2) that minimise the cross-entropy of softmax(jll / T(x)) against
@@ -1121,6 +1123,7 @@ def offset_features(n_tokens) -> np.ndarray:
     return np.column_stack([np.ones(u.size), u])
 
 
+@one_thread
 def fit_offsets(L: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
                 steps: int = 50) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """The class offsets (a, d), each shape (C,), that minimise
