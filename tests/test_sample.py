@@ -200,23 +200,6 @@ def test_update_merge_unlearn_of_sms_halves_write_a_fresh_fits_bytes(sms, tmp_pa
     assert_changes_write_fresh_fits(run, sms / "b", full, half_a, half_b)
 
 
-def test_update_merge_unlearn_of_sms_halves_with_word_pairs_write_a_fresh_fits_bytes(
-    sms, tmp_path
-):
-    """The same with --ngram-range 1,2: the pairs counted by the numbers of their words in
-    each half's processes, their names made at the end, the sample's rows of pairs, and
-    two vocabularies of pairs merged; every file the fresh fit's bytes."""
-    full, half_a, half_b = tmp_path / "all.nbc", tmp_path / "a.nbc", tmp_path / "b.nbc"
-    for corpus, out in ((sms / "all", full), (sms / "a", half_a), (sms / "b", half_b)):
-        assert run("fit", corpus, "-o", out, "-q", "--ngram-range", "1,2").returncode == 0
-    fresh = load(str(full))
-    pairs = [w for w in fresh.counts.vocabulary if " " in w]
-    assert len(pairs) > len(fresh.counts.vocabulary) / 2 and fresh.choice["documents"] > 0
-    a, b = (set(load(str(m)).counts.vocabulary) for m in (half_a, half_b))
-    assert len(a - b) > 1000 and len(b - a) > 1000  # the merge meets other pairs on each side
-    assert_changes_write_fresh_fits(run, sms / "b", full, half_a, half_b)
-
-
 def test_labelled_lines_updated_from_a_pipe_equal_a_fresh_fit_of_the_lines(sms, tmp_path):
     full, updated = tmp_path / "all.nbc", tmp_path / "updated.nbc"
     assert run("fit", "--lines", sms / "all.tsv", "-o", full, "-q").returncode == 0
