@@ -255,6 +255,63 @@ def test_pairs_sent_by_their_words_once_words_come_by_name():
     assert counts.vocabulary.index("alpha beta") == counts.vocabulary.index("alpha") + 1
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_pairs_by_their_words_after_the_first_window_falls_back(tmp_path, monkeypatch, jobs):
+    """A document longer than a chunk, first, sends its words by name: the receiver's
+    words go into a dictionary at the first window, and every later window's pairs, sent
+    as their words' numbers, are named from the rows of their words, which each window
+    adds to (its own new words and pairs). Counted so over 20 windows, in one process and
+    in two, the counts are those of the same corpus counted without the fallback (no
+    document longer than a chunk), value by value, and the regex tokenizer's."""
+    from conftest import write_corpus
+
+    from nbclass.counting.counts import CountAccumulator, count_corpus
+
+    first = "start " * 20 + "alpha beta"  # 130 bytes: past a chunk of 64
+    docs = {  # under 64 bytes each; b's with a new word and pair each, a's words' pairs
+        "a": [first, *(f"w{i} common w{i}x common" for i in range(1, 31))],
+        "b": [f"v{i} common w{i}x common" for i in range(1, 31)],
+    }
+    corpus = list_corpus(str(write_corpus(tmp_path / "c", docs)))
+    tokenizer = TokenizerSettings(ngram_range=(1, 2))
+    monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(nbclass.counting.counts, "FLUSH_ENTRIES", 1)  # a window a part
+    monkeypatch.setattr(nbclass.counting.counts, "PART_SIZE", 3)  # 21 parts of 61 documents
+    args = (corpus.paths, corpus.labels, corpus.classes, tokenizer)
+    plain = count_corpus(*args, jobs=jobs)  # no fallback: 130 bytes are under a chunk
+    by_name, pair_rows = [], CountAccumulator._pair_rows
+
+    def spied(self, one, two):  # pairs sent by their words' numbers once words go by name
+        by_name.append(self._keyed is None)
+        return pair_rows(self, one, two)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", 64)
+        patch.setattr(CountAccumulator, "_pair_rows", spied)
+        counts = count_corpus(*args, jobs=jobs)
+    assert sum(by_name) >= 15  # windows whose pairs were named from the dictionary's rows
+    assert counts.equals(plain)
+    tokenize = make_tokenizer(tokenizer)
+    expected = CountAccumulator(corpus.classes)
+    texts = [Path(path).read_text("utf-8") for path in corpus.paths]
+    expected.add(count_matrix(map(tokenize, texts), expected.vocabulary), corpus.labels)
+    assert counts.equals(expected.result())
+    # 4 + 90 words; 3 pairs of the first document, 3 of each other of a's, 1 new of b's
+    assert len(counts.vocabulary) == 217
+    docs_, tokens = counts.doc_count.toarray(), counts.token_count.toarray()
+    row = counts.vocabulary.index
+    for name, (D, T) in {
+        "common": ([30, 30], [60, 60]),
+        "start start": ([1, 0], [19, 0]),
+        "start alpha": ([1, 0], [1, 0]),
+        "w29x common": ([1, 1], [1, 1]),
+        "common w30x": ([1, 1], [1, 1]),
+        "w7 common": ([1, 0], [1, 0]),
+        "v12 common": ([0, 1], [0, 1]),
+    }.items():
+        assert docs_[row(name)].tolist() == D and tokens[row(name)].tolist() == T, name
+
+
 def test_predict_with_pairs_scores_as_the_regex_path(paired, tmp_path):
     """``nbclass predict`` of a model with pairs, through real processes: the scores of
     the documents counted by the tokenizer (the run counter switched off)."""

@@ -1071,6 +1071,8 @@ class CountAccumulator:
         # The run tallies' words placed by their keys while every batch came with them
         # (:class:`KeyedRows`); None once the words are in the dictionary instead.
         self._keyed: KeyedRows | None = KeyedRows()
+        # Row j's word, once the words go through the dictionary (:meth:`_names`).
+        self._by_row: list[str] = []
         self._class_count = np.zeros(len(self.classes), dtype=np.int64)
         self._pairs = PairSums(len(self.classes))
         self._origins: dict = {}  # origin -> the row of each word number of a run tally
@@ -1169,8 +1171,23 @@ class CountAccumulator:
                 return rows
         from ..text.runs import pair_names
 
-        names = list(self.vocabulary)  # by row: a GrowingVocabulary numbers in order
-        return self._rows("\x00".join(pair_names(names, first, second)))
+        # The names of the batch's own words only are encoded (every name of the
+        # vocabulary, listed and encoded each window, made the count O(V) a window).
+        rows, at = np.unique(np.concatenate((first, second)), return_inverse=True)
+        names = list(map(self._names().__getitem__, rows.tolist()))
+        return self._rows("\x00".join(pair_names(names, at[: first.size], at[first.size :])))
+
+    def _names(self) -> list[str]:
+        """Row j's word, for every row of the dictionary: the words it gained since the
+        last call appended, read from its end, not all of them listed again. (A
+        GrowingVocabulary numbers its words in the order they were added, and this
+        accumulator only ever adds words to it, once it has any.)"""
+        vocabulary, names = self.vocabulary, self._by_row
+        if len(names) < len(vocabulary):
+            added = list(islice(reversed(vocabulary), len(vocabulary) - len(names)))
+            added.reverse()
+            names += added
+        return names
 
     def _rows(self, words: str) -> np.ndarray:
         """The row of each of ``words`` (NUL-joined), the new ones added in order."""
@@ -1227,7 +1244,7 @@ class CountAccumulator:
         """
         # Row j holds the j-th word added (in the keyed rows' names, or GrowingVocabulary).
         keyed = self._keyed
-        by_row = keyed.named() if keyed is not None else list(self._vocabulary)
+        by_row = keyed.named() if keyed is not None else self._names()
         by_word = keyed.in_order() if keyed is not None else None
         pairs, V = self._pairs, len(by_row)
         word_pairs = keyed.pairs() if keyed is not None else None
@@ -1240,7 +1257,7 @@ class CountAccumulator:
                 )
             by_word = with_pairs(by_word, word_pairs, V)  # compared below, as the keys' order
         del keyed, word_pairs
-        self._pairs = self._vocabulary = self._keyed = self._origins = None
+        self._pairs = self._vocabulary = self._keyed = self._origins = self._by_row = None
         summing = words = None
         if by_word is not None:  # the words sorted by their keys (2 million: 0.05 s,
             summing = _in_thread(pairs.result, V, by_word)  # sorted(): 0.5 s)
