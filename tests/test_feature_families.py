@@ -158,6 +158,8 @@ def test_update_merge_unlearn_with_pairs_write_a_fresh_fits_bytes(sms, tmp_path)
     """SMS spam in halves, counted with pairs (without the symbols: with them,
     tests/test_symbols.py): fit b --update a, merge and unlearn write the fresh fit's
     bytes (its chosen features included)."""
+    from nbclass.models.choosing import shortfall
+
     full, half_a, half_b = tmp_path / "all.nbc", tmp_path / "a.nbc", tmp_path / "b.nbc"
     for corpus, out in ((sms / "all", full), (sms / "a", half_a), (sms / "b", half_b)):
         assert run(
@@ -171,8 +173,14 @@ def test_update_merge_unlearn_with_pairs_write_a_fresh_fits_bytes(sms, tmp_path)
     assert pairs_mi == 3  # the pairs' three sizes
     table = without_offsets(fresh.choice["candidates"])
     first = 8 * (1 + words_mi)  # every formula on the words; the best on the pairs
-    formulas = len(second_round([row for row in table if row["features"] == ["words"]]))
-    assert len(table) == first + formulas * (2 + pairs_mi)
+    words = [row for row in table if row["features"] == ["words"]]
+    formulas = len(second_round(words))
+    # The pairs' MI prunings only where the words' won the first round (or were none).
+    gaps = shortfall([r["accuracy"] for r in words], [r["macro_f1"] for r in words])
+    top = min(range(len(words)), key=lambda i: (gaps[i], words[i]["log_loss"], i))
+    pruned = pairs_mi if words_mi == 0 or words[top].get("top_mi") else 0
+    assert words_mi > 0 and pruned == 0  # SMS spam: the words chosen whole
+    assert len(table) == first + formulas * (2 + pruned)
     assert_changes_write_fresh_fits(run, sms / "b", full, half_a, half_b)
 
 
@@ -502,10 +510,37 @@ def test_a_pruning_leaves_ten_entries_a_class(monkeypatch):
     assert len(table) == 8 + 2 * formulas and not any(row.get("top_mi") for row in table)
 
 
+def test_the_pairs_are_pruned_by_mi_only_where_the_words_pruning_won(monkeypatch):
+    """The demo corpus with pairs, its words pruned by MI too (to 100 and 300 entries): the
+    first round's best candidate is of all the words, so the second round scores the
+    words and pairs and their df >= 2 pruning, not their MI prunings; without the words'
+    prunings (none of them a candidate) it scores the pairs' as well."""
+    from nbclass.models import model as models
+    from nbclass.models.choosing import shortfall
+
+    sampled, _ = sampled_pairs_model()
+    monkeypatch.setattr(models, "PRUNE_MI", (100, 300))
+    table = without_offsets(models.with_choice(sampled).choice["candidates"])
+    first = [row for row in table if "pairs" not in row["features"]]
+    assert [row.get("top_mi") for row in first] == [None] * 8 + [100] * 8 + [300] * 8
+    gaps = shortfall([r["accuracy"] for r in first], [r["macro_f1"] for r in first])
+    top = min(range(len(first)), key=lambda i: (gaps[i], first[i]["log_loss"], i))
+    assert first[top]["name"] == "complement no-class-prior, words"
+    formulas = second_round(first)
+    paired = [row for row in table if "pairs" in row["features"]]
+    assert [row["name"] for row in paired] == [
+        name + suffix for suffix in (", words+pairs", ", words+pairs, df≥2") for name in formulas
+    ]
+    monkeypatch.setattr(models, "PRUNE_MI", (1000,))  # more than the words' 534 entries
+    table = without_offsets(models.with_choice(sampled).choice["candidates"])
+    assert [row.get("top_mi") for row in table].count(1000) == len(formulas)
+
+
 def test_the_second_round_scores_as_the_full_choice_does():
     """choose with ``second``: every formula on the sets of words (their counts
     restricted to the words before the folds are made), the best two of them and their
-    evidence formula on the sets with pairs; each scored candidate has the numbers the
+    evidence formula on the sets with pairs (not pruned by MI: the words' pruning lost
+    the first round); each scored candidate has the numbers the
     full choice gives it, and the winner is the best of the scored ones."""
     from nbclass.models import choosing
 
@@ -527,7 +562,10 @@ def test_the_second_round_scores_as_the_full_choice_does():
         row["name"] for row in full.table if row["features"] == ["words"]
     ]  # every formula, both sets of words, in order
     formulas = second_round(first)
-    assert len(narrow.table) == 16 + 3 * len(formulas) < 40
+    gaps = choosing.shortfall([r["accuracy"] for r in first], [r["macro_f1"] for r in first])
+    top = min(range(len(first)), key=lambda i: (gaps[i], first[i]["log_loss"], i))
+    assert "top_mi" not in first[top]  # the words' MI pruning lost: the pairs' is not scored
+    assert len(narrow.table) == 16 + 2 * len(formulas) < 40
     assert [row["name"] for row in narrow.table[8 : 8 + len(formulas)]] == [
         name + ", words+pairs" for name in formulas
     ]

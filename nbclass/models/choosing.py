@@ -1364,7 +1364,9 @@ def choose(
     set adds to (the second round, only when the first round's best candidate is of a
     set of those names; every such set when none is): on 20 Newsgroups with pairs the
     first round decides between the words with and without the symbols, and the second
-    scores the pairs with that choice alone, half its work. ``offsets``: the winner is also
+    scores the pairs with that choice alone, half its work. A second-round set pruned by
+    mutual information is left out where the first round scored such prunings and its best
+    candidate is none of them. ``offsets``: the winner is also
     scored with class offsets (:func:`cross_fitted_offsets`; C ≤ :data:`OFFSET_CLASSES`),
     a row of the table after the candidates, and kept with them when its shortfall is
     smaller than the winner's (its calibration then holds them, :func:`with_offsets`).
@@ -1425,6 +1427,10 @@ def choose(
         top = ahead[min(range(len(ahead)), key=lambda i: (gaps[i], ahead[i]["log_loss"], i))]
         on_top = [i for i in at if _adds_to(second[i], top["features"])]
         at = on_top or at
+        if top["top_mi"] is None and any(r["top_mi"] is not None for r in ahead):
+            # The words pruned by MI lost: so would the pairs' (docs/choosing.md), whose
+            # ranking of every fold's entries is a fifth of the second round.
+            at = [i for i in at if sets[i][3] is None]
         done = held_out_summaries(counts, X, y, fold_ids, candidates, threads,
                                   [specs[i] for i in at], evidence, keep,
                                   per_set=[mine] * len(at), last=last)  # fmt: skip
