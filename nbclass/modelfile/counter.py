@@ -43,7 +43,28 @@ def load_counter(data: bytes, path: str = "<bytes>", parsed: tuple | None = None
             raise ValueError("inconsistent section sizes")
         if used[:V].all():  # every word counted: the run table is made from the bytes
             return TextCounter(tokenizer, joined=(joined, V))
-        words = joined.decode("utf-8").split("\x00") if V else []
-        return TextCounter(tokenizer, [words[j] for j in np.flatnonzero(used[:V]).tolist()])
+        return TextCounter(tokenizer, joined=used_words(joined, used[:V]))
     except (KeyError, TypeError, ValueError, UnicodeDecodeError, NbclassError) as exc:
         raise refuse(path, f"is not a valid nbclass model ({problem_of(exc)})") from None
+
+
+def used_words(joined: bytes, used: np.ndarray) -> tuple[bytes, int]:
+    """``(the used words' UTF-8 separated by NULs, their number)`` of the words ``joined``
+    (UTF-8 separated by NULs, as a model file keeps them) that ``used`` (0 or 1, one per
+    word) marks, in their order: the bytes of those words cut out with numpy, not a
+    string made of each of the model's words (1.2 million for 20 Newsgroups with pairs).
+
+    >>> used_words(b"a\\x00bc\\x00d", np.array([0, 1, 1], np.uint8))
+    (b'bc\\x00d', 2)
+    >>> used_words(b"a\\x00bc\\x00d", np.array([1, 1, 0], np.uint8))
+    (b'a\\x00bc', 2)
+    """
+    n = int(np.count_nonzero(used))
+    if not n:
+        return b"", 0
+    data = np.frombuffer(joined, np.uint8)
+    # Each word's bytes and the NUL that ends it (the last word has none) kept or not.
+    ends = np.append(np.flatnonzero(data == 0), data.size)
+    sizes = np.diff(ends, prepend=-1)
+    kept = data[np.repeat(used.astype(bool), sizes)[: data.size]].tobytes()
+    return (kept[:-1] if kept.endswith(b"\x00") else kept), n
