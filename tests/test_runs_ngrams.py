@@ -129,6 +129,37 @@ def test_hand_counted_pairs():
     assert grams[3].tolist() == [0, 0, 0]
 
 
+def test_pairs_found_by_their_words_ids(monkeypatch):
+    """Predict finds a pair by its two words' ids in the run table (no bytes of the
+    pair): a vocabulary of pairs whose long words are not counted alone (a filter kept
+    the pairs only) gets those words into the table with no column, and counts what the
+    tokenizer counts; a pair of a stop word, or of three words, is never counted. With
+    every long word's hash the same, two long words of pairs share a key: no run table
+    (the texts are tokenized), the same counts."""
+    settings_ = TokenizerSettings(stop_words=("the",), ngram_range=(1, 2))
+    text = "Serverless ANTIDISESTABLISHMENT serverless, the serverless ab antidisestablishment ab"
+    vocabulary = [
+        "ab", "ab antidisestablishment", "antidisestablishment ab",
+        "antidisestablishment serverless", "serverless ab", "serverless antidisestablishment",
+        "serverless serverless", "the serverless", "ab ab ab",
+    ]  # fmt: skip
+    counter = TextCounter(settings_, vocabulary)
+    runs = counter.runs
+    assert runs.pairs is not None and runs.pair_columns.tolist() == [1, 2, 3, 4, 5, 6, -1]
+    # ab, the stop word "the", the two long words of pairs alone (no column), none
+    assert runs.columns.tolist() == [0, 9, -1, -1, -1]
+    X, n_tokens = counter.count([text, text.encode().decode()])
+    assert X.toarray().tolist() == [[2, 1, 1, 1, 1, 1, 1, 0, 0]] * 2
+    assert n_tokens.tolist() == [13, 13]  # 7 words, 6 pairs
+    tokens = make_tokenizer(settings_)(text)
+    expected = count_matrix([tokens], {word: j for j, word in enumerate(vocabulary)})
+    assert (X[:1] != expected).nnz == 0
+    monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
+    clashing = TextCounter(settings_, vocabulary)
+    assert clashing.runs is None
+    assert (clashing.count([text])[0] != X[:1]).nnz == 0
+
+
 def test_runs_differing_in_the_top_byte_of_their_blocks_hash_apart():
     """Two 9-byte pairs whose blocks differ only in their first byte (once in each
     block): the plain polynomial Σ b_j BASE**j gave them one hash (the difference a

@@ -428,7 +428,18 @@ class WordTable:
     def build(cls, codes: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> WordTable | None:
         """The table of the words ``codes[starts[k]:ends[k]]`` (distinct, non-empty, no
         space byte), word k with id k; None when two of them share a key."""
-        keys = run_keys(codes, starts, ends)
+        return cls.of_keys(run_keys(codes, starts, ends), codes, starts, ends)
+
+    @classmethod
+    def of_keys(
+        cls, keys: np.ndarray, codes: np.ndarray | None = None, starts=None, ends=None
+    ) -> WordTable | None:
+        """The table of the keys ``keys`` (uint64), key k with id k; None when two are the
+        same. Without ``codes``, every key must be below 2**63 (not a hash: nothing to
+        compare), as the keys of word pairs by their words' ids are."""
+        if codes is None:
+            codes = np.zeros(0, dtype=np.uint8)
+            starts = ends = np.zeros(0, dtype=np.int64)
         bits = max(4, int(keys.size * 4).bit_length())
         salt = np.uint64(int.from_bytes(os.urandom(8), "little"))
         # In the order of the mixed keys, which is that of the home slots (their top
@@ -495,6 +506,73 @@ class WordTable:
             equal = same_bytes(codes, starts[long], ends[long], self.codes, self.starts[words])
             found[long[~equal]] = -1
         return found
+
+
+_BY_WORDS = ((1, 2), (2, 2))  # the n-grams of a run counter that finds pairs by their words
+
+
+def _pairs_by_words(codes, starts, ends, rows, V: int, n_stop: int):
+    """``(words, columns, pairs, pair_columns)`` of :class:`RunCounter` for word pairs
+    found by their words' ids, or None when a table cannot be made (two words with one
+    key). ``codes[starts[k]:ends[k]]`` is entry k: the vocabulary's V entries (a pair's
+    words joined by 0x01), then the ``n_stop`` stop words; ``rows``, the entries that can
+    be runs (sorted).
+
+    The entries of ``rows`` without a 0x01 are words, with their columns; those with
+    one are pairs, whose two words are found among the words and the stop words, or
+    added after them with column −1 (the words of pairs that are not counted alone, by
+    a vocabulary filter). A pair one of whose words is a stop word is never counted (the
+    stop words are dropped before the pairs are made), nor is an entry of more words."""
+    join = np.flatnonzero(codes == _JOIN)
+    entry = np.searchsorted(starts, join, side="right") - 1  # the entry of each join
+    joins = np.bincount(entry, minlength=starts.size)[rows]
+    single, pair = rows[joins == 0], rows[joins == 1]
+    at = join[np.searchsorted(entry, pair)]  # each pair's join (the first of its entry's)
+    whole = (at > starts[pair]) & (at + 1 < ends[pair])  # two words, neither empty
+    pair, at = pair[whole], at[whole]
+    word_rows = np.concatenate((single, np.arange(V, V + n_stop)))
+    words = WordTable.build(codes, starts[word_rows], ends[word_rows])
+    if words is None:
+        return None
+    half_starts = np.concatenate((starts[pair], at + 1))
+    half_ends = np.concatenate((at, ends[pair]))
+    keys = run_keys(codes, half_starts, half_ends)
+    ids = words.find(codes, half_starts, half_ends, keys)
+    new = np.flatnonzero(ids < 0)
+    n_words = word_rows.size
+    if new.size:  # the words of pairs alone, by sorting their keys (as RunTally does)
+        order = new[np.argsort(keys[new], kind="stable")]
+        ordered = keys[order]
+        group = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+        first, which = order[group], np.cumsum(group) - 1
+        long = np.flatnonzero(is_long(ordered))
+        if long.size:  # a long word's runs share a hash: each must have the bytes of one
+            runs, other = order[long], first[which[long]]
+            length = half_ends[runs] - half_starts[runs]
+            if not (length == half_ends[other] - half_starts[other]).all() or not same_bytes(
+                codes, half_starts[runs], half_ends[runs], codes, half_starts[other]
+            ).all():
+                return None
+        ids[order] = n_words + which
+        words = WordTable.of_keys(
+            np.concatenate((words.keys[words.ids >= 0][np.argsort(words.ids[words.ids >= 0])],
+                            keys[first])),
+            codes, np.concatenate((starts[word_rows], half_starts[first])),
+            np.concatenate((ends[word_rows], half_ends[first])),
+        )  # fmt: skip
+        if words is None:
+            return None
+    one, two = ids[: pair.size], ids[pair.size :]
+    stop = ((one >= single.size) & (one < n_words)) | ((two >= single.size) & (two < n_words))
+    pair, one, two = pair[~stop], one[~stop], two[~stop]
+    pair_keys = one.astype(np.uint64) << np.uint64(32)
+    pair_keys |= two.astype(np.uint64)
+    pairs = WordTable.of_keys(pair_keys)
+    if pairs is None or words.ids.max(initial=0) >= 1 << 31:
+        return None
+    added = words.starts.size - n_words
+    columns = np.concatenate((single, np.full(n_stop, V), np.full(added, -1), [-1]))
+    return words, columns.astype(np.int64), pairs, np.append(pair, -1).astype(np.int64)
 
 
 def _slots(keys: np.ndarray, bits: int) -> np.ndarray:
@@ -970,6 +1048,15 @@ class RunCounter:
     symbols : bool
         Whether the symbols are tokens too (the settings' own); the vocabulary's symbols
         are in ``words``.
+    pairs : WordTable or None
+        With word pairs and no longer n-grams (``ngram_range`` (1, 2) or (2, 2), no
+        ``unspaced`` mode): the vocabulary's pairs, keyed by the ids of their two words
+        in ``words`` (first << 32 | second: exact, no hash and no bytes to compare).
+        ``words`` then holds the pairs' words too, those not counted alone with column
+        −1 (:func:`_pairs_by_words`), and a pair of a text is found from its two tokens'
+        ids: no run of its bytes is made (:func:`with_ngrams`), keyed or compared.
+    pair_columns : int64 ndarray of shape (P + 1,) or None
+        The column of each pair of ``pairs``, then −1.
     """
 
     table: bytes
@@ -980,6 +1067,8 @@ class RunCounter:
     ngram_range: tuple = (1, 1)
     unspaced: str | None = None
     symbols: bool = False
+    pairs: WordTable | None = None
+    pair_columns: np.ndarray | None = None
 
     @classmethod
     def for_vocabulary(
@@ -1053,6 +1142,14 @@ class RunCounter:
             if j is not None:
                 words[j] = False
         columns = np.flatnonzero(words)
+        if tuple(splitter.ngram_range) in _BY_WORDS and splitter.unspaced is None:
+            made = _pairs_by_words(codes, starts, ends, columns, V, len(stop))
+            if made is None:
+                return None
+            return cls(
+                table, made[0], made[1], V, splitter.lowercase, tuple(splitter.ngram_range),
+                splitter.unspaced, splitter.symbols, made[2], made[3],
+            )  # fmt: skip
         found = np.concatenate((columns, np.arange(V, V + len(stop))))
         table_words = WordTable.build(codes, starts[found], ends[found])
         if table_words is None:
@@ -1088,7 +1185,24 @@ class RunCounter:
         found = self.words.find(codes, starts, ends, run_keys(codes, starts, ends, ascii))
         column = self.columns[found]
         token = (ends - starts > 1) & (column != V)  # not one character, not a stop word
-        if self.ngram_range != (1, 1):
+        if self.pairs is not None:  # each two tokens of a text in turn: a pair
+            kept = np.flatnonzero(token)
+            found, text, column = found[kept], text[kept], column[kept]
+            first = np.flatnonzero(text[1:] == text[:-1])
+            one, two = found[first], found[first + 1]
+            gram_column = np.full(first.size, -1, dtype=np.int64)
+            both = np.flatnonzero((one >= 0) & (two >= 0))  # a pair of unknown words is too
+            if both.size:
+                keys = one[both].astype(np.uint64) << np.uint64(32)
+                keys |= two[both].astype(np.uint64)
+                gram_column[both] = self.pair_columns[self.pairs.find(None, None, None, keys)]
+            if self.ngram_range[0] > 1:
+                text, column = text[first], gram_column
+            else:
+                text = np.concatenate((text, text[first]))
+                column = np.concatenate((column, gram_column))
+            token = np.ones(text.size, dtype=bool)
+        elif self.ngram_range != (1, 1):
             starts, ends, text, column = starts[token], ends[token], text[token], column[token]
             grams, gram_starts, gram_ends, gram_text = with_ngrams(
                 codes, starts, ends, text, self.ngram_range
