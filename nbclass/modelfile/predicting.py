@@ -132,10 +132,15 @@ def _in_parallel(
         read_model = data, parse(data, model_path, MODEL_SECTIONS, OPTIONAL_SECTIONS)
     data, parsed = read_model
     policy, log = reading
-    # Each worker reads the tokenizer and the words from the bytes: this process needs
-    # no counter of its own (its classifier scores what the workers counted).
-    counter = partial(load_counter, data, model_path, parsed)
+    # The tokenizer, the words and their run table, read from the bytes and built once,
+    # here, before the workers are forked: they inherit it (each built its own before,
+    # 0.4-0.5 s of CPU a worker against 20 Newsgroups' default model with word pairs).
+    # This process lets it go once they are forked (its classifier scores what they
+    # counted).
+    counter = load_counter(data, model_path, parsed)
+    counter.runs  # noqa: B018 - built before the fork
     counted = CountedBatches(counter, files, policy, jobs, defaults.BATCH_SIZE)
+    del counter
     _keep_loaded()
     try:  # the workers count while scipy is imported and the model loaded
         from ..models.model import Classifier, scoring_settings

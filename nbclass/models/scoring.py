@@ -4,10 +4,11 @@ Reading and counting the documents is most of predict's work; loading the model 
 building the scorer is most of the rest, and it needs scipy. So the work is split:
 
 - :class:`CountedBatches` forks ``jobs`` worker processes as soon as the files are
-  listed and the model file is read and its checksums checked. Each worker reads the
-  model's :class:`nbclass.text.vectorizer.TextCounter` from those bytes
+  listed, the model file is read and its checksums checked, and the model's
+  :class:`nbclass.text.vectorizer.TextCounter` is read from those bytes
   (:func:`nbclass.modelfile.counter.load_counter`: the tokenizer and the vocabulary, no
-  counts) and builds its run table, takes a batch of files (``BATCH_SIZE``),
+  counts) with its run table built, once, which the workers inherit. Each worker
+  takes a batch of files (``BATCH_SIZE``),
   reads and counts it, and sends back the sources, the nonzero counts and the token
   numbers, with the batch's read log, up to ``AHEAD`` batches ahead of the main process
   (or more, for short documents: :func:`ahead`);
@@ -118,6 +119,9 @@ class CountedBatches:
         except BaseException:
             self.close()
             raise
+        # The first submit forked every worker (under fork, a pool starts them all at
+        # once): each has the counter, and this process needs none of its own.
+        _WORK[0] = None
 
     def _submit(self) -> None:
         batch = next(self._batches, None)
