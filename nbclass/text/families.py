@@ -91,35 +91,35 @@ def holds_unspaced(vocabulary: Sequence[str]) -> bool:
     return bool(is_unspaced(points).any())
 
 
-def _holding_unspaced(vocabulary: Sequence[str]) -> np.ndarray:
-    """Which entries hold a character of a script written without spaces, bool (V,)."""
-    joined = "\x00".join(vocabulary)
-    if joined.isascii():
+def _holding_unspaced(vocabulary: Sequence[str], encoded) -> np.ndarray:
+    """Which entries hold a character of a script written without spaces, bool (V,)
+    (``encoded``: the vocabulary's :func:`nbclass.text.runs.entry_points`)."""
+    points, ends = encoded
+    if points.dtype == np.uint8:  # all ASCII
         return np.zeros(len(vocabulary), dtype=bool)
     from .runs import is_unspaced
 
-    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
-    ends = np.append(np.flatnonzero(points == 0), points.size)  # after each entry
     at = _entry_of(np.flatnonzero(is_unspaced(points)), ends)
     return np.bincount(at, minlength=len(vocabulary)) > 0
 
 
-def _unspaced(vocabulary: Sequence[str], spaces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _unspaced(
+    vocabulary: Sequence[str], spaces: np.ndarray, encoded
+) -> tuple[np.ndarray, np.ndarray]:
     """``(runs, characters)``, bool of shape (V,): the entries that are two or more, or
     one, characters of the scripts written without spaces and nothing else, when the
-    vocabulary holds both (only ``--unspaced all`` counts both); else none."""
+    vocabulary holds both (only ``--unspaced all`` counts both); else none. ``encoded``:
+    the vocabulary's :func:`nbclass.text.runs.entry_points`."""
     V = len(vocabulary)
     none = np.zeros(V, dtype=bool)
-    joined = "\x00".join(vocabulary)
-    if joined.isascii():
+    points, ends = encoded
+    if points.dtype == np.uint8:  # all ASCII
         return none, none
     from .runs import is_unspaced
 
-    points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     unspaced = np.flatnonzero(is_unspaced(points))
     if not unspaced.size:
         return none, none
-    ends = np.append(np.flatnonzero(points == 0), points.size)  # after each entry
     alone = np.bincount(_entry_of(unspaced, ends), minlength=V)
     length = np.diff(ends, prepend=-1) - 1
     only = (alone == length) & (length > 0) & (spaces == 0)
@@ -160,13 +160,17 @@ if tuple(FAMILIES) != FAMILY_NAMES:  # the names a model file's features are che
     raise RuntimeError("the feature families' names differ from FAMILY_NAMES")
 
 
-def spaces_of(vocabulary: Sequence[str]) -> np.ndarray:
-    """The number of spaces of each entry, int64 of shape (V,) (no entry holds a NUL)."""
+def spaces_of(vocabulary: Sequence[str], encoded=None) -> np.ndarray:
+    """The number of spaces of each entry, int64 of shape (V,) (no entry holds a NUL);
+    ``encoded``: the vocabulary's :func:`nbclass.text.runs.entry_points`, if made."""
     if not len(vocabulary):
         return np.zeros(0, dtype=np.int64)
-    codes = np.frombuffer("\x00".join(vocabulary).encode("utf-8", "surrogatepass"), np.uint8)
-    ends = np.flatnonzero(codes == 0)
-    at = _entry_of(np.flatnonzero(codes == 32), ends)
+    if encoded is None:
+        from .runs import entry_points
+
+        encoded = entry_points(vocabulary)
+    points, ends = encoded
+    at = _entry_of(np.flatnonzero(points == 32), ends)
     return np.bincount(at, minlength=len(vocabulary)).astype(np.int64)
 
 
@@ -196,14 +200,15 @@ def masks(vocabulary: Sequence[str], symbols: bool | str = False) -> dict[str, n
     with _MASKS_LOCK:
         if _LAST_MASKS[0] is vocabulary and _LAST_MASKS[2] == symbols:
             return _LAST_MASKS[1]
-    spaces = spaces_of(vocabulary)
-    unspaced = _unspaced(vocabulary, spaces)
-    if symbols:
-        from .runs import symbol_rows
+    from .runs import entry_points, symbol_rows
 
-        kept = symbol_rows(vocabulary)
+    encoded = entry_points(vocabulary)  # one join and encoding of 1.2 million entries
+    spaces = spaces_of(vocabulary, encoded)
+    unspaced = _unspaced(vocabulary, spaces, encoded)
+    if symbols:
+        kept = symbol_rows(vocabulary, encoded)
         if symbols == "spaced":  # beside unspaced="all": none holds those scripts' characters
-            kept &= ~_holding_unspaced(vocabulary)
+            kept &= ~_holding_unspaced(vocabulary, encoded)
     else:
         kept = np.zeros(len(vocabulary), dtype=bool)
     found = {}

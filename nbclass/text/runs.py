@@ -1896,10 +1896,29 @@ def sort_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return keys[order], order
 
 
-def symbol_rows(vocabulary: Sequence[str]) -> np.ndarray:
+def entry_points(vocabulary: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(points, ends)``: the entries of ``vocabulary`` joined by NULs as their code
+    points (uint8 when all are ASCII, else uint32) and where each entry ends (its NUL,
+    or the end), int64 of shape (V,): what the families' masks of one vocabulary share
+    (:func:`nbclass.text.families.masks`), one join and one encoding of its entries.
+
+    >>> points, ends = entry_points(["ab", "é"])
+    >>> points.tolist(), ends.tolist()
+    ([97, 98, 0, 233], [2, 4])
+    """
+    joined = "\x00".join(vocabulary)
+    if joined.isascii():
+        points = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+    else:
+        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    return points, np.append(np.flatnonzero(points == 0), points.size)
+
+
+def symbol_rows(vocabulary: Sequence[str], points=None) -> np.ndarray:
     """The entries that are tokens of ``--symbols``, bool of shape (V,): no space (no
     ``\\s``), and one word character (``\\w``) or no word character at all
-    (:func:`nbclass.text.tokenizer.is_symbol`, at array speed).
+    (:func:`nbclass.text.tokenizer.is_symbol`, at array speed). ``points``: the
+    vocabulary's :func:`entry_points`, if made already.
 
     >>> symbol_rows(["ab", "?", "a", ":)", "a?", "? !", ""]).tolist()
     [False, True, True, True, False, False, False]
@@ -1907,17 +1926,10 @@ def symbol_rows(vocabulary: Sequence[str]) -> np.ndarray:
     V = len(vocabulary)
     if not V:
         return np.zeros(0, dtype=bool)
-    joined = "\x00".join(vocabulary)
-    if joined.isascii():
-        data = joined.encode("ascii")
-        if not data.translate(None, _ASCII_WORD_OR_NUL):
-            # Every character a word character: the symbols are the entries of one.
-            ends = np.append(np.flatnonzero(np.frombuffer(data, np.uint8) == 0), len(data))
-            return np.diff(ends, prepend=-1) == 2
-        points = np.frombuffer(data, dtype=np.uint8)
-    else:
-        points = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype="<u4")
-    ends = np.append(np.flatnonzero(points == 0), points.size)  # after each entry
+    points, ends = entry_points(vocabulary) if points is None else points
+    if points.dtype == np.uint8 and not points.tobytes().translate(None, _ASCII_WORD_OR_NUL):
+        # Every character a word character: the symbols are the entries of one.
+        return np.diff(ends, prepend=-1) == 2
     starts = np.append(0, ends[:-1] + 1)
     length = ends - starts
     # An entry of one character is a symbol unless it is a space; a longer one when none
