@@ -900,8 +900,8 @@ class KeyedRows:
             met = map(self.names.__getitem__, found_rows[hashed].tolist())
             if not all(map(eq, met, map(names.__getitem__, found[hashed].tolist()))):
                 return None
-        rows = self._new_rows(self._runs, order, ordered, known)
-        self.names.extend(map(names.__getitem__, np.sort(order[~hit]).tolist()))
+        rows, new = self._new_rows(self._runs, order, ordered, known)
+        self.names.extend(map(names.__getitem__, new.tolist()))
         return rows
 
     def pair_rows(self, first: np.ndarray, second: np.ndarray) -> np.ndarray | None:
@@ -917,33 +917,39 @@ class KeyedRows:
             return None
         known = _found(self._pair_runs, ordered)
         V = len(self.names)
-        rows = self._new_rows(self._pair_runs, order, ordered, known)
-        new = np.sort(order[known < 0])
+        rows, new = self._new_rows(self._pair_runs, order, ordered, known)
         if new.size:
             self.names.extend(repeat("", new.size))
             self._unnamed.append((V, first[new], second[new]))
         return rows
 
-    def _new_rows(self, runs: list, order, ordered, known) -> np.ndarray:
-        """The rows of the keys ``ordered`` (``keys[order]``) of a batch, those ``known``
-        (−1 for new) and the new ones given the next rows in the batch's order; the new
+    def _new_rows(self, runs: list, order, ordered, known) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, new)``: the rows of the keys ``ordered`` (``keys[order]``) of a batch,
+        those ``known`` (−1 for new) and the new ones given the next rows in the batch's
+        order, and ``new`` the places of the new keys in the batch, ascending; the new
         keys added to ``runs``."""
         from ..text.runs import inserted
 
         hit = known >= 0
+        missed = order[~hit]
         rows = np.empty(order.size, dtype=np.int64)
         rows[order[hit]] = known[hit]
-        new = np.sort(order[~hit])  # the new keys in their order, given the next rows
+        # The new keys in their order, given the next rows: marked and read back in one
+        # pass (their places are distinct), where np.sort(missed) sorted them, twice a
+        # batch with the caller's.
+        is_new = np.zeros(order.size, dtype=bool)
+        is_new[missed] = True
+        new = np.flatnonzero(is_new)
         if new.size:
             V = len(self.names)
             rows[new] = np.arange(V, V + new.size)
-            run = (ordered[~hit], rows[order[~hit]])
+            run = (ordered[~hit], rows[missed])
             while runs and runs[-1][0].size < 2 * run[0].size:
                 last_keys, last_rows = runs.pop()
                 at = np.searchsorted(last_keys, run[0])
                 run = inserted(at, (last_keys, last_rows), run)
             runs.append(run)
-        return rows
+        return rows, new
 
     def named(self) -> list[str]:
         """:attr:`names`, the word pairs named (their words' names joined by a space)."""
