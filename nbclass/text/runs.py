@@ -40,7 +40,10 @@ byte as the space is), into runs of their own after the chunk's words
 (:func:`with_ngrams`): an n-gram is then one more run, keyed, looked up, numbered and
 counted as a word is, and its name takes its spaces back when the words are named. The
 bytes copied are a few times the tokens' bytes, so words and pairs cost about twice words
-alone, against the tokenizer's Python loop over every n-gram.
+alone, against the tokenizer's Python loop over every n-gram. Word pairs alone (``1,2``
+or ``2,2``) are made of no bytes: predict finds a pair by its two tokens' ids in the run
+table, one 64-bit key looked up in a table of the vocabulary's pairs
+(:attr:`RunCounter.pairs`), and fit numbers it by its two words' numbers.
 
 With ``symbols`` (:func:`nbclass.text.tokenizer.symbol_tokens`), each chunk's single
 word characters and runs of characters neither word nor space are found from the same
