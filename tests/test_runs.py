@@ -609,3 +609,18 @@ def test_predicts_counts_are_the_same_whatever_the_word_tables_salt(monkeypatch,
         zip(*expected.nonzero(), expected.data.tolist())
     )
     assert len(rows) > 1000
+
+
+def test_a_chunk_of_many_texts_over_a_large_vocabulary_counts_each_once():
+    """A chunk's (text, word) pairs are counted as 32-bit numbers while texts x words
+    fit in 2**32, as 64-bit ones past it: 200,000 texts of one word each (about 150,000
+    in a chunk) over 60,000 words is past it, 3,000 texts within; each text counts its
+    word once."""
+    V = 60_000
+    vocabulary = [f"w{j:05d}" for j in range(V)]
+    for n in (3_000, 200_000):
+        texts = [f"w{(7 * i) % V:05d}" for i in range(n)]
+        X, n_tokens = TextCounter(TokenizerSettings(), vocabulary).count(texts)
+        assert X.shape == (n, V) and X.nnz == n and n_tokens.tolist() == [1] * n
+        assert X.indices.tolist() == [(7 * i) % V for i in range(n)]
+        assert set(X.data.tolist()) == {1}

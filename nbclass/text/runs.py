@@ -1227,7 +1227,11 @@ class RunCounter:
             token = np.concatenate((token, symbol_column != V))
         n_tokens = np.bincount(text[token], minlength=n)
         known = token & (column >= 0)
-        keys, values = np.unique(text[known] * V + column[known], return_counts=True)
+        keys = text[known] * V + column[known]
+        if n * V <= 1 << 32:  # sorted as 32-bit numbers: 0.6 x the time of 64-bit ones
+            keys = keys.astype(np.uint32)
+        keys, values = np.unique(keys, return_counts=True)
+        keys = keys.astype(np.int64, copy=False)
         return keys // V, keys % V, values.astype(np.int64), n_tokens
 
 
