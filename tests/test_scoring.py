@@ -185,12 +185,17 @@ def test_an_error_in_a_worker_stops_after_the_batches_before_it(
     assert _predict(runner, "-m", news_model, folder, "-j", "2", "--max-bytes", "10K") == one
 
 
+@pytest.mark.parametrize("prebuilt", [True, False])
 @pytest.mark.parametrize("fit_options", [["--ngram-range", "1,2"], ["--hash-features", "512"]])
 def test_workers_count_any_tokenizer_and_any_text(
-    runner, news_sample, small_batches, tmp_path, fit_options
+    runner, news_sample, small_batches, tmp_path, fit_options, prebuilt, monkeypatch
 ):
     """Models whose tokens are not ASCII runs (bigrams, hashed columns), and texts in
-    several scripts: the workers tokenize what they cannot count by runs."""
+    several scripts: the workers tokenize what they cannot count by runs, with the run
+    table built before they are forked (a model of many entries) or by each of them."""
+    import nbclass.modelfile.predicting
+
+    monkeypatch.setattr(nbclass.modelfile.predicting, "PREBUILT_ENTRIES", 0 if prebuilt else 10**9)
     model = tmp_path / "model.nbc"
     fitted = runner.invoke(cli, ["fit", str(news_sample[0]), "-o", str(model), "-q", *fit_options])
     assert fitted.exit_code == 0
