@@ -386,3 +386,45 @@ def test_a_bulk_predict_in_workers_prints_what_one_process_prints(news_sample, t
     assert done.stderr.decode().endswith("scipy: True\n")
     one = run(*args, "-j", "1")
     assert one.returncode == 0 and done.stdout == one.stdout and one.stdout.count(b"\n") == 120
+
+
+def test_a_worker_forked_after_the_first_batches_still_has_the_counter(
+    runner, news_model, news_sample, monkeypatch
+):
+    """Where a pool forks its workers as they are needed (Python 3.10.0 to 3.10.4 did,
+    under fork), one may start after the main process would have let the counter go:
+    it must still count. Here the second worker is forked at the third batch."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    import nbclass.defaults
+    import nbclass.modelfile.predicting
+    import nbclass.models.scoring
+
+    spawned = []
+
+    class Lazy(ProcessPoolExecutor):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._safe_to_dynamically_spawn_children = True  # fork as needed
+            self.submitted = 0
+
+        def submit(self, *args, **kwargs):
+            self.submitted += 1
+            return super().submit(*args, **kwargs)
+
+        def _adjust_process_count(self):
+            if self.submitted in (1, 3):  # one worker, and the other at the third batch
+                spawned.append(self.submitted)
+                self._spawn_process()
+
+    monkeypatch.setattr("concurrent.futures.ProcessPoolExecutor", Lazy)
+    monkeypatch.setattr(nbclass.models.scoring, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(nbclass.models.scoring, "AHEAD", 1)
+    monkeypatch.setattr(nbclass.models.scoring, "TEXT_AHEAD", 0)
+    monkeypatch.setattr(nbclass.defaults, "BATCH_SIZE", 7)
+    monkeypatch.setattr(nbclass.modelfile.predicting, "PREBUILT_ENTRIES", 0)  # built first
+    test = news_sample[1]
+    one = _predict(runner, "-m", news_model, test, "-j", "1")
+    assert one[0] == 0 and one[1].count("\n") == 120
+    assert _predict(runner, "-m", news_model, test, "-j", "2") == one
+    assert spawned == [1, 3]

@@ -106,8 +106,9 @@ class CountedBatches:
         self._batches = (files[i : i + batch_size] for i in range(0, len(files), batch_size))
         from ..reading.process import start_worker
 
+        workers = min(jobs, -(-len(files) // batch_size))  # never more than the batches
         self._pool = ProcessPoolExecutor(
-            min(jobs, -(-len(files) // batch_size)),  # never more workers than batches
+            workers,
             mp_context=multiprocessing.get_context("fork"),
             initializer=start_worker,  # workers never outlive this process
             initargs=(os.getpid(),),
@@ -119,9 +120,12 @@ class CountedBatches:
         except BaseException:
             self.close()
             raise
-        # The first submit forked every worker (under fork, a pool starts them all at
-        # once): each has the counter, and this process needs none of its own.
-        _WORK[0] = None
+        # The first submit forked every worker (under fork, Python 3.10.5 and later start
+        # a pool's workers all at once): each has the counter, and this process needs
+        # none of its own. Where they start as needed (3.10.0 to 3.10.4), or the pool
+        # does not say, it is kept for the workers forked later.
+        if len(getattr(self._pool, "_processes", None) or ()) >= workers:
+            _WORK[0] = None
 
     def _submit(self) -> None:
         batch = next(self._batches, None)
