@@ -81,7 +81,7 @@ class DocumentScores:
         if n == 0:
             return cls(np.zeros(0, dtype=np.int64), *(np.zeros(0) for _ in range(3)))
         best = best_classes(log_proba)
-        best_log = log_proba.max(axis=1)
+        best_log = log_proba[np.arange(n), best]  # −1: a row all −∞, its last entry too
         rows = np.flatnonzero(y_true < C)
         true_log = np.full(n, np.nan)
         true_log[rows] = log_proba[rows, y_true[rows]]

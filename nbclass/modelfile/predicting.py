@@ -139,7 +139,9 @@ def _in_parallel(
     header = parsed[0]
     entries, classes = header.get("n_used"), header.get("classes")
     if isinstance(classes, list) and _in_blocks(len(classes)):
-        _keep_freed_memory()  # before the workers are forked: they make blocks too
+        from ..reading.process import keep_freed_memory
+
+        keep_freed_memory()  # before the workers are forked: they make blocks too
     if isinstance(entries, int) and entries > PREBUILT_ENTRIES:
         # The tokenizer, the words and their run table, read from the bytes and built
         # once, here, before the workers are forked: they inherit it (each built its own
@@ -166,11 +168,9 @@ def _in_parallel(
     except BaseException:
         counted.close()
         raise
-    _keep_loaded(len(classifier.classes))
-    from ..models.explain import block_rows
-
+    _keep_loaded()  # (the blocks' memory is kept since the start, above)
     finish = _finisher(settings, add_extras, render)
-    if render is not None and block_rows(len(classifier.classes)) < defaults.BATCH_SIZE:
+    if render is not None and _in_blocks(len(classifier.classes)):
         # Scoring is most of the work: the workers, forked now, share the classifier.
         from ..models.scoring import ScoredBlocks
 
@@ -200,7 +200,9 @@ def _keep_loaded(classes: int | None = None) -> None:
 
     gc.freeze()
     if classes is not None and _in_blocks(classes):
-        _keep_freed_memory()
+        from ..reading.process import keep_freed_memory
+
+        keep_freed_memory()
 
 
 def _in_blocks(classes: int) -> bool:
@@ -209,10 +211,3 @@ def _in_blocks(classes: int) -> bool:
     from ..models.explain import block_rows
 
     return block_rows(classes) < defaults.BATCH_SIZE
-
-
-def _keep_freed_memory() -> None:
-    from ..reading.process import keep_freed_memory
-
-    keep_freed_memory()
-
