@@ -485,7 +485,9 @@ def test_at_most_from_the_csr_pattern_is_the_dense_tables_answer():
 def test_the_product_into_a_block_adds_what_scipy_multiplies(monkeypatch):
     """add_product adds F T into the block given: by hand, 2 × [1 2 0] + 3 × [0 0 4] and
     1 × [0 5 0] into rows of 10 and 20; on random floats the same floats as scipy's
-    F @ T added, with scipy's private product or without it, int64 indices or int32."""
+    F @ T added, with int64 indices or int32, counts of 1 only or not, documents with no
+    word first, between and last, a few rows at a time and a row's products in turns
+    (its sums carried from one turn to the next), and without scipy's private kernels."""
     from nbclass.models import sparsity
     from nbclass.models.sparsity import add_product
 
@@ -498,19 +500,38 @@ def test_the_product_into_a_block_adds_what_scipy_multiplies(monkeypatch):
     rng = np.random.default_rng(7)
     F = sp.random(40, 300, density=0.05, format="csr", random_state=rng)
     F.data = np.ceil(F.data * 5)
+    keep = np.ones(40)
+    keep[[0, 17, 39]] = 0  # documents without a word: first, between, last
+    F = sp.csr_matrix(sp.diags(keep) @ F)
+    F.eliminate_zeros()
+    assert F[[0, 17, 39]].nnz == 0 and F.nnz > 500
+    ones = F.copy()
+    ones.data[:] = 1.0
     T = sp.random(300, 70, density=0.1, format="csr", random_state=rng)
     T.data = rng.normal(size=T.nnz) * 1e3
     start = rng.normal(size=(40, 70))
-    expected = start + (F @ T).toarray()
-    for index in (np.int32, np.int64):
-        G = sp.csr_matrix((F.data, F.indices.astype(index), F.indptr.astype(index)), F.shape)
-        got = start.copy()
-        add_product(G, T, got)
-        assert np.array_equal(got, expected)
-    monkeypatch.setattr(sparsity, "_sparse_kernels", lambda: (None, None))
+    # (cells, products): the whole block at once; three rows at a time; one row at a
+    # time in turns of a few products (every row's sums carried over turns).
+    for cells, products in [(2**17, 2**20), (3 * 70, 2**20), (70, 50), (1, 1)]:
+        monkeypatch.setattr(sparsity, "PRODUCT_CELLS", cells)
+        monkeypatch.setattr(sparsity, "PRODUCTS", products)
+        for counts in (F, ones):
+            expected = start + (counts @ T).toarray()
+            for index in (np.int32, np.int64):
+                G = sp.csr_matrix(
+                    (counts.data, counts.indices.astype(index), counts.indptr.astype(index)),
+                    counts.shape,
+                )
+                U = sp.csr_matrix(
+                    (T.data, T.indices.astype(index), T.indptr.astype(index)), T.shape
+                )
+                got = start.copy()
+                add_product(G, U, got)
+                assert np.array_equal(got, expected), (cells, products, index)
+    monkeypatch.setattr(sparsity, "_sparse_kernels", lambda: (None, None, None))
     got = start.copy()
     add_product(F, T, got)
-    assert np.array_equal(got, expected)
+    assert np.array_equal(got, start + (F @ T).toarray())
 
 
 def test_a_document_without_a_word_scores_the_constant_with_a_positive_zero():
