@@ -56,6 +56,7 @@ from accuracy import NBCLASS, corpus_split, read  # noqa: E402
 from nbclass import api  # noqa: E402
 from nbclass.models import choosing, metrics  # noqa: E402
 from nbclass.models.chosen import calibrated  # noqa: E402
+from nbclass.models.model import choice_features  # noqa: E402
 from nbclass.text.vectorizer import TextCounter, binarize  # noqa: E402
 
 ALPHA, PENALTY = 1.0, 1.0
@@ -181,7 +182,8 @@ def measure(name: str, pairs: bool) -> dict:
     if base is not model.vocabulary_filter:
         model = replace(model, vocabulary_filter=base)
     counts, sample = model.active_counts, model.sample
-    documents, k = choosing.plan(counts)
+    features, second = choice_features(counts, model.tokenizer.symbol_entries)
+    documents, k = choosing.plan(counts, rows=choosing.first_round_rows(features, second))
     rows = choosing.scored_rows(sample.labels, documents, len(counts.classes))
     counted = sp.csr_matrix(
         (sample.counts, sample.words, sample.ptr),

@@ -494,6 +494,37 @@ def test_the_largest_choice_table_is_written_and_read(reviews, tmp_path):
         assert result.returncode == 0 and result.stderr == b"", result.stderr
 
 
+def test_a_fit_with_pairs_scores_the_documents_and_folds_of_its_words(monkeypatch):
+    """The choice plans its documents and folds on the rows of its first round (the
+    words): with the folds' budget set to five folds of the demo corpus's words (534
+    entries x 3 classes), its entries with the pairs (1,571) afford one fold of 9
+    documents, and the fit with pairs still scores the words' five folds of every
+    document: its first round's rows are those of the fit of words, to the last digit."""
+    from nbclass.models import choosing
+    from nbclass.models import model as models
+
+    sampled, _ = sampled_pairs_model()
+    words = load_sampled(fit(list_corpus(str(DEMO_CORPUS))))
+    counts = sampled.active_counts
+    monkeypatch.setattr(choosing, "FREE_CELLS", 5 * 534 * 3)
+    assert len(words.counts.vocabulary) == 534 and len(counts.vocabulary) == 1571
+    features, second = models.choice_features(counts)
+    rows = choosing.first_round_rows(features, second)
+    assert rows.tolist() == np.flatnonzero(rows_of(counts.vocabulary, ("words",))).tolist()
+    assert choosing.plan(counts) == (9, 1)  # every row: the plan of the pairs
+    assert choosing.plan(counts, rows=rows) == choosing.plan(words.counts) == (42, 5)
+    assert choosing.plan(counts.restrict(rows)) == (42, 5)
+    paired, alone = models.with_choice(sampled).choice, models.with_choice(words).choice
+    assert (paired["folds"], paired["documents"]) == (alone["folds"], alone["documents"])
+    assert alone["folds"] == 5 and alone["documents"] == 42
+    first = [row for row in without_offsets(paired["candidates"]) if row["features"] == ["words"]]
+    assert [{key: row[key] for key in ("settings", "accuracy", "macro_f1", "log_loss")}
+            for row in first] == [
+        {key: row[key] for key in ("settings", "accuracy", "macro_f1", "log_loss")}
+        for row in without_offsets(alone["candidates"])
+    ]  # fmt: skip
+
+
 def test_a_pruning_leaves_ten_entries_a_class(monkeypatch):
     """The prunings by MI are candidates only where k >= MI_PER_CLASS x C: the demo corpus
     with pairs (3 classes, more than 1,000 entries with pairs) scores MI top 1000 at the

@@ -140,9 +140,13 @@ def folds_for(n: int, N: int, most: int = FOLDS) -> int:
 FREE_CELLS = 1_000_000
 
 
-def plan(counts: Counts, most: int = FOLDS) -> tuple[int, int]:
+def plan(counts: Counts, most: int = FOLDS, rows: np.ndarray | None = None) -> tuple[int, int]:
     """``(documents, folds)``: how many sampled documents the choice scores, in how many
-    folds, for the corpus of ``counts``.
+    folds, for the corpus of ``counts``; ``rows`` (sorted indices into its vocabulary,
+    None: all), for the counts restricted to those rows (the same numbers as
+    ``plan(counts.restrict(rows))``): a choice with a second round plans on the rows of
+    its first (:func:`first_round_rows`), so that a fit with word pairs scores the
+    documents and folds of a fit of its words alone.
 
     The folds are as many as :func:`folds_for` deals
     :data:`nbclass.counting.sketch.OVERALL` documents into, but their cells in all
@@ -166,14 +170,51 @@ def plan(counts: Counts, most: int = FOLDS) -> tuple[int, int]:
     N = counts.n_docs
     n = min(N, sketch.OVERALL)
     k = folds_for(n, N, most)
-    cells = len(counts.vocabulary) * len(counts.classes)
-    if not dense_cells(len(counts.vocabulary), len(counts.classes)):
-        cells = counts.nonzero[0].size  # a fold is scored from its pairs (sparsity.py)
-    budget = max(FREE_CELLS, int(counts.token_count.sum()))
+    V, C = (len(counts.vocabulary) if rows is None else rows.size), len(counts.classes)
+    cells = V * C
+    if not dense_cells(V, C):  # a fold is scored from its pairs (sparsity.py)
+        if rows is None:
+            cells = counts.nonzero[0].size
+        else:
+            inside = np.zeros(len(counts.vocabulary), dtype=bool)
+            inside[rows] = True
+            cells = int(np.count_nonzero(inside[counts.nonzero[0]]))
+    tokens = counts.token_count.sum() if rows is None else counts.word_tokens[rows].sum()
+    budget = max(FREE_CELLS, int(tokens))
     affordable = max(1, budget // max(cells, 1))
     if affordable >= k:
         return n, k
     return min(n, math.ceil(affordable * HELD_OUT_SHARE * N)), affordable
+
+
+def first_round_rows(features, second) -> np.ndarray | None:
+    """The rows of the sets of :func:`choose`'s first round (``features`` and ``second``
+    as :func:`choose` takes them), sorted, where a second round follows; else None
+    (every row). The choice plans its
+    documents and folds on them (:func:`plan`): a fit with word pairs then scores its
+    first round on the documents and folds a fit of its words alone scores (the same
+    table rows, to the last digit), and the pairs, many times the words' entries, do
+    not multiply the folds.
+
+    >>> features = [(("words",), np.array([0, 2]), None, None),
+    ...             (("words", "pairs"), np.array([0, 1, 2]), None, None)]
+    >>> first_round_rows(features, [False, ("words",)]).tolist()
+    [0, 2]
+    >>> first_round_rows(features, [False, False]) is None
+    True
+    """
+    if not features or second is None:
+        return None
+    later = [bool(second[i]) for i in range(len(features))]
+    if all(later) or not any(later):
+        return None
+    rows = [features[i][1] for i, late in enumerate(later) if not late]
+    if any(at is None for at in rows):
+        return None
+    inside = np.zeros(int(max(at.max(initial=-1) for _, at, _, _ in features)) + 1, dtype=bool)
+    for at in rows:
+        inside[at] = True
+    return np.flatnonzero(inside)
 
 
 # A candidate's held-out scores are documents × classes numbers, and the calibration goes

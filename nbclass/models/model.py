@@ -311,8 +311,7 @@ def with_choice(model: Model, threads: int = 1) -> Model:
         from .multilabel import chosen_again
 
         return chosen_again(model, threads)
-    from ..text.families import feature_sets, rows_of
-    from .choosing import choose  # scipy: imported when it is used
+    from .choosing import choose, first_round_rows  # scipy: imported when it is used
 
     # The choice starts from the user's filter: the feature families an earlier choice
     # kept are chosen again, from the counts of every family.
@@ -320,11 +319,37 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     if base is not model.vocabulary_filter:
         model = replace(model, vocabulary_filter=base)
     counts = model.active_counts
+    features, second = choice_features(counts, model.tokenizer.symbol_entries)
     X, labels, folds = _sampled(
         counts, model.sample, len(model.counts.vocabulary),
         None if counts is model.counts else model.active_rows,  # the words the filter keeps
+        first_round_rows(features, second),  # the documents and folds of the first round's
     )  # fmt: skip
-    symbols = model.tokenizer.symbol_entries
+    choice = choose(counts, X, labels, k=folds, threads=threads, features=features,
+                    second=second, offsets=True)  # fmt: skip
+    if choice.features is not None or choice.top_mi is not None:
+        chosen = replace(base, features=choice.features, prune_df=choice.min_df,
+                         prune_mi=choice.top_mi)  # fmt: skip
+        model = replace(model, vocabulary_filter=chosen)
+        counts = model.active_counts
+    typicality = None
+    if choice.evidence is not None:
+        from .novelty import evidence_settings, typicality_record
+
+        settings = evidence_settings(choice.settings)
+        typicality = typicality_record(choice.evidence, settings, counts, choice.folds)
+    return replace(
+        model, defaults=choice.settings, choice=choice.to_dict(), calibration=choice.calibration,
+        typicality=typicality,
+    )  # fmt: skip
+
+
+def choice_features(counts: Counts, symbols: bool | str = False) -> tuple[list | None, list]:
+    """``(features, second)`` of :func:`nbclass.models.choosing.choose` for the counts of
+    a model that chooses (:func:`with_choice`): its feature sets as row masks over the one
+    count, with their prunings, and which of them are scored in the second round."""
+    from ..text.families import feature_sets, rows_of
+
     sets = feature_sets(counts.vocabulary, symbols)
     if len(sets) > 1:  # row masks over the one count, simplest first
         named = [
@@ -356,36 +381,20 @@ def with_choice(model: Model, threads: int = 1) -> Model:
         if names is not None and "pairs" in names and "characters" not in names else False
         for names, _, _, _ in features
     ]  # fmt: skip
-    features = features if len(features) > 1 else None
-    choice = choose(counts, X, labels, k=folds, threads=threads, features=features,
-                    second=second, offsets=True)  # fmt: skip
-    if choice.features is not None or choice.top_mi is not None:
-        chosen = replace(base, features=choice.features, prune_df=choice.min_df,
-                         prune_mi=choice.top_mi)  # fmt: skip
-        model = replace(model, vocabulary_filter=chosen)
-        counts = model.active_counts
-    typicality = None
-    if choice.evidence is not None:
-        from .novelty import evidence_settings, typicality_record
-
-        settings = evidence_settings(choice.settings)
-        typicality = typicality_record(choice.evidence, settings, counts, choice.folds)
-    return replace(
-        model, defaults=choice.settings, choice=choice.to_dict(), calibration=choice.calibration,
-        typicality=typicality,
-    )  # fmt: skip
+    return (features if len(features) > 1 else None), second
 
 
-def _sampled(counts: Counts, sample: Ledger, width: int, columns: np.ndarray | None):
+def _sampled(counts: Counts, sample: Ledger, width: int, columns: np.ndarray | None,
+             planned: np.ndarray | None = None):  # fmt: skip
     """``(X, labels, folds)``: the sampled documents the choice scores for the corpus of
-    ``counts`` (:func:`nbclass.models.choosing.plan`, :func:`~.choosing.scored_rows`),
-    their counts over the ``columns`` (sorted, None: all) of the sample's ``width``
-    words, their classes, and the folds."""
+    ``counts`` (:func:`nbclass.models.choosing.plan`, on its rows ``planned`` if given,
+    :func:`~.choosing.scored_rows`), their counts over the ``columns`` (sorted, None:
+    all) of the sample's ``width`` words, their classes, and the folds."""
     import scipy.sparse as sp
 
     from .choosing import plan, scored_rows
 
-    documents, folds = plan(counts)
+    documents, folds = plan(counts, rows=planned)
     part = sample.take(scored_rows(sample.labels, documents, len(counts.classes)))
     X = sp.csr_matrix((part.counts, part.words, part.ptr), shape=(part.n_documents, width))
     return (X if columns is None else X[:, columns]), part.labels, folds
