@@ -286,6 +286,52 @@ def test_pairs_sent_by_their_words_once_words_come_by_name():
     assert counts.vocabulary.index("alpha beta") == counts.vocabulary.index("alpha") + 1
 
 
+@pytest.mark.parametrize("by_name", [False, True])
+def test_a_pair_sent_by_two_processes_is_one_entry(by_name):
+    """A word pair sent by two processes (two run tallies) gets a row from each, and is
+    one entry of the counts: made one at the count's end, or, where words sent by name
+    put the receiver's words in a dictionary, then (its rows numbered again, and the
+    processes' later windows counted at the new rows). The counts are the tokenizer's,
+    each entry once."""
+    from nbclass.counting.counts import CountAccumulator
+    from nbclass.counting.tally import new_tally, pack, tally
+    from nbclass.reading.policy import ReadLog
+
+    tokenizer = TokenizerSettings(ngram_range=(1, 2))
+    tokenize = make_tokenizer(tokenizer)
+    splitter = ascii_splitter(tokenizer, "utf-8")
+    one, two = RunTally.make(splitter, 2), RunTally.make(splitter, 2)
+    batches = [
+        (one, ["alpha beta gamma", "a_very_long_word beta"], [0, 1]),
+        (two, ["alpha beta delta", "gamma alpha beta"], [1, 0]),  # two's "alpha beta"
+        (None, ["beta gamma alpha", "delta a_very_long_word"], [1, 1]),  # by name
+        (one, ["alpha beta delta epsilon", "a_very_long_word beta"], [0, 1]),
+        (two, ["gamma alpha beta epsilon", "beta gamma"], [1, 0]),
+    ]
+    if not by_name:
+        del batches[2]
+    received = CountAccumulator(["x", "y"])
+    for runs, texts_, labels in batches:
+        if runs is None:
+            received.add_tally(tally(map(tokenize, texts_), labels, 2))
+            continue
+        assert runs.add([text.encode() for text in texts_], labels) == []
+        part = (*new_tally(2), None, None, ReadLog(), runs)
+        part[0][:] = np.bincount(labels, minlength=2).tolist()
+        received.add_packed(pack(part, b"one" if runs is one else b"two"))
+    expected = CountAccumulator(["x", "y"])
+    for _, texts_, labels in batches:
+        expected.add(count_matrix(map(tokenize, texts_), expected.vocabulary), labels)
+    expected, counts = expected.result(), received.result()
+    assert counts.equals(expected)
+    assert len(set(counts.vocabulary)) == len(counts.vocabulary)
+    row = counts.vocabulary.index("alpha beta")
+    docs_, tokens = counts.doc_count.toarray()[row], counts.token_count.toarray()[row]
+    assert (docs_.tolist(), tokens.tolist()) == ([3, 2], [3, 2])
+    row = counts.vocabulary.index("a_very_long_word beta")
+    assert counts.doc_count.toarray()[row].tolist() == [0, 2]
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_pairs_by_their_words_after_the_first_window_falls_back(tmp_path, monkeypatch, jobs):
     """A document longer than a chunk, first, sends its words by name: the receiver's
