@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import resource
+import subprocess
 from fractions import Fraction as F
 
 import pytest
-from conftest import CHINESE, write_corpus
+from conftest import CHINESE, nbclass_command, write_corpus
 
 from nbclass.cli.app import cli
 from nbclass.evaluation.judging import class_log_odds, diff
@@ -176,3 +178,73 @@ def test_diff_reports_how_the_models_score_at_their_defaults(tmp_path, runner):
         f"typicality    42 documents, median {a.typicality['percentiles'][50]:.4g} -> not "
         "stored",
     ]
+
+
+# --- many classes in bounded memory -----------------------------------------------------------
+
+CLASSES, OWN = 4_000, 10  # class c's training line: its own 10 words a{c}x0 .. a{c}x9
+ADDRESS_SPACE = 1 << 30  # bytes: one (V, C) table of the old model's floats takes 1.28 GB
+
+
+def _limit() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
+
+
+def test_diff_of_4000_classes_by_hand_in_bounded_memory(tmp_path):
+    """A: each of 4,000 classes has one line of its 10 own words (V = 40,000). B: A plus a
+    line per class of its first word twice and a new word (V = 44,000). diff runs in 1
+    GiB of address space, where a single (V, C) table of floats would not fit (diff made
+    several before it compared a block of classes at a time), and its KL and moved
+    log-odds are the fractions' (multinomial, β = 1)."""
+    own = [" ".join(f"a{c:04d}x{m}" for m in range(OWN)) for c in range(CLASSES)]
+    lines_a = [f"c{c:04d}\t{words}" for c, words in enumerate(own)]
+    lines_b = lines_a + [f"c{c:04d}\ta{c:04d}x0 a{c:04d}x0 n{c:04d}" for c in range(CLASSES)]
+    models = []
+    for name, lines in (("a", lines_a), ("b", lines_b)):
+        (tmp_path / f"{name}.tsv").write_text("\n".join(lines) + "\n")
+        models.append(tmp_path / f"{name}.nbc")
+        fitted = subprocess.run(
+            [*nbclass_command(), "fit", "--lines", str(tmp_path / f"{name}.tsv"), "--model",
+             "multinomial", "-o", str(models[-1]), "-q"], capture_output=True, timeout=300,
+        )  # fmt: skip
+        assert fitted.returncode == 0, fitted.stderr
+    V_a, V_b = CLASSES * OWN, CLASSES * (OWN + 1)
+    assert V_a * CLASSES * 8 > ADDRESS_SPACE
+    result = subprocess.run(
+        [*nbclass_command(), "diff", *map(str, models), "-k", "3", "--format", "json"],
+        capture_output=True, text=True, timeout=300, preexec_fn=_limit,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["vocabulary"] == {
+        "old": V_a, "new": V_b, "added": CLASSES, "removed": 0,
+        "frequent_new_words": ["n0000", "n0001", "n0002"],
+    }  # fmt: skip
+    assert len(data["classes"]) == CLASSES
+    entry = data["classes"]["c2500"]
+    assert (entry["documents_old"], entry["documents_new"]) == (1, 2)
+    # KL over the union's U = 44,000 words, θ = (T_j + 1) / (T_c + U) in both: in A the
+    # class has 10 tokens, one of each own word; in B 13 (x0 three times, n2500 once);
+    # the other 43,989 words none in either.
+    U = V_b
+    p0, q0 = F(1, 13 + U), F(1, 10 + U)
+    expected = float(4 * p0) * math.log(4 * p0 / (2 * q0))  # x0
+    expected += 9 * float(2 * p0) * math.log(2 * p0 / (2 * q0))  # x1 .. x9
+    expected += float(2 * p0) * math.log(2 * p0 / q0)  # n2500
+    expected += (U - 11) * float(p0) * math.log(p0 / q0)
+    assert entry["kl"] == pytest.approx(expected, rel=1e-9)
+    # log θ_jc − log θ_j,rest: the rest's tokens are 39,990 in A, 51,987 in B. The class's
+    # x0 moved most; then every other class's x0 (in B three tokens of the rest), tied:
+    # the first two alphabetically.
+    rest_a, rest_b = CLASSES * OWN - OWN, CLASSES * (OWN + 3) - (OWN + 3)
+    own_old = math.log(F(2, 10 + V_a) / F(1, rest_a + V_a))
+    own_new = math.log(F(4, 13 + V_b) / F(1, rest_b + V_b))
+    other_old = math.log(F(1, 10 + V_a) / F(2, rest_a + V_a))
+    other_new = math.log(F(1, 13 + V_b) / F(4, rest_b + V_b))
+    moved = entry["moved"]
+    assert [m["word"] for m in moved] == ["a2500x0", "a0000x0", "a0001x0"]
+    assert moved[0]["old"] == pytest.approx(own_old, rel=1e-14)
+    assert moved[0]["new"] == pytest.approx(own_new, rel=1e-14)
+    assert moved[1]["old"] == moved[2]["old"] == pytest.approx(other_old, rel=1e-14)
+    assert moved[1]["new"] == moved[2]["new"] == pytest.approx(other_new, rel=1e-14)
+    assert moved[1]["change"] == moved[2]["change"]
