@@ -546,17 +546,26 @@ def test_a_document_without_a_word_scores_the_constant_with_a_positive_zero():
     assert got[1].tolist() == [W.constant[0] + delta[0, 0], W.constant[1] + delta[0, 1]]
 
 
-def test_sums_of_narrow_counts_are_the_int64_sums():
+@pytest.mark.parametrize("block", [None, 1, 3])
+def test_sums_of_narrow_counts_are_the_int64_sums(block, monkeypatch):
     """count_sums (row_sums, column_sums, T_c, Σ_c T_jc) of CSR counts of one, two and
     four bytes, signed or not: int64, the sums of the same counts as int64, without
-    scipy's uint64 copy; and of an empty row, an empty table and a dense one."""
+    scipy's uint64 copy; and of an empty row, an empty table and a dense one. Blocks of
+    2^18 pairs (the 300,000 words' 630,000 pairs in three), and of 1 or 3 pairs (rows
+    longer than a block, summed alone)."""
+    from nbclass.counting import counts
     from nbclass.counting.counts import count_sums
     from nbclass.models.sparsity import column_sums, row_sums
 
+    if block is not None:
+        monkeypatch.setattr(counts, "BLOCK_PAIRS", block)
     rng = np.random.default_rng(11)
+    shapes = ((1_000, 50, 0.05), (300_000, 7, 0.3), (5, 5, 0.0), (0, 3, 0.0))
+    if block is not None:
+        shapes = ((1_000, 50, 0.05), (40, 9, 0.5), (5, 5, 0.0), (0, 3, 0.0))
     for dtype in (np.uint8, np.uint16, np.uint32, np.int32, np.int64):
         top = min(np.iinfo(dtype).max, 2**40)
-        for V, C, density in ((1_000, 50, 0.05), (300_000, 7, 0.3), (5, 5, 0.0), (0, 3, 0.0)):
+        for V, C, density in shapes:
             table = sp.random(V, C, density=density, format="csr", random_state=rng)
             table.data = rng.integers(1, top, size=table.nnz, endpoint=True)
             table = table.astype(dtype)
