@@ -12,6 +12,7 @@ multiple of the input's size. (Dense (V, C) tables of 64-bit counts took 16 V C 
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +28,9 @@ TIMEOUT = 300
 _WRAPPER = """
 import json, resource, subprocess, sys
 stdin = sys.stdin.buffer.read() if sys.argv[1] == "1" else None
-child = subprocess.run(sys.argv[2:], input=stdin, capture_output=True)
+def bound():  # a command that makes a table of every cell fails instead of filling the machine
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+child = subprocess.run(sys.argv[2:], input=stdin, capture_output=True, preexec_fn=bound)
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 print(json.dumps([child.returncode, peak, child.stderr.decode(errors="replace")]))
 """
@@ -78,6 +81,77 @@ def test_a_small_file_declaring_many_words_and_classes_loads_in_memory_of_its_si
         assert (base_code, code) == (0, 0), (name, base_err, stderr)
         assert "Traceback" not in stderr
         assert used < base + 40 * size, (name, used / MB, base / MB, size / MB)
+
+
+@pytest.fixture(scope="module")
+def huge_and_small(template, tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("huge")
+    small = sparse_model(template, root / "small.nbc", 600, 30)
+    return sparse_model(template, root / "huge.nbc", 200_000, 5_000), small
+
+
+def test_every_other_command_reading_the_model_stays_in_memory_of_its_size(
+    huge_and_small, tmp_path
+):
+    """The same 200,000 × 5,000 model through the commands that derive weights, rankings
+    or tables from its counts: predict --explain and a complement model with every
+    transform (batch path), export (npz and JSON: its W as pairs), top-features,
+    select-features and evaluate. Each within the small model's peak plus 40 times the
+    file's size (a (V, C) table of its floats: 7.5 GiB)."""
+    huge, small = huge_and_small
+    size = huge.stat().st_size
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.txt").write_text("w0000031 w0000061 w0199999 refund")
+    (docs / "b.txt").write_text("w0000031 w0000031 w0012345")
+    lines = tmp_path / "test.tsv"
+    lines.write_text("c00031\tw0000031 w0005031\nc00061\tw0000061\nc00007\tw0000031\n")
+    out = tmp_path / "out"
+    commands = {
+        "explain": ["predict", docs, "--explain", "3", "--format", "jsonl", "-m"],
+        "complement": ["predict", docs, "--model", "complement", "--tf", "log", "--idf",
+                       "--norm", "both", "--format", "jsonl", "-m"],
+        "export npz": ["export", "-o", out.with_suffix(".npz"), "--format", "npz", "-m"],
+        "export json": ["export", "-o", out.with_suffix(".json"), "--format", "json", "-m"],
+        "top-features": ["top-features", "-k", "3", "-m"],
+        "select-features": ["select-features", "-k", "100", "-o", out.with_suffix(".nbc"),
+                            "-q", "-m"],
+        "evaluate": ["evaluate", "--lines", lines, "--format", "json", "-m"],
+    }  # fmt: skip
+    for name, args in commands.items():
+        base_code, base, base_err = peak(*args, small)
+        code, used, stderr = peak(*args, huge)
+        assert (base_code, code) == (0, 0), (name, base_err, stderr)
+        assert "Traceback" not in stderr
+        assert used < base + 40 * size, (name, used / MB, base / MB, size / MB)
+
+
+def _served_peak(model: Path) -> int:
+    """The peak resident bytes of ``serve`` (one worker: the process that answers) after
+    one request of two documents with their explanations."""
+    from test_serve import Server
+
+    def bound():  # a server that made a table of every cell would fail, not fill the machine
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    server = Server(model, "--workers", "1", preexec_fn=bound)
+    try:
+        body = {"texts": ["w0000031 w0000061 refund", "w0199999"], "top_k": 3, "explain": 2}
+        status, data = server.predict(body)
+        assert status == 200, data
+        assert len(data.splitlines()) == 2
+        status = Path(f"/proc/{server.process.pid}/status").read_text()
+        return int(status.split("VmHWM:")[1].split()[0]) * 1024
+        assert server.stop() == 0
+    finally:
+        server.kill()  # closes its stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_serve_holds_the_model_in_memory_of_its_size(huge_and_small):
+    huge, small = huge_and_small
+    base, used = _served_peak(small), _served_peak(huge)
+    assert used < base + 40 * huge.stat().st_size, (used / MB, base / MB)
 
 
 def test_the_model_memory_limit_still_refuses_with_its_numbers(template, tmp_path):

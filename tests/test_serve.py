@@ -66,11 +66,12 @@ def other_model(tmp_path_factory) -> Path:
 class Server:
     """``nbclass serve`` in a child process; its stderr lines collected by a thread."""
 
-    def __init__(self, model: Path, *options: str, socket_path: str | None = None):
+    def __init__(self, model: Path, *options: str, socket_path: str | None = None,
+                 preexec_fn=None):  # fmt: skip
         where = ["--socket", socket_path] if socket_path else ["--port", "0"]
         self.process = subprocess.Popen(
             [NBCLASS, "serve", "-m", str(model), *where, *options],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO, preexec_fn=preexec_fn,
         )  # fmt: skip
         self.lines: list[str] = []
         self._seen = threading.Condition()
