@@ -1166,7 +1166,9 @@ def with_pairs(words: np.ndarray, pairs: tuple, V: int) -> tuple[np.ndarray, np.
     place[words] = np.arange(1, W)
     # A word's key is (its place) W, a pair's (its first word's) W + its second word's:
     # below W^2, one sort of 64-bit integers (np.lexsort of the two took twice as long);
-    # a pair's rows share a key.
+    # a pair's rows share a key. A stable sort (timsort) finds the runs: the words' keys
+    # are one, ascending, and a worker's pairs come in runs of its windows, whose words
+    # come sorted (20 Newsgroups' 1.18 million keys: 0.02 s, quicksort's 0.08 s).
     keys = np.empty(words.size + rows.size, dtype=np.int64)
     np.multiply(np.arange(1, W), W, out=keys[: words.size])
     of_pairs = keys[words.size :]
@@ -1174,7 +1176,7 @@ def with_pairs(words: np.ndarray, pairs: tuple, V: int) -> tuple[np.ndarray, np.
     of_pairs *= W
     of_pairs += place[second]
     del of_pairs
-    order = np.argsort(keys)
+    order = np.argsort(keys, kind="stable")
     keys = keys[order]
     entries = np.concatenate((words, rows))[order]
     del order
