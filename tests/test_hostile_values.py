@@ -582,6 +582,36 @@ def test_running_out_of_memory_is_one_error_line(model, tmp_path):
         )
 
 
+@pytest.mark.parametrize("command", ["info", "diff", "export", "top-features", "merge"])
+def test_out_of_memory_in_a_command_that_reads_models_only_names_no_document_option(
+    model, tmp_path, runner, monkeypatch, command
+):
+    """A command without --max-bytes that runs out of memory (a model too large for the
+    limit: the loader raises MemoryError) is told to get more memory, not to give a
+    smaller --max-bytes, an option it does not have (predict's line: the test above)."""
+    from nbclass.cli.app import cli
+    from nbclass.modelfile import textfile
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(textfile, "load", no_memory)
+    monkeypatch.setattr(textfile, "load_with_header", no_memory)
+    args = {
+        "info": ["info", "-m", model],
+        "diff": ["diff", model, model],
+        "export": ["export", "-m", model, "-o", tmp_path / "w.npz", "--format", "npz"],
+        "top-features": ["top-features", "-m", model],
+        "merge": ["merge", model, model, "-o", tmp_path / "m.nbc"],
+    }[command]
+    result = runner.invoke(cli, [str(arg) for arg in args])
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (
+        "Error: out of memory: the model (or models) this command reads need more than "
+        "this process may use: give the command more memory\n"
+    )
+
+
 def test_a_folder_url_given_as_a_model_is_a_folder(model, tmp_path):
     url = f"file://{model.parent}"
     for args, stdin in ((["info", "-m", url], None), (["predict", "-m", url], b"refund")):

@@ -23,6 +23,7 @@ from ..errors import (
 )
 from ..reading.process import (
     OUT_OF_MEMORY,
+    OUT_OF_MEMORY_MODELS,
     install_sigterm,
     output_error,
     reserve_standard_streams,
@@ -88,7 +89,11 @@ class NbclassGroup(click.Group):
             sys.stderr.write(output_error(exc))
             raise click.exceptions.Exit(EXIT_ERROR) from None
         except MemoryError:  # under a memory limit (ulimit -v, a container): no traceback
-            sys.stderr.write(OUT_OF_MEMORY)
+            command = self.commands.get(ctx.invoked_subcommand or "")
+            reads_documents = command is None or any(
+                "--max-bytes" in param.opts for param in command.params
+            )
+            sys.stderr.write(OUT_OF_MEMORY if reads_documents else OUT_OF_MEMORY_MODELS)
             raise click.exceptions.Exit(EXIT_ERROR) from None
 
 

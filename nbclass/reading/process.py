@@ -39,6 +39,11 @@ OUT_OF_MEMORY = (
     "of up to --max-bytes is held whole, and several times that while its words are "
     "counted): give a smaller --max-bytes, or the command more memory\n"
 )
+# A command without --max-bytes (info, diff, export, merge, serve...) reads models only
+OUT_OF_MEMORY_MODELS = (
+    "Error: out of memory: the model (or models) this command reads need more than this "
+    "process may use: give the command more memory\n"
+)
 
 
 def reserve_standard_streams() -> None:
