@@ -193,3 +193,29 @@ def test_fit_of_lines_with_twelve_thousand_labels_stays_small(tmp_path, options)
     assert used < base + 100 * size, (used / MB, base / MB, size / MB)
     info = run("info", "-m", tmp_path / "many.nbc", "--format", "json")
     assert len(json.loads(info.stdout)["classes"]) == 12_000
+
+
+@pytest.mark.parametrize(
+    "options",
+    [["--model", "multinomial"], ["--model", "bernoulli"],
+     ["--model", "complement", "--tf", "log", "--idf", "--norm", "both"]],
+)  # fmt: skip
+def test_cv_of_4000_classes_in_bounded_memory(tmp_path, options):
+    """cv by subtraction at 4,000 classes × 40,000 words (3 folds; a (V, C) table of
+    floats takes 1.28 GB) in 1 GiB of address space. Class c's three lines hold its
+    words x0-x3, x4-x7 and x8, x9, x0, x1 (and a word s0, s1 or s2 every class's line of
+    that rank has): each fold holds one line of each class, the first and the third
+    are found by the x0 and x1 they share, the second by nothing of its class, so
+    8,000 of the 12,000 held-out lines are right under each model."""
+    lines = tmp_path / "lines.tsv"
+    with lines.open("w") as out:
+        for k in range(3):
+            for c in range(4000):
+                own = " ".join(f"a{c:04d}x{(4 * k + m) % 10}" for m in range(4))
+                out.write(f"c{c:04d}\t{own} s{k}\n")
+    result = run("cv", "--lines", lines, "--folds", "3", "--format", "json", *options)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["fold_documents"] == [4000, 4000, 4000]
+    accuracy = data["metrics"]["accuracy"]["folds"]
+    assert round(sum(accuracy) * 4000) == 8000
