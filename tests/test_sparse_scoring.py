@@ -510,6 +510,7 @@ def test_the_product_into_a_block_adds_what_scipy_multiplies(monkeypatch):
     T = sp.random(300, 70, density=0.1, format="csr", random_state=rng)
     T.data = rng.normal(size=T.nnz) * 1e3
     start = rng.normal(size=(40, 70))
+    shift = rng.normal(size=70) * 1e3
     # (cells, products): the whole block at once; three rows at a time; one row at a
     # time in turns of a few products (every row's sums carried over turns).
     for cells, products in [(2**17, 2**20), (3 * 70, 2**20), (70, 50), (1, 1)]:
@@ -528,10 +529,29 @@ def test_the_product_into_a_block_adds_what_scipy_multiplies(monkeypatch):
                 got = start.copy()
                 add_product(G, U, got)
                 assert np.array_equal(got, expected), (cells, products, index)
+                # the rows filled before (start) and added to after (a vector), a range
+                # of rows at a time
+                got, seen = np.full_like(start, np.nan), []
+
+                def before(first, last, rows, seen=seen):
+                    rows[:] = start[first:last]
+                    seen.append((first, last))
+
+                def after(first, last, rows):
+                    rows += shift
+
+                add_product(G, U, got, None, before, after)
+                assert np.array_equal(got, expected + shift)
+                step = max(1, cells // 70)
+                assert seen == [(a, min(a + step, 40)) for a in range(0, 40, step)]
     monkeypatch.setattr(sparsity, "_sparse_kernels", lambda: (None, None, None))
     got = start.copy()
     add_product(F, T, got)
     assert np.array_equal(got, start + (F @ T).toarray())
+    got = np.empty_like(start)
+    add_product(F, T, got, None, lambda a, b, rows: np.copyto(rows, start[a:b]),
+                lambda a, b, rows: np.add(rows, shift, out=rows))  # fmt: skip
+    assert np.array_equal(got, start + (F @ T).toarray() + shift)
 
 
 def test_a_document_without_a_word_scores_the_constant_with_a_positive_zero():

@@ -132,8 +132,7 @@ class LinearScorer:
             Token counts over the scorer's vocabulary.
         """
         X = self.features(X)
-        jll = weights_dot(X, self.weights)  # a new array: the bias is added in place
-        jll += self.bias
+        jll = weights_dot(X, self.weights, self.bias)
         if self.required is not None:
             present = np.asarray((X @ self.required).todense())
             jll[present < self.n_required] = -np.inf

@@ -8,6 +8,7 @@ canonical CSR matrices (sorted indices, no explicit zeros, the same pattern for 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 
 import numpy as np
@@ -161,6 +162,7 @@ class SparseWeights:
         cols, data = values.indices, values.data
         out = data if in_place else np.empty(data.size)
         infinite = self._infinite
+        infinite = infinite if infinite.any() else None  # (no mask of every pair then)
         rows = None
         if self.word is not None:
             rows = np.repeat(np.arange(values.shape[0]), np.diff(values.indptr))
@@ -171,7 +173,8 @@ class SparseWeights:
                 self.constant[classes] if rows is None  # k_c alone: no row index a pair
                 else self.unseen(rows[start:end], classes)
             )  # fmt: skip
-            base[infinite[classes]] = 0.0
+            if infinite is not None:
+                base[infinite[classes]] = 0.0
             np.subtract(data[start:end], base, out=out[start:end])
         # Δ has the pattern of the values: it shares their (read-only) index arrays.
         return sp.csr_matrix((out, cols, values.indptr), shape=values.shape, copy=False)
@@ -183,8 +186,9 @@ class SparseWeights:
             self.scale,
         )  # fmt: skip
 
-    def dot(self, F) -> np.ndarray:
-        """F W for features F, csr_matrix of shape (n, V): ndarray (n, C)."""
+    def dot(self, F, bias: np.ndarray | None = None) -> np.ndarray:
+        """F W for features F, csr_matrix of shape (n, V): ndarray (n, C); F W + ``bias``
+        (C,) if given, the same floats as ``bias`` added to F W."""
         import scipy.sparse as sp
 
         F = sp.csr_matrix(F)
@@ -194,12 +198,26 @@ class SparseWeights:
         # t_i k_c first, then F Δ added into it: (F Δ)_ic + t_i k_c is the same float
         # either way round (one addition, which commutes). A cell without a correction
         # is t_i k_c alone, where it was 0 + t_i k_c: the same float but for the sign
-        # of a zero, which only a document with no word has (t_i = 0, k_c < 0).
-        out = np.multiply(total, constant)
+        # of a zero, which only a document with no word has (t_i = 0, k_c < 0). Each
+        # range of rows takes t_i k_c, then its corrections, then the bias (added last
+        # as to F W: the complement's word terms come before it) while in the caches.
         empty = total.ravel() == 0
-        if empty.any():
-            out[empty] = 0.0
-        add_product(F, self.corrections(), out, self._row_lengths())
+        empty = empty if empty.any() else None
+
+        def constants(first: int, last: int, rows: np.ndarray) -> None:
+            np.multiply(total[first:last], constant, out=rows)
+            if empty is not None:
+                rows[empty[first:last]] = 0.0
+
+        def add_bias(first: int, last: int, rows: np.ndarray) -> None:
+            rows += bias
+
+        out = np.empty((F.shape[0], self.shape[1]))
+        last_bias = bias is not None and self.word is None
+        add_product(
+            F, self.corrections(), out, self._row_lengths(), constants,
+            add_bias if last_bias else None,
+        )  # fmt: skip
         if self.word is not None:
             out += (F @ self.word)[:, None] * self.scale
         if infinite.any():  # covered: every word of the document a pair of class c
@@ -212,6 +230,8 @@ class SparseWeights:
             out[:, infinite] = np.where(
                 covered[:, infinite] < words, -np.inf, out[:, infinite]
             )
+        if bias is not None and not last_bias:
+            out += bias
         return out
 
     def at(self, words: np.ndarray, classes: np.ndarray) -> np.ndarray:
@@ -275,16 +295,24 @@ class SparseWeights:
 
 
 # add_product gathers at most this many (document entry, pair) products at a time (12 MB),
-# and sums them into at most this many cells at a time (1 MiB: in a core's own cache).
+# and sums them for at most this many cells at a time (1 MiB: in a core's own cache).
 PRODUCTS = 2**20
 PRODUCT_CELLS = 2**17
 
 
-def add_product(F, table, out: np.ndarray, lengths: np.ndarray | None = None) -> None:
+def add_product(
+    F, table, out: np.ndarray, lengths: np.ndarray | None = None,
+    before: Callable | None = None, after: Callable | None = None,
+) -> None:  # fmt: skip
     """out += F table, for F (n, V) and table (V, C) CSR matrices and ``out`` a
     C-contiguous float64 ndarray (n, C); ``lengths`` the entries of each row of
     ``table``, if the caller keeps them. The same floats as scipy's ``F @ table``
     (``csr_matmat``) added into ``out``.
+
+    ``before(first, last, rows)`` and ``after(first, last, rows)``, if given, are called
+    with each range of rows ``out[first:last]`` (``rows``, a view) before the product's
+    rows are added into them and after: ``before`` may fill them (``out`` may then be
+    uninitialised), ``after`` add something more, while they are in the caches.
 
     A cell of the product is the sum, from 0, of the products F_ij table_jc of its row's
     entries j, in their order. Here the table's rows that F's entries take are gathered
@@ -294,20 +322,23 @@ def add_product(F, table, out: np.ndarray, lengths: np.ndarray | None = None) ->
     the same order, which are then added into ``out`` as ``toarray`` of the product
     would be. ``csr_matmat`` keeps a row's sums with a list of the classes it touched
     and copies them out, and ``toarray`` then adds them: 1.9 times this time against
-    20,000 classes. A few rows at a time (:data:`PRODUCT_CELLS` cells, at most
-    :data:`PRODUCTS` products: a row's entries in turn, if it has more), whose sums stay
-    in the caches until they are added.
+    20,000 classes. A few rows at a time (:data:`PRODUCT_CELLS` cells), their products
+    gathered :data:`PRODUCTS` at a time at most (a row's entries in turns, if it has
+    more; one entry's row more, at most).
     """
     n, C = out.shape
     if lengths is None:
         lengths = np.diff(table.indptr)
     taken = lengths[F.indices]  # the pairs of each entry of F
-    ends = np.cumsum(taken, dtype=np.int64)
-    if not ends.size or not ends[-1]:
-        return
+    at = np.zeros(taken.size + 1, dtype=np.int64)  # where each entry's products start
+    np.cumsum(taken, out=at[1:])
     gather, scale, scatter = _sparse_kernels()
     if gather is None:  # scipy's private functions gone: the same floats, slower
+        if before is not None:
+            before(0, n, out)
         out += (F @ table).toarray()
+        if after is not None:
+            after(0, n, out)
         return
     index = table.indices.dtype
     if table.indptr.dtype != index or index not in (np.int32, np.int64):
@@ -320,32 +351,35 @@ def add_product(F, table, out: np.ndarray, lengths: np.ndarray | None = None) ->
     F_cols = np.asarray(F.indices, dtype=index)
     F_values = np.asarray(F.data, dtype=np.float64)
     ones = bool((F_values == 1.0).all())  # 1 × w is w
-    at = np.zeros(ends.size + 1, dtype=np.int64)  # where each entry's products start
-    at[1:] = ends
-    rows = max(1, PRODUCT_CELLS // max(C, 1))
-    sums = np.empty((min(rows, n), C))
-    start, carried = 0, False  # carried: sums[0] holds the first row's sums so far
-    while start < ends.size:
-        first = int(np.searchsorted(F_ptr, start, side="right")) - 1
-        stop = int(np.searchsorted(ends, at[start] + PRODUCTS, side="right"))
-        stop = min(max(stop, start + 1), int(F_ptr[min(first + rows, n)]))
-        last = int(np.searchsorted(F_ptr, stop - 1, side="right"))  # rows [first, last)
-        part = sums[: last - first]
-        part[1 if carried else 0 :] = 0.0
-        ptr = (at[np.clip(F_ptr[first : last + 1], start, stop)] - at[start]).astype(index)
-        cols = np.empty(int(ptr[-1]), dtype=index)
-        values = np.empty(cols.size)
-        gather(stop - start, F_cols[start:stop], *table, cols, values)
-        if not ones:
-            scale(stop - start, C, (at[start : stop + 1] - at[start]).astype(index), cols,
-                  values, F_values[start:stop])  # fmt: skip
-        scatter(last - first, C, ptr, cols, values, part)
-        done = last if stop == F_ptr[last] else last - 1  # rows whose entries are all in
-        out[first:done] += part[: done - first]
-        carried = done < last
-        if carried:  # the rest of the row's entries come next
-            sums[0] = part[-1]
-        start = stop
+    step = max(1, PRODUCT_CELLS // max(C, 1))
+    sums = np.empty((min(step, n), C))
+    for first in range(0, n, step):
+        last = min(first + step, n)
+        rows = out[first:last]
+        if before is not None:
+            before(first, last, rows)
+        start, end = int(F_ptr[first]), int(F_ptr[last])  # the rows' entries
+        if at[end] > at[start]:
+            part = sums[: last - first]
+            part[:] = 0.0
+            while start < end:  # at most PRODUCTS products a turn (one entry at least)
+                stop = int(np.searchsorted(at, at[start] + PRODUCTS, side="right")) - 1
+                stop = min(max(stop, start + 1), end)
+                top = int(np.searchsorted(F_ptr, start, side="right")) - 1
+                bottom = int(np.searchsorted(F_ptr, stop - 1, side="right"))
+                ptr = at[np.clip(F_ptr[top : bottom + 1], start, stop)] - at[start]
+                ptr = ptr.astype(index)  # the turn's rows [top, bottom): their products
+                cols = np.empty(int(ptr[-1]), dtype=index)
+                values = np.empty(cols.size)
+                gather(stop - start, F_cols[start:stop], *table, cols, values)
+                if not ones:
+                    scale(stop - start, C, (at[start : stop + 1] - at[start]).astype(index),
+                          cols, values, F_values[start:stop])  # fmt: skip
+                scatter(bottom - top, C, ptr, cols, values, part[top - first : bottom - first])
+                start = stop
+            rows += part
+        if after is not None:
+            after(first, last, rows)
 
 
 @cache
@@ -359,11 +393,15 @@ def _sparse_kernels():
     return csr_row_index, csr_scale_rows, csr_todense
 
 
-def weights_dot(F, W) -> np.ndarray:
-    """F W for features F (n, V) and weights W, an ndarray or :class:`SparseWeights`."""
+def weights_dot(F, W, bias: np.ndarray | None = None) -> np.ndarray:
+    """F W for features F (n, V) and weights W, an ndarray or :class:`SparseWeights`;
+    F W + ``bias`` (C,) if given (added to F W: the same floats)."""
     if isinstance(W, SparseWeights):
-        return W.dot(F)
-    return np.asarray(F @ W)
+        return W.dot(F, bias)
+    out = np.asarray(F @ W)
+    if bias is not None:
+        out += bias
+    return out
 
 
 def weights_column(W, c: int) -> np.ndarray:
