@@ -219,3 +219,29 @@ def test_cv_of_4000_classes_in_bounded_memory(tmp_path, options):
     assert data["fold_documents"] == [4000, 4000, 4000]
     accuracy = data["metrics"]["accuracy"]["folds"]
     assert round(sum(accuracy) * 4000) == 8000
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"n_features": 200_000, "n_used": 200_000},
+        {"classes": [f"c{c:05d}" for c in range(5_000)]},
+        {"n_features": 200_000, "n_used": 200_000,
+         "classes": [f"c{c:05d}" for c in range(5_000)]},
+    ],
+    ids=["words", "classes", "both"],
+)  # fmt: skip
+def test_a_header_declaring_more_words_and_classes_than_its_sections_is_refused(
+    huge_and_small, tmp_path, edit
+):
+    """The small model's header forged to declare 200,000 words and/or 5,000 classes
+    over its own sections (600 words, 30 classes; every checksum right): every path
+    that reads a model refuses it at once in one line, in 1 GiB of address space,
+    before anything of the declared size is made."""
+    from test_robustness import forged, refused_everywhere
+
+    _, small = huge_and_small
+    path = forged(small, tmp_path, lambda header: header.update(edit))
+    doc = tmp_path / "doc.txt"
+    doc.write_text("w0000031 refund")
+    refused_everywhere(path, doc, "inconsistent section sizes")
