@@ -338,10 +338,17 @@ def with_choice(model: Model, threads: int = 1) -> Model:
 
         settings = evidence_settings(choice.settings)
         typicality = typicality_record(choice.evidence, settings, counts, choice.folds)
-    return replace(
+    chosen = replace(
         model, defaults=choice.settings, choice=choice.to_dict(), calibration=choice.calibration,
         typicality=typicality,
     )  # fmt: skip
+    # The chosen filter's rows and counts, made above from the counts, the filter and the
+    # tokenizer, which the new model keeps: it takes them rather than making them again
+    # for its file (1.18 million rows of 20 Newsgroups with pairs, their names gathered).
+    for name in ("active_rows", "active_counts"):
+        if name in model.__dict__:
+            chosen.__dict__[name] = model.__dict__[name]
+    return chosen
 
 
 def choice_features(counts: Counts, symbols: bool | str = False) -> tuple[list | None, list]:
