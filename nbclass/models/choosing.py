@@ -190,11 +190,10 @@ def plan(counts: Counts, most: int = FOLDS, rows: np.ndarray | None = None) -> t
 def first_round_rows(features, second) -> np.ndarray | None:
     """The rows of the sets of :func:`choose`'s first round (``features`` and ``second``
     as :func:`choose` takes them), sorted, where a second round follows; else None
-    (every row). The choice plans its
-    documents and folds on them (:func:`plan`): a fit with word pairs then scores its
-    first round on the documents and folds a fit of its words alone scores (the same
-    table rows, to the last digit), and the pairs, many times the words' entries, do
-    not multiply the folds.
+    (every row). The choice plans its documents and folds on them (:func:`plan`): a fit
+    with word pairs then scores its first round on the documents and folds a fit of its
+    words alone scores (the same table rows, to the last digit), and the pairs, many
+    times the words' entries, do not multiply the folds.
 
     >>> features = [(("words",), np.array([0, 2]), None, None),
     ...             (("words", "pairs"), np.array([0, 1, 2]), None, None)]
@@ -211,7 +210,7 @@ def first_round_rows(features, second) -> np.ndarray | None:
     rows = [features[i][1] for i, late in enumerate(later) if not late]
     if any(at is None for at in rows):
         return None
-    inside = np.zeros(int(max(at.max(initial=-1) for _, at, _, _ in features)) + 1, dtype=bool)
+    inside = np.zeros(int(max(at.max(initial=-1) for at in rows)) + 1, dtype=bool)
     for at in rows:
         inside[at] = True
     return np.flatnonzero(inside)
