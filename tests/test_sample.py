@@ -488,6 +488,42 @@ def test_past_524_classes_the_calibration_of_its_first_documents_updates_and_mer
     assert_changes_write_fresh_fits(run, root / "b", full, half_a, half_b)
 
 
+def test_past_the_dense_size_update_merge_and_unlearn_write_the_fresh_fits(tmp_path):
+    """4,000 classes × 40,003 words (1.6 × 10^8 weight cells, past the 2^24 of a dense
+    table: the choice's folds are scored from the pairs), 12,000 lines at the defaults
+    with a ledger: the first 8,000 updated with the last 4,000, the two parts merged,
+    and the last 4,000 unlearned from the whole write the fresh fits' bytes (the test
+    above has 70 words: tables of 42,000 cells)."""
+    from nbclass.models.layout import dense_cells
+
+    lines = [
+        f"c{c:04d}\t" + " ".join(f"a{c:04d}x{(4 * k + m) % 10}" for m in range(4)) + f" s{k}"
+        for k in range(3) for c in range(4000)
+    ]  # fmt: skip
+    parts = {"all": lines, "a": lines[:8000], "b": lines[8000:]}
+    files = {}
+    for name, part in parts.items():
+        (tmp_path / f"{name}.tsv").write_text("\n".join(part) + "\n")
+        files[name] = tmp_path / f"{name}.nbc"
+        result = run("fit", "--lines", tmp_path / f"{name}.tsv", "--ledger", "-o", files[name],
+                     "-q")  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    model = load(str(files["all"]))
+    V, C = len(model.counts.vocabulary), len(model.counts.classes)
+    assert (V, C) == (40_003, 4_000) and not dense_cells(V, C)
+    assert chooses(model)
+    updated, merged, unlearned = (tmp_path / f"{n}.nbc" for n in ("u", "m", "n"))
+    shutil.copy(files["a"], updated)
+    assert run("fit", "--lines", tmp_path / "b.tsv", "--update", updated, "-q").returncode == 0
+    assert updated.read_bytes() == files["all"].read_bytes()
+    assert run("merge", files["b"], files["a"], "-o", merged, "-q").returncode == 0
+    assert merged.read_bytes() == files["all"].read_bytes()
+    result = run("unlearn", "--lines", tmp_path / "b.tsv", "-m", files["all"], "-o", unlearned,
+                 "-q")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert unlearned.read_bytes() == files["a"].read_bytes()
+
+
 # --- the sample's rows, kept by the count --------------------------------------------------
 
 MIXED = {
