@@ -9,6 +9,8 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nbclass.counting.counts import Counts, as_table, count_texts
 from nbclass.models.choosing import fold_of, fold_scorer, set_documents
@@ -552,6 +554,62 @@ def test_the_product_into_a_block_adds_what_scipy_multiplies(monkeypatch):
     add_product(F, T, got, None, lambda a, b, rows: np.copyto(rows, start[a:b]),
                 lambda a, b, rows: np.add(rows, shift, out=rows))  # fmt: skip
     assert np.array_equal(got, start + (F @ T).toarray() + shift)
+
+
+_F_VALUES = [1.0, 1.0, 2.0, 3.0, 0.5, -1.0, 0.0, -0.0, 1e300, 1e-320]
+_T_VALUES = [0.0, -0.0, 1.0, -2.5, 1e308, -1e308, np.inf, -np.inf, 0.1, -0.3, 7.0]
+_OUT_VALUES = [0.0, -0.0, 1.0, -1.0, np.inf, 1e308]
+
+
+@st.composite
+def _product_case(draw):
+    """F (n, V) and a table (V, C) as CSR matrices taken as they come: indices unsorted,
+    repeated, explicit zeros (+0.0 and -0.0), infinities, counts not 1 and negative,
+    int32 or int64; ``out`` with -0.0 and infinities; the cells and products a turn."""
+    n, V, C = draw(st.integers(0, 7)), draw(st.integers(1, 6)), draw(st.integers(1, 9))
+    index = draw(st.sampled_from([np.int32, np.int64]))
+
+    def raw(rows: int, cols: int, values: list) -> sp.csr_matrix:
+        ptr, idx, data = [0], [], []
+        for _ in range(rows):
+            k = draw(st.integers(0, 5))
+            idx += draw(st.lists(st.integers(0, cols - 1), min_size=k, max_size=k))
+            data += draw(st.lists(st.sampled_from(values), min_size=k, max_size=k))
+            ptr.append(len(idx))
+        return sp.csr_matrix(
+            (np.array(data, dtype=float), np.array(idx, index), np.array(ptr, index)),
+            shape=(rows, cols),
+        )
+
+    F, T = raw(n, V, _F_VALUES), raw(V, C, _T_VALUES)
+    cells = st.lists(st.sampled_from(_OUT_VALUES), min_size=n * C, max_size=n * C)
+    out = np.array(draw(cells), dtype=float).reshape(n, C)
+    turns = (draw(st.sampled_from([1, 2, C, 2 * C + 1, 2**17])),
+             draw(st.sampled_from([1, 2, 3, 5, 2**20])))  # fmt: skip
+    return F, T, out, turns
+
+
+@settings(max_examples=600, deadline=None, database=None)
+@given(_product_case())
+def test_the_product_into_a_block_is_scipys_cell_for_cell(case):
+    """add_product(F, T, out) gives the floats of out + (F @ T).toarray(), every bit (the
+    sign of a zero, NaN where scipy's has one) on any F and T scipy multiplies: a row's
+    products carried over turns, one row a turn, no product in a range of rows (where
+    -0.0 in out becomes +0.0 as it does with 0 added: it was left -0.0)."""
+    from nbclass.models import sparsity
+    from nbclass.models.sparsity import add_product
+
+    F, T, out, (cells, products) = case
+    with np.errstate(all="ignore"):  # (inf - inf, 1e308 + 1e308: as scipy's)
+        expected = out + (F @ T).toarray()
+        saved = sparsity.PRODUCT_CELLS, sparsity.PRODUCTS
+        sparsity.PRODUCT_CELLS, sparsity.PRODUCTS = cells, products
+        try:
+            add_product(F, T, out)
+        finally:
+            sparsity.PRODUCT_CELLS, sparsity.PRODUCTS = saved
+    assert np.array_equal(out, expected, equal_nan=True)
+    assert np.array_equal(np.signbit(out), np.signbit(expected))
 
 
 def test_a_document_without_a_word_scores_the_constant_with_a_positive_zero():

@@ -378,6 +378,8 @@ def add_product(
                 scatter(bottom - top, C, ptr, cols, values, part[top - first : bottom - first])
                 start = stop
             rows += part
+        else:  # no product: 0 added all the same (-0.0 + 0.0 is 0.0, as F @ table's)
+            rows += 0.0
         if after is not None:
             after(first, last, rows)
 
