@@ -9,13 +9,16 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 
 # CI runs the same examples every time (a failure found locally stays reproducible there
-# through its @example); a developer's run explores new ones.
-hypothesis_settings.register_profile("ci", derandomize=True, database=None)
-if os.environ.get("CI"):
-    hypothesis_settings.load_profile("ci")
+# through its @example); a developer's run explores new ones. Neither fails a test for
+# the time an example or its generation takes on a loaded machine: no test here is timed.
+_UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, **_UNTIMED)
+hypothesis_settings.register_profile("developer", **_UNTIMED)
+hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "developer")
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_CORPORA = Path(os.environ.get("NBCLASS_SHARED_CORPORA", REPO.parent / "shared" / "corpora"))
