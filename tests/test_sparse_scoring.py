@@ -612,6 +612,55 @@ def test_the_product_into_a_block_is_scipys_cell_for_cell(case):
     assert np.array_equal(np.signbit(out), np.signbit(expected))
 
 
+@st.composite
+def _weights_case(draw):
+    """Sparse weights (V, C) with or without the complement's word terms and classes
+    with k_c = -inf, features F (n, V) with documents without a word, a bias or none."""
+    from nbclass.models.sparsity import SparseWeights
+
+    n, V, C = draw(st.integers(0, 6)), draw(st.integers(1, 6)), draw(st.integers(1, 7))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    density = draw(st.sampled_from([0.0, 0.3, 0.8]))
+    values = sp.random(V, C, density=density, format="csr", random_state=rng)
+    values.data = -rng.exponential(size=values.nnz) * 3
+    constant = -rng.exponential(size=C) * 5
+    if draw(st.booleans()):
+        constant[rng.random(C) < 0.4] = -np.inf
+    word = scale = None
+    if draw(st.booleans()):
+        word, scale = rng.normal(size=V), rng.normal(size=C)
+    F = sp.random(n, V, density=draw(st.sampled_from([0.0, 0.3, 0.7])), format="csr",
+                  random_state=rng)  # fmt: skip
+    if draw(st.booleans()):
+        F.data = np.ceil(F.data * 4)
+    bias = rng.normal(size=C) * 10
+    turns = (draw(st.sampled_from([1, 2, C, 2**17])), draw(st.sampled_from([1, 3, 2**20])))
+    return SparseWeights(values, constant, word, scale), F, bias, turns
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(_weights_case())
+def test_sparse_weights_add_the_bias_last_as_to_f_w(case):
+    """SparseWeights.dot(F, bias), the bias added to each range of rows once its products
+    are in, gives the floats of dot(F) + bias (the bias after the complement's word terms
+    and the infinite classes' -inf), every bit, a range of rows and a turn of products
+    at a time of any size (fails where the bias comes before the word terms)."""
+    from nbclass.models import sparsity
+
+    weights, F, bias, (cells, products) = case
+    saved = sparsity.PRODUCT_CELLS, sparsity.PRODUCTS
+    sparsity.PRODUCT_CELLS, sparsity.PRODUCTS = cells, products
+    try:
+        plain, biased = weights.dot(F), weights.dot(F, bias)
+    finally:
+        sparsity.PRODUCT_CELLS, sparsity.PRODUCTS = saved
+    with np.errstate(invalid="ignore"):
+        expected = plain + bias
+    assert np.array_equal(biased, expected, equal_nan=True)
+    assert np.array_equal(np.signbit(biased), np.signbit(expected))
+    assert plain.shape == (F.shape[0], weights.shape[1])
+
+
 def test_a_document_without_a_word_scores_the_constant_with_a_positive_zero():
     """t_i = 0: the block starts at t_i k_c = −0.0 (k_c < 0), which the product adds
     nothing to; its cells are +0.0 as 0 + t_i k_c was, and a document's cells t k_c
