@@ -603,14 +603,19 @@ def bernoulli_absent_total(
     cheap to compute from stored counts, for any estimator and prior.
     """
     terms, certain = [], 0
+    # The denominator is the class's alone (not the word's): its log is taken once, and
+    # each term is log(absent) − log(denominator), as log_ratio takes it, the same float.
+    denominator = bernoulli_fraction(0, N_c, estimator, beta)[2]
+    if denominator <= 0:  # no estimate for this class: its words are never present
+        return math.fsum(terms), certain
+    log_denominator = math.log(denominator)
+    log = math.log
     for d, n in histogram:
-        _, absent, denominator = bernoulli_fraction(d, N_c, estimator, beta)
-        if denominator <= 0:  # no estimate for this class: its words are never present
-            continue
+        absent = bernoulli_fraction(d, N_c, estimator, beta)[1]
         if absent <= 0:
             certain += n
         else:
-            terms.append(n * log_ratio(absent, denominator))
+            terms.append(n * (log(absent) - log_denominator))
     return math.fsum(terms), certain
 
 
