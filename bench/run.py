@@ -99,14 +99,20 @@ def _environment(env: dict | None) -> dict:
     return environment
 
 
-def measure(cmd: list[str], stdin: bytes | None = None, env: dict | None = None) -> dict:
+def measure(
+    cmd: list[str], stdin: bytes | None = None, env: dict | None = None, tree: bool = True
+) -> dict:
     """Run ``cmd`` once: wall seconds, peak tree RSS (MB), stdout, exit code.
 
     The time runs until a blocking ``wait4`` returns, so it is exact to the clock. The
     memory of the process tree is sampled by a thread every 10 ms (reading a worker's
     private memory makes the kernel walk its page tables: sampling every millisecond
     took a good share of a core from the process measured); the main process's own peak
-    is the kernel's (``ru_maxrss``), exact.
+    is the kernel's (``ru_maxrss``), exact. With ``tree=False`` nothing is sampled and
+    the peak is the main process's alone: for a time that no sampling slows. The walk
+    costs in proportion to the memory the processes map, so it slows a command with
+    large models more than one with small (predict of 10,000 documents on 2 cores: 2.94
+    against 2.19 s with a 20,000-class model, 0.95 against 0.92 s with a 20-class one).
     """
     start = time.perf_counter()
     process = subprocess.Popen(
@@ -124,7 +130,8 @@ def measure(cmd: list[str], stdin: bytes | None = None, env: dict | None = None)
             done.wait(0.01)
 
     sampler = threading.Thread(target=sample)
-    sampler.start()
+    if tree:
+        sampler.start()
     if stdin is not None:
         process.stdin.write(stdin)
         process.stdin.close()
@@ -138,7 +145,8 @@ def measure(cmd: list[str], stdin: bytes | None = None, env: dict | None = None)
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - start
     done.set()
-    sampler.join()
+    if tree:
+        sampler.join()
     for reader in readers:
         reader.join()
     process.returncode = os.waitstatus_to_exitcode(status)

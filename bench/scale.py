@@ -6,10 +6,11 @@ V``), and every document also takes the next few words of a sweep over the whole
 vocabulary, so that all V words occur. Documents are about 2 kB, one file each, in one
 folder per class, generated once into ``~/.cache/nbclass-corpora`` (``NBCLASS_CACHE``).
 
-For each (classes, words, MB) setting: fit's seconds, MB/s and peak memory (the process
-tree's, as bench/run.py measures it), the model file's size and its nonzero (word, class)
-pairs; then predict of 10,000 generated documents against that model and against a
-20-class model of the same vocabulary size, in alternating runs.
+For each (classes, words, MB) setting: fit's seconds and MB/s (a run whose memory is not
+sampled) and peak memory (the process tree's, as bench/run.py measures it, in a second
+run), the model file's size and its nonzero (word, class) pairs; then predict of 10,000
+generated documents against that model and against a 20-class model of the same
+vocabulary size, in alternating runs whose memory is not sampled.
 
 With ``--ledger``, also the commands that keep a ledger: each corpus split in two halves
 (every other file of each class), ``fit --ledger`` of the whole and of each half, then
@@ -263,13 +264,18 @@ def main() -> None:
                       flat=True)  # fmt: skip
         size = folder_mb(train)
         model, small_model = work / f"{name}.nbc", work / f"{SMALL_CLASSES}x{V}.nbc"
-        fit = measure([NBCLASS, "fit", str(train), "-o", str(model), "-q", *extra])
-        measure([NBCLASS, "fit", str(small), "-o", str(small_model), "-q", *extra])
+        # The fit's time from a run whose memory is not sampled, its peak from a second
+        # (sampling the workers' memory slows a process tree in proportion to its memory).
+        fit = measure([NBCLASS, "fit", str(train), "-o", str(model), "-q", *extra], tree=False)
+        fit["peak_mb"] = measure([NBCLASS, "fit", str(train), "-o", str(model), "-q", *extra])[
+            "peak_mb"
+        ]
+        measure([NBCLASS, "fit", str(small), "-o", str(small_model), "-q", *extra], tree=False)
         times = {"big": [], "small": []}
         for _ in range(args.repeat):  # alternating: the machine's load falls on both
             for key, path in (("big", model), ("small", small_model)):
                 command = [NBCLASS, "predict", "-m", str(path), str(test), "-q"]
-                times[key].append(measure(command)["seconds"])
+                times[key].append(measure(command, tree=False)["seconds"])
         big, little = statistics.median(times["big"]), statistics.median(times["small"])
         lines.append(
             f"| {C:,} classes × {V:,} words | {size:.0f} | {fit['seconds']:.1f} "
