@@ -728,10 +728,10 @@ def test_a_loaded_model_keeps_its_files_count_types(tmp_path):
     assert counts.class_tokens.dtype == np.int64
     assert counts.class_tokens.tolist() == counted.class_tokens.tolist() == [6, 305]
     assert counts.word_tokens.tolist() == counted.word_tokens.tolist()
-    for settings in SETTINGS:
+    for setting in SETTINGS:
         for layout in ("dense", "sparse"):
-            a = make_scorer(counted, settings, layout=layout)
-            b = make_scorer(counts, settings, layout=layout)
+            a = make_scorer(counted, setting, layout=layout)
+            b = make_scorer(counts, setting, layout=layout)
             X, _ = TextCounter(TokenizerSettings(), counts.vocabulary).count(
                 ["ant cat cat eel", "dog"]
             )
