@@ -138,10 +138,8 @@ def _in_parallel(
     policy, log = reading
     header = parsed[0]
     entries, classes = header.get("n_used"), header.get("classes")
-    if isinstance(classes, list) and _in_blocks(len(classes)):
-        from ..reading.process import keep_freed_memory
-
-        keep_freed_memory()  # before the workers are forked: they make blocks too
+    if isinstance(classes, list):
+        _keep_block_memory(len(classes))  # before the workers are forked: they make blocks too
     if isinstance(entries, int) and entries > PREBUILT_ENTRIES:
         # The tokenizer, the words and their run table, read from the bytes and built
         # once, here, before the workers are forked: they inherit it (each built its own
@@ -199,7 +197,14 @@ def _keep_loaded(classes: int | None = None) -> None:
     import gc
 
     gc.freeze()
-    if classes is not None and _in_blocks(classes):
+    if classes is not None:
+        _keep_block_memory(classes)
+
+
+def _keep_block_memory(classes: int) -> None:
+    """Keep the memory freed by this process (:func:`nbclass.reading.process.
+    keep_freed_memory`) where a batch is scored in blocks against ``classes`` classes."""
+    if _in_blocks(classes):
         from ..reading.process import keep_freed_memory
 
         keep_freed_memory()
