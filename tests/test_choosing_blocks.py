@@ -468,3 +468,32 @@ def test_the_calibration_of_scores_at_exps_underflow_takes_the_general_steps_flo
                 want = _general_loss(scores[ok], labels[ok], feats[ok], t)
                 assert value == want[0]
                 assert np.array_equal(gradient, want[1]) and np.array_equal(hessian, want[2])
+
+
+@pytest.mark.parametrize("options", [[], ["--ngram-range", "1,2"]])
+def test_two_threads_share_the_candidates_only_from_thread_cells(tmp_path, monkeypatch,
+                                                                  options):  # fmt: skip
+    """With two threads, the candidates of counts below THREAD_CELLS words × classes are
+    scored in the calling thread (no pool); from it on by a pool of two, and the choice
+    is the same, byte for byte, as one thread's."""
+    import concurrent.futures
+
+    model = fitted(tmp_path, unequal_corpus(tmp_path / "c"), *options)
+    pools = []
+
+    class Recorded(concurrent.futures.ThreadPoolExecutor):
+        def __init__(self, workers, *args, **kwargs):
+            pools.append(workers)
+            super().__init__(workers, *args, **kwargs)
+
+    monkeypatch.setattr(concurrent.futures, "ThreadPoolExecutor", Recorded)
+    one = with_choice(model, threads=1)
+    assert pools == []
+    two = with_choice(model, threads=2)  # 40 words × 4 classes: one thread
+    assert pools == []
+    assert dumps(two) == dumps(one) == dumps(model)
+    size = len(model.counts.vocabulary) * len(model.counts.classes)
+    monkeypatch.setattr(choosing, "THREAD_CELLS", size)  # the counts hold as many: two
+    shared = with_choice(model, threads=2)
+    assert pools and set(pools) == {2}
+    assert dumps(shared) == dumps(one)

@@ -626,6 +626,14 @@ KEEP_CELLS = 2**25
 # calibration goes through them a dozen times, and scoring them again each time from the
 # folds' weights (:class:`HeldOutScores`) took 40 % of the choice's time at 5,000 classes.
 WINNER_CELLS = 2**27
+# The candidates are shared by two threads or more (fit's -j) where the counts hold this
+# many words × classes or more. Below it a candidate's arithmetic is on small tables, most
+# of its time is the interpreter's, which holds its lock, and the threads mostly wait on
+# each other: NPS chat (4,991 × 15), SMS spam, pros and cons and movie reviews (36,555 × 2)
+# chose in 0.45, 0.37, 0.18 and 0.68 s of CPU in one thread against 0.70, 0.57, 0.22 and
+# 0.83 s in two, no sooner on the clock; 20 Newsgroups (147,752 × 20) and the multilingual
+# corpus (106,053 × 16) in 0.47 and 0.88 s on the clock in two against 0.67 and 1.15 s.
+THREAD_CELLS = 2**20
 
 
 @dataclass
@@ -809,7 +817,8 @@ def held_out_summaries(
     once to each set of rows (the fold of the set's counts, exactly), which its plain,
     df and MI prunings share; where two sets of rows are ranked by mutual information,
     the whole fold's entries are computed once (:func:`mi_ranking`). Its candidates are
-    scored by ``threads`` threads, each making its weights once (at the rows its held-out
+    scored by ``threads`` threads where the counts hold :data:`THREAD_CELLS` words ×
+    classes or more (by one below), each making its weights once (at the rows its held-out
     documents use) and scoring the documents block by block: spread over forked workers,
     each would hold a fold of its own, which on 20 Newsgroups nearly doubled the memory
     of fit to gain 4 % of its time.
@@ -821,6 +830,10 @@ def held_out_summaries(
          np.zeros(n, dtype=np.int64))
         for mine in per_set
     ]  # fmt: skip
+    # A second thread pays only where a candidate's work is whole-table arithmetic, which
+    # leaves the interpreter lock: below THREAD_CELLS the interpreter's own steps hold it,
+    # and two threads take more CPU than one for no less time.
+    shared = threads > 1 and len(counts.vocabulary) * C >= THREAD_CELLS
     most: dict = {}  # the largest top_mi of each set of rows ranked by MI alone
     for set_rows, min_df, top_mi in sets:
         if top_mi is not None and min_df is None:
@@ -874,7 +887,7 @@ def held_out_summaries(
                 at = rows[start:stop]
                 summary.add(at, jll, y[at], fold_known[start:stop])
 
-        if threads > 1:  # numpy leaves the interpreter lock on whole-table arithmetic
+        if shared:  # numpy leaves the interpreter lock on whole-table arithmetic
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(threads) as pool:
