@@ -618,3 +618,27 @@ def test_complement_leave_one_out_from_the_nonzero_counts_equals_the_dense_one(n
     assert loo_objective(counts, "complement")(betas) == pytest.approx(
         multinomial_loo(dense, betas), rel=1e-12
     )
+
+
+def test_the_loo_objective_of_a_histogram_is_its_formulas_floats():
+    """The objective made from a histogram (its parts without β made once) gives the
+    floats of Σ n · v · log(v − 1 + β) − Σ K_c · log(K_c − 1 + Vβ) written out, bit for
+    bit, for one β and for a grid of them."""
+    from nbclass.models.textmodels import _loo_of_histogram
+
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        k, C = int(rng.integers(1, 400)), int(rng.integers(1, 30))
+        values = np.unique(rng.integers(1, 10**6, k)).astype(np.float64)
+        n = rng.integers(1, 10**4, values.size).astype(np.float64)
+        K_c = rng.integers(0, 10**7, C).astype(np.float64)
+        V = int(rng.integers(1, 10**6))
+        objective = _loo_of_histogram(values, n, K_c, V)
+        kept = K_c[K_c > 0][:, None]
+        for beta in (np.exp(rng.uniform(-10, 5)), np.exp(np.linspace(-10, 5, 41))):
+            flat = np.asarray(beta, dtype=np.float64).reshape(1, -1)
+            words = (n[:, None] * values[:, None] * np.log(values[:, None] - 1 + flat)).sum(0)
+            totals = (kept * np.log(kept - 1 + V * flat)).sum(axis=0)
+            want = (words - totals).reshape(np.shape(beta))
+            assert np.array_equal(np.asarray(objective(beta)).view(np.int64),
+                                  want.view(np.int64))  # fmt: skip

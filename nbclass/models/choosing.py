@@ -679,11 +679,12 @@ class Summary:
         self.scored[at] = ok
         has = known > 0
         log_proba = None
-        if ok.all() or (self.evidence is not None and has.any()):  # from one exp of the scores
+        if self.evidence is not None and has.any():  # from one exp of the scores
             with np.errstate(divide="ignore"):
                 log_proba, evidence = posterior_and_evidence(jll)
-            if self.evidence is not None:
-                self.evidence[at[has]] = evidence[has]
+            self.evidence[at[has]] = evidence[has]
+        elif ok.all():  # the floats posterior_and_evidence gives, without the evidence
+            log_proba = log_posterior(jll)
         if ok.any():
             if log_proba is None:
                 log_proba = log_posterior(jll[ok])

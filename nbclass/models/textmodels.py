@@ -698,12 +698,16 @@ def _loo_of_histogram(values: np.ndarray, n: np.ndarray, K_c: np.ndarray, V: int
     K_c = np.asarray(K_c).astype(np.float64)
     K_c = K_c[K_c > 0][:, None]
     values, n = values[:, None], n[:, None]
+    # The parts that do not depend on β, made once for the grid's and the search's 46 calls:
+    # the same operations in the same order as n * values * log(values − 1 + β) and
+    # K_c * log(K_c − 1 + Vβ), so the same floats.
+    weights, less, totals_less = n * values, values - 1, K_c - 1
 
     def objective(beta) -> np.ndarray:
         beta = np.asarray(beta, dtype=np.float64)
         flat = beta.reshape(1, -1)
-        words = (n * values * np.log(values - 1 + flat)).sum(axis=0)
-        totals = (K_c * np.log(K_c - 1 + V * flat)).sum(axis=0)
+        words = (weights * np.log(less + flat)).sum(axis=0)
+        totals = (K_c * np.log(totals_less + V * flat)).sum(axis=0)
         return (words - totals).reshape(beta.shape)
 
     return objective
