@@ -235,11 +235,15 @@ def test_the_ascii_fast_path_finds_the_same_tokens_as_the_documented_pattern(asc
 
 
 @settings(max_examples=60, deadline=None, database=None)
-@given(documents, st.integers(1, 5), st.sampled_from([1, 3, 2**40]))
-def test_counts_are_the_same_whether_pairs_wait_or_are_summed_at_once(docs, n_parts, sum_pairs):
+@given(documents, st.integers(1, 5), st.sampled_from([1, 3, 2**40]),
+       st.sampled_from(["numpy_sum_pairs", "scipy_sum_pairs"]))  # fmt: skip
+def test_counts_are_the_same_whether_pairs_wait_or_are_summed_at_once(
+    docs, n_parts, sum_pairs, summing
+):
     """SUM_PAIRS 1: the pairs are summed as soon as those waiting are three times those
     summed before (the sums then summed again with them); 2**40: all wait and are summed
-    once by result(). Both give the pairs a plain Python sum gives, and nothing else."""
+    once by result(). Both give the pairs a plain Python sum gives, and nothing else,
+    summed by numpy (as where scipy is not imported) or by scipy."""
     from collections import Counter
 
     import nbclass.counting.counts
@@ -252,6 +256,8 @@ def test_counts_are_the_same_whether_pairs_wait_or_are_summed_at_once(docs, n_pa
     vocabulary = sorted({w for w, _ in tokens})
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(nbclass.counting.counts, "SUM_PAIRS", sum_pairs)
+        summer = getattr(nbclass.counting.counts, summing)
+        patch.setattr(nbclass.counting.counts, "sum_pairs", summer)
         merged = CountAccumulator(classes)
         for k in range(n_parts):
             share = docs[k::n_parts]

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
 from functools import cached_property
 from itertools import chain, compress, islice, repeat
 from operator import eq, lt
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:  # scipy is imported where it is used: fitting never needs it
+if TYPE_CHECKING:  # scipy is imported where it is used: a named fit never needs it
     import scipy.sparse as sp
 
 from ..ranges import MAX_COUNT, environment, usable_cores
@@ -40,6 +41,7 @@ from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
 from ..reading.process import check_workers, signals_held, worker_result
 from ..text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from ..text.vectorizer import GrowingVocabulary, binarize
+from .pairtable import PairTable, pair_sums
 from .tally import DigestMarks, Tally, pack, settle, tally, tally_paths
 
 BLOCK_CELLS = 2**18  # cells per block where whole-table work is done a block at a time
@@ -58,6 +60,27 @@ PARALLEL_MIN_BYTES = 4 * 2**20
 # caller's work meanwhile (imports): that work is not needed any more, and the thread
 # may wait on a lock left held by the interrupted main thread.
 HELPER_GRACE = 2.0
+
+
+class _CountTable:
+    """The fields ``doc_count`` and ``token_count`` of :class:`Counts`: each table is kept
+    as it was given (:attr:`Counts.doc_table`), and read as a scipy CSR matrix where it
+    is a :class:`PairTable` (:meth:`PairTable.tocsr`: made on the first read, the same
+    arrays), as itself otherwise. The one place where counted counts become scipy's."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name, self.key = name, "_" + name
+
+    def __get__(self, counts, owner=None):
+        if counts is None:  # (the dataclass's field then has no default)
+            raise AttributeError(self.name)
+        table = counts.__dict__[self.key]
+        return table.tocsr() if type(table) is PairTable else table
+
+    def __set__(self, counts, table) -> None:  # once, by the dataclass's __init__
+        if self.key in counts.__dict__:
+            raise FrozenInstanceError(f"cannot assign to field {self.name!r}")
+        counts.__dict__[self.key] = table
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,8 +103,13 @@ class Counts:
     D and T are canonical (sorted indices, each pair once, no explicit zero) and share
     one pattern: the (word, class) pairs that occur, D_jc > 0 exactly where T_jc > 0
     (:func:`counts_of_pairs` makes them so). Memory is proportional to those pairs, never
-    to V × C. Dense (V, C) ndarrays are accepted too (small counts built by hand: tests,
-    examples); every method reads either form. Counted counts are int64; loaded ones keep
+    to V × C. Counted and loaded counts keep them as :class:`PairTable` (numpy arrays in
+    CSR layout, :attr:`doc_table` and :attr:`token_table`), which ``doc_count`` and
+    ``token_count`` give as scipy CSR matrices of the same arrays, made on their first
+    read: what a named fit does with the counts (sums, rows, the model file) reads the
+    tables and never imports scipy. Dense (V, C) ndarrays, and scipy matrices, are
+    accepted too (small counts built by hand: tests, examples), kept and read as they
+    are; every method reads any form. Counted counts are int64; loaded ones keep
     the model file's narrowest unsigned types (:func:`count_values`), so arithmetic on
     their values widens first (:meth:`pairs` and :meth:`at_nonzero` give the type asked
     for; sums of the matrices are taken in 64 bits).
@@ -90,8 +118,18 @@ class Counts:
     classes: tuple[str, ...]
     vocabulary: tuple[str, ...]
     class_count: np.ndarray
-    doc_count: np.ndarray
-    token_count: np.ndarray
+    doc_count: np.ndarray = _CountTable()
+    token_count: np.ndarray = _CountTable()
+
+    @property
+    def doc_table(self):
+        """D_jc as kept: a :class:`PairTable`, or the dense ndarray or scipy matrix given."""
+        return self.__dict__["_doc_count"]
+
+    @property
+    def token_table(self):
+        """T_jc as kept (:attr:`doc_table`)."""
+        return self.__dict__["_token_count"]
 
     @cached_property
     def nonzero(self) -> tuple[np.ndarray, np.ndarray]:
@@ -102,7 +140,7 @@ class Counts:
         Computed once (the counts are never changed in place): from the CSR pattern, or
         from a dense table a block of rows at a time (no int64 array of every pair is
         made on the way)."""
-        D = self.doc_count
+        D = self.doc_table
         V, C = D.shape
         dtype = np.int32 if max(V, C) < 2**31 else np.int64  # half the memory, kept
         if is_sparse(D):
@@ -145,7 +183,7 @@ class Counts:
         rows, cols = self.nonzero
         return (
             rows, cols,
-            self.at_nonzero(self.doc_count, np.int64), self.at_nonzero(self.token_count, np.int64),
+            self.at_nonzero(self.doc_table, np.int64), self.at_nonzero(self.token_table, np.int64),
         )  # fmt: skip
 
     @cached_property
@@ -153,14 +191,14 @@ class Counts:
         """:func:`doc_count_histograms` of D_jc (computed once): from the nonzero pairs
         when D_jc ≥ 1 at every one of them, as in any consistent counts
         (:func:`pair_histograms`), else from every cell."""
-        V, C = self.doc_count.shape
-        if is_sparse(self.doc_count):  # the pattern's classes and values as they are
-            cols, values = self.doc_count.indices, self.doc_count.data
+        V, C = self.doc_table.shape
+        if is_sparse(self.doc_table):  # the pattern's classes and values as they are
+            cols, values = self.doc_table.indices, self.doc_table.data
         else:
             cols = self.nonzero[1]
-            values = self.at_nonzero(self.doc_count, np.int64)
+            values = self.at_nonzero(self.doc_table, np.int64)
         if not values.size or values.min() < 1:
-            return doc_count_histograms(as_table(self.doc_count))
+            return doc_count_histograms(as_table(self.doc_table))
         return pair_histograms(cols, values, V, C)
 
     @cached_property
@@ -177,12 +215,12 @@ class Counts:
     @cached_property
     def class_tokens(self) -> np.ndarray:
         """T_c, ndarray of shape (C,): tokens in the documents of class c (summed once)."""
-        return count_sums(self.token_count, 0)
+        return count_sums(self.token_table, 0)
 
     @cached_property
     def word_tokens(self) -> np.ndarray:
         """Σ_c T_jc, ndarray of shape (V,): tokens of word j in all classes (summed once)."""
-        return count_sums(self.token_count, 1)
+        return count_sums(self.token_table, 1)
 
     def equals(self, other: Counts) -> bool:
         """True when both hold the same classes, words and integer counts."""
@@ -190,8 +228,8 @@ class Counts:
             self.classes == other.classes
             and self.vocabulary == other.vocabulary
             and np.array_equal(self.class_count, other.class_count)
-            and self.doc_count.shape == other.doc_count.shape
-            and self.token_count.shape == other.token_count.shape
+            and self.doc_table.shape == other.doc_table.shape
+            and self.token_table.shape == other.token_table.shape
             and all(map(np.array_equal, self.pairs(), other.pairs()))
         )
 
@@ -202,8 +240,8 @@ class Counts:
             classes=self.classes,
             vocabulary=tuple(map(self.vocabulary.__getitem__, rows.tolist())),
             class_count=self.class_count,
-            doc_count=self.doc_count[rows],
-            token_count=self.token_count[rows],
+            doc_count=self.doc_table[rows],
+            token_count=self.token_table[rows],
         )
 
     def pruned(self) -> Counts:
@@ -240,7 +278,7 @@ class Counts:
         C, V = len(self.classes), len(self.vocabulary)
         if self.class_count.shape != (C,):
             found.append(f"class counts have shape {self.class_count.shape}, expected ({C},)")
-        for name, array in (("document", self.doc_count), ("token", self.token_count)):
+        for name, array in (("document", self.doc_table), ("token", self.token_table)):
             if array.shape != (V, C):
                 found.append(f"{name} counts have shape {array.shape}, expected ({V}, {C})")
         if found:
@@ -254,7 +292,7 @@ class Counts:
             found.append("a word is in more documents than it has tokens")
         if tokens_alone:
             found.append("a word has tokens in a class but no documents")
-        if not negative and not _sums_fit(self.class_count, self.token_count):
+        if not negative and not _sums_fit(self.class_count, self.token_table):
             found.append("count too large (the counts sum past 2^63 - 1)")
         if not _strictly_increasing(self.classes):
             found.append("class names are not sorted and unique")
@@ -270,7 +308,7 @@ class Counts:
         at each of D's (any consistent counts), no other cell is nonzero, and only those
         pairs are tested; otherwise every test on a block of rows at a time, while it is in the
         cache (on the whole (V, C) arrays, each test read them from memory again)."""
-        D, T, N = self.doc_count, self.token_count, self.class_count
+        D, T, N = self.doc_table, self.token_table, self.class_count
         negative = bool((N < 0).any())
         if is_sparse(D) or is_sparse(T):
             return self._pair_problems(negative)
@@ -303,12 +341,12 @@ class Counts:
     def _pair_problems(self, negative: bool) -> tuple[bool, bool, bool, bool]:
         """:meth:`_cell_problems` of CSR counts: both of one pattern (as
         :func:`counts_of_pairs` makes them), every test on the stored pairs only."""
-        D, T, N = self.doc_count, self.token_count, self.class_count
+        D, T, N = self.doc_table, self.token_table, self.class_count
         if np.array_equal(D.indptr, T.indptr) and np.array_equal(D.indices, T.indices):
             d, t, c = D.data, T.data, D.indices
         else:  # on the union of the patterns
             C = len(self.classes)
-            Dc, Tc = D.tocoo(), T.tocoo()
+            Dc, Tc = self.doc_count.tocoo(), self.token_count.tocoo()  # (scipy's)
             keys = np.concatenate((Dc.row * np.int64(C) + Dc.col, Tc.row * np.int64(C) + Tc.col))
             zeros = np.zeros(Tc.nnz + Dc.nnz, dtype=np.int64)
             d = np.concatenate((Dc.data.astype(np.int64), zeros[: Tc.nnz]))
@@ -361,7 +399,7 @@ def at_most(part: Counts, total: Counts) -> bool:
     """Whether D_jc and T_jc of ``part`` are at most those of ``total`` at every pair (both
     over the same classes and words), from their nonzero pairs."""
     C = len(total.classes)
-    D, T = total.doc_count, total.token_count
+    D, T = total.doc_table, total.token_table
     if is_sparse(D) and is_sparse(T):
         # CSR of one pattern (:attr:`Counts.nonzero`): the pairs' keys from it and their
         # counts as stored, without the row and column arrays of every pair (20,000
@@ -387,8 +425,8 @@ def at_most(part: Counts, total: Counts) -> bool:
 
 
 def is_sparse(matrix) -> bool:
-    """Whether a count matrix is a scipy.sparse CSR matrix (rather than a dense ndarray);
-    scipy is not imported to tell."""
+    """Whether a count matrix is in CSR layout, a :class:`PairTable` or a scipy.sparse CSR
+    matrix (rather than a dense ndarray); scipy is not imported to tell."""
     return hasattr(matrix, "indptr")
 
 
@@ -442,52 +480,23 @@ def count_values(values) -> np.ndarray:
 
 def count_sums(table, axis: int) -> np.ndarray:
     """Σ_c table_jc (``axis`` 1, shape (V,)) or Σ_j table_jc (``axis`` 0, shape (C,)) of
-    a (V, C) count table, CSR or dense, as int64, exactly.
-
-    scipy and numpy sum a CSR matrix of a narrow type by a copy of all its values as
-    uint64 first (82 MB at 10 million pairs, every page faulted and cleared by the
-    kernel); here the pairs are summed as they are stored, a block of pairs at a time:
-    the words' pairs by ``reduceat`` in int64 (given all 10 million pairs at once, it
-    made an int64 copy of them too: 0.1 to 0.2 s of a predict's load where that copy's
-    memory was new), the classes' by sums of each block taken in float64 (exact: a block
-    of 2^18 values below 2^32 sums below 2^50) and added in int64. Counts of 64-bit
-    types take scipy's own sums (no copy is made).
-    """
+    a (V, C) count table, a :class:`PairTable`, CSR or dense, as int64, exactly: the pairs
+    of a table in CSR layout are summed as they are stored (:func:`nbclass.counting.
+    pairtable.pair_sums`: a narrow type is not copied as uint64 first, as scipy and numpy
+    sum it, and scipy is not needed); a CSR matrix of another type than integers takes
+    scipy's own sums."""
     if not is_sparse(table):
         return np.asarray(table).sum(axis=axis, dtype=np.int64)
-    data = table.data
-    if data.dtype.itemsize == 8 or data.dtype.kind not in "iu":
+    if table.dtype.kind not in "iu":
         return np.asarray(table.sum(axis=axis), dtype=np.int64).reshape(-1)
-    V, C = table.shape
-    if axis == 1:
-        out = np.zeros(V, dtype=np.int64)
-        indptr, start = table.indptr, 0
-        while start < V:  # rows of at most BLOCK_PAIRS pairs at a time (one row at least)
-            stop = int(np.searchsorted(indptr, indptr[start] + BLOCK_PAIRS, side="right")) - 1
-            stop = min(max(stop, start + 1), V)
-            first, last = indptr[start], indptr[stop]
-            if last > first:
-                some = indptr[start:stop] < indptr[start + 1 : stop + 1]  # (reduceat gives
-                # an empty row its next value)
-                out[start:stop][some] = np.add.reduceat(
-                    data[first:last], indptr[start:stop][some] - first, dtype=np.int64
-                )
-            start = stop
-        return out
-    out = np.zeros(C, dtype=np.int64)
-    for start in range(0, data.size, BLOCK_PAIRS):
-        end = start + BLOCK_PAIRS
-        out += np.bincount(
-            table.indices[start:end], weights=data[start:end], minlength=C
-        ).astype(np.int64)
-    return out
+    return pair_sums(table, axis)
 
 
 def count_matrices(V: int, C: int, rows, cols, docs, tokens) -> tuple:
-    """D and T, canonical CSR matrices (V, C) sharing one pattern, from their
-    values at the pairs ``(rows, cols)`` (row-major, each pair once): sorted indices, no
-    duplicates; no explicit zeros in consistent counts. Memory: 20 bytes a pair and 8 a
-    word, never V × C."""
+    """D and T, canonical tables (V, C) in CSR layout (:class:`PairTable`) sharing one
+    pattern, from their values at the pairs ``(rows, cols)`` (row-major, each pair once):
+    sorted indices, no duplicates; no explicit zeros in consistent counts. Memory: 20
+    bytes a pair and 8 a word, never V × C."""
     indptr = np.zeros(V + 1, dtype=np.int64)
     np.cumsum(np.bincount(np.asarray(rows, dtype=np.int64), minlength=V), out=indptr[1:])
     return pair_matrices(V, C, indptr, cols, docs, tokens)
@@ -495,18 +504,12 @@ def count_matrices(V: int, C: int, rows, cols, docs, tokens) -> tuple:
 
 def pair_matrices(V: int, C: int, indptr: np.ndarray, cols, docs, tokens) -> tuple:
     """:func:`count_matrices` of pairs given by where each word's start (``indptr``,
-    int64 (V + 1,)) and their classes ``cols``, in any integer type."""
-    import scipy.sparse as sp
-
+    int64 (V + 1,)) and their classes ``cols``, in any integer type: two
+    :class:`PairTable` sharing their ``indptr`` and ``indices`` (int32 where they fit)."""
     index = np.int32 if max(C, int(indptr[-1])) < 2**31 else np.int64
     indices, indptr = np.asarray(cols).astype(index), indptr.astype(index, copy=False)
-    matrices = []
-    for values in (docs, tokens):
-        matrix = sp.csr_matrix((count_values(values), indices, indptr), shape=(V, C), copy=False)
-        matrix.has_sorted_indices = True  # row-major pairs, each once: canonical
-        matrix.has_canonical_format = True
-        matrices.append(matrix)
-    return tuple(matrices)
+    return tuple(PairTable(count_values(values), indices, indptr, (V, C))
+                 for values in (docs, tokens))  # fmt: skip
 
 
 def _strictly_increasing(items: Sequence[str]) -> bool:
@@ -819,18 +822,93 @@ class PairSums:
         return self._sum(n_rows, order, place)
 
 
+# The pairs :func:`sum_pairs` sums with numpy at the most, where scipy is not imported
+# yet: numpy's sort costs about 30-70 ns a pair more than scipy's compiled conversion,
+# which comes to the 0.13-0.2 s of scipy's import at 2-4 million pairs.
+NUMPY_SUM_PAIRS = 2**21
+
+
 def sum_pairs(n_rows: int, n_cols: int, rows, cols, docs, tokens):
     """``(indptr, cols, docs, tokens)`` of the distinct pairs (``rows``, ``cols``) in
-    row-major order and the sums of ``docs`` and ``tokens`` at each (int64): scipy's
-    conversion of the pairs to a canonical CSR matrix, linear in the pairs and rows.
-    Where both sums are nonnegative and fit (the whole of ``docs`` below 2^32, of
-    ``tokens`` below 2^31), they are added as one int64 (T in the high 32 bits, D in the
-    low): one conversion, whose sums are both, exactly.
+    row-major order and the sums of ``docs`` and ``tokens`` at each (int64): the arrays of
+    the canonical CSR matrix of the pairs (a pair whose sums are 0 kept, as scipy keeps
+    it). Summed by :func:`numpy_sum_pairs` unless scipy.sparse is imported already (the
+    default fit's choice imports it while the workers count) or the pairs are more than
+    ``NUMPY_SUM_PAIRS``: then by scipy's conversion of the pairs to a CSR matrix
+    (:func:`scipy_sum_pairs`), which costs less. The same arrays either way.
 
     >>> [a.tolist() for a in sum_pairs(2, 2, np.array([1, 0, 1]), np.array([1, 0, 1]),
     ...                                np.array([1, 2, 1]), np.array([4, 5, 6]))]
     [[0, 1, 2], [0, 1], [2, 2], [5, 10]]
     """
+    if len(docs) > NUMPY_SUM_PAIRS or "scipy.sparse" in sys.modules:
+        try:
+            return scipy_sum_pairs(n_rows, n_cols, rows, cols, docs, tokens)
+        except ImportError:  # pragma: no cover - a dependency; numpy gives the same
+            pass
+    return numpy_sum_pairs(n_rows, n_cols, rows, cols, docs, tokens)
+
+
+def numpy_sum_pairs(n_rows: int, n_cols: int, rows, cols, docs, tokens):
+    """:func:`sum_pairs` by numpy alone: each pair's key j C + c, a sort of the keys and a
+    sum of the runs of equal keys. Where the counts are nonnegative and the key's bits and
+    those of the largest D and T of a pair fit in 64, one array of uint64 holds the key
+    in its high bits and both counts in its low ones, and is sorted in place (no order
+    to gather the counts by); else the keys are sorted by ``argsort``. The pairs are
+    given in runs already in order (the sums before, each part's words), which the
+    stable sort (timsort) takes as they are. ``indptr`` and ``cols`` are int32 where the
+    rows, columns and pairs are fewer than 2^31, as scipy's.
+
+    >>> [a.tolist() for a in numpy_sum_pairs(2, 2, np.array([1, 0, 1]), np.array([1, 0, 1]),
+    ...                                      np.array([1, 2, 1]), np.array([4, 5, 6]))]
+    [[0, 1, 2], [0, 1], [2, 2], [5, 10]]
+    """
+    docs, tokens = np.asarray(docs), np.asarray(tokens)
+    n = docs.size
+    index = np.int32 if max(n_rows, n_cols, n) < 2**31 else np.int64
+    keys = np.asarray(rows).astype(np.uint64)
+    keys *= np.uint64(n_cols)
+    keys += np.asarray(cols).astype(np.uint64)
+    key_bits = max(1, (n_rows * n_cols - 1).bit_length())
+    doc_bits = token_bits = 64
+    if n and min(int(docs.min()), int(tokens.min())) >= 0:
+        doc_bits = max(1, int(docs.max()).bit_length())
+        token_bits = max(1, int(tokens.max()).bit_length())
+    if n and key_bits + doc_bits + token_bits <= 64:
+        keys <<= np.uint64(doc_bits + token_bits)
+        keys |= tokens.astype(np.uint64) << np.uint64(doc_bits)
+        keys |= docs.astype(np.uint64)
+        keys.sort(kind="stable")
+        docs = (keys & np.uint64(2**doc_bits - 1)).astype(np.int64)
+        keys >>= np.uint64(doc_bits)
+        tokens = (keys & np.uint64(2**token_bits - 1)).astype(np.int64)
+        keys >>= np.uint64(token_bits)
+    else:
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        docs, tokens = docs[order].astype(np.int64), tokens[order].astype(np.int64)
+        del order
+    keys = keys.astype(np.int64)
+    if n:
+        first = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+        if first.size < n:  # some pair repeats: its runs summed (in int64, as scipy's)
+            docs, tokens = np.add.reduceat(docs, first), np.add.reduceat(tokens, first)
+            keys = keys[first]
+        del first
+    rows = keys // n_cols
+    indptr = np.zeros(n_rows + 1, dtype=index)
+    np.cumsum(np.bincount(rows, minlength=n_rows), out=indptr[1:])
+    rows *= n_cols
+    keys -= rows  # the classes
+    return indptr, keys.astype(index), docs, tokens
+
+
+def scipy_sum_pairs(n_rows: int, n_cols: int, rows, cols, docs, tokens):
+    """:func:`sum_pairs` by scipy's conversion of the pairs to a canonical CSR matrix: a
+    counting sort of the rows, each row's classes sorted and its repeated pairs added,
+    linear in the pairs and rows. Where both sums are nonnegative and fit (the whole of
+    ``docs`` below 2^32, of ``tokens`` below 2^31), they are added as one int64 (T in the
+    high 32 bits, D in the low): one conversion, whose sums are both, exactly."""
     import scipy.sparse as sp
 
     def as_csr(values):
@@ -1688,9 +1766,9 @@ def count_corpus(
     ``PART_SIZE`` documents on a Dask cluster's workers and sums them there. The counting
     layer takes the function rather than importing the cluster layer above it.
 
-    ``meanwhile``: work for this process while worker processes count (fit's choice
-    imports scipy with it; the import of scipy.sparse for the counts follows), run by a
-    thread started once they are forked (never before: a fork would copy a thread's
+    ``meanwhile``: work for this process while worker processes count (the default
+    fit's choice imports scipy with it; the counts need no scipy), run by a thread
+    started once they are forked (never before: a fork would copy a thread's
     half-done import), and waited for before this returns; without workers, it runs after
     the count. It must not raise (its errors are its own to keep for later).
 
@@ -1716,9 +1794,7 @@ def count_corpus(
         packs = share.tally(on_progress)
     else:
         parts = -(-n // size)  # never more workers than parts to count
-        packs = share.tally_in_workers(
-            min(jobs, parts), on_progress, _and_import_sparse(meanwhile)
-        )
+        packs = share.tally_in_workers(min(jobs, parts), on_progress, meanwhile)
         meanwhile = None
     for packed in packs:
         accumulator.add_packed(packed, entries, seen)
@@ -1759,21 +1835,6 @@ class SampleRows:
     offer: Callable[[list, bytes], None]
     counted: np.ndarray | None = None
     rows: list | None = None
-
-
-def _and_import_sparse(meanwhile: Callable[[], None] | None) -> Callable[[], None]:
-    """``meanwhile``, then the import of scipy.sparse that :func:`count_matrices` needs
-    (about 0.15 s of a core), done while the workers count rather than after them."""
-
-    def both() -> None:
-        if meanwhile is not None:
-            meanwhile()
-        try:
-            import scipy.sparse  # noqa: F401
-        except ImportError:  # pragma: no cover - a dependency: count_matrices says so
-            pass
-
-    return both
 
 
 class _Share:

@@ -141,8 +141,8 @@ def _arrays(model: Model) -> dict[str, np.ndarray]:
         # The largest sections, made their smallest type by dumps (from their own
         # largest value: no pass over every cell of the tables).
         "class_index": _compact(cols),
-        "doc_count": counts.at_nonzero(counts.doc_count, np.int64),
-        "token_count": counts.at_nonzero(counts.token_count, np.int64),
+        "doc_count": counts.at_nonzero(counts.doc_table, np.int64),
+        "token_count": counts.at_nonzero(counts.token_table, np.int64),
         **derived_sections(model),
         **_ledger_arrays(model.ledger),
         **_ledger_arrays(model.sample, "sample"),

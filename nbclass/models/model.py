@@ -96,14 +96,14 @@ class VocabularyFilter:
     def rows(self, counts: Counts, symbols: bool | str = False) -> np.ndarray:
         """Sorted indices of the words of ``counts`` that pass the filter (``symbols``:
         the counts' tokenizer has ``symbols`` on, :func:`nbclass.text.families.masks`)."""
-        frequent = row_sums(counts.doc_count) >= max(self.min_df, self.prune_df or 1)
+        frequent = row_sums(counts.doc_table) >= max(self.min_df, self.prune_df or 1)
         if self.features is not None:
             from ..text.families import rows_of
 
             frequent &= rows_of(counts.vocabulary, self.features, symbols)
         keep = np.flatnonzero(frequent)
         if self.max_features is not None and keep.size > self.max_features:
-            frequency = row_sums(counts.token_count[keep])
+            frequency = row_sums(counts.token_table)[keep]
             best = np.argsort(-frequency, kind="stable")[: self.max_features]
             keep = np.sort(keep[best])
         if self.prune_mi is not None and keep.size > self.prune_mi:

@@ -1,0 +1,243 @@
+"""A named fit needs no scipy: its counts are numpy tables (PairTable), summed by numpy.
+
+The subprocess tests run the real command with an import hook that refuses scipy (and
+says so on stderr, so an import tried and caught is seen too); the unit tests check the
+numpy table and sums against scipy's own.
+"""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from conftest import REPO, big_corpus
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import nbclass.counting.counts
+from nbclass.counting.counts import (
+    Counts,
+    count_sums,
+    counts_of_pairs,
+    numpy_sum_pairs,
+    scipy_sum_pairs,
+    sum_pairs,
+)
+from nbclass.counting.pairtable import PairTable
+
+# The command's main with scipy refused: any import of it is reported and fails.
+BLOCKED = """
+import sys
+
+
+class NoScipy:
+    def find_spec(self, name, path=None, target=None):
+        if name == "scipy" or name.startswith("scipy."):
+            sys.stderr.write("scipy import: " + name + "\\n")
+            raise ImportError("scipy is blocked: " + name)
+        return None
+
+
+sys.meta_path.insert(0, NoScipy())
+sys.argv = ["nbclass", *sys.argv[1:]]
+from nbclass.cli.entry import main
+
+main()
+"""
+
+
+def run(*args, blocked: bool) -> subprocess.CompletedProcess:
+    code = ["-c", BLOCKED] if blocked else ["-m", "nbclass"]
+    return subprocess.run([sys.executable, *code, *map(str, args)], capture_output=True,
+                          cwd=REPO, timeout=600)  # fmt: skip
+
+
+@pytest.mark.parametrize("model", ["multinomial", "bernoulli", "complement"])
+def test_a_named_fit_imports_no_scipy_and_writes_the_same_bytes(news_sample, tmp_path, model):
+    """One process (-j 1): the counts summed, filtered and written without scipy."""
+    args = (news_sample[0], "--model", model, "-j", "1", "--min-df", "2", "--max-features", "800")
+    assert run("fit", *args, "-o", tmp_path / "plain.nbc", blocked=False).returncode == 0
+    done = run("fit", *args, "-o", tmp_path / "blocked.nbc", blocked=True)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"scipy" not in done.stderr
+    assert (tmp_path / "blocked.nbc").read_bytes() == (tmp_path / "plain.nbc").read_bytes()
+
+
+def test_a_named_fit_with_workers_imports_no_scipy_meanwhile(tmp_path):
+    """Two worker processes (a corpus past PARALLEL_MIN_BYTES): the main process's thread
+    that runs while they count does not import scipy either (it did, for the counts)."""
+    corpus = big_corpus(tmp_path / "big", 4)  # 4.8 MB
+    args = (corpus, "--model", "multinomial", "-j", "2", "--ngram-range", "1,2")
+    assert run("fit", *args, "-o", tmp_path / "plain.nbc", blocked=False).returncode == 0
+    done = run("fit", *args, "-o", tmp_path / "blocked.nbc", blocked=True)
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"scipy" not in done.stderr
+    assert (tmp_path / "blocked.nbc").read_bytes() == (tmp_path / "plain.nbc").read_bytes()
+
+
+def test_the_import_hook_sees_what_needs_scipy(news_sample, tmp_path):
+    """The check above can fail: a fit that scores (the default's choice) is refused."""
+    done = run("fit", news_sample[0], "-o", tmp_path / "auto.nbc", "-j", "1", blocked=True)
+    assert done.returncode != 0
+    assert b"scipy import: scipy" in done.stderr
+
+
+# --- numpy's sums of the pairs against scipy's conversion -----------------------------------
+
+def _pairs(draw, n_rows, n_cols, index, values):
+    n = draw(st.integers(0, 60))
+    rows = draw(st.lists(st.integers(0, n_rows - 1), min_size=n, max_size=n))
+    cols = draw(st.lists(st.integers(0, n_cols - 1), min_size=n, max_size=n))
+    docs = draw(st.lists(values, min_size=n, max_size=n))
+    tokens = draw(st.lists(values, min_size=n, max_size=n))
+    return (np.array(rows, dtype=index), np.array(cols, dtype=index),
+            np.array(docs, dtype=np.int64), np.array(tokens, dtype=np.int64))  # fmt: skip
+
+
+@st.composite
+def pair_lists(draw):
+    n_rows, n_cols = draw(st.integers(1, 40)), draw(st.integers(1, 12))
+    index = draw(st.sampled_from([np.int32, np.int64]))
+    values = draw(st.sampled_from([
+        st.integers(0, 7),  # small counts: packed with the keys in one uint64
+        st.integers(0, 2**40),  # too wide to pack: sorted by argsort
+        st.integers(-5, 5),  # negative counts: by argsort
+        st.integers(-(2**62), 2**62),  # sums that wrap round in int64, as scipy's do
+    ]))  # fmt: skip
+    return (n_rows, n_cols, *_pairs(draw, n_rows, n_cols, index, values))
+
+
+@settings(max_examples=400)
+@given(pair_lists())
+def test_numpy_sums_of_pairs_are_scipys(pairs):
+    n_rows, n_cols, rows, cols, docs, tokens = pairs
+    expected = scipy_sum_pairs(n_rows, n_cols, rows, cols, docs, tokens)
+    got = numpy_sum_pairs(n_rows, n_cols, rows, cols, docs, tokens)
+    for a, b in zip(got, expected):
+        assert a.dtype == b.dtype
+        assert a.tolist() == b.tolist()
+
+
+def test_numpy_sums_of_pairs_edge_cases():
+    empty = np.zeros(0, dtype=np.int64)
+    indptr, cols, docs, tokens = numpy_sum_pairs(3, 2, empty, empty, empty, empty)
+    assert indptr.tolist() == [0, 0, 0, 0] and cols.size == docs.size == tokens.size == 0
+    assert docs.dtype == tokens.dtype == np.int64
+    # one row, every pair three times, in reverse order; a pair whose sums are 0 is kept
+    rows, cols = np.zeros(6, dtype=np.int32), np.array([2, 1, 0, 2, 1, 0], dtype=np.int32)
+    docs, tokens = np.array([1, 0, 2, 3, 0, 4]), np.array([5, 0, 6, 7, 0, 8])
+    got = numpy_sum_pairs(1, 3, rows, cols, docs, tokens)
+    assert [a.tolist() for a in got] == [[0, 3], [0, 1, 2], [6, 0, 4], [14, 0, 12]]
+    assert [a.dtype for a in got] == [np.int32, np.int32, np.int64, np.int64]
+
+
+@pytest.mark.parametrize("at_most", [0, 10**9])
+def test_sum_pairs_gives_the_same_arrays_by_numpy_or_scipy(monkeypatch, at_most):
+    """sum_pairs takes scipy's conversion past NUMPY_SUM_PAIRS pairs: the same arrays."""
+    rng = np.random.default_rng(5)
+    rows, cols = rng.integers(0, 500, 20_000), rng.integers(0, 30, 20_000)
+    docs, tokens = rng.integers(1, 3, 20_000), rng.integers(1, 9, 20_000)
+    monkeypatch.setattr(nbclass.counting.counts, "NUMPY_SUM_PAIRS", at_most)
+    got = sum_pairs(500, 30, rows, cols, docs, tokens)
+    for a, b in zip(got, scipy_sum_pairs(500, 30, rows, cols, docs, tokens)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+# --- PairTable ------------------------------------------------------------------------------
+
+@st.composite
+def tables(draw):
+    V, C = draw(st.integers(0, 12)), draw(st.integers(1, 6))
+    dtype = draw(st.sampled_from([np.uint8, np.uint16, np.int32, np.int64]))
+    info = np.iinfo(dtype)
+    high = int(info.max) if dtype != np.int64 else 2**56  # (every sum below 2^63)
+    cells = draw(st.lists(st.integers(0, high), min_size=V * C, max_size=V * C))
+    holes = draw(st.lists(st.booleans(), min_size=V * C, max_size=V * C))
+    dense = np.array([0 if h else x for x, h in zip(cells, holes)], dtype=dtype).reshape(V, C)
+    csr = sp.csr_matrix(dense)
+    csr.sort_indices()
+    index = draw(st.sampled_from([np.int32, np.int64]))
+    table = PairTable(csr.data, csr.indices.astype(index), csr.indptr.astype(index), (V, C))
+    return dense, table
+
+
+@settings(max_examples=300)
+@given(tables(), st.data())
+def test_a_pair_table_sums_rows_and_densifies_as_scipy_and_numpy_do(drawn, data):
+    dense, table = drawn
+    V, C = dense.shape
+    exact = [np.array(dense.tolist(), dtype=object).reshape(V, C).sum(axis=a) for a in (0, 1)]
+    for axis in (0, 1):  # exact integers (below 2^63: no wrapping in these tables)
+        assert table.sum(axis).dtype == np.int64
+        assert table.sum(axis).tolist() == [int(x) for x in np.asarray(exact[axis]).reshape(-1)]
+        assert count_sums(table, axis).tolist() == table.sum(axis).tolist()
+    assert table.sum() == int(dense.astype(object).sum())
+    assert table.toarray().dtype == dense.dtype and np.array_equal(table.toarray(), dense)
+    rows = np.array(data.draw(st.lists(st.integers(0, max(V - 1, 0)), max_size=8) if V else
+                              st.just([])), dtype=np.int64)  # fmt: skip
+    taken = table[rows]
+    assert taken.shape == (rows.size, C) and np.array_equal(taken.toarray(), dense[rows])
+    expected = sp.csr_matrix(dense)[rows]
+    expected.sort_indices()
+    assert taken.indptr.tolist() == expected.indptr.tolist()
+    assert taken.indices.tolist() == expected.indices.tolist()
+    assert np.array_equal(table[1:].toarray(), dense[1:])
+
+
+def test_pair_table_sums_of_64_bit_counts_are_exact():
+    """Sums past 2^53 (where float64 is inexact) and up to 2^63 - 1, by columns and rows."""
+    big = 2**61 + 1
+    table = PairTable(np.array([big, big, 3, big], dtype=np.int64), np.array([0, 1, 0, 0]),
+                      np.array([0, 2, 3, 4]), (3, 2))  # fmt: skip
+    assert table.sum(0).tolist() == [2 * big + 3, big]
+    assert table.sum(1).tolist() == [2 * big, 3, big]
+    assert table.sum(0).tolist() == np.asarray(table.tocsr().sum(axis=0)).ravel().tolist()
+
+
+def test_a_pair_table_becomes_one_scipy_matrix_of_the_same_arrays():
+    table = PairTable(np.array([2, 7], dtype=np.uint16), np.array([1, 0], dtype=np.int32),
+                      np.array([0, 1, 1, 2], dtype=np.int32), (3, 2))  # fmt: skip
+    csr = table.tocsr()
+    assert table.tocsr() is csr
+    assert csr.has_canonical_format and csr.toarray().tolist() == [[0, 2], [0, 0], [7, 0]]
+    assert all(np.shares_memory(getattr(csr, a), getattr(table, a))
+               for a in ("data", "indices", "indptr"))  # fmt: skip
+    again = pickle.loads(pickle.dumps(table))
+    assert again._csr is None and np.array_equal(again.toarray(), table.toarray())
+    with pytest.raises(TypeError):
+        table[np.array([[0]])]
+
+
+# --- Counts keep the tables and give scipy's matrices on demand ---------------------------------
+
+def test_counted_counts_keep_pair_tables_and_give_one_csr_of_them():
+    counts = counts_of_pairs(("a", "b"), ("x", "y", "z"), np.array([2, 1]),
+                             np.array([0, 0, 2]), np.array([0, 1, 1]),
+                             np.array([1, 1, 1]), np.array([3, 2, 4]))  # fmt: skip
+    assert type(counts.doc_table) is PairTable and type(counts.token_table) is PairTable
+    assert counts.class_tokens.tolist() == [3, 6] and counts.word_tokens.tolist() == [5, 0, 4]
+    D = counts.doc_count
+    assert sp.issparse(D) and D.format == "csr" and counts.doc_count is D
+    assert np.shares_memory(D.data, counts.doc_table.data)
+    assert counts.token_count.toarray().tolist() == [[3, 2], [0, 0], [0, 4]]
+    assert counts.problems() == []
+    restricted = counts.restrict(np.array([0, 2]))
+    assert type(restricted.doc_table) is PairTable
+    assert restricted.token_count.toarray().tolist() == [[3, 2], [0, 4]]
+    with pytest.raises(AttributeError):  # frozen
+        counts.doc_count = D
+
+
+def test_counts_given_dense_or_scipy_tables_keep_them():
+    dense = Counts(("a",), ("x",), np.array([1]), doc_count=np.array([[1]]),
+                   token_count=np.array([[2]]))  # fmt: skip
+    assert type(dense.doc_count) is np.ndarray and dense.doc_table is dense.doc_count
+    csr = sp.csr_matrix(np.array([[2]]))
+    given_csr = Counts(("a",), ("x",), np.array([1]), sp.csr_matrix(np.array([[1]])), csr)
+    assert given_csr.token_count is csr and given_csr.equals(dense)
+    with pytest.raises(TypeError):  # both tables are required
+        Counts(("a",), ("x",), np.array([1]))
