@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from conftest import REPO, big_corpus
+from conftest import REPO, assert_changes_write_fresh_fits, big_corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,10 +56,16 @@ def run(*args, blocked: bool) -> subprocess.CompletedProcess:
                           cwd=REPO, timeout=600)  # fmt: skip
 
 
-@pytest.mark.parametrize("model", ["multinomial", "bernoulli", "complement"])
+NAMED_MODELS = [
+    ["multinomial"], ["bernoulli"], ["complement"], ["complement", "--tf", "log", "--idf"]
+]
+
+
+@pytest.mark.parametrize("model", NAMED_MODELS)
 def test_a_named_fit_imports_no_scipy_and_writes_the_same_bytes(news_sample, tmp_path, model):
-    """One process (-j 1): the counts summed, filtered and written without scipy."""
-    args = (news_sample[0], "--model", model, "-j", "1", "--min-df", "2", "--max-features", "800")
+    """One process (-j 1): the counts summed, filtered and written without scipy (and
+    the transformed totals a model with a transform keeps)."""
+    args = (news_sample[0], "--model", *model, "-j", "1", "--min-df", "2", "--max-features", "800")
     assert run("fit", *args, "-o", tmp_path / "plain.nbc", blocked=False).returncode == 0
     done = run("fit", *args, "-o", tmp_path / "blocked.nbc", blocked=True)
     assert done.returncode == 0, done.stderr.decode()
@@ -77,6 +83,33 @@ def test_a_named_fit_with_workers_imports_no_scipy_meanwhile(tmp_path):
     assert done.returncode == 0, done.stderr.decode()
     assert b"scipy" not in done.stderr
     assert (tmp_path / "blocked.nbc").read_bytes() == (tmp_path / "plain.nbc").read_bytes()
+
+
+def test_update_merge_and_unlearn_of_named_models_import_no_scipy(news_sample, tmp_path):
+    """A named model updated, merged and unlearned (without a ledger) under the hook
+    writes the fresh fits' bytes, and none of the three imports scipy. (A model with a
+    transform, --tf log say, does: its load checks the transformed totals it keeps.)"""
+    import shutil
+
+    halves = {"a": tmp_path / "a", "b": tmp_path / "b", "all": tmp_path / "all"}
+    for k, path in enumerate(sorted(p for p in news_sample[0].rglob("*") if p.is_file())):
+        for half in ("ab"[k % 2], "all"):
+            target = halves[half] / path.parent.name / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, target)
+    models = {half: tmp_path / f"{half}.nbc" for half in halves}
+    for half, corpus in halves.items():
+        done = run("fit", corpus, "--model", "complement", "-o", models[half], "-q", blocked=False)
+        assert done.returncode == 0
+    stderr = []
+
+    def blocked(*args):
+        done = run(*args, blocked=True)
+        stderr.append(done.stderr)
+        return done
+
+    assert_changes_write_fresh_fits(blocked, halves["b"], models["all"], models["a"], models["b"])
+    assert len(stderr) == 3 and b"scipy" not in b"".join(stderr)
 
 
 def test_the_import_hook_sees_what_needs_scipy(news_sample, tmp_path):

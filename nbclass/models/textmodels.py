@@ -185,11 +185,11 @@ def transformed_entries(
 
 def _transformed_entries(counts: Counts, settings: EstimatorSettings):
     rows, cols = counts.nonzero
-    S = counts.at_nonzero(counts.token_count, np.float64)
+    S = counts.at_nonzero(counts.token_table, np.float64)  # (the tables: no scipy)
     if settings.tf == "log":
-        S = log_tf_sums(S, counts.at_nonzero(counts.doc_count, np.float64))
+        S = log_tf_sums(S, counts.at_nonzero(counts.doc_table, np.float64))
     if settings.idf:
-        S *= idf_weights(counts.doc_count, counts.n_docs)[rows]
+        S *= idf_weights(counts.doc_table, counts.n_docs)[rows]
     S.flags.writeable = False
     return rows, cols, S
 
