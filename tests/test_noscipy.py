@@ -57,14 +57,15 @@ def run(*args, blocked: bool) -> subprocess.CompletedProcess:
 
 
 NAMED_MODELS = [
-    ["multinomial"], ["bernoulli"], ["complement"], ["complement", "--tf", "log", "--idf"]
-]
+    ["multinomial"], ["bernoulli", "--prior-fit"], ["complement"], ["dcm", "--prior-fit"],
+    ["complement", "--tf", "log", "--idf", "--prior-fit", "--norm", "weight"],
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("model", NAMED_MODELS)
 def test_a_named_fit_imports_no_scipy_and_writes_the_same_bytes(news_sample, tmp_path, model):
-    """One process (-j 1): the counts summed, filtered and written without scipy (and
-    the transformed totals a model with a transform keeps)."""
+    """One process (-j 1): the counts summed, filtered and written without scipy, and
+    what the file keeps beside them: a fitted β, the transformed totals and norms."""
     args = (news_sample[0], "--model", *model, "-j", "1", "--min-df", "2", "--max-features", "800")
     assert run("fit", *args, "-o", tmp_path / "plain.nbc", blocked=False).returncode == 0
     done = run("fit", *args, "-o", tmp_path / "blocked.nbc", blocked=True)

@@ -213,7 +213,7 @@ def transformed_counts(counts: Counts, settings: EstimatorSettings, words=None) 
     """
     rows, cols, entries = transformed_entries(counts, settings)
     if words is None:
-        S = np.zeros(counts.token_count.shape)
+        S = np.zeros(counts.token_table.shape)
         S[rows, cols] = entries
         return S
     # The rows of the words last asked for are kept (read-only) for these counts and
@@ -223,11 +223,11 @@ def transformed_counts(counts: Counts, settings: EstimatorSettings, words=None) 
     with last[0]:
         if len(last) == 3 and np.array_equal(last[1], words):
             return last[2]
-    at = np.full(counts.token_count.shape[0], -1, dtype=np.int64)
+    at = np.full(counts.token_table.shape[0], -1, dtype=np.int64)
     at[words] = np.arange(len(words))
     row = at[rows]
     kept = row >= 0
-    S = np.zeros((len(words), counts.token_count.shape[1]))
+    S = np.zeros((len(words), counts.token_table.shape[1]))
     S[row[kept], cols[kept]] = entries[kept]
     S.flags.writeable = False
     with last[0]:
@@ -597,7 +597,7 @@ def dcm_parameters(
     with ``rows`` (R,), log β_jc of those words only, (R, C); ``sparse``: as
     :class:`nbclass.models.sparsity.SparseWeights` (log s_c + log(β / (D_c + Vβ)) for an
     unseen word, the same cells as the dense table at the pairs)."""
-    V = counts.doc_count.shape[0]
+    V = counts.doc_table.shape[0]
     D_c = column_sums(counts.doc_count).astype(np.float64)
     D = csr_table(counts.doc_count, rows) if sparse else dense(counts.doc_count, rows)
     D = D.astype(np.float64)
@@ -716,7 +716,7 @@ def _loo_of_histogram(values: np.ndarray, n: np.ndarray, K_c: np.ndarray, V: int
 def _bernoulli_loo_function(counts: Counts):
     """β ↦ L(β) of the Bernoulli model with β_1 = β_0 = β (each presence bit left out
     once), with the histograms of D_jc computed once."""
-    V = counts.doc_count.shape[0]
+    V = counts.doc_table.shape[0]
     terms = []  # per class: (k, n) pairs of both kinds, and N_c
     for histogram, N_c in zip(counts.doc_histograms, counts.class_count.tolist()):
         if N_c == 0:
@@ -744,10 +744,11 @@ def loo_objective(counts: Counts, model: str):
     """The function β ↦ L(β) that ``--prior-fit`` maximises for ``model``."""
     if model == "bernoulli":
         return _bernoulli_loo_function(counts)
+    # The counts' tables (their sums, shape and values at the pairs: no scipy).
     if model == "complement":
-        values = counts.at_nonzero(counts.token_count, np.int64)
-        return _complement_loo_function(counts.token_count, counts.nonzero, values)
-    K = counts.doc_count if model == "dcm" else counts.token_count
+        values = counts.at_nonzero(counts.token_table, np.int64)
+        return _complement_loo_function(counts.token_table, counts.nonzero, values)
+    K = counts.doc_table if model == "dcm" else counts.token_table
     # The positive counts are those at the nonzero (word, class) pairs, which the counts
     # keep (D_jc > 0 exactly where T_jc > 0): no pass over every cell to find them.
     return _multinomial_loo_function(K, counts.at_nonzero(K, K.dtype))
@@ -802,7 +803,7 @@ def resolve_prior(
         return settings
     beta = fit_beta(counts, settings.model)
     if settings.model in ("multinomial", "complement") and (settings.tf != "raw" or settings.idf):
-        raw = counts.token_count.sum()
+        raw = counts.token_table.sum()  # (exact, as scipy's: no scipy needed)
         if raw > 0:
             if entries is None:
                 entries = transformed_entries(counts, settings)[2]
@@ -836,7 +837,7 @@ def prepare(counts: Counts, settings: EstimatorSettings) -> Prepared | None:
     totals = norms = None
     if transformed:
         totals = tuple(float(v) for v in class_totals(counts, settings, (cols, entries)))
-        if settings.norm in ("weight", "both") and not dense_cells(*counts.token_count.shape):
+        if settings.norm in ("weight", "both") and not dense_cells(*counts.token_table.shape):
             weights = sparse_weights(counts, resolved, None, np.array(totals))
             norms = tuple(float(v) for v in weights.column_abs_sums())
         elif settings.norm in ("weight", "both"):
