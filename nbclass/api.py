@@ -246,7 +246,8 @@ def fit(texts: Iterable[str], labels: Iterable[str], *, ledger: bool = False, jo
     ledger : bool
         Keep every document's digest and counts (``--ledger``).
     jobs : int or None
-        Threads that score the candidates of ``model="auto"`` (default: every core; the
+        Threads that score the candidates of ``model="auto"`` (default: every core; one
+        where the counts hold fewer than 2**20 words × classes, docs/choosing.md; the
         model is the same for any number).
     **options
         fit's options by their Python names: ``lowercase``, ``token_pattern``, ``unspaced``,
