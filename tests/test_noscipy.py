@@ -244,6 +244,9 @@ def test_a_pair_table_becomes_one_scipy_matrix_of_the_same_arrays():
     assert again._csr is None and np.array_equal(again.toarray(), table.toarray())
     with pytest.raises(TypeError):
         table[np.array([[0]])]
+    for outside in (-1, 3):
+        with pytest.raises(IndexError):
+            table[np.array([0, outside])]
 
 
 # --- Counts keep the tables and give scipy's matrices on demand ---------------------------------

@@ -71,7 +71,8 @@ class PairTable:
         return pair_sums(self, axis)
 
     def __getitem__(self, rows) -> PairTable:
-        """The table of the rows ``rows`` (an integer array or a slice), in that order."""
+        """The table of the rows ``rows`` (an integer array of indices from 0 to V − 1, or
+        a slice), in that order."""
         V, C = self.shape
         if isinstance(rows, slice):
             rows = np.arange(V)[rows]
@@ -79,6 +80,8 @@ class PairTable:
         if rows.ndim != 1 or rows.dtype.kind not in "iu":
             raise TypeError("a PairTable's rows are taken by a 1-d integer array or a slice")
         rows = rows.astype(np.int64, copy=False)
+        if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= V):
+            raise IndexError(f"a row index is outside 0 to {V - 1}")
         starts = self.indptr[rows].astype(np.int64)
         lengths = self.indptr[rows + 1] - starts
         indptr = np.zeros(rows.size + 1, dtype=np.int64)
