@@ -11,9 +11,12 @@ the scipy matrix of the same arrays (no copy), once, for the code that computes 
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 BLOCK_PAIRS = 2**18  # pairs summed at a time (float64 sums of a block of values below 2^32: exact)
+_CSR_LOCK = threading.Lock()  # (threads of a choice or a service read one table's matrix)
 
 
 class PairTable:
@@ -108,11 +111,13 @@ class PairTable:
         if self._csr is None:
             import scipy.sparse as sp
 
-            matrix = sp.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape,
-                                   copy=False)  # fmt: skip
-            matrix.has_sorted_indices = True  # row-major pairs, each once: canonical
-            matrix.has_canonical_format = True
-            self._csr = matrix
+            with _CSR_LOCK:  # one matrix, whichever thread asks first
+                if self._csr is None:
+                    matrix = sp.csr_matrix((self.data, self.indices, self.indptr),
+                                           shape=self.shape, copy=False)  # fmt: skip
+                    matrix.has_sorted_indices = True  # row-major pairs, each once: canonical
+                    matrix.has_canonical_format = True
+                    self._csr = matrix
         return self._csr
 
 
