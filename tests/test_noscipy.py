@@ -86,10 +86,18 @@ def test_a_named_fit_with_workers_imports_no_scipy_meanwhile(tmp_path):
     assert (tmp_path / "blocked.nbc").read_bytes() == (tmp_path / "plain.nbc").read_bytes()
 
 
-def test_update_merge_and_unlearn_of_named_models_import_no_scipy(news_sample, tmp_path):
+@pytest.mark.parametrize("model", [
+    ["complement"],
+    # what the file keeps beside the counts, which its load checks against them: the
+    # transformed class totals and a fitted beta, scaled (complement) or not (multinomial)
+    ["complement", "--tf", "log", "--idf", "--prior-fit", "--norm", "weight"],
+    ["multinomial", "--prior-fit"],
+])  # fmt: skip
+def test_update_merge_and_unlearn_of_named_models_import_no_scipy(news_sample, tmp_path, model):
     """A named model updated, merged and unlearned (without a ledger) under the hook
-    writes the fresh fits' bytes, and none of the three imports scipy. (A model with a
-    transform, --tf log say, does: its load checks the transformed totals it keeps.)"""
+    writes the fresh fits' bytes, and none of the three imports scipy, with a transform
+    and a fitted beta too (the load's check of the beta took the raw token total from
+    scipy's matrix)."""
     import shutil
 
     halves = {"a": tmp_path / "a", "b": tmp_path / "b", "all": tmp_path / "all"}
@@ -100,7 +108,7 @@ def test_update_merge_and_unlearn_of_named_models_import_no_scipy(news_sample, t
             shutil.copy(path, target)
     models = {half: tmp_path / f"{half}.nbc" for half in halves}
     for half, corpus in halves.items():
-        done = run("fit", corpus, "--model", "complement", "-o", models[half], "-q", blocked=False)
+        done = run("fit", corpus, "--model", *model, "-o", models[half], "-q", blocked=False)
         assert done.returncode == 0
     stderr = []
 

@@ -567,7 +567,7 @@ def _check_prepared(prepared: Prepared, active: Counts) -> None:
         sums = class_totals(active, settings, (cols, entries))
         if not np.allclose(prepared.class_totals, sums, rtol=1e-9, atol=1e-9):
             raise ValueError("the prepared class totals disagree with the counts")
-    checked.check_beta(prepared, int(active.token_count.sum()), total)
+    checked.check_beta(prepared, int(active.token_table.sum()), total)
 
 
 def _ledger_sections(arrays: dict[str, np.ndarray], prefix: str) -> Ledger:
