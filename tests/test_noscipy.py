@@ -128,6 +128,47 @@ def test_the_import_hook_sees_what_needs_scipy(news_sample, tmp_path):
     assert b"scipy import: scipy" in done.stderr
 
 
+# The library's fit of a named model, and its save, with scipy refused where the first
+# argument is "blocked" (docs/python.md: "a fit of a named model ... needs numpy alone").
+API_FIT = """
+import sys
+
+if sys.argv[1] == "blocked":
+    sys.meta_path.insert(0, type("NoScipy", (), {"find_spec": staticmethod(
+        lambda name, *rest: sys.exit("scipy import: " + name)
+        if name.split(".")[0] == "scipy" else None)})())
+import nbclass
+
+texts = [open(p, encoding="utf-8", errors="replace").read() for p in sys.argv[4:]]
+labels = [p.split("/")[-2] for p in sys.argv[4:]]
+nbclass.fit(texts, labels, jobs=1, **eval(sys.argv[3])).save(sys.argv[2])
+"""
+
+
+@pytest.mark.parametrize("options", [
+    {"model": "multinomial"},
+    {"model": "complement", "tf": "log", "idf": True, "prior_fit": True, "norm": "weight"},
+])  # fmt: skip
+def test_the_library_fits_and_saves_a_named_model_without_scipy(news_sample, tmp_path,
+                                                                 options):  # fmt: skip
+    """nbclass.fit of a named model imports no scipy and saves the bytes it saves with
+    scipy at hand; with model "auto" (the choice) the same script is refused, so the
+    check can fail."""
+    paths = sorted(str(p) for p in news_sample[0].rglob("*") if p.is_file())
+
+    def api_fit(blocked: str, name: str, options: dict) -> subprocess.CompletedProcess:
+        args = ["-c", API_FIT, blocked, tmp_path / name, repr(options), *paths]
+        return subprocess.run([sys.executable, *args], capture_output=True, cwd=REPO,
+                              timeout=600)  # fmt: skip
+
+    assert api_fit("plain", "plain.nbc", options).returncode == 0
+    done = api_fit("blocked", "blocked.nbc", options)
+    assert done.returncode == 0, done.stderr.decode()
+    assert (tmp_path / "blocked.nbc").read_bytes() == (tmp_path / "plain.nbc").read_bytes()
+    refused = api_fit("blocked", "auto.nbc", {"model": "auto"})
+    assert refused.returncode != 0 and b"scipy import: scipy" in refused.stderr
+
+
 # --- numpy's sums of the pairs against scipy's conversion -----------------------------------
 
 def _pairs(draw, n_rows, n_cols, index, values):
