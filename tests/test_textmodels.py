@@ -623,7 +623,8 @@ def test_complement_leave_one_out_from_the_nonzero_counts_equals_the_dense_one(n
 def test_the_loo_objective_of_a_histogram_is_its_formulas_floats():
     """The objective made from a histogram (its parts without β made once) gives the
     floats of Σ n · v · log(v − 1 + β) − Σ K_c · log(K_c − 1 + Vβ) written out, bit for
-    bit, for one β and for a grid of them."""
+    bit, for one β (a Python float, as the golden-section search gives, a numpy float
+    and a 0-d array) and for a grid of them."""
     from nbclass.models.textmodels import _loo_of_histogram
 
     rng = np.random.default_rng(11)
@@ -635,10 +636,45 @@ def test_the_loo_objective_of_a_histogram_is_its_formulas_floats():
         V = int(rng.integers(1, 10**6))
         objective = _loo_of_histogram(values, n, K_c, V)
         kept = K_c[K_c > 0][:, None]
-        for beta in (np.exp(rng.uniform(-10, 5)), np.exp(np.linspace(-10, 5, 41))):
+        one = rng.uniform(-10, 5)
+        for beta in (math.exp(one), np.exp(one), np.exp(np.array(one)),
+                     np.exp(np.linspace(-10, 5, 41))):  # fmt: skip
             flat = np.asarray(beta, dtype=np.float64).reshape(1, -1)
             words = (n[:, None] * values[:, None] * np.log(values[:, None] - 1 + flat)).sum(0)
             totals = (kept * np.log(kept - 1 + V * flat)).sum(axis=0)
             want = (words - totals).reshape(np.shape(beta))
             assert np.array_equal(np.asarray(objective(beta)).view(np.int64),
                                   want.view(np.int64))  # fmt: skip
+
+
+def test_concentrations_made_side_by_side_are_each_counts_own():
+    """primed_concentrations bisects the classes of several counts at once (the choice's
+    DCM candidates of one fold): each counts gets the s_c of dcm_concentrations of its
+    own classes alone, bit for bit, with S_MAX for a class without a document; and
+    class_concentrations then hands back those floats."""
+    from nbclass.counting.counts import Counts
+    from nbclass.models.textmodels import (
+        S_MAX,
+        class_concentrations,
+        dcm_concentrations,
+        primed_concentrations,
+    )
+
+    rng = np.random.default_rng(23)
+    many, wanted = [], []
+    for _ in range(12):
+        V, C = int(rng.integers(1, 60)), int(rng.integers(2, 9))
+        N_c = rng.integers(0, 40, C)
+        N_c[0] = max(N_c[0], 1)
+        D = np.minimum(rng.integers(0, 40, (V, C)), N_c)
+        T = D * rng.integers(1, 5, (V, C))
+        counts = Counts(tuple(f"c{c}" for c in range(C)), tuple(f"w{j}" for j in range(V)),
+                        N_c, D, T)  # fmt: skip
+        has = N_c > 0
+        s = np.full(C, S_MAX)
+        s[has] = dcm_concentrations(D.sum(axis=0)[has] / N_c[has], T.sum(axis=0)[has] / N_c[has])
+        many.append(counts)
+        wanted.append(s)
+    primed_concentrations(many)
+    for counts, s in zip(many, wanted):
+        assert class_concentrations(counts).view(np.int64).tolist() == s.view(np.int64).tolist()

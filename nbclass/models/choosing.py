@@ -61,7 +61,7 @@ from .chosen import calibrated, score_gaps
 from .estimators import Calibration, EstimatorSettings
 from .posterior import best_classes, log_posterior, make_scorer, posterior_and_evidence
 from .sparsity import dense_cells, is_sparse, row_sums
-from .textmodels import prepare
+from .textmodels import prepare, primed_concentrations
 
 FOLDS = 5
 SEED = 20261124
@@ -873,6 +873,9 @@ def held_out_summaries(
             work += [(settings, summary, fold, held_out, fold_known)
                      for settings, summary in zip(mine, summaries)]  # fmt: skip
         del information, inside, rankings  # what the sets were made with, not scored with
+        # The DCM candidates' concentrations, one bisection of every set's classes at once
+        # (the same floats as each set's alone).
+        primed_concentrations([item[2].counts for item in work if item[0].model == "dcm"])
 
         def score(item, rows=rows, blocks=blocks):
             settings, summary, fold, held_out, fold_known = item

@@ -96,6 +96,7 @@ from __future__ import annotations
 import math
 import threading
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING
@@ -552,6 +553,48 @@ def dcm_concentrations(mean_distinct: np.ndarray, mean_length: np.ndarray) -> np
     return out
 
 
+def _concentration_means(counts: Counts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which classes have a document (C,), and their m̄_c = D_c / N_c and n̄_c = T_c / N_c."""
+    D_c = column_sums(counts.doc_count).astype(np.float64)
+    T_c = counts.class_tokens.astype(np.float64)
+    N_c = counts.class_count.astype(np.float64)
+    has = N_c > 0
+    return has, D_c[has] / N_c[has], T_c[has] / N_c[has]
+
+
+def class_concentrations(counts: Counts) -> np.ndarray:
+    """The DCM's s_c (C,) of ``counts`` (:func:`dcm_concentrations` of its classes with a
+    document, :data:`S_MAX` for the others), made once per counts (or by
+    :func:`primed_concentrations`, the same floats)."""
+
+    def compute() -> np.ndarray:
+        has, mean_distinct, mean_length = _concentration_means(counts)
+        s = np.full(has.shape, S_MAX)
+        s[has] = dcm_concentrations(mean_distinct, mean_length)
+        return s
+
+    return _derived(counts, ("concentrations",), compute)
+
+
+def primed_concentrations(many: Sequence[Counts]) -> None:
+    """:func:`class_concentrations` of each of ``many`` counts made at once, by one
+    bisection of all their classes side by side: each class takes the steps it takes
+    alone (:func:`dcm_concentrations` is element by element), so each counts gets the
+    floats it would get alone, for one loop of about 60 halvings instead of one each (the
+    choice's DCM candidates: one per feature set and fold, 30 on SMS spam)."""
+    parts = [(counts, *_concentration_means(counts)) for counts in many]
+    if not parts:
+        return
+    found = dcm_concentrations(np.concatenate([part[2] for part in parts]),
+                               np.concatenate([part[3] for part in parts]))  # fmt: skip
+    start = 0
+    for counts, has, mean_distinct, _ in parts:
+        s = np.full(has.shape, S_MAX)
+        s[has] = found[start : start + mean_distinct.size]
+        start += mean_distinct.size
+        _derived(counts, ("concentrations",), lambda s=s: s)
+
+
 @dataclass(frozen=True, eq=False)
 class DcmScorer:
     """EDCM scores: word presences times ``weights``, plus ``bias``, plus a length term.
@@ -601,11 +644,7 @@ def dcm_parameters(
     D_c = column_sums(counts.doc_count).astype(np.float64)
     D = csr_table(counts.doc_count, rows) if sparse else dense(counts.doc_count, rows)
     D = D.astype(np.float64)
-    T_c = counts.class_tokens.astype(np.float64)
-    N_c = counts.class_count.astype(np.float64)
-    has = N_c > 0
-    s = np.full(N_c.shape, S_MAX)
-    s[has] = dcm_concentrations(D_c[has] / N_c[has], T_c[has] / N_c[has])
+    s = class_concentrations(counts)
     if sparse:
         import scipy.sparse as sp
 
@@ -702,8 +741,16 @@ def _loo_of_histogram(values: np.ndarray, n: np.ndarray, K_c: np.ndarray, V: int
     # the same operations in the same order as n * values * log(values − 1 + β) and
     # K_c * log(K_c − 1 + Vβ), so the same floats.
     weights, less, totals_less = n * values, values - 1, K_c - 1
+    # The same columns flat, for one β at a time (the golden-section search's 45 calls):
+    # the same operations on the same numbers, and a sum over a column of one is numpy's
+    # sum of the flat array (the same tree of additions), so the same floats with half
+    # the calls' overhead.
+    weights1, less1, K_c1, totals_less1 = (a[:, 0] for a in (weights, less, K_c, totals_less))
 
     def objective(beta) -> np.ndarray:
+        if isinstance(beta, float):  # one β: the same floats as the array path's
+            words = (weights1 * np.log(less1 + beta)).sum()
+            return words - (K_c1 * np.log(totals_less1 + V * beta)).sum()
         beta = np.asarray(beta, dtype=np.float64)
         flat = beta.reshape(1, -1)
         words = (weights * np.log(less + flat)).sum(axis=0)
