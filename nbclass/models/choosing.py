@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -651,7 +651,9 @@ class Summary:
         log p(true class | x) where scored.
     evidence : ndarray of shape (n,), or None
         log p(x) = logsumexp_c b_c where the document has a known token (for the
-        candidates that can be a winner's evidence model, :func:`_evidence`).
+        candidates that can be a winner's evidence model, :func:`_evidence`). Where the
+        whole scores are kept, made when first read, from the blocks of rows they were
+        added in (the same arrays, so the same floats): the choice reads one candidate's.
     jll : ndarray of shape (n, C), or None
         The whole scores, when kept (:data:`KEEP_CELLS`).
     """
@@ -659,8 +661,9 @@ class Summary:
     scored: np.ndarray
     pred: np.ndarray
     picked: np.ndarray
-    evidence: np.ndarray | None
+    made: np.ndarray | None  # log p(x), as far as made (see evidence)
     jll: np.ndarray | None
+    pending: list = field(default_factory=list)  # (rows, has) of blocks kept, evidence not made
 
     @classmethod
     def empty(cls, n: int, C: int, evidence: bool, keep: bool) -> Summary:
@@ -669,6 +672,15 @@ class Summary:
             np.full(n, np.nan) if evidence else None,
             np.full((n, C), -np.inf) if keep else None,
         )  # fmt: skip
+
+    @property
+    def evidence(self) -> np.ndarray | None:
+        for at, has in self.pending:  # each block's rows of the kept scores, as added
+            with np.errstate(divide="ignore"):
+                evidence = posterior_and_evidence(self.jll[at])[1]
+            self.made[at[has]] = evidence[has]
+        self.pending = []
+        return self.made
 
     def add(self, at: np.ndarray, jll: np.ndarray, truth: np.ndarray, known: np.ndarray):
         """The documents ``at`` (indices into the sample) with scores ``jll`` (len(at), C),
@@ -679,11 +691,15 @@ class Summary:
         self.scored[at] = ok
         has = known > 0
         log_proba = None
-        if self.evidence is not None and has.any():  # from one exp of the scores
-            with np.errstate(divide="ignore"):
-                log_proba, evidence = posterior_and_evidence(jll)
-            self.evidence[at[has]] = evidence[has]
-        elif ok.all():  # the floats posterior_and_evidence gives, without the evidence
+        if self.made is not None and has.any():
+            if self.jll is not None:  # its log p(x) made when read, from the kept rows
+                self.pending.append((at, has))
+            else:  # from one exp of the scores
+                with np.errstate(divide="ignore"):
+                    log_proba, evidence = posterior_and_evidence(jll)
+                self.made[at[has]] = evidence[has]
+        if log_proba is None and ok.all():
+            # the floats posterior_and_evidence gives, without the evidence
             log_proba = log_posterior(jll)
         if ok.any():
             if log_proba is None:

@@ -37,7 +37,6 @@ from .estimators import (
     Prepared,
     bernoulli_absent_total,
     bernoulli_weights,
-    log_class_prior,
     multinomial_log_theta,
 )
 from .sparsity import (
@@ -49,6 +48,7 @@ from .sparsity import (
     weights_dot,
 )
 from .textmodels import (
+    class_log_prior,
     class_totals,
     complement_weights,
     dcm_scorer,
@@ -60,6 +60,7 @@ from .textmodels import (
     polya_scorer,
     resolve_prior,
     sparse_weights,
+    table_rows,
     transformed_counts,
 )
 
@@ -247,9 +248,10 @@ def make_scorer(
     sparse = layout == "sparse"
     if settings.model == "dcm":
         return dcm_scorer(counts, settings, rows, sparse=sparse)
-    log_pi = log_class_prior(counts.class_count, settings.estimator, settings.alpha)
-    if not settings.class_prior:
-        log_pi = np.zeros(len(log_pi))
+    if settings.class_prior:
+        log_pi = class_log_prior(counts, settings.estimator, settings.alpha)
+    else:
+        log_pi = np.zeros(len(counts.class_count))
     if settings.model == "multinomial" and settings.estimator == "predictive":
         return _words(polya_scorer(counts, settings, sparse), rows)
     if settings.model == "poisson":
@@ -285,20 +287,19 @@ def make_scorer(
         totals = _totals(counts, settings, prepared, rows)
         return _transformed_scorer(counts, settings, log_pi, totals, rows)
     if settings.model == "complement":
-        T = dense(counts.token_count, rows).astype(np.float64)
+        T = table_rows(counts, "token_count", rows).astype(np.float64)
         totals = None if rows is None else T_c.sum() - T_c  # S̃_c = Σ_j T̃_jc
         weights = complement_weights(T, settings.beta[0], totals, V)
         return LinearScorer(weights=weights, bias=log_pi, binary=False)
     if settings.model == "multinomial":
-        log_theta = multinomial_log_theta(
-            dense(counts.token_count, rows), settings.estimator, settings.beta[0], T_c, V
-        )
+        T = table_rows(counts, "token_count", rows)
+        log_theta = multinomial_log_theta(T, settings.estimator, settings.beta[0], T_c, V)
         return LinearScorer(weights=log_theta, bias=log_pi, binary=False)
     if sparse:
         weights, certain = sparse_bernoulli_weights(counts, settings, rows)
     else:
         weights, certain = bernoulli_weights(
-            dense(counts.doc_count, rows), counts.class_count, settings.estimator,
+            table_rows(counts, "doc_count", rows), counts.class_count, settings.estimator,
             settings.beta,
         )  # fmt: skip
     # Σ_j log(1 − θ_jc) over every word, and how many words have θ_jc = 1, per class.
