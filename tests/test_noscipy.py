@@ -218,15 +218,35 @@ def test_numpy_sums_of_pairs_edge_cases():
     assert [a.dtype for a in got] == [np.int32, np.int32, np.int64, np.int64]
 
 
-@pytest.mark.parametrize("at_most", [0, 10**9])
-def test_sum_pairs_gives_the_same_arrays_by_numpy_or_scipy(monkeypatch, at_most):
-    """sum_pairs takes scipy's conversion past NUMPY_SUM_PAIRS pairs: the same arrays."""
+@pytest.mark.parametrize("at_most, imported, summer", [
+    (0, True, "scipy_sum_pairs"),  # more pairs than NUMPY_SUM_PAIRS: scipy's conversion
+    (10**9, True, "scipy_sum_pairs"),  # scipy imported already: its conversion
+    (10**9, False, "numpy_sum_pairs"),  # neither: numpy's sort
+])  # fmt: skip
+def test_sum_pairs_takes_numpy_or_scipy_as_it_says(monkeypatch, at_most, imported, summer):
+    """sum_pairs sums by numpy where the pairs are at most NUMPY_SUM_PAIRS and scipy.sparse
+    is not imported, else by scipy's conversion: the same arrays. (This module imports
+    scipy, so the last case takes scipy.sparse out of sys.modules while it runs.)"""
+    counts = nbclass.counting.counts
     rng = np.random.default_rng(5)
     rows, cols = rng.integers(0, 500, 20_000), rng.integers(0, 30, 20_000)
     docs, tokens = rng.integers(1, 3, 20_000), rng.integers(1, 9, 20_000)
-    monkeypatch.setattr(nbclass.counting.counts, "NUMPY_SUM_PAIRS", at_most)
+    expected = scipy_sum_pairs(500, 30, rows, cols, docs, tokens)
+    called = []
+
+    def recorded(name):
+        real = getattr(counts, name)
+        return lambda *args: (called.append(name), real(*args))[1]
+
+    for name in ("numpy_sum_pairs", "scipy_sum_pairs"):
+        monkeypatch.setattr(counts, name, recorded(name))
+    monkeypatch.setattr(counts, "NUMPY_SUM_PAIRS", at_most)
+    if not imported:
+        monkeypatch.delitem(sys.modules, "scipy.sparse")
     got = sum_pairs(500, 30, rows, cols, docs, tokens)
-    for a, b in zip(got, scipy_sum_pairs(500, 30, rows, cols, docs, tokens)):
+    monkeypatch.undo()
+    assert called == [summer]
+    for a, b in zip(got, expected):
         assert a.dtype == b.dtype and np.array_equal(a, b)
 
 
