@@ -497,3 +497,39 @@ def test_two_threads_share_the_candidates_only_from_thread_cells(tmp_path, monke
     shared = with_choice(model, threads=2)
     assert pools and set(pools) == {2}
     assert dumps(shared) == dumps(one)
+
+
+def test_the_candidates_posteriors_made_at_once_are_each_ones_own(tmp_path, monkeypatch):
+    """A small corpus's fold has its candidates' posteriors made by one log_posterior of
+    their scores stacked (Summary.add_together): every summary (scored, predicted class,
+    log p of the true class, log p(x), the kept scores) is the one each candidate makes
+    alone (STACK_CELLS 0), bit for bit, on several feature sets, in the unequal corpus
+    whose folds lack a class (−inf scores, documents not scored)."""
+    model = fitted(tmp_path, unequal_corpus(tmp_path / "c"))
+    import scipy.sparse as sp
+
+    sample = model.sample
+    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
+                      shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
+    y = sample.labels.astype(np.int64)
+    folds = choosing.stratified_fold_ids(y, 5)
+    folds[y == 3] = 0  # the class of 2 documents held out whole: its fold lacks it
+    candidates = choosing.CANDIDATES
+    sets = [(None, None, None), (None, 2, None), (None, None, 5)]
+
+    def summaries():
+        return choosing.held_out_summaries(model.counts, X, y, folds, candidates, sets=sets,
+                                           evidence=set(candidates[:4]), keep=True)  # fmt: skip
+
+    together = summaries()
+    monkeypatch.setattr(choosing, "STACK_CELLS", 0)
+    alone = summaries()
+    assert any(not s.scored.all() for s in together[0][0])  # some document not scored
+    for (a, known_a), (b, known_b) in zip(together, alone):
+        assert np.array_equal(known_a, known_b)
+        for x, z in zip(a, b):
+            for name in ("scored", "pred", "picked", "jll"):
+                assert getattr(x, name).tobytes() == getattr(z, name).tobytes(), name
+            assert (x.evidence is None) == (z.evidence is None)
+            if x.evidence is not None:
+                assert x.evidence.tobytes() == z.evidence.tobytes()

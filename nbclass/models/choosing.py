@@ -634,6 +634,11 @@ WINNER_CELLS = 2**27
 # 0.83 s in two, no sooner on the clock; 20 Newsgroups (147,752 × 20) and the multilingual
 # corpus (106,053 × 16) in 0.47 and 0.88 s on the clock in two against 0.67 and 1.15 s.
 THREAD_CELLS = 2**20
+# Below this many cells in all (the candidates × a fold's held-out documents × classes),
+# one thread scores a fold's candidates in one block each and makes their posteriors at
+# once (:meth:`Summary.add_together`): the small corpora, whose blocks of a few hundred
+# rows took a call of each function per candidate.
+STACK_CELLS = SCORE_CELLS
 
 
 @dataclass
@@ -685,6 +690,40 @@ class Summary:
     def add(self, at: np.ndarray, jll: np.ndarray, truth: np.ndarray, known: np.ndarray):
         """The documents ``at`` (indices into the sample) with scores ``jll`` (len(at), C),
         true classes ``truth`` and known tokens ``known``."""
+        ok, log_proba = self._take(at, jll, truth, known)
+        if log_proba is None and ok.all():
+            # the floats posterior_and_evidence gives, without the evidence
+            log_proba = log_posterior(jll)
+        self._settle(at, ok, log_proba, jll, truth)
+
+    @staticmethod
+    def add_together(summaries, at: np.ndarray, jlls, truth: np.ndarray, known) -> None:
+        """:meth:`add` of each of ``summaries`` its scores ``jlls`` (and known tokens
+        ``known``) of the same documents ``at``: the log posteriors of those whose every
+        document's class is possible made by one :func:`log_posterior` of their scores
+        stacked, and their classes by one :func:`best_classes`. Both are row by row (each
+        row's floats are those of its own row alone; test_choosing_blocks), so each
+        summary is what :meth:`add` makes of it, for two calls instead of one each: a
+        candidate's block of a small corpus is a few hundred rows, and the calls' own
+        steps were most of their time."""
+        taken = [s._take(at, jll, truth, k) for s, jll, k in zip(summaries, jlls, known)]
+        plain = [i for i, (ok, log_proba) in enumerate(taken) if log_proba is None and ok.all()]
+        if plain:
+            stacked = log_posterior(np.concatenate([jlls[i] for i in plain]))
+            best = best_classes(stacked)
+            m, rows = at.size, np.arange(at.size)
+            for place, i in enumerate(plain):
+                summaries[i].pred[at] = best[place * m : (place + 1) * m]
+                summaries[i].picked[at] = stacked[place * m : (place + 1) * m][rows, truth]
+        plain = set(plain)
+        for i, (summary, (ok, log_proba)) in enumerate(zip(summaries, taken)):
+            if i not in plain:
+                summary._settle(at, ok, log_proba, jlls[i], truth)
+
+    def _take(self, at, jll, truth, known):
+        """:meth:`add`'s first steps: the kept scores, which documents are scored and
+        their evidence (or the blocks to make it from); ``(ok, log_proba)``, log_proba
+        None unless the evidence's exp made it."""
         if self.jll is not None:
             self.jll[at] = jll
         ok = np.isfinite(jll[np.arange(at.size), truth])
@@ -698,9 +737,10 @@ class Summary:
                 with np.errstate(divide="ignore"):
                     log_proba, evidence = posterior_and_evidence(jll)
                 self.made[at[has]] = evidence[has]
-        if log_proba is None and ok.all():
-            # the floats posterior_and_evidence gives, without the evidence
-            log_proba = log_posterior(jll)
+        return ok, log_proba
+
+    def _settle(self, at, ok, log_proba, jll, truth) -> None:
+        """:meth:`add`'s last steps: the scored documents' classes and log p(true class)."""
         if ok.any():
             if log_proba is None:
                 log_proba = log_posterior(jll[ok])
@@ -896,14 +936,8 @@ def held_out_summaries(
         def score(item, rows=rows, blocks=blocks):
             settings, summary, fold, held_out, fold_known = item
             scorer = fold_scorer(fold, settings)
-            every = fold.classes.size == C  # then fold.classes is 0, 1, ..., C - 1
             for start, stop in blocks:
-                part = scorer.joint_log_likelihood(block_rows(held_out, start, stop))
-                if every:
-                    jll = np.ascontiguousarray(part, dtype=np.float64)
-                else:
-                    jll = np.full((stop - start, C), -np.inf)
-                    jll[:, fold.classes] = part
+                jll = _block_scores(scorer, fold, held_out, start, stop, C)
                 at = rows[start:stop]
                 summary.add(at, jll, y[at], fold_known[start:stop])
 
@@ -912,10 +946,30 @@ def held_out_summaries(
 
             with ThreadPoolExecutor(threads) as pool:
                 list(pool.map(score, work))
+        elif len(blocks) == 1 and rows.size and len(work) * rows.size * C <= STACK_CELLS:
+            # Every candidate's scores of the fold in one block, their posteriors made
+            # at once (Summary.add_together).
+            jlls = [
+                _block_scores(fold_scorer(fold, settings), fold, held_out, 0, rows.size, C)
+                for settings, _, fold, held_out, _ in work
+            ]  # fmt: skip
+            Summary.add_together([item[1] for item in work], rows, jlls, y[rows],
+                                 [item[4] for item in work])  # fmt: skip
         else:
             for item in work:
                 score(item)
     return out
+
+
+def _block_scores(scorer, fold: Fold, held_out, start: int, stop: int, C: int) -> np.ndarray:
+    """The scores (stop − start, C) of the held-out documents ``start:stop`` of ``fold``
+    by ``scorer``: −inf for the classes the fold lacks."""
+    part = scorer.joint_log_likelihood(block_rows(held_out, start, stop))
+    if fold.classes.size == C:  # then fold.classes is 0, 1, ..., C - 1
+        return np.ascontiguousarray(part, dtype=np.float64)
+    jll = np.full((stop - start, C), -np.inf)
+    jll[:, fold.classes] = part
+    return jll
 
 
 # --- calibration ----------------------------------------------------------------------------
