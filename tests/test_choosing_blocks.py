@@ -52,6 +52,18 @@ def unequal_corpus(root):
     return write_corpus(root, documents)
 
 
+def unequal_sample(tmp_path):
+    """The model fitted on :func:`unequal_corpus`, its sample's counts X (n, V) and
+    classes y (n,)."""
+    import scipy.sparse as sp
+
+    model = fitted(tmp_path, unequal_corpus(tmp_path / "c"))
+    sample = model.sample
+    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
+                      shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
+    return model, X, sample.labels.astype(np.int64)
+
+
 @pytest.mark.parametrize(
     "corpus, options",
     [
@@ -84,13 +96,7 @@ def test_the_summaries_are_the_rows_of_the_whole_scores(tmp_path, monkeypatch):
 
     from nbclass.models.posterior import log_posterior
 
-    model = fitted(tmp_path, unequal_corpus(tmp_path / "c"))
-    import scipy.sparse as sp
-
-    sample = model.sample
-    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
-                      shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
-    y = sample.labels.astype(np.int64)
+    model, X, y = unequal_sample(tmp_path)
     folds = choosing.stratified_fold_ids(y, 5)
     candidates = choosing.CANDIDATES
     [(whole, known)] = choosing.held_out_summaries(
@@ -505,13 +511,7 @@ def test_the_candidates_posteriors_made_at_once_are_each_ones_own(tmp_path, monk
     log p of the true class, log p(x), the kept scores) is the one each candidate makes
     alone (STACK_CELLS 0), bit for bit, on several feature sets, in the unequal corpus
     whose folds lack a class (−inf scores, documents not scored)."""
-    model = fitted(tmp_path, unequal_corpus(tmp_path / "c"))
-    import scipy.sparse as sp
-
-    sample = model.sample
-    X = sp.csr_matrix((sample.counts, sample.words, sample.ptr),
-                      shape=(sample.n_documents, len(model.counts.vocabulary)))  # fmt: skip
-    y = sample.labels.astype(np.int64)
+    model, X, y = unequal_sample(tmp_path)
     folds = choosing.stratified_fold_ids(y, 5)
     folds[y == 3] = 0  # the class of 2 documents held out whole: its fold lacks it
     candidates = choosing.CANDIDATES
