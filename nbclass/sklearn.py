@@ -51,7 +51,8 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
         when False).
     jobs : int or None
         Threads that score the candidates of ``model="auto"`` (the model is the same for
-        any number; None: every core).
+        any number; None: every core; one where the counts hold fewer than 2**20 words ×
+        classes, docs/choosing.md, as for :func:`nbclass.fit`).
 
     Attributes
     ----------
