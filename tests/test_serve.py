@@ -513,8 +513,9 @@ def test_the_model_is_replaced_under_load_without_a_failed_or_mixed_request(
     for i in range(replacements):
         time.sleep(0.4)
         model = (demo_model, other_model)[i % 2]
+        seen = len(server.lines)  # (before the file changes: its line can only come after)
         replace_file(model, served)
-        server.wait_for(rf"loaded .* model {sha[model]} replaces", start=len(server.lines) - 5)
+        server.wait_for(rf"loaded .* model {sha[model]} replaces", start=seen)
     time.sleep(0.3)
     stop.set()
     for thread in clients:
