@@ -634,11 +634,13 @@ WINNER_CELLS = 2**27
 # 0.83 s in two, no sooner on the clock; 20 Newsgroups (147,752 × 20) and the multilingual
 # corpus (106,053 × 16) in 0.47 and 0.88 s on the clock in two against 0.67 and 1.15 s.
 THREAD_CELLS = 2**20
-# Below this many cells in all (the candidates × a fold's held-out documents × classes),
-# one thread scores a fold's candidates in one block each and makes their posteriors at
-# once (:meth:`Summary.add_together`): the small corpora, whose blocks of a few hundred
-# rows took a call of each function per candidate.
-STACK_CELLS = SCORE_CELLS
+# Where one thread scores a fold whose held-out documents × classes are at most half this
+# many cells, its candidates' scores are made in one block each, and the posteriors of as
+# many candidates as make this many cells at once (:meth:`Summary.add_together`): the
+# small corpora, whose blocks of a few hundred rows took a call of each function per
+# candidate. 2 MB of scores a group: all 48 of a fold of NPS chat's at once (12 MB, and
+# the posterior's tables of as many) raised the fit's peak memory by a third.
+STACK_CELLS = 2**18
 
 
 @dataclass
@@ -946,15 +948,19 @@ def held_out_summaries(
 
             with ThreadPoolExecutor(threads) as pool:
                 list(pool.map(score, work))
-        elif len(blocks) == 1 and rows.size and len(work) * rows.size * C <= STACK_CELLS:
-            # Every candidate's scores of the fold in one block, their posteriors made
-            # at once (Summary.add_together).
-            jlls = [
-                _block_scores(fold_scorer(fold, settings), fold, held_out, 0, rows.size, C)
-                for settings, _, fold, held_out, _ in work
-            ]  # fmt: skip
-            Summary.add_together([item[1] for item in work], rows, jlls, y[rows],
-                                 [item[4] for item in work])  # fmt: skip
+        elif len(blocks) == 1 and rows.size and 2 * rows.size * C <= STACK_CELLS:
+            # The candidates' scores of the fold in one block each, the posteriors of as
+            # many as make STACK_CELLS made at once (Summary.add_together).
+            group = STACK_CELLS // (rows.size * C)
+            for first in range(0, len(work), group):
+                items = work[first : first + group]
+                jlls = [
+                    _block_scores(fold_scorer(fold, settings), fold, held_out, 0, rows.size, C)
+                    for settings, _, fold, held_out, _ in items
+                ]  # fmt: skip
+                Summary.add_together([item[1] for item in items], rows, jlls, y[rows],
+                                     [item[4] for item in items])  # fmt: skip
+                del jlls
         else:
             for item in work:
                 score(item)
