@@ -338,6 +338,39 @@ def test_counted_counts_keep_pair_tables_and_give_one_csr_of_them():
         counts.doc_count = D
 
 
+def test_threads_reading_a_tables_matrix_at_once_get_one(monkeypatch):
+    """Eight threads reading doc_count at once (the choice's threads, a service's
+    requests) get one scipy matrix, made once (54a28f5's lock); the matrix's making is
+    slowed so that, without the lock, every thread would make its own."""
+    import threading
+    import time
+
+    made = []
+    real = sp.csr_matrix
+
+    def slow(*args, **kwargs):
+        made.append(threading.get_ident())
+        time.sleep(0.05)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sp, "csr_matrix", slow)
+    counts = counts_of_pairs(("a", "b"), ("x", "y"), np.array([1, 1]), np.array([0, 1]),
+                             np.array([0, 1]), np.array([1, 1]), np.array([2, 3]))  # fmt: skip
+    start, got = threading.Barrier(8), []
+
+    def read():
+        start.wait()
+        got.append(counts.doc_count)
+
+    threads = [threading.Thread(target=read) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(made) == 1 and len(got) == 8 and all(matrix is got[0] for matrix in got)
+    assert got[0].toarray().tolist() == [[1, 0], [0, 1]]
+
+
 def test_counts_given_dense_or_scipy_tables_keep_them():
     dense = Counts(("a",), ("x",), np.array([1]), doc_count=np.array([[1]]),
                    token_count=np.array([[2]]))  # fmt: skip
