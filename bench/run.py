@@ -171,6 +171,16 @@ def folder_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
 
 
+def read_once(folder: Path) -> None:
+    """Read every file under ``folder`` once, so that the runs timed next find it in the
+    page cache: this machine's kernel gives back cached pages it has not used for a while,
+    and a first read of 20,000 folders from its virtual disk took a generated corpus's fit
+    from 8 s to 37 s."""
+    for path in folder.rglob("*"):
+        if path.is_file():
+            path.read_bytes()
+
+
 def folder_files(folder: Path) -> int:
     return sum(1 for p in folder.rglob("*") if p.is_file())
 
