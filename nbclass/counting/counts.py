@@ -41,11 +41,10 @@ from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
 from ..reading.process import check_workers, signals_held, worker_result
 from ..text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from ..text.vectorizer import GrowingVocabulary, binarize
-from .pairtable import PairTable, pair_sums
+from .pairtable import BLOCK_PAIRS, PairTable, pair_sums  # (pairs a block at a time)
 from .tally import DigestMarks, Tally, pack, settle, tally, tally_paths
 
 BLOCK_CELLS = 2**18  # cells per block where whole-table work is done a block at a time
-BLOCK_PAIRS = 2**18  # nonzero pairs per block where the pairs are checked a block at a time
 PART_SIZE = 1000  # documents per progress report, and per part sent to a Dask cluster
 # (word, class) pairs a process tallies (in a run tally's arrays, or in Python
 # dictionaries for the documents it tokenizes) before it packs and sends them: this bounds

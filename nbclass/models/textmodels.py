@@ -217,23 +217,35 @@ def transformed_counts(counts: Counts, settings: EstimatorSettings, words=None) 
         S = np.zeros(counts.token_table.shape)
         S[rows, cols] = entries
         return S
-    # The rows of the words last asked for are kept (read-only) for these counts and
-    # transform: a choice scores several β on the same fold's words.
-    last = _derived(counts, ("rows", settings.tf, settings.idf), lambda: [threading.Lock()])
-    words = np.asarray(words)
+    # The rows of the words last asked for are kept for these counts and transform: a
+    # choice scores several β on the same fold's words.
+
+    def placed(words: np.ndarray) -> np.ndarray:
+        at = np.full(counts.token_table.shape[0], -1, dtype=np.int64)
+        at[words] = np.arange(len(words))
+        row = at[rows]
+        kept = row >= 0
+        S = np.zeros((len(words), counts.token_table.shape[1]))
+        S[row[kept], cols[kept]] = entries[kept]
+        return S
+
+    return _last_rows(counts, ("rows", settings.tf, settings.idf), words, placed)
+
+
+def _last_rows(counts: Counts, key: tuple, rows, make) -> np.ndarray:
+    """``make(rows)`` (``rows``: sorted indices, (R,)), read-only; the result for the rows
+    last asked for is kept for ``counts`` and ``key`` and given again while the same rows
+    are asked for (the choice's candidates of a fold ask for the same words in turn)."""
+    last = _derived(counts, key, lambda: [threading.Lock()])
+    rows = np.asarray(rows)
     with last[0]:
-        if len(last) == 3 and np.array_equal(last[1], words):
+        if len(last) == 3 and np.array_equal(last[1], rows):
             return last[2]
-    at = np.full(counts.token_table.shape[0], -1, dtype=np.int64)
-    at[words] = np.arange(len(words))
-    row = at[rows]
-    kept = row >= 0
-    S = np.zeros((len(words), counts.token_table.shape[1]))
-    S[row[kept], cols[kept]] = entries[kept]
-    S.flags.writeable = False
+    out = make(rows)
+    out.flags.writeable = False
     with last[0]:
-        last[1:] = [words.copy(), S]
-    return S
+        last[1:] = [rows.copy(), out]
+    return out
 
 
 # table_rows keeps the rows of tables of at most this many cells (512 KB of int64), where
@@ -247,22 +259,13 @@ def table_rows(counts: Counts, name: str, rows) -> np.ndarray:
     """``dense(counts.<name>, rows)`` (``name``: "token_count" or "doc_count") of the
     rows ``rows`` (sorted indices, (R,)). Where they are at most :data:`KEPT_ROWS_CELLS`
     cells they are read-only, and the rows last asked for are kept for these counts, as
-    :func:`transformed_counts` keeps its own: the choice scores five formulas on the same
-    fold's words, each of which took the rows from the sparse table again (a quarter of a
-    millisecond each, 150 times in the choice on SMS spam)."""
+    :func:`transformed_counts` keeps its own (:func:`_last_rows`): the choice scores five
+    formulas on the same fold's words, each of which took the rows from the sparse table
+    again (a quarter of a millisecond each, 150 times in the choice on SMS spam)."""
     table = getattr(counts, name)
     if rows is None or len(rows) * table.shape[1] > KEPT_ROWS_CELLS:
         return dense(table, rows)
-    last = _derived(counts, ("table rows", name), lambda: [threading.Lock()])
-    rows = np.asarray(rows)
-    with last[0]:
-        if len(last) == 3 and np.array_equal(last[1], rows):
-            return last[2]
-    out = dense(table, rows)
-    out.flags.writeable = False
-    with last[0]:
-        last[1:] = [rows.copy(), out]
-    return out
+    return _last_rows(counts, ("table rows", name), rows, partial(dense, table))
 
 
 def document_features(
@@ -612,11 +615,17 @@ def class_concentrations(counts: Counts) -> np.ndarray:
 
     def compute() -> np.ndarray:
         has, mean_distinct, mean_length = _concentration_means(counts)
-        s = np.full(has.shape, S_MAX)
-        s[has] = dcm_concentrations(mean_distinct, mean_length)
-        return s
+        return _every_class(has, dcm_concentrations(mean_distinct, mean_length))
 
     return _derived(counts, ("concentrations",), compute)
+
+
+def _every_class(has: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """s_c of every class (C,): ``found`` for the classes with a document (``has``),
+    :data:`S_MAX` for the others."""
+    s = np.full(has.shape, S_MAX)
+    s[has] = found
+    return s
 
 
 def primed_concentrations(many: Sequence[Counts]) -> None:
@@ -632,8 +641,7 @@ def primed_concentrations(many: Sequence[Counts]) -> None:
                                np.concatenate([part[3] for part in parts]))  # fmt: skip
     start = 0
     for counts, has, mean_distinct, _ in parts:
-        s = np.full(has.shape, S_MAX)
-        s[has] = found[start : start + mean_distinct.size]
+        s = _every_class(has, found[start : start + mean_distinct.size])
         start += mean_distinct.size
         _derived(counts, ("concentrations",), lambda s=s: s)
 
