@@ -46,9 +46,12 @@ table, one 64-bit key looked up in a table of the vocabulary's pairs
 (:attr:`RunCounter.pairs`), and fit numbers it by its two words' numbers.
 
 With ``symbols`` (:func:`nbclass.text.tokenizer.symbol_tokens`), each chunk's single
-word characters and runs of characters neither word nor space are found from the same
-text by a classification of its characters (:func:`_symbol_runs`), copied into runs of
-their own, and counted after the words and their n-grams, never joined into n-grams.
+word characters and runs of characters neither word nor space are counted after the
+words and their n-grams, never joined into n-grams. In ASCII text they are runs of the
+same bytes as the words, keyed where they lie (:func:`_ascii_words_and_symbols`: the
+words' runs of one byte, and the runs of the text translated by a second table that
+keeps only the other bytes); in text of other scripts they are found by a
+classification of its characters (:func:`_symbol_runs`) and copied into runs of their own.
 
 The result is the tokenizer's, exactly (hypothesis tests in ``tests/test_runs.py`` and,
 for text of many scripts, ``tests/test_runs_unicode.py``; the symbols in
@@ -699,8 +702,9 @@ def _runs_by_chunk(
     """``(first, last, runs, ascii, symbols)`` per chunk of :func:`_chunks`: the runs of
     texts ``first``..``last - 1`` (:func:`_chunk_runs` for ASCII bytes,
     :func:`_text_chunk_runs` for str of any script, or :class:`JoinedTexts`), whether
-    they were bytes, and with ``symbols`` their symbols (:func:`_symbol_runs`; None
-    without ``symbols`` or when an ASCII chunk has none)."""
+    they were bytes, and with ``symbols`` their symbols (:func:`_ascii_words_and_symbols`,
+    in the words' codes, or :func:`_symbol_runs`; None without ``symbols`` or when an
+    ASCII chunk has none)."""
     if isinstance(texts, JoinedTexts) or (bool(texts) and isinstance(texts[0], str)):
         joined = texts if isinstance(texts, JoinedTexts) else JoinedTexts.of(texts)
         for first, last in _chunks(joined.lengths):
@@ -710,15 +714,17 @@ def _runs_by_chunk(
         return
     for first, last in _chunks(np.fromiter(map(len, texts), np.int64, len(texts))):
         part = texts[first:last]
-        runs = _chunk_runs(part, table)
-        found = _ascii_symbol_runs(part, lowercase, runs) if symbols else None
-        yield first, last, runs, True, (found if found is None or found[1].size else None)
+        if symbols:
+            runs, found = _ascii_words_and_symbols(part, table, lowercase)
+            yield first, last, runs, True, (found if found[1].size else None)
+        else:
+            yield first, last, _chunk_runs(part, table), True, None
 
 
 # The kind of each character for the symbols: a space (``\s``, and NUL, which the
 # tokenizer makes a space), a word character (``\w``), or another character.
 _S, _W, _P = 0, 1, 2
-_ASCII_KINDS: bytes | None = None
+_ASCII_OTHERS: bytes | None = None  # bytes.translate's table of the symbols' other bytes
 _IS_SPACE: np.ndarray | None = None  # \s (or NUL) for each code point of the BMP
 
 
@@ -793,53 +799,65 @@ def _symbol_runs(
 
 
 _ASCII_LOWER = bytes(range(256)).lower()
-_P_BYTE = bytes([_P])
 
 
-def _ascii_symbol_runs(texts: Sequence[bytes], lowercase: bool, runs=None):
-    """:func:`_symbol_runs` of ASCII ``texts``: ``(codes, starts, ends, text)``.
+def _ascii_words_and_symbols(texts: Sequence[bytes], table: bytes, lowercase: bool):
+    """``(runs, symbols)`` of ASCII ``texts``: ``runs`` as :func:`_chunk_runs` gives
+    them (``table`` its own, which keeps the word bytes, lower-cased if ``lowercase``),
+    and ``symbols`` as :func:`_symbol_runs`, ``(codes, starts, ends, text)``, all
+    in the same ``codes``: the texts joined by spaces (lower-cased if ``lowercase``), where
+    nothing is copied: a run's key is a function of its bytes wherever they lie, and the
+    bytes between runs are never read. The symbols are the runs of bytes neither word
+    nor space (found as the words are, from the texts translated by a table of their
+    own), then the words' runs of one byte, each part in the texts' order.
 
-    ``runs``: the texts' words, :func:`_chunk_runs` (the texts joined by one byte each,
-    as here). Where no byte is neither a word character nor a space (text of letters,
-    digits and spaces only), the symbols are the word characters alone, which are the
-    words' runs of one byte: they are taken from those, and the text's other passes
-    are not made."""
-    global _ASCII_KINDS
-    if _ASCII_KINDS is None:  # each byte's kind, as a table for bytes.translate
+    >>> table = bytes(b if chr(b).isalnum() else 32 for b in range(256)).lower()
+    >>> runs, symbols = _ascii_words_and_symbols([b"Hi, u OK?!", b":) ab"], table, True)
+    >>> [bytes(runs[1][a:b]) for a, b in zip(runs[2], runs[3])], runs[4].tolist()
+    ([b'hi', b'u', b'ok', b'ab'], [0, 0, 0, 1])
+    >>> [bytes(symbols[0][a:b]) for a, b in zip(symbols[1], symbols[2])], symbols[3].tolist()
+    ([b',', b'?!', b':)', b'u'], [0, 0, 1, 0])
+    """
+    global _ASCII_OTHERS
+    if _ASCII_OTHERS is None:  # each byte neither word nor space kept, the others spaces
         kinds = np.full(256, _P, dtype=np.uint8)
         kinds[:128] = _kinds(np.arange(128, dtype="<u4"))
-        _ASCII_KINDS = kinds.tobytes()
-    blob = b"\n".join(texts) + b"\n"
-    classified = blob.translate(_ASCII_KINDS)
-    if runs is not None and _P_BYTE not in classified:
-        _, _, starts, ends, text = runs
-        one = np.flatnonzero(ends - starts == 1)
-        out = np.full(2 * one.size, _SPACE, dtype=np.uint8)
-        out[0::2] = np.frombuffer(blob, dtype=np.uint8)[starts[one]]
-        if lowercase:
-            out[0::2] = np.frombuffer(_ASCII_LOWER, dtype=np.uint8)[out[0::2]]
-        at = np.arange(0, out.size, 2, dtype=np.int64)
-        return out, at, at + 1, text[one]
-    if lowercase:
-        blob = blob.translate(_ASCII_LOWER)
-    codes = np.frombuffer(blob, dtype=np.uint8)
-    kinds = np.frombuffer(classified, dtype=np.uint8)
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    return _symbol_runs(codes, kinds, np.cumsum(lengths + 1) - lengths - 1)
+        _ASCII_OTHERS = np.where(kinds == _P, np.arange(256), _SPACE).astype(np.uint8).tobytes()
+    joined = b" ".join(texts) + b" "  # a space ends every run, the last one's too
+    translated, _, starts, ends, text = _chunk_runs(texts, table, joined)
+    one = np.flatnonzero(ends - starts == 1)  # a word character alone
+    # The words' bytes are the same there (each word byte lower-cased as the table does).
+    codes = np.frombuffer(joined.translate(_ASCII_LOWER) if lowercase else joined, np.uint8)
+    words = (translated, codes, starts, ends, text)
+    other_starts, other_ends = run_bounds(np.frombuffer(joined.translate(_ASCII_OTHERS), np.uint8))
+    symbols = (
+        codes, np.concatenate((other_starts, starts[one])),
+        np.concatenate((other_ends, ends[one])),
+        np.concatenate((_run_texts(texts, other_starts, codes.size), text[one])),
+    )  # fmt: skip
+    return words, symbols
 
 
-def _chunk_runs(texts: Sequence[bytes], table: bytes):
-    """``(translated, codes, starts, ends, text)``: the texts joined by spaces and
-    translated by ``table`` (bytes and uint8 ndarray), its runs, and the text of each run
-    (int64, in order: text i is bytes [start_i, start_i + len) of the chunk)."""
+def _run_texts(texts: Sequence[bytes], starts: np.ndarray, size: int) -> np.ndarray:
+    """The text of each run starting at ``starts`` (ascending) in ``texts`` joined by one
+    byte each (``size`` bytes in all, the last one's too), int64."""
     n = len(texts)
-    translated = (b" ".join(texts) + b" ").translate(table)
-    codes = np.frombuffer(translated, dtype=np.uint8)
-    starts, ends = run_bounds(codes)
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
     text_start = np.cumsum(lengths + 1) - lengths - 1
-    per_text = np.diff(np.searchsorted(starts, np.append(text_start, codes.size)))
-    return translated, codes, starts, ends, np.repeat(np.arange(n), per_text)
+    per_text = np.diff(np.searchsorted(starts, np.append(text_start, size)))
+    return np.repeat(np.arange(n), per_text)
+
+
+def _chunk_runs(texts: Sequence[bytes], table: bytes, joined: bytes | None = None):
+    """``(translated, codes, starts, ends, text)``: the texts joined by spaces and
+    translated by ``table`` (bytes and uint8 ndarray), its runs, and the text of each run
+    (int64, in order: text i is bytes [start_i, start_i + len) of the chunk). ``joined``:
+    the texts joined by spaces with one at the end, if already made."""
+    joined = b" ".join(texts) + b" " if joined is None else joined
+    translated = joined.translate(table)
+    codes = np.frombuffer(translated, dtype=np.uint8)
+    starts, ends = run_bounds(codes)
+    return translated, codes, starts, ends, _run_texts(texts, starts, codes.size)
 
 
 # Whether each code point is a word character of the token pattern (``\w`` of Python's
@@ -1379,9 +1397,12 @@ class RunTally:
                 keep = self.stop.find(symbol_codes, symbol_starts, symbol_ends, symbol_keys) < 0
                 symbol_starts, symbol_ends = symbol_starts[keep], symbol_ends[keep]
                 symbol_text, symbol_keys = symbol_text[keep], symbol_keys[keep]
-            codes = np.concatenate((codes, symbol_codes))
-            starts = np.concatenate((starts, symbol_starts + (codes.size - symbol_codes.size)))
-            ends = np.concatenate((ends, symbol_ends + (codes.size - symbol_codes.size)))
+            if symbol_codes is not runs[1]:  # in codes of their own: put after the words'
+                codes = np.concatenate((codes, symbol_codes))
+                symbol_starts = symbol_starts + (codes.size - symbol_codes.size)
+                symbol_ends = symbol_ends + (codes.size - symbol_codes.size)
+            starts = np.concatenate((starts, symbol_starts))
+            ends = np.concatenate((ends, symbol_ends))
             text = np.concatenate((text, symbol_text))
             keys = np.concatenate((keys, symbol_keys))
         if not keys.size:
