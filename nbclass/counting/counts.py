@@ -1295,8 +1295,10 @@ class CountAccumulator:
         self._pairs = PairSums(len(self.classes))
         self._origins: dict = {}  # origin -> the row of each word number of a run tally
         # The sample's documents' rows the tallies kept (tally.tally_paths' marks), by
-        # row; once the vocabulary is sorted, :attr:`sampled` by column.
+        # row; once the vocabulary is sorted, :attr:`sampled` by column, those of the
+        # documents of the sample alone (each mark's place in it, set before the result).
         self._sampled: list = []
+        self.sample_places: np.ndarray | None = None
         self.sampled: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @property
@@ -1530,7 +1532,7 @@ class CountAccumulator:
             place[order] = np.arange(V)
         del keyed, word_pairs, by_row, by_word
         if self._sampled:
-            self.sampled = _sampled_by_column(self._sampled, place, len(words))
+            self.sampled = _sampled_by_column(self._sampled, place, len(words), self.sample_places)
         self._sampled = []
         del place
         summed = summing() if summing is not None else pairs.result(len(words), order)
@@ -1585,22 +1587,32 @@ def _in_thread(function: Callable, *args) -> Callable[[], object]:
     return wait
 
 
-def _sampled_by_column(parts: list, column: np.ndarray, V: int) -> tuple:
-    """``(counted, marks, columns, counts)`` of the sample's rows ``parts`` (counted marks,
-    and (mark, row, count) triples by the accumulator's rows), the rows made columns of
-    the sorted vocabulary of ``V`` words (``column``: each row's), each (mark, column)
+def _sampled_by_column(parts: list, column: np.ndarray, V: int, places: np.ndarray) -> tuple:
+    """``(counted, places, columns, counts)`` of the sample's rows ``parts`` (counted marks,
+    and (mark, row, count) triples by the accumulator's rows), the marks made the
+    documents' places in the sample (``places``: each mark's, −1 for a document not in
+    it, whose rows are left out) and the rows columns of
+    the sorted vocabulary of ``V`` words (``column``: each row's), each (place, column)
     once and in that order (a document's counts at two rows of one column summed).
+    ``counted``: the places of the documents counted, in no order.
 
     Put in that order by stable sorts of 16-bit digits (:func:`nbclass.text.runs.stable_order`,
-    linear in the entries): the columns, then the marks (the documents' indices among
-    the corpus's paths: one pass below 2^16 documents, two below 2^32). A sort of the
-    64-bit (mark, column) keys took 0.17 s of the 1.07 million entries of 20 Newsgroups'
-    sample, these 0.07 s."""
+    linear in the entries): the columns, then the places (one pass below 2^16 documents,
+    two below 2^32). A sort of the 64-bit (mark, column) keys took 0.17 s of the 1.07
+    million entries of 20 Newsgroups' sample, these 0.07 s. The places are the
+    sample's own order: the rows of the documents read but not sampled (5 % more) are
+    never sorted, and the sample's are sorted once (they were sorted by mark here, then
+    again by place after the count)."""
     from ..text.runs import stable_order
 
     counted, marks, rows, counts = (np.concatenate(p) for p in zip(*parts))
+    counted = places[counted]
+    counted = counted[counted >= 0]
+    marks = places[marks]
+    inside = marks >= 0
+    marks, rows, counts = marks[inside], rows[inside], counts[inside]
     if not marks.size:
-        return np.sort(counted), marks, marks, counts
+        return counted, marks, marks, counts
     columns = column[rows]
     order = stable_order(marks, int(marks.max()) + 1, stable_order(columns, V))
     marks, columns, counts = marks[order], columns[order], counts[order]
@@ -1609,7 +1621,7 @@ def _sampled_by_column(parts: list, column: np.ndarray, V: int) -> tuple:
     )
     if first.size < marks.size:  # a (mark, column) kept twice: its counts summed
         marks, columns, counts = marks[first], columns[first], np.add.reduceat(counts, first)
-    return np.sort(counted), marks, columns, counts
+    return counted, marks, columns, counts
 
 
 def merge(*parts: Counts) -> Counts:
@@ -1775,7 +1787,8 @@ def count_corpus(
     ``sample`` (:class:`SampleRows`; not with ``entries`` or ``cluster``): the counting
     processes hash every document they read, and keep the rows of those that may be in
     the sample as they count them (where they count by runs); ``sample.offer`` is given
-    each window's indices and digests as it is added, and ``sample`` the rows kept.
+    each window's indices and digests as it is added, ``sample.chosen`` then names the
+    sample, and ``sample`` is given the rows kept of its documents.
     """
     accumulator = CountAccumulator(classes)
     n, C = len(paths), len(classes)
@@ -1804,6 +1817,10 @@ def count_corpus(
             sample.offer(*packed[9])
     if meanwhile is not None:
         meanwhile()
+    if share.marks is not None:  # every document offered: the sample is known
+        chosen = np.asarray(sample.chosen(), dtype=np.int64)
+        accumulator.sample_places = np.full(n, -1, dtype=np.int64)
+        accumulator.sample_places[chosen] = np.arange(chosen.size)
     counts = accumulator.result()
     if sample is not None and accumulator.sampled is not None:
         sample.counted, *sample.rows = accumulator.sampled
@@ -1823,16 +1840,21 @@ class SampleRows:
     offer : callable
         ``offer(indices, digests)``: the indices among the paths of the documents of a
         window, and their digests joined (32 bytes each), as each window is added.
+    chosen : callable
+        ``chosen()``, once every document is offered: the indices among the paths of
+        the sample's documents, in the sample's order (a document's place in it).
     counted : ndarray of shape (k,), int64
-        The indices whose rows were kept (sorted; a document counted in Python by a
-        tokenizer without runs is not among them), once counted.
+        The places in the sample of its documents whose rows were kept (in no order; a
+        document counted in Python by a tokenizer without runs is not among them), once
+        counted.
     rows : list of three ndarrays
-        ``(indices, columns, counts)``: each kept document's nonzero counts over the
-        sorted vocabulary of the count, in (index, column) order.
+        ``(places, columns, counts)``: the nonzero counts of those documents over the
+        sorted vocabulary of the count, in (place, column) order.
     """
 
     bounds: list
     offer: Callable[[list, bytes], None]
+    chosen: Callable[[], Sequence[int]]
     counted: np.ndarray | None = None
     rows: list | None = None
 

@@ -158,8 +158,10 @@ def count_documents(
     if reread and sample and cluster is None and corpus.texts is None:
         ahead.append(Keeper(keys))
         offered: list[int] = []  # with keys, the index of each document offered, in turn
+        items: list = []  # the sample's, once chosen
         marked = SampleRows(bounds(corpus.labels, len(corpus.classes)),
-                            _offered(ahead[0], corpus, offered if keys else None))  # fmt: skip
+                            _offered(ahead[0], corpus, offered if keys else None),
+                            _chosen(ahead[0], len(corpus.classes), items))  # fmt: skip
 
     def meanwhile() -> None:
         _import_for_choosing()
@@ -179,8 +181,8 @@ def count_documents(
         documents = Documents(counts, None, seen)
         if marked is not None:
             keeper = ahead[0]
-            documents.sample = marked_sample(keeper.items(len(corpus.classes)), marked, counts,
-                                             tokenizer, corpus, policy, jobs)  # fmt: skip
+            documents.sample = marked_sample(items or keeper.items(len(corpus.classes)), marked,
+                                             counts, tokenizer, corpus, policy, jobs)  # fmt: skip
             if keys:  # in the order of the paths, as a reading of them gives them
                 order = np.argsort(np.asarray(offered, dtype=np.int64), kind="stable")
                 documents.keys = [keeper.keys[k] for k in order.tolist()]
@@ -243,6 +245,18 @@ def _offered(keeper: Keeper, corpus: Corpus,
     return offer
 
 
+def _chosen(keeper: Keeper, n_classes: int, items: list) -> Callable[[], list[int]]:
+    """The ``chosen`` of :class:`SampleRows`: the sample of the documents offered to
+    ``keeper`` (a set of ``n_classes`` classes) put in ``items``, and their indices among
+    the paths, in its order."""
+
+    def chosen() -> list[int]:
+        items[:] = keeper.items(n_classes)
+        return [i for _, _, i in items]
+
+    return chosen
+
+
 def marked_sample(
     items: Sequence[tuple[bytes, str, int]], marked: SampleRows, counts: Counts,
     tokenizer: TokenizerSettings, corpus: Corpus, policy: ReadPolicy = DEFAULT_POLICY,
@@ -250,24 +264,13 @@ def marked_sample(
 ) -> Ledger:  # fmt: skip
     """The ledger rows of the sampled documents ``items`` (``(digest, class name, index
     among the paths of corpus)``, in their order) over the classes and vocabulary of
-    ``counts``: the rows the count kept (:class:`SampleRows`; those of documents that
-    are not in the sample left out), and those of the sampled documents it did not keep
-    read again and counted here (:func:`sample_rows`), the same rows."""
-    from ..text.runs import stable_order
-
+    ``counts``: the rows the count kept of them (:class:`SampleRows`, already in
+    (place, column) order), and those of the sampled documents it did not keep read
+    again and counted here (:func:`sample_rows`), the same rows."""
     n = len(items)
     empty = np.zeros(0, dtype=np.int64)
-    place = np.full(len(corpus.paths), -1, dtype=np.int64)
-    place[np.fromiter((i for _, _, i in items), dtype=np.int64, count=n)] = np.arange(n)
-    counted = empty if marked.counted is None else place[marked.counted]
-    counted = counted[counted >= 0]
-    indices, columns, values = marked.rows if marked.rows is not None else (empty,) * 3
-    places = place[indices]
-    inside = places >= 0
-    places, columns, values = places[inside], columns[inside], values[inside]
-    if places.size:  # each document's row stays in column order
-        order = stable_order(places, n)
-        places, columns, values = places[order], columns[order], values[order]
+    counted = empty if marked.counted is None else marked.counted
+    places, columns, values = marked.rows if marked.rows is not None else (empty,) * 3
     left = np.setdiff1d(np.arange(n), counted)
     if left.size:
         texts = [_read_again(items[p], corpus, policy) for p in left.tolist()]
