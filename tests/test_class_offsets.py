@@ -244,3 +244,24 @@ def test_the_offsets_and_the_calibration_are_the_same_floats_whatever_the_blas_t
             fitted[limit] = a.tolist(), d.tolist(), calibration
     assert fitted[threads] == fitted[1]
     assert max(map(abs, fitted[1][0])) > 0.01  # offsets of some size were fitted
+
+
+@pytest.mark.parametrize("rows", [1, 2, 7, 8, 9, 1000, 8193])
+def test_the_calibrations_sums_and_maxima_of_two_cells_are_numpys_floats(rows):
+    # The calibration's sums and maxima of rows of two cells (choosing._row_sums,
+    # _row_maxima: two columns added, not numpy's reduction a row at a time) give numpy's
+    # floats bit for bit, the sign of 0, the infinities and NaN included: numpy sums a
+    # row as its first cell plus the others summed from 0.0, so -0.0 and -0.0 make +0.0.
+    rng = np.random.default_rng(rows)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e308, -1e308])
+    with np.errstate(all="ignore"):
+        cells = rng.standard_normal((rows, 2)) * 10.0 ** rng.integers(-300, 300, (rows, 2))
+        odd = rng.random((rows, 2)) < 0.5
+        cells[odd] = rng.choice(special, size=int(odd.sum()))
+        cells[0] = (-0.0, -0.0)
+        for mine, numpys in ((choosing._row_sums, cells.sum), (choosing._row_maxima, cells.max)):
+            got, expected = mine(cells), numpys(axis=1, keepdims=True)
+            assert got.shape == (rows, 1)
+            assert np.array_equal(got.view(np.int64), expected.view(np.int64))
+    wide = rng.standard_normal((5, 3))  # more columns: numpy's own reduction
+    assert np.array_equal(choosing._row_sums(wide), wide.sum(axis=1, keepdims=True))

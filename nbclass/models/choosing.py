@@ -1102,7 +1102,7 @@ def _calibration_loss(jll, ok, y, features, blocks, pool=None, scored=None):
         block = jll[ok[a:b]]
         finite = np.isfinite(block)
         if finite.all():  # the shifted scores in place; the targets as each row's two
-            top = block.max(axis=1, keepdims=True)
+            top = _row_maxima(block)
             block -= top
             item = (block, None, shares)
             if cached is None and isinstance(jll, np.ndarray):
@@ -1169,7 +1169,7 @@ def _finite_block(shifted, scales, y, share, own):
     row's sum of exps is at least the 1 of its maximum); a target τ_ic times z_ic is
     the row's share times z_ic, its own class's cell set apart."""
     z = shifted * scales
-    top = z.max(axis=1, keepdims=True)
+    top = _row_maxima(z)
     if (top != 0).any() or np.signbit(top).any():  # not +0: log_softmax's shift
         z_shifted = z - top
     else:
@@ -1177,19 +1177,45 @@ def _finite_block(shifted, scales, y, share, own):
     near = z_shifted >= EXP_ZERO
     e = np.zeros(z.shape)
     np.exp(z_shifted, out=e, where=near)
-    log_p = z_shifted - np.log(e.sum(axis=1, keepdims=True))
+    log_p = z_shifted - np.log(_row_sums(e))
     np.exp(log_p, out=e, where=near)  # p; 0 where not near, as it was
     at = np.arange(y.size)
     pz_cells = e * z
-    pz = pz_cells.sum(axis=1)
+    pz = _row_sums(pz_cells)[:, 0]
     pz_cells *= z
-    pzz = pz_cells.sum(axis=1)
+    pzz = _row_sums(pz_cells)[:, 0]
     tz_cells = z * share
     tz_cells[at, y] = own * z[at, y]
-    tz = tz_cells.sum(axis=1)
+    tz = _row_sums(tz_cells)[:, 0]
     np.multiply(log_p, share, out=tz_cells)
     tz_cells[at, y] = own * log_p[at, y]
-    return tz - pz, pzz - pz * pz + pz - tz, tz_cells.sum(axis=1)
+    return tz - pz, pzz - pz * pz + pz - tz, _row_sums(tz_cells)[:, 0]
+
+
+def _row_sums(cells: np.ndarray) -> np.ndarray:
+    """``cells.sum(axis=1, keepdims=True)`` of an (m, C) array, the same floats. Of two
+    columns, C-contiguous: the first plus (0.0 plus the second), what numpy's reduction
+    of each row computes (the row's first cell, plus the sum of the others begun at
+    0.0: −0.0 and −0.0 sum to +0.0), in a sixth of its time: numpy reduces a row at a
+    time, and rows of two cells pay its cost per row (SMS spam's calibration and
+    offsets spent half their time in these sums).
+
+    >>> cells = np.array([[1.5, -0.0], [-0.0, -0.0], [np.inf, 2.0]])
+    >>> np.array_equal(_row_sums(cells).view(np.int64), cells.sum(1, keepdims=True).view(np.int64))
+    True
+    """
+    if cells.shape[1] == 2 and cells.flags.c_contiguous:
+        return cells[:, :1] + (0.0 + cells[:, 1:])
+    return cells.sum(axis=1, keepdims=True)
+
+
+def _row_maxima(cells: np.ndarray) -> np.ndarray:
+    """``cells.max(axis=1, keepdims=True)`` of an (m, C) array, the same floats (NaN and
+    the sign of 0 as it gives them); of two columns, C-contiguous, the larger of the two
+    as an elementwise maximum, in a sixth of the time (:func:`_row_sums`)."""
+    if cells.shape[1] == 2 and cells.flags.c_contiguous:
+        return np.maximum(cells[:, :1], cells[:, 1:])
+    return cells.max(axis=1, keepdims=True)
 
 
 def _newton_step(g: np.ndarray, H: np.ndarray) -> np.ndarray:
