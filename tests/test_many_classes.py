@@ -147,6 +147,29 @@ def test_the_log_posterior_is_the_softmax_steps_row_by_row():
     assert np.array_equal(log_posterior(np.delete(jll, 5, axis=0)), got[possible])
 
 
+def test_the_largest_of_few_classes_is_taken_column_by_column_to_the_same_floats():
+    """row_max at up to COLUMN_CLASSES classes (np.maximum column by column) and past it
+    (numpy's reduction): numpy's row maxima, with ties, −inf, rows of −inf and a NaN;
+    and log_posterior at 1 to 33 classes is scipy's log_softmax steps on those rows."""
+    from scipy.special import log_softmax
+
+    from nbclass.models.posterior import COLUMN_CLASSES, log_posterior, row_max
+
+    rng = np.random.default_rng(7)
+    for C in (1, 2, 15, 16, COLUMN_CLASSES, COLUMN_CLASSES + 1):
+        jll = np.round(-rng.exponential(50.0, size=(200, C)), 1) - 900.0
+        jll[::5, rng.integers(0, C)] = jll[::5].max(axis=1)  # ties at the largest
+        jll[1::4, 0] = -np.inf
+        jll[3] = -np.inf
+        assert np.array_equal(row_max(jll), jll.max(axis=1))
+        got = log_posterior(jll)
+        possible = np.isfinite(jll.max(axis=1))  # row 3, and at one class every 4th
+        assert np.array_equal(got[possible], log_softmax(jll[possible], axis=1))
+        assert np.array_equal(got[~possible], np.full((np.sum(~possible), C), -np.inf))
+        jll[7, C // 2] = np.nan
+        assert np.array_equal(row_max(jll), jll.max(axis=1), equal_nan=True)
+
+
 def test_a_row_alone_above_the_cut_sums_to_one_without_an_exp():
     """alone_rows: a shifted row whose only entry at or above ln(2^-56 / C) is its 0 sums
     to 1.0 in numpy (every other entry just below the cut, the worst case, at 8 and

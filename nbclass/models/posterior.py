@@ -466,7 +466,13 @@ def alone_rows(shifted: np.ndarray) -> np.ndarray:
     words has, as a rule, no other class within 48.7 of its best one (2,077 of the
     first 2,080 test documents of the generated 20,000 classes × 200,000 words).
     """
-    above = shifted >= alone_cut(shifted.shape[1])
+    cut = alone_cut(shifted.shape[1])
+    if 0 < shifted.shape[1] <= COLUMN_CLASSES:  # how many are above it, column by column
+        count = np.zeros(shifted.shape[0], dtype=np.uint8)
+        for c in range(shifted.shape[1]):
+            count += shifted[:, c] >= cut
+        return count == 1
+    above = shifted >= cut
     # One entry above the cut: the first (argmax of a row of bools) and no other. A
     # count of each row's entries (count_nonzero) turns every bool into an int64 first,
     # four times the comparison's time against 20,000 classes.
@@ -491,6 +497,28 @@ def best_classes(log_proba: np.ndarray) -> np.ndarray:
     return best
 
 
+# Up to this many classes, a row's largest entry is found column by column (np.maximum
+# of each column into the largest so far), and so is how many of a row's entries are
+# above alone_cut: numpy's reductions along a row take their steps row by row, which at
+# a few classes costs more than the arithmetic (the choice's blocks of 12,000 scores ×
+# 16 classes of the multilingual corpus: max 0.55 ms, column by column 0.19 ms). Not
+# the argmax: column by column it took 0.77 ms against numpy's 0.29.
+COLUMN_CLASSES = 32
+
+
+def row_max(a: np.ndarray) -> np.ndarray:
+    """``a.max(axis=1)`` of a 2-d float array with at least one column, shape (n,): the
+    same floats (a maximum is one of the row's numbers whatever the order it is taken
+    in; a NaN anywhere in a row gives NaN either way), but for the sign of a row's
+    largest entry where it is both 0 and −0 (the two orders may keep either)."""
+    if a.shape[1] > COLUMN_CLASSES:
+        return a.max(axis=1)
+    top = a[:, 0].copy()
+    for c in range(1, a.shape[1]):
+        np.maximum(top, a[:, c], out=top)
+    return top
+
+
 def log_posterior(jll: np.ndarray) -> np.ndarray:
     """log p(y = c | x) from joint log-likelihoods, ndarray of shape (n, C).
 
@@ -508,7 +536,7 @@ def log_posterior(jll: np.ndarray) -> np.ndarray:
     any other) takes no exp at all, and its log, 0, is not subtracted (b − m − 0 is
     b − m, float for float); the others are summed by :func:`exp_sums`.
     """
-    top = jll.max(axis=1) if jll.shape[1] else np.full(jll.shape[0], -np.inf)
+    top = row_max(jll) if jll.shape[1] else np.full(jll.shape[0], -np.inf)
     possible = np.isfinite(top)
     if not possible.all():
         out = np.full(jll.shape, -np.inf)
@@ -571,7 +599,7 @@ def posterior_and_evidence(jll: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     their sum is exactly 1 (:func:`alone_rows`), their log 0. Rows with no finite
     score take the two functions' own paths.
     """
-    top = jll.max(axis=1) if jll.shape[1] else np.full(jll.shape[0], -np.inf)
+    top = row_max(jll) if jll.shape[1] else np.full(jll.shape[0], -np.inf)
     if not np.isfinite(top).all():
         from scipy.special import logsumexp
 
