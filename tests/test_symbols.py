@@ -571,6 +571,48 @@ def test_a_run_tally_counts_the_symbols_as_the_tokenizer(
     assert tally_of(runs_tally, 3) == expected
 
 
+@settings(max_examples=300, deadline=None, database=None)
+@given(
+    st.lists(st.tuples(symbol_texts, st.integers(0, 2), st.booleans()), max_size=10),
+    st.booleans(),
+    st.sampled_from(SYMBOL_STOPS),
+    st.integers(1, 50),
+)
+def test_a_run_tally_keeps_the_marked_texts_rows_with_their_symbols(
+    documents, lowercase, stop, chunk
+):
+    """The rows a run tally keeps of the texts it is given marked (the sample's) are
+    their tokens counted by the regex tokenizer, the symbols of one byte (counted per
+    byte and text, apart from the other tokens) among them; ASCII texts as bytes, the
+    others as str, in chunks of any size."""
+    settings_ = TokenizerSettings(lowercase=lowercase, stop_words=stop, symbols=True)
+    tokenize = make_tokenizer(settings_)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        runs_tally = RunTally.make(ascii_splitter(settings_, "utf-8"), 3)
+        for ascii_ in (True, False):
+            group = [
+                k for k, (text, _, _) in enumerate(documents)
+                if text.isascii() == ascii_ and len(text) <= chunk
+            ]  # fmt: skip
+            if group:
+                given_ = [documents[k][0].encode() if ascii_ else documents[k][0] for k in group]
+                marks = np.array([k if documents[k][2] else -1 for k in group], dtype=np.int64)
+                assert not runs_tally.add(given_, [documents[k][1] for k in group], marks)
+    counted, marks, ids, counts = runs_tally.take_sampled()
+    names = runs_tally._names(bytes(runs_tally._bytes[:-1])) if runs_tally.n_words else []
+    got = {}
+    for mark, word, count in zip(marks.tolist(), ids.tolist(), counts.tolist()):
+        assert (mark, names[word]) not in got
+        got[mark, names[word]] = count
+    marked = [k for k, (text, _, mark) in enumerate(documents) if mark and len(text) <= chunk]
+    assert sorted(counted.tolist()) == marked
+    expected = {
+        (k, word): n for k in marked for word, n in Counter(tokenize(documents[k][0])).items()
+    }
+    assert got == expected
+
+
 # ASCII text of word characters and spaces only (every ASCII \s, and NUL): its symbols are
 # its word characters alone, which the run path takes from the words' runs of one byte.
 PLAIN_TEXT = "aAbZ_19 \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x00"

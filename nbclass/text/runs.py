@@ -1388,13 +1388,28 @@ class RunTally:
                 codes, starts, ends, text, keys, self.ngram_range, ascii
             )
         n_runs = keys.size  # the words (and n-grams): the word pairs are made from these
+        ones = None  # the symbols of one byte, counted apart (_one_byte_symbols)
         if symbols is not None:
             symbol_codes, symbol_starts, symbol_ends, symbol_text = symbols
             if self._joins and (symbol_codes == _JOIN).any():
                 return False  # its name would take a space for the 0x01: tokenized instead
+            symbol_starts, symbol_ends, symbol_text, ones = _one_byte_symbols(
+                symbol_codes, symbol_starts, symbol_ends, symbol_text, len(labels)
+            )
+            if ones is not None:  # a run of each byte, numbered with the others, then left
+                K = ones[0].size
+                symbol_starts = np.concatenate((symbol_starts, ones[0]))
+                symbol_ends = np.concatenate((symbol_ends, ones[0] + 1))
+                symbol_text = np.concatenate((symbol_text, np.zeros(K, dtype=np.int64)))
             symbol_keys = run_keys(symbol_codes, symbol_starts, symbol_ends, ascii)
             if self.stop is not None:
                 keep = self.stop.find(symbol_codes, symbol_starts, symbol_ends, symbol_keys) < 0
+                if ones is not None and not keep[keep.size - K :].all():  # stop words
+                    kept = keep[keep.size - K :]
+                    place = np.cumsum(kept) - 1
+                    held = kept[ones[1]]
+                    ones = (ones[0][kept], place[ones[1][held]], ones[2][held], ones[3][held])
+                    K = ones[0].size
                 symbol_starts, symbol_ends = symbol_starts[keep], symbol_ends[keep]
                 symbol_text, symbol_keys = symbol_text[keep], symbol_keys[keep]
             if symbol_codes is not runs[1]:  # in codes of their own: put after the words'
@@ -1444,12 +1459,25 @@ class RunTally:
             ids = self._store(joined, ends[first] - starts[first], words)
             self._numbers.insert(words, ids)
             numbers[order] = ids[which]
+        if ones is not None:  # the runs standing for the bytes counted apart: numbered
+            one_ids = numbers[numbers.size - K :]
+            text, numbers = text[: text.size - K], numbers[: numbers.size - K]
         if self._by_numbers:  # the word pairs, by the numbers of their words
             pair_text, pair_of, pair_ids = self._add_bigrams(text[:n_runs], numbers[:n_runs])
             text = np.concatenate((text, pair_text))
             numbers = np.concatenate((numbers, pair_ids[pair_of]))
         marked = _marked(marks)
-        cells, docs, tokens, rows = _cell_sums(text, numbers, labels, self.n_words, C, marked)
+        if text.size:
+            cells, docs, tokens, rows = _cell_sums(text, numbers, labels, self.n_words, C, marked)
+        else:  # only symbols of one byte
+            empty = np.zeros(0, dtype=np.int64)
+            cells, docs, tokens = empty, empty.astype(np.int32), empty.astype(np.int32)
+            rows = None if marked is None else (empty, empty, empty)
+        if ones is not None:
+            more = _one_byte_cells(ones, one_ids, np.asarray(labels, dtype=np.int64), C, marked)
+            cells, docs, tokens = (np.concatenate(p) for p in zip((cells, docs, tokens), more))
+            if rows is not None:
+                rows = tuple(np.concatenate(p) for p in zip(rows, more[3]))
         if rows is not None:  # the marked texts' rows, from the same sort of the tokens
             self._sampled.append((marked[marked >= 0], *rows))
         self._cells.append((cells, docs, tokens))
@@ -1760,6 +1788,72 @@ class _Numbers:
         self.recent_keys = self.recent_keys[:0]
         self.recent_ids = self.recent_ids[:0]
         return self.keys, self.ids
+
+
+_ONE_BYTE_BINS = 4  # (byte, text) counted by bincount when its bins are at most 4 a token
+
+
+def _one_byte_symbols(codes, starts, ends, text, n: int):
+    """The symbols ``codes[starts[r]:ends[r]]`` of texts ``text[r]`` (< ``n``), those of
+    one byte counted per (byte, text) apart: ``(starts, ends, text, ones)``, the others
+    as they were and ``ones`` ``(at, byte, in_text, count)``: where a run of each
+    distinct byte starts (K of them), and for each (byte, text) with a token the byte's
+    place in ``at``, the text and the tokens, in the order of the byte and then the
+    text. Or the symbols unchanged and None, where the count's bins, the texts times
+    the distinct bytes, would outnumber the symbols of one byte more than
+    :data:`_ONE_BYTE_BINS` times (many short texts, few repeats to save).
+
+    Most symbols are one byte (86 % of 20 Newsgroups', 99 % of the movie reviews'), and
+    repeated in a text (20 Newsgroups: 1,671,065 symbols, 280,362 (text, symbol)
+    pairs): counted by a bincount, they are never looked up, numbered or sorted one by one.
+
+    >>> codes = np.frombuffer(b"!! ? . ? ? .", dtype=np.uint8)
+    >>> starts, ends, text, ones = _one_byte_symbols(
+    ...     codes, np.array([0, 3, 5, 7, 9, 11]), np.array([2, 4, 6, 8, 10, 12]),
+    ...     np.array([0, 0, 0, 1, 1, 1]), 2)
+    >>> starts.tolist(), [bytes(codes[a : a + 1]) for a in ones[0]]
+    ([0], [b'.', b'?'])
+    >>> [a.tolist() for a in ones[1:]]
+    [[0, 0, 1, 1], [0, 1, 0, 1], [1, 1, 1, 2]]
+    """
+    one = np.flatnonzero(ends - starts == 1)
+    if not one.size:
+        return starts, ends, text, None
+    at = starts[one]
+    byte = codes[at]
+    present = np.flatnonzero(np.bincount(byte, minlength=256))
+    K = present.size
+    if n * K > _ONE_BYTE_BINS * one.size:
+        return starts, ends, text, None
+    rank = np.zeros(256, dtype=np.int64)
+    rank[present] = np.arange(K)
+    where = np.zeros(256, dtype=np.int64)
+    where[byte] = at  # a run of each byte (any of them)
+    bins = np.bincount(rank[byte] * n + text[one], minlength=n * K)
+    cells = np.flatnonzero(bins)
+    more = np.ones(starts.size, dtype=bool)
+    more[one] = False
+    rest = np.flatnonzero(more)
+    ones = (where[present], cells // n, cells % n, bins[cells])
+    return starts[rest], ends[rest], text[rest], ones
+
+
+def _one_byte_cells(ones, ids, labels: np.ndarray, C: int, marks):
+    """``(cells, D, T, rows)`` as :func:`_cell_sums` gives them, of the symbols of one
+    byte counted by :func:`_one_byte_symbols` (``ones``), the bytes numbered ``ids``."""
+    _, byte, text, count = ones
+    K = ids.size
+    where = byte * C + labels[text]
+    docs = np.bincount(where, minlength=K * C)
+    cell = np.flatnonzero(docs)
+    tokens = np.bincount(where, weights=count, minlength=K * C)[cell]
+    cells = ids[cell // C] * C + cell % C
+    rows = None
+    if marks is not None:
+        mark = marks[text]
+        keep = mark >= 0
+        rows = (mark[keep], ids[byte[keep]], count[keep])
+    return cells, docs[cell].astype(np.int32), tokens.astype(np.int32), rows
 
 
 def _marked(marks) -> np.ndarray | None:
