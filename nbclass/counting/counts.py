@@ -1597,9 +1597,12 @@ def _sampled_by_column(parts: list, column: np.ndarray, V: int, places: np.ndarr
     ``counted``: the places of the documents counted, in no order.
 
     Put in that order by stable sorts of 16-bit digits (:func:`nbclass.text.runs.stable_order`,
-    linear in the entries): the columns, then the places (one pass below 2^16 documents,
-    two below 2^32). A sort of the 64-bit (mark, column) keys took 0.17 s of the 1.07
-    million entries of 20 Newsgroups' sample, these 0.07 s. The places are the
+    linear in the entries): the columns, then the places; or, where the columns take two
+    passes (more than 2^16 words) and each (place, column) is one number below 2^32 (the
+    place times ``V`` plus the column: 6,000 documents and up to 715,000 words), that
+    number's two digits. A sort of the 64-bit (mark, column) keys
+    took 0.17 s of the 1.07 million entries of 20 Newsgroups' sample, the columns' and
+    the places' three passes 38 ms, the number's two 27 ms. The places are the
     sample's own order: the rows of the documents read but not sampled (5 % more) are
     never sorted, and the sample's are sorted once (they were sorted by mark here, then
     again by place after the count)."""
@@ -1614,7 +1617,15 @@ def _sampled_by_column(parts: list, column: np.ndarray, V: int, places: np.ndarr
     if not marks.size:
         return counted, marks, marks, counts
     columns = column[rows]
-    order = stable_order(marks, int(marks.max()) + 1, stable_order(columns, V))
+    n = int(marks.max()) + 1
+    if V > 1 << 16 and n * V <= 1 << 32:  # (place, column): one number of two 16-bit digits
+        key = marks * V
+        key += columns
+        order = np.argsort(key.astype(np.uint16), kind="stable")  # the low digit
+        key >>= 16
+        order = order[np.argsort(key.astype(np.uint16)[order], kind="stable")]
+    else:
+        order = stable_order(marks, n, stable_order(columns, V))
     marks, columns, counts = marks[order], columns[order], counts[order]
     first = np.flatnonzero(
         np.concatenate(([True], (marks[1:] != marks[:-1]) | (columns[1:] != columns[:-1])))
