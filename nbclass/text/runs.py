@@ -724,7 +724,7 @@ def _runs_by_chunk(
 # The kind of each character for the symbols: a space (``\s``, and NUL, which the
 # tokenizer makes a space), a word character (``\w``), or another character.
 _S, _W, _P = 0, 1, 2
-_ASCII_OTHERS: bytes | None = None  # bytes.translate's table of the symbols' other bytes
+_ASCII_OTHERS: bytes | None = None  # bytes.translate's table marking the other bytes
 _IS_SPACE: np.ndarray | None = None  # \s (or NUL) for each code point of the BMP
 
 
@@ -799,6 +799,7 @@ def _symbol_runs(
 
 
 _ASCII_LOWER = bytes(range(256)).lower()
+_P_BYTE = bytes([_P])
 
 
 def _ascii_words_and_symbols(texts: Sequence[bytes], table: bytes, lowercase: bool):
@@ -808,8 +809,10 @@ def _ascii_words_and_symbols(texts: Sequence[bytes], table: bytes, lowercase: bo
     in the same ``codes``: the texts joined by spaces (lower-cased if ``lowercase``), where
     nothing is copied: a run's key is a function of its bytes wherever they lie, and the
     bytes between runs are never read. The symbols are the runs of bytes neither word
-    nor space (found as the words are, from the texts translated by a table of their
-    own), then the words' runs of one byte, each part in the texts' order.
+    nor space (found as the words are, from the texts translated by a table that marks
+    those bytes), then the words' runs of one byte, each part in the texts' order. In text of
+    word characters and spaces only (no other byte), the symbols are those runs of one
+    byte alone, in the words' codes, and the text is not lower-cased again.
 
     >>> table = bytes(b if chr(b).isalnum() else 32 for b in range(256)).lower()
     >>> runs, symbols = _ascii_words_and_symbols([b"Hi, u OK?!", b":) ab"], table, True)
@@ -819,17 +822,21 @@ def _ascii_words_and_symbols(texts: Sequence[bytes], table: bytes, lowercase: bo
     ([b',', b'?!', b':)', b'u'], [0, 0, 1, 0])
     """
     global _ASCII_OTHERS
-    if _ASCII_OTHERS is None:  # each byte neither word nor space kept, the others spaces
+    if _ASCII_OTHERS is None:  # each byte neither word nor space _P, the others spaces
         kinds = np.full(256, _P, dtype=np.uint8)
         kinds[:128] = _kinds(np.arange(128, dtype="<u4"))
-        _ASCII_OTHERS = np.where(kinds == _P, np.arange(256), _SPACE).astype(np.uint8).tobytes()
+        _ASCII_OTHERS = np.where(kinds == _P, _P, _SPACE).astype(np.uint8).tobytes()
     joined = b" ".join(texts) + b" "  # a space ends every run, the last one's too
-    translated, _, starts, ends, text = _chunk_runs(texts, table, joined)
+    words = _chunk_runs(texts, table, joined)
+    translated, codes, starts, ends, text = words
     one = np.flatnonzero(ends - starts == 1)  # a word character alone
+    others = joined.translate(_ASCII_OTHERS)
+    if _P_BYTE not in others:  # text of word characters and spaces only: no other symbol
+        return words, (codes, starts[one], ends[one], text[one])
     # The words' bytes are the same there (each word byte lower-cased as the table does).
     codes = np.frombuffer(joined.translate(_ASCII_LOWER) if lowercase else joined, np.uint8)
     words = (translated, codes, starts, ends, text)
-    other_starts, other_ends = run_bounds(np.frombuffer(joined.translate(_ASCII_OTHERS), np.uint8))
+    other_starts, other_ends = run_bounds(np.frombuffer(others, np.uint8))
     symbols = (
         codes, np.concatenate((other_starts, starts[one])),
         np.concatenate((other_ends, ends[one])),
@@ -1394,7 +1401,7 @@ class RunTally:
             if self._joins and (symbol_codes == _JOIN).any():
                 return False  # its name would take a space for the 0x01: tokenized instead
             symbol_starts, symbol_ends, symbol_text, ones = _one_byte_symbols(
-                symbol_codes, symbol_starts, symbol_ends, symbol_text, len(labels)
+                symbol_codes, symbol_starts, symbol_ends, symbol_text
             )
             if ones is not None:  # a run of each byte, numbered with the others, then left
                 K = ones[0].size
@@ -1790,51 +1797,48 @@ class _Numbers:
         return self.keys, self.ids
 
 
-_ONE_BYTE_BINS = 4  # (byte, text) counted by bincount when its bins are at most 4 a token
-
-
-def _one_byte_symbols(codes, starts, ends, text, n: int):
-    """The symbols ``codes[starts[r]:ends[r]]`` of texts ``text[r]`` (< ``n``), those of
-    one byte counted per (byte, text) apart: ``(starts, ends, text, ones)``, the others
-    as they were and ``ones`` ``(at, byte, in_text, count)``: where a run of each
-    distinct byte starts (K of them), and for each (byte, text) with a token the byte's
-    place in ``at``, the text and the tokens, in the order of the byte and then the
-    text. Or the symbols unchanged and None, where the count's bins, the texts times
-    the distinct bytes, would outnumber the symbols of one byte more than
-    :data:`_ONE_BYTE_BINS` times (many short texts, few repeats to save).
+def _one_byte_symbols(codes, starts, ends, text):
+    """The symbols ``codes[starts[r]:ends[r]]`` of texts ``text[r]``, those of one byte
+    counted per (byte, text) apart: ``(starts, ends, text, ones)``, the others as they
+    were and ``ones`` ``(at, byte, in_text, count)``: where a run of each distinct byte
+    starts (K of them), and for each (byte, text) with a token the byte's place in
+    ``at``, the text and the tokens, in the order of the byte and then the text; ``ones``
+    None where no symbol is one byte. A byte's runs must come in the texts' order (the
+    symbols come in that order, or in parts each in that order where no byte is in two):
+    they are put in order by byte only (a stable sort of 8-bit numbers, by counting).
 
     Most symbols are one byte (86 % of 20 Newsgroups', 99 % of the movie reviews'), and
     repeated in a text (20 Newsgroups: 1,671,065 symbols, 280,362 (text, symbol)
-    pairs): counted by a bincount, they are never looked up, numbered or sorted one by one.
+    pairs): counted so, they are never looked up, numbered or sorted one by one.
 
     >>> codes = np.frombuffer(b"!! ? . ? ? .", dtype=np.uint8)
     >>> starts, ends, text, ones = _one_byte_symbols(
     ...     codes, np.array([0, 3, 5, 7, 9, 11]), np.array([2, 4, 6, 8, 10, 12]),
-    ...     np.array([0, 0, 0, 1, 1, 1]), 2)
+    ...     np.array([0, 0, 0, 1, 1, 1]))
     >>> starts.tolist(), [bytes(codes[a : a + 1]) for a in ones[0]]
     ([0], [b'.', b'?'])
     >>> [a.tolist() for a in ones[1:]]
     [[0, 0, 1, 1], [0, 1, 0, 1], [1, 1, 1, 2]]
     """
-    one = np.flatnonzero(ends - starts == 1)
+    single = ends - starts == 1
+    one = np.flatnonzero(single)
     if not one.size:
         return starts, ends, text, None
     at = starts[one]
     byte = codes[at]
-    present = np.flatnonzero(np.bincount(byte, minlength=256))
-    K = present.size
-    if n * K > _ONE_BYTE_BINS * one.size:
-        return starts, ends, text, None
-    rank = np.zeros(256, dtype=np.int64)
-    rank[present] = np.arange(K)
-    where = np.zeros(256, dtype=np.int64)
-    where[byte] = at  # a run of each byte (any of them)
-    bins = np.bincount(rank[byte] * n + text[one], minlength=n * K)
-    cells = np.flatnonzero(bins)
-    more = np.ones(starts.size, dtype=bool)
-    more[one] = False
-    rest = np.flatnonzero(more)
-    ones = (where[present], cells // n, cells % n, bins[cells])
+    order = np.argsort(byte, kind="stable")
+    at, byte, in_text = at[order], byte[order], text[one[order]]
+    new = np.empty(one.size, dtype=bool)
+    new[0] = True
+    np.not_equal(in_text[1:], in_text[:-1], out=new[1:])
+    other = byte[1:] != byte[:-1]  # a byte's first
+    new[1:] |= other
+    first = np.flatnonzero(new)
+    count = np.diff(np.append(first, one.size))
+    byte_first = np.concatenate(([True], other))[first]
+    place = np.cumsum(byte_first) - 1
+    rest = np.flatnonzero(~single)
+    ones = (at[first[byte_first]], place, in_text[first], count)
     return starts[rest], ends[rest], text[rest], ones
 
 
