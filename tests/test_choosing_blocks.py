@@ -533,3 +533,81 @@ def test_the_candidates_posteriors_made_at_once_are_each_ones_own(tmp_path, monk
             assert (x.evidence is None) == (z.evidence is None)
             if x.evidence is not None:
                 assert x.evidence.tobytes() == z.evidence.tobytes()
+
+
+def test_the_held_out_documents_by_columns_score_the_floats_of_their_rows():
+    """A scorer of dense weights gives a CSC matrix of the documents the floats it gives
+    the CSR matrix whose rows are in column order (scipy adds each cell's terms column by
+    column either way): the multinomial, Bernoulli, log-tf and DCM scorers, on long rows
+    of weights of mixed magnitudes whose sums round differently in another order (as
+    the rows shuffled show: the reason _held_columns asks for sorted rows). A scorer
+    whose features read the entries' columns or rows (idf, length norm) does not take
+    columns."""
+    import scipy.sparse as sp
+
+    from nbclass.models.posterior import LinearScorer
+    from nbclass.models.textmodels import DcmScorer
+
+    rng = np.random.default_rng(11)
+    n, V, C = 40, 3000, 7
+    X = sp.random(n, V, density=0.15, format="csr", random_state=rng,
+                  data_rvs=lambda k: rng.integers(1, 9, k)).astype(np.int64)  # fmt: skip
+    X.sort_indices()
+    W = rng.normal(0.0, 1.0, (V, C)) * 10.0 ** rng.integers(-6, 6, (V, 1))
+    bias = rng.normal(size=C)
+    scorers = [
+        LinearScorer(W, bias, binary=False),
+        LinearScorer(W, bias, binary=True),
+        LinearScorer(W, bias, binary=False, tf="log"),
+        DcmScorer(W, bias, concentration=np.full(C, 50.0)),
+    ]
+    for scorer in scorers:
+        assert scorer.takes_columns()
+        by_rows = scorer.joint_log_likelihood(X)
+        assert by_rows.tobytes() == scorer.joint_log_likelihood(X.tocsc()).tobytes()
+    shuffled = X.copy()
+    for i in range(n):  # each row's entries in another order: other roundings
+        a, b = shuffled.indptr[i], shuffled.indptr[i + 1]
+        order = a + rng.permutation(b - a)
+        shuffled.indices[a:b], shuffled.data[a:b] = X.indices[order], X.data[order]
+    shuffled.has_sorted_indices = False
+    assert not np.array_equal(scorers[0].joint_log_likelihood(shuffled),
+                              scorers[0].joint_log_likelihood(X))  # fmt: skip
+    assert choosing._held_columns(shuffled, 1) is None
+    assert choosing._held_columns(X, 2) is None  # blocks of rows: scored by rows
+    assert not LinearScorer(W, bias, binary=False, idf=np.ones(V)).takes_columns()
+    assert not LinearScorer(W, bias, binary=False, length_norm=True).takes_columns()
+
+
+def test_the_summaries_by_columns_are_those_by_rows(tmp_path, monkeypatch):
+    """held_out_summaries scores every candidate of every feature set from the fold's
+    held-out documents as a CSC matrix (every candidate's weights are dense here, and
+    held by columns at any size: COLUMN_CELLS 0), and every summary is bit for bit the
+    one the CSR rows give (_held_columns None)."""
+    monkeypatch.setattr(choosing, "COLUMN_CELLS", 0)
+    model, X, y = unequal_sample(tmp_path)
+    folds = choosing.stratified_fold_ids(y, 5)
+    candidates = choosing.CANDIDATES
+    sets = [(None, None, None), (None, 2, None), (None, None, 5)]
+    taken = []
+    scores = choosing._block_scores
+
+    def counted(scorer, fold, held_out, start, stop, C, columns=None):
+        taken.append(columns is not None)
+        return scores(scorer, fold, held_out, start, stop, C, columns)
+
+    monkeypatch.setattr(choosing, "_block_scores", counted)
+
+    def summaries():
+        return choosing.held_out_summaries(model.counts, X, y, folds, candidates, sets=sets,
+                                           evidence=set(candidates), keep=True)  # fmt: skip
+
+    by_columns = summaries()
+    assert len(taken) == 5 * 3 * len(candidates) and all(taken)
+    monkeypatch.setattr(choosing, "_held_columns", lambda held, blocks: None)
+    by_rows = summaries()
+    for (a, known_a), (b, known_b) in zip(by_columns, by_rows):
+        assert np.array_equal(known_a, known_b)
+        for x, z in zip(a, b):
+            for name in ("scored", "pred", "picked", "jll", "evidence"):
+                assert getattr(x, name).tobytes() == getattr(z, name).tobytes(), name

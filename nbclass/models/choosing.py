@@ -907,6 +907,7 @@ def held_out_summaries(
             last.put(counts, X, k, whole)
         held = X[rows]  # the held-out documents' rows, for every feature set
         blocks = row_blocks(rows.size, C)
+        by_columns = False  # held as a CSC matrix (None: not), made when a set first asks
         # The fold restricted to each set of rows once (its plain, df and MI sets share
         # it), and the mutual information of the whole fold's entries once where two sets
         # of rows are ranked: each set's are the whole's at its entries, to the bit.
@@ -928,7 +929,12 @@ def held_out_summaries(
             fold, held_out = set_documents(inside[at], X, None, min_df, top_mi, ranking, held)
             fold_known = np.asarray(held_out.sum(axis=1)).ravel()
             known[rows] = fold_known
-            work += [(settings, summary, fold, held_out, fold_known)
+            columns = None
+            if fold.used.size * fold.classes.size >= COLUMN_CELLS:
+                if by_columns is False:
+                    by_columns = _held_columns(held, len(blocks))
+                columns = _by_columns(by_columns, fold)
+            work += [(settings, summary, fold, held_out, fold_known, columns)
                      for settings, summary in zip(mine, summaries)]  # fmt: skip
         del information, inside, rankings  # what the sets were made with, not scored with
         # The DCM candidates' concentrations, one bisection of every set's classes at once
@@ -936,10 +942,10 @@ def held_out_summaries(
         primed_concentrations([item[2].counts for item in work if item[0].model == "dcm"])
 
         def score(item, rows=rows, blocks=blocks):
-            settings, summary, fold, held_out, fold_known = item
+            settings, summary, fold, held_out, fold_known, columns = item
             scorer = fold_scorer(fold, settings)
             for start, stop in blocks:
-                jll = _block_scores(scorer, fold, held_out, start, stop, C)
+                jll = _block_scores(scorer, fold, held_out, start, stop, C, columns)
                 at = rows[start:stop]
                 summary.add(at, jll, y[at], fold_known[start:stop])
 
@@ -955,8 +961,9 @@ def held_out_summaries(
             for first in range(0, len(work), group):
                 items = work[first : first + group]
                 jlls = [
-                    _block_scores(fold_scorer(fold, settings), fold, held_out, 0, rows.size, C)
-                    for settings, _, fold, held_out, _ in items
+                    _block_scores(fold_scorer(fold, settings), fold, held_out, 0, rows.size, C,
+                                  columns)
+                    for settings, _, fold, held_out, _, columns in items
                 ]  # fmt: skip
                 Summary.add_together([item[1] for item in items], rows, jlls, y[rows],
                                      [item[4] for item in items])  # fmt: skip
@@ -967,10 +974,52 @@ def held_out_summaries(
     return out
 
 
-def _block_scores(scorer, fold: Fold, held_out, start: int, stop: int, C: int) -> np.ndarray:
+# A feature set's held-out documents are scored as a CSC matrix (_by_columns) where its
+# candidates' weights hold this many cells (1 MB) or more: smaller tables stay in the
+# cache whichever way they are read, and the conversion would cost more than it saves
+# (SMS spam's 2 classes, NPS chat's 4,991 words: no product faster).
+COLUMN_CELLS = 2**17
+
+
+def _held_columns(held: sp.csr_matrix, blocks: int) -> sp.csc_matrix | None:
+    """A fold's held-out documents ``held`` (CSR, every column of X) as a CSC matrix,
+    where they are scored in one block and each row's entries are in column order;
+    else None. Each feature set takes its columns (:func:`_by_columns`)."""
+    if blocks != 1 or held.format != "csr" or not held.nnz or not held.has_sorted_indices:
+        return None
+    return held.tocsc()
+
+
+def _by_columns(held: sp.csc_matrix | None, fold: Fold) -> sp.csc_matrix | None:
+    """A feature set's held-out documents (``fold``'s, the columns of X its held-out
+    documents use) as a CSC matrix, from the fold's (:func:`_held_columns`; None: None),
+    for the products of its candidates' dense weights (:func:`_block_scores`). Its
+    columns are those of set_documents' CSR held-out documents, each column's entries
+    in row order: the same matrix.
+
+    scipy's product of a CSC matrix and a dense table goes through the table's rows in
+    order, adding each row's terms to the documents that hold its word: every cell's
+    terms are added in the order of the word's columns, as the product of a CSR row
+    whose entries are sorted adds them, so the scores are the same floats. The table's
+    rows are then read once each, in order, instead of once for every document holding
+    the word: on 20 Newsgroups' fold the 64 candidates' products took 0.10 s of CPU
+    against 0.14 s."""
+    if held is None or not dense_cells(fold.used.size, max(fold.classes.size, 1)):
+        return None  # (weights from the pairs, sparsity.py, are scored by their rows)
+    return held[:, fold.words[fold.used]]
+
+
+def _block_scores(scorer, fold: Fold, held_out, start: int, stop: int, C: int,
+                  columns=None) -> np.ndarray:  # fmt: skip
     """The scores (stop − start, C) of the held-out documents ``start:stop`` of ``fold``
-    by ``scorer``: −inf for the classes the fold lacks."""
-    part = scorer.joint_log_likelihood(block_rows(held_out, start, stop))
+    by ``scorer``: −inf for the classes the fold lacks. ``columns``: the documents as a
+    CSC matrix (:func:`_by_columns`), taken for all of them by a scorer that gives it
+    the same floats (its ``takes_columns``)."""
+    whole = start == 0 and stop == held_out.shape[0]
+    if columns is not None and whole and getattr(scorer, "takes_columns", bool)():
+        part = scorer.joint_log_likelihood(columns)
+    else:
+        part = scorer.joint_log_likelihood(block_rows(held_out, start, stop))
     if fold.classes.size == C:  # then fold.classes is 0, 1, ..., C - 1
         return np.ascontiguousarray(part, dtype=np.float64)
     jll = np.full((stop - start, C), -np.inf)

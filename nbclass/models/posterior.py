@@ -124,6 +124,15 @@ class LinearScorer:
             return X
         return document_features(X, self.tf, self.idf, self.length_norm)
 
+    def takes_columns(self) -> bool:
+        """Whether :meth:`joint_log_likelihood` of documents given as a CSC matrix is
+        the floats it gives for them as CSR with each row's entries in column order:
+        dense weights (scipy's product adds each cell's terms in column order either
+        way, :func:`nbclass.models.choosing._by_columns`) and features made entry by
+        entry (no idf, which reads the entries' columns from the indices, no length
+        norm, which reads their rows)."""
+        return isinstance(self.weights, np.ndarray) and self.idf is None and not self.length_norm
+
     def joint_log_likelihood(self, X: sp.csr_matrix) -> np.ndarray:
         """b_c for each document, ndarray of shape (n, C).
 

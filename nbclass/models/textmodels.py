@@ -675,6 +675,12 @@ class DcmScorer:
 
         return binarize(X)
 
+    def takes_columns(self) -> bool:
+        """Whether the scores of documents given as a CSC matrix are those of the same
+        documents as CSR in column order: with dense weights (as
+        :meth:`nbclass.models.posterior.LinearScorer.takes_columns` says)."""
+        return isinstance(self.weights, np.ndarray)
+
     def joint_log_likelihood(self, X: sp.csr_matrix) -> np.ndarray:
         """b_c = log π_c + lnΓ(s_c) − lnΓ(s_c + n) + Σ_{j: x_j>0} log β_jc, (n, C)."""
         from scipy.special import gammaln
