@@ -760,25 +760,28 @@ def _kinds(points: np.ndarray) -> np.ndarray:
 
 
 def _symbol_runs(
-    values: np.ndarray, kinds: np.ndarray, text_starts: np.ndarray, dropped=None
+    values: np.ndarray, word: np.ndarray, space: np.ndarray, text_starts: np.ndarray,
+    dropped=None,
 ):  # fmt: skip
     """``(values, starts, ends, text)``: the symbols of text (a word character alone, a
     run of characters neither word nor space: :func:`nbclass.text.tokenizer.symbol_tokens`)
-    in ``values`` (bytes or code points, already lower-cased as the settings say; their
-    ``kinds``), copied one after the other into a new array, each followed by a space;
-    where each starts and ends there and the text it is in (texts start at
-    ``text_starts``, ascending; a space between two texts). ``dropped`` (bool, one per
+    in ``values`` (bytes or code points, already lower-cased as the settings say; which
+    are word characters and which spaces: ``word`` and ``space``, bool), copied one
+    after the other into a new array, each followed by a space; where each starts and
+    ends there and the text it is in (texts start at ``text_starts``, ascending; a space
+    between two texts). ``dropped`` (bool, one per
     value, or None): a symbol holding one of those is left out
     (:func:`nbclass.text.tokenizer.spaced_symbols`)."""
     # Each character marked 1 in a run of others (neither word nor space), 2 if a word
     # character alone (no word character either side), else 0: the symbols are the runs
     # of marks 1 and 2 (two lone word characters are never adjacent), and only the
     # bounds of those are found, not those of every word and space.
-    word = kinds == _W
     alone = word.copy()
     alone[1:] &= ~word[:-1]
     alone[:-1] &= ~word[1:]
-    marks = (kinds == _P).view(np.uint8)
+    other = word | space
+    np.logical_not(other, out=other)
+    marks = other.view(np.uint8)
     marks += alone.view(np.uint8)
     marks += alone.view(np.uint8)
     change = np.flatnonzero(marks[1:] != marks[:-1]) + 1
@@ -990,7 +993,7 @@ def _text_chunk_runs(
     if symbols is not None:
         text_starts = np.cumsum(lengths + 1) - lengths - 1
         dropped = None if unspaced is None else is_unspaced(points)  # only "all" has both
-        out, _, _, text = _symbol_runs(points, _kinds(points), text_starts, dropped)
+        out, _, _, text = _symbol_runs(points, word, is_space(points), text_starts, dropped)
         codes = np.frombuffer(str(out.data, "utf-32-le").encode("utf-8"), dtype=np.uint8)
         starts, ends = run_bounds(codes)  # (a symbol's UTF-8 never holds a space byte)
         symbols.append((codes, starts, ends, text))
