@@ -1544,12 +1544,20 @@ class RunTally:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, empty
         # Numbers hold 32 bits: 2**32 words would take a tally more than 12 GB of bytes.
-        keys = numbers[first].astype(np.uint64) << np.uint64(32)
-        keys |= numbers[first + 1].astype(np.uint64)
-        order = np.argsort(keys)
-        ordered = keys[order]
-        group = np.concatenate(([True], ordered[1:] != ordered[:-1]))
-        pairs = ordered[group]
+        left, right = numbers[first], numbers[first + 1]
+        keys = left.astype(np.uint64) << np.uint64(32)
+        keys |= right.astype(np.uint64)
+        # Sorted as left N + right (N: every number is below it), the same order as the
+        # keys': sort_order packs that and each index into one int64 and sorts it, where
+        # it fits in 63 bits (20 Newsgroups: 21 + 21 + 17), twice as fast as an argsort
+        # of the 64-bit keys.
+        dense = left * self.n_words
+        dense += right
+        ordered, order = sort_order(dense)
+        group = np.empty(order.size, dtype=bool)
+        group[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=group[1:])
+        pairs = keys[order[group]]
         inverse = np.empty(keys.size, dtype=np.int64)
         inverse[order] = np.cumsum(group) - 1
         ids = self._bigrams.find(pairs)
