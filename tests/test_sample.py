@@ -776,3 +776,36 @@ def test_sampled_documents_counted_over_the_words_they_meet_give_the_whole_vocab
     words, columns = learning.words_met([t for _, _, t in items], counts.vocabulary, settings)
     assert np.all(np.diff(columns) > 0) and words == tuple(counts.vocabulary[j] for j in columns)
     assert set(np.unique(whole.words).tolist()) <= set(columns.tolist())
+
+
+def test_sampled_rows_past_32_bits_sorted_by_scipy_as_by_the_passes(monkeypatch):
+    """The sample's rows of a vocabulary whose (place, column) numbers pass 2^32 (20
+    Newsgroups with word pairs: 6,000 documents x 1.2 million columns) are put in order
+    by scipy's conversion: the same places, columns and summed counts, of the same types,
+    as the 16-bit passes give, and as np.unique of the numbers gives."""
+    from nbclass.counting import counts as counting
+
+    rng = np.random.default_rng(2026)
+    V, n_rows, n_marks, size = 1_100_000, 300_000, 5_000, 200_000
+    column = rng.integers(0, V, n_rows)  # two rows may share a column: their counts add
+    places = rng.permutation(n_marks).astype(np.int64)
+    places[rng.choice(n_marks, 300, replace=False)] = -1  # read, not sampled
+    parts = []
+    for _ in range(3):
+        marks = rng.integers(0, n_marks, size).astype(np.int32)
+        rows = rng.integers(0, n_rows, size)
+        parts.append((np.unique(marks), marks, rows, rng.integers(1, 9, size).astype(np.int32)))
+    assert (int(places.max()) + 1) * V > 2**32
+    by_scipy = counting._sampled_by_column(parts, column, V, places)
+    monkeypatch.setattr(counting, "_scipy_sampled", lambda *args: None)
+    by_passes = counting._sampled_by_column(parts, column, V, places)
+    for a, b in zip(by_scipy, by_passes):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    marks = places[np.concatenate([p[1] for p in parts])]
+    keys = marks * V + column[np.concatenate([p[2] for p in parts])]
+    inside = marks >= 0
+    keys, at = np.unique(keys[inside], return_inverse=True)
+    sums = np.bincount(at, weights=np.concatenate([p[3] for p in parts])[inside])
+    assert by_scipy[1].tolist() == (keys // V).tolist()
+    assert by_scipy[2].tolist() == (keys % V).tolist()
+    assert by_scipy[3].tolist() == sums.astype(np.int64).tolist()

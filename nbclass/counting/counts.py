@@ -1618,6 +1618,10 @@ def _sampled_by_column(parts: list, column: np.ndarray, V: int, places: np.ndarr
         return counted, marks, marks, counts
     columns = column[rows]
     n = int(marks.max()) + 1
+    if V > 1 << 16 and n * V > 1 << 32:  # three passes: scipy's conversion, if it is there
+        by_scipy = _scipy_sampled(marks, columns, counts, n, V)
+        if by_scipy is not None:
+            return (counted, *by_scipy)
     if V > 1 << 16 and n * V <= 1 << 32:  # (place, column): one number of two 16-bit digits
         key = marks * V
         key += columns
@@ -1633,6 +1637,28 @@ def _sampled_by_column(parts: list, column: np.ndarray, V: int, places: np.ndarr
     if first.size < marks.size:  # a (mark, column) kept twice: its counts summed
         marks, columns, counts = marks[first], columns[first], np.add.reduceat(counts, first)
     return counted, marks, columns, counts
+
+
+def _scipy_sampled(marks, columns, counts, n: int, V: int) -> tuple | None:
+    """``(places, columns, counts)`` as :func:`_sampled_by_column` gives them, of the
+    sample's rows (``marks`` their places, below ``n``; ``columns`` below ``V``), by
+    scipy's conversion of the entries to a canonical CSR matrix (a counting sort of the
+    places, each document's columns sorted and its repeated ones added, in compiled
+    code); None without scipy. 20 Newsgroups with --ngram-range 1,2: 2.57 million
+    entries of 6,000 documents over 1.2 million columns (34 bits, three 16-bit passes
+    of :func:`nbclass.text.runs.stable_order` and the gathers after them), 0.25-0.36 s
+    by the passes, 0.12-0.13 s so (CPU, 5 runs each in turn in one process)."""
+    try:
+        import scipy.sparse as sp
+    except ImportError:  # pragma: no cover - a dependency; the passes give the same
+        return None
+    matrix = sp.coo_matrix((counts, (marks, columns)), shape=(n, V)).tocsr()
+    matrix.sum_duplicates()  # canonical already (tocsr sums them): a check
+    places = np.repeat(np.arange(n, dtype=marks.dtype), np.diff(matrix.indptr))
+    counts = matrix.data
+    if counts.size < marks.size:  # some summed: of the type np.add.reduceat gives them
+        counts = counts.astype(np.add.reduceat(counts[:1], [0]).dtype, copy=False)
+    return places, matrix.indices.astype(columns.dtype), counts
 
 
 def merge(*parts: Counts) -> Counts:
