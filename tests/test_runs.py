@@ -624,3 +624,36 @@ def test_a_chunk_of_many_texts_over_a_large_vocabulary_counts_each_once():
         assert X.shape == (n, V) and X.nnz == n and n_tokens.tolist() == [1] * n
         assert X.indices.tolist() == [(7 * i) % V for i in range(n)]
         assert set(X.data.tolist()) == {1}
+
+
+@pytest.mark.parametrize("n_classes", [1, 3, 20])
+def test_run_tally_by_class_sums_chunks_cells_in_class_then_word_order(n_classes):
+    """RunTally._by_class: the cells of several chunks (each ascending, word-major, as
+    _cell_sums and _merged give them; a cell in two chunks) summed, class by class and
+    by word number within a class: as np.unique of the (class, word) keys and bincount
+    sums of D and T give them, twice (the second call takes its own result, in class
+    order, as its one part)."""
+    rng = np.random.default_rng(n_classes)
+    N = 200_000  # word numbers past 2^16
+    tally = runs_module.RunTally.__new__(runs_module.RunTally)
+    tally.n_classes, tally.n_words, tally._cells = n_classes, N, []
+    every = []
+    for size in (5_000, 3_000, 40, 1):
+        cells = np.unique(rng.integers(0, N * n_classes, size))
+        docs = rng.integers(1, 5, cells.size).astype(np.int32)
+        tokens = docs + rng.integers(0, 3, cells.size).astype(np.int32)
+        tally._cells.append((cells, docs, tokens))
+        every.append((cells, docs, tokens))
+    cells, docs, tokens = (np.concatenate(p) for p in zip(*every))
+    keys, at = np.unique((cells % n_classes) * N + cells // n_classes, return_inverse=True)
+    expected = (
+        np.bincount(keys // N, minlength=n_classes).tolist(),
+        (keys % N).tolist(),
+        np.bincount(at, weights=docs).astype(np.int64).tolist(),
+        np.bincount(at, weights=tokens).astype(np.int64).tolist(),
+    )
+    assert keys.size < cells.size  # some cell in two chunks
+    for _ in range(2):
+        got = tally._by_class()
+        assert [a.tolist() for a in got] == list(expected)
+        assert all(a.dtype == np.int64 for a in got)

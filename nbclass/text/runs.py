@@ -1658,27 +1658,32 @@ class RunTally:
         """``(lengths, ids, doc_counts, token_counts)`` of the counts: class by class,
         ``lengths[c]`` (word number, D, T) of class c, by word number.
 
-        The chunks' cells are put in (class, word number) order by stable sorts of their
-        16-bit digits (:func:`stable_order`: the number's, then the class's), and equal
-        neighbours summed (one sort of their class-major keys ``c n_words + id`` took
-        about twice as long)."""
-        C, N = self.n_classes, max(self.n_words, 1)
+        The chunks' cells (each chunk's ascending, word-major: ``id C + c``) are merged
+        by a stable sort of the keys (timsort: it takes each chunk's run as it is and
+        merges the runs), equal neighbours summed, and the distinct cells put in class
+        order by a stable sort of the class's 16-bit digits (:func:`stable_order`),
+        which keeps each class's words in order. (The number's two digits' passes and
+        then the class's over every cell, before they were summed, took 25-30 % more:
+        the tallies' 12 calls of 20 Newsgroups with --ngram-range 1,2, 0.094 s against
+        0.074; one sort of the class-major keys ``c n_words + id`` about twice as long
+        again.)"""
+        C = self.n_classes
         if not self._cells:
             empty = np.zeros(0, dtype=np.int64)
             return np.zeros(C, dtype=np.int64), empty, empty, empty
         cells, docs, tokens = (np.concatenate(p) for p in zip(*self._cells))
-        ids, classes = np.divmod(cells, C)
-        del cells
-        order = stable_order(classes, C, stable_order(ids, N))
-        ids, classes = ids[order], classes[order]
-        cell = np.empty(ids.size, dtype=bool)
+        order = np.argsort(cells, kind="stable")
+        cells = cells[order]
+        cell = np.empty(cells.size, dtype=bool)
         cell[0] = True
-        np.not_equal(ids[1:], ids[:-1], out=cell[1:])
-        cell[1:] |= classes[1:] != classes[:-1]
+        np.not_equal(cells[1:], cells[:-1], out=cell[1:])
         starts = np.flatnonzero(cell)
         docs = np.add.reduceat(docs[order], starts, dtype=np.int64)
         tokens = np.add.reduceat(tokens[order], starts, dtype=np.int64)
-        ids, classes = ids[starts], classes[starts]
+        ids, classes = np.divmod(cells[starts], C)
+        del cells, order
+        order = stable_order(classes, C)
+        ids, classes, docs, tokens = ids[order], classes[order], docs[order], tokens[order]
         self._cells = [(ids * C + classes, docs, tokens)]
         return np.bincount(classes, minlength=C).astype(np.int64), ids, docs, tokens
 
