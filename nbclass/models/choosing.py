@@ -662,49 +662,29 @@ class Summary:
         whole scores are kept, made when first read, from the blocks of rows they were
         added in (the same arrays, so the same floats): the choice reads one candidate's.
     jll : ndarray of shape (n, C), or None
-        The whole scores, when kept (:data:`KEEP_CELLS`): made when first read from the
-        blocks of rows as they were added (−inf in the rows none was added to), and
-        the block itself where one block holds every row in order (a fold of the
-        multilingual corpus: no table of −inf filled and copied into for each of its
-        192 candidates).
+        The whole scores, when kept (:data:`KEEP_CELLS`).
     """
 
     scored: np.ndarray
     pred: np.ndarray
     picked: np.ndarray
     made: np.ndarray | None  # log p(x), as far as made (see evidence)
-    kept: list | None  # (rows, scores) of each block added, when the scores are kept
-    classes: int  # C, the kept scores' columns
-    pending: list = field(default_factory=list)  # (rows, has, scores): evidence not made
-    whole: np.ndarray | None = None  # jll, once made from the kept blocks
+    jll: np.ndarray | None
+    pending: list = field(default_factory=list)  # (rows, has) of blocks kept, evidence not made
 
     @classmethod
     def empty(cls, n: int, C: int, evidence: bool, keep: bool) -> Summary:
         return cls(
             np.zeros(n, dtype=bool), np.full(n, -1, dtype=np.int64), np.zeros(n),
-            np.full(n, np.nan) if evidence else None, [] if keep else None, C,
+            np.full(n, np.nan) if evidence else None,
+            np.full((n, C), -np.inf) if keep else None,
         )  # fmt: skip
 
     @property
-    def jll(self) -> np.ndarray | None:
-        if self.kept is None:
-            return None
-        if self.whole is None:
-            n = self.scored.size
-            if len(self.kept) == 1 and np.array_equal(self.kept[0][0], np.arange(n)):
-                self.whole = self.kept[0][1]
-            else:
-                self.whole = np.full((n, self.classes), -np.inf)
-                for at, jll in self.kept:
-                    self.whole[at] = jll
-                self.kept = [(np.arange(n), self.whole)]  # the blocks not held twice
-        return self.whole
-
-    @property
     def evidence(self) -> np.ndarray | None:
-        for at, has, jll in self.pending:  # each block's kept scores, as added
+        for at, has in self.pending:  # each block's rows of the kept scores, as added
             with np.errstate(divide="ignore"):
-                evidence = posterior_and_evidence(jll)[1]
+                evidence = posterior_and_evidence(self.jll[at])[1]
             self.made[at[has]] = evidence[has]
         self.pending = []
         return self.made
@@ -746,16 +726,15 @@ class Summary:
         """:meth:`add`'s first steps: the kept scores, which documents are scored and
         their evidence (or the blocks to make it from); ``(ok, log_proba)``, log_proba
         None unless the evidence's exp made it."""
-        if self.kept is not None:
-            self.kept.append((at, jll))
-            self.whole = None
+        if self.jll is not None:
+            self.jll[at] = jll
         ok = np.isfinite(jll[np.arange(at.size), truth])
         self.scored[at] = ok
         has = known > 0
         log_proba = None
         if self.made is not None and has.any():
-            if self.kept is not None:  # its log p(x) made when read, from the kept block
-                self.pending.append((at, has, jll))
+            if self.jll is not None:  # its log p(x) made when read, from the kept rows
+                self.pending.append((at, has))
             else:  # from one exp of the scores
                 with np.errstate(divide="ignore"):
                     log_proba, evidence = posterior_and_evidence(jll)
