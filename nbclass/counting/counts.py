@@ -1623,11 +1623,7 @@ def _sampled_by_column(parts: list, column: np.ndarray, V: int, places: np.ndarr
         if by_scipy is not None:
             return (counted, *by_scipy)
     if V > 1 << 16 and n * V <= 1 << 32:  # (place, column): one number of two 16-bit digits
-        key = marks * V
-        key += columns
-        order = np.argsort(key.astype(np.uint16), kind="stable")  # the low digit
-        key >>= 16
-        order = order[np.argsort(key.astype(np.uint16)[order], kind="stable")]
+        order = stable_order(marks * V + columns, n * V)
     else:
         order = stable_order(marks, n, stable_order(columns, V))
     marks, columns, counts = marks[order], columns[order], counts[order]

@@ -59,7 +59,7 @@ from ..text.vectorizer import binarize
 from .blas import one_thread
 from .chosen import calibrated, score_gaps
 from .estimators import Calibration, EstimatorSettings
-from .posterior import best_classes, log_posterior, make_scorer, posterior_and_evidence
+from .posterior import best_classes, log_posterior, make_scorer, posterior_and_evidence, row_max
 from .sparsity import dense_cells, is_sparse, row_sums
 from .textmodels import prepare, primed_concentrations
 
@@ -1260,10 +1260,12 @@ def _row_sums(cells: np.ndarray) -> np.ndarray:
 
 def _row_maxima(cells: np.ndarray) -> np.ndarray:
     """``cells.max(axis=1, keepdims=True)`` of an (m, C) array, the same floats (NaN and
-    the sign of 0 as it gives them); of two columns, C-contiguous, the larger of the two
-    as an elementwise maximum, in a sixth of the time (:func:`_row_sums`)."""
-    if cells.shape[1] == 2 and cells.flags.c_contiguous:
-        return np.maximum(cells[:, :1], cells[:, 1:])
+    the sign of 0 as it gives them); of two columns, the first's and the second's
+    elementwise maximum (:func:`nbclass.models.posterior.row_max`, the order numpy's
+    reduction takes them in), in a sixth of the time (:func:`_row_sums`). Not past two:
+    column by column, a row holding both 0 and −0 may keep the other zero."""
+    if cells.shape[1] == 2:
+        return row_max(cells)[:, None]
     return cells.max(axis=1, keepdims=True)
 
 

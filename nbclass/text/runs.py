@@ -1966,11 +1966,11 @@ def stable_order(values: np.ndarray, top: int, order: np.ndarray | None = None) 
     [3, 1, 0, 2]
     """
     shift = 0
-    while True:
-        digits = values if order is None else values[order]
-        if shift:
-            digits = digits >> shift
-        step = np.argsort(digits.astype(np.uint16), kind="stable")  # the low 16 bits
+    while True:  # each digit cut to 16 bits before it is gathered in order: a narrower gather
+        digits = (values >> shift if shift else values).astype(np.uint16)
+        if order is not None:
+            digits = digits[order]
+        step = np.argsort(digits, kind="stable")  # the low 16 bits
         order = step if order is None else order[step]
         shift += 16
         if top <= 1 << shift:
