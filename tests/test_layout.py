@@ -38,7 +38,7 @@ LAYERS = [
 # Leaves every layer may use; they import nothing of the package but each other.
 SHARED = {
     "nbclass", "nbclass.errors", "nbclass.names", "nbclass.defaults", "nbclass.records",
-    "nbclass.version", "nbclass.ranges",
+    "nbclass.version", "nbclass.ranges", "nbclass.compiled",
 }  # fmt: skip
 # The package's own ``__init__`` is the door to the library: its lazy attributes (PEP 562,
 # imported when first used) may import the library's module, and only that one.
