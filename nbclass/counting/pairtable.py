@@ -5,8 +5,11 @@ The counts D_jc and T_jc (:class:`nbclass.counting.counts.Counts`) are kept as t
 (V + 1,) where each word's pairs start, ``indices`` their classes (ascending within a
 word, each once) and ``data`` their counts. A :class:`PairTable` is those three arrays
 and the little a fit needs of them (sums, rows, a dense copy), so that counting, the
-vocabulary filter and the model file never import scipy; :meth:`PairTable.tocsr` makes
-the scipy matrix of the same arrays (no copy), once, for the code that computes with it.
+vocabulary filter and the model file never import scipy. A :class:`PairTable` is a
+:class:`nbclass.counting.csr.CSR` (whose products, gathers and conversions call scipy's
+compiled kernels without importing scipy.sparse: a default fit's choice computes with
+it so); :meth:`PairTable.tocsr` makes the scipy matrix of the same arrays (no copy),
+once, for the code that computes with scipy.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import threading
 
 import numpy as np
 
+from .csr import CSR
+
 BLOCK_PAIRS = 2**18  # pairs summed at a time (float64 sums of a block of values below 2^32: exact)
 _CSR_LOCK = threading.Lock()  # (threads of a choice or a service read one table's matrix)
 
 
-class PairTable:
+class PairTable(CSR):
     """A (V, C) integer table by its nonzero pairs, in the layout of canonical CSR.
 
     Attributes
@@ -33,8 +38,11 @@ class PairTable:
     shape : tuple (V, C)
 
     The arrays are taken as they are (not copied or checked: the counting layer makes
-    them canonical) and not changed. A table can be read as a scipy matrix by
-    :meth:`tocsr`, which wraps the same arrays, made once.
+    them canonical, ``indices`` and ``indptr`` of one type) and not changed. A table is a
+    :class:`~nbclass.counting.csr.CSR` of integers with sums, rows and a dense copy of its
+    own (exact sums as 1-d int64 arrays, rows as a :class:`PairTable`); a copy or a change
+    of type is a plain :class:`~nbclass.counting.csr.CSR`. It can be read as a scipy
+    matrix by :meth:`tocsr`, which wraps the same arrays, made once.
 
     >>> table = PairTable(np.array([3, 1, 5]), np.array([0, 2, 1]), np.array([0, 2, 2, 3]),
     ...                   (3, 3))
@@ -44,12 +52,13 @@ class PairTable:
     [[0, 5, 0], [3, 0, 1]]
     """
 
-    __slots__ = ("data", "indices", "indptr", "shape", "_csr")
+    __slots__ = ("_csr",)
 
     def __init__(self, data: np.ndarray, indices: np.ndarray, indptr: np.ndarray,
                  shape: tuple[int, int]):  # fmt: skip
         self.data, self.indices, self.indptr = data, indices, indptr
         self.shape = (int(shape[0]), int(shape[1]))
+        self._sorted = True  # (canonical)
         self._csr = None
 
     def __reduce__(self):  # (pickled without the scipy matrix, if one was made)
@@ -57,10 +66,6 @@ class PairTable:
 
     def __repr__(self) -> str:
         return f"<PairTable {self.shape[0]} x {self.shape[1]}, {self.nnz} pairs, {self.dtype}>"
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self.data.dtype
 
     @property
     def nnz(self) -> int:
