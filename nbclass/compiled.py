@@ -91,6 +91,13 @@ def sparsetools() -> ModuleType:
     return _module("sparse", "_sparsetools", "csr_matvecs")
 
 
+def load() -> None:
+    """Load both modules now (3 ms of CPU), so that their first use finds them loaded:
+    the fit does it on a thread while its workers count."""
+    sparsetools()
+    _special("gammaln")
+
+
 def _special(function: str):
     return getattr(_module("special", "_special_ufuncs", "gammaln"), function)
 

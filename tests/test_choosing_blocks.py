@@ -130,21 +130,53 @@ def test_the_summaries_are_the_rows_of_the_whole_scores(tmp_path, monkeypatch):
         assert np.array_equal(summary.evidence[has], logsumexp(jll[has], axis=1))
 
 
+def impossible_scores(seed: int, C: int, impossible: float):
+    """(jll, y, lengths) of 300 documents: scores growing with the length, a share
+    ``impossible`` of the cells −inf, the true class the best in 70 % of the rows."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    lengths = rng.integers(0, 300, size=n)
+    jll = rng.normal(size=(n, C)) * np.sqrt(lengths + 1)[:, None] * 3
+    jll[rng.random((n, C)) < impossible] = -np.inf
+    y = np.where(rng.random(n) < 0.7, jll.argmax(axis=1), rng.integers(0, C, size=n))
+    return jll, y, lengths
+
+
 @pytest.mark.parametrize("cells", [1, 7, 64])
 def test_the_calibration_fitted_block_by_block_is_the_whole_ones(monkeypatch, cells):
     """Scores with impossible classes (−inf) and documents whose true class is one of
     them: the (t0, t1, t2) of blocks of 1, 2 and 16 documents are the whole array's."""
-    rng = np.random.default_rng(12)
-    n, C = 300, 4
-    lengths = rng.integers(0, 300, size=n)
-    jll = rng.normal(size=(n, C)) * np.sqrt(lengths + 1)[:, None] * 3
-    jll[rng.random((n, C)) < 0.1] = -np.inf
-    y = np.where(rng.random(n) < 0.7, jll.argmax(axis=1), rng.integers(0, C, size=n))
+    jll, y, lengths = impossible_scores(12, 4, 0.1)
     monkeypatch.setattr(choosing, "SCORE_CELLS", 10**9)
     whole = fit_calibration(jll, y, lengths)
     assert whole.t0 != 0.0 and whole.t1 != 0.0
     monkeypatch.setattr(choosing, "SCORE_CELLS", cells)
     assert fit_calibration(jll, y, lengths) == whole
+
+
+def test_the_calibrations_log_softmax_of_impossible_classes_is_scipys(monkeypatch):
+    """Blocks of scores with impossible classes (−inf) take the general steps, whose log
+    softmax is :func:`nbclass.models.posterior.log_posterior` (no scipy.special): the
+    loss, gradient and Hessian at several points, and the fitted (t0, t1, t2), are those
+    of ``scipy.special.log_softmax``'s floats, bit for bit."""
+    from scipy.special import log_softmax
+
+    jll, y, lengths = impossible_scores(21, 5, 0.2)
+    n = y.size
+    ok = np.flatnonzero(np.isfinite(jll[np.arange(n), y]))
+    features = np.stack([np.log1p(lengths[ok]), np.log1p(score_gaps(jll[ok]))], axis=1)
+    points = [np.zeros(3), np.array([0.7, 0.3, -0.2]), np.array([-3.0, 1.0, 1.0])]
+
+    def evaluated():
+        loss = choosing._calibration_loss(jll, ok, y[ok], features, [(0, 100), (100, ok.size)])
+        return [np.concatenate([[v], g, h.ravel()]).view(np.uint64)
+                for v, g, h in map(loss, points)]  # fmt: skip
+
+    ours, fitted = evaluated(), fit_calibration(jll, y, lengths)
+    monkeypatch.setattr(choosing, "log_posterior", lambda z: log_softmax(z, axis=1))
+    theirs = evaluated()
+    assert all(np.array_equal(a, b) for a, b in zip(ours, theirs, strict=True))
+    assert fit_calibration(jll, y, lengths) == fitted and fitted.t0 != 0.0
 
 
 def test_the_calibration_of_its_first_documents_is_that_of_those_documents_alone():

@@ -1126,8 +1126,6 @@ def _calibration_loss(jll, ok, y, features, blocks, pool=None, scored=None):
     value at a point already evaluated is not computed again. The targets' ε is
     1 / (n + 2) for n = ``scored`` documents (None: the rows ``ok``).
     """
-    from scipy.special import log_softmax
-
     design = np.hstack([np.ones((features.shape[0], 1)), features])  # ∂λ_i/∂t, (n, 3)
     n = design.shape[0]
     epsilon = 1.0 / ((n if scored is None else scored) + 2)
@@ -1184,7 +1182,9 @@ def _calibration_loss(jll, ok, y, features, blocks, pool=None, scored=None):
                 )
                 return
             z = np.where(finite, shifted * scales[a:b], 0.0)
-            log_p = np.where(finite, log_softmax(np.where(finite, z, -np.inf), axis=1), 0.0)
+            # log_posterior: scipy.special.log_softmax's floats on these rows (each has
+            # a finite score, its true class's), without importing scipy.special
+            log_p = np.where(finite, log_posterior(np.where(finite, z, -np.inf)), 0.0)
             p = np.where(finite, np.exp(log_p), 0.0)
             pz, tz = (p * z).sum(axis=1), (target * z).sum(axis=1)
             first[a:b] = tz - pz

@@ -383,12 +383,15 @@ def sketched(
 
 
 def _import_for_choosing() -> None:
-    """Import what choosing the model needs (scipy, 0.1 s or more), while workers count:
-    the choice comes after the count, and this process mostly waits on the workers."""
+    """Import what choosing the model needs while workers count: the choice comes after
+    the count, and this process mostly waits on the workers. The choice module imports
+    ``scipy.sparse`` (0.1 s or more); scipy's compiled kernels and special functions
+    are loaded from their files (:mod:`nbclass.compiled`), not by ``scipy.special``."""
     try:
-        import scipy.special  # noqa: F401 - the DCM candidate's and the calibration's
-
+        from .. import compiled
         from . import choosing  # noqa: F401 - and scipy.sparse
+
+        compiled.load()
     except Exception:  # noqa: S110 - the choice imports them again and reports
         pass
 

@@ -697,7 +697,7 @@ class LabelScorer:
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
     """σ(z) = 1 / (1 + e^−z) without overflow, any shape (``scipy.special.expit``)."""
-    from scipy.special import expit
+    from ..compiled import expit
 
     return expit(np.asarray(z, dtype=np.float64))
 
@@ -718,7 +718,7 @@ def fit_platt(S: np.ndarray, Y: np.ndarray, M: np.ndarray | None = None) -> np.n
     >>> round(float(a), 4), abs(round(float(c), 4))  # targets 3/4 and 1/4: symmetric
     (0.2023, 0.0)
     """
-    from scipy.special import expit
+    from ..compiled import expit
 
     S = np.clip(np.asarray(S, dtype=np.float64), -SCORE_BOUND, SCORE_BOUND)
     Y = np.asarray(Y, dtype=np.float64)
@@ -797,7 +797,7 @@ def fit_platt_cells(s: np.ndarray, y: np.ndarray) -> np.ndarray:
     labels together (the rare labels' tens of millions): ``s`` (N,) float64 is clipped
     and scaled in place, ``y`` (N,) bool; each Newton step's arrays are made
     :data:`_BLOCK` cells at a time (:func:`_pairwise`), not five arrays of every cell."""
-    from scipy.special import expit
+    from ..compiled import expit
 
     np.clip(s, -SCORE_BOUND, SCORE_BOUND, out=s)
     positives = np.array([float(np.count_nonzero(y))])

@@ -189,8 +189,8 @@ class NegativeBinomialScorer:
         closed form through A_c = Σ_j a'_jc.
         """
         import numpy as np
-        from scipy.special import gammaln
 
+        from ..compiled import gammaln
         from .sparsity import gamma_sums
         from .textmodels import _sum_rows
 

@@ -387,12 +387,15 @@ def add_product(
 @cache
 def _sparse_kernels():
     """scipy's compiled gather of CSR rows, scaling of CSR rows and densify of a CSR
-    matrix (private: None if absent; imported when first used, as scipy is)."""
+    matrix (private: None if absent), from :func:`nbclass.compiled.sparsetools` when
+    first used, without importing ``scipy.sparse``."""
+    from ..compiled import sparsetools
+
     try:
-        from scipy.sparse._sparsetools import csr_row_index, csr_scale_rows, csr_todense
-    except ImportError:  # pragma: no cover (every scipy this project supports has them)
+        kernels = sparsetools()
+        return kernels.csr_row_index, kernels.csr_scale_rows, kernels.csr_todense
+    except (ImportError, AttributeError):  # pragma: no cover (every scipy supported has them)
         return None, None, None
-    return csr_row_index, csr_scale_rows, csr_todense
 
 
 def weights_dot(F, W, bias: np.ndarray | None = None) -> np.ndarray:
@@ -429,7 +432,7 @@ def gamma_sums(X, table, beta: float) -> np.ndarray:
     row are joined, (entry, class) by (entry, class), and the difference is added: work
     in proportion to the pairs the documents' words have, never n × V × C.
     """
-    from scipy.special import gammaln
+    from ..compiled import gammaln
 
     n, C = X.shape[0], table.shape[1]
     x = X.data.astype(np.float64)

@@ -431,7 +431,7 @@ def categorical_mutual_information(log_theta: np.ndarray, pi: np.ndarray) -> np.
 
     With θ_v = Σ_c π_c θ_vc, I_k = Σ_c π_c Σ_v θ_vc log(θ_vc / θ_v), in nats.
     """
-    from scipy.special import rel_entr
+    from ..compiled import rel_entr
 
     theta = np.exp(log_theta)  # (L, C)
     theta_v = theta @ pi  # (L,)

@@ -476,7 +476,7 @@ class PolyaScorer:
         multinomial coefficient left out (it does not depend on c). Only the entries of
         ``X`` are touched.
         """
-        from scipy.special import gammaln
+        from ..compiled import gammaln
 
         if self.beta is None:
             x = X.data.astype(np.float64)[:, None]
@@ -541,7 +541,7 @@ def dcm_concentration(mean_distinct: float, mean_length: float) -> float:
 
     Examples
     --------
-    >>> from scipy.special import digamma
+    >>> from nbclass.compiled import digamma
     >>> s = dcm_concentration(3.0, 5.0)
     >>> round(float(s * (digamma(s + 5.0) - digamma(s))), 12)
     3.0
@@ -563,7 +563,7 @@ def dcm_concentrations(mean_distinct: np.ndarray, mean_length: np.ndarray) -> np
     would take alone, element by element (the same floats as one class at a time; a class
     stops when its bracket cannot be halved, the others go on), so the model is the same
     whatever the number of classes; at 20,000 classes the loop over classes took 1.3 s."""
-    from scipy.special import digamma
+    from ..compiled import digamma
 
     mean_distinct = np.asarray(mean_distinct, dtype=np.float64)
     mean_length = np.asarray(mean_length, dtype=np.float64)
@@ -683,7 +683,7 @@ class DcmScorer:
 
     def joint_log_likelihood(self, X: sp.csr_matrix) -> np.ndarray:
         """b_c = log π_c + lnΓ(s_c) − lnΓ(s_c + n) + Σ_{j: x_j>0} log β_jc, (n, C)."""
-        from scipy.special import gammaln
+        from ..compiled import gammaln
 
         n = np.asarray(X.sum(axis=1), dtype=np.float64)
         presence = weights_dot(self.features(X), self.weights)
@@ -719,7 +719,7 @@ def dcm_scorer(
 ) -> DcmScorer:
     """The EDCM scorer of ``counts``; with ``rows``, of documents holding only those words
     (:func:`nbclass.models.posterior.make_scorer`); ``sparse``: weights from the pairs."""
-    from scipy.special import gammaln
+    from ..compiled import gammaln
 
     log_beta, s = dcm_parameters(counts, settings.beta[0], rows, sparse)
     log_pi = _log_prior(counts, settings)
