@@ -610,9 +610,7 @@ def posterior_and_evidence(jll: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """
     top = row_max(jll) if jll.shape[1] else np.full(jll.shape[0], -np.inf)
     if not np.isfinite(top).all():
-        from scipy.special import logsumexp
-
-        return log_posterior(jll), logsumexp(jll, axis=1)
+        return log_posterior(jll), logsumexp_rows(jll)
     out = np.subtract(jll, top[:, None])
     near = out >= TAIL_EXP
     terms = np.zeros(out.shape)
@@ -658,9 +656,34 @@ def log_evidence(jll: np.ndarray) -> np.ndarray:
     For the multinomial model this leaves out the multinomial coefficient of the document,
     which is the same for every class.
     """
-    from scipy.special import logsumexp
-
     out = np.full(jll.shape[0], -np.inf)
     possible = np.isfinite(jll.max(axis=1))
-    out[possible] = logsumexp(jll[possible], axis=1)
+    out[possible] = logsumexp_rows(jll[possible])
     return out
+
+
+def logsumexp_rows(a: np.ndarray) -> np.ndarray:
+    """``scipy.special.logsumexp(a, axis=1)`` of a 2-d float64 array, shape (n,): scipy's
+    steps in numpy, the same floats, without importing scipy.special.
+
+    Each row's largest entries m (k of them) are set apart, the others' exp(a − m) summed,
+    s, and the result is log1p(s / k) + log k + m (s itself where it is 0); where that
+    is not finite (a row of −inf, +inf or NaN), log Σ exp(a) as it comes.
+
+    >>> logsumexp_rows(np.array([[0.0, 0.0], [1000.0, -np.inf], [-np.inf, -np.inf]])).tolist()
+    [0.6931471805599453, 1000.0, -inf]
+    """
+    a = np.asarray(a, dtype=np.float64)
+    if not a.size:
+        return np.full(a.shape[0], -np.inf)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        direct = np.log(np.exp(a).sum(axis=1, keepdims=True))
+        top = a.max(axis=1, keepdims=True)
+        largest = a == top
+        rest = np.array(a, copy=True)  # (in a's layout, as scipy's copy: the same sums)
+        rest[largest] = -np.inf
+        k = largest.astype(np.float64).sum(axis=1, keepdims=True)
+        s = np.exp(rest - top).sum(axis=1, keepdims=True)
+        s = np.where(s == 0, s, s / k)  # (s ≥ 0 or NaN, k ≥ 0: scipy's signs are +)
+        out = np.log1p(s) + np.log(k) + top
+    return np.where(np.isfinite(out), out, direct)[:, 0]
