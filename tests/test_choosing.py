@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from nbclass.cli.app import cli
 from nbclass.counting.counts import CountAccumulator, as_table
+from nbclass.counting.csr import as_csr
 from nbclass.modelfile.textfile import load
 from nbclass.models import choosing, chosen
 from nbclass.models.choosing import (
@@ -309,8 +310,8 @@ def test_counts_short_of_the_held_out_documents_are_subtracted_apart():
     short = Counts(counts.classes, counts.vocabulary, counts.class_count, sp.csr_matrix(D),
                    counts.token_count)  # fmt: skip
     held = np.array([1])  # ["x", "z"], of "a"
-    cells = sp.coo_matrix(sp.csr_matrix(np.array([[1], [0]])) @ choosing._packed(
-        short, sp.csr_matrix(X[held])))  # fmt: skip
+    cells = choosing._Cells(*as_csr(np.array([[1], [0]])).matmul_sparse(choosing._packed(
+        short, sp.csr_matrix(X[held]))).entries())  # fmt: skip
     assert choosing._packed_fold(short, cells, np.array([2])) is None
     got = fold_of(short, X, np.array(labels), held)
     with pytest.MonkeyPatch.context() as patch:
@@ -384,8 +385,8 @@ def test_counts_short_of_the_held_out_tokens_near_2_to_the_32_are_subtracted_apa
         held = np.array([0, 1])
         both = choosing._packed(counts, sp.csr_matrix(X[held]))
         assert both is not None
-        members = sp.csr_matrix(np.array([[1, 1], [0, 0]], dtype=np.int64))
-        cells = sp.coo_matrix(members @ both)
+        members = as_csr(np.array([[1, 1], [0, 0]], dtype=np.int64))
+        cells = choosing._Cells(*members.matmul_sparse(both).entries())
         assert choosing._packed_fold(counts, cells, np.array([1])) is None
         got = fold_of(counts, X, labels, held)
         with pytest.MonkeyPatch.context() as patch:

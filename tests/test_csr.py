@@ -26,6 +26,7 @@ def same(ours, theirs) -> None:
     assert np.array_equal(ours.indptr, theirs.indptr)
     assert np.array_equal(ours.indices, theirs.indices)
     assert ours.data.dtype == theirs.data.dtype
+    assert ours.indices.dtype == theirs.indices.dtype == ours.indptr.dtype == theirs.indptr.dtype
     assert np.array_equal(bits(ours.data), bits(theirs.data))
 
 
@@ -106,6 +107,7 @@ def test_sums_and_dense_copies_are_scipys(X):
     ours = ours_of(X)
     for axis in (0, 1):
         same_array(ours.sum(axis=axis), np.asarray(X.sum(axis=axis)))
+        same_array(ours.tocsc().sum(axis=axis), np.asarray(X.tocsc().sum(axis=axis)))
     total = ours.sum()
     assert type(total) is type(X.sum()) or np.asarray(total).dtype == np.asarray(X.sum()).dtype
     assert bits(np.asarray(total)) == bits(np.asarray(X.sum()))
@@ -157,6 +159,7 @@ def test_long_rows_of_mixed_magnitudes_add_in_scipys_order():
     same_array(ours.tocsc() @ W, np.asarray(X.tocsc() @ W))
     same_array(ours.sum(axis=0), np.asarray(X.sum(axis=0)))
     same_array(ours.sum(axis=1), np.asarray(X.sum(axis=1)))
+    same_array(ours.tocsc().sum(axis=1), np.asarray(X.tocsc().sum(axis=1)))
 
 
 def test_of_takes_scipys_arrays_without_copying():

@@ -124,6 +124,21 @@ def test_update_merge_and_unlearn_of_named_models_import_no_scipy(news_sample, t
     assert len(stderr) == 3 and b"scipy" not in b"".join(stderr)
 
 
+def test_a_default_fit_chooses_without_importing_scipy_sparse(news_sample, tmp_path):
+    """A default fit's choice (the sample's matrix, the folds, every candidate's held-out
+    scores, the calibration) computes with nbclass.counting.csr, never scipy.sparse (the
+    package and every module under it refused; nbclass.compiled loads the file of
+    scipy.sparse._sparsetools without importing the package, which no hook sees), and
+    writes the bytes it writes without the hook."""
+    args = ("fit", news_sample[0], "-j", "1")
+    assert run(*args, "-o", tmp_path / "plain.nbc", blocked=False).returncode == 0
+    done = run(*args, "-o", tmp_path / "blocked.nbc", blocked=True, refused="scipy.sparse")
+    assert done.returncode == 0, done.stderr.decode()
+    assert b"scipy import" not in done.stderr
+    assert b"chose " in done.stderr  # (the default fit chose)
+    assert (tmp_path / "blocked.nbc").read_bytes() == (tmp_path / "plain.nbc").read_bytes()
+
+
 def test_the_import_hook_sees_what_needs_scipy(news_sample, tmp_path):
     """The check above can fail: a fit that scores (the default's choice) is refused."""
     done = run("fit", news_sample[0], "-o", tmp_path / "auto.nbc", "-j", "1", blocked=True)

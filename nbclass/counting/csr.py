@@ -57,14 +57,18 @@ def _sum_type(dtype: np.dtype) -> np.dtype:
 class _Compressed:
     """What :class:`CSR` and :class:`CSC` share: the three arrays, of which ``indptr``
     (major + 1,) says where each row (CSR) or column (CSC) starts in ``indices`` (nnz,)
-    and ``data`` (nnz,). ``indptr`` and ``indices`` are of one type, int32 or int64."""
+    and ``data`` (nnz,). ``indptr`` and ``indices`` are of one type: int32 where the
+    shape and the number of entries are below 2^31, as in scipy's matrices, else int64."""
 
     __slots__ = ("data", "indices", "indptr", "shape", "_sorted")
     ndim = 2
 
     def __init__(self, data, indices, indptr, shape, sorted_indices: bool | None = None):
         data, indices, indptr = np.asarray(data), np.asarray(indices), np.asarray(indptr)
-        index = index_type(indices, indptr, most=max(int(shape[0]), int(shape[1])))
+        # int32 where the shape and the entries allow, as scipy's constructor makes them
+        # (it checks the arrays' values: below those bounds in a valid matrix).
+        nnz = int(indptr[-1]) if indptr.size else 0
+        index = np.int32 if max(int(shape[0]), int(shape[1]), nnz) <= _INT32_MAX else np.int64
         self.indices = indices.astype(index, copy=False)
         self.indptr = indptr.astype(index, copy=False)
         self.data = data
@@ -145,10 +149,44 @@ class _Compressed:
         if self.data.size != nnz:
             self.data = self.data[:nnz].copy()
 
+    def sum(self, axis: int | None = None):
+        """The sum of every value (``axis`` None: a scalar), of each row (``axis`` 1,
+        shape (n_rows, 1)) or of each column (``axis`` 0, shape (1, n_columns)), in the
+        type numpy sums the values in, by scipy's additions: a CSR row's (a CSC column's)
+        values by ``numpy.add.reduceat`` (in the values' own type, then widened, then
+        added to 0), a CSR column's (a CSC row's) from 0 in the order stored
+        (``csc_matvec`` by ones), every value as numpy sums a matrix of one row after
+        :meth:`sum_duplicates` (which changes the matrix in place, as scipy's does)."""
+        total = _sum_type(self.dtype)
+        major, minor = self._major()
+        if axis is None:
+            if not self.nnz:
+                return total.type(0)
+            self.sum_duplicates()
+            return self.data.reshape(1, -1).sum()
+        if axis not in (0, 1, -1, -2):
+            raise ValueError(f"axis {axis} is out of range for a matrix")
+        lines = (axis % 2 == 1) == (self.format == "csr")  # each row of a CSR, column of a CSC
+        csr = self.format == "csr"
+        if lines:
+            out = np.zeros(major, dtype=total)
+            some = np.flatnonzero(np.diff(self.indptr))
+            if some.size:
+                out[some] = np.add.reduceat(self.data, self.indptr[some].astype(np.intp))
+            shape = (major, 1) if csr else (1, major)
+            return out.reshape(shape).sum(axis=())  # (0 added: a sum of -0.0 is 0.0)
+        ones = np.ones(major, dtype=total)
+        out = np.zeros(minor, dtype=np.result_type(self.dtype, total))
+        sparsetools().csc_matvec(minor, major, self.indptr, self.indices, self.data, ones, out)
+        return out.astype(total, copy=False).reshape((1, minor) if csr else (minor, 1))
+
     def __matmul__(self, other):
         """The product with a dense vector (n_columns,) or table (n_columns, k): an
         ndarray (n_rows,) or (n_rows, k), each cell's terms added from 0 in the order of
-        the stored entries (``csr_matvec(s)``, ``csc_matvec(s)``)."""
+        the stored entries (``csr_matvec(s)``, ``csc_matvec(s)``); with a CSR matrix, the
+        CSR matrix of :meth:`CSR.matmul_sparse`."""
+        if isinstance(other, CSR) or getattr(other, "format", None) == "csr":
+            return self.tocsr().matmul_sparse(other)
         other = np.asarray(other)
         M, N = self.shape
         if other.shape[0] != N:
@@ -293,6 +331,10 @@ class CSR(_Compressed):
         sparsetools().csr_todense(M, N, self.indptr, self.indices, self.data, out)
         return out
 
+    def todense(self) -> np.ndarray:
+        """:meth:`toarray` (scipy's gives the same values as a ``numpy.matrix``)."""
+        return self.toarray()
+
     def tocsc(self) -> CSC:
         """The same matrix in compressed sparse column layout (``csr_tocsc``): each
         column's rows ascending."""
@@ -305,34 +347,6 @@ class CSR(_Compressed):
                                 self.indices.astype(index, copy=False), self.data,
                                 indptr, indices, data)  # fmt: skip
         return CSC(data, indices, indptr, self.shape, True)
-
-    def sum(self, axis: int | None = None):
-        """The sum of every value (``axis`` None: a scalar), of each row (``axis`` 1,
-        shape (n_rows, 1)) or of each column (``axis`` 0, shape (1, n_columns)), in the
-        type numpy sums the values in, by scipy's additions: a row's values by
-        ``numpy.add.reduceat`` (in the values' own type, then widened, then added to 0),
-        a column's from 0 in the rows' order (``csc_matvec`` of the same arrays by
-        ones), every value as numpy sums a matrix of one row after :meth:`sum_duplicates`
-        (which changes the matrix in place, as scipy's does)."""
-        total = _sum_type(self.dtype)
-        M, N = self.shape
-        if axis is None:  # (made canonical first, in place, as scipy's)
-            if not self.nnz:
-                return total.type(0)
-            self.sum_duplicates()
-            return self.data.reshape(1, -1).sum()
-        if axis in (1, -1):
-            out = np.zeros(M, dtype=total)
-            major = np.flatnonzero(np.diff(self.indptr))
-            if major.size:
-                out[major] = np.add.reduceat(self.data, self.indptr[major].astype(np.intp))
-            return out.reshape(M, 1).sum(axis=())  # (0 added: a sum of -0.0 is 0.0)
-        if axis in (0, -2):
-            ones = np.ones(M, dtype=total)
-            out = np.zeros(N, dtype=np.result_type(self.dtype, total))
-            sparsetools().csc_matvec(N, M, self.indptr, self.indices, self.data, ones, out)
-            return out.astype(total, copy=False).reshape(1, N)
-        raise ValueError(f"axis {axis} is out of range for a matrix")
 
     def __sub__(self, other) -> CSR:
         """The difference with a matrix of the same shape (``csr_minus_csr``), explicit
@@ -444,7 +458,16 @@ def _every(key) -> bool:
     return isinstance(key, slice) and key == slice(None)
 
 
-def is_csr(matrix) -> bool:
-    """Whether ``matrix`` is a :class:`CSR` or a scipy CSR matrix (scipy not imported to
-    tell)."""
-    return isinstance(matrix, CSR) or getattr(matrix, "format", None) == "csr"
+def as_csr(matrix) -> CSR:
+    """``matrix`` as a :class:`CSR`: itself, a scipy CSR matrix's arrays (not copied),
+    another scipy matrix's CSR form (scipy's ``tocsr``), or a dense 2-d array's nonzero
+    entries in row-major order (as ``csr_matrix`` of the array holds them)."""
+    if isinstance(matrix, CSR):
+        return matrix
+    if hasattr(matrix, "tocsr"):  # a scipy matrix (a CSR matrix's own arrays)
+        return CSR.of(matrix.tocsr())
+    dense = np.asarray(matrix)
+    if dense.ndim != 2:
+        raise ValueError(f"a matrix has 2 dimensions, not {dense.ndim}")
+    rows, columns = np.nonzero(dense)
+    return CSR.from_entries(rows, columns, dense[rows, columns], dense.shape)

@@ -49,12 +49,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..counting import sketch
 from ..counting.counts import Counts
+from ..counting.csr import CSC, CSR, as_csr
 from ..text.vectorizer import binarize
 from .blas import one_thread
 from .chosen import calibrated, score_gaps
@@ -179,7 +180,7 @@ def plan(counts: Counts, most: int = FOLDS, rows: np.ndarray | None = None) -> t
             inside = np.zeros(len(counts.vocabulary), dtype=bool)
             inside[rows] = True
             cells = int(np.count_nonzero(inside[counts.nonzero[0]]))
-    tokens = counts.token_count.sum() if rows is None else counts.word_tokens[rows].sum()
+    tokens = counts.token_table.sum() if rows is None else counts.word_tokens[rows].sum()
     budget = max(FREE_CELLS, int(tokens))
     affordable = max(1, budget // max(cells, 1))
     if affordable >= k:
@@ -343,7 +344,23 @@ class Fold:
     used: np.ndarray  # the training vocabulary's words the held-out rows hold, shape (R,)
 
 
-def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -> Fold:
+class _Cells(NamedTuple):
+    """(class, word) cells of held-out counts, as a COO matrix (C, V) holds them."""
+
+    row: np.ndarray
+    col: np.ndarray
+    data: np.ndarray
+
+
+def _tables(counts: Counts) -> tuple:
+    """``(T, D)``: the counts' T_jc and D_jc as they are kept, a table in CSR layout as a
+    :class:`~nbclass.counting.csr.CSR` (a :class:`~nbclass.counting.pairtable.PairTable`
+    is one; a scipy matrix's arrays are taken), a dense one as it is."""
+    return tuple(as_csr(table) if is_sparse(table) else table
+                 for table in (counts.token_table, counts.doc_table))  # fmt: skip
+
+
+def fold_of(counts: Counts, X: CSR, y: np.ndarray, rows: np.ndarray) -> Fold:
     """The fold that holds out the sampled documents ``rows``: ``counts`` (the whole
     training corpus's, over the vocabulary X's columns count) less their counts.
 
@@ -353,34 +370,35 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
     Words left with no token are dropped from the fold's vocabulary, classes left with
     no document from its classes, as a count of the training documents alone would."""
     C, V = len(counts.classes), len(counts.vocabulary)
-    held_out = sp.csr_matrix(X[rows])
+    held_out = X[rows]
     labels = np.asarray(y)[rows]
-    members = sp.csr_matrix(  # (C, m): which class each held-out document is of
-        (np.ones(rows.size, dtype=np.int64), (labels, np.arange(rows.size))), shape=(C, rows.size)
+    members = CSR.from_entries(  # (C, m): which class each held-out document is of
+        labels, np.arange(rows.size), np.ones(rows.size, dtype=np.int64), (C, rows.size)
     )
+    T, D = _tables(counts)
     both = _packed(counts, held_out)
     if both is not None:  # T_jc and D_jc summed at once, T in the high 32 bits
-        cells = sp.coo_matrix(members @ both)
-        tokens = sp.coo_matrix((cells.data >> 32, (cells.row, cells.col)), shape=cells.shape)
-        documents = sp.coo_matrix((cells.data & _LOW, (cells.row, cells.col)), shape=cells.shape)
+        cells = _Cells(*members.matmul_sparse(both).entries())
+        tokens = cells._replace(data=cells.data >> 32)
+        documents = cells._replace(data=cells.data & _LOW)
     else:
-        tokens, documents = (sp.coo_matrix(members @ part)
+        tokens, documents = (_Cells(*members.matmul_sparse(part).entries())
                              for part in (held_out, binarize(held_out)))  # fmt: skip
     class_count = counts.class_count - np.bincount(labels, minlength=C)
     left = counts.word_tokens - np.bincount(tokens.col, weights=tokens.data, minlength=V)
     gone = np.flatnonzero(left == 0)  # every token of these words is held out
-    if is_sparse(counts.token_count):
+    if is_sparse(T):
         tables = None if both is None else _packed_fold(counts, cells, gone)
         if tables is None:
             tables = _sparse_fold(counts, tokens, documents, gone)
         token_count, doc_count, words, row = tables
     elif gone.size:
         words = np.delete(np.arange(V), gone)
-        token_count, doc_count = counts.token_count[words], counts.doc_count[words]
+        token_count, doc_count = T[words], D[words]
     else:
         words = np.arange(V)
-        token_count, doc_count = counts.token_count.copy(), counts.doc_count.copy()
-    if not is_sparse(counts.token_count):
+        token_count, doc_count = T.copy(), D.copy()
+    if not is_sparse(T):
         row = np.full(V, -1, dtype=np.int64)  # each word's row in the fold's tables
         row[words] = np.arange(words.size)
         for table, cells in ((token_count, tokens), (doc_count, documents)):
@@ -406,12 +424,12 @@ def fold_of(counts: Counts, X: sp.csr_matrix, y: np.ndarray, rows: np.ndarray) -
 _LOW = (1 << 32) - 1
 
 
-def _packed(counts: Counts, held_out: sp.csr_matrix) -> sp.csr_matrix | None:
+def _packed(counts: Counts, held_out: CSR) -> CSR | None:
     """The held-out documents' counts as T << 32 | 1 (int64) when :func:`fold_of` can
     sum and subtract T_jc and D_jc as one int64 (:func:`_packed_fold`): CSR counts of one
     pattern, every T_jc and the held-out tokens below 2^31, every N_c below 2^31; else
     None."""
-    T, D = counts.token_count, counts.doc_count
+    T, D = _tables(counts)
     if not (is_sparse(T) and is_sparse(D)):
         return None
     if any(np.result_type(part.dtype, np.int64) != np.int64 for part in (T, D, held_out)):
@@ -424,13 +442,13 @@ def _packed(counts: Counts, held_out: sp.csr_matrix) -> sp.csr_matrix | None:
         return None
     if not (np.array_equal(T.indptr, D.indptr) and np.array_equal(T.indices, D.indices)):
         return None
-    both = sp.csr_matrix(held_out, copy=True)
+    both = held_out.copy()
     both.data = held_out.data.astype(np.int64) << 32
     both.data |= 1
     return both
 
 
-def _packed_fold(counts: Counts, cells, gone: np.ndarray):
+def _packed_fold(counts: Counts, cells: _Cells, gone: np.ndarray):
     """:func:`_sparse_fold` with the held-out cells ``cells`` (COO (C, V), T << 32 | D,
     from :func:`_packed`, each (class, word) once) found in the tables' sorted pattern
     and subtracted where they are, from one copy of each table's values: no merge of the
@@ -440,7 +458,7 @@ def _packed_fold(counts: Counts, cells, gone: np.ndarray):
     where the counts do not hold the held-out documents' (a cell they lack, a D_jc or
     T_jc left below 0, or one left at 0 without the other) or their pattern is not
     sorted: :func:`_sparse_fold` then makes them as it always has."""
-    T, D = counts.token_count, counts.doc_count
+    T, D = _tables(counts)
     V, C = T.shape
     if not T.has_sorted_indices or not T.data.all():
         return None  # (a stored 0 would stay where a subtraction drops it)
@@ -449,7 +467,7 @@ def _packed_fold(counts: Counts, cells, gone: np.ndarray):
     keys += T.indices
     # The held-out cells in that order too (word-major): sorted needles, which a binary
     # search finds near the last one (four times as fast as in class-major order).
-    held = sp.csr_matrix((cells.data, (cells.col, cells.row)), shape=T.shape)
+    held = CSR.from_entries(cells.col, cells.row, cells.data, T.shape)
     word = np.repeat(np.arange(V, dtype=np.int64), np.diff(held.indptr))
     wanted = word * C
     wanted += held.indices
@@ -488,21 +506,22 @@ def _packed_fold(counts: Counts, cells, gone: np.ndarray):
     indptr = np.zeros(words.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
     shape = (words.size, C)
-    tables = [sp.csr_matrix((tokens, indices, indptr), shape=shape),
-              sp.csr_matrix((documents, indices.copy(), indptr.copy()), shape=shape)]  # fmt: skip
+    tables = [CSR(tokens, indices, indptr, shape),
+              CSR(documents, indices.copy(), indptr.copy(), shape)]  # fmt: skip
     return tables[0], tables[1], words, row
 
 
-def _sparse_fold(counts: Counts, tokens, documents, gone: np.ndarray):
+def _sparse_fold(counts: Counts, tokens: _Cells, documents: _Cells, gone: np.ndarray):
     """:func:`fold_of`'s tables when the counts are CSR (V, C): the held-out cells
-    ``tokens`` and ``documents`` (COO (C, V)) subtracted as sparse matrices, the cells
-    left at 0 dropped (canonical CSR again), then the rows of the words ``gone`` too.
+    ``tokens`` and ``documents`` ((C, V)) subtracted as sparse matrices, the cells left
+    at 0 dropped (canonical CSR again), then the rows of the words ``gone`` too.
     Returns the two tables, the kept words (V_k,) and each word's row in them (V,)."""
-    V = len(counts.vocabulary)
+    T, D = _tables(counts)
+    V = T.shape[0]
     tables = []
-    for table, cells in ((counts.token_count, tokens), (counts.doc_count, documents)):
-        held = sp.csr_matrix((cells.data, (cells.col, cells.row)), shape=table.shape)
-        rest = sp.csr_matrix(table - held)
+    for table, cells in ((T, tokens), (D, documents)):
+        held = CSR.from_entries(cells.col, cells.row, cells.data, table.shape)
+        rest = table - held
         rest.eliminate_zeros()
         rest.sort_indices()
         tables.append(rest)
@@ -582,10 +601,10 @@ def mi_ranking(fold: Fold, k: int | None = None, whole: tuple | None = None) -> 
     return rank_features(I, I.size if k is None else min(k, I.size))
 
 
-def set_documents(whole: Fold, X: sp.csr_matrix, rows: np.ndarray | None,
+def set_documents(whole: Fold, X: CSR, rows: np.ndarray | None,
                   min_df: int | None, top_mi: int | None = None,
                   ranking: np.ndarray | None = None,
-                  held: sp.csr_matrix | None = None) -> tuple[Fold, sp.csr_matrix]:  # fmt: skip
+                  held: CSR | None = None) -> tuple[Fold, CSR]:  # fmt: skip
     """The fold ``whole`` restricted to a feature set's ``rows`` (:func:`restricted`),
     pruned to ``min_df`` if given, then to its ``top_mi`` entries of highest mutual
     information if given (:func:`informative`; ``ranking``: the restricted fold's, when
@@ -760,7 +779,7 @@ def row_blocks(n: int, C: int, cells: int | None = None):
     return [(start, min(n, start + step)) for start in range(0, n, step)]
 
 
-def block_rows(X: sp.csr_matrix, start: int, stop: int) -> sp.csr_matrix:
+def block_rows(X: CSR, start: int, stop: int) -> CSR:
     """The rows ``start:stop`` of ``X``: ``X`` itself when they are all of them (a block
     that holds every held-out document, as at 20 Newsgroups' 2,263 × 20 classes, is not
     copied for each candidate; the scorers never change the matrix they score)."""
@@ -809,17 +828,17 @@ class LastFold:
     def __init__(self):
         self.counts = self.X = self.k = self.fold = None
 
-    def get(self, counts: Counts, X: sp.csr_matrix, k: int) -> Fold | None:
+    def get(self, counts: Counts, X: CSR, k: int) -> Fold | None:
         """The kept fold if it is fold ``k`` of these ``counts`` and ``X``, else None."""
         if self.counts is counts and self.X is X and self.k == k:
             return self.fold
         return None
 
-    def put(self, counts: Counts, X: sp.csr_matrix, k: int, fold: Fold) -> None:
+    def put(self, counts: Counts, X: CSR, k: int, fold: Fold) -> None:
         self.counts, self.X, self.k, self.fold = counts, X, k, fold
 
 
-def winner_scores(counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.ndarray,
+def winner_scores(counts: Counts, X: CSR, y: np.ndarray, fold_ids: np.ndarray,
                   settings: EstimatorSettings, rows: np.ndarray | None = None,
                   min_df: int | None = None, top_mi: int | None = None,
                   last: LastFold | None = None):  # fmt: skip
@@ -850,7 +869,7 @@ def winner_scores(counts: Counts, X: sp.csr_matrix, y: np.ndarray, fold_ids: np.
 
 def held_out_summaries(
     counts: Counts,
-    X: sp.csr_matrix,
+    X: CSR,
     y: np.ndarray,
     fold_ids: np.ndarray,
     candidates,
@@ -981,7 +1000,7 @@ def held_out_summaries(
 COLUMN_CELLS = 2**17
 
 
-def _held_columns(held: sp.csr_matrix, blocks: int) -> sp.csc_matrix | None:
+def _held_columns(held: CSR, blocks: int) -> CSC | None:
     """A fold's held-out documents ``held`` (CSR, every column of X) as a CSC matrix,
     where they are scored in one block and each row's entries are in column order;
     else None. Each feature set takes its columns (:func:`_by_columns`)."""
@@ -990,7 +1009,7 @@ def _held_columns(held: sp.csr_matrix, blocks: int) -> sp.csc_matrix | None:
     return held.tocsc()
 
 
-def _by_columns(held: sp.csc_matrix | None, fold: Fold) -> sp.csc_matrix | None:
+def _by_columns(held: CSC | None, fold: Fold) -> CSC | None:
     """A feature set's held-out documents (``fold``'s, the columns of X its held-out
     documents use) as a CSC matrix, from the fold's (:func:`_held_columns`; None: None),
     for the products of its candidates' dense weights (:func:`_block_scores`). Its
@@ -1544,7 +1563,7 @@ def keeps_its_class(fold_ids: np.ndarray, y: np.ndarray, class_count: np.ndarray
 
 def choose(
     counts: Counts,
-    X: sp.csr_matrix,
+    X: CSR,
     y: np.ndarray,
     candidates=CANDIDATES,
     k: int = FOLDS,
@@ -1585,7 +1604,7 @@ def choose(
     # A document whose class has no other document is never scored: held out, its class
     # would have no training document. Leaving it out of the sample spares the work.
     scorable = counts.class_count[y] >= 2
-    X, y = sp.csr_matrix(X)[scorable], y[scorable]
+    X, y = as_csr(X)[scorable], y[scorable]
     if y.size == 0:
         return _no_evidence(candidates, features)
     fold_ids = stratified_fold_ids(y, folds_for(y.size, counts.n_docs, k))
@@ -1779,7 +1798,7 @@ def _first_round(counts, X, y, fold_ids, candidates, threads, specs, evidence, k
         for set_rows, _, _ in specs:
             inside[set_rows] = True
         union = np.flatnonzero(inside)
-        counts, X = counts.restrict(union), sp.csr_matrix(X[:, union])
+        counts, X = counts.restrict(union), X[:, union]
         specs = [
             (None if set_rows.size == union.size else np.searchsorted(union, set_rows),
              min_df, top_mi)

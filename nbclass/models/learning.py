@@ -384,12 +384,13 @@ def sketched(
 
 def _import_for_choosing() -> None:
     """Import what choosing the model needs while workers count: the choice comes after
-    the count, and this process mostly waits on the workers. The choice module imports
-    ``scipy.sparse`` (0.1 s or more); scipy's compiled kernels and special functions
-    are loaded from their files (:mod:`nbclass.compiled`), not by ``scipy.special``."""
+    the count, and this process mostly waits on the workers. The choice imports neither
+    ``scipy.sparse`` nor ``scipy.special`` (0.1 s or more): its matrices are
+    :mod:`nbclass.counting.csr`'s, and scipy's compiled kernels and special functions
+    are loaded from their files (:mod:`nbclass.compiled`)."""
     try:
         from .. import compiled
-        from . import choosing  # noqa: F401 - and scipy.sparse
+        from . import choosing  # noqa: F401
 
         compiled.load()
     except Exception:  # noqa: S110 - the choice imports them again and reports

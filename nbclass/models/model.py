@@ -397,13 +397,12 @@ def _sampled(counts: Counts, sample: Ledger, width: int, columns: np.ndarray | N
     ``counts`` (:func:`nbclass.models.choosing.plan`, on its rows ``planned`` if given,
     :func:`~.choosing.scored_rows`), their counts over the ``columns`` (sorted, None:
     all) of the sample's ``width`` words, their classes, and the folds."""
-    import scipy.sparse as sp
-
+    from ..counting.csr import CSR
     from .choosing import plan, scored_rows
 
     documents, folds = plan(counts, rows=planned)
     part = sample.take(scored_rows(sample.labels, documents, len(counts.classes)))
-    X = sp.csr_matrix((part.counts, part.words, part.ptr), shape=(part.n_documents, width))
+    X = CSR(part.counts, part.words, part.ptr, (part.n_documents, width))
     return (X if columns is None else X[:, columns]), part.labels, folds
 
 

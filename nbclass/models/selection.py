@@ -76,9 +76,9 @@ def _sparse_mutual_information(counts: Counts, settings: EstimatorSettings) -> n
     """
     from ..compiled import rel_entr, xlogy
 
-    V, C = counts.doc_count.shape
+    V, C = counts.doc_table.shape
     rows, cols = counts.nonzero
-    D = counts.at_nonzero(counts.doc_count, np.float64)
+    D = counts.at_nonzero(counts.doc_table, np.float64)  # (the table as kept: no scipy)
     alike = _one_of_each(rows, cols, D, V, C)
     if alike is not None:  # the pairs of the words computed, their rows renumbered
         kept, rows, value_of = alike
