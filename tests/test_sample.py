@@ -752,6 +752,7 @@ def test_sampled_documents_counted_over_the_words_they_meet_give_the_whole_vocab
     from nbclass.models import learning
     from nbclass.reading.corpus import list_corpus
     from nbclass.text.tokenizer import TokenizerSettings
+    from nbclass.text.vectorizer import TextCounter
 
     settings = TokenizerSettings(**tokenizer)
     for label, texts in MIXED.items():
@@ -776,6 +777,16 @@ def test_sampled_documents_counted_over_the_words_they_meet_give_the_whole_vocab
     words, columns = learning.words_met([t for _, _, t in items], counts.vocabulary, settings)
     assert np.all(np.diff(columns) > 0) and words == tuple(counts.vocabulary[j] for j in columns)
     assert set(np.unique(whole.words).tolist()) <= set(columns.tolist())
+    # The rows are those of the texts' canonical CSR count matrix (scipy's), with one
+    # thread or two.
+    X = TextCounter(settings, counts.vocabulary).count([t for _, _, t in items])[0]
+    X.eliminate_zeros()
+    X.sort_indices()
+    for threads in (1, 2):
+        rows = learning.sample_rows(items, counts, settings, threads, met_only=False)
+        assert rows.ptr.dtype == rows.words.dtype == rows.counts.dtype == np.int64
+        assert np.array_equal(rows.ptr, X.indptr) and np.array_equal(rows.words, X.indices)
+        assert np.array_equal(rows.counts, X.data)
 
 
 def test_sampled_rows_past_32_bits_sorted_by_scipy_as_by_the_passes(monkeypatch):

@@ -163,6 +163,12 @@ class TextCounter:
         ``threads`` > 1 count as many consecutive parts of ``texts`` at once (the run
         counter's numpy work leaves the interpreter lock); the result is the same."""
         texts = texts if isinstance(texts, list) else list(texts)
+        rows, columns, values, n_tokens = self.counted_entries(texts, threads)
+        return entries_matrix(rows, columns, values, len(texts), self.n_words), n_tokens
+
+    def counted_entries(self, texts: list[str], threads: int = 1) -> tuple[np.ndarray, ...]:
+        """:meth:`entries` of ``texts``, counted by ``threads`` threads as :meth:`count`
+        counts them (each thread's rows in their place): no matrix made, so no scipy."""
         if threads > 1 and len(texts) >= 2 * threads:
             from concurrent.futures import ThreadPoolExecutor
 
@@ -175,7 +181,7 @@ class TextCounter:
             columns, values, n_tokens = (np.concatenate(p) for p in list(zip(*parts))[1:])
         else:
             rows, columns, values, n_tokens = self.entries(texts)
-        return entries_matrix(rows, columns, values, len(texts), self.n_words), n_tokens
+        return rows, columns, values, n_tokens
 
     def entries(self, texts: Sequence[str]) -> tuple[np.ndarray, ...]:
         """``(rows, columns, values, n_tokens)``: the nonzero counts of ``texts`` (int64,
