@@ -84,6 +84,7 @@ def test_rows_and_columns_are_scipys(X, data):
     same(ours[start:], sp.csr_matrix(X[start:]))
     held = ours.tocsc()
     same(held, X.tocsc())
+    same(held.tocsr(), X.tocsc().tocsr())
     same(held[:, columns], X.tocsc()[:, columns])
 
 

@@ -139,6 +139,32 @@ def test_a_default_fit_chooses_without_importing_scipy_sparse(news_sample, tmp_p
     assert (tmp_path / "blocked.nbc").read_bytes() == (tmp_path / "plain.nbc").read_bytes()
 
 
+# BLOCKED (scipy.sparse refused, or nothing: "none") with the weights of every candidate
+# of the choice made from the nonzero pairs (sparsity.SparseWeights), as past
+# DENSE_CELLS (many classes) they are.
+SPARSE_LAYOUT = BLOCKED.replace(
+    "from nbclass.cli.entry import main",
+    "import nbclass.models.layout\n\nnbclass.models.layout.DENSE_CELLS = 256\n"
+    "from nbclass.cli.entry import main",
+)
+
+
+def test_a_default_fit_scoring_from_the_pairs_imports_no_scipy_sparse(news_sample, tmp_path):
+    """The choice's candidates with weights from the nonzero pairs (SparseWeights, their
+    corrections, the DCM's and Bernoulli's sparse tables) compute with
+    nbclass.counting.csr too: the fit writes the bytes it writes without the hook."""
+    out = {}
+    for refused in ("none", "scipy.sparse"):
+        out[refused] = tmp_path / f"{refused}.nbc"
+        done = subprocess.run(
+            [sys.executable, "-c", SPARSE_LAYOUT, refused, "fit", str(news_sample[0]), "-j", "1",
+             "-o", str(out[refused])], capture_output=True, cwd=REPO, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr.decode()
+        assert b"scipy import" not in done.stderr and b"chose " in done.stderr
+    assert out["none"].read_bytes() == out["scipy.sparse"].read_bytes()
+
+
 def test_the_import_hook_sees_what_needs_scipy(news_sample, tmp_path):
     """The check above can fail: a fit that scores (the default's choice) is refused."""
     done = run("fit", news_sample[0], "-o", tmp_path / "auto.nbc", "-j", "1", blocked=True)

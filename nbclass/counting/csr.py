@@ -436,6 +436,13 @@ class CSC(_Compressed):
     def toarray(self) -> np.ndarray:
         return CSR(self.data, self.indices, self.indptr, self.shape[::-1]).toarray().T.copy()
 
+    def tocsr(self) -> CSR:
+        """The same matrix in compressed sparse row layout (``csr_tocsc`` of the
+        transposed arrays, as scipy's): each row's columns ascending."""
+        M, N = self.shape
+        transposed = CSR(self.data, self.indices, self.indptr, (N, M)).tocsc()
+        return CSR(transposed.data, transposed.indices, transposed.indptr, (M, N), True)
+
 
 CSC._plain = CSC
 

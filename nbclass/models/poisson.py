@@ -111,8 +111,8 @@ def sparse_poisson_weights(counts: Counts, settings: EstimatorSettings, rows=Non
     words ``rows`` alone, if given): log λ_jc − Λ_c at the nonzero pairs, and the per-class
     constant log λ_c(T_jc = 0) − Λ_c off them; the same cells, no (V, C) table."""
     import numpy as np
-    import scipy.sparse as sp
 
+    from ..counting.csr import CSR
     from .estimators import log_fraction
     from .sparsity import SparseWeights, csr_table
 
@@ -126,7 +126,7 @@ def sparse_poisson_weights(counts: Counts, settings: EstimatorSettings, rows=Non
                                         estimator, beta))  # fmt: skip
     at -= rate[cols]
     constant = log_fraction(*poisson_fraction(np.zeros(C), T_c, V, estimator, beta)) - rate
-    values = sp.csr_matrix((at, cols.copy(), table.indptr.copy()), shape=table.shape)
+    values = CSR(at, cols.copy(), table.indptr.copy(), table.shape)
     return SparseWeights(values, constant)
 
 

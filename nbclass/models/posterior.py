@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # scipy is imported where it is used, so fitting never loads 
     import scipy.sparse as sp
 
 from ..counting.counts import Counts
+from ..counting.csr import CSR, as_csr
 from ..text.vectorizer import binarize
 from .estimators import (
     EstimatorSettings,
@@ -143,8 +144,8 @@ class LinearScorer:
         """
         X = self.features(X)
         jll = weights_dot(X, self.weights, self.bias)
-        if self.required is not None:
-            present = np.asarray((X @ self.required).todense())
+        if self.required is not None:  # (X scipy's or not: the same product, csr_matmat)
+            present = as_csr(X).matmul_sparse(self.required).toarray()
             jll[present < self.n_required] = -np.inf
         return jll
 
@@ -321,13 +322,11 @@ def make_scorer(
     bias = log_pi + np.array(absent)
     if not any(n_certain):
         return LinearScorer(weights=weights, bias=bias, binary=True)
-    import scipy.sparse as sp
-
     return LinearScorer(
         weights=weights,
         bias=bias,
         binary=True,
-        required=certain if sparse else sp.csr_matrix(certain.astype(np.int64)),
+        required=certain if sparse else as_csr(certain.astype(np.int64)),
         n_required=np.array(n_certain, dtype=np.int64),
     )
 
@@ -344,8 +343,6 @@ def sparse_bernoulli_weights(counts: Counts, settings: EstimatorSettings, rows=N
     :class:`nbclass.models.sparsity.SparseWeights` (the same cells as
     :func:`nbclass.models.estimators.bernoulli_weights`), and the words with θ_jc = 1 as
     a CSR matrix of ones (R, C)."""
-    import scipy.sparse as sp
-
     from .estimators import bernoulli_fraction, log_fraction
 
     table = csr_table(counts.doc_count, rows)
@@ -365,12 +362,10 @@ def sparse_bernoulli_weights(counts: Counts, settings: EstimatorSettings, rows=N
     constant[unestimated] = -np.inf
     at[unestimated[cols]] = -np.inf
     certain &= ~unestimated[cols]
-    weights = SparseWeights(
-        sp.csr_matrix((at, cols.copy(), table.indptr.copy()), shape=table.shape), constant
-    )
+    weights = SparseWeights(CSR(at, cols.copy(), table.indptr.copy(), table.shape), constant)
     ones = np.ones(table.data.size, dtype=np.int64)
     ones[~certain] = 0
-    required = sp.csr_matrix((ones, cols.copy(), table.indptr.copy()), shape=table.shape)
+    required = CSR(ones, cols.copy(), table.indptr.copy(), table.shape)
     required.eliminate_zeros()
     return weights, required
 

@@ -1,9 +1,12 @@
-"""Count tables in either form: dense ndarrays or scipy.sparse (V, C) matrices.
+"""Count tables in either form: dense ndarrays or sparse (V, C) matrices in CSR layout.
 
 D_jc and T_jc (:mod:`nbclass.counting.counts`) are (V, C) tables whose nonzero cells
 are the (word, class) pairs that occur. The models layer reads them through these
 functions, so that it gives the same numbers whether the tables are dense ndarrays or
-canonical CSR matrices (sorted indices, no explicit zeros, the same pattern for both).
+canonical CSR matrices (sorted indices, no explicit zeros, the same pattern for both):
+:class:`nbclass.counting.csr.CSR` (a :class:`~nbclass.counting.pairtable.PairTable` is
+one), which computes with scipy's compiled kernels without importing scipy.sparse, or
+scipy's own matrices, which are read by their arrays.
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ from functools import cache
 
 import numpy as np
 
+from ..counting.csr import CSR, as_csr
 from .layout import DENSE_CELLS, dense_cells  # noqa: F401 (the modules of the tables take them here)
 
 
 def is_sparse(table) -> bool:
-    """True for a scipy.sparse matrix (or array), False for an ndarray."""
+    """True for a sparse matrix (a :class:`~nbclass.counting.csr.CSR`, a scipy.sparse
+    matrix or array), False for an ndarray."""
     return hasattr(table, "tocsr")
 
 
@@ -55,14 +60,14 @@ def _sums(table, axis: int) -> np.ndarray:
 
 CORRECTION_PAIRS = 2**18  # pairs whose corrections are made at a time
 
-def csr_table(table, rows=None):
-    """``table`` (V, C) as a canonical CSR matrix (its rows ``rows`` only, if given)."""
-    import scipy.sparse as sp
-
-    if is_sparse(table):
-        out = sp.csr_matrix(table if rows is None else table[rows])
-    else:
-        out = sp.csr_matrix(table if rows is None else table[rows])
+def csr_table(table, rows=None) -> CSR:
+    """``table`` (V, C) as a canonical :class:`~nbclass.counting.csr.CSR` matrix (its rows
+    ``rows`` only, if given): a CSR table's own arrays (not copied), a dense one's nonzero
+    cells."""
+    table = as_csr(table)
+    if rows is not None:
+        table = table[rows]
+    out = CSR(table.data, table.indices, table.indptr, table.shape, table.has_sorted_indices)
     out.sort_indices()
     return out
 
@@ -82,7 +87,7 @@ class SparseWeights:
 
     Attributes
     ----------
-    values : csr_matrix of shape (V, C), float64
+    values : :class:`~nbclass.counting.csr.CSR` of shape (V, C), float64
         w_jc at the pairs (explicit zeros included: a weight may be 0).
     constant : ndarray of shape (C,)
         k_c.
@@ -122,7 +127,8 @@ class SparseWeights:
         return out
 
     def corrections(self):
-        """Δ (V, C) as a CSR matrix of the pattern of :attr:`values` (made once)."""
+        """Δ (V, C) as a :class:`~nbclass.counting.csr.CSR` of the pattern of
+        :attr:`values` (made once)."""
         if getattr(self, "_delta", None) is None:
             self._delta = self._corrections()
         return self._delta
@@ -156,8 +162,6 @@ class SparseWeights:
     def _corrections(self, in_place: bool = False):
         """Δ at the pairs, a block of pairs at a time (no array of every pair's k_c),
         into a new array or, ``in_place``, into the values' own."""
-        import scipy.sparse as sp
-
         values = self.values
         cols, data = values.indices, values.data
         out = data if in_place else np.empty(data.size)
@@ -177,7 +181,7 @@ class SparseWeights:
                 base[infinite[classes]] = 0.0
             np.subtract(data[start:end], base, out=out[start:end])
         # Δ has the pattern of the values: it shares their (read-only) index arrays.
-        return sp.csr_matrix((out, cols, values.indptr), shape=values.shape, copy=False)
+        return CSR(out, cols, values.indptr, values.shape)
 
     def __getitem__(self, rows) -> SparseWeights:
         """The rows ``rows`` (an index array), as weights of those words."""
@@ -187,11 +191,10 @@ class SparseWeights:
         )  # fmt: skip
 
     def dot(self, F, bias: np.ndarray | None = None) -> np.ndarray:
-        """F W for features F, csr_matrix of shape (n, V): ndarray (n, C); F W + ``bias``
+        """F W for features F (n, V), a CSR matrix (:class:`~nbclass.counting.csr.CSR`
+        or scipy's): ndarray (n, C); F W + ``bias``
         (C,) if given, the same floats as ``bias`` added to F W."""
-        import scipy.sparse as sp
-
-        F = sp.csr_matrix(F)
+        F = as_csr(F)
         total = np.asarray(F.sum(axis=1), dtype=np.float64)  # (n, 1)
         infinite = self._infinite
         constant = np.where(infinite, 0.0, self.constant)

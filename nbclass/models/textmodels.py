@@ -107,6 +107,7 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 from ..counting.counts import BLOCK_CELLS, Counts, distinct_values, value_counts
+from ..counting.csr import CSR
 from .estimators import (
     BETA_RANGE,
     EstimatorSettings,
@@ -303,10 +304,8 @@ def _row_of_entries(X: sp.csr_matrix) -> np.ndarray:
 
 def _sum_rows(X: sp.csr_matrix, values: np.ndarray) -> np.ndarray:
     """Per document, the sum of ``values`` (nnz, C) over its entries: ndarray (n, C)."""
-    import scipy.sparse as sp
-
     nnz = values.shape[0]
-    S = sp.csr_matrix((np.ones(nnz), np.arange(nnz), X.indptr), shape=(X.shape[0], nnz))
+    S = CSR(np.ones(nnz), np.arange(nnz), X.indptr, (X.shape[0], nnz))
     return np.asarray(S @ values)
 
 
@@ -389,8 +388,6 @@ def sparse_weights(
     them. The weights are those of the dense path, cell for cell (before any weight
     normalisation): the same fractions, elementwise.
     """
-    import scipy.sparse as sp
-
     from .estimators import log_fraction, log_fraction_at, multinomial_fraction
 
     V, C = len(counts.vocabulary), len(counts.classes)
@@ -399,7 +396,7 @@ def sparse_weights(
         r, cols, S = transformed_entries(counts, settings)
         ptr = np.zeros(V + 1, dtype=np.int64)
         np.cumsum(np.bincount(r, minlength=V), out=ptr[1:])
-        table = sp.csr_matrix((np.asarray(S, dtype=np.float64), cols, ptr), shape=(V, C))
+        table = CSR(np.asarray(S, dtype=np.float64), cols, ptr, (V, C))
         if totals is None:
             totals = class_totals(counts, settings, (cols, S))
     else:
@@ -429,7 +426,7 @@ def sparse_weights(
         constant = log_fraction(*multinomial_fraction(np.zeros(C), totals, V, estimator, beta))
     # The values have the counts' pattern: they share its (read-only) index arrays, as
     # the corrections share theirs (10 million pairs: 41 MB not copied).
-    out = sp.csr_matrix((at, cols, table.indptr), shape=table.shape, copy=False)
+    out = CSR(at, cols, table.indptr, table.shape)
     remake = partial(_weights_values, counts, settings, rows, totals)
     return SparseWeights(out, constant, word, scale, remake=remake)
 
@@ -703,12 +700,10 @@ def dcm_parameters(
     D = D.astype(np.float64)
     s = class_concentrations(counts)
     if sparse:
-        import scipy.sparse as sp
-
         cols = D.indices
         at = np.log(s)[cols] + log_fraction(D.data + beta, D_c[cols] + V * beta)
         constant = np.log(s) + log_fraction(np.full(s.size, beta), D_c + V * beta)
-        values = sp.csr_matrix((at, cols.copy(), D.indptr.copy()), shape=D.shape)
+        values = CSR(at, cols.copy(), D.indptr.copy(), D.shape)
         return SparseWeights(values, constant), s
     log_beta = np.log(s) + log_fraction(D + beta, D_c + V * beta)
     return log_beta, s
