@@ -429,13 +429,20 @@ class FoldCounts:
 
 def label_counts(counts: Counts) -> LabelCounts:
     """The :class:`LabelCounts` of label-set counts: N_l = Σ_s N_s M_sl, D_jl = Σ_s D_js
-    M_sl, T_jl = Σ_s T_js M_sl (integer sums of sparse tables)."""
+    M_sl, T_jl = Σ_s T_js M_sl (integer sums of sparse tables, scipy's: the label counts
+    are scipy matrices)."""
+    import scipy.sparse as sp
+
     from .sparsity import csr_table
+
+    def table(matrix) -> sp.csr_matrix:  # (csr_table's canonical arrays, not copied)
+        canonical = csr_table(matrix)
+        return sp.csr_matrix((canonical.data, canonical.indices, canonical.indptr),
+                             shape=canonical.shape).astype(np.int64)  # fmt: skip
 
     labels = label_names(counts.classes)
     M = membership(counts.classes, labels).astype(np.int64)
-    D = csr_table(counts.doc_count).astype(np.int64)
-    T = csr_table(counts.token_count).astype(np.int64)
+    D, T = table(counts.doc_count), table(counts.token_count)
     return LabelCounts(
         labels=labels,
         vocabulary=counts.vocabulary,
