@@ -91,6 +91,12 @@ def sparsetools() -> ModuleType:
     return _module("sparse", "_sparsetools", "csr_matvecs")
 
 
+def sparsetools_loaded() -> bool:
+    """Whether :func:`sparsetools` has loaded its module already (nothing is loaded to
+    tell)."""
+    return "sparse._sparsetools" in _LOADED
+
+
 def load() -> None:
     """Load both modules now (3 ms of CPU), so that their first use finds them loaded:
     the fit does it on a thread while its workers count."""

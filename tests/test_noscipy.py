@@ -285,9 +285,11 @@ def test_numpy_sums_of_pairs_edge_cases():
     (10**9, False, "numpy_sum_pairs"),  # neither: numpy's sort
 ])  # fmt: skip
 def test_sum_pairs_takes_numpy_or_scipy_as_it_says(monkeypatch, at_most, imported, summer):
-    """sum_pairs sums by numpy where the pairs are at most NUMPY_SUM_PAIRS and scipy.sparse
-    is not imported, else by scipy's conversion: the same arrays. (This module imports
-    scipy, so the last case takes scipy.sparse out of sys.modules while it runs.)"""
+    """sum_pairs sums by numpy where the pairs are at most NUMPY_SUM_PAIRS and neither
+    scipy's compiled kernels are loaded nor scipy.sparse imported, else by scipy's
+    conversion: the same arrays. (This module imports scipy and loads the kernels, so
+    the last case takes scipy.sparse out of sys.modules and says the kernels are not
+    loaded while it runs.)"""
     counts = nbclass.counting.counts
     rng = np.random.default_rng(5)
     rows, cols = rng.integers(0, 500, 20_000), rng.integers(0, 30, 20_000)
@@ -304,6 +306,7 @@ def test_sum_pairs_takes_numpy_or_scipy_as_it_says(monkeypatch, at_most, importe
     monkeypatch.setattr(counts, "NUMPY_SUM_PAIRS", at_most)
     if not imported:
         monkeypatch.delitem(sys.modules, "scipy.sparse")
+        monkeypatch.setattr(counts, "sparsetools_loaded", lambda: False)
     got = sum_pairs(500, 30, rows, cols, docs, tokens)
     monkeypatch.undo()
     assert called == [summer]

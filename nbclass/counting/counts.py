@@ -36,11 +36,13 @@ import numpy as np
 if TYPE_CHECKING:  # scipy is imported where it is used: a named fit never needs it
     import scipy.sparse as sp
 
+from ..compiled import sparsetools_loaded
 from ..ranges import MAX_COUNT, environment, usable_cores
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
 from ..reading.process import check_workers, signals_held, worker_result
 from ..text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from ..text.vectorizer import GrowingVocabulary, binarize
+from .csr import CSR
 from .pairtable import BLOCK_PAIRS, PairTable, pair_sums  # (pairs a block at a time)
 from .tally import DigestMarks, Tally, pack, settle, tally, tally_paths
 
@@ -821,9 +823,10 @@ class PairSums:
         return self._sum(n_rows, order, place)
 
 
-# The pairs :func:`sum_pairs` sums with numpy at the most, where scipy is not imported
-# yet: numpy's sort costs about 20-50 ns a pair more than scipy's compiled conversion,
-# which comes to the 0.1-0.2 s of scipy's import at 2 to 10 million pairs.
+# The pairs :func:`sum_pairs` sums with numpy at the most, where scipy's compiled kernels
+# are not loaded yet: numpy's sort costs about 20-50 ns a pair more than their conversion,
+# which came to the 0.1-0.2 s of scipy's import at 2 to 10 million pairs (loading the
+# kernels from their file takes 3 ms: nbclass.compiled).
 NUMPY_SUM_PAIRS = 2**21
 
 
@@ -831,16 +834,16 @@ def sum_pairs(n_rows: int, n_cols: int, rows, cols, docs, tokens):
     """``(indptr, cols, docs, tokens)`` of the distinct pairs (``rows``, ``cols``) in
     row-major order and the sums of ``docs`` and ``tokens`` at each (int64): the arrays of
     the canonical CSR matrix of the pairs (a pair whose sums are 0 kept, as scipy keeps
-    it). Summed by :func:`numpy_sum_pairs` unless scipy.sparse is imported already (the
-    default fit's choice imports it while the workers count) or the pairs are more than
-    ``NUMPY_SUM_PAIRS``: then by scipy's conversion of the pairs to a CSR matrix
-    (:func:`scipy_sum_pairs`), which costs less. The same arrays either way.
+    it). Summed by :func:`numpy_sum_pairs` unless scipy's compiled kernels are loaded
+    already (a default fit loads them for its choice while the workers count) or the
+    pairs are more than ``NUMPY_SUM_PAIRS``: then by scipy's conversion of the pairs to a
+    CSR matrix (:func:`scipy_sum_pairs`), which costs less. The same arrays either way.
 
     >>> [a.tolist() for a in sum_pairs(2, 2, np.array([1, 0, 1]), np.array([1, 0, 1]),
     ...                                np.array([1, 2, 1]), np.array([4, 5, 6]))]
     [[0, 1, 2], [0, 1], [2, 2], [5, 10]]
     """
-    if len(docs) > NUMPY_SUM_PAIRS or "scipy.sparse" in sys.modules:
+    if len(docs) > NUMPY_SUM_PAIRS or sparsetools_loaded() or "scipy.sparse" in sys.modules:
         try:
             return scipy_sum_pairs(n_rows, n_cols, rows, cols, docs, tokens)
         except ImportError:  # pragma: no cover - a dependency; numpy gives the same
@@ -904,17 +907,16 @@ def numpy_sum_pairs(n_rows: int, n_cols: int, rows, cols, docs, tokens):
 
 
 def scipy_sum_pairs(n_rows: int, n_cols: int, rows, cols, docs, tokens):
-    """:func:`sum_pairs` by scipy's conversion of the pairs to a canonical CSR matrix: a
-    counting sort of the rows, each row's classes sorted and its repeated pairs added,
-    linear in the pairs and rows. Where both sums are nonnegative and fit (the whole of
-    ``docs`` below 2^32, of ``tokens`` below 2^31), they are added as one int64 (T in the
-    high 32 bits, D in the low): one conversion, whose sums are both, exactly."""
-    import scipy.sparse as sp
+    """:func:`sum_pairs` by scipy's conversion of the pairs to a canonical CSR matrix
+    (its compiled kernels, :meth:`nbclass.counting.csr.CSR.from_entries`, without
+    importing scipy.sparse): a counting sort of the rows, each row's classes sorted and
+    its repeated pairs added, linear in the pairs and rows. Where both sums are
+    nonnegative and fit (the whole of ``docs`` below 2^32, of ``tokens`` below 2^31),
+    they are added as one int64 (T in the high 32 bits, D in the low): one conversion,
+    whose sums are both, exactly."""
 
     def as_csr(values):
-        matrix = sp.coo_matrix((values, (rows, cols)), shape=(n_rows, n_cols)).tocsr()
-        matrix.sum_duplicates()  # canonical already (tocsr sums them): a check
-        return matrix
+        return CSR.from_entries(rows, cols, values, (n_rows, n_cols))
 
     docs, tokens = np.asarray(docs), np.asarray(tokens)
     if (
@@ -1640,16 +1642,16 @@ def _scipy_sampled(marks, columns, counts, n: int, V: int) -> tuple | None:
     sample's rows (``marks`` their places, below ``n``; ``columns`` below ``V``), by
     scipy's conversion of the entries to a canonical CSR matrix (a counting sort of the
     places, each document's columns sorted and its repeated ones added, in compiled
-    code); None without scipy. 20 Newsgroups with --ngram-range 1,2: 2.57 million
-    entries of 6,000 documents over 1.2 million columns (34 bits, three 16-bit passes
-    of :func:`nbclass.text.runs.stable_order` and the gathers after them), 0.25-0.36 s
-    by the passes, 0.12-0.13 s so (CPU, 5 runs each in turn in one process)."""
+    code: its compiled kernels, :meth:`nbclass.counting.csr.CSR.from_entries`, without
+    importing scipy.sparse); None without scipy. 20 Newsgroups with --ngram-range 1,2:
+    2.57 million entries of 6,000 documents over 1.2 million columns (34 bits, three
+    16-bit passes of :func:`nbclass.text.runs.stable_order` and the gathers after them),
+    0.25-0.36 s by the passes, 0.12-0.13 s so (CPU, 5 runs each in turn in one
+    process)."""
     try:
-        import scipy.sparse as sp
+        matrix = CSR.from_entries(marks, columns, counts, (n, V))
     except ImportError:  # pragma: no cover - a dependency; the passes give the same
         return None
-    matrix = sp.coo_matrix((counts, (marks, columns)), shape=(n, V)).tocsr()
-    matrix.sum_duplicates()  # canonical already (tocsr sums them): a check
     places = np.repeat(np.arange(n, dtype=marks.dtype), np.diff(matrix.indptr))
     counts = matrix.data
     if counts.size < marks.size:  # some summed: of the type np.add.reduceat gives them
