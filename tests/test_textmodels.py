@@ -647,6 +647,42 @@ def test_the_loo_objective_of_a_histogram_is_its_formulas_floats():
                                   want.view(np.int64))  # fmt: skip
 
 
+def test_two_classes_complement_beta_is_the_multinomials_own_search_float_for_float():
+    """Of two classes the complement counts are the counts with the classes swapped, so
+    fit_beta gives complement the multinomial's β: the complement's own objective, made
+    from its histogram of T_j − T_jc, is the multinomial's float for float (on the
+    search's grid and at single β), and its own golden-section search finds the same β,
+    for tables with empty words and classes, few and many distinct counts, int64 and
+    the unsigned types of a loaded model. Three classes keep complement's own β."""
+    from nbclass.counting.counts import Counts
+    from nbclass.models.textmodels import _fit_beta, fit_beta, loo_objective
+
+    rng = np.random.default_rng(2026)
+    grid = np.exp(np.linspace(-9.0, 3.0, 41))
+    for trial in range(150):
+        C = 3 if trial % 10 == 9 else 2
+        V = int(rng.integers(1, 200))
+        top = int(rng.choice([2, 5, 50, 5000]))
+        T = rng.integers(0, top, (V, C)) * (rng.random((V, C)) < rng.random())
+        if trial % 7 == 0:
+            T[:, 0] = 0  # a class without a token
+        D = np.minimum(T, rng.integers(1, 30, (V, C))) * (T > 0)
+        kind = np.uint16 if trial % 3 == 0 else np.int64
+        N = np.maximum(D.max(axis=0), 1) + rng.integers(0, 5, C)
+        counts = Counts(tuple("abc"[:C]), tuple(f"w{j}" for j in range(V)), N,
+                        D.astype(kind), T.astype(kind))  # fmt: skip
+        own = _fit_beta(counts, "complement")
+        if C == 3:
+            assert fit_beta(counts, "complement") == own
+            continue
+        assert fit_beta(counts, "complement") == own == _fit_beta(counts, "multinomial")
+        complement, multinomial = (loo_objective(counts, m) for m in ("complement", "multinomial"))
+        assert np.array_equal(complement(grid).view(np.int64), multinomial(grid).view(np.int64))
+        for beta in grid[::4].tolist():
+            assert np.array_equal(np.float64(complement(beta)).view(np.int64),
+                                  np.float64(multinomial(beta)).view(np.int64))  # fmt: skip
+
+
 def test_concentrations_made_side_by_side_are_each_counts_own():
     """primed_concentrations bisects the classes of several counts at once (the choice's
     DCM candidates of one fold): each counts gets the s_c of dcm_concentrations of its

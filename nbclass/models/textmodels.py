@@ -859,8 +859,24 @@ def fit_beta(counts: Counts, model: str) -> float:
     A coarse grid over log β (41 points) finds the best bracket, then a golden-section
     search refines it to a relative precision of about 1e-9. Fitted once per counts and
     model.
+
+    Of two classes (integer counts), complement's β is the multinomial's, the same
+    float: T̃_j0 = T_j − T_j0 = T_j1 and T̃_j1 = T_j0, so the complement counts are the
+    counts with their two classes swapped. L(β) then has the same histogram of positive
+    counts (the same distinct values ascending, the same numbers of each) and the same
+    class totals K_c in the other order; a sum of two floats is the same either way
+    round, so every value of the search is the same float, and so is its β (the
+    choice's complement candidates of a two-class fold fitted it a second time).
     """
+    if model == "complement" and _swapped_classes(counts.token_table):
+        model = "multinomial"
     return _derived(counts, ("beta", model), lambda: _fit_beta(counts, model))
+
+
+def _swapped_classes(table) -> bool:
+    """Whether ``table``'s complement counts are its own counts with the classes swapped:
+    two classes of integer counts (:func:`fit_beta`)."""
+    return table.shape[1] == 2 and table.dtype.kind in "iu"
 
 
 def _fit_beta(counts: Counts, model: str) -> float:
