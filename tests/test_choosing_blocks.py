@@ -130,6 +130,46 @@ def test_the_summaries_are_the_rows_of_the_whole_scores(tmp_path, monkeypatch):
         assert np.array_equal(summary.evidence[has], logsumexp(jll[has], axis=1))
 
 
+def test_a_summary_keeps_its_blocks_and_puts_the_whole_scores_together_when_read():
+    """Summary.add keeps each block of scores as it was given (no (n, C) array filled
+    for every candidate) and .jll puts them together when read: each row the block's
+    row, −inf where no block gave one; the evidence of the kept blocks is
+    posterior_and_evidence's of their rows, read before or after the scores."""
+    from nbclass.models.posterior import log_posterior, posterior_and_evidence
+
+    rng = np.random.default_rng(7)
+    n, C = 40, 5
+    order = rng.permutation(n)[:33]  # 7 rows never added
+    for read_first in (False, True):
+        summary = choosing.Summary.empty(n, C, evidence=True, keep=True)
+        want = np.full((n, C), -np.inf)
+        known = rng.integers(0, 3, n)
+        truth = rng.integers(0, C, n)
+        given = []
+        for at in np.split(order, [4, 15, 16, 30]):
+            jll = rng.normal(-50, 20, (at.size, C))
+            jll[rng.random(jll.shape) < 0.2] = -np.inf
+            want[at] = jll
+            summary.add(at, jll, truth[at], known[at])
+            given.append(jll)
+        assert all(kept is block for (_, kept), block in zip(summary.blocks, given))
+        if read_first:
+            assert np.array_equal(summary.jll, want)
+        has = np.zeros(n, dtype=bool)
+        has[order] = known[order] > 0
+        rows = np.flatnonzero(has)
+        evidence = summary.evidence
+        for row in rows:
+            assert evidence[row] == posterior_and_evidence(want[row : row + 1])[1][0]
+        assert np.isnan(evidence[~has]).all()
+        assert np.array_equal(summary.jll, want) and summary.jll is summary.jll
+        ok = np.isfinite(want[order, truth[order]])
+        assert np.array_equal(summary.scored[order], ok)
+        log_proba = log_posterior(want[order][ok])
+        assert np.array_equal(summary.picked[order[ok]],
+                              log_proba[np.arange(ok.sum()), truth[order][ok]])  # fmt: skip
+
+
 def impossible_scores(seed: int, C: int, impossible: float):
     """(jll, y, lengths) of 300 documents: scores growing with the length, a share
     ``impossible`` of the cells −inf, the true class the best in 70 % of the rows."""

@@ -681,29 +681,46 @@ class Summary:
         whole scores are kept, made when first read, from the blocks of rows they were
         added in (the same arrays, so the same floats): the choice reads one candidate's.
     jll : ndarray of shape (n, C), or None
-        The whole scores, when kept (:data:`KEEP_CELLS`).
+        The whole scores, when kept (:data:`KEEP_CELLS`): made when first read from the
+        blocks of scores as they were added (−inf where no block gave a row), so that
+        only the one the choice reads is ever put together.
     """
 
     scored: np.ndarray
     pred: np.ndarray
     picked: np.ndarray
     made: np.ndarray | None  # log p(x), as far as made (see evidence)
-    jll: np.ndarray | None
-    pending: list = field(default_factory=list)  # (rows, has) of blocks kept, evidence not made
+    # (rows, scores) of each block added, when the whole scores are kept; else None
+    blocks: list | None
+    shape: tuple = (0, 0)  # (n, C) of the whole scores
+    # (scores, has, rows) of the blocks kept whose evidence is not made yet
+    pending: list = field(default_factory=list)
 
     @classmethod
     def empty(cls, n: int, C: int, evidence: bool, keep: bool) -> Summary:
         return cls(
             np.zeros(n, dtype=bool), np.full(n, -1, dtype=np.int64), np.zeros(n),
-            np.full(n, np.nan) if evidence else None,
-            np.full((n, C), -np.inf) if keep else None,
+            np.full(n, np.nan) if evidence else None, [] if keep else None, (n, C),
         )  # fmt: skip
 
     @property
+    def jll(self) -> np.ndarray | None:
+        """The whole scores (n, C) when kept, put together from the blocks when first read
+        (each row as it was added: the same floats), else None."""
+        if self.blocks is None:
+            return None
+        if len(self.blocks) != 1 or self.blocks[0][0] is not None:
+            whole = np.full(self.shape, -np.inf)
+            for at, jll in self.blocks:
+                whole[at] = jll
+            self.blocks = [(None, whole)]
+        return self.blocks[0][1]
+
+    @property
     def evidence(self) -> np.ndarray | None:
-        for at, has in self.pending:  # each block's rows of the kept scores, as added
+        for jll, has, at in self.pending:  # each block's kept scores, as added
             with np.errstate(divide="ignore"):
-                evidence = posterior_and_evidence(self.jll[at])[1]
+                evidence = posterior_and_evidence(jll)[1]
             self.made[at[has]] = evidence[has]
         self.pending = []
         return self.made
@@ -745,15 +762,17 @@ class Summary:
         """:meth:`add`'s first steps: the kept scores, which documents are scored and
         their evidence (or the blocks to make it from); ``(ok, log_proba)``, log_proba
         None unless the evidence's exp made it."""
-        if self.jll is not None:
-            self.jll[at] = jll
+        if self.blocks is not None:  # kept as they are (the scorers make a new array)
+            if jll.base is not None:  # (a view would keep the array it is of)
+                jll = jll.copy()
+            self.blocks.append((at, jll))
         ok = np.isfinite(jll[np.arange(at.size), truth])
         self.scored[at] = ok
         has = known > 0
         log_proba = None
         if self.made is not None and has.any():
-            if self.jll is not None:  # its log p(x) made when read, from the kept rows
-                self.pending.append((at, has))
+            if self.blocks is not None:  # its log p(x) made when read, from the kept rows
+                self.pending.append((jll, has, at))
             else:  # from one exp of the scores
                 with np.errstate(divide="ignore"):
                     log_proba, evidence = posterior_and_evidence(jll)
