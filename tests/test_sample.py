@@ -184,6 +184,31 @@ def test_the_keeper_keeps_the_same_sample_of_documents_offered_a_window_at_a_tim
     assert [i for _, _, i in kept] == expected
 
 
+def test_digest_marks_of_many_documents_are_those_of_one_at_a_time():
+    """DigestMarks.many (a part's documents hashed at once, their bounds compared by
+    numpy) gives each document the mark, and keeps the indices and digests, that a call
+    per document gives: bounds of none, of every digest (2^64, past a uint64), half the
+    range, and one equal to a document's first 8 bytes (below it, not at it)."""
+    from nbclass.counting.tally import DigestMarks
+
+    datas = [f"document {i}".encode() * (i % 3) for i in range(40)]
+    classes = [i % 4 for i in range(40)]
+    at = int.from_bytes(hashlib.sha256(datas[5]).digest()[:8], "big")
+    for bounds in ([0, 1 << 64, 1 << 63, at], [at, at + 1, 1 << 64, 1 << 64]):
+        one, many = DigestMarks(bounds), DigestMarks(bounds)
+        expected, got = [], []
+        for start in (0, 17, 34):
+            one.offset = many.offset = 100 + start
+            part = range(start, min(start + 17, 40))
+            local = [i - start for i in part]
+            expected += [one(k, datas[i], classes[i]) for k, i in zip(local, part)]
+            got += many.many(local, [datas[i] for i in part], [classes[i] for i in part])
+        assert got == expected and one.take() == many.take()
+        assert any(m >= 0 for m in got) and any(m < 0 for m in got)
+    assert DigestMarks([at] * 4).many([5], [datas[5]], [3]) == [-1]
+    assert DigestMarks([at + 1] * 4).many([5], [datas[5]], [3]) == [5]
+
+
 # --- at the real sample size: SMS spam is sampled whole ---------------------------------
 
 
@@ -580,6 +605,52 @@ def test_the_count_keeps_the_samples_rows_a_count_of_its_texts_gives(
     long_rows = [i for i, (_, name, _) in enumerate(items) if name == "long"]
     assert any(np.diff(got.ptr)[i] > 90 for i in long_rows)  # counted in Python, kept
     assert (np.diff(got.ptr) == 0).any()  # "a b c d" and "x y z": no token
+
+
+def test_the_count_keeps_the_rows_of_sampled_documents_in_chunks_that_clash(
+    tmp_path, monkeypatch
+):
+    """With one hash for every long word, chunks holding two of them are given back and
+    tokenized: the sampled documents among them (gathered with the others) come back
+    with their marks and their rows are kept all the same, those a count of their texts
+    gives, and no document is read again."""
+    from nbclass.counting import counts as counts_module
+    from nbclass.counting import tally as tally_module
+    from nbclass.models import learning
+    from nbclass.reading.corpus import list_corpus
+    from nbclass.text import runs
+    from nbclass.text.tokenizer import TokenizerSettings
+
+    for label, texts in MIXED.items():
+        (tmp_path / label).mkdir()
+        for i, text in enumerate(texts):
+            extra = " abcdefghij" if i % 3 else " jihgfedcba"  # two long words, one hash
+            (tmp_path / label / f"{i:03d}.txt").write_bytes((text + extra).encode("utf-8"))
+    monkeypatch.setattr(runs, "_mix", lambda h: h * np.uint64(0))
+    monkeypatch.setattr(sketch, "OVERALL", 80)
+    monkeypatch.setattr(runs, "CHUNK_BYTES", 2000)
+    monkeypatch.setattr(counts_module, "PART_SIZE", 10)
+    tokenized = tally_module._tokenized
+    marked = []
+    monkeypatch.setattr(
+        tally_module, "_tokenized",
+        lambda documents, *a: tokenized(
+            marked.extend(d for d in documents if len(d) == 3) or documents, *a
+        ),
+    )  # fmt: skip
+    corpus = list_corpus(str(tmp_path))
+    tokenizer = TokenizerSettings()
+    recount = learning.sample_rows
+    recounted = []
+    monkeypatch.setattr(learning, "sample_rows",
+                        lambda items, *a, **k: recounted.append(items) or recount(items, *a, **k))
+    documents = learning.count_documents(corpus, tokenizer, False, 1, sample=True)
+    assert recounted == [] and len(marked) >= 20  # the short ones too, not the long alone
+    keeper = learning.read_sketch(corpus)
+    items = [(d, name, keeper.decode(data)) for d, name, data in keeper.items(3)]
+    expected = recount(items, documents.counts, tokenizer)
+    for field in ("digests", "labels", "ptr", "words", "counts"):
+        assert np.array_equal(getattr(documents.sample, field), getattr(expected, field)), field
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -599,18 +599,74 @@ def test_a_run_tally_keeps_the_marked_texts_rows_with_their_symbols(
                 given_ = [documents[k][0].encode() if ascii_ else documents[k][0] for k in group]
                 marks = np.array([k if documents[k][2] else -1 for k in group], dtype=np.int64)
                 assert not runs_tally.add(given_, [documents[k][1] for k in group], marks)
+    marked = [k for k, (text, _, mark) in enumerate(documents) if mark and len(text) <= chunk]
+    assert_marked_rows(runs_tally, marked, [text for text, _, _ in documents], tokenize)
+
+
+def assert_marked_rows(runs_tally, marked, texts, tokenize) -> None:
+    """The rows ``runs_tally`` kept (take_sampled) are those of the texts ``marked`` (their
+    indices in ``texts``, their marks) by the regex tokenizer ``tokenize``, each (mark,
+    word) once."""
     counted, marks, ids, counts = runs_tally.take_sampled()
     names = runs_tally._names(bytes(runs_tally._bytes[:-1])) if runs_tally.n_words else []
     got = {}
     for mark, word, count in zip(marks.tolist(), ids.tolist(), counts.tolist()):
         assert (mark, names[word]) not in got
         got[mark, names[word]] = count
-    marked = [k for k, (text, _, mark) in enumerate(documents) if mark and len(text) <= chunk]
     assert sorted(counted.tolist()) == marked
-    expected = {
-        (k, word): n for k in marked for word, n in Counter(tokenize(documents[k][0])).items()
-    }
+    expected = {(k, word): n for k in marked for word, n in Counter(tokenize(texts[k])).items()}
     assert got == expected
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(
+    st.lists(st.tuples(symbol_texts, st.integers(0, 2), st.booleans()), max_size=12),
+    st.booleans(),
+    st.sampled_from(SYMBOL_STOPS),
+    st.integers(1, 50),
+    st.integers(1, 4),
+)
+def test_marked_texts_gathered_with_the_others_keep_the_rows_added_apart_keep(
+    documents, lowercase, stop, chunk, calls
+):
+    """Marked texts gathered with unmarked ones (gather's marks: into the same chunks,
+    counted when a chunk's worth waits, the rest by flush) keep the rows of their tokens
+    the regex tokenizer gives, and the tally's counts are those of every text: the same
+    as the marked texts counted apart (add's marks, what the count did before)."""
+    settings_ = TokenizerSettings(lowercase=lowercase, stop_words=stop, symbols=True)
+    tokenize = make_tokenizer(settings_)
+    short = [k for k, (text, _, _) in enumerate(documents) if len(text) <= chunk]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs_module, "CHUNK_BYTES", chunk)
+        runs_tally = RunTally.make(ascii_splitter(settings_, "utf-8"), 3)
+        refused = []
+        for part in np.array_split(np.array(short, dtype=np.int64), calls):
+            for ascii_ in (True, False):
+                group = [k for k in part.tolist() if documents[k][0].isascii() == ascii_]
+                given_ = [documents[k][0].encode() if ascii_ else documents[k][0] for k in group]
+                marks = [k if documents[k][2] else -1 for k in group]
+                refused += runs_tally.gather(given_, [documents[k][1] for k in group], marks)
+        refused += runs_tally.flush()
+    assert refused == [] and not runs_tally.waiting
+    marked = [k for k in short if documents[k][2]]
+    assert_marked_rows(runs_tally, marked, [text for text, _, _ in documents], tokenize)
+    tokens = Counter()
+    for k in short:
+        tokens.update((word, documents[k][1]) for word in tokenize(documents[k][0]))
+    words, lengths, rows, _, token_counts = runs_tally.packed()
+    classes = np.repeat(np.arange(3), lengths)
+    assert {(words[j], c): int(t) for j, c, t in zip(rows, classes, token_counts)} == dict(tokens)
+
+
+def test_a_marked_text_in_a_chunk_that_clashes_comes_back_with_its_mark(monkeypatch):
+    """A chunk that is not counted (two long words of one hash) gives its texts back,
+    a marked one as (text, label, mark), so that the caller keeps its tokens' row."""
+    monkeypatch.setattr(runs_module, "_mix", lambda h: h * np.uint64(0))
+    runs_tally = RunTally.make(ascii_splitter(TokenizerSettings(), "ascii"), 2)
+    texts = [b"abcdefghij ab", b"jihgfedcba", b"plain"]
+    assert runs_tally.gather(texts, [0, 1, 1], [-1, 7, -1]) == []
+    assert runs_tally.flush() == [(texts[0], 0), (texts[1], 1, 7), (texts[2], 1)]
+    assert runs_tally.take_sampled()[0].size == 0
 
 
 # ASCII text of word characters and spaces only (every ASCII \s, and NUL): its symbols are

@@ -23,6 +23,7 @@ from ..text.tokenizer import AsciiSplitter, TokenizerSettings, ascii_splitter, m
 # (N_c as list, [Counter word -> D_jc] per class, [Counter word -> T_jc] per class), and with
 # a ledger a fourth item: [(SHA-256 digest, class index, Counter word -> x_j)] per document.
 Tally = tuple
+DIGEST_WORDS = 4  # a digest's 32 bytes as 8-byte words (its first: DigestMarks' test)
 
 
 def digest(data: bytes) -> bytes:
@@ -45,6 +46,7 @@ class DigestMarks:
         self.offset = 0
         self._indices: list[int] = []
         self._digests: list[bytes] = []
+        self._top = self._whole = None  # the bounds as arrays, once many() needs them
 
     def __call__(self, i: int, data: bytes, c: int) -> int:
         """The mark of document ``i`` of the part (of class ``c``), −1 for none."""
@@ -53,6 +55,25 @@ class DigestMarks:
         self._indices.append(at)
         self._digests.append(found)
         return at if int.from_bytes(found[:8], "big") < self.bounds[c] else -1
+
+    def many(self, indices: list[int], datas: list[bytes], classes: list[int]) -> list[int]:
+        """The marks of documents ``datas`` (indices ``indices`` in the part, of classes
+        ``classes``), as :meth:`__call__` gives them one at a time: the digests made in
+        one pass, and the bounds compared by numpy (a call per document, hashing and
+        testing it, took 0.08 s of multilingual's 77,057 documents, this 0.04)."""
+        import numpy as np
+
+        sha256 = hashlib.sha256
+        found = [sha256(data).digest() for data in datas]
+        at = np.asarray(indices, dtype=np.int64) + self.offset
+        self._indices.extend(at.tolist())
+        self._digests.extend(found)
+        if self._top is None:  # a bound of 2^64 (every digest) does not fit a uint64
+            self._top = np.array([min(b, (1 << 64) - 1) for b in self.bounds], np.uint64)
+            self._whole = np.array([b >= 1 << 64 for b in self.bounds], dtype=bool)
+        first = np.frombuffer(b"".join(found), dtype=">u8")[:: DIGEST_WORDS]
+        c = np.asarray(classes, dtype=np.int64)
+        return np.where((first < self._top[c]) | self._whole[c], at, -1).tolist()
 
     def take(self) -> tuple[list[int], bytes]:
         """The indices and the digests (joined) of the documents read since the last
@@ -157,6 +178,17 @@ def read_labelled(paths, labels, policy: ReadPolicy, log: ReadLog):
     time; what it skips is recorded in ``log`` (:mod:`nbclass.reading.policy`)."""
     for i, data in read_documents(paths, policy, log):
         yield data, labels[i]
+
+
+def _marked(documents, labels, marks: DigestMarks) -> list:
+    """``(bytes, label, mark)`` of each ``(i, bytes)`` of ``documents``, marked by
+    ``marks`` all at once (:meth:`DigestMarks.many`)."""
+    found = list(documents)
+    if not found:
+        return []
+    at, datas = map(list, zip(*found))
+    classes = [labels[i] for i in at]
+    return list(zip(datas, classes, marks.many(at, datas, classes)))
 
 
 def _hashed(documents, labels, marks: DigestMarks):
@@ -372,10 +404,7 @@ def tally_paths(
     """
     log = ReadLog()
     if marks is not None and splitter is not None and not ledger:
-        read = (
-            (data, labels[i], marks(i, data, labels[i]))
-            for i, data in read_documents(paths, policy, log)
-        )  # fmt: skip
+        read = _marked(read_documents(paths, policy, log), labels, marks)
     elif marks is not None:  # hashed only: no row is kept
         read = _hashed(read_documents(paths, policy, log), labels, marks)
     else:
@@ -417,7 +446,12 @@ def _tally_split(documents, n_classes, tokenize, decode, splitter, into, runs, e
     decoded and counted as str (:meth:`nbclass.text.runs.JoinedTexts.read`: under UTF-8,
     all of a part in one call unless one of them is not UTF-8); only documents longer
     than ``CHUNK_BYTES`` (or a chunk with a hash clash) are tokenized in Python. Returns
-    ``(class_count, docs, tokens, None, runs)`` (see :func:`tally_paths`)."""
+    ``(class_count, docs, tokens, None, runs)`` (see :func:`tally_paths`).
+
+    ``(document, label, mark)`` triples (:class:`DigestMarks`): the marked documents'
+    rows are kept as they are counted (gathered with the others,
+    :meth:`nbclass.text.runs.RunTally.gather`), or their Counters in the run tally's
+    ``sampled_bags`` where they are tokenized."""
     from ..text.runs import CHUNK_BYTES, JoinedTexts
 
     if into is None:  # each class's Counters made when a document is tokenized into them
@@ -437,70 +471,48 @@ def _tally_split(documents, n_classes, tokenize, decode, splitter, into, runs, e
     del found
     for c, n in Counter(labels).items():
         class_count[c] += n
-    others, marked = [], []  # to tokenize in Python: (text, label), and marked (.., mark)
-    if marks and runs is not None:  # the sample's documents, counted with their rows
-        sampled = [m >= 0 for m in marks[0]]
-        if any(sampled):
-            picked = [list(compress(values, sampled)) for values in (datas, labels, marks[0])]
-            marked = _add_sampled(runs, *picked, encoding, decode)
-            rest = list(map(not_, sampled))
-            datas, labels = list(compress(datas, rest)), list(compress(labels, rest))
-            if not datas:
-                _tokenized(marked, tokenize, docs, tokens, runs.sampled_bags)
-                return class_count, docs, tokens, None, runs
+    # The marks, when some document is marked and a run tally keeps their rows.
+    marks = marks[0] if marks and runs is not None and max(marks[0]) >= 0 else None
+    others = []  # to tokenize in Python: (text, label), or (text, label, mark) if marked
     if runs is None or max(map(len, datas)) > CHUNK_BYTES:  # tokenized in Python
         short = [runs is not None and len(data) <= CHUNK_BYTES for data in datas]
-        others = [(decode(d), c) for d, c, s in zip(datas, labels, short) if not s]
+        if marks is None:
+            others = [(decode(d), c) for d, c, s in zip(datas, labels, short) if not s]
+        else:
+            others = [
+                (decode(d), c) if m < 0 else (decode(d), c, m)
+                for d, c, m, s in zip(datas, labels, marks, short) if not s
+            ]  # fmt: skip
+            marks = list(compress(marks, short))
         datas, labels = list(compress(datas, short)), list(compress(labels, short))
     ascii_ = list(map(bytes.isascii, datas))
     fast = list(compress(datas, ascii_))
     if fast:
-        others.extend(runs.gather(fast, list(compress(labels, ascii_))))
+        mine = None if marks is None else list(compress(marks, ascii_))
+        others.extend(runs.gather(fast, list(compress(labels, ascii_)), mine))
     if len(fast) < len(datas):
-        wide = list(compress(datas, map(not_, ascii_)))
-        texts = JoinedTexts.read(wide, encoding, decode)
-        others.extend(runs.gather(texts, list(compress(labels, map(not_, ascii_)))))
-    _tokenized(others, tokenize, docs, tokens)
-    _tokenized(marked, tokenize, docs, tokens, runs.sampled_bags if marked else None)
+        wide = list(map(not_, ascii_))
+        texts = JoinedTexts.read(list(compress(datas, wide)), encoding, decode)
+        mine = None if marks is None else list(compress(marks, wide))
+        others.extend(runs.gather(texts, list(compress(labels, wide)), mine))
+    _tokenized(others, tokenize, docs, tokens, None if runs is None else runs.sampled_bags)
     return class_count, docs, tokens, None, runs
-
-
-def _add_sampled(runs, datas, labels, marks, encoding, decode) -> list:
-    """Count the sample's raw documents ``datas`` (of classes ``labels``, each at most a
-    chunk or not) with the run tally ``runs``, keeping their rows by ``marks``; returns
-    ``(text, label, mark)`` of those it did not count (longer than a chunk, or in a
-    chunk with a hash clash), for :func:`_tokenized`."""
-    import numpy as np
-
-    from ..text.runs import CHUNK_BYTES, JoinedTexts
-
-    left = [(decode(d), c, m) for d, c, m in zip(datas, labels, marks) if len(d) > CHUNK_BYTES]
-    for ascii_ in (True, False):
-        at = [i for i, d in enumerate(datas) if len(d) <= CHUNK_BYTES and d.isascii() == ascii_]
-        if not at:
-            continue
-        texts = [datas[i] for i in at]
-        if not ascii_:
-            texts = JoinedTexts.read(texts, encoding, decode)
-        mine, their = [labels[i] for i in at], np.array([marks[i] for i in at], dtype=np.int64)
-        left += [(texts[i], mine[i], int(their[i])) for i in runs.add(texts, mine, their)]
-    return left
 
 
 def _tokenized(documents, tokenize, docs, tokens, bags: list | None = None) -> None:
     """Add ``(text, label)`` pairs, tokenized, to the Counters ``docs`` and ``tokens``
     (by class); a text may still be ASCII bytes (any ASCII-compatible encoding, which
-    a splitter needs, decodes them as ASCII does). With ``bags``, the items are
-    ``(text, label, mark)`` and each text's ``(mark, Counter of its tokens)`` is added
-    to ``bags`` too. A class whose Counters are the shared empty one (:class:`_NoCounts`)
-    is given two of its own first."""
+    a splitter needs, decodes them as ASCII does). An item ``(text, label, mark)`` (a
+    marked document) also adds ``(mark, Counter of its tokens)`` to ``bags``. A class
+    whose Counters are the shared empty one (:class:`_NoCounts`) is given two of its
+    own first."""
     for text, c, *mark in documents:
         tokens_of = tokenize(text if isinstance(text, str) else text.decode("ascii"))
         if tokens[c] is _NO_COUNTS:
             tokens[c], docs[c] = Counter(), Counter()
         tokens[c].update(tokens_of)
         docs[c].update(set(tokens_of))
-        if bags is not None:
+        if mark and bags is not None:
             bags.append((mark[0], Counter(tokens_of)))
 
 
@@ -509,7 +521,8 @@ def settle(part, tokenize) -> None:
     :meth:`nbclass.text.runs.RunTally.gather`); what it gives back is tokenized into the
     part's Counters. Call before :func:`pack`."""
     if len(part) > 6 and part[6] is not None:
-        _tokenized(part[6].flush(), tokenize, part[1], part[2])
+        runs = part[6]
+        _tokenized(runs.flush(), tokenize, part[1], part[2], runs.sampled_bags)
 
 
 def tally_part(
