@@ -554,3 +554,39 @@ def test_multinomial_with_two_betas_is_refused(estimator):
 def test_classifier_refuses_invalid_settings(model):
     with pytest.raises(UsageError):
         Classifier(model, EstimatorSettings(estimator="map", alpha=0.5))
+
+
+def test_bernoulli_absent_total_is_the_sum_of_each_values_term_float_for_float():
+    """bernoulli_absent_total's terms n · (log(1 − θ numerator) − log(denominator)) are
+    those of bernoulli_fraction value by value (the same numerator, the same float;
+    math.fsum of them), and the words with θ = 1 counted, for every estimator, priors
+    below, at and above 1, NaN and infinite ones, and document counts above N_c."""
+    from nbclass.models.estimators import bernoulli_absent_total, bernoulli_fraction
+
+    def by_each_value(histogram, N_c, estimator, beta):
+        denominator = bernoulli_fraction(0, N_c, estimator, beta)[2]
+        if denominator <= 0:
+            return 0.0, 0
+        terms, certain = [], 0
+        for d, n in histogram:
+            absent = bernoulli_fraction(d, N_c, estimator, beta)[1]
+            if absent <= 0:
+                certain += n
+            else:
+                terms.append(n * (math.log(absent) - math.log(denominator)))
+        return math.fsum(terms), certain
+
+    rng = np.random.default_rng(13)
+    priors = [(1.0, 1.0), (0.3, 0.7), (2.5, 0.25), (1.0, 0.5), (0.5, math.nan),
+              (1.0, math.inf), (1e-9, 1e-9)]  # fmt: skip
+    for _ in range(300):
+        N_c = int(rng.integers(0, 60))
+        values = np.unique(rng.integers(0, N_c + 3, int(rng.integers(1, 40)))).tolist()
+        histogram = [(d, int(rng.integers(1, 10**6))) for d in values]
+        for estimator in ESTIMATORS:
+            for beta in priors:
+                got = bernoulli_absent_total(histogram, N_c, estimator, beta)
+                want = by_each_value(histogram, N_c, estimator, beta)
+                assert type(got[1]) is int and got[1] == want[1]
+                assert np.array_equal(np.float64(got[0]).view(np.int64),
+                                      np.float64(want[0]).view(np.int64)), (estimator, beta)

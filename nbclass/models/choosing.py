@@ -1118,7 +1118,10 @@ def fit_calibration(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
     C = jll.shape[1]
     if y.size == 0:
         return Calibration(0.0, 0.0)
-    true = [jll[np.arange(a, b)][np.arange(b - a), y[a:b]] for a, b in row_blocks(y.size, C)]
+    if isinstance(jll, np.ndarray):  # each row's true class's score, picked out alone
+        true = [jll[np.arange(y.size), y]]
+    else:  # (HeldOutScores: its rows a block at a time)
+        true = [jll[np.arange(a, b)][np.arange(b - a), y[a:b]] for a, b in row_blocks(y.size, C)]
     ok = np.flatnonzero(np.isfinite(np.concatenate(true)))
     scored = ok.size  # the targets' ε counts every one of them
     ok = ok[:most]
@@ -1452,8 +1455,10 @@ def cross_fitted_offsets(jll: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
         test, train = fold_ids == k, fold_ids != k
         if not train.any():
             continue
-        calibration = fit_calibration(jll[train], y[train], n_tokens[train])
-        calibration = with_offsets(calibration, jll[train], y[train], n_tokens[train])
+        held, truth, lengths = jll[train], y[train], n_tokens[train]
+        calibration = fit_calibration(held, truth, lengths)
+        calibration = with_offsets(calibration, held, truth, lengths)
+        del held
         out[test] = calibrated(jll[test], n_tokens[test], calibration)
     return out
 

@@ -610,12 +610,25 @@ def bernoulli_absent_total(
         return math.fsum(terms), certain
     log_denominator = math.log(denominator)
     log = math.log
+    append = terms.append
+    if estimator in ("mle", "map"):
+        for d, n in histogram:
+            absent = bernoulli_fraction(d, N_c, estimator, beta)[1]
+            if absent <= 0:
+                certain += n
+            else:
+                append(n * (log(absent) - log_denominator))
+        return math.fsum(terms), certain
+    # The posterior mean (the choice's Bernoulli candidates), its numerator of 1 − θ
+    # written out as bernoulli_fraction writes it (the same number), without a call
+    # for each value.
+    beta0 = beta[1]
     for d, n in histogram:
-        absent = bernoulli_fraction(d, N_c, estimator, beta)[1]
+        absent = N_c - d + beta0
         if absent <= 0:
             certain += n
         else:
-            terms.append(n * (log(absent) - log_denominator))
+            append(n * (log(absent) - log_denominator))
     return math.fsum(terms), certain
 
 
