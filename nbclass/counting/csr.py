@@ -238,7 +238,9 @@ class CSR(_Compressed):
         then ``csr_sum_duplicates``)."""
         rows, columns, values = np.asarray(rows), np.asarray(columns), np.asarray(values)
         M, N = int(shape[0]), int(shape[1])
-        index = index_type(rows, columns, most=max(values.size, N))
+        # int32 positions where the shape and the entries allow, whatever the arrays'
+        # types, as scipy's COO matrix takes them (a copy of half the size of int64's)
+        index = np.int32 if max(M, N, values.size) <= _INT32_MAX else np.int64
         kernels = sparsetools()
         indptr = np.empty(M + 1, dtype=index)
         indices = np.empty(values.size, dtype=index)
