@@ -657,3 +657,37 @@ def test_run_tally_by_class_sums_chunks_cells_in_class_then_word_order(n_classes
         got = tally._by_class()
         assert [a.tolist() for a in got] == list(expected)
         assert all(a.dtype == np.int64 for a in got)
+
+
+def test_a_count_by_runs_makes_its_tokenizer_only_when_it_tokenizes(monkeypatch, tmp_path):
+    """The count's tokenizer (symbols and unspaced "all", the default fit's) is made at
+    its first call: a corpus of short documents, all counted by runs, never makes it;
+    one with a document longer than a chunk makes it once, and the counts are those of
+    the tokenizer made at once."""
+    import nbclass.counting.counts as counts_module
+    import nbclass.counting.tally as tally_module
+    from nbclass.counting.counts import count_corpus
+    from nbclass.counting.tally import FirstCallTokenizer
+
+    settings_ = TokenizerSettings(symbols=True, unspaced="all")
+    made = []
+    for module in (tally_module, counts_module):
+        monkeypatch.setattr(module, "make_tokenizer",
+                            lambda s: made.append(s) or make_tokenizer(s))  # fmt: skip
+    lazy = FirstCallTokenizer(settings_)
+    assert made == [] and lazy("Hello, 世界 x!") == make_tokenizer(settings_)("Hello, 世界 x!")
+    assert made == [settings_] and lazy("a b") == ["a", "b"] and len(made) == 1
+    for c, texts in enumerate([["short one :)", "another, short"], ["tiny 日本語 text"]]):
+        (tmp_path / f"c{c}").mkdir()
+        for i, text in enumerate(texts):
+            (tmp_path / f"c{c}" / f"{i}.txt").write_text(text, encoding="utf-8")
+    paths = sorted(str(p) for p in tmp_path.glob("*/*.txt"))
+    labels = [int(p.split("/")[-2][1:]) for p in paths]
+    made.clear()
+    short = count_corpus(paths, labels, ["c0", "c1"], settings_, jobs=1)
+    assert made == []
+    monkeypatch.setattr(runs_module, "CHUNK_BYTES", 12)  # the first two: tokenized
+    long = count_corpus(paths, labels, ["c0", "c1"], settings_, jobs=1)
+    assert made == [settings_]
+    assert long.vocabulary == short.vocabulary
+    assert (as_table(long.token_count) == as_table(short.token_count)).all()

@@ -141,6 +141,24 @@ def test_fewer_of_each_class_past_many_classes_still_merge_exactly(docs, overall
         assert names(whole) == [ordered[i] for i in sorted(expected)]
 
 
+@settings(max_examples=200, deadline=None, database=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(0, 2)),
+                max_size=60))  # fmt: skip
+def test_the_order_of_digests_is_the_stable_sort_of_the_whole_key(rows):
+    """order_of (by the first 8 bytes, ties sorted again) is the stable lexsort of
+    (digest words, class): documents held twice, in one class and in two, and digests
+    sharing their first 8 bytes (or their first 16) and not the rest."""
+    heads = [bytes(8), b"\x01" * 8, b"\xff" * 8]
+    digests = np.frombuffer(b"".join(
+        heads[(k + j) % 3] + bytes([k % 2] * 8) + hashlib.sha256(bytes([k])).digest()[:16]
+        for k, _, j in rows
+    ), dtype=np.uint8).reshape(-1, DIGEST_SIZE)  # fmt: skip
+    labels = np.array([c for _, c, _ in rows], dtype=np.int64)
+    quads = digests.view(">u8").reshape(-1, 4)
+    expected = np.lexsort([labels] + [quads[:, k] for k in (3, 2, 1, 0)])
+    assert sketch.order_of(digests, labels).tolist() == expected.tolist()
+
+
 def test_the_keeper_keeps_the_sample_of_a_stream_in_bounded_memory(monkeypatch):
     monkeypatch.setattr(sketch, "OVERALL", 10)
     monkeypatch.setattr(sketch, "PER_CLASS", 2)

@@ -44,7 +44,7 @@ from ..text.tokenizer import TokenizerSettings, ascii_splitter, make_tokenizer
 from ..text.vectorizer import GrowingVocabulary, binarize
 from .csr import CSR
 from .pairtable import BLOCK_PAIRS, PairTable, pair_sums  # (pairs a block at a time)
-from .tally import DigestMarks, Tally, pack, settle, tally, tally_paths
+from .tally import DigestMarks, FirstCallTokenizer, Tally, pack, settle, tally, tally_paths
 
 BLOCK_CELLS = 2**18  # cells per block where whole-table work is done a block at a time
 PART_SIZE = 1000  # documents per progress report, and per part sent to a Dask cluster
@@ -1941,9 +1941,12 @@ class _Share:
 
     def _window(self, on_progress=None):
         if self._tokenize is None:
-            self._tokenize = make_tokenizer(self.tokenizer)
             if not self.ledger:
                 self._splitter = ascii_splitter(self.tokenizer, self.policy.encoding)
+            if self._splitter is not None and self.tokenizer.hash_features is None:
+                self._tokenize = FirstCallTokenizer(self.tokenizer)  # runs count most
+            else:
+                self._tokenize = make_tokenizer(self.tokenizer)
         n, part = len(self.paths), None
         while (start := self._take()) < n:
             end = min(n, start + self.size)

@@ -97,10 +97,29 @@ def bounds(labels: Sequence[int], n_classes: int) -> list[int]:
 def order_of(digests: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Indices that sort documents by (digest, class), shape (n,): ``digests`` (n, 32)
     uint8 compared as big-endian numbers, ``labels`` (n,) class indices of sorted
-    class names (so the order is that of (digest, class name))."""
+    class names (so the order is that of (digest, class name)); documents of one digest
+    and class in their order in ``digests`` (a stable sort).
+
+    Sorted by the digests' first 8 bytes alone (a uniform number: two documents share
+    them only when they share the digest, a document held twice), and only the
+    documents sharing those with another sorted again by the whole key, in their places:
+    the order of a sort of the five keys (a lexsort took 15 ms of 38,600 documents, this
+    2 to 4)."""
+    labels = np.asarray(labels)
     quads = np.ascontiguousarray(digests).view(">u8").reshape(-1, DIGEST_SIZE // 8)
-    keys = [labels] + [quads[:, k] for k in range(quads.shape[1] - 1, -1, -1)]
-    return np.lexsort(keys)
+    first = quads[:, 0].astype(np.uint64)
+    order = np.argsort(first)
+    ranked = first[order]
+    same = ranked[1:] == ranked[:-1]
+    if same.any():  # the runs of one first word, in places: by the whole key, stably
+        tied = np.zeros(order.size, dtype=bool)
+        tied[1:] = same
+        tied[:-1] |= same
+        at = np.flatnonzero(tied)
+        rows = np.sort(order[at])  # (each run's in their order in digests)
+        keys = [labels[rows]] + [quads[rows, k] for k in range(quads.shape[1] - 1, -1, -1)]
+        order[at] = rows[np.lexsort(keys)]
+    return order
 
 
 def kept(labels: np.ndarray, overall: int | None = None, per_class: int | None = None,
@@ -226,13 +245,31 @@ class Keeper:
         :data:`DIGEST_SIZE` bytes each) at once. What the sample keeps does not depend on
         when the candidates are cut (each cut keeps a superset of what the set's sample
         keeps of them), so the offers of a window of a count take one test of the size,
-        not one a document (95,238 offers took 0.3 s of the count's main process)."""
+        not one a document (95,238 offers took 0.3 s of the count's main process).
+
+        A window of more documents than a sample is first cut to its own sample (by
+        numpy, over the classes offered so far): the sample of the set is within the
+        samples of its parts, and the order of documents of one digest and class (the
+        order they were offered in) is kept, so the same items are kept, and only
+        those are made tuples (multilingual's 77,057 offers in two windows took 75 ms,
+        13 of them making and cutting tuples of documents never kept)."""
         size = DIGEST_SIZE
-        found = [digests[k : k + size] for k in range(0, len(names) * size, size)]
-        self.candidates.extend(zip(found, names, payloads))
         self.classes.update(names)
         if self.keys is not None:
+            found = [digests[k : k + size] for k in range(0, len(names) * size, size)]
             self.keys.extend(zip(found, names))
+        C = len(self.classes)
+        if len(names) > OVERALL + per_class_for(C) * C:
+            at = {name: c for c, name in enumerate(sorted(self.classes))}
+            labels = np.fromiter(map(at.__getitem__, names), dtype=np.int64, count=len(names))
+            order = order_of(np.frombuffer(digests, dtype=np.uint8).reshape(-1, size), labels)
+            keep = order[kept(labels[order], n_classes=C)].tolist()
+            self.candidates.extend(
+                (digests[k * size : (k + 1) * size], names[k], payloads[k]) for k in keep
+            )
+        else:
+            found = [digests[k : k + size] for k in range(0, len(names) * size, size)]
+            self.candidates.extend(zip(found, names, payloads))
         self._cut_if_full()
 
     def _cut_if_full(self) -> None:
