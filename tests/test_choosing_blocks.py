@@ -170,6 +170,37 @@ def test_a_summary_keeps_its_blocks_and_puts_the_whole_scores_together_when_read
                               log_proba[np.arange(ok.sum()), truth[order][ok]])  # fmt: skip
 
 
+def test_the_candidates_of_a_set_share_their_features_and_score_the_same_floats(tmp_path):
+    """A set's candidates make each kind of features of its held-out documents once
+    (the presences of Bernoulli and DCM, the log tf of three, the raw counts), as CSR
+    and as CSC, and each scores the documents with them bit for bit as with its own;
+    a block that is not all the documents makes its own."""
+    from nbclass.counting.csr import as_csr
+
+    model, X, y = unequal_sample(tmp_path)
+    X = as_csr(X)
+    folds = choosing.stratified_fold_ids(y, 5)
+    rows = np.flatnonzero(folds == 0)
+    C = len(model.counts.classes)
+    fold, held_out = choosing.set_documents(choosing.fold_of(model.counts, X, y, rows), X,
+                                            None, None, None)  # fmt: skip
+    columns = held_out.tocsc()
+    made: dict = {}
+    for settings in choosing.CANDIDATES:
+        scorer = choosing.fold_scorer(fold, settings)
+        for by_columns in (None, columns):
+            alone = choosing._block_scores(scorer, fold, held_out, 0, rows.size, C, by_columns)
+            shared = choosing._block_scores(scorer, fold, held_out, 0, rows.size, C, by_columns,
+                                            made)  # fmt: skip
+            assert alone.tobytes() == shared.tobytes(), settings
+            part = choosing._block_scores(scorer, fold, held_out, 1, rows.size, C, by_columns,
+                                          made)  # fmt: skip
+            assert part.tobytes() == alone[1:].tobytes()
+    kinds = sorted(made, key=str)
+    assert [kind for kind, _ in kinds] == ["log", "log", "presence", "presence", "raw", "raw"]
+    assert made[("raw", False)] is held_out
+
+
 def impossible_scores(seed: int, C: int, impossible: float):
     """(jll, y, lengths) of 300 documents: scores growing with the length, a share
     ``impossible`` of the cells −inf, the true class the best in 70 % of the rows."""
@@ -664,9 +695,9 @@ def test_the_summaries_by_columns_are_those_by_rows(tmp_path, monkeypatch):
     taken = []
     scores = choosing._block_scores
 
-    def counted(scorer, fold, held_out, start, stop, C, columns=None):
+    def counted(scorer, fold, held_out, start, stop, C, columns=None, made=None):
         taken.append(columns is not None)
-        return scores(scorer, fold, held_out, start, stop, C, columns)
+        return scores(scorer, fold, held_out, start, stop, C, columns, made)
 
     monkeypatch.setattr(choosing, "_block_scores", counted)
 

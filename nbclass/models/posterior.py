@@ -125,6 +125,15 @@ class LinearScorer:
             return X
         return document_features(X, self.tf, self.idf, self.length_norm)
 
+    def feature_kind(self):
+        """What :meth:`features` of a matrix depends on besides the matrix, where scorers
+        of other weights may share them (the choice's candidates of one feature set):
+        ``"presence"`` (also :class:`nbclass.models.textmodels.DcmScorer`'s) or the tf;
+        None for features made with idf or the length norm (not shared)."""
+        if self.binary:
+            return "presence"
+        return None if self.idf is not None or self.length_norm else self.tf
+
     def takes_columns(self) -> bool:
         """Whether :meth:`joint_log_likelihood` of documents given as a CSC matrix is
         the floats it gives for them as CSR with each row's entries in column order:
@@ -134,15 +143,18 @@ class LinearScorer:
         norm, which reads their rows)."""
         return isinstance(self.weights, np.ndarray) and self.idf is None and not self.length_norm
 
-    def joint_log_likelihood(self, X: sp.csr_matrix) -> np.ndarray:
+    def joint_log_likelihood(self, X: sp.csr_matrix, features=None) -> np.ndarray:
         """b_c for each document, ndarray of shape (n, C).
 
         Parameters
         ----------
         X : csr_matrix of shape (n, V)
             Token counts over the scorer's vocabulary.
+        features : optional
+            ``self.features(X)`` when the caller has them (another scorer's of the same
+            :meth:`feature_kind`), never changed.
         """
-        X = self.features(X)
+        X = self.features(X) if features is None else features
         jll = weights_dot(X, self.weights, self.bias)
         if self.required is not None:  # (X scipy's or not: the same product, csr_matmat)
             present = as_csr(X).matmul_sparse(self.required).toarray()

@@ -678,12 +678,18 @@ class DcmScorer:
         :meth:`nbclass.models.posterior.LinearScorer.takes_columns` says)."""
         return isinstance(self.weights, np.ndarray)
 
-    def joint_log_likelihood(self, X: sp.csr_matrix) -> np.ndarray:
-        """b_c = log π_c + lnΓ(s_c) − lnΓ(s_c + n) + Σ_{j: x_j>0} log β_jc, (n, C)."""
+    def feature_kind(self) -> str:
+        """The presences, as :meth:`nbclass.models.posterior.LinearScorer.feature_kind`
+        names a Bernoulli scorer's."""
+        return "presence"
+
+    def joint_log_likelihood(self, X: sp.csr_matrix, features=None) -> np.ndarray:
+        """b_c = log π_c + lnΓ(s_c) − lnΓ(s_c + n) + Σ_{j: x_j>0} log β_jc, (n, C);
+        ``features``: ``self.features(X)`` when the caller has them."""
         from ..compiled import gammaln
 
         n = np.asarray(X.sum(axis=1), dtype=np.float64)
-        presence = weights_dot(self.features(X), self.weights)
+        presence = weights_dot(self.features(X) if features is None else features, self.weights)
         return presence + self.bias - gammaln(self.concentration + n)
 
 
