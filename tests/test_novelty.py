@@ -12,13 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import CHINESE_TEST, NAMED, REPO, write_corpus
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nbclass.cli.app import cli
 from nbclass.evaluation.judging import stratified_folds
 from nbclass.modelfile.textfile import load, load_with_header
 from nbclass.models.estimators import EstimatorSettings
 from nbclass.models.model import Classifier, fit
-from nbclass.models.novelty import out_of_fold_evidence, threshold
+from nbclass.models.novelty import PERCENTILES, out_of_fold_evidence, percentiles, threshold
 from nbclass.models.posterior import log_evidence
 from nbclass.reading.corpus import Corpus, list_corpus
 from nbclass.text.vectorizer import TextCounter
@@ -331,3 +333,25 @@ def test_fit_at_its_default_stores_the_typicality_its_folds_measured(runner, tmp
     y = np.array([counts.classes.index(c) for _, c, _ in sample])
     choice = choose(counts, X, y)
     assert record["percentiles"] == np.percentile(choice.evidence, range(101)).tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1,
+                max_size=300),  # fmt: skip
+       st.sampled_from([PERCENTILES, (0, 50, 100), (33, 66), (1,), (99, 100, 0)]))
+def test_percentiles_are_numpys_to_the_bit(values, q):
+    """The typicality record's percentiles (computed without np.unique, which imports
+    numpy.ma) are np.percentile's floats, for any finite values: ties, one value,
+    mixed magnitudes, unsorted percentiles."""
+    values = np.array(values)
+    ours = percentiles(values, q)
+    theirs = np.percentile(values, q)
+    assert np.array_equal(ours.view(np.int64), np.asarray(theirs, dtype=np.float64).view(np.int64))
+
+
+def test_percentiles_of_typical_evidence_values():
+    rng = np.random.default_rng(2)
+    for n in (1, 2, 3, 10, 101, 1000, 6000):
+        values = -rng.gamma(2.0, 3.0, n)
+        assert np.array_equal(percentiles(values, PERCENTILES).view(np.int64),
+                              np.percentile(values, PERCENTILES).view(np.int64))  # fmt: skip

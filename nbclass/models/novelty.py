@@ -208,6 +208,36 @@ def fingerprint(counts: Counts) -> dict:
     }
 
 
+def percentiles(values: np.ndarray, q) -> np.ndarray:
+    """``np.percentile(values, q)`` (its default, linear interpolation) of a 1-d float
+    array without NaN, the same floats, without the ``np.unique`` inside numpy's
+    (which imports numpy.ma, 7 ms of a fit): for n sorted values x and each p of ``q``,
+    the virtual index v = (n − 1) · p / 100, i = ⌊v⌋ (the last value at v ≥ n − 1),
+    g = v − i, and x_i + (x_{i+1} − x_i) g, or x_{i+1} − (x_{i+1} − x_i)(1 − g) where
+    g ≥ ½, as numpy's steps compute them.
+
+    >>> import numpy as np
+    >>> percentiles(np.array([4.0, 1.0, 2.0, 3.0]), (0, 25, 50, 100)).tolist()
+    [1.0, 1.75, 2.5, 4.0]
+    """
+    import numpy as np
+
+    x = np.sort(values)
+    n = x.size
+    virtual = (n - 1) * np.true_divide(np.asarray(q), 100)
+    previous = np.floor(virtual)
+    following = previous + 1
+    last = virtual >= n - 1
+    previous[last] = following[last] = -1
+    previous, following = previous.astype(np.intp), following.astype(np.intp)
+    gamma = virtual - previous
+    a, b = x[previous], x[following]
+    difference = b - a
+    out = a + difference * gamma
+    np.subtract(b, difference * (1 - gamma), out=out, where=gamma >= 0.5)
+    return out
+
+
 def typicality_record(
     values: np.ndarray, settings: EstimatorSettings, counts: Counts, folds: int
 ) -> dict | None:
@@ -220,7 +250,7 @@ def typicality_record(
         return None
     return {
         "evidence_settings": settings.to_dict(),
-        "percentiles": [float(v) for v in np.percentile(finite, PERCENTILES)],
+        "percentiles": [float(v) for v in percentiles(finite, PERCENTILES)],
         "documents": int(finite.size),
         "folds": folds,
         "counts": fingerprint(counts),
