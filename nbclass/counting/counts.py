@@ -1598,21 +1598,17 @@ def _sampled_by_column(parts: list, column: np.ndarray, V: int, places: np.ndarr
     once and in that order (a document's counts at two rows of one column summed).
     ``counted``: the places of the documents counted, in no order.
 
-    Put in that order by scipy's conversion of the entries to a canonical CSR matrix
-    (:func:`_scipy_sampled`: a counting sort of the places, each document's columns
-    sorted and its repeated ones summed, in compiled code), the same arrays as the
-    stable sorts of 16-bit digits (:func:`nbclass.text.runs.stable_order`) that are left
-    where scipy is not: the columns, then the places; or, where the columns take two
-    passes (more than 2^16 words) and each (place, column) is one number below 2^32 (the
-    place times ``V`` plus the column: 6,000 documents and up to 715,000 words), that
-    number's two digits; three passes past it. The passes and the gathers after them
-    took 27-37 ms of movie reviews' 560,000 entries (1,600 documents of 36,555 words),
-    the conversion 20 ms. The places are the
-    sample's own order: the rows of the documents read but not sampled (5 % more) are
-    never sorted, and the sample's are sorted once (they were sorted by mark here, then
-    again by place after the count)."""
-    from ..text.runs import stable_order
-
+    Put in that order by scipy's conversion of the entries to a canonical CSR matrix (its
+    compiled kernels, :meth:`nbclass.counting.csr.CSR.from_entries`, without importing
+    scipy.sparse): a counting sort of the places, each document's columns sorted and its
+    repeated ones summed, linear in the entries. 20 Newsgroups with --ngram-range 1,2
+    (2.57 million entries of 6,000 documents over 1.2 million columns): 0.12-0.13 s,
+    where three 16-bit passes of :func:`nbclass.text.runs.stable_order` over the
+    (place, column) numbers and the gathers after them took 0.25-0.36 s; movie reviews'
+    560,000 entries 20 ms against 27-37 ms. The places are the sample's own order: the
+    rows of the documents read but not sampled (5 % more) are never sorted, and the
+    sample's are sorted once (they were sorted by mark here, then again by place after
+    the count). Summed counts are of the type ``np.add.reduceat`` gives them."""
     counted, marks, rows, counts = (np.concatenate(p) for p in zip(*parts))
     counted = places[counted]
     counted = counted[counted >= 0]
@@ -1623,42 +1619,12 @@ def _sampled_by_column(parts: list, column: np.ndarray, V: int, places: np.ndarr
         return counted, marks, marks, counts
     columns = column[rows]
     n = int(marks.max()) + 1
-    by_scipy = _scipy_sampled(marks, columns, counts, n, V)
-    if by_scipy is not None:
-        return (counted, *by_scipy)
-    if V > 1 << 16 and n * V <= 1 << 32:  # (place, column): one number of two 16-bit digits
-        order = stable_order(marks * V + columns, n * V)
-    else:
-        order = stable_order(marks, n, stable_order(columns, V))
-    marks, columns, counts = marks[order], columns[order], counts[order]
-    first = np.flatnonzero(
-        np.concatenate(([True], (marks[1:] != marks[:-1]) | (columns[1:] != columns[:-1])))
-    )
-    if first.size < marks.size:  # a (mark, column) kept twice: its counts summed
-        marks, columns, counts = marks[first], columns[first], np.add.reduceat(counts, first)
-    return counted, marks, columns, counts
-
-
-def _scipy_sampled(marks, columns, counts, n: int, V: int) -> tuple | None:
-    """``(places, columns, counts)`` as :func:`_sampled_by_column` gives them, of the
-    sample's rows (``marks`` their places, below ``n``; ``columns`` below ``V``), by
-    scipy's conversion of the entries to a canonical CSR matrix (a counting sort of the
-    places, each document's columns sorted and its repeated ones added, in compiled
-    code: its compiled kernels, :meth:`nbclass.counting.csr.CSR.from_entries`, without
-    importing scipy.sparse); None without scipy. 20 Newsgroups with --ngram-range 1,2:
-    2.57 million entries of 6,000 documents over 1.2 million columns (34 bits, three
-    16-bit passes of :func:`nbclass.text.runs.stable_order` and the gathers after them),
-    0.25-0.36 s by the passes, 0.12-0.13 s so (CPU, 5 runs each in turn in one
-    process)."""
-    try:
-        matrix = CSR.from_entries(marks, columns, counts, (n, V))
-    except ImportError:  # pragma: no cover - a dependency; the passes give the same
-        return None
+    matrix = CSR.from_entries(marks, columns, counts, (n, V))
+    summed = matrix.data
+    if summed.size < counts.size:
+        summed = summed.astype(np.add.reduceat(summed[:1], [0]).dtype, copy=False)
     places = np.repeat(np.arange(n, dtype=marks.dtype), np.diff(matrix.indptr))
-    counts = matrix.data
-    if counts.size < marks.size:  # some summed: of the type np.add.reduceat gives them
-        counts = counts.astype(np.add.reduceat(counts[:1], [0]).dtype, copy=False)
-    return places, matrix.indices.astype(columns.dtype), counts
+    return counted, places, matrix.indices.astype(columns.dtype), summed
 
 
 def merge(*parts: Counts) -> Counts:
