@@ -235,8 +235,48 @@ class Counts:
         )
 
     def restrict(self, rows: np.ndarray) -> Counts:
-        """The counts of the words at ``rows`` (sorted indices), N_c unchanged."""
+        """The counts of the words at ``rows`` (sorted indices), N_c unchanged.
+
+        Rows strictly increasing (as the vocabulary filter gives them) are taken by a
+        mask: the words by ``compress`` (a string looked up by each index took four times
+        as long: 1.18 million of 1.2 million entries of 20 Newsgroups with word pairs), and
+        D and T, when they share their pattern (:func:`pair_matrices`), by one selection
+        of their pairs for both; the same counts as the tables' own row selection."""
         rows = np.asarray(rows, dtype=np.int64)
+        D, T = self.doc_table, self.token_table
+        V = len(self.vocabulary)
+        if (
+            rows.size
+            and rows[0] >= 0
+            and rows[-1] < V
+            and bool((rows[1:] > rows[:-1]).all())
+        ):
+            keep = np.zeros(V, dtype=bool)
+            keep[rows] = True
+            shared = type(D) is PairTable and type(T) is PairTable and (
+                D.indptr is T.indptr and D.indices is T.indices and D.shape[0] == V
+            )
+            if rows.size == V:  # every row, in order: the tables as they are
+                pass
+            elif shared:
+                lengths = np.diff(D.indptr)
+                indptr = np.zeros(rows.size + 1, dtype=np.int64)
+                np.cumsum(lengths[rows], out=indptr[1:])
+                C, nnz = D.shape[1], int(indptr[-1])
+                index = np.int32 if max(C, nnz) < 2**31 else np.int64
+                pairs = np.repeat(keep, lengths)  # the kept words' pairs
+                indices, indptr = D.indices[pairs].astype(index, copy=False), indptr.astype(index)
+                D, T = (PairTable(table.data[pairs], indices, indptr, (rows.size, C))
+                        for table in (D, T))  # fmt: skip
+            else:
+                D, T = D[rows], T[rows]
+            return Counts(
+                classes=self.classes,
+                vocabulary=tuple(compress(self.vocabulary, keep)),
+                class_count=self.class_count,
+                doc_count=D,
+                token_count=T,
+            )
         return Counts(
             classes=self.classes,
             vocabulary=tuple(map(self.vocabulary.__getitem__, rows.tolist())),
