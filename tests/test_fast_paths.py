@@ -4,6 +4,7 @@ The timings themselves are the benchmark's (bench/run.py), never a test's."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import subprocess
 import sys
@@ -131,3 +132,159 @@ def test_no_fit_imports_scipy(tmp_path, options):
     imported = _imported(["fit", str(DEMO_CORPUS), "-o", str(model), "-q", *options], tmp_path)
     assert "numpy" in imported
     assert not [name for name in imported if name.split(".")[0] == "scipy"]
+
+
+def _whole_table_weights(S, estimator, beta, totals, V, complement):
+    """The weights by the formulas over the whole (R, C) table of sums (as they were made
+    before the cells)."""
+    from nbclass.models.estimators import log_fraction, multinomial_fraction
+
+    S = np.asarray(S, dtype=np.float64)
+    if complement:
+        S = S.sum(axis=1, keepdims=True) - S
+        estimator = "posterior-mean"
+    totals = np.asarray(totals, np.float64)
+    out = log_fraction(*multinomial_fraction(S, totals, V, estimator, beta))
+    return -out if complement else out
+
+
+def _same_floats(a, b) -> bool:
+    """Bit for bit: the values, their signs (of zeros too) and the infinities."""
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(
+        a.view(np.int64), b.view(np.int64)
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 40), st.integers(1, 24), st.floats(0.0, 1.0), st.booleans(),
+    st.sampled_from(["posterior-mean", "map", "mle"]),
+    st.sampled_from([1.0, 0.5, 1e-4, 0.0, 2.5, 0.3]), st.integers(0, 3), st.integers(0, 2**32),
+)  # fmt: skip
+def test_weights_from_the_nonzero_cells_are_the_whole_tables(
+    R, C, density, integers, estimator, beta, totals_kind, seed
+):
+    """log θ_jc (multinomial) and −log θ̃_jc (complement) made from the nonzero sums alone
+    (the cells of every word and class with S_jc = 0 take one log a class, or a word)
+    are the formulas over the whole table, to the last bit: zeros' signs, −∞ where a
+    numerator or a class's denominator is not positive."""
+    from nbclass.models.estimators import cell_log_fractions, multinomial_log_theta
+    from nbclass.models.textmodels import complement_weights, multinomial_weights
+
+    rng = np.random.default_rng(seed)
+    T = (rng.random((R, C)) < density) * rng.integers(1, 1000, (R, C))
+    S = T if integers else np.where(T > 0, T * np.log1p(rng.random((R, C))), 0.0)
+    totals = S.sum(axis=0) * [1.0, 1.5, 1.0, 1.0][totals_kind]
+    if totals_kind == 2:
+        totals[0] = 0.0  # a class with no estimate
+    if totals_kind == 3:
+        totals[-1] = -1.0
+    V = R + int(rng.integers(0, 10**5))
+    with np.errstate(all="ignore"):
+        for complement in (False, True):
+            plain = _whole_table_weights(S, estimator, beta, totals, V, complement)
+            flat = np.flatnonzero(S)
+            values = S.ravel()[flat].astype(np.float64)
+            sums = S.astype(np.float64).sum(axis=1) if complement else None
+            fast = cell_log_fractions(S.shape, flat, values, estimator, beta, totals, V, sums)
+            assert fast.flags.c_contiguous and _same_floats(fast, plain)
+        with _cells_from(1):  # the functions' own paths through the cells
+            fast = multinomial_weights(S.astype(np.float64), estimator, beta, totals, V)
+            assert _same_floats(fast, _whole_table_weights(S, estimator, beta, totals, V, False))
+            fast = complement_weights(S.astype(np.float64), beta, totals, V)
+            assert _same_floats(fast, _whole_table_weights(S, "", beta, totals, V, True))
+            fast = multinomial_log_theta(T, estimator, beta, totals, V)
+            assert _same_floats(fast, _whole_table_weights(T, estimator, beta, totals, V, False))
+
+
+@contextlib.contextmanager
+def _cells_from(cells: int, block: int | None = None):
+    """Weights made from the nonzero cells from tables of ``cells`` cells (1: always;
+    2**62: never), the words' sums of transformed sums a ``block`` of cells at a time."""
+    import nbclass.models.estimators as E
+    import nbclass.models.posterior as P
+    import nbclass.models.textmodels as TM
+
+    saved = E.CELL_FRACTIONS, TM.CELL_FRACTIONS, P.CELL_FRACTIONS, TM.SUM_BLOCK_CELLS
+    E.CELL_FRACTIONS = TM.CELL_FRACTIONS = P.CELL_FRACTIONS = cells
+    TM.SUM_BLOCK_CELLS = block or saved[-1]
+    try:
+        yield
+    finally:
+        E.CELL_FRACTIONS, TM.CELL_FRACTIONS, P.CELL_FRACTIONS, TM.SUM_BLOCK_CELLS = saved
+
+
+SCORED = [
+    EstimatorSettings(model="multinomial"),
+    EstimatorSettings(model="complement", class_prior=False),
+    EstimatorSettings(model="multinomial", estimator="map", beta=(2.5, 2.5)),
+    EstimatorSettings(model="multinomial", estimator="mle"),
+    EstimatorSettings(model="complement", beta=(0.25, 0.25)),
+    EstimatorSettings(model="multinomial", tf="log", prior_fit=True),
+    EstimatorSettings(model="complement", tf="log", class_prior=False),
+    EstimatorSettings(model="complement", tf="log", prior_fit=True),
+    EstimatorSettings(model="multinomial", tf="log", idf=True, estimator="map", beta=(1.5, 1.5)),
+    EstimatorSettings(model="complement", idf=True, norm="length"),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(counts_of(), st.booleans(), st.integers(0, 2**32), st.integers(1, 9))
+def test_a_folds_scorer_from_the_cells_is_the_whole_tables(counts, sparse, seed, block):
+    """The scorer of some words of sparse (or dense) counts, as the choice makes its
+    folds', has the weights and bias the whole-table formulas give, bit for bit, the
+    words' sums of transformed sums summed in blocks of any size."""
+    import scipy.sparse
+
+    from nbclass.counting.csr import CSR
+    from nbclass.models.posterior import make_scorer
+    from nbclass.models.textmodels import _DERIVED
+
+    if sparse:
+        counts = Counts(
+            classes=counts.classes, vocabulary=counts.vocabulary,
+            class_count=counts.class_count,
+            doc_count=CSR.of(scipy.sparse.csr_matrix(counts.doc_count)),
+            token_count=CSR.of(scipy.sparse.csr_matrix(counts.token_count)),
+        )  # fmt: skip
+    rng = np.random.default_rng(seed)
+    V, C = len(counts.vocabulary), len(counts.classes)
+    rows = np.flatnonzero(rng.random(V) < 0.7)
+    for s in SCORED:
+        _DERIVED.pop(counts, None)
+        with _cells_from(1, block * C):
+            fast = make_scorer(counts, s, rows=rows)
+        _DERIVED.pop(counts, None)
+        with _cells_from(2**62):
+            plain = make_scorer(counts, s, rows=rows)
+        assert fast.weights.flags.c_contiguous and _same_floats(fast.weights, plain.weights)
+        assert _same_floats(fast.bias, plain.bias)
+        assert (fast.idf is None) == (plain.idf is None)
+        assert fast.idf is None or _same_floats(fast.idf, plain.idf)
+
+
+@pytest.mark.parametrize("C", [1, 7, 9, 17, 20, 33])
+@pytest.mark.parametrize("block", [1, 3, 1000])
+def test_the_cells_sums_are_the_tables_row_sums(C, block):
+    """A word's sum of transformed sums S_j is the float the (R, C) table's sum(axis=1)
+    gives (numpy adds a row of 8 or more in eight running sums: not the order of its
+    nonzero cells), whatever the block of rows summed at a time; the cells are the
+    table's nonzero cells in order."""
+    from nbclass.models.textmodels import _DERIVED, transformed_cells
+
+    rng = np.random.default_rng(C * 1000 + block)
+    V = 3000
+    D = (rng.random((V, C)) < 0.6) * rng.integers(1, 9, (V, C))
+    T = D * rng.integers(1, 7, (V, C))
+    counts = Counts(
+        classes=tuple(f"c{c}" for c in range(C)), vocabulary=tuple(f"w{j}" for j in range(V)),
+        class_count=D.max(axis=0) + 1, doc_count=D, token_count=T,
+    )  # fmt: skip
+    rows = np.flatnonzero(rng.random(V) < 0.5)
+    s = EstimatorSettings(model="complement", tf="log")
+    with _cells_from(1, block * C):
+        flat, values, sums = transformed_cells(counts, s, rows)
+    _DERIVED.pop(counts, None)
+    S = transformed_counts(counts, s, rows)
+    assert _same_floats(sums, S.sum(axis=1))
+    assert np.array_equal(flat, np.flatnonzero(S)) and _same_floats(values, S.ravel()[flat])

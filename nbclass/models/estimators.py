@@ -632,8 +632,9 @@ def bernoulli_absent_total(
     return math.fsum(terms), certain
 
 
-def log_fraction(numerator, denominator):
+def log_fraction(numerator, denominator, out=None):
     """log(numerator / denominator) elementwise, a difference of logs; −inf where either is 0.
+    ``out``: an array of the broadcast shape to hold them (the same floats).
 
     Examples
     --------
@@ -655,7 +656,9 @@ def log_fraction(numerator, denominator):
         np.log(denominator) if everywhere
         else np.log(denominator, out=np.zeros(denominator.shape), where=ok)
     )  # fmt: skip
-    if log_numerator.shape == np.broadcast_shapes(log_numerator.shape, log_denominator.shape):
+    if out is not None:
+        np.subtract(log_numerator, log_denominator, out=out)
+    elif log_numerator.shape == np.broadcast_shapes(log_numerator.shape, log_denominator.shape):
         out = log_numerator
         out -= log_denominator  # in place: one table fewer
     else:
@@ -693,6 +696,50 @@ def log_fraction_at(numerator, denominators, classes, in_place: bool = False):
     for start in range(0, out.size, step):
         out[start : start + step] -= log_denominators[classes[start : start + step]]
     return out
+
+
+# Tables of log fractions of at least this many cells (R × C) are made from their
+# nonzero sums (:func:`cell_log_fractions`): a fold's word pairs are mostly absent from
+# a class, and every such cell of a class is the same number.
+CELL_FRACTIONS = 2**16
+
+
+def cell_log_fractions(shape, flat, values, estimator: str, beta: float, totals, V: int,
+                       sums=None):  # fmt: skip
+    """The multinomial's log θ_jc = log((S_jc + β) / (S_c + Vβ)) (or its MAP / MLE
+    fraction) of a table of sums S (R, C) given by its nonzero cells, or with ``sums``
+    (S_j = Σ_c S_jc, (R,)) the complement's −log θ̃_jc, θ̃_jc = (S_j − S_jc + β) / (S̃_c
+    + Vβ) (the posterior mean): ndarray of ``shape``, the floats :func:`log_fraction`
+    gives of the whole table, cell for cell.
+
+    ``flat`` (int, (nnz,)) are the cells' places j·C + c, ``values`` (float64, (nnz,),
+    changed) their S_jc; ``totals`` (C,) are S_c (or S̃_c) and ``V`` the vocabulary's
+    size. Every other cell of a class (S_jc = 0) holds the same fraction, or of a row and
+    a class for complement: one log a class (a row) and one a nonzero cell, where the
+    whole table takes one a cell (20 Newsgroups' pairs: 4 million cells, 8 % nonzero).
+    Each log is numpy's of the same number, and each cell the same difference of logs.
+    """
+    import numpy as np
+
+    R, C = shape
+    totals = np.asarray(totals, dtype=np.float64)
+    cols = flat % C
+    W = np.empty(shape)
+    if sums is None:
+        numerator, denominator = multinomial_fraction(np.zeros(1), totals, V, estimator, beta)
+        W[...] = log_fraction(numerator, denominator)  # S_jc = 0: one row for every word
+        numerator = multinomial_fraction(values, totals, V, estimator, beta)[0]
+        W.ravel()[flat] = log_fraction_at(numerator, denominator, cols, in_place=True)
+        return W
+    # complement, the posterior mean: S̃_jc + β = (S_j − S_jc) + β, S_j − 0 = S_j
+    sums = np.asarray(sums, dtype=np.float64)
+    numerator, denominator = multinomial_fraction(sums, totals, V, "posterior-mean", beta)
+    log_fraction(numerator[:, None], denominator, out=W)  # S_jc = 0: a row's, a class's
+    np.negative(W, out=W)
+    values = np.subtract(sums[flat // C], values, out=values)
+    values += beta
+    W.ravel()[flat] = -log_fraction_at(values, denominator, cols, in_place=True)
+    return W
 
 
 def class_prior_fractions(class_count, estimator: str, alpha: float):
@@ -775,7 +822,14 @@ def multinomial_log_theta(token_count, estimator: str, beta: float, totals=None,
     """
     import numpy as np
 
-    T = np.asarray(token_count, dtype=np.float64)
+    T = np.asarray(token_count)
+    if totals is not None and T.ndim == 2 and T.size >= CELL_FRACTIONS:
+        # (the counts' nonzero cells, as float64: the numbers the whole table's give)
+        flat = np.flatnonzero(T)
+        values = T.ravel()[flat].astype(np.float64)
+        V = T.shape[0] if V is None else V
+        return cell_log_fractions(T.shape, flat, values, estimator, beta, totals, V)
+    T = np.asarray(T, dtype=np.float64)
     T_c = T.sum(axis=0) if totals is None else np.asarray(totals, dtype=np.float64)
     V = T.shape[0] if V is None else V
     return log_fraction(*multinomial_fraction(T, T_c, V, estimator, beta))

@@ -110,8 +110,10 @@ from ..counting.counts import BLOCK_CELLS, Counts, distinct_values, value_counts
 from ..counting.csr import CSR
 from .estimators import (
     BETA_RANGE,
+    CELL_FRACTIONS,
     EstimatorSettings,
     Prepared,
+    cell_log_fractions,
     log_class_prior,
     log_fraction,
     multinomial_fraction,
@@ -233,6 +235,48 @@ def transformed_counts(counts: Counts, settings: EstimatorSettings, words=None) 
     return _last_rows(counts, ("rows", settings.tf, settings.idf), words, placed)
 
 
+# Rows of sums summed a block of this many cells at a time (transformed_cells): 1 MB.
+SUM_BLOCK_CELLS = 2**17
+
+
+def transformed_cells(counts: Counts, settings: EstimatorSettings, words: np.ndarray):
+    """``(flat, S, sums)``: the nonzero S_jc of the words ``words`` (sorted indices, (R,))
+    at their places j·C + c of :func:`transformed_counts`' (R, C) table, ascending, and
+    each word's S_j = Σ_c S_jc, (R,), the floats that table's ``sum(axis=1)`` gives (each
+    row summed as numpy sums it, in a block of :data:`SUM_BLOCK_CELLS` placed in zeros:
+    a row's sum is its C numbers' alone), read-only: the weights made from the nonzero
+    cells (:func:`nbclass.models.estimators.cell_log_fractions`) need no (R, C) table of
+    sums. The cells of the words last asked for are kept, as :func:`transformed_counts`
+    keeps its rows."""
+    rows, cols, entries = transformed_entries(counts, settings)
+    V, C = counts.token_table.shape
+
+    def cells(words: np.ndarray):
+        at = np.full(V, -1, dtype=np.int64)
+        at[words] = np.arange(len(words))
+        row = at[rows]
+        kept = np.flatnonzero(row >= 0)
+        flat = row[kept] * C
+        flat += cols[kept]
+        values = entries[kept]
+        if flat.size > 1 and not (flat[1:] > flat[:-1]).all():
+            order = np.argsort(flat, kind="stable")
+            flat, values = flat[order], values[order]
+        sums = np.zeros(len(words))
+        step = max(1, SUM_BLOCK_CELLS // max(C, 1))
+        block = np.zeros((step, C))
+        bounds = np.searchsorted(flat, np.arange(0, len(words) + step, step) * C)
+        for b, start in enumerate(range(0, len(words), step)):
+            stop = min(start + step, len(words))
+            lo, hi = bounds[b], bounds[b + 1]
+            block[...] = 0.0
+            block.ravel()[flat[lo:hi] - start * C] = values[lo:hi]
+            sums[start:stop] = block[: stop - start].sum(axis=1)
+        return flat, values, sums
+
+    return _last_rows(counts, ("cells", settings.tf, settings.idf), words, cells)
+
+
 def _last_rows(counts: Counts, key: tuple, rows, make) -> np.ndarray:
     """``make(rows)`` (``rows``: sorted indices, (R,)), read-only; the result for the rows
     last asked for is kept for ``counts`` and ``key`` and given again while the same rows
@@ -243,7 +287,8 @@ def _last_rows(counts: Counts, key: tuple, rows, make) -> np.ndarray:
         if len(last) == 3 and np.array_equal(last[1], rows):
             return last[2]
     out = make(rows)
-    out.flags.writeable = False
+    for part in out if isinstance(out, tuple) else (out,):
+        part.flags.writeable = False
     with last[0]:
         last[1:] = [rows.copy(), out]
     return out
@@ -331,6 +376,10 @@ def multinomial_weights(
     """
     S_c = S.sum(axis=0) if totals is None else np.asarray(totals, dtype=np.float64)
     V = S.shape[0] if V is None else V
+    if S.ndim == 2 and S.size >= CELL_FRACTIONS:  # from the nonzero sums: the same floats
+        flat = np.flatnonzero(S)
+        values = S.ravel()[flat].astype(np.float64)
+        return cell_log_fractions(S.shape, flat, values, estimator, beta, S_c, V)
     return log_fraction(*multinomial_fraction(S, S_c, V, estimator, beta))
 
 
@@ -351,6 +400,12 @@ def complement_weights(
     >>> np.array_equal(complement_weights(S[1:], 1.0, totals=[3.0, 3.0], V=2), W[1:])
     True
     """
+    if totals is not None and S.ndim == 2 and S.size >= CELL_FRACTIONS:
+        # From the nonzero sums, with each word's S_j summed as below: the same floats.
+        flat = np.flatnonzero(S)
+        values = S.ravel()[flat].astype(np.float64)
+        return cell_log_fractions(S.shape, flat, values, "posterior-mean", beta, totals,
+                                  S.shape[0] if V is None else V, S.sum(axis=1))  # fmt: skip
     complement = S.sum(axis=1, keepdims=True) - S
     return -multinomial_weights(complement, "posterior-mean", beta, totals, V)
 
