@@ -36,7 +36,7 @@ import numpy as np
 if TYPE_CHECKING:  # scipy is imported where it is used: a named fit never needs it
     import scipy.sparse as sp
 
-from ..compiled import sparsetools_loaded
+from ..compiled import sparsetools, sparsetools_loaded
 from ..ranges import MAX_COUNT, environment, usable_cores
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, has_bytes
 from ..reading.process import check_workers, signals_held, worker_result
@@ -1150,24 +1150,25 @@ class KeyedRows:
     def named_in(self, order: np.ndarray, pairs: tuple | None = None) -> tuple[str, ...]:
         """``tuple(self.named()[r] for r in order)``: the names of the rows ``order``
         (each row at most once), a word pair's its words' joined by a space, made in
-        that order, the pairs never named in the order of their rows. Each place is one
-        or two pieces of a table of the words' names (a name and a NUL; for a pair's
-        first word, a name and a space): a block of places at a time, the pieces are
-        gathered by numpy and joined, and the joined text split at the NULs (no name
-        holds one). ``pairs``: :meth:`pairs`, if the caller has it.
+        that order, the pairs never named in the order of their rows. The words' names
+        are encoded once, each followed by a NUL (no name holds one), as one array of
+        bytes; a block of places at a time, each place's one or two names (a pair's
+        first word's NUL made a space) are gathered from it by numpy into one array of
+        bytes, decoded once and split at the NULs.
 
         20 Newsgroups with pairs, 1.18 million rows in the vocabulary's order: the pairs
         named in the order of their rows (0.25 s of CPU) and then taken in the order
-        asked (a gather of a million strings scattered in memory) took 0.41 s, this
-        0.28 s (medians of 7 runs of each in turn in one process, the shared machine).
+        asked (a gather of a million strings scattered in memory) took 0.41 s; the
+        names gathered as Python strings (an array of objects, each name and its NUL or
+        space) and joined by ``str.join``, 0.26-0.28 s; this ... s.
 
         >>> keyed = KeyedRows()
-        >>> keyed.rows(["b", "a"], np.array([2, 1], dtype=np.uint64)).tolist()
+        >>> keyed.rows(["b", "é"], np.array([2, 1], dtype=np.uint64)).tolist()
         [0, 1]
         >>> keyed.pair_rows(np.array([1, 0]), np.array([0, 0])).tolist()
         [2, 3]
         >>> keyed.named_in(np.array([1, 2, 0, 3]))
-        ('a', 'a b', 'b', 'b b')
+        ('é', 'é b', 'b', 'b b')
         """
         rows, first, second = self.pairs() if pairs is None else pairs
         names = self.names
@@ -1175,36 +1176,62 @@ class KeyedRows:
         if not order.size:
             return ()
         index = np.int32 if V < 2**31 else np.int64
-        pair_of = np.full(V, -1, dtype=index)
-        pair_of[rows] = np.arange(rows.size, dtype=index)
-        words = np.flatnonzero(pair_of < 0)  # the words' rows (a pair's name may be "")
-        word_at = np.zeros(V, dtype=index)
-        word_at[words] = np.arange(words.size, dtype=index)
-        word_names = list(map(names.__getitem__, words.tolist()))
-        W = len(word_names)
-        table = np.empty(2 * W, dtype=object)
-        table[:W] = [name + "\x00" for name in word_names]
-        table[W:] = [name + " " for name in word_names]
-        del word_names, words
+        # Each row's word (its place among the words' rows), or -1 - its pair (its place
+        # among the pairs' rows); and each pair's two words.
+        code = np.zeros(V, dtype=index)
+        code[rows] = -1
+        words = np.flatnonzero(code == 0)  # the words' rows (a pair's name may be "")
+        code[words] = np.arange(words.size, dtype=index)
+        code[rows] = np.arange(-1, -1 - rows.size, -1, dtype=index)
+        first, second = code[first], code[second]
+        # Each word's name and a NUL, as bytes (any str: surrogates pass), where each
+        # starts and its length with the NUL.
+        text = "\x00".join(map(names.__getitem__, words.tolist())) + "\x00"
+        held = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+        del text, words
+        at = np.int32 if held.size < 2**31 else np.int64  # (places in the bytes)
+        size = np.flatnonzero(held == 0).astype(at)
+        size += 1  # where each ends, its NUL included
+        start = np.empty_like(size)
+        start[:1] = 0
+        start[1:] = size[:-1]
+        size -= start
 
         def block(low: int) -> list[str]:
-            rows_of = order[low : low + _NAMED_BLOCK]
-            which = pair_of[rows_of]  # the pair at each place, -1 at a word
-            paired = np.flatnonzero(which >= 0)
-            pieces = np.ones(rows_of.size, dtype=np.int64)
-            pieces[paired] = 2
-            ends = np.cumsum(pieces)
-            at = np.empty(int(ends[-1]), dtype=index)
-            at[ends - 1] = word_at[rows_of]  # a word's name and its NUL (a pair's: below)
+            which = code[order[low : low + _NAMED_BLOCK]]
+            paired = np.flatnonzero(which < 0)
+            # The names at each place (a word's; a pair's first and second word's) in
+            # turn: the place's last ends at ends[place].
+            ends = np.ones(which.size, dtype=index)
+            ends[paired] = 2
+            np.cumsum(ends, out=ends)
+            pieces = np.empty(int(ends[-1]), dtype=index)
+            ends -= 1
+            pieces[ends] = which  # (a pair's: below)
+            ends = ends[paired]
             which = which[paired]
-            at[ends[paired] - 2] = W + word_at[first[which]]
-            at[ends[paired] - 1] = word_at[second[which]]
-            found = "".join(table[at].tolist()).split("\x00")
+            np.negative(which, out=which)
+            which -= 1
+            pieces[ends] = second[which]
+            ends -= 1
+            pieces[ends] = first[which]
+            # Each piece's bytes, by a gather: byte i of piece k is at start[k] + i.
+            lengths = size[pieces]
+            stops = np.cumsum(lengths)
+            shift = start[pieces]
+            shift -= stops
+            shift += lengths  # each piece's start less its place in the result
+            taken = np.repeat(shift, lengths)
+            taken += np.arange(taken.size, dtype=at)
+            joined = held[taken]
+            del taken
+            joined[stops[ends] - 1] = 32  # a pair's first word's NUL: a space
+            found = joined.tobytes().decode("utf-8", "surrogatepass").split("\x00")
             found.pop()  # (after the last NUL)
             return found
 
-        # A block at a time (the joined text takes up to 4 bytes a character), into
-        # one tuple: no list of every name.
+        # A block at a time (the bytes gathered take 4-5 times their size in indices),
+        # into one tuple: no list of every name.
         return tuple(chain.from_iterable(map(block, range(0, order.size, _NAMED_BLOCK))))
 
     def pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1638,17 +1665,20 @@ def _sampled_by_column(parts: list, column: np.ndarray, V: int, places: np.ndarr
     once and in that order (a document's counts at two rows of one column summed).
     ``counted``: the places of the documents counted, in no order.
 
-    Put in that order by scipy's conversion of the entries to a canonical CSR matrix (its
-    compiled kernels, :meth:`nbclass.counting.csr.CSR.from_entries`, without importing
-    scipy.sparse): a counting sort of the places, each document's columns sorted and its
-    repeated ones summed, linear in the entries. 20 Newsgroups with --ngram-range 1,2
-    (2.57 million entries of 6,000 documents over 1.2 million columns): 0.12-0.13 s,
-    where three 16-bit passes of :func:`nbclass.text.runs.stable_order` over the
-    (place, column) numbers and the gathers after them took 0.25-0.36 s; movie reviews'
-    560,000 entries 20 ms against 27-37 ms. The places are the sample's own order: the
-    rows of the documents read but not sampled (5 % more) are never sorted, and the
-    sample's are sorted once (they were sorted by mark here, then again by place after
-    the count). Summed counts are of the type ``np.add.reduceat`` gives them."""
+    Put in that order by two counting sorts of scipy's compiled kernels (without
+    importing scipy.sparse), each linear in the entries: by column (``coo_tocsr`` of
+    the entries with their columns as rows), then by place (``csr_tocsc`` of that,
+    which takes each column's entries in turn, so each place's come in its columns'
+    order), and the counts at one (place, column) summed (``csr_sum_duplicates``): the
+    arrays of the canonical CSR matrix of the entries, which
+    :meth:`nbclass.counting.csr.CSR.from_entries` made by a counting sort by place and
+    then a sort of each place's columns (``csr_sort_indices``). 20 Newsgroups with
+    --ngram-range 1,2 (2.57 million entries of 6,000 documents over 1.2 million
+    columns): 0.073-0.09 s, against 0.10-0.14 s; movie reviews' 1.5 million entries
+    0.035-0.042 s against 0.055-0.064 (CPU, 5 calls of each on the same entries, twice in
+    turn). The places are the sample's own order: the rows of the documents read but not
+    sampled (5 % more) are never sorted. Summed counts are of the type ``np.add.reduceat``
+    gives them."""
     counted, marks, rows, counts = (np.concatenate(p) for p in zip(*parts))
     counted = places[counted]
     counted = counted[counted >= 0]
@@ -1658,13 +1688,26 @@ def _sampled_by_column(parts: list, column: np.ndarray, V: int, places: np.ndarr
     if not marks.size:
         return counted, marks, marks, counts
     columns = column[rows]
-    n = int(marks.max()) + 1
-    matrix = CSR.from_entries(marks, columns, counts, (n, V))
+    del rows
+    n, nnz = int(marks.max()) + 1, counts.size
+    index = np.int32 if max(n, V, nnz) < 2**31 else np.int64  # (as scipy's)
+    kernels = sparsetools()
+    starts = np.empty(V + 1, dtype=index)  # by column: where each column's entries start
+    at = np.empty(nnz, dtype=index)  # and each entry's place
+    values = np.empty_like(counts)
+    kernels.coo_tocsr(V, n, nnz, columns.astype(index, copy=False),
+                      marks.astype(index, copy=False), counts, starts, at, values)  # fmt: skip
+    del columns
+    matrix = CSR(np.empty_like(values), np.empty(nnz, dtype=index), np.empty(n + 1, dtype=index),
+                 (n, V), True)  # fmt: skip
+    kernels.csr_tocsc(V, n, starts, at, values, matrix.indptr, matrix.indices, matrix.data)
+    del starts, at, values
+    matrix.sum_duplicates()
     summed = matrix.data
-    if summed.size < counts.size:
+    if summed.size < nnz:
         summed = summed.astype(np.add.reduceat(summed[:1], [0]).dtype, copy=False)
     places = np.repeat(np.arange(n, dtype=marks.dtype), np.diff(matrix.indptr))
-    return counted, places, matrix.indices.astype(columns.dtype), summed
+    return counted, places, matrix.indices.astype(column.dtype), summed
 
 
 def merge(*parts: Counts) -> Counts:

@@ -1964,20 +1964,26 @@ def _cell_sums(text: np.ndarray, word: np.ndarray, labels: Sequence[int], N: int
             break
         by_text = stable_order(text, labels.size)  # a word's texts out of order
     word, text = sorted_word, sorted_text
-    pair = text[1:] != text[:-1]  # a text's first token of the word (or of the cell)
-    pair |= cell[1:]
+    n = word.size
+    pair = np.empty(n, dtype=bool)  # a text's first token of the word (or of the cell)
+    pair[0] = True
+    np.not_equal(text[1:], text[:-1], out=pair[1:])
+    pair[1:] |= cell[1:]
     starts = np.flatnonzero(cell)
-    tokens = np.diff(np.append(starts, word.size)).astype(np.int32)
-    docs = np.add.reduceat(np.concatenate(([True], pair)), starts, dtype=np.int32)
+    tokens = np.diff(starts, append=n).astype(np.int32)
+    docs = np.add.reduceat(pair, starts, dtype=np.int32)
     cells = word[starts] * C
     cells += classes[starts]
     if marks is None:
         return cells, docs, tokens, None
-    first = np.flatnonzero(np.concatenate(([True], pair)))  # each (word, text)'s first token
-    mark = marks[text[first]]
-    keep = mark >= 0
-    sizes = np.diff(np.append(first, word.size))
-    return cells, docs, tokens, (mark[keep], word[first[keep]], sizes[keep])
+    # The marked texts' tokens alone (a text's tokens of a word are all marked or none),
+    # and among them each (word, text)'s first: about half the tokens where every
+    # (word, text)'s first was found and its mark read.
+    marked = np.flatnonzero((marks >= 0)[text])
+    first = np.flatnonzero(pair[marked])
+    sizes = np.diff(first, append=marked.size)
+    first = marked[first]
+    return cells, docs, tokens, (marks[text[first]], word[first], sizes)
 
 
 def stable_order(values: np.ndarray, top: int, order: np.ndarray | None = None) -> np.ndarray:
