@@ -402,6 +402,37 @@ def test_counted_counts_keep_pair_tables_and_give_one_csr_of_them():
         counts.doc_count = D
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), min_size=3, max_size=3), min_size=1, max_size=12),
+       st.lists(st.booleans(), min_size=12, max_size=12), st.booleans())  # fmt: skip
+def test_restrict_by_a_mask_gives_the_rows_the_tables_select(cells, kept, shuffled):
+    """Counts.restrict of strictly increasing rows (taken by a mask, D and T by one
+    selection of their shared pairs) gives the words, arrays and types the tables' own
+    row selection gives; other rows (here: reversed) are taken by that selection."""
+    V = len(cells)
+    docs = np.array(cells, dtype=np.int64)
+    tokens = docs * 2 + (docs > 0)  # T_jc >= D_jc, zero where D_jc is
+    words = tuple(f"w{j:02d}" for j in range(V))
+    counts = counts_of_pairs(("a", "b", "c"), words, docs.sum(axis=0) + 3,
+                             *np.nonzero(docs), docs[docs > 0], tokens[docs > 0])  # fmt: skip
+    D, T = counts.doc_table, counts.token_table
+    assert D.indptr is T.indptr and D.indices is T.indices  # (the pattern shared)
+    rows = np.flatnonzero(kept[:V])
+    if shuffled:
+        rows = rows[::-1]
+    restricted = counts.restrict(rows)
+    assert restricted.vocabulary == tuple(words[j] for j in rows.tolist())
+    for got, table in ((restricted.doc_table, D), (restricted.token_table, T)):
+        expected = table[rows]
+        assert type(got) is PairTable and got.shape == expected.shape
+        for name in ("data", "indices", "indptr"):
+            a, b = getattr(got, name), getattr(expected, name)
+            assert a.dtype == b.dtype and a.tolist() == b.tolist()
+    dense = Counts(counts.classes, words, counts.class_count, docs, tokens)
+    assert dense.restrict(rows).equals(restricted)
+    assert restricted.token_count.toarray().tolist() == tokens[rows].tolist()
+
+
 def test_threads_reading_a_tables_matrix_at_once_get_one(monkeypatch):
     """Eight threads reading doc_count at once (the choice's threads, a service's
     requests) get one scipy matrix, made once (54a28f5's lock); the matrix's making is

@@ -134,7 +134,13 @@ def section(name: str, values) -> tuple[str, str, int, memoryview]:
 
 
 def pack(header: dict, sections: list[tuple[str, str, int, bytes]]) -> bytes:
-    """Lay out a model file.
+    """The bytes of a model file: :func:`pack_pieces` joined (one copy of the sections'
+    data)."""
+    return b"".join(pack_pieces(header, sections))
+
+
+def pack_pieces(header: dict, sections: list[tuple[str, str, int, bytes]]) -> list:
+    """Lay out a model file: its bytes as a list of bytes-like pieces, in order.
 
     Parameters
     ----------
@@ -145,7 +151,9 @@ def pack(header: dict, sections: list[tuple[str, str, int, bytes]]) -> bytes:
         ``dtype`` is a key of ``TYPECODES``, ``length`` the number of integers and
         ``data`` their little-endian bytes (any bytes-like object, see :func:`section`).
 
-    The file's bytes are made with one copy of the sections' data.
+    The pieces are the prefix, the header, then each section's ``data`` as given (not
+    copied) and its zero padding: :func:`nbclass.modelfile.textfile.write_atomic` writes
+    them one after another, without a copy of the whole file first.
     """
     table, relative = [], 0
     for name, dtype, length, data in sections:
@@ -180,7 +188,7 @@ def pack(header: dict, sections: list[tuple[str, str, int, bytes]]) -> bytes:
     pieces = [prefix, header_bytes]
     for _name, _dtype, _shape, data in sections:
         pieces += (data, b"\x00" * _pad(len(data)))
-    return b"".join(pieces)
+    return pieces
 
 
 def file_kind(mode: int) -> str:
