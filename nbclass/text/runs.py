@@ -275,7 +275,6 @@ def _plus_ngrams(codes, starts, ends, text, keys, ngram_range, ascii: bool):
 
 
 _LONG = np.uint64(1 << 63)  # the flag of a key that is a hash
-_LOW = np.uint64(0xFFFFFFFF)  # the second word's number in a word pair's key
 _BLOCK = np.dtype(">u8")  # the type of the view of :func:`_eight`
 # The mask of the first n of 8 big-endian bytes, for n = 0..8.
 _PREFIX_MASKS = np.array(
@@ -1562,33 +1561,39 @@ class RunTally:
         """``(text, pair, ids)`` of the word pairs of a chunk: for each pair of
         consecutive tokens of one text (of texts ``text``, whose words are numbered
         ``numbers``), its text and which of the chunk's distinct pairs it is; and the
-        tally's number of each distinct pair, new ones numbered now. A pair is found by
-        the numbers of its two words, exactly, and kept as them: no bytes are made."""
+        tally's number of each distinct pair, new ones numbered now, in the order of
+        their words' numbers. A pair is found by the numbers of its two words, exactly,
+        and kept as them: no bytes are made."""
         first = np.flatnonzero(text[1:] == text[:-1])
         if not first.size:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, empty
         # Numbers hold 32 bits: 2**32 words would take a tally more than 12 GB of bytes.
-        left, right = numbers[first], numbers[first + 1]
-        keys = left.astype(np.uint64) << np.uint64(32)
-        keys |= right.astype(np.uint64)
-        # Sorted as left N + right (N: every number is below it), the same order as the
-        # keys': sort_order packs that and each index into one int64 and sorts it, where
-        # it fits in 63 bits (20 Newsgroups: 21 + 21 + 17), twice as fast as an argsort
-        # of the 64-bit keys.
-        dense = left * self.n_words
-        dense += right
-        ordered, order = sort_order(dense)
+        # Sorted as left N + right (N: every number is below it) by its 16-bit digits
+        # (stable_order: 3 passes at 20 Newsgroups' 1.2 million numbers, 41 bits), equal
+        # pairs in the tokens' order; each distinct pair's key is then left 2^32 + right.
+        # (sort_order, which packs each index into one int64 with its pair and sorts
+        # that, took 0.14 s of that fit's 3.36 million pairs, these passes and the
+        # gather of the sorted pairs 0.066-0.069 s.)
+        N = self.n_words
+        dense = numbers[first] * N
+        dense += numbers[first + 1]
+        order = stable_order(dense, N * N)
+        ordered = dense[order]
+        del dense
         group = np.empty(order.size, dtype=bool)
         group[0] = True
         np.not_equal(ordered[1:], ordered[:-1], out=group[1:])
-        pairs = keys[order[group]]
-        inverse = np.empty(keys.size, dtype=np.int64)
+        left, right = np.divmod(ordered[group], N)
+        del ordered
+        pairs = left.astype(np.uint64) << np.uint64(32)
+        pairs |= right.astype(np.uint64)
+        inverse = np.empty(order.size, dtype=np.int64)
         inverse[order] = np.cumsum(group) - 1
         ids = self._bigrams.find(pairs)
         new = np.flatnonzero(ids < 0)
         if new.size:
-            words = np.stack((pairs[new] >> np.uint64(32), pairs[new] & _LOW)).T.astype(np.int64)
+            words = np.stack((left[new], right[new]), axis=1)
             none = np.zeros(new.size, dtype=np.int64)
             ids[new] = self._store(b"\x00" * new.size, none, none.view(np.uint64), words)
             self._bigrams.insert(pairs[new], ids[new])
