@@ -58,6 +58,29 @@ def test_families_are_told_by_their_spaces():
     assert feature_sets([]) == [()]
 
 
+def test_the_unspaced_points_are_those_of_the_table_of_every_point():
+    """The code points looked up only from the first unspaced script's first one up are
+    the points the look-up of every point finds: every range's first and last point and
+    their neighbours, and points of every plane."""
+    from nbclass.text.families import _unspaced_points
+    from nbclass.text.runs import is_unspaced
+    from nbclass.text.tokenizer import UNSPACED_RANGES
+
+    edges = [p + d for low, high in UNSPACED_RANGES for p in (low, high) for d in (-1, 0, 1)]
+    rng = np.random.default_rng(7)
+    points = np.concatenate([
+        np.array([0, 32, 127, 0xE9, 0x10FFFF] + edges, dtype="<u4"),
+        rng.integers(0, 0x110000, 20_000).astype("<u4"),
+        rng.integers(0, 0x3100, 20_000).astype("<u4"),
+    ])  # fmt: skip
+    rng.shuffle(points)
+    expected = np.flatnonzero(is_unspaced(points))
+    assert expected.size > 1000
+    assert np.array_equal(_unspaced_points(points), expected)
+    vocabulary = ["ab", "日本語", "日本語 東京", "é日", "x"]
+    assert rows_of(vocabulary, ("words",)).tolist() == [True, True, False, True, True]
+
+
 @pytest.mark.parametrize(
     "settings",
     [
@@ -345,6 +368,38 @@ def test_the_entries_of_one_document_share_their_classs_mutual_information(monke
         assert mine.size and (mine == mine[0]).all()
     assert (got[390:] == got[390]).all()
     assert len(set(got[300:320].tolist())) == 1  # alike too, though each computed
+
+
+@pytest.mark.parametrize("C", [2, 3, 20])
+@pytest.mark.parametrize("table", [True, False])
+def test_words_of_the_same_pairs_share_their_mutual_information(monkeypatch, C, table):
+    """Words of one pair or of two with the same classes and D_jc are computed once each
+    (looked up in a table of their signatures, or without it only the words of one
+    document): every word gets, bit for bit, the I_j it gets when each word is computed
+    on its own."""
+    from nbclass.counting.counts import Counts
+    from nbclass.models import selection
+
+    rng = np.random.default_rng(C)
+    V = 3000
+    D = np.zeros((V, C), dtype=np.int64)
+    one = rng.integers(0, C, V)
+    D[np.arange(V), one] = rng.choice([1, 1, 1, 2, 4], V)  # one pair each
+    two = rng.random(V) < 0.3
+    D[np.flatnonzero(two), (one[two] + 1) % C] = rng.integers(1, 3, int(two.sum()))  # two
+    D[: V // 10] = rng.integers(0, 4, (V // 10, C))  # several classes (some rows all 0)
+    D[-50:] = 0  # words of no document
+    counts = Counts(tuple(f"c{c}" for c in range(C)), tuple(f"w{j:04d}" for j in range(V)),
+                    D.max(axis=0) + 5, D, D * 2)  # fmt: skip
+    if not table:
+        monkeypatch.setattr(selection, "SIGNATURE_CELLS", 1)
+    rows, cols = counts.nonzero
+    alike = selection._one_of_each(rows, cols, counts.at_nonzero(counts.doc_count, float), V, C)
+    assert alike is not None and alike[0].sum() < rows.size * (0.2 if table and C <= 3 else 0.9)
+    got = selection.pruning_information(counts)
+    monkeypatch.setattr(selection, "_one_of_each", lambda *args: None)
+    alone = selection.pruning_information(counts)
+    assert got.dtype == alone.dtype and got.tobytes() == alone.tobytes()
 
 
 def test_an_informative_fold_scores_as_the_model_pruned_by_mi():

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .tokenizer import FAMILY_NAMES
+from .tokenizer import FAMILY_NAMES, UNSPACED_RANGES
 
 
 @dataclass(frozen=True)
@@ -97,10 +97,19 @@ def _holding_unspaced(vocabulary: Sequence[str], encoded) -> np.ndarray:
     points, ends = encoded
     if points.dtype == np.uint8:  # all ASCII
         return np.zeros(len(vocabulary), dtype=bool)
+    at = _entry_of(_unspaced_points(points), ends)
+    return np.bincount(at, minlength=len(vocabulary)) > 0
+
+
+def _unspaced_points(points: np.ndarray) -> np.ndarray:
+    """The positions of the code points of ``points`` (uint32) of the scripts written
+    without spaces, ascending: those at or above the first such script's first code
+    point looked up alone (a corpus's points are mostly below it, 20 Newsgroups with
+    pairs' 14 million: 5 ms against 26 ms for the look-up of every one)."""
     from .runs import is_unspaced
 
-    at = _entry_of(np.flatnonzero(is_unspaced(points)), ends)
-    return np.bincount(at, minlength=len(vocabulary)) > 0
+    above = np.flatnonzero(points >= min(low for low, _ in UNSPACED_RANGES))
+    return above[is_unspaced(points[above])]
 
 
 def _unspaced(
@@ -115,9 +124,7 @@ def _unspaced(
     points, ends = encoded
     if points.dtype == np.uint8:  # all ASCII
         return none, none
-    from .runs import is_unspaced
-
-    unspaced = np.flatnonzero(is_unspaced(points))
+    unspaced = _unspaced_points(points)
     if not unspaced.size:
         return none, none
     alone = np.bincount(_entry_of(unspaced, ends), minlength=V)
