@@ -113,56 +113,60 @@ def _sparse_mutual_information(counts: Counts, settings: EstimatorSettings) -> n
     return I if alike is None else I[value_of]
 
 
-# Words of one or two pairs are told alike by their pairs (classes and D_jc) looked up in
-# a table of every such signature, where it has at most this many cells (32 MB of int64).
+# Words of one pair are told alike by their pair (class and D_jc) looked up in a table of
+# every such pair, where it has at most this many cells (32 MB of int64); those of two
+# pairs by sorting the keys of their pairs.
 SIGNATURE_CELLS = 2**22
 
 
 def _one_of_each(rows: np.ndarray, cols: np.ndarray, D: np.ndarray, V: int, C: int):
     """Which words :func:`_sparse_mutual_information` computes: one word of each
-    signature (the classes and D_jc of its pairs, in order) among the words of one pair,
-    of two pairs (where their signatures are few enough to tabulate,
-    :data:`SIGNATURE_CELLS`) and of none, and every other word. ``(kept, rows,
-    value_of)``: the pairs of the words computed (bool, (nnz,)), their rows renumbered in
-    order, and the renumbered row whose I_j is each word's (V,); None where fewer than a
-    quarter of the words are alike (every word is computed). Movie reviews with pairs (2
-    classes): a fold's 390,000 entries hold 34 signatures of one pair and 2,600 of two,
-    where the words of one document (D_jc = 1, one class) left 162,000 to compute."""
+    signature (the classes and D_jc of its pairs, in order) among the words of one pair
+    and of two (where the pairs of one fit a table of :data:`SIGNATURE_CELLS`) and of
+    none, and every other word. ``(kept, rows, value_of)``: the pairs of the words
+    computed (bool, (nnz,)), their rows renumbered in order, and the renumbered row whose
+    I_j is each word's (V,); None where fewer than a quarter of the words are alike
+    (every word is computed). Movie reviews with pairs (2 classes): a fold's 390,000
+    entries hold 34 signatures of one pair and 2,600 of two, where the words of one
+    document (D_jc = 1, one class) left 162,000 to compute."""
     n_pairs = np.bincount(rows, minlength=V)
     first = np.cumsum(n_pairs)
     first -= n_pairs  # each word's first pair
     d = D.astype(np.int64)
     width = int(d.max(initial=0)) + 1  # the values of D_jc, 0 to the largest
     one = np.flatnonzero(n_pairs == 1)
+    groups = []  # (words, the word whose I_j each takes)
     if C * width <= SIGNATURE_CELLS and np.array_equal(d, D):
-        key = cols[first[one]].astype(np.int64) * width + d[first[one]]
-        groups = [(one, key, C * width)]
-        if (C * width) ** 2 <= SIGNATURE_CELLS:
-            two = np.flatnonzero(n_pairs == 2)
+        at = first[one]
+        key = cols[at].astype(np.int64) * width + d[at]
+        word_of = np.full(C * width, -1, dtype=np.int64)
+        word_of[key] = one  # (whichever is written last: they are alike)
+        groups.append((one, word_of[key]))
+        two = np.flatnonzero(n_pairs == 2)
+        if two.size:
             at = first[two]
             key = (cols[at].astype(np.int64) * width + d[at]) * (C * width)
             key += cols[at + 1].astype(np.int64) * width + d[at + 1]
-            groups.append((two, key, (C * width) ** 2))
+            _, where, inverse = np.unique(key, return_index=True, return_inverse=True)
+            groups.append((two, two[where][inverse.ravel()]))
     else:  # the words of one document (D_jc = 1) of each class alone
         one = one[D[first[one]] == 1]
-        groups = [(one, cols[first[one]].astype(np.int64), C)]
+        word_of = np.full(C, -1, dtype=np.int64)
+        word_of[cols[first[one]]] = one
+        groups.append((one, word_of[cols[first[one]]]))
     empty = np.flatnonzero(n_pairs == 0)
-    if sum(words.size for words, _, _ in groups) + empty.size < max(V // 4, 1):
+    if sum(words.size for words, _ in groups) + empty.size < max(V // 4, 1):
         return None
     own = n_pairs > 0
-    chosen = []  # per group: the word whose I_j each signature takes
-    for words, key, cells in groups:
-        word_of = np.full(cells, -1, dtype=np.int64)
-        word_of[key] = words  # (whichever is written last: they are alike)
+    for words, word in groups:
         own[words] = False
-        own[word_of[key]] = True
-        chosen.append(word_of[key])
+        own[word] = True
     if empty.size:
         own[empty[0]] = True
     renumbered = np.cumsum(own)
     renumbered -= 1
     value_of = np.where(own, renumbered, 0)
-    for (words, _, _), word in zip(groups, chosen):
+    for words, word in groups:
         value_of[words] = renumbered[word]
     if empty.size:
         value_of[empty] = renumbered[empty[0]]
