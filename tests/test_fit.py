@@ -81,21 +81,29 @@ def test_workers_start_only_from_a_few_megabytes_of_text(tmp_path, monkeypatch):
 
 
 def test_work_meanwhile_runs_once_while_the_workers_count(tmp_path, monkeypatch):
-    """count_corpus's ``meanwhile`` (fit's choice imports scipy with it) runs once: in a
-    thread while the forked workers count, or after the count in one process; the
-    counts are the same."""
+    """count_corpus's ``meanwhile`` (fit's choice loads scipy's kernels with it) runs
+    once: in a thread while the forked workers count, or before the count in one
+    process (before any tally is added: the pairs' sums then find the kernels loaded);
+    the counts are the same."""
     import multiprocessing
 
     import nbclass.counting.counts
-    from nbclass.counting.counts import count_corpus
+    from nbclass.counting.counts import CountAccumulator, count_corpus
     from nbclass.text.tokenizer import TokenizerSettings
 
     root = write_corpus(tmp_path / "c", {"a": ["xx yy"] * 30, "b": ["yy zz"] * 30})
     corpus = list_corpus(str(root))
-    seen = []
+    seen, added = [], []
+    add_packed = CountAccumulator.add_packed
+
+    def counted(self, *args, **kwargs):
+        added.append(1)
+        return add_packed(self, *args, **kwargs)
+
+    monkeypatch.setattr(CountAccumulator, "add_packed", counted)
 
     def meanwhile():
-        seen.append(len(multiprocessing.active_children()))
+        seen.append(len(multiprocessing.active_children()) if seen else len(added))
 
     def count(jobs):
         return count_corpus(
@@ -104,7 +112,7 @@ def test_work_meanwhile_runs_once_while_the_workers_count(tmp_path, monkeypatch)
         )  # fmt: skip
 
     alone = count(1)
-    assert seen == [0]
+    assert seen == [0] and added  # no tally added before it ran, some after
     monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 1)
     monkeypatch.setattr(nbclass.counting.counts, "PART_SIZE", 5)
     assert count(2).equals(alone)

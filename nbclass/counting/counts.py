@@ -1867,8 +1867,10 @@ def count_corpus(
     ``meanwhile``: work for this process while worker processes count (the default
     fit's choice imports scipy with it; the counts need no scipy), run by a thread
     started once they are forked (never before: a fork would copy a thread's
-    half-done import), and waited for before this returns; without workers, it runs after
-    the count. It must not raise (its errors are its own to keep for later).
+    half-done import), and waited for before this returns; without workers, it runs
+    before the count (the pairs' sums then take scipy's compiled kernels that a default
+    fit's choice loads, :func:`sum_pairs`). It must not raise (its errors are its own to
+    keep for later).
 
     ``sample`` (:class:`SampleRows`; not with ``entries`` or ``cluster``): the counting
     processes hash every document they read, and keep the rows of those that may be in
@@ -1890,6 +1892,9 @@ def count_corpus(
     if sample is not None and not ledger:
         share.marks = DigestMarks(sample.bounds)
     if jobs <= 1 or n <= size or not has_bytes(paths, PARALLEL_MIN_BYTES):
+        if meanwhile is not None:  # no worker to wait for: first, so that the kernels it
+            meanwhile()  # loads (a default fit's) sum the pairs as they come
+            meanwhile = None
         packs = share.tally(on_progress)
     else:
         parts = -(-n // size)  # never more workers than parts to count
