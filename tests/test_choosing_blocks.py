@@ -349,6 +349,41 @@ def test_a_fold_restricted_to_a_feature_set_is_the_fold_of_the_sets_counts(tmp_p
             assert (documents != expected).nnz == 0 and documents.shape == expected.shape
 
 
+def test_a_prunings_documents_from_its_unpruned_sets_are_those_from_x(tmp_path):
+    """A pruned set's held-out documents taken from the columns of its set unpruned
+    (choosing._Columns) are the matrix taken from X's rows, array for array: the same
+    values, columns, row pointers and types."""
+    import scipy.sparse as sp
+
+    from nbclass.counting.csr import as_csr
+    from nbclass.text.families import feature_sets, rows_of
+
+    model = fitted(tmp_path, DEMO_CORPUS, "--ngram-range", "1,2", "--symbols")
+    counts, sample = model.counts, model.sample
+    X = as_csr(sp.csr_matrix((sample.counts, sample.words, sample.ptr),
+                             shape=(sample.n_documents, len(counts.vocabulary))))  # fmt: skip
+    y = sample.labels.astype(np.int64)
+    held = np.arange(1, y.size, 4)
+    whole = choosing.fold_of(counts, X, y, held)
+    taken = 0
+    for names in feature_sets(counts.vocabulary, model.tokenizer.symbol_entries):
+        rows = np.flatnonzero(rows_of(counts.vocabulary, names,
+                                      model.tokenizer.symbol_entries))  # fmt: skip
+        inside = choosing.restricted(whole, rows)
+        unpruned, documents = choosing.set_documents(inside, X, None, None, None, None,
+                                                     X[held])  # fmt: skip
+        base = choosing._Columns(unpruned.words[unpruned.used], documents)
+        for min_df, top_mi in ((2, None), (None, 5), (None, 20), (2, 10), (None, 10**6)):
+            fold, got = choosing.set_documents(inside, X, None, min_df, top_mi, None, base)
+            _, expected = choosing.set_documents(inside, X, None, min_df, top_mi, None, X[held])
+            assert got.shape == expected.shape and got.dtype == expected.dtype
+            for a, b in ((got.data, expected.data), (got.indices, expected.indices),
+                         (got.indptr, expected.indptr)):  # fmt: skip
+                assert a.dtype == b.dtype and np.array_equal(a, b)
+            taken += got.shape[1] < documents.shape[1]
+    assert taken >= 4
+
+
 def test_a_restricted_folds_mutual_information_is_the_whole_folds_at_its_entries(tmp_path):
     """The choice computes I_j of a fold's entries once and ranks each feature set's
     entries by those values at its rows: they are the values of the set's fold computed

@@ -568,15 +568,18 @@ def _kept(fold: Fold, keep: np.ndarray) -> Fold:
     """``fold`` with the words of its vocabulary where ``keep`` (bool, (V_k,)) alone."""
     if keep.all():
         return fold
-    place = np.cumsum(keep) - 1  # each kept word's row after pruning
-    used = fold.used[keep[fold.used]]
     rows, counts = np.flatnonzero(keep), fold.counts
+    used = fold.used[keep[fold.used]]
+    if 4 * rows.size < keep.size:  # each kept word's row after pruning, found among few
+        place = np.searchsorted(rows, used)
+    else:  # or counted along the vocabulary
+        place = (np.cumsum(keep) - 1)[used]
     restricted = Counts(  # Counts.restrict, its vocabulary as Entries
         classes=counts.classes, vocabulary=Entries(counts.vocabulary, rows),
         class_count=counts.class_count, doc_count=counts.doc_count[rows],
         token_count=counts.token_count[rows],
     )  # fmt: skip
-    return Fold(fold.rows, restricted, fold.words[keep], fold.classes, place[used])
+    return Fold(fold.rows, restricted, fold.words[rows], fold.classes, place)
 
 
 def informative(fold: Fold, k: int, ranking: np.ndarray | None = None) -> Fold:
@@ -616,19 +619,37 @@ def mi_ranking(fold: Fold, k: int | None = None, whole: tuple | None = None) -> 
 def set_documents(whole: Fold, X: CSR, rows: np.ndarray | None,
                   min_df: int | None, top_mi: int | None = None,
                   ranking: np.ndarray | None = None,
-                  held: CSR | None = None) -> tuple[Fold, CSR]:  # fmt: skip
+                  held=None) -> tuple[Fold, CSR]:  # fmt: skip
     """The fold ``whole`` restricted to a feature set's ``rows`` (:func:`restricted`),
     pruned to ``min_df`` if given, then to its ``top_mi`` entries of highest mutual
     information if given (:func:`informative`; ``ranking``: the restricted fold's, when
     ``min_df`` is None), with its held-out documents' counts over the words they hold,
     (m, R): one fold of the whole vocabulary serves every feature set. ``held``: the
-    held-out documents' rows of X (``X[whole.rows]``), when the caller has them."""
+    held-out documents' rows of X (``X[whole.rows]``), when the caller has them, or a
+    :class:`_Columns` of a set of ``whole``'s rows unpruned, whose columns hold these."""
     fold = restricted(whole, rows)
     if min_df is not None:
         fold, ranking = pruned(fold, min_df), None
     if top_mi is not None:
         fold = informative(fold, top_mi, ranking)
-    return fold, (X[whole.rows] if held is None else held)[:, fold.words[fold.used]]
+    columns = fold.words[fold.used]
+    if isinstance(held, _Columns):  # the columns of a set that holds these
+        if columns.size == held.columns.size:
+            return fold, held.documents
+        return fold, held.documents[:, np.searchsorted(held.columns, columns)]
+    return fold, (X[whole.rows] if held is None else held)[:, columns]
+
+
+class _Columns(NamedTuple):
+    """A feature set's held-out documents (``documents``, CSR (m, R)) and the columns of
+    X they hold (``columns``, ascending, (R,)): the documents of a pruning of the set
+    are its columns among these, the same matrix as those columns of X's rows (a
+    selection of columns keeps each row's entries in their order, numbered by their
+    place among the columns taken), from a matrix R wide rather than the vocabulary
+    (movie reviews with pairs: 97,000 columns of 460,000)."""
+
+    columns: np.ndarray
+    documents: CSR
 
 
 def fold_scorer(fold: Fold, settings: EstimatorSettings):
@@ -962,6 +983,7 @@ def held_out_summaries(
         # it), and the mutual information of the whole fold's entries once where two sets
         # of rows are ranked: each set's are the whole's at its entries, to the bit.
         work, rankings, inside = [], {}, {}
+        whole_set: dict = {}  # the held-out documents of each set of rows unpruned
         information = None
         if len(most) > 1:
             from .selection import pruning_information
@@ -976,7 +998,10 @@ def held_out_summaries(
                 if at not in rankings:  # as far as the largest top_mi of these rows
                     rankings[at] = mi_ranking(inside[at], most[at], information)
                 ranking = rankings[at]
-            fold, held_out = set_documents(inside[at], X, None, min_df, top_mi, ranking, held)
+            fold, held_out = set_documents(inside[at], X, None, min_df, top_mi, ranking,
+                                           whole_set.get(at, held))  # fmt: skip
+            if min_df is None and top_mi is None:  # every column a pruning of it can hold
+                whole_set[at] = _Columns(fold.words[fold.used], held_out)
             fold_known = np.asarray(held_out.sum(axis=1)).ravel()
             known[rows] = fold_known
             columns = None
@@ -987,7 +1012,7 @@ def held_out_summaries(
             made: dict = {}  # the set's features, by kind (_block_scores)
             work += [(settings, summary, fold, held_out, fold_known, columns, made)
                      for settings, summary in zip(mine, summaries)]  # fmt: skip
-        del information, inside, rankings  # what the sets were made with, not scored with
+        del information, inside, rankings, whole_set  # what the sets were made with
         # The DCM candidates' concentrations, one bisection of every set's classes at once
         # (the same floats as each set's alone).
         primed_concentrations([item[2].counts for item in work if item[0].model == "dcm"])
