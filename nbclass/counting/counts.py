@@ -1682,31 +1682,35 @@ def _sampled_by_column(parts: list, column: np.ndarray, V: int, places: np.ndarr
     counted, marks, rows, counts = (np.concatenate(p) for p in zip(*parts))
     counted = places[counted]
     counted = counted[counted >= 0]
-    marks = places[marks]
-    inside = marks >= 0
-    marks, rows, counts = marks[inside], rows[inside], counts[inside]
-    if not marks.size:
-        return counted, marks, marks, counts
-    columns = column[rows]
-    del rows
-    n, nnz = int(marks.max()) + 1, counts.size
-    index = np.int32 if max(n, V, nnz) < 2**31 else np.int64  # (as scipy's)
+    n, nnz = (int(places.max()) + 1 if places.size else 0), counts.size
+    index = np.int32 if max(n + 1, V, nnz) < 2**31 else np.int64  # (as scipy's)
+    # Each entry's place, a document not in the sample's the last row (n), dropped after
+    # the sorts (where they were left out first: three more copies of every entry).
+    place = places.astype(index)
+    place[place < 0] = n
+    marks = place[marks]
+    columns = column[rows].astype(index, copy=False)
+    del rows, place
     kernels = sparsetools()
     starts = np.empty(V + 1, dtype=index)  # by column: where each column's entries start
     at = np.empty(nnz, dtype=index)  # and each entry's place
     values = np.empty_like(counts)
-    kernels.coo_tocsr(V, n, nnz, columns.astype(index, copy=False),
-                      marks.astype(index, copy=False), counts, starts, at, values)  # fmt: skip
-    del columns
-    matrix = CSR(np.empty_like(values), np.empty(nnz, dtype=index), np.empty(n + 1, dtype=index),
-                 (n, V), True)  # fmt: skip
-    kernels.csr_tocsc(V, n, starts, at, values, matrix.indptr, matrix.indices, matrix.data)
+    kernels.coo_tocsr(V, n + 1, nnz, columns, marks, counts, starts, at, values)
+    del columns, marks
+    indptr, indices = np.empty(n + 2, dtype=index), np.empty(nnz, dtype=index)
+    data = np.empty_like(values)
+    kernels.csr_tocsc(V, n + 1, starts, at, values, indptr, indices, data)
     del starts, at, values
+    inside = int(indptr[n])
+    if not inside:
+        return counted, places[:0], places[:0], counts[:0]
+    matrix = CSR(data[:inside], indices[:inside], indptr[: n + 1], (n, V), True)
+    del data, indices, indptr
     matrix.sum_duplicates()
     summed = matrix.data
-    if summed.size < nnz:
+    if summed.size < inside:
         summed = summed.astype(np.add.reduceat(summed[:1], [0]).dtype, copy=False)
-    places = np.repeat(np.arange(n, dtype=marks.dtype), np.diff(matrix.indptr))
+    places = np.repeat(np.arange(n, dtype=places.dtype), np.diff(matrix.indptr))
     return counted, places, matrix.indices.astype(column.dtype), summed
 
 
