@@ -842,8 +842,9 @@ class PairSums:
         if order is not None:
             place = np.empty(order.size, dtype=np.int32 if order.size < 2**31 else np.int64)
             place[order] = np.arange(order.size, dtype=place.dtype)
-        if place is not None:
-            rows = place[rows]
+        if place is not None:  # (every place below n_rows: int32 where that fits, as the
+            # sum takes them, not 8 bytes an entry then copied to 4)
+            rows = place.astype(np.int32 if n_rows < 2**31 else np.int64, copy=False)[rows]
             del place
         return sum_pairs(n_rows, self.n_classes, rows, cols, docs, tokens)
 
