@@ -81,6 +81,49 @@ def test_the_unspaced_points_are_those_of_the_table_of_every_point():
     assert rows_of(vocabulary, ("words",)).tolist() == [True, True, False, True, True]
 
 
+@pytest.mark.parametrize("symbols", [False, True, "spaced"])
+def test_the_masks_of_a_vocabularys_utf8_bytes_are_those_of_its_entries(symbols):
+    """The families' masks found in the entries' UTF-8 bytes (as the model loader holds
+    them) are those found in the entries: random entries of characters of one to four
+    bytes, among them the first and last of each unspaced range and their neighbours,
+    spaces (ASCII and others), punctuation and word characters; and by hand."""
+    from nbclass.text import families
+    from nbclass.text.families import FAMILIES, masks
+    from nbclass.text.tokenizer import UNSPACED_RANGES
+
+    def both(vocabulary):
+        joined = np.frombuffer("\x00".join(vocabulary).encode(), dtype=np.uint8)
+        ends = np.append(np.flatnonzero(joined == 0), joined.size)
+        families._LAST_MASKS[:] = [None, None, None]  # neither found in the other's cache
+        of_entries = masks(list(vocabulary), symbols)
+        of_bytes = masks(list(vocabulary), symbols, (joined, ends))
+        return of_entries, of_bytes
+
+    edges = [chr(p + d) for low, high in UNSPACED_RANGES for p in (low, high) for d in (-1, 0, 1)]
+    alphabet = ["a", "Z", "_", "7", " ", "?", "-", "é", "ß", "\u00a0", "\u3000", "\U0001f600",
+                "日", "本", "ก", "\u0e31", "ー", *edges]  # fmt: skip
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(0, 40))
+        entries = {"".join(rng.choice(alphabet, int(rng.integers(1, 5)))) for _ in range(n)}
+        of_entries, of_bytes = both(sorted(entries))
+        for name in FAMILIES:
+            assert np.array_equal(of_entries[name], of_bytes[name]), name
+    of_entries, of_bytes = both(["a b", "ab", "?", "é", "日本", "日", "日 本", "x!"])
+    expected = {
+        "words": [False, True, not symbols, not symbols, False, False, False, True],
+        "runs": [False, False, False, False, True, False, False, False],
+        "characters": [False, False, False, False, False, True, False, False],
+        "symbols": [False, False, bool(symbols), bool(symbols), False, symbols is True, False,
+                    False],  # (日 is a symbol too, but for "spaced")
+        "pairs": [True, False, False, False, False, False, True, False],
+        "ngrams": [False] * 8,
+    }
+    for name in FAMILIES:
+        assert of_bytes[name].tolist() == expected[name], name
+        assert of_entries[name].tolist() == expected[name], name
+
+
 @pytest.mark.parametrize(
     "settings",
     [

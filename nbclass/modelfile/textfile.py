@@ -497,7 +497,8 @@ def _build(
     checked.memory(path, V, C, len(arrays["class_index"]), size, limit)  # before building
     blob = arrays["vocabulary"]
     vocabulary = tuple(str(blob, "utf-8").split("\x00")) if V else ()  # (no copy of the bytes)
-    ends = np.append(np.flatnonzero(blob == 0), blob.size) + 1 if V else np.zeros(0)
+    nuls = np.append(np.flatnonzero(blob == 0), blob.size)  # where each entry ends
+    ends = nuls + 1 if V else np.zeros(0)
     if not np.array_equal(arrays["vocabulary_offsets"], np.append(0, ends)):
         raise ValueError("vocabulary offsets disagree with the vocabulary")
     word_ptr = arrays["word_ptr"].astype(np.int64)
@@ -530,6 +531,14 @@ def _build(
         raise ValueError("; ".join(problems))
     tokenizer, _ = checked.tokenizer(header)  # UsageError for what fit would refuse
     min_df, max_features, features = checked.vocabulary_filter(header)
+    if features is not None:
+        # The model's active rows (below) take its chosen families' rows: found in the
+        # vocabulary's bytes, here, and kept for that vocabulary (not found in its
+        # entries joined and encoded again: 0.07-0.13 s and 57 MB against 20 Newsgroups
+        # with word pairs).
+        from ..text.families import masks
+
+        masks(vocabulary, tokenizer.symbol_entries, (blob, nuls))
     model = Model(
         counts=counts,
         tokenizer=tokenizer,

@@ -197,27 +197,45 @@ _LAST_MASKS: list = [None, None, None]
 _MASKS_LOCK = threading.Lock()
 
 
-def masks(vocabulary: Sequence[str], symbols: bool | str = False) -> dict[str, np.ndarray]:
+def masks(
+    vocabulary: Sequence[str], symbols: bool | str = False, utf8: tuple | None = None
+) -> dict[str, np.ndarray]:
     """Each registered family's rows of ``vocabulary``, bool of shape (V,) (read-only:
     the arrays of a tuple vocabulary are kept for the next call on the same tuple);
     ``symbols``: the vocabulary is of a tokenizer with ``symbols`` on (else no entry is
     one of the ``symbols`` family), ``"spaced"`` beside ``unspaced="all"``, whose symbols
     hold no character of the scripts written without spaces
-    (:attr:`nbclass.text.tokenizer.TokenizerSettings.symbol_entries`)."""
+    (:attr:`nbclass.text.tokenizer.TokenizerSettings.symbol_entries`).
+
+    ``utf8``: ``(joined, ends)``, the entries joined by NULs as valid UTF-8 (uint8) and
+    where each ends (its NUL, or the end: int64 of shape (V,)), if the caller holds them
+    (the model loader does): the same masks are then found in those bytes
+    (:func:`_of_utf8`), not in the entries joined and encoded again.
+
+    >>> words = ("a b", "ab", "?", "日本", "日", "x")
+    >>> joined = np.frombuffer("\\x00".join(words).encode(), dtype=np.uint8)
+    >>> utf8 = joined, np.append(np.flatnonzero(joined == 0), joined.size)
+    >>> all((masks(words, True)[name] == masks(list(words), True, utf8)[name]).all()
+    ...     for name in FAMILIES)
+    True
+    """
     with _MASKS_LOCK:
         if _LAST_MASKS[0] is vocabulary and _LAST_MASKS[2] == symbols:
             return _LAST_MASKS[1]
-    from .runs import entry_points, symbol_rows
-
-    encoded = entry_points(vocabulary)  # one join and encoding of 1.2 million entries
-    spaces = spaces_of(vocabulary, encoded)
-    unspaced = _unspaced(vocabulary, spaces, encoded)
-    if symbols:
-        kept = symbol_rows(vocabulary, encoded)
-        if symbols == "spaced":  # beside unspaced="all": none holds those scripts' characters
-            kept &= ~_holding_unspaced(vocabulary, encoded)
+    if utf8 is not None:
+        spaces, unspaced, kept = _of_utf8(vocabulary, utf8, symbols)
     else:
-        kept = np.zeros(len(vocabulary), dtype=bool)
+        from .runs import entry_points, symbol_rows
+
+        encoded = entry_points(vocabulary)  # one join and encoding of 1.2 million entries
+        spaces = spaces_of(vocabulary, encoded)
+        unspaced = _unspaced(vocabulary, spaces, encoded)
+        if symbols:
+            kept = symbol_rows(vocabulary, encoded)
+            if symbols == "spaced":  # beside unspaced="all": none holds those characters
+                kept &= ~_holding_unspaced(vocabulary, encoded)
+        else:
+            kept = np.zeros(len(vocabulary), dtype=bool)
     found = {}
     for name, family in FAMILIES.items():
         rows = np.asarray(family.rows(vocabulary, spaces, unspaced, kept), dtype=bool)
@@ -227,6 +245,81 @@ def masks(vocabulary: Sequence[str], symbols: bool | str = False) -> dict[str, n
         with _MASKS_LOCK:
             _LAST_MASKS[:] = [vocabulary, found, symbols]
     return found
+
+
+# The bytes that are neither an ASCII word character, a space nor a NUL: an entry without
+# a space is a symbol only if it is one character or holds one of them.
+_OTHER_BYTES = np.ones(256, dtype=bool)
+_OTHER_BYTES[[0, 32] + [b for b in range(128) if chr(b).isalnum() or chr(b) == "_"]] = False
+
+
+def _of_utf8(
+    vocabulary: Sequence[str], utf8: tuple, symbols: bool | str
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """``(spaces, unspaced, symbols)`` of :func:`masks` (:func:`spaces_of`,
+    :func:`_unspaced` and the symbols' mask), found in ``utf8`` (``(joined, ends)``: the
+    entries of ``vocabulary`` joined by NULs as valid UTF-8, as :func:`masks` takes it),
+    without an array of their code points (on 20 Newsgroups with word pairs, 1.18
+    million entries of which some are not ASCII, joining and encoding them as UTF-32
+    made 57 MB and took 0.07-0.13 s).
+
+    A space is byte 32 alone in UTF-8. Every script written without spaces is above
+    U+0800, so its characters are among those of three and four bytes, whose code
+    points alone are decoded; an entry's length in characters is its bytes but the
+    continuation bytes. The symbols are the entries :func:`nbclass.text.runs.symbol_rows`
+    finds among those that can be: without a space, and one byte long or holding a byte
+    that is not an ASCII word character (an entry of two or more ASCII word characters
+    is none)."""
+    from .runs import is_unspaced, symbol_rows
+
+    V = len(vocabulary)
+    blob, ends = utf8
+    blob = np.asarray(blob, dtype=np.uint8).reshape(-1)
+    if ends.shape != (max(V, 1),) or (not V and blob.size):
+        raise ValueError("the joined bytes do not hold the vocabulary's entries")
+    if not V:
+        none = np.zeros(0, dtype=bool)
+        return np.zeros(0, dtype=np.int64), (none, none), none
+    spaces = np.bincount(_entry_of(np.flatnonzero(blob == 32), ends), minlength=V)
+    spaces = spaces.astype(np.int64)
+    none = np.zeros(V, dtype=bool)
+    wide = np.flatnonzero(blob >= 0xE0)  # the first bytes of characters above U+07FF
+    last = blob.size - 1
+    lead = blob[wide].astype(np.uint32)
+    points = (lead & 0x0F) << 12
+    points |= (blob[np.minimum(wide + 1, last)].astype(np.uint32) & 0x3F) << 6
+    points |= blob[np.minimum(wide + 2, last)].astype(np.uint32) & 0x3F
+    four = np.flatnonzero(lead >= 0xF0)
+    if four.size:
+        at = wide[four]
+        points[four] = (
+            ((lead[four] & 0x07) << 18)
+            | ((blob[np.minimum(at + 1, last)].astype(np.uint32) & 0x3F) << 12)
+            | ((blob[np.minimum(at + 2, last)].astype(np.uint32) & 0x3F) << 6)
+            | (blob[np.minimum(at + 3, last)].astype(np.uint32) & 0x3F)
+        )
+    held = _entry_of(wide[is_unspaced(points)], ends)  # the entry of each such character
+    unspaced = none, none
+    if held.size:
+        alone = np.bincount(held, minlength=V)
+        continuing = np.flatnonzero((blob & 0xC0) == 0x80)
+        length = np.diff(ends, prepend=-1) - 1
+        length -= np.bincount(_entry_of(continuing, ends), minlength=V)
+        only = (alone == length) & (length > 0) & (spaces == 0)
+        runs, characters = only & (length >= 2), only & (length == 1)
+        if runs.any() and characters.any():
+            unspaced = runs, characters
+    kept = np.zeros(V, dtype=bool)
+    if symbols:
+        other = np.flatnonzero(_OTHER_BYTES[blob])
+        other = np.bincount(_entry_of(other, ends), minlength=V)
+        one = np.diff(ends, prepend=-1) == 2
+        may = np.flatnonzero((spaces == 0) & (one | (other > 0)))
+        if may.size:
+            kept[may] = symbol_rows([vocabulary[i] for i in may.tolist()])
+        if symbols == "spaced":  # beside unspaced="all": none holds those characters
+            kept[held] = False
+    return spaces, unspaced, kept
 
 
 def rows_of(
