@@ -749,3 +749,39 @@ def test_the_summaries_by_columns_are_those_by_rows(tmp_path, monkeypatch):
         for x, z in zip(a, b):
             for name in ("scored", "pred", "picked", "jll", "evidence"):
                 assert getattr(x, name).tobytes() == getattr(z, name).tobytes(), name
+
+
+def test_the_finite_blocks_known_row_maxima_are_numpys_floats():
+    """_finite_block told the least negative magnitude of its shifted scores (so that it
+    skips the row maxima of z where they are +0 for certain) gives the floats, signs of
+    zero included, that it gives when it takes them: on rows with ties at 0, −0 cells,
+    negative subnormals that underflow to −0 at scales below 1, scores that overflow to
+    −inf at huge scales, and scales of 0 and inf (the pass taken then). (A row whose
+    largest shifted score is not 0, outside the contract, gives other floats.)"""
+    rng = np.random.default_rng(11)
+    m, C = 40, 15
+    blocks = []
+    for _ in range(3):
+        jll = rng.normal(size=(m, C)) * 40.0
+        jll[::7, 3] = jll[::7].max(axis=1)  # ties at the top
+        blocks.append(jll - jll.max(axis=1, keepdims=True))
+    tiny = blocks[0].copy()
+    tiny[::3, 5] = -5e-324  # negative subnormals
+    tiny[1::3, 6] = -1e-310
+    zero = blocks[1].copy()
+    zero[::4, 2] = -0.0  # the largest tied with −0
+    two = blocks[2][:, :2] - blocks[2][:, :2].max(axis=1, keepdims=True)  # (each row's largest 0)
+    blocks += [tiny, zero, np.zeros((m, C)), two, np.zeros((m, 1))]
+    assert choosing._least_negative(zero) == 0.0 and choosing._least_negative(tiny) == 5e-324
+    assert choosing._least_negative(np.zeros((m, C))) == np.inf
+    y = rng.integers(0, 1, size=m)
+    for shifted in blocks:
+        least = choosing._least_negative(shifted)
+        scaled = [np.full((m, 1), s) for s in (1.0, 1e-300, 1e306, 0.0, np.inf)]
+        scaled += [rng.uniform(0.5, 2.0, (m, 1)), np.geomspace(1e-10, 1e10, m)[:, None]]
+        for scales in scaled:
+            with np.errstate(all="ignore"):
+                known = choosing._finite_block(shifted, scales, y, 0.01, 0.9, least)
+                taken = choosing._finite_block(shifted, scales, y, 0.01, 0.9)
+            for a, b in zip(known, taken):
+                assert np.array_equal(a.view(np.int64), b.view(np.int64))

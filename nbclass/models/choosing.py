@@ -1261,18 +1261,19 @@ def _calibration_loss(jll, ok, y, features, blocks, pool=None, scored=None):
         if cached is not None and a in cached:
             return cached[a]
         if a in seen:  # finite: shifted as before, the same floats
-            top, first = seen[a]
+            top, first, least = seen[a]
             block = jll[ok[a:b]] if first is None else jll[first : first + b - a]
-            return np.subtract(block, top), None, shares
+            return np.subtract(block, top), None, (*shares, least)
         block = jll[ok[a:b]]
         finite = np.isfinite(block)
         if finite.all():  # the shifted scores in place; the targets as each row's two
             top = _row_maxima(block)
             block -= top
-            item = (block, None, shares)
+            least = _least_negative(block)
+            item = (block, None, (*shares, least))
             if cached is None and isinstance(jll, np.ndarray):
                 consecutive = int(ok[b - 1]) - int(ok[a]) == b - a - 1
-                seen[a] = (top, int(ok[a]) if consecutive else None)
+                seen[a] = (top, int(ok[a]) if consecutive else None, least)
         else:
             # Shifted by their row maximum: the softmax is unchanged and no overflow.
             shifted = np.where(finite, block - block.max(axis=1, keepdims=True), 0.0)
@@ -1325,7 +1326,19 @@ def _calibration_loss(jll, ok, y, features, blocks, pool=None, scored=None):
 EXP_ZERO = -746.0
 
 
-def _finite_block(shifted, scales, y, share, own):
+# A block's shifted scores times its scales stay nonzero where they are negative while the
+# least of them in magnitude times the least scale is above this (far above the least
+# subnormal, 2^-1074, so that the product's rounding cannot reach it).
+NO_UNDERFLOW = 2.0**-1000
+
+
+def _least_negative(shifted: np.ndarray) -> float:
+    """The least magnitude of the cells of ``shifted`` whose sign is negative, −0 among
+    them (its magnitude 0); inf where there are none."""
+    return -float(np.max(shifted, where=np.signbit(shifted), initial=-np.inf))
+
+
+def _finite_block(shifted, scales, y, share, own, least: float = 0.0):
     """The rows of :func:`_calibration_loss`'s sums (−(p − τ) · z, Var_p(z) + (p − τ) · z,
     τ · log p) for a block of finite scores ``shifted`` (each row's largest 0), row scales
     ``scales`` (m, 1), true classes ``y``, each row's targets ``share`` (every other
@@ -1334,13 +1347,27 @@ def _finite_block(shifted, scales, y, share, own):
     maximum, +0 here (then z − 0 is z, bit for bit); exp is taken where z ≥
     :data:`EXP_ZERO` alone, and is 0 elsewhere, as is exp(log p) (log p ≤ z, since the
     row's sum of exps is at least the 1 of its maximum); a target τ_ic times z_ic is
-    the row's share times z_ic, its own class's cell set apart."""
+    the row's share times z_ic, its own class's cell set apart.
+
+    ``least``: :func:`_least_negative` of ``shifted`` (0: not known). The row maxima of
+    z are then known without a pass over the block where every scale is positive and
+    finite and ``least`` times the least of them is above :data:`NO_UNDERFLOW`: each
+    row's largest cell of ``shifted`` is +0 (the row's largest score less itself), and
+    so is that cell of z (+0 times a positive scale), while every other cell is +0 as
+    well (a tie) or negative and stays negative (or −inf, past the floats), never −0:
+    the maximum numpy's reduction gives is +0, whatever order it takes the cells in,
+    and the shift is none (NPS chat's calibrations spent a fifth of their time on the
+    reduction, a row of 15 classes at a time)."""
     z = shifted * scales
-    top = _row_maxima(z)
-    if (top != 0).any() or np.signbit(top).any():  # not +0: log_softmax's shift
-        z_shifted = z - top
+    low, high = scales.min(), scales.max()
+    if low > 0.0 and high < np.inf and least * low > NO_UNDERFLOW:
+        z_shifted = z  # every row's largest is +0
     else:
-        z_shifted = z
+        top = _row_maxima(z)
+        if (top != 0).any() or np.signbit(top).any():  # not +0: log_softmax's shift
+            z_shifted = z - top
+        else:
+            z_shifted = z
     near = z_shifted >= EXP_ZERO
     e = np.zeros(z.shape)
     np.exp(z_shifted, out=e, where=near)
