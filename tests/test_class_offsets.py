@@ -246,6 +246,17 @@ def test_the_offsets_and_the_calibration_are_the_same_floats_whatever_the_blas_t
     assert max(map(abs, fitted[1][0])) > 0.01  # offsets of some size were fitted
 
 
+def _special_cells(rng, rows: int) -> np.ndarray:
+    """(rows, 2) normals of every exponent, half the cells special numbers (±0, ±inf,
+    NaN, the least subnormals, ±1e308), the first row (−0.0, −0.0)."""
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e308, -1e308])
+    cells = rng.standard_normal((rows, 2)) * 10.0 ** rng.integers(-300, 300, (rows, 2))
+    odd = rng.random((rows, 2)) < 0.5
+    cells[odd] = rng.choice(special, size=int(odd.sum()))
+    cells[0] = (-0.0, -0.0)
+    return cells
+
+
 @pytest.mark.parametrize("rows", [1, 2, 7, 8, 9, 1000, 8193])
 def test_the_calibrations_sums_and_maxima_of_two_cells_are_numpys_floats(rows):
     # The calibration's sums and maxima of rows of two cells (choosing._row_sums,
@@ -253,15 +264,40 @@ def test_the_calibrations_sums_and_maxima_of_two_cells_are_numpys_floats(rows):
     # floats bit for bit, the sign of 0, the infinities and NaN included: numpy sums a
     # row as its first cell plus the others summed from 0.0, so -0.0 and -0.0 make +0.0.
     rng = np.random.default_rng(rows)
-    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324, 1e308, -1e308])
     with np.errstate(all="ignore"):
-        cells = rng.standard_normal((rows, 2)) * 10.0 ** rng.integers(-300, 300, (rows, 2))
-        odd = rng.random((rows, 2)) < 0.5
-        cells[odd] = rng.choice(special, size=int(odd.sum()))
-        cells[0] = (-0.0, -0.0)
+        cells = _special_cells(rng, rows)
         for mine, numpys in ((choosing._row_sums, cells.sum), (choosing._row_maxima, cells.max)):
             got, expected = mine(cells), numpys(axis=1, keepdims=True)
             assert got.shape == (rows, 1)
             assert np.array_equal(got.view(np.int64), expected.view(np.int64))
     wide = rng.standard_normal((5, 3))  # more columns: numpy's own reduction
     assert np.array_equal(choosing._row_sums(wide), wide.sum(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("rows", [1, 2, 9, 1000, 8193])
+def test_the_posteriors_sums_and_best_classes_of_two_cells_are_numpys(rows):
+    # posterior.row_totals (the sums of exp_sums, two columns added) and best_classes of
+    # two columns (a comparison, not numpy's argmax a row at a time) give numpy's sums
+    # bit for bit and its argmax (the first of the largest; NaN the largest, the first
+    # NaN of a row taken), −1 where the best is −inf, on the same special numbers; a
+    # log posterior of two columns is scipy's to the bit.
+    from scipy.special import log_softmax
+
+    from nbclass.models.posterior import best_classes, log_posterior, row_totals
+
+    rng = np.random.default_rng(rows + 1)
+    with np.errstate(all="ignore"):
+        cells = _special_cells(rng, rows)
+        got, expected = row_totals(cells), cells.sum(axis=1)
+        assert got.shape == (rows,)
+        assert np.array_equal(got.view(np.int64), expected.view(np.int64))
+        best = cells.argmax(axis=1)
+        best[np.isneginf(cells[np.arange(rows), best])] = -1
+        assert np.array_equal(best_classes(cells), best)
+        assert best_classes(cells).dtype == best.dtype
+        ties = np.repeat(rng.integers(-3, 3, (rows, 1)).astype(np.float64), 2, axis=1)
+        assert np.array_equal(best_classes(ties), np.zeros(rows, dtype=np.intp))
+        scores = rng.standard_normal((rows, 2)) * 30.0
+        assert np.array_equal(log_posterior(scores), log_softmax(scores, axis=1))
+        by_columns = np.asfortranarray(cells)  # not C-contiguous: numpy's own reduction
+        assert np.array_equal(row_totals(by_columns).view(np.int64), expected.view(np.int64))

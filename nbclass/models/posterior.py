@@ -503,19 +503,36 @@ def exp_sums(shifted: np.ndarray) -> np.ndarray:
         # No tiny term (a row flattened by a calibration's temperature, as a rule): every
         # exp at numpy's speed, without the masks below (0.9 ms against 1.8 ms a block
         # of 52 documents × 20,000 classes).
-        return np.exp(shifted).sum(axis=1)
+        return row_totals(np.exp(shifted))
     keep = shifted >= SUBNORMAL_EXP
     terms = np.zeros(shifted.shape)
     np.exp(shifted, out=terms, where=keep)
     np.logical_not(keep, out=keep)  # now the tiny terms
-    lower = terms.sum(axis=1)
+    lower = row_totals(terms)
     if not keep.any():
         return lower
     np.copyto(terms, LEAST_NORMAL, where=keep)
-    unsure = lower != terms.sum(axis=1)
+    unsure = lower != row_totals(terms)
     if unsure.any():
-        lower[unsure] = np.exp(shifted[unsure]).sum(axis=1)
+        lower[unsure] = row_totals(np.exp(shifted[unsure]))
     return lower
+
+
+def row_totals(cells: np.ndarray) -> np.ndarray:
+    """``cells.sum(axis=1)`` of an (m, C) float array, shape (m,), the same floats. Of two
+    columns, C-contiguous: the first plus (0.0 plus the second), what numpy's reduction
+    of each row computes (the row's first cell, plus the sum of the others begun at
+    0.0: −0.0 and −0.0 sum to +0.0), in a fifteenth of its time: numpy reduces a row
+    at a time, and rows of two cells pay its cost per row (the choice's posteriors of
+    a fold's 48 candidates of SMS spam at once, 43,200 rows: 0.64 ms against 0.04).
+
+    >>> cells = np.array([[1.5, -0.0], [-0.0, -0.0], [np.inf, 2.0], [0.1, 0.2]])
+    >>> np.array_equal(row_totals(cells).view(np.int64), cells.sum(axis=1).view(np.int64))
+    True
+    """
+    if cells.ndim == 2 and cells.shape[1] == 2 and cells.flags.c_contiguous:
+        return cells[:, 0] + (0.0 + cells[:, 1])
+    return cells.sum(axis=1)
 
 
 def alone_cut(classes: int) -> float:
@@ -564,7 +581,18 @@ def best_classes(log_proba: np.ndarray) -> np.ndarray:
     >>> best_classes(np.array([[-1.0, -0.5, -0.5], [-np.inf, -np.inf, -np.inf]])).tolist()
     [1, -1]
     """
-    best = log_proba.argmax(axis=1)
+    if log_proba.ndim == 2 and log_proba.shape[1] == 2:
+        # argmax of two columns, the first of the largest: the second where it is
+        # larger, or NaN (numpy's largest) and the first is not (a third of the time:
+        # numpy's argmax takes a row at a time)
+        first, second = log_proba[:, 0], log_proba[:, 1]
+        larger = second > first
+        missing = np.isnan(second)
+        if missing.any():
+            larger |= missing & ~np.isnan(first)
+        best = larger.astype(np.intp)
+    else:
+        best = log_proba.argmax(axis=1)
     best[np.isneginf(log_proba[np.arange(best.size), best])] = -1
     return best
 
