@@ -388,6 +388,51 @@ def test_a_bulk_predict_in_workers_prints_what_one_process_prints(news_sample, t
     assert one.returncode == 0 and done.stdout == one.stdout and one.stdout.count(b"\n") == 120
 
 
+@pytest.mark.parametrize("features", [[], ["--ngram-range", "1,2"]])
+def test_a_bulk_predict_scores_large_batches_as_nbclass_csr_as_scipys(
+    news_sample, tmp_path, features
+):
+    """The main process scores a large batch of a linear scorer's (every batch here:
+    NUMPY_PRODUCTS 0) as a CSR of nbclass.counting.csr, not scipy's matrix: the same
+    bytes printed, in either format, as with scipy's matrix (entries_csr replaced by
+    entries_matrix); and a default model's TSV (log tf: its weights are made without
+    scipy's tables) imports no scipy.sparse then."""
+    import subprocess
+    import sys
+
+    model = tmp_path / "m.nbc"
+    assert run("fit", news_sample[0], "-o", model, "-q", *features).returncode == 0
+    script = (
+        "import sys\n"
+        "import nbclass.defaults, nbclass.models.scoring as scoring\n"
+        "import nbclass.models.explain as explain, nbclass.text.vectorizer as vectorizer\n"
+        "scoring.PARALLEL_MIN_BYTES = 0\n"
+        "nbclass.defaults.BATCH_SIZE = 40\n"
+        "explain.NUMPY_PRODUCTS = 0\n"
+        "if sys.argv.pop(1) == 'scipy':\n"
+        "    vectorizer.entries_csr = vectorizer.entries_matrix\n"
+        "from nbclass.cli.app import cli\n"
+        "try:\n"
+        "    cli.main(sys.argv[1:], standalone_mode=False)\n"
+        "finally:\n"
+        "    sys.stderr.write('scipy: %s\\n' % ('scipy.sparse' in sys.modules))\n"
+    )
+    for fmt in ("tsv", "jsonl"):
+        args = ["predict", "-m", str(model), str(news_sample[1]), "--format", fmt, "-j", "2"]
+        done = {
+            way: subprocess.run([sys.executable, "-c", script, way, *args], capture_output=True,
+                                timeout=120)
+            for way in ("nbclass", "scipy")
+        }  # fmt: skip
+        for way in done:
+            assert done[way].returncode == 0, done[way].stderr
+        assert done["scipy"].stderr.decode().endswith("scipy: True\n")
+        if fmt == "tsv":
+            assert done["nbclass"].stderr.decode().endswith("scipy: False\n")
+        assert done["nbclass"].stdout == done["scipy"].stdout
+        assert done["nbclass"].stdout.count(b"\n") == 120
+
+
 def test_a_worker_forked_after_the_first_batches_still_has_the_counter(
     runner, news_model, news_sample, monkeypatch
 ):
