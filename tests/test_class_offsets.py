@@ -301,3 +301,28 @@ def test_the_posteriors_sums_and_best_classes_of_two_cells_are_numpys(rows):
         assert np.array_equal(log_posterior(scores), log_softmax(scores, axis=1))
         by_columns = np.asfortranarray(cells)  # not C-contiguous: numpy's own reduction
         assert np.array_equal(row_totals(by_columns).view(np.int64), expected.view(np.int64))
+
+
+@pytest.mark.parametrize("C", [1, 2, 3, 15, 32, 40])
+def test_the_first_two_scores_of_a_row_are_numpys_reductions(C):
+    # chosen._first_two (the gaps of the calibration and of calibrated scores) takes a
+    # few columns by comparisons and column by column, not numpy's reductions a row at a
+    # time: the largest and the second largest are the argmax's cell and the maximum of
+    # the rest numpy gives, bit for bit (±0 ties, ±inf, NaN), and the scores are put back.
+    from nbclass.models.chosen import _first_two
+
+    rng = np.random.default_rng(C)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, -5e-324])
+    for odd_share in (0.0, 0.2, 0.6):
+        scores = rng.standard_normal((500, C)) * 10.0 ** rng.integers(-5, 5, (500, C))
+        odd = rng.random((500, C)) < odd_share
+        scores[odd] = rng.choice(special, size=int(odd.sum()))
+        scores[:50] = np.where(rng.random((50, C)) < 0.5, 0.0, -0.0)  # ±0 ties
+        rows, best = np.arange(500), scores.argmax(axis=1)
+        rest = scores.copy()
+        rest[rows, best] = -np.inf
+        kept = scores.copy()
+        first, second = _first_two(scores)
+        assert np.array_equal(scores.view(np.int64), kept.view(np.int64))
+        assert np.array_equal(first.view(np.int64), kept[rows, best].view(np.int64))
+        assert np.array_equal(second.view(np.int64), rest.max(axis=1).view(np.int64))

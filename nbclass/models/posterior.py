@@ -582,19 +582,24 @@ def best_classes(log_proba: np.ndarray) -> np.ndarray:
     [1, -1]
     """
     if log_proba.ndim == 2 and log_proba.shape[1] == 2:
-        # argmax of two columns, the first of the largest: the second where it is
-        # larger, or NaN (numpy's largest) and the first is not (a third of the time:
-        # numpy's argmax takes a row at a time)
-        first, second = log_proba[:, 0], log_proba[:, 1]
-        larger = second > first
-        missing = np.isnan(second)
-        if missing.any():
-            larger |= missing & ~np.isnan(first)
-        best = larger.astype(np.intp)
+        best = best_of_two(log_proba)
     else:
         best = log_proba.argmax(axis=1)
     best[np.isneginf(log_proba[np.arange(best.size), best])] = -1
     return best
+
+
+def best_of_two(cells: np.ndarray) -> np.ndarray:
+    """``cells.argmax(axis=1)`` of an (n, 2) array, shape (n,) of np.intp: the first of
+    the largest, the second where it is larger than the first, or NaN (numpy's largest)
+    where the first is not, in a third of the time (numpy's argmax takes a row at a
+    time)."""
+    first, second = cells[:, 0], cells[:, 1]
+    larger = second > first
+    missing = np.isnan(second)
+    if missing.any():
+        larger |= missing & ~np.isnan(first)
+    return larger.astype(np.intp)
 
 
 # Up to this many classes, a row's largest entry is found column by column (np.maximum
