@@ -326,3 +326,35 @@ def test_the_first_two_scores_of_a_row_are_numpys_reductions(C):
         assert np.array_equal(scores.view(np.int64), kept.view(np.int64))
         assert np.array_equal(first.view(np.int64), kept[rows, best].view(np.int64))
         assert np.array_equal(second.view(np.int64), rest.max(axis=1).view(np.int64))
+
+
+@pytest.mark.parametrize("C", [2, 15, 32, 40, 300])
+def test_the_log_posterior_summing_the_rows_alone_too_is_scipys(C):
+    # Rows alone (one class far ahead: their sum of exps is exactly 1) summed with the
+    # others (every=True, the choice's; or up to COLUMN_CLASSES where only some are
+    # alone) give scipy's log_softmax bit for bit, as picking the others out does: −inf
+    # cells, rows all −inf, ties at the top and rows just either side of the cut.
+    from scipy.special import log_softmax
+
+    from nbclass.models.posterior import alone_cut, alone_rows, log_posterior
+
+    rng = np.random.default_rng(C)
+    jll = rng.standard_normal((600, C)) * 3.0
+    jll[:300, 0] += 80.0  # alone
+    jll[rng.random((600, C)) < 0.1] = -np.inf
+    cut = alone_cut(C)
+    jll[300:320] = 0.0
+    jll[300:310, 1:] = cut - 1e-9  # just below the cut: alone
+    jll[310:320, 1:] = cut + 1e-9  # just above: summed
+    jll[320:330, :2] = 5.0  # tied at the top
+    jll[330:335] = -np.inf
+    for rows in (slice(None), slice(0, 300), slice(300, 600)):
+        scores = jll[rows]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            alone = alone_rows(scores - scores.max(axis=1, keepdims=True))
+            expected = log_softmax(scores, axis=1)
+        expected[np.isnan(expected)] = -np.inf  # (rows all −inf)
+        for every in (False, True):
+            got = log_posterior(scores, every=every)
+            assert np.array_equal(got.view(np.int64), expected.view(np.int64))
+    assert alone[:10].all() and not alone[10:20].any()

@@ -787,7 +787,7 @@ class Summary:
         taken = [s._take(at, jll, truth, k) for s, jll, k in zip(summaries, jlls, known)]
         plain = [i for i, (ok, log_proba) in enumerate(taken) if log_proba is None and ok.all()]
         if plain:
-            stacked = log_posterior(np.concatenate([jlls[i] for i in plain]))
+            stacked = log_posterior(np.concatenate([jlls[i] for i in plain]), every=True)
             best = best_classes(stacked)
             m, rows = at.size, np.arange(at.size)
             for place, i in enumerate(plain):
@@ -1505,7 +1505,7 @@ def fit_offsets(L: np.ndarray, y: np.ndarray, n_tokens: np.ndarray,
     rows = np.arange(n)
 
     def objective(W):
-        S = log_posterior(L + F @ W)  # the scorer's log softmax; −inf stays −inf
+        S = log_posterior(L + F @ W, every=True)  # the scorer's log softmax; −inf stays −inf
         return -float(np.sum(S[rows, y])) + 0.5 * OFFSET_RIDGE * float(np.sum(W * W)), S
 
     value, S = objective(W)
