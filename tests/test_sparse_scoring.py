@@ -515,9 +515,14 @@ def test_the_product_into_a_block_adds_what_scipy_multiplies(monkeypatch):
     shift = rng.normal(size=70) * 1e3
     # (cells, products): the whole block at once; three rows at a time; one row at a
     # time in turns of a few products (every row's sums carried over turns).
-    for cells, products in [(2**17, 2**20), (3 * 70, 2**20), (70, 50), (1, 1)]:
+    # Each also with the rows of T taken made dense (TOUCHED_FACTOR 10**9), or never (0).
+    for cells, products, factor in [
+        (2**17, 2**20, 0), (3 * 70, 2**20, 0), (70, 50, 0), (1, 1, 0),
+        (2**17, 2**20, 10**9), (3 * 70, 2**20, 10**9), (1, 1, 10**9),
+    ]:  # fmt: skip
         monkeypatch.setattr(sparsity, "PRODUCT_CELLS", cells)
         monkeypatch.setattr(sparsity, "PRODUCTS", products)
+        monkeypatch.setattr(sparsity, "TOUCHED_FACTOR", factor)
         for counts in (F, ones):
             expected = start + (counts @ T).toarray()
             for index in (np.int32, np.int64):
@@ -556,7 +561,7 @@ def test_the_product_into_a_block_adds_what_scipy_multiplies(monkeypatch):
     assert np.array_equal(got, start + (F @ T).toarray() + shift)
 
 
-_F_VALUES = [1.0, 1.0, 2.0, 3.0, 0.5, -1.0, 0.0, -0.0, 1e300, 1e-320]
+_F_VALUES = [1.0, 1.0, 2.0, 3.0, 0.5, -1.0, 0.0, -0.0, 1e300, 1e-320, np.inf]
 _T_VALUES = [0.0, -0.0, 1.0, -2.5, 1e308, -1e308, np.inf, -np.inf, 0.1, -0.3, 7.0]
 _OUT_VALUES = [0.0, -0.0, 1.0, -1.0, np.inf, 1e308]
 
@@ -585,7 +590,8 @@ def _product_case(draw):
     cells = st.lists(st.sampled_from(_OUT_VALUES), min_size=n * C, max_size=n * C)
     out = np.array(draw(cells), dtype=float).reshape(n, C)
     turns = (draw(st.sampled_from([1, 2, C, 2 * C + 1, 2**17])),
-             draw(st.sampled_from([1, 2, 3, 5, 2**20])))  # fmt: skip
+             draw(st.sampled_from([1, 2, 3, 5, 2**20])),
+             draw(st.sampled_from([0, 2, 10**9])))  # fmt: skip (TOUCHED_FACTOR: never, always)
     return F, T, out, turns
 
 
@@ -595,19 +601,22 @@ def test_the_product_into_a_block_is_scipys_cell_for_cell(case):
     """add_product(F, T, out) gives the floats of out + (F @ T).toarray(), every bit (the
     sign of a zero, NaN where scipy's has one) on any F and T scipy multiplies: a row's
     products carried over turns, one row a turn, no product in a range of rows (where
-    -0.0 in out becomes +0.0 as it does with 0 added: it was left -0.0)."""
+    -0.0 in out becomes +0.0 as it does with 0 added: it was left -0.0); the rows of T
+    taken made dense (TOUCHED_FACTOR 10**9: wherever T's rows are canonical and F
+    finite) or never (0)."""
     from nbclass.models import sparsity
     from nbclass.models.sparsity import add_product
 
-    F, T, out, (cells, products) = case
+    F, T, out, (cells, products, factor) = case
     with np.errstate(all="ignore"):  # (inf - inf, 1e308 + 1e308: as scipy's)
         expected = out + (F @ T).toarray()
-        saved = sparsity.PRODUCT_CELLS, sparsity.PRODUCTS
-        sparsity.PRODUCT_CELLS, sparsity.PRODUCTS = cells, products
+        saved = sparsity.PRODUCT_CELLS, sparsity.PRODUCTS, sparsity.TOUCHED_FACTOR
+        sparsity.PRODUCT_CELLS, sparsity.PRODUCTS, sparsity.TOUCHED_FACTOR = (
+            cells, products, factor)  # fmt: skip
         try:
             add_product(F, T, out)
         finally:
-            sparsity.PRODUCT_CELLS, sparsity.PRODUCTS = saved
+            sparsity.PRODUCT_CELLS, sparsity.PRODUCTS, sparsity.TOUCHED_FACTOR = saved
     assert np.array_equal(out, expected, equal_nan=True)
     assert np.array_equal(np.signbit(out), np.signbit(expected))
 

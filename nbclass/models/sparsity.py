@@ -301,6 +301,12 @@ class SparseWeights:
 # and sums them for at most this many cells at a time (1 MiB: in a core's own cache).
 PRODUCTS = 2**20
 PRODUCT_CELLS = 2**17
+# It multiplies the table's rows that F's entries take as dense rows instead when they
+# are at most this many cells (32 MB), and F's entries times the classes are at most
+# TOUCHED_FACTOR times the products (few classes, many pairs a word: 20 Newsgroups with
+# word pairs, 20 classes, has 12 products an entry).
+TOUCHED_CELLS = 2**22
+TOUCHED_FACTOR = 2
 
 
 def add_product(
@@ -328,6 +334,15 @@ def add_product(
     20,000 classes. A few rows at a time (:data:`PRODUCT_CELLS` cells), their products
     gathered :data:`PRODUCTS` at a time at most (a row's entries in turns, if it has
     more; one entry's row more, at most).
+
+    Against few classes, the table's rows that F takes are made dense rows once instead
+    (:func:`_touched_rows`), and a range's products are added into its zeroed cells by
+    scipy's ``csr_matvecs`` (what ``F @ dense`` runs): each entry's value times its
+    row, added from 0 in the order of the entries, as above; the cells of the classes
+    a row has no pair of add a product ±0.0 (F's values are finite), which changes no
+    sum from +0.0 (it is never -0.0) and no other. On a batch of 1,000 documents of 20
+    Newsgroups' test split against its default model with word pairs (342,000 entries,
+    4 million products), 23.5 ms against 19.6 ms.
     """
     n, C = out.shape
     if lengths is None:
@@ -354,6 +369,7 @@ def add_product(
     F_cols = np.asarray(F.indices, dtype=index)
     F_values = np.asarray(F.data, dtype=np.float64)
     ones = bool((F_values == 1.0).all())  # 1 × w is w
+    touched = _touched_rows(F_cols, F_values, table, lengths, C, int(at[-1]), gather, scatter)
     step = max(1, PRODUCT_CELLS // max(C, 1))
     sums = np.empty((min(step, n), C))
     for first in range(0, n, step):
@@ -365,6 +381,12 @@ def add_product(
         if at[end] > at[start]:
             part = sums[: last - first]
             part[:] = 0.0
+            if touched is not None:
+                columns, dense_rows = touched
+                _matvecs()(last - first, dense_rows.shape[0], C,
+                           (F_ptr[first : last + 1] - start).astype(index),
+                           columns[start:end], F_values[start:end], dense_rows, part)  # fmt: skip
+                start = end
             while start < end:  # at most PRODUCTS products a turn (one entry at least)
                 stop = int(np.searchsorted(at, at[start] + PRODUCTS, side="right")) - 1
                 stop = min(max(stop, start + 1), end)
@@ -385,6 +407,46 @@ def add_product(
             rows += 0.0
         if after is not None:
             after(first, last, rows)
+
+
+def _touched_rows(F_cols, F_values, table, lengths, C: int, products: int, gather, scatter):
+    """``(columns, rows)``: the rows of ``table`` (``(indptr, indices, data)``, its
+    pairs' lengths ``lengths``) that F's entries (``F_cols``, ``F_values``) take, dense,
+    float64 (T, C), and each entry's row among them (its column of F renumbered), for
+    :func:`add_product`; None where that is not worth it (:data:`TOUCHED_FACTOR`), the
+    rows are more than :data:`TOUCHED_CELLS` cells, a value of F is not finite (its
+    product with 0 is not 0), or a row of the table taken holds a class twice or out of
+    order (its values would be summed first)."""
+    if not products or F_cols.size * C > TOUCHED_FACTOR * products:
+        return None
+    V = lengths.size
+    taken = np.zeros(V, dtype=bool)
+    taken[F_cols] = True
+    rows = np.flatnonzero(taken).astype(F_cols.dtype)
+    if rows.size * C > TOUCHED_CELLS or not np.isfinite(F_values).all():
+        return None
+    indptr, indices, data = table
+    ptr = np.zeros(rows.size + 1, dtype=indptr.dtype)
+    np.cumsum(lengths[rows], out=ptr[1:])
+    cols, values = np.empty(int(ptr[-1]), dtype=indices.dtype), np.empty(int(ptr[-1]))
+    gather(rows.size, rows, indptr, indices, data, cols, values)
+    up = np.diff(cols) > 0  # each row's classes ascending (a row's first may be any)
+    up[ptr[1:-1][(ptr[1:-1] > 0) & (ptr[1:-1] < cols.size)] - 1] = True
+    if not up.all() or (cols.size and (cols.min() < 0 or cols.max() >= C)):
+        return None
+    dense = np.zeros((rows.size, C))
+    scatter(rows.size, C, ptr, cols, values, dense)
+    where = np.empty(V, dtype=F_cols.dtype)  # (only the rows taken are read)
+    where[rows] = np.arange(rows.size, dtype=F_cols.dtype)
+    return where[F_cols], dense
+
+
+@cache
+def _matvecs():
+    """scipy's compiled product of a CSR matrix and a dense one (``csr_matvecs``)."""
+    from ..compiled import sparsetools
+
+    return sparsetools().csr_matvecs
 
 
 @cache
