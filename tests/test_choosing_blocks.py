@@ -728,13 +728,13 @@ def test_the_summaries_by_columns_are_those_by_rows(tmp_path, monkeypatch):
     candidates = choosing.CANDIDATES
     sets = [(None, None, None), (None, 2, None), (None, None, 5)]
     taken = []
-    scores = choosing._block_scores
+    given = choosing._block_input
 
-    def counted(scorer, fold, held_out, start, stop, C, columns=None, made=None):
+    def counted(scorer, held_out, start, stop, columns=None, made=None):
         taken.append(columns is not None)
-        return scores(scorer, fold, held_out, start, stop, C, columns, made)
+        return given(scorer, held_out, start, stop, columns, made)
 
-    monkeypatch.setattr(choosing, "_block_scores", counted)
+    monkeypatch.setattr(choosing, "_block_input", counted)
 
     def summaries():
         return choosing.held_out_summaries(model.counts, X, y, folds, candidates, sets=sets,
@@ -785,3 +785,46 @@ def test_the_finite_blocks_known_row_maxima_are_numpys_floats():
                 taken = choosing._finite_block(shifted, scales, y, 0.01, 0.9)
             for a, b in zip(known, taken):
                 assert np.array_equal(a.view(np.int64), b.view(np.int64))
+
+
+def test_the_candidates_scored_together_are_the_floats_each_scores_alone(tmp_path, monkeypatch):
+    """_scores_together (the small corpora's folds: the linear scorers reading one
+    matrix of shared features multiplied by their weights side by side, one product)
+    gives every candidate's scores bit for bit as _block_scores gives them one by one,
+    by rows and by columns, on a fold with every class and on one lacking a class; the
+    raw counts', the log tf's and the presences' scorers are multiplied together."""
+    from nbclass.counting.csr import as_csr
+
+    model, X, y = unequal_sample(tmp_path)
+    X = as_csr(X)
+    C = len(model.counts.classes)
+    products = []
+    matmul = type(X).__matmul__
+
+    def counted(self, other):
+        products.append(np.shape(other))
+        return matmul(self, other)
+
+    folds = choosing.stratified_fold_ids(y, 5)
+    lacking = np.flatnonzero((folds == 0) | (y == y.max()))  # every document of a class
+    for rows in (np.flatnonzero(folds == 0), lacking):
+        fold, held_out = choosing.set_documents(choosing.fold_of(model.counts, X, y, rows), X,
+                                                None, None, None)  # fmt: skip
+        for columns in (None, held_out.tocsc()):
+            made: dict = {}  # one set: one dict of features
+            items = [(s, None, fold, held_out, None, columns, made) for s in choosing.CANDIDATES]
+            alone = [
+                choosing._block_scores(choosing.fold_scorer(fold, s), fold, held_out, 0,
+                                       rows.size, C, columns, {})
+                for s in choosing.CANDIDATES
+            ]  # fmt: skip
+            products.clear()
+            with monkeypatch.context() as patched:
+                patched.setattr(type(X), "__matmul__", counted)
+                patched.setattr(type(held_out.tocsc()), "__matmul__", counted)
+                together = choosing._scores_together(items, rows.size, C)
+            for a, b in zip(alone, together):
+                assert a.shape == b.shape == (rows.size, C)
+                assert a.tobytes() == b.tobytes()
+            assert any(shape[1] > fold.classes.size for shape in products if len(shape) == 2)
+        assert (fold.classes.size < C) == (rows is lacking)

@@ -62,6 +62,7 @@ from .blas import one_thread
 from .chosen import calibrated, score_gaps
 from .estimators import Calibration, EstimatorSettings
 from .posterior import (
+    LinearScorer,
     best_classes,
     log_posterior,
     make_scorer,
@@ -69,7 +70,7 @@ from .posterior import (
     row_max,
     row_totals,
 )
-from .sparsity import dense_cells, is_sparse, row_sums
+from .sparsity import dense_cells, is_sparse, row_sums, weights_dot
 from .textmodels import prepare, primed_concentrations
 
 FOLDS = 5
@@ -1056,11 +1057,7 @@ def held_out_summaries(
             group = STACK_CELLS // (rows.size * C)
             for first in range(0, len(work), group):
                 items = work[first : first + group]
-                jlls = [
-                    _block_scores(fold_scorer(fold, settings), fold, held_out, 0, rows.size, C,
-                                  columns, made)
-                    for settings, _, fold, held_out, _, columns, made in items
-                ]  # fmt: skip
+                jlls = _scores_together(items, rows.size, C)
                 Summary.add_together([item[1] for item in items], rows, jlls, y[rows],
                                      [item[4] for item in items])  # fmt: skip
                 del jlls
@@ -1124,6 +1121,19 @@ def _block_scores(scorer, fold: Fold, held_out, start: int, stop: int, C: int,
     block made for the set's scorers so far, by kind (``feature_kind``): each kind is
     made once and read by every scorer of it (the features are made from the matrix
     alone and never changed: the same floats), where the block is all the documents."""
+    X, features = _block_input(scorer, held_out, start, stop, columns, shared)
+    if features is None:
+        part = scorer.joint_log_likelihood(X)
+    else:
+        part = scorer.joint_log_likelihood(X, features)
+    return _placed(part, fold, stop - start, C)
+
+
+def _block_input(scorer, held_out, start: int, stop: int, columns=None,
+                 shared: dict | None = None):  # fmt: skip
+    """``(X, features)``: the documents ``start:stop`` as :func:`_block_scores` gives them
+    to ``scorer`` (as rows or columns) and their features shared by kind, or None where
+    the scorer makes its own."""
     whole = start == 0 and stop == held_out.shape[0]
     if columns is not None and whole and getattr(scorer, "takes_columns", bool)():
         X = columns
@@ -1131,22 +1141,61 @@ def _block_scores(scorer, fold: Fold, held_out, start: int, stop: int, C: int,
         X = block_rows(held_out, start, stop)
     kind = getattr(scorer, "feature_kind", None)
     if kind is None or shared is None or not whole or X.nnz > SHARED_ENTRIES:
-        kind = None
-    else:
-        kind = kind()
-    if kind is None:
-        part = scorer.joint_log_likelihood(X)
-    else:
-        key = (kind, X is columns)
-        features = shared.get(key)
-        if features is None:
-            features = shared[key] = scorer.features(X)
-        part = scorer.joint_log_likelihood(X, features)
+        return X, None
+    key = (kind(), X is columns)
+    if key[0] is None:
+        return X, None
+    features = shared.get(key)
+    if features is None:
+        features = shared[key] = scorer.features(X)
+    return X, features
+
+
+def _placed(part: np.ndarray, fold: Fold, m: int, C: int) -> np.ndarray:
+    """A block's scores ``part`` (m, classes of ``fold``) as (m, C) float64, C-contiguous:
+    −inf for the classes the fold lacks."""
     if fold.classes.size == C:  # then fold.classes is 0, 1, ..., C - 1
         return np.ascontiguousarray(part, dtype=np.float64)
-    jll = np.full((stop - start, C), -np.inf)
+    jll = np.full((m, C), -np.inf)
     jll[:, fold.classes] = part
     return jll
+
+
+def _scores_together(items, n: int, C: int) -> list:
+    """:func:`_block_scores` of the whole block of ``n`` documents by each of ``items``'
+    candidates (the ``work`` of :func:`held_out_summaries`), the same floats, the
+    products of the linear scorers that read one matrix of shared features (a set's
+    raw counts, its log tf, its presences) made at once: their weights side by side,
+    one product, each scorer's columns of it plus its bias. A cell of a product of a
+    sparse matrix and a dense table adds its terms from 0 in the order of the matrix's
+    entries, one column of the table at a time whatever its other columns (scipy's
+    ``csr_matvecs``, ``csc_matvecs``), so each scorer's columns are the floats of its
+    own product: two-class corpora's products of two columns each paid the pass over
+    the documents' entries for two numbers an entry."""
+    out: list = [None] * len(items)
+    together: dict = {}  # id of shared features -> (features, [(item, scorer)])
+    for at, (settings, _, fold, held_out, _, columns, made) in enumerate(items):
+        scorer = fold_scorer(fold, settings)
+        X, features = _block_input(scorer, held_out, 0, n, columns, made)
+        dense = isinstance(scorer, LinearScorer) and isinstance(scorer.weights, np.ndarray)
+        if features is not None and dense and scorer.required is None:
+            together.setdefault(id(features), (features, []))[1].append((at, scorer))
+        else:
+            part = (scorer.joint_log_likelihood(X) if features is None
+                    else scorer.joint_log_likelihood(X, features))  # fmt: skip
+            out[at] = _placed(part, items[at][2], n, C)
+    for features, members in together.values():
+        widths = [scorer.weights.shape[1] for _, scorer in members]
+        if len(members) == 1:
+            products = [weights_dot(features, members[0][1].weights)]
+        else:
+            product = np.asarray(features @ np.hstack([s.weights for _, s in members]))
+            ends = np.cumsum(widths)
+            products = [product[:, end - width : end].copy() for end, width in zip(ends, widths)]
+        for (at, scorer), part in zip(members, products):
+            part += scorer.bias  # weights_dot's sum: F W, then the bias
+            out[at] = _placed(part, items[at][2], n, C)
+    return out
 
 
 # --- calibration ----------------------------------------------------------------------------
