@@ -828,3 +828,21 @@ def test_the_candidates_scored_together_are_the_floats_each_scores_alone(tmp_pat
                 assert a.tobytes() == b.tobytes()
             assert any(shape[1] > fold.classes.size for shape in products if len(shape) == 2)
         assert (fold.classes.size < C) == (rows is lacking)
+
+
+def test_the_ranking_by_information_is_a_stable_sorts_first_k():
+    """rank_features (the choice's MI prunings: a partition, the values above the k-th
+    sorted, those tied with it after them in index order) gives the first k indices of
+    a stable sort of −I at every k, with ties, ±0, NaN and a tie at the k-th across it."""
+    from nbclass.models.selection import rank_features
+
+    rng = np.random.default_rng(8)
+    values = np.array([0.0, -0.0, 0.5, 1.0, 2.0, np.nan, 1e-300])
+    for trial in range(600):
+        n = int(rng.integers(1, 300))
+        if trial % 2:
+            I = rng.choice(values, n)
+        else:
+            I = np.round(rng.random(n), int(rng.integers(1, 4)))
+        for k in sorted({1, 2, n // 4, n // 3, n // 2, n - 1, n, n + 1} - {0}):
+            assert np.array_equal(rank_features(I, k), np.argsort(-I, kind="stable")[:k])

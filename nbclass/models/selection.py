@@ -217,18 +217,24 @@ def top_features(counts: Counts, settings: EstimatorSettings, k: int) -> list[Ra
 def rank_features(I: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` largest values of ``I``, largest first; ties keep index order.
 
-    When ``k`` is a small part of ``I``, only the values at least the k-th largest are
-    sorted (found by a partition): the same indices as a sort of them all.
+    When ``k`` is a part of ``I``, only the values above the k-th largest are sorted
+    (found by a partition), and those tied with it follow them in index order: the same
+    indices as a stable sort of them all, which orders ties by index (the choice's
+    ranking of a fold's 33,000 entries of movie reviews for its 10,000 best: 1.4 ms
+    sorted whole).
 
     >>> rank_features(np.array([0.5, 2.0, 0.5, 1.0, 0.5, 0.1]), 3).tolist()
     [1, 3, 0]
     """
     minus = -I
-    if 0 < k <= minus.size // 4:
+    if 0 < k < minus.size:
         kth = np.partition(minus, k - 1)[k - 1]
         if not np.isnan(kth):
-            at = np.flatnonzero(minus <= kth)  # the k best and any tied with the k-th
-            return at[np.argsort(minus[at], kind="stable")][:k]
+            better = np.flatnonzero(minus < kth)  # fewer than k
+            tied = np.flatnonzero(minus == kth)  # at least the k − |better| left
+            return np.concatenate(
+                [better[np.argsort(minus[better], kind="stable")], tied[: k - better.size]]
+            )
     order = np.argsort(minus, kind="stable")
     return order[:k]
 
