@@ -360,8 +360,9 @@ def test_scores_of_news_documents_without_scipy_are_the_sparse_products(
 @pytest.mark.parametrize("fmt", ["tsv", "jsonl"])
 def test_a_bulk_predict_in_workers_prints_what_one_process_prints(news_sample, tmp_path, fmt):
     """Workers count, and the main process scores small batches from their entries. The
-    model's counts are sparse tables (scipy.sparse), so the main process imports scipy
-    to load them, in either format; the output is the one process's either way."""
+    model's weights are made from its counts' tables as loaded, not scipy's matrices, so
+    the main process imports no scipy.sparse, in either format; the output is the one
+    process's either way."""
     import subprocess
     import sys
 
@@ -383,7 +384,7 @@ def test_a_bulk_predict_in_workers_prints_what_one_process_prints(news_sample, t
         [sys.executable, "-c", script, *args, "-j", "2"], capture_output=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    assert done.stderr.decode().endswith("scipy: True\n")
+    assert done.stderr.decode().endswith("scipy: False\n")
     one = run(*args, "-j", "1")
     assert one.returncode == 0 and done.stdout == one.stdout and one.stdout.count(b"\n") == 120
 
@@ -395,8 +396,9 @@ def test_a_bulk_predict_scores_large_batches_as_nbclass_csr_as_scipys(
     """The main process scores a large batch of a linear scorer's (every batch here:
     NUMPY_PRODUCTS 0) as a CSR of nbclass.counting.csr, not scipy's matrix: the same
     bytes printed, in either format, as with scipy's matrix (entries_csr replaced by
-    entries_matrix); and a default model's TSV (log tf: its weights are made without
-    scipy's tables) imports no scipy.sparse then."""
+    entries_matrix); and a default model's predict imports no scipy.sparse then, in
+    either format: its weights (log tf) and the JSON lines' evidence (a raw multinomial)
+    are made from the counts' own tables, not scipy's."""
     import subprocess
     import sys
 
@@ -427,8 +429,7 @@ def test_a_bulk_predict_scores_large_batches_as_nbclass_csr_as_scipys(
         for way in done:
             assert done[way].returncode == 0, done[way].stderr
         assert done["scipy"].stderr.decode().endswith("scipy: True\n")
-        if fmt == "tsv":
-            assert done["nbclass"].stderr.decode().endswith("scipy: False\n")
+        assert done["nbclass"].stderr.decode().endswith("scipy: False\n")
         assert done["nbclass"].stdout == done["scipy"].stdout
         assert done["nbclass"].stdout.count(b"\n") == 120
 

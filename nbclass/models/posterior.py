@@ -365,7 +365,7 @@ def _pair_weights(counts: Counts, settings: EstimatorSettings, rows, totals):
     word's T_j = Σ_c T_jc, an integer, is the same float however it is summed."""
     from .estimators import CELL_FRACTIONS, cell_log_fractions
 
-    table = counts.token_count
+    table = counts.token_table  # (as kept: a loaded model's is not made scipy's)
     if rows is None or not is_sparse(table) or table.dtype.kind not in "iu":
         return None
     R, C = len(rows), table.shape[1]

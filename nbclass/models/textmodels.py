@@ -307,8 +307,10 @@ def table_rows(counts: Counts, name: str, rows) -> np.ndarray:
     cells they are read-only, and the rows last asked for are kept for these counts, as
     :func:`transformed_counts` keeps its own (:func:`_last_rows`): the choice scores five
     formulas on the same fold's words, each of which took the rows from the sparse table
-    again (a quarter of a millisecond each, 150 times in the choice on SMS spam)."""
-    table = getattr(counts, name)
+    again (a quarter of a millisecond each, 150 times in the choice on SMS spam). The
+    table is read as the counts keep it (:attr:`Counts.token_table`): a loaded model's
+    is not made scipy's for it."""
+    table = counts.token_table if name == "token_count" else counts.doc_table
     if rows is None or len(rows) * table.shape[1] > KEPT_ROWS_CELLS:
         return dense(table, rows)
     return _last_rows(counts, ("table rows", name), rows, partial(dense, table))
@@ -455,7 +457,7 @@ def sparse_weights(
         if totals is None:
             totals = class_totals(counts, settings, (cols, S))
     else:
-        table = csr_table(counts.token_count)  # T_jc as counted: (T_jc + β) is a float
+        table = csr_table(counts.token_table)  # T_jc as counted: (T_jc + β) is a float
         if totals is None:
             totals = counts.class_tokens.astype(np.float64)
             if settings.model == "complement":
