@@ -412,7 +412,7 @@ def test_a_bulk_predict_scores_large_batches_as_nbclass_csr_as_scipys(
         "nbclass.defaults.BATCH_SIZE = 40\n"
         "explain.NUMPY_PRODUCTS = 0\n"
         "if sys.argv.pop(1) == 'scipy':\n"
-        "    vectorizer.entries_csr = vectorizer.entries_matrix\n"
+        "    explain.entries_csr = vectorizer.entries_matrix\n"
         "from nbclass.cli.app import cli\n"
         "try:\n"
         "    cli.main(sys.argv[1:], standalone_mode=False)\n"

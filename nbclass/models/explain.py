@@ -83,9 +83,20 @@ class ScoredBatch:
         :attr:`entries` (no scipy.sparse) if there is no matrix."""
         if self.matrix is not None:
             return self.matrix
-        from ..text.vectorizer import entries_csr
-
         return entries_csr(*self.entries)
+
+
+def entries_csr(rows, columns, values, n: int, V: int):
+    """:func:`nbclass.text.vectorizer.entries_matrix` as a
+    :class:`nbclass.counting.csr.CSR` (the same arrays, without importing
+    ``scipy.sparse``: 0.14-0.19 s of CPU), for the scorers that take one
+    (:class:`nbclass.models.posterior.LinearScorer`, as fit's choice gives them)."""
+    from ..counting.csr import CSR
+    from ..text.vectorizer import entries_by_rows
+
+    X = CSR(*entries_by_rows(rows, columns, values, n), (n, V))
+    X.sort_indices()
+    return X
 
 
 # Documents × classes scored at once: a batch of a thousand documents against 20,000
@@ -181,7 +192,7 @@ def score_entries(
     """
     import sys
 
-    from ..text.vectorizer import entries_csr, entries_matrix, sorted_entries
+    from ..text.vectorizer import entries_matrix, sorted_entries
 
     n, V = len(sources), len(classifier.counts.vocabulary)
     entry_scores = getattr(classifier.scorer, "entry_scores", None)

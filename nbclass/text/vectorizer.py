@@ -270,23 +270,12 @@ def entries_matrix(rows, columns, values, n: int, V: int) -> sp.csr_matrix:
     with sorted indices."""
     import scipy.sparse as sp
 
-    X = sp.csr_matrix(_by_rows(rows, columns, values, n), shape=(n, V))
+    X = sp.csr_matrix(entries_by_rows(rows, columns, values, n), shape=(n, V))
     X.sort_indices()
     return X
 
 
-def entries_csr(rows, columns, values, n: int, V: int):
-    """:func:`entries_matrix` as a :class:`nbclass.counting.csr.CSR` (the same arrays,
-    without importing ``scipy.sparse``: 0.14-0.19 s of CPU), for the scorers that take
-    one (:class:`nbclass.models.posterior.LinearScorer`, as fit's choice gives them)."""
-    from ..counting.csr import CSR
-
-    X = CSR(*_by_rows(rows, columns, values, n), (n, V))
-    X.sort_indices()
-    return X
-
-
-def _by_rows(rows, columns, values, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def entries_by_rows(rows, columns, values, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(values, columns, indptr)`` of the entries in the order of their rows (the
     entries of a row in the order given)."""
     if (np.diff(rows) < 0).any():  # rows in order; sort_indices orders each row's columns
