@@ -704,6 +704,16 @@ def log_fraction_at(numerator, denominators, classes, in_place: bool = False):
 CELL_FRACTIONS = 2**16
 
 
+def nonzero_cells(S):
+    """``(flat, values)`` of a dense (R, C) table ``S``: the places j·C + c of its
+    nonzero cells, ascending, and their values as float64, as
+    :func:`cell_log_fractions` takes them."""
+    import numpy as np
+
+    flat = np.flatnonzero(S)
+    return flat, S.ravel()[flat].astype(np.float64)
+
+
 def cell_log_fractions(shape, flat, values, estimator: str, beta: float, totals, V: int,
                        sums=None):  # fmt: skip
     """The multinomial's log θ_jc = log((S_jc + β) / (S_c + Vβ)) (or its MAP / MLE
@@ -825,8 +835,7 @@ def multinomial_log_theta(token_count, estimator: str, beta: float, totals=None,
     T = np.asarray(token_count)
     if totals is not None and T.ndim == 2 and T.size >= CELL_FRACTIONS:
         # (the counts' nonzero cells, as float64: the numbers the whole table's give)
-        flat = np.flatnonzero(T)
-        values = T.ravel()[flat].astype(np.float64)
+        flat, values = nonzero_cells(T)
         V = T.shape[0] if V is None else V
         return cell_log_fractions(T.shape, flat, values, estimator, beta, totals, V)
     T = np.asarray(T, dtype=np.float64)

@@ -363,8 +363,6 @@ def _pair_weights(counts: Counts, settings: EstimatorSettings, rows, totals):
     small (:data:`nbclass.models.estimators.CELL_FRACTIONS`) or not of integers, or
     every word is scored: the formulas of the whole table then. The same floats: a
     word's T_j = Σ_c T_jc, an integer, is the same float however it is summed."""
-    from .estimators import CELL_FRACTIONS, cell_log_fractions
-
     table = counts.token_table  # (as kept: a loaded model's is not made scipy's)
     if rows is None or not is_sparse(table) or table.dtype.kind not in "iu":
         return None

@@ -117,6 +117,7 @@ from .estimators import (
     log_class_prior,
     log_fraction,
     multinomial_fraction,
+    nonzero_cells,
 )
 from .sparsity import (
     SparseWeights,
@@ -379,8 +380,7 @@ def multinomial_weights(
     S_c = S.sum(axis=0) if totals is None else np.asarray(totals, dtype=np.float64)
     V = S.shape[0] if V is None else V
     if S.ndim == 2 and S.size >= CELL_FRACTIONS:  # from the nonzero sums: the same floats
-        flat = np.flatnonzero(S)
-        values = S.ravel()[flat].astype(np.float64)
+        flat, values = nonzero_cells(S)
         return cell_log_fractions(S.shape, flat, values, estimator, beta, S_c, V)
     return log_fraction(*multinomial_fraction(S, S_c, V, estimator, beta))
 
@@ -404,8 +404,7 @@ def complement_weights(
     """
     if totals is not None and S.ndim == 2 and S.size >= CELL_FRACTIONS:
         # From the nonzero sums, with each word's S_j summed as below: the same floats.
-        flat = np.flatnonzero(S)
-        values = S.ravel()[flat].astype(np.float64)
+        flat, values = nonzero_cells(S)
         return cell_log_fractions(S.shape, flat, values, "posterior-mean", beta, totals,
                                   S.shape[0] if V is None else V, S.sum(axis=1))  # fmt: skip
     complement = S.sum(axis=1, keepdims=True) - S

@@ -128,10 +128,18 @@ def _unspaced(
     if not unspaced.size:
         return none, none
     alone = np.bincount(_entry_of(unspaced, ends), minlength=V)
-    length = np.diff(ends, prepend=-1) - 1
+    return _runs_and_characters(alone, np.diff(ends, prepend=-1) - 1, spaces)
+
+
+def _runs_and_characters(alone: np.ndarray, length: np.ndarray, spaces: np.ndarray):
+    """:func:`_unspaced`'s ``(runs, characters)`` from each entry's characters of the
+    scripts written without spaces (``alone``), its characters (``length``) and its
+    spaces, each of shape (V,): the entries of those characters alone, two or more and
+    one, where the vocabulary holds both; else none."""
     only = (alone == length) & (length > 0) & (spaces == 0)
     runs, characters = only & (length >= 2), only & (length == 1)
     if not (runs.any() and characters.any()):
+        none = np.zeros(length.size, dtype=bool)
         return none, none
     return runs, characters
 
@@ -305,10 +313,7 @@ def _of_utf8(
         continuing = np.flatnonzero((blob & 0xC0) == 0x80)
         length = np.diff(ends, prepend=-1) - 1
         length -= np.bincount(_entry_of(continuing, ends), minlength=V)
-        only = (alone == length) & (length > 0) & (spaces == 0)
-        runs, characters = only & (length >= 2), only & (length == 1)
-        if runs.any() and characters.any():
-            unspaced = runs, characters
+        unspaced = _runs_and_characters(alone, length, spaces)
     kept = np.zeros(V, dtype=bool)
     if symbols:
         other = np.flatnonzero(_OTHER_BYTES[blob])
