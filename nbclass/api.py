@@ -32,7 +32,7 @@ from .errors import InputError, NbclassError, NbclassWarning
 from .modelfile import textfile
 from .models import learning
 from .models.abstain import Abstention
-from .models.explain import ScoredBatch, counted_blocks, explanations, extras
+from .models.explain import ScoredBatch, explanations, extras, texts_scored
 from .models.model import Classifier, scoring_settings
 from .models.model import Model as _Model
 from .output.render import model_info, prediction_labels, prediction_views
@@ -446,10 +446,9 @@ class Model:
         size = _defaults.BATCH_SIZE
         for start in range(0, len(texts), size):
             batch = texts[start : start + size]
-            X, tokens = self._classifier.count(batch)
             sources = [str(start + i) for i in range(len(batch))]
             # a block of documents at a time: bounded memory against many classes
-            yield from counted_blocks(self._classifier, sources, X, tokens)
+            yield from texts_scored(self._classifier, sources, batch)
 
     def predict_log_proba(self, texts: Iterable[str]) -> np.ndarray:
         """log p(c | x) of each text, ndarray of shape (n, C) in :attr:`classes_` order

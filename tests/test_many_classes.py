@@ -364,7 +364,7 @@ def test_a_batch_scored_in_blocks_has_the_whole_batchs_numbers(many, monkeypatch
     sources = [str(i) for i in range(len(texts))]
     for cells, sizes in [(2**20, [524, 524, 152]), (3 * C, [3] * 400), (1, [1] * 1200)]:
         monkeypatch.setattr(explain, "BLOCK_CELLS", cells)
-        blocks = list(explain.counted_blocks(classifier, sources, X, tokens))
+        blocks = list(explain.texts_scored(classifier, sources, texts))
         assert [len(b.sources) for b in blocks] == sizes
         assert [s for b in blocks for s in b.sources] == sources
         assert np.array_equal(np.vstack([b.log_proba for b in blocks]), expected)

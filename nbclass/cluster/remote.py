@@ -480,7 +480,7 @@ def score_part(
     """
     import numpy as np
 
-    from ..models.explain import counted_blocks, extras, score_counts
+    from ..models.explain import extras, texts_scored
     from ..reading.policy import DEFAULT_POLICY, ReadLog, read_document
 
     policy = policy or DEFAULT_POLICY
@@ -493,12 +493,9 @@ def score_part(
             batch.append((path, log.decode(document, policy.encoding)))
     # Scored a block of documents at a time, as a local predict (bounded memory against
     # many classes): the part's rows are the same floats as one batch's.
-    sources = [path for path, _ in batch]
-    X, tokens = classifier.count(text for _, text in batch)
+    sources, texts = [path for path, _ in batch], [text for _, text in batch]
     rows, found = [], []  # each block's scores and extras (its other arrays let go)
-    for scored in counted_blocks(classifier, sources, X, tokens) if sources else [
-        score_counts(classifier, sources, X, tokens)  # no document: the empty batch
-    ]:  # fmt: skip
+    for scored in texts_scored(classifier, sources, texts):  # one block if no document
         rows.append(scored.log_proba)
         found.append(extras(classifier, scored, abstention, explain))
     rows = rows[0] if len(rows) == 1 else np.vstack(rows)

@@ -81,7 +81,7 @@ def predict_documents(
         )  # fmt: skip
     from ..modelfile.fileformat import read
     from ..modelfile.textfile import loads
-    from ..models.explain import counted_blocks
+    from ..models.explain import texts_scored
     from ..models.model import Classifier, scoring_settings
 
     if read_model is None:
@@ -95,9 +95,8 @@ def predict_documents(
 
     def batches():
         for batch in batches_of(documents, size):
-            X, tokens = classifier.count(text for _, text in batch)
-            sources = [source for source, _ in batch]
-            for scored in counted_blocks(classifier, sources, X, tokens):
+            sources, texts = [source for source, _ in batch], [text for _, text in batch]
+            for scored in texts_scored(classifier, sources, texts):
                 yield finish(classifier, scored)
 
     finish = _finisher(settings, add_extras, render)

@@ -148,19 +148,23 @@ def score_block(classifier: Classifier, sources: list[str], entries, X, tokens) 
     return score_counts(classifier, sources, X, tokens)
 
 
-def counted_blocks(classifier: Classifier, sources: list[str], X, tokens) -> Iterator[ScoredBatch]:
-    """:func:`score_counts` of documents counted as ``X`` (n, V), in blocks of
-    :func:`block_rows` documents."""
-    size = block_rows(len(classifier.classes))
-    for start in range(0, len(sources), size):
-        end = start + size
-        yield score_counts(classifier, sources[start:end], X[start:end], tokens[start:end])
+def texts_scored(classifier: Classifier, sources: list[str], texts) -> Iterator[ScoredBatch]:
+    """The documents ``texts`` (one per source) counted over the classifier's vocabulary
+    and scored a block of :func:`block_rows` documents at a time (:func:`scored_blocks`):
+    what every path that scores texts in its own process calls (predict at one job, the
+    Python API, the service, a cluster worker), and what bulk predict's main process
+    does with the entries its workers count. No ``scipy.sparse`` is imported to score a
+    batch of a linear model (:func:`score_entries`)."""
+    texts = texts if isinstance(texts, list) else list(texts)
+    rows, columns, values, tokens = classifier.counter.counted_entries(texts)
+    return scored_blocks(classifier, sources, (rows, columns, values), tokens)
 
 
 def score_batch(classifier: Classifier, batch: list[tuple[str, str]]) -> ScoredBatch:
-    """Score ``(source, text)`` pairs as :meth:`Classifier.predict` does, keeping X."""
-    X, tokens = classifier.count(text for _, text in batch)
-    return score_counts(classifier, [source for source, _ in batch], X, tokens)
+    """Score ``(source, text)`` pairs as one block (:func:`score_entries` of their counts),
+    as :meth:`Classifier.predict` scores them."""
+    rows, columns, values, tokens = classifier.counter.counted_entries([t for _, t in batch])
+    return score_entries(classifier, [s for s, _ in batch], (rows, columns, values), tokens)
 
 
 def score_counts(classifier: Classifier, sources: list[str], X, tokens) -> ScoredBatch:

@@ -167,13 +167,12 @@ def _field_names(message: str) -> str:
 
 def _scored_blocks(classifier, request: PredictRequest, abstention):
     """``(sources, log_proba, extras)`` of the request's texts, a block of documents at a
-    time (:func:`nbclass.models.explain.counted_blocks`: bounded memory against many
+    time (:func:`nbclass.models.explain.texts_scored`: bounded memory against many
     classes), ``log_proba`` an ndarray ranked by numpy (:mod:`nbclass.output.render`)."""
-    from ..models.explain import counted_blocks
     from ..models.explain import extras as batch_extras
+    from ..models.explain import texts_scored
 
-    X, tokens = classifier.count(request.texts)
-    for scored in counted_blocks(classifier, list(request.sources), X, tokens):
+    for scored in texts_scored(classifier, list(request.sources), list(request.texts)):
         try:
             extras = batch_extras(
                 classifier, scored, abstention=abstention, explain=request.explain,
