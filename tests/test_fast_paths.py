@@ -160,14 +160,15 @@ def _same_floats(a, b) -> bool:
     st.integers(1, 40), st.integers(1, 24), st.floats(0.0, 1.0), st.booleans(),
     st.sampled_from(["posterior-mean", "map", "mle"]),
     st.sampled_from([1.0, 0.5, 1e-4, 0.0, 2.5, 0.3]), st.integers(0, 3), st.integers(0, 2**32),
+    st.integers(1, 50),
 )  # fmt: skip
 def test_weights_from_the_nonzero_cells_are_the_whole_tables(
-    R, C, density, integers, estimator, beta, totals_kind, seed
+    R, C, density, integers, estimator, beta, totals_kind, seed, block
 ):
     """log θ_jc (multinomial) and −log θ̃_jc (complement) made from the nonzero sums alone
-    (the cells of every word and class with S_jc = 0 take one log a class, or a word)
-    are the formulas over the whole table, to the last bit: zeros' signs, −∞ where a
-    numerator or a class's denominator is not positive."""
+    (the cells of every word and class with S_jc = 0 take one log a class, or a word),
+    a ``block`` of rows at a time, are the formulas over the whole table, to the last
+    bit: zeros' signs, −∞ where a numerator or a class's denominator is not positive."""
     from nbclass.models.estimators import cell_log_fractions, multinomial_log_theta
     from nbclass.models.textmodels import complement_weights, multinomial_weights
 
@@ -186,9 +187,12 @@ def test_weights_from_the_nonzero_cells_are_the_whole_tables(
             flat = np.flatnonzero(S)
             values = S.ravel()[flat].astype(np.float64)
             sums = S.astype(np.float64).sum(axis=1) if complement else None
-            fast = cell_log_fractions(S.shape, flat, values, estimator, beta, totals, V, sums)
+            kept = values.copy()
+            with _cells_from(1, block * C):
+                fast = cell_log_fractions(S.shape, flat, values, estimator, beta, totals, V, sums)
             assert fast.flags.c_contiguous and _same_floats(fast, plain)
-        with _cells_from(1):  # the functions' own paths through the cells
+            assert _same_floats(values, kept)  # (the caller's cells, not changed)
+        with _cells_from(1, block * C):  # the functions' own paths through the cells
             fast = multinomial_weights(S.astype(np.float64), estimator, beta, totals, V)
             assert _same_floats(fast, _whole_table_weights(S, estimator, beta, totals, V, False))
             fast = complement_weights(S.astype(np.float64), beta, totals, V)
@@ -200,18 +204,22 @@ def test_weights_from_the_nonzero_cells_are_the_whole_tables(
 @contextlib.contextmanager
 def _cells_from(cells: int, block: int | None = None):
     """Weights made from the nonzero cells from tables of ``cells`` cells (1: always;
-    2**62: never), the words' sums of transformed sums a ``block`` of cells at a time."""
+    2**62: never), the words' sums of transformed sums and the weights' cells a ``block``
+    of cells at a time."""
     import nbclass.models.estimators as E
     import nbclass.models.posterior as P
     import nbclass.models.textmodels as TM
 
-    saved = E.CELL_FRACTIONS, TM.CELL_FRACTIONS, P.CELL_FRACTIONS, TM.SUM_BLOCK_CELLS
+    saved = (E.CELL_FRACTIONS, TM.CELL_FRACTIONS, P.CELL_FRACTIONS, TM.SUM_BLOCK_CELLS,
+             E.FRACTION_BLOCK_CELLS, P.FRACTION_BLOCK_CELLS)  # fmt: skip
     E.CELL_FRACTIONS = TM.CELL_FRACTIONS = P.CELL_FRACTIONS = cells
-    TM.SUM_BLOCK_CELLS = block or saved[-1]
+    TM.SUM_BLOCK_CELLS = block or saved[3]
+    E.FRACTION_BLOCK_CELLS = P.FRACTION_BLOCK_CELLS = block or saved[4]
     try:
         yield
     finally:
-        E.CELL_FRACTIONS, TM.CELL_FRACTIONS, P.CELL_FRACTIONS, TM.SUM_BLOCK_CELLS = saved
+        (E.CELL_FRACTIONS, TM.CELL_FRACTIONS, P.CELL_FRACTIONS, TM.SUM_BLOCK_CELLS,
+         E.FRACTION_BLOCK_CELLS, P.FRACTION_BLOCK_CELLS) = saved  # fmt: skip
 
 
 SCORED = [
@@ -225,6 +233,8 @@ SCORED = [
     EstimatorSettings(model="complement", tf="log", prior_fit=True),
     EstimatorSettings(model="multinomial", tf="log", idf=True, estimator="map", beta=(1.5, 1.5)),
     EstimatorSettings(model="complement", idf=True, norm="length"),
+    EstimatorSettings(model="bernoulli"),
+    EstimatorSettings(model="bernoulli", estimator="mle", class_prior=False),
 ]
 
 
@@ -261,6 +271,10 @@ def test_a_folds_scorer_from_the_cells_is_the_whole_tables(counts, sparse, seed,
         assert _same_floats(fast.bias, plain.bias)
         assert (fast.idf is None) == (plain.idf is None)
         assert fast.idf is None or _same_floats(fast.idf, plain.idf)
+        assert (fast.required is None) == (plain.required is None)  # (Bernoulli's θ = 1)
+        assert fast.required is None or np.array_equal(
+            fast.required.toarray(), plain.required.toarray()
+        )  # fmt: skip
 
 
 @pytest.mark.parametrize("C", [1, 7, 9, 17, 20, 33])

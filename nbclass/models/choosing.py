@@ -1050,7 +1050,9 @@ def held_out_summaries(
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(threads) as pool:
-                list(pool.map(score, work))
+                pending = pool.map(score, work)  # (every item handed to the pool)
+                work.clear()  # a set's fold, documents and numbers go with its last candidate
+                list(pending)
         elif len(blocks) == 1 and rows.size and 2 * rows.size * C <= STACK_CELLS:
             # The candidates' scores of the fold in one block each, the posteriors of as
             # many as make STACK_CELLS made at once (Summary.add_together).
@@ -1064,8 +1066,8 @@ def held_out_summaries(
                 for item in items:
                     scored(item[6])
         else:
-            for item in work:
-                score(item)
+            while work:  # a set's fold, documents and numbers go with its last candidate
+                score(work.pop(0))
     return out
 
 

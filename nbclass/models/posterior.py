@@ -35,11 +35,13 @@ from ..counting.csr import CSR, as_csr
 from ..text.vectorizer import binarize
 from .estimators import (
     CELL_FRACTIONS,
+    FRACTION_BLOCK_CELLS,
     EstimatorSettings,
     Prepared,
     bernoulli_absent_total,
     bernoulli_weights,
     cell_log_fractions,
+    fractions_into,
     multinomial_log_theta,
 )
 from .sparsity import (
@@ -330,10 +332,7 @@ def make_scorer(
     if sparse:
         weights, certain = sparse_bernoulli_weights(counts, settings, rows)
     else:
-        weights, certain = bernoulli_weights(
-            table_rows(counts, "doc_count", rows), counts.class_count, settings.estimator,
-            settings.beta,
-        )  # fmt: skip
+        weights, certain = _bernoulli_rows(counts, settings, rows)
     # Σ_j log(1 − θ_jc) over every word, and how many words have θ_jc = 1, per class.
     absent, n_certain = zip(*(
         bernoulli_absent_total(histogram, N_c, settings.estimator, settings.beta)
@@ -369,17 +368,50 @@ def _pair_weights(counts: Counts, settings: EstimatorSettings, rows, totals):
     R, C = len(rows), table.shape[1]
     if R * C < CELL_FRACTIONS:
         return None
-    table = as_csr(table)[rows]
-    table.sum_duplicates()  # (a canonical table, as the counts keep it, is left as it is)
-    lengths = np.diff(table.indptr)
-    flat = np.repeat(np.arange(R, dtype=np.int64) * C, lengths)
-    flat += table.indices
-    values = table.data.astype(np.float64)
+    table = as_csr(table)
     V, beta = len(counts.vocabulary), settings.beta[0]
-    if settings.model == "multinomial":
-        return cell_log_fractions((R, C), flat, values, settings.estimator, beta, totals, V)
-    sums = np.bincount(np.repeat(np.arange(R), lengths), weights=values, minlength=R)
-    return cell_log_fractions((R, C), flat, values, "posterior-mean", beta, totals, V, sums)
+    W = np.empty((R, C))
+    step = max(1, FRACTION_BLOCK_CELLS // C)
+    for start in range(0, R, step):  # a block of rows at a time: no array of every pair
+        stop = min(start + step, R)
+        part = table[rows[start:stop]]
+        part.sum_duplicates()  # (a canonical table, as the counts keep it, is left as it is)
+        lengths = np.diff(part.indptr)
+        flat = np.repeat(np.arange(stop - start, dtype=np.int64) * C, lengths)
+        flat += part.indices
+        if settings.model == "multinomial":
+            fractions_into(W[start:stop], flat, part.data, settings.estimator, beta, totals, V)
+            continue
+        values = part.data.astype(np.float64)
+        sums = np.bincount(np.repeat(np.arange(stop - start), lengths), weights=values,
+                           minlength=stop - start)  # fmt: skip
+        fractions_into(W[start:stop], flat, values, "posterior-mean", beta, totals, V, sums)
+    return W
+
+
+def _bernoulli_rows(counts: Counts, settings: EstimatorSettings, rows):
+    """:func:`nbclass.models.estimators.bernoulli_weights` of the words ``rows`` (None:
+    every word), the weights and where θ_jc = 1, (R, C) each: made a block of
+    :data:`nbclass.models.estimators.FRACTION_BLOCK_CELLS` cells at a time when the rows
+    are many, each block from its rows of D_jc, so that the only tables of R × C cells
+    are these two (the whole block's D_jc, its floats, the numerators of θ and 1 − θ
+    were four more of float64: 80 MB a candidate at 130,000 words × 20 classes). Each
+    cell is a function of its own D_jc and N_c alone: the same floats."""
+    table = counts.doc_table
+    C = table.shape[1]
+    step = max(1, FRACTION_BLOCK_CELLS // max(C, 1))
+    if rows is None or len(rows) <= step:
+        return bernoulli_weights(table_rows(counts, "doc_count", rows), counts.class_count,
+                                 settings.estimator, settings.beta)  # fmt: skip
+    R = len(rows)
+    weights, certain = np.empty((R, C)), np.empty((R, C), dtype=bool)
+    for start in range(0, R, step):
+        stop = min(start + step, R)
+        weights[start:stop], certain[start:stop] = bernoulli_weights(
+            dense(table, rows[start:stop]), counts.class_count, settings.estimator,
+            settings.beta,
+        )  # fmt: skip
+    return weights, certain
 
 
 def _weight_norms(weights: SparseWeights, prepared: Prepared | None) -> np.ndarray:
@@ -448,7 +480,7 @@ def _transformed_scorer(
         # From the nonzero sums (transformed_cells): no (R, C) table of sums
         flat, values, sums = transformed_cells(counts, settings, rows)
         weights = cell_log_fractions(
-            (len(rows), C), flat, values.copy(), settings.estimator, beta, totals, V,
+            (len(rows), C), flat, values, settings.estimator, beta, totals, V,
             sums if settings.model == "complement" else None,
         )  # fmt: skip
         return _transformed_linear(counts, settings, rows, weights, log_pi)
