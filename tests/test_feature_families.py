@@ -154,10 +154,11 @@ def test_a_model_keeping_words_scores_as_a_model_of_words(settings):
     assert np.array_equal(Classifier(reread).joint_log_likelihood(texts), expected)
 
 
-def second_round(words: list[dict]) -> list[str]:
+def second_round(words: list[dict], many: int | None = None) -> list[str]:
     """The names of the formulas the second round scores on the sets with pairs, given
     the first round's table rows ``words``: the SECOND_ROUND best by the criterion
-    (shortfall, log loss, order) and their evidence formulas, in the candidates' order."""
+    (shortfall, log loss, order), or the ``many`` best, and their evidence formulas, in
+    the candidates' order."""
     from nbclass.models.choosing import CANDIDATES, SECOND_ROUND, describe, shortfall
     from nbclass.models.novelty import evidence_settings
 
@@ -167,7 +168,7 @@ def second_round(words: list[dict]) -> list[str]:
     for i in order:
         if words[i]["settings"] not in best:
             best.append(words[i]["settings"])
-    best = [EstimatorSettings.from_dict(s) for s in best[:SECOND_ROUND]]
+    best = [EstimatorSettings.from_dict(s) for s in best[: many or SECOND_ROUND]]
     wanted = set(best) | {evidence_settings(s) for s in best}
     return [describe(s) for s in CANDIDATES if s in wanted]
 
@@ -566,11 +567,12 @@ def test_one_subtraction_serves_every_pruning():
 
 def test_the_largest_choice_table_is_written_and_read(reviews, tmp_path):
     """600 movie reviews counted with word pairs: words and words + pairs each hold more
-    than 10,000 entries, so the choice scores 9 sets (the two, the pairs pruned to
-    df >= 2, and the two at three sizes by MI), and each again with the symbols: 8
-    formulas on the 8 of words, the best two and their evidence formula on the 5 with
-    pairs that hold the symbols as the first round's best candidate does (or not), a
-    table both loaders read back, and predict uses."""
+    than 10,000 entries, so the first round scores 8 formulas on 8 sets of words (with
+    and without the symbols, at three sizes by MI and whole). Its best candidate is
+    the words pruned to their 1,000 of highest MI, so the second round scores the pairs
+    added to its families pruned by MI alone, to 1,000 and 3,000 entries, by its formula
+    and that formula's evidence formula alone: a table both loaders read back, and
+    predict uses."""
     from nbclass.models.choosing import shortfall
 
     model_path = tmp_path / "pairs.nbc"
@@ -579,13 +581,15 @@ def test_the_largest_choice_table_is_written_and_read(reviews, tmp_path):
     model = load(str(model_path))
     table = without_offsets(model.choice["candidates"])
     first = [row for row in table if "pairs" not in row["features"]]
-    formulas = len(second_round(first))
-    assert 2 <= formulas <= 4 and len(table) == 2 * 8 * 4 + formulas * 5
+    assert len(first) == 2 * 8 * 4
     gaps = shortfall([r["accuracy"] for r in first], [r["macro_f1"] for r in first])
     top = min(range(len(first)), key=lambda i: (gaps[i], first[i]["log_loss"], i))
-    paired = {tuple(name for name in row["features"] if name != "pairs")
-              for row in table if "pairs" in row["features"]}  # fmt: skip
-    assert paired == {tuple(first[top]["features"])}
+    assert first[top]["top_mi"] == 1000
+    formulas = second_round(first, 1)
+    families = "+".join(first[top]["features"] + ["pairs"])
+    assert [row["name"] for row in table if "pairs" in row["features"]] == [
+        f"{name}, {families}, MI top {k}" for k in (1000, 3000) for name in formulas
+    ]
     document = sorted((reviews / "all" / "pos").glob("*"))[0]
     for target in (document, reviews / "a" / "neg"):  # the one-document reader, the full one
         result = run("predict", "-m", model_path, target)

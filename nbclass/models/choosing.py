@@ -962,6 +962,8 @@ def held_out_summaries(
     of fit to gain 4 % of its time.
     """
     n, C = X.shape[0], len(counts.classes)
+    if not sets:  # no fold to make
+        return []
     per_set = [candidates] * len(sets) if per_set is None else per_set
     out = [
         ([Summary.empty(n, C, settings in evidence, keep) for settings in mine],
@@ -1786,7 +1788,9 @@ def choose(
     # A document whose class has no other document is never scored: held out, its class
     # would have no training document. Leaving it out of the sample spares the work.
     scorable = counts.class_count[y] >= 2
-    X, y = as_csr(X)[scorable], y[scorable]
+    X = as_csr(X)
+    if not scorable.all():  # (else not copied: with word pairs, most of the sample's entries)
+        X, y = X[scorable], y[scorable]
     if y.size == 0:
         return _no_evidence(candidates, features)
     fold_ids = stratified_fold_ids(y, folds_for(y.size, counts.n_docs, k))
@@ -1823,8 +1827,9 @@ def choose(
                         evidence, keep, len(first) < len(sets), last)  # fmt: skip
     for i, (summaries, n_tokens) in zip(first, done):
         results[i] = (candidates, summaries, n_tokens)
+    made: dict = {}  # each set's rows of the table, made once (_rows)
     if len(first) < len(sets):
-        ahead = _rows(sets, specs, results, y, len(counts.classes))
+        ahead = _rows(sets, specs, results, y, len(counts.classes), made)
         gaps = shortfall(
             [r["correct"] / max(r["documents"], 1) for r in ahead], [r["macro_f1"] for r in ahead]
         )
@@ -1842,12 +1847,21 @@ def choose(
             # The words pruned by MI lost: so would the pairs' (docs/choosing.md), whose
             # ranking of every fold's entries is a fifth of the second round.
             at = [i for i in at if sets[i][3] is None]
+        elif top["top_mi"] is not None:
+            # The words pruned by MI won: so the pairs are scored pruned by MI alone, to
+            # as many entries and to the next size (with pairs, more entries inform), by
+            # the winning formula (and its evidence formula) alone (docs/choosing.md).
+            larger = sorted({sets[i][3] for i in at if (sets[i][3] or 0) > top["top_mi"]})
+            sizes = {top["top_mi"], *larger[:1]}
+            at = [i for i in at if sets[i][3] in sizes]
+            wanted = {best[0], evidence_settings(best[0])}
+            mine = tuple(settings for settings in candidates if settings in wanted)
         done = held_out_summaries(counts, X, y, fold_ids, candidates, threads,
                                   [specs[i] for i in at], evidence, keep,
                                   per_set=[mine] * len(at), last=last)  # fmt: skip
         for i, (summaries, n_tokens) in zip(at, done):
             results[i] = (mine, summaries, n_tokens)
-    rows = _rows(sets, specs, results, y, len(counts.classes))
+    rows = _rows(sets, specs, results, y, len(counts.classes), made)
     gaps = shortfall(
         [r["correct"] / max(r["documents"], 1) for r in rows], [r["macro_f1"] for r in rows]
     )
@@ -1936,19 +1950,27 @@ def _adds_to(base, names) -> bool:
     return names is not None and set(base) == set(names)
 
 
-def _rows(sets, specs, results, y: np.ndarray, C: int) -> list[dict]:
+def _rows(sets, specs, results, y: np.ndarray, C: int, made: dict | None = None) -> list[dict]:
     """The scored candidates, set by set in ``sets`` order and in the order of
     :data:`CANDIDATES` within a set (the sets not scored, None in ``results``, left
-    out), each with what the criterion and the table need."""
-    rows = []
-    for (names, _, min_df, top_mi), (set_rows, _, _), result in zip(sets, specs, results):
+    out), each with what the criterion and the table need. ``made``: each set's rows
+    made by an earlier call, by index in ``sets`` (taken, and added to)."""
+    rows: list = []
+    made = {} if made is None else made
+    for at, ((names, _, min_df, top_mi), (set_rows, _, _), result) in enumerate(
+        zip(sets, specs, results)
+    ):
         if result is None:
             continue
+        if at in made:  # (the first round's, made before the second round)
+            rows += made[at]
+            continue
         mine, summaries, n_tokens = result
+        made[at] = []
         for settings, summary in zip(mine, summaries):
             scored = summary.scored
             pred, truth = summary.pred[scored], y[scored]
-            rows.append(
+            made[at].append(
                 {
                     "settings": settings,
                     "summary": summary,
@@ -1963,6 +1985,7 @@ def _rows(sets, specs, results, y: np.ndarray, C: int) -> list[dict]:
                     "rows": set_rows,
                 }
             )
+        rows += made[at]
     return rows
 
 
