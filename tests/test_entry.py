@@ -201,14 +201,13 @@ def test_numbers_are_read_as_the_plain_number_patterns_read_them(text):
     assert _value("float", text) == (float(text) if decimal else None)
 
 
-@pytest.mark.parametrize("given_value", [None, "2"])
-def test_the_command_runs_openblas_in_one_thread_unless_told(given_value):
-    """The console script asks numpy's OpenBLAS for one thread before numpy is imported
-    (its helper threads spin between the command's small dense products), and leaves a
-    number the user set alone."""
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    if given_value is not None:
-        env["OPENBLAS_NUM_THREADS"] = given_value
+def _after_the_command(name: str, value: str | None, lines: str) -> str:
+    """The last line a Python process prints with ``lines`` run after the console
+    script's main() (``nbclass --version``), with the environment variable ``name`` set
+    to ``value`` (None: unset)."""
+    env = {k: v for k, v in os.environ.items() if k != name}
+    if value is not None:
+        env[name] = value
     script = (
         "import os, sys\n"
         "sys.argv = ['nbclass', '--version']\n"
@@ -219,15 +218,37 @@ def test_the_command_runs_openblas_in_one_thread_unless_told(given_value):
         "    main()\n"
         "except SystemExit:\n"
         "    pass\n"
+    ) + lines
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, cwd=REPO,
+                            timeout=TIMEOUT, env=env)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout.decode().splitlines()[-1]
+
+
+@pytest.mark.parametrize("given_value", [None, "1"])
+def test_the_command_asks_for_no_huge_pages_unless_told(given_value):
+    """The console script turns off numpy's requests for huge pages (madvise) before
+    numpy is imported (the kernel's compaction for them was most of the choice's system
+    time), and leaves a value the user set alone."""
+    last = _after_the_command("NUMPY_MADVISE_HUGEPAGE", given_value, (
+        "import numpy\n"
+        "print(os.environ['NUMPY_MADVISE_HUGEPAGE'],\n"
+        "      numpy._core.multiarray._get_madvise_hugepage())\n"
+    ))  # fmt: skip
+    assert last == ("0 False" if given_value is None else "1 True")
+
+
+@pytest.mark.parametrize("given_value", [None, "2"])
+def test_the_command_runs_openblas_in_one_thread_unless_told(given_value):
+    """The console script asks numpy's OpenBLAS for one thread before numpy is imported
+    (its helper threads spin between the command's small dense products), and leaves a
+    number the user set alone."""
+    last = _after_the_command("OPENBLAS_NUM_THREADS", given_value, (
         "import numpy  # noqa\n"
         "from threadpoolctl import threadpool_info\n"
         "blas = [p['num_threads'] for p in threadpool_info() if p['internal_api'] == 'openblas']\n"
         "print(os.environ['OPENBLAS_NUM_THREADS'], blas[:1])\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, cwd=REPO,
-                            timeout=TIMEOUT, env=env)  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    last = result.stdout.decode().splitlines()[-1]
+    ))  # fmt: skip
     if given_value is None:
         assert last == "1 [1]"
     else:
