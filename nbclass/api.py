@@ -53,6 +53,7 @@ TOKENIZER_OPTIONS = {
     "unspaced": None,
     "symbols": None,  # on for model="auto" (as fit chooses), else off
     "ngram_range": None,
+    "ngram_doc_limit": None,
     "stop_words": "none",
     "hash_features": None,
     "min_df": 1,
@@ -187,6 +188,7 @@ def _fit_settings(options: dict):
         if low > high:
             raise InputError(f"ngram_range ({low}, {high}): MIN must not exceed MAX")
         values["ngram_range"] = (low, high)
+    values["ngram_doc_limit"] = _number("ngram_doc_limit", values["ngram_doc_limit"], int, 1)
     if values["hash_features"] is not None:
         from .text.hashing import parse_hash_features
 
@@ -252,9 +254,10 @@ def fit(texts: Iterable[str], labels: Iterable[str], *, ledger: bool = False, jo
     **options
         fit's options by their Python names: ``lowercase``, ``token_pattern``, ``unspaced``,
         ``symbols`` (None by default: on when ``model="auto"`` chooses, as fit's
-        ``--symbols`` default), ``ngram_range`` (MIN, MAX), ``stop_words`` (``"english"``, a
-        file or ``"none"``), ``hash_features``, ``min_df``, ``max_features``, and the
-        estimator options
+        ``--symbols`` default), ``ngram_range`` (MIN, MAX), ``ngram_doc_limit`` (N: the
+        n-grams longer than one word only in texts of at most N tokens), ``stop_words``
+        (``"english"``, a file or ``"none"``), ``hash_features``, ``min_df``,
+        ``max_features``, and the estimator options
         ``model`` (``"auto"`` by default: chosen by cross-validation and calibrated),
         ``estimator``, ``alpha``, ``beta``, ``tf``, ``idf``, ``norm``, ``prior_fit``,
         ``class_prior``.

@@ -42,8 +42,8 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
         the multinomial model with those options.
     estimator, alpha, beta, tf, idf, norm, prior_fit, class_prior
         The estimator options of ``nbclass fit`` (None: the command's default).
-    lowercase, token_pattern, symbols, ngram_range, stop_words, hash_features, min_df,
-    max_features
+    lowercase, token_pattern, symbols, ngram_range, ngram_doc_limit, stop_words,
+    hash_features, min_df, max_features
         The tokenizer and vocabulary options of ``nbclass fit`` (``symbols`` None: on when
         the settings are chosen, ``model`` None or ``"auto"``, as the command's default).
     calibration : bool
@@ -73,8 +73,8 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
     def __init__(
         self, model=None, estimator=None, alpha=None, beta=None, tf=None, idf=None, norm=None,
         prior_fit=None, class_prior=None, lowercase=True, token_pattern=None, symbols=None,
-        ngram_range=None, stop_words="none", hash_features=None, min_df=1, max_features=None,
-        calibration=True, jobs=None,
+        ngram_range=None, ngram_doc_limit=None, stop_words="none", hash_features=None, min_df=1,
+        max_features=None, calibration=True, jobs=None,
     ):  # fmt: skip
         self.model = model
         self.estimator = estimator
@@ -89,6 +89,7 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
         self.token_pattern = token_pattern
         self.symbols = symbols
         self.ngram_range = ngram_range
+        self.ngram_doc_limit = ngram_doc_limit
         self.stop_words = stop_words
         self.hash_features = hash_features
         self.min_df = min_df
@@ -107,8 +108,8 @@ class NaiveBayesTextClassifier(ClassifierMixin, BaseEstimator):
     def _options(self) -> dict:
         names = (
             "model", "estimator", "alpha", "beta", "tf", "idf", "norm", "prior_fit",
-            "class_prior", "lowercase", "token_pattern", "symbols", "ngram_range", "stop_words",
-            "hash_features", "min_df", "max_features",
+            "class_prior", "lowercase", "token_pattern", "symbols", "ngram_range",
+            "ngram_doc_limit", "stop_words", "hash_features", "min_df", "max_features",
         )  # fmt: skip
         return {name: getattr(self, name) for name in names}
 

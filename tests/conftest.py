@@ -77,6 +77,23 @@ def big_corpus(root: Path, files: int) -> Path:
     return root
 
 
+def fit_by_every_path(corpus, tokenizer, monkeypatch) -> tuple[bytes, bytes, bytes]:
+    """The model files (multinomial) of ``corpus`` (a listed corpus) fitted by the run
+    tally in this process, by two counting processes, and with every document tokenized
+    by the regex (no run tally)."""
+    import nbclass.counting.counts
+    from nbclass.modelfile.textfile import dumps
+    from nbclass.models.estimators import EstimatorSettings
+    from nbclass.models.model import fit
+
+    named = EstimatorSettings(model="multinomial")
+    fast = dumps(fit(corpus, tokenizer, defaults=named))
+    monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 1)
+    workers = dumps(fit(corpus, tokenizer, defaults=named, jobs=2))
+    monkeypatch.setattr(nbclass.counting.counts, "ascii_splitter", lambda *args: None)
+    return fast, workers, dumps(fit(corpus, tokenizer, defaults=named))
+
+
 def write_corpus(root: Path, documents: dict[str, list[str]]) -> Path:
     """Write ``{class: [text, ...]}`` as root/class/NNN.txt; returns root."""
     for label, texts in documents.items():

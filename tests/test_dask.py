@@ -164,6 +164,22 @@ def test_a_fit_with_symbols_on_the_cluster_writes_the_local_fits_file(scheduler,
     assert b'"symbols": true' in written and (news / "dask.nbc").read_bytes() == written
 
 
+def test_pairs_of_the_short_documents_on_the_cluster_are_the_local_fits(scheduler, news):
+    """--ngram-doc-limit: the workers form the pairs of the documents of at most 64
+    tokens only (the setting goes to them with the tokenizer), as a local fit does."""
+    options = ["--ngram-range", "1,2", "--ngram-doc-limit", "64", "--model", "multinomial"]
+    remote = run("fit", "train", *options, "-o", "dask.nbc", "-q", "--scheduler", scheduler,
+                 cwd=news)  # fmt: skip
+    assert (remote.returncode, remote.stderr) == (0, b"")
+    local = CliRunner().invoke(
+        cli, ["fit", str(news / "train"), *options, "-o", str(news / "local.nbc"), "-q",
+              "-j", "1"], env={"DASK_SCHEDULER_ADDRESS": None},
+    )  # fmt: skip
+    assert local.exit_code == 0, local.output
+    written = (news / "local.nbc").read_bytes()
+    assert b'"ngram_doc_limit": 64' in written and (news / "dask.nbc").read_bytes() == written
+
+
 def test_an_update_counted_on_the_cluster_equals_a_fresh_local_fit(scheduler, news):
     """At the defaults: half the documents fitted here, the other half added by an update
     counted on the cluster (its sample read here, every document hashed) writes the bytes

@@ -16,13 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import RUN_COUNTER_OFF
+from conftest import RUN_COUNTER_OFF, fit_by_every_path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nbclass.counting.counts
 import nbclass.text.runs as runs_module
-from nbclass.modelfile.textfile import dumps
 from nbclass.models.estimators import EstimatorSettings
 from nbclass.models.model import fit
 from nbclass.reading.corpus import list_corpus
@@ -43,23 +42,30 @@ texts = st.one_of(
 )
 RANGES = [(1, 2), (2, 2), (1, 3), (2, 3), (3, 3), (1, 1)]
 STOP_LISTS = [(), ("the",), ("the", "мир", "日本語")]
+LIMITS = [None, None, 1, 2, 4]  # ngram_doc_limit: n-grams only in texts of so many tokens
 
 
-def tokenizer_settings(ngram_range, lowercase, stop):
-    return TokenizerSettings(lowercase=lowercase, stop_words=stop, ngram_range=ngram_range)
+def tokenizer_settings(ngram_range, lowercase, stop, limit=None):
+    """The settings; ``limit`` only with a range from 1 (the others refuse one)."""
+    return TokenizerSettings(
+        lowercase=lowercase, stop_words=stop, ngram_range=ngram_range,
+        ngram_doc_limit=limit if ngram_range[0] == 1 else None,
+    )  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None, database=None)
 @given(
     st.lists(texts, max_size=8), st.sampled_from(RANGES), st.booleans(),
-    st.sampled_from(STOP_LISTS), st.sampled_from([3, 17, 1 << 20]),
+    st.sampled_from(STOP_LISTS), st.sampled_from([3, 17, 1 << 20]), st.sampled_from(LIMITS),
 )  # fmt: skip
-def test_a_text_counter_counts_the_tokenizers_ngrams(texts_, ngram_range, lowercase, stop, chunk):
+def test_a_text_counter_counts_the_tokenizers_ngrams(
+    texts_, ngram_range, lowercase, stop, chunk, limit
+):
     """Predict's counts over a vocabulary of the texts' own n-grams, and n-grams no text
     has (one of a single character, which is never a token, and one of a stop word):
     the matrix and each text's number of tokens (words and n-grams) are the
-    tokenizer's, in chunks of any size."""
-    settings_ = tokenizer_settings(ngram_range, lowercase, stop)
+    tokenizer's, in chunks of any size, with or without an ``ngram_doc_limit``."""
+    settings_ = tokenizer_settings(ngram_range, lowercase, stop, limit)
     tokenize = make_tokenizer(settings_)
     tokens = [tokenize(text) for text in texts_]
     vocabulary = sorted({t for found in tokens for t in found} | {"ab x", "the ab", "zz zz zz"})
@@ -78,12 +84,15 @@ def test_a_text_counter_counts_the_tokenizers_ngrams(texts_, ngram_range, lowerc
 @settings(max_examples=300, deadline=None, database=None)
 @given(
     st.lists(st.tuples(texts, st.integers(0, 2)), max_size=10), st.sampled_from(RANGES),
-    st.booleans(), st.sampled_from(STOP_LISTS), st.integers(1, 60),
+    st.booleans(), st.sampled_from(STOP_LISTS), st.integers(1, 60), st.sampled_from(LIMITS),
 )  # fmt: skip
-def test_a_run_tally_counts_the_tokenizers_ngrams(documents, ngram_range, lowercase, stop, chunk):
+def test_a_run_tally_counts_the_tokenizers_ngrams(
+    documents, ngram_range, lowercase, stop, chunk, limit
+):
     """Fit's D_jc and T_jc of texts as ASCII bytes and as str, in chunks of any size:
-    the tokenizer's, n-grams named with their spaces, all sorted."""
-    settings_ = tokenizer_settings(ngram_range, lowercase, stop)
+    the tokenizer's, n-grams named with their spaces, all sorted, with or without an
+    ``ngram_doc_limit``."""
+    settings_ = tokenizer_settings(ngram_range, lowercase, stop, limit)
     tokenize = make_tokenizer(settings_)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runs_module, "CHUNK_BYTES", chunk)
@@ -203,11 +212,7 @@ def test_fit_with_ngrams_writes_the_regex_paths_bytes(paired, monkeypatch, ngram
     corpus = list_corpus(str(paired))
     tokenizer = TokenizerSettings(ngram_range=ngram_range)
     named = EstimatorSettings(model="multinomial")
-    fast = dumps(fit(corpus, tokenizer, defaults=named))
-    monkeypatch.setattr(nbclass.counting.counts, "PARALLEL_MIN_BYTES", 1)
-    workers = dumps(fit(corpus, tokenizer, defaults=named, jobs=2))
-    monkeypatch.setattr(nbclass.counting.counts, "ascii_splitter", lambda *args: None)
-    plain = dumps(fit(corpus, tokenizer, defaults=named))
+    fast, workers, plain = fit_by_every_path(corpus, tokenizer, monkeypatch)
     assert fast == plain and workers == plain
     vocabulary = fit(corpus, tokenizer, defaults=named).counts.vocabulary
     assert ("server down" in vocabulary) == (ngram_range[1] >= 2)

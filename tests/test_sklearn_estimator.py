@@ -151,19 +151,20 @@ def test_every_option_is_a_parameter_and_reaches_the_model():
     params = NaiveBayesTextClassifier().get_params()
     fit_options = (
         "model", "estimator", "alpha", "beta", "tf", "idf", "norm", "prior_fit",
-        "class_prior", "lowercase", "token_pattern", "symbols", "ngram_range", "stop_words",
-        "hash_features", "min_df", "max_features",
+        "class_prior", "lowercase", "token_pattern", "symbols", "ngram_range",
+        "ngram_doc_limit", "stop_words", "hash_features", "min_df", "max_features",
     )  # fmt: skip
     assert set(params) == {*fit_options, "calibration", "jobs"}
     clf = NaiveBayesTextClassifier().set_params(
         model="bernoulli", alpha=0.5, beta=(2, 1), ngram_range=(1, 2), stop_words="english",
-        min_df=1, max_features=5, token_pattern=r"[a-z]+",
+        min_df=1, max_features=5, token_pattern=r"[a-z]+", ngram_doc_limit=2,
     )  # fmt: skip
     clf.fit(["the cat sat", "a dog ran", "cats and dogs"], ["c", "d", "d"])
     info = clf.model_.info()
     assert info["defaults"]["model"] == "bernoulli" and info["defaults"]["alpha"] == 0.5
     assert info["defaults"]["beta"] == [2.0, 1.0]
     assert info["tokenizer"]["ngram_range"] == [1, 2] and info["tokenizer"]["stop_words"] > 100
+    assert info["tokenizer"]["ngram_doc_limit"] == 2
     assert info["vocabulary_filter"] == {"min_df": 1, "max_features": 5}
     assert clone(clf).get_params() == clf.get_params()
     with pytest.raises(NotFittedError):

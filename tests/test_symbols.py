@@ -516,14 +516,17 @@ def test_every_space_is_found_in_the_basic_plane():
     st.booleans(),
     st.sampled_from(SYMBOL_STOPS),
     st.sampled_from([*SYMBOL_NGRAMS, "all"]),
+    st.sampled_from([None, 1, 3]),
 )
-def test_a_text_counter_counts_the_symbols_as_the_tokenizer(texts, lowercase, stop, ngrams):
+def test_a_text_counter_counts_the_symbols_as_the_tokenizer(texts, lowercase, stop, ngrams, limit):
     """predict's counter: the counts and token numbers of the run path are the regex's,
     over a vocabulary of the texts' tokens and entries no run can be (``"all"``: single
-    words, unspaced "all", as fit counts at its defaults)."""
+    words, unspaced "all", as fit counts at its defaults); ``limit``, an
+    ``ngram_doc_limit``, counts no symbol (n-grams only in texts of so many words)."""
     unspaced, ngrams = ("all", (1, 1)) if ngrams == "all" else (None, ngrams)
     settings_ = TokenizerSettings(
-        lowercase=lowercase, stop_words=stop, ngram_range=ngrams, symbols=True, unspaced=unspaced
+        lowercase=lowercase, stop_words=stop, ngram_range=ngrams, symbols=True, unspaced=unspaced,
+        ngram_doc_limit=limit if ngrams[0] == 1 else None,
     )
     extra = {"x", "AB", "?!?", "a?"} | ({": )", "ab ?"} if ngrams != (1, 1) else set())
     counter, vocabulary = counted_as_tokenized(
@@ -541,17 +544,19 @@ def test_a_text_counter_counts_the_symbols_as_the_tokenizer(texts, lowercase, st
     st.sampled_from(SYMBOL_STOPS),
     st.integers(1, 50),
     st.sampled_from([*SYMBOL_NGRAMS, "all"]),
+    st.sampled_from([None, 1, 3]),
 )
 def test_a_run_tally_counts_the_symbols_as_the_tokenizer(
-    documents, lowercase, stop, chunk, ngrams
+    documents, lowercase, stop, chunk, ngrams, limit
 ):
     """fit's tally: D_jc and T_jc of texts of many scripts with symbols, in chunks of
     any size, ASCII ones as bytes, are the regex tokenizer's; a chunk whose symbols hold
     a 0x01 under n-grams is given back (the caller tokenizes it). ``"all"``: fit's
-    default count, unspaced "all" beside the symbols."""
+    default count, unspaced "all" beside the symbols. ``limit``: an ``ngram_doc_limit``."""
     unspaced, ngrams = ("all", (1, 1)) if ngrams == "all" else (None, ngrams)
     settings_ = TokenizerSettings(
-        lowercase=lowercase, stop_words=stop, ngram_range=ngrams, symbols=True, unspaced=unspaced
+        lowercase=lowercase, stop_words=stop, ngram_range=ngrams, symbols=True, unspaced=unspaced,
+        ngram_doc_limit=limit if ngrams[0] == 1 else None,
     )
     texts = [text for text, _ in documents]
     labels = [c for _, c in documents]

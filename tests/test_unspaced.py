@@ -185,13 +185,16 @@ NGRAMS = [(1, 1), (1, 1), (1, 2), (2, 3)]
     st.booleans(),
     st.sampled_from(STOP_LISTS),
     st.sampled_from(NGRAMS),
+    st.sampled_from([None, 2]),
 )
-def test_a_text_counter_counts_as_the_tokenizer(texts, mode, lowercase, stop, ngrams):
+def test_a_text_counter_counts_as_the_tokenizer(texts, mode, lowercase, stop, ngrams, limit):
     """predict's counter: the counts and token numbers of the run path are the regex's,
     over a vocabulary of the texts' tokens and words no run can be; with word n-grams
-    too (but pairs after n-grams are the tokenizer's alone)."""
+    too (but pairs after n-grams are the tokenizer's alone), in texts of at most
+    ``limit`` tokens when there is one (``ngram_doc_limit``)."""
     settings_ = TokenizerSettings(
-        lowercase=lowercase, stop_words=stop, unspaced=mode, ngram_range=ngrams
+        lowercase=lowercase, stop_words=stop, unspaced=mode, ngram_range=ngrams,
+        ngram_doc_limit=limit if ngrams[0] == 1 else None,
     )
     extra = {"x", "AB", "本日"} | ({"日 本 語", "日 本"} if mode == "pairs" else set())
     counter, _ = counted_as_tokenized(settings_, texts, make_tokenizer(settings_), extra)
@@ -210,14 +213,19 @@ def test_a_text_counter_counts_as_the_tokenizer(texts, mode, lowercase, stop, ng
     st.sampled_from(STOP_LISTS),
     st.integers(1, 50),
     st.sampled_from(NGRAMS),
+    st.sampled_from([None, 2]),
 )
-def test_a_run_tally_counts_as_the_tokenizer(documents, mode, lowercase, stop, chunk, ngrams):
+def test_a_run_tally_counts_as_the_tokenizer(
+    documents, mode, lowercase, stop, chunk, ngrams, limit
+):
     """fit's tally: D_jc and T_jc of texts of many scripts, in chunks of any size, with
-    ASCII ones as bytes, are the regex tokenizer's; the words come sorted."""
+    ASCII ones as bytes, are the regex tokenizer's; the words come sorted (with an
+    ``ngram_doc_limit`` ``limit`` too)."""
     if mode in ("pairs", "all"):
         ngrams = (1, 1)  # with n-grams, pairs are counted by the tokenizer
     settings_ = TokenizerSettings(
-        lowercase=lowercase, stop_words=stop, unspaced=mode, ngram_range=ngrams
+        lowercase=lowercase, stop_words=stop, unspaced=mode, ngram_range=ngrams,
+        ngram_doc_limit=limit if ngrams[0] == 1 else None,
     )
     texts = [text for text, _ in documents]
     labels = [c for _, c in documents]

@@ -135,10 +135,11 @@ def fit(
         if (
             lines_path or ledger or options["hash_features"] or typicality or exit_code_map
             or options["unspaced"] or options["symbols"]
+            or options["ngram_doc_limit"] is not None
         ):  # fmt: skip
             raise UsageError(
                 "--table cannot be combined with --lines, --ledger, --hash-features, "
-                "--unspaced, --symbols, --typicality or --exit-code-map"
+                "--unspaced, --symbols, --ngram-doc-limit, --typicality or --exit-code-map"
             )
         if update_path is not None:
             return _update_table(ctx, update_path, output, quiet, table_options)
@@ -312,7 +313,8 @@ def _update_table(ctx, update_path, output, quiet, table_options):
     """fit --table FILE --update MODEL: add the rows to a table model, under its lock."""
     settings = {
         "lowercase": "--lowercase", "token_pattern": "--token-pattern", "unspaced": "--unspaced",
-        "symbols": "--symbols", "ngram_range": "--ngram-range", "stop_words": "--stop-words",
+        "symbols": "--symbols", "ngram_range": "--ngram-range",
+        "ngram_doc_limit": "--ngram-doc-limit", "stop_words": "--stop-words",
         "min_df": "--min-df",
         "max_features": "--max-features", "event_model": "--model", "estimator": "--estimator",
         "alpha": "--alpha", "beta": "--beta", "tf": "--tf", "idf": "--idf", "norm": "--norm",

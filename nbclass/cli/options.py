@@ -385,6 +385,16 @@ def fit_options(command):
             f"[default: {DEFAULT_NGRAM_RANGE[0]},{DEFAULT_NGRAM_RANGE[1]}]",
         ),
         click.option(
+            "--ngram-doc-limit",
+            type=int,
+            default=None,
+            metavar="N",
+            help="Form the n-grams of --ngram-range longer than one word only in documents "
+            "of at most N tokens (counted after the stop words); a longer document counts "
+            "its single words. Needs --ngram-range from 1; the character pairs of "
+            "--unspaced are not affected.  [default: no limit]",
+        ),
+        click.option(
             "--unspaced",
             type=click.Choice(UNSPACED_MODES),
             default=None,

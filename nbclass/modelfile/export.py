@@ -120,8 +120,8 @@ def export_data(model: Model, settings: EstimatorSettings, calibrate: bool = Tru
 
 def _tokenizer_record(model: Model) -> dict:
     """The export's ``tokenizer`` record: what a reader needs to count documents as the
-    model does (``unspaced`` and ``symbols`` only when set, so other exports are unchanged;
-    not ``symbols`` when the chosen features leave them out,
+    model does (``ngram_doc_limit``, ``unspaced`` and ``symbols`` only when set, so other
+    exports are unchanged; not ``symbols`` when the chosen features leave them out,
     :meth:`nbclass.text.tokenizer.TokenizerSettings.scoring`: none is in the vocabulary)."""
     tokenizer = model.tokenizer.scoring(model.vocabulary_filter.features)
     return {
@@ -129,6 +129,7 @@ def _tokenizer_record(model: Model) -> dict:
         "token_pattern": tokenizer.token_pattern,
         "ngram_range": list(tokenizer.ngram_range),
         "stop_words": list(tokenizer.stop_words),
+        **({"ngram_doc_limit": limit} if (limit := tokenizer.ngram_doc_limit) else {}),
         **({"unspaced": tokenizer.unspaced} if tokenizer.unspaced else {}),
         **({"symbols": True} if tokenizer.symbols else {}),
     }

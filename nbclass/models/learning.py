@@ -96,8 +96,8 @@ def tokenizer_difference(a: TokenizerSettings, b: TokenizerSettings) -> str | No
     does, and the setting the user chose is the one to name."""
     left, right = a.to_dict(), b.to_dict()
     keys = (
-        "lowercase", "token_pattern", "ngram_range", "stop_words", "hash_features", "symbols",
-        "unspaced",
+        "lowercase", "token_pattern", "ngram_range", "ngram_doc_limit", "stop_words",
+        "hash_features", "symbols", "unspaced",
     )  # fmt: skip
     for key in keys:
         if left.get(key) != right.get(key):
@@ -105,6 +105,7 @@ def tokenizer_difference(a: TokenizerSettings, b: TokenizerSettings) -> str | No
                 "stop_words": lambda d: f"{len(d['stop_words'])} stop words "
                 f"({d['stop_words_source']})",
                 "ngram_range": lambda d: "{},{}".format(*d["ngram_range"]),
+                "ngram_doc_limit": lambda d: str(d.get("ngram_doc_limit") or "none"),
                 "hash_features": lambda d: str(d.get("hash_features") or "off"),
                 "unspaced": lambda d: str(d.get("unspaced") or "none"),
                 "symbols": lambda d: "on" if d.get("symbols") else "off",
@@ -1265,7 +1266,8 @@ def fit_settings(
     """``(tokenizer, vocabulary_filter, defaults, auto)`` of a fit with ``options``.
 
     ``options`` holds fit's option values by name: ``lowercase``, ``token_pattern``,
-    ``unspaced`` and ``symbols`` (may be left out), ``ngram_range``, ``stop_words``,
+    ``unspaced``, ``symbols`` and ``ngram_doc_limit`` (may be left out), ``ngram_range``,
+    ``stop_words``,
     ``hash_features``, ``min_df``, ``max_features``,
     ``event_model``, ``estimator``, ``alpha``, ``beta`` and ``text_options`` (a dict of the
     transform options), ``None`` for an option left out where that means "the default".
@@ -1299,6 +1301,7 @@ def fit_settings(
         hash_features=options["hash_features"],
         unspaced=options.get("unspaced"),
         symbols=bool(symbols),
+        ngram_doc_limit=options.get("ngram_doc_limit"),
     )
     make_tokenizer(tokenizer)  # refuse a pattern that cannot work before reading anything
     vocabulary_filter = VocabularyFilter(
@@ -1324,7 +1327,10 @@ def fit_settings(
             "not keep (it was fitted with a named --model, or by an older version): fit the "
             "whole corpus anew to choose"
         )
-    named = ("lowercase", "token_pattern", "ngram_range", "hash_features", "unspaced", "symbols")
+    named = (
+        "lowercase", "token_pattern", "ngram_range", "hash_features", "unspaced", "symbols",
+        "ngram_doc_limit",
+    )  # fmt: skip
     changed = {name: getattr(tokenizer, name) for name in named if name in given}
     if "stop_words" in given:
         changed.update(stop_words=tokenizer.stop_words, stop_words_source=source)

@@ -506,7 +506,9 @@ def info_lines(info: dict) -> Iterator[str]:
     yield (
         f"tokenizer    lowercase {str(t['lowercase']).lower()}, token_pattern "
         f"{_visible(t['token_pattern'])}, ngram_range {t['ngram_range'][0]},"
-        f"{t['ngram_range'][1]}, stop_words {escape(t['stop_words_source'])} "
+        f"{t['ngram_range'][1]}"
+        + (f", ngram_doc_limit {t['ngram_doc_limit']}" if t.get("ngram_doc_limit") else "")
+        + f", stop_words {escape(t['stop_words_source'])} "
         f"({t['stop_words']} words)"
         + (f", hash_features {t['hash_features']}" if t.get("hash_features") else "")
         + (f", unspaced {t['unspaced']}" if t.get("unspaced") else "")

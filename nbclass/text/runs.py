@@ -43,7 +43,9 @@ bytes copied are a few times the tokens' bytes, so words and pairs cost about tw
 alone, against the tokenizer's Python loop over every n-gram. Word pairs alone (``1,2``
 or ``2,2``) are made of no bytes: predict finds a pair by its two tokens' ids in the run
 table, one 64-bit key looked up in a table of the vocabulary's pairs
-(:attr:`RunCounter.pairs`), and fit numbers it by its two words' numbers.
+(:attr:`RunCounter.pairs`), and fit numbers it by its two words' numbers. With an
+``ngram_doc_limit``, each text's number of tokens is counted from its runs
+(:func:`short_texts`) and no n-gram starts in a text of more.
 
 With ``symbols`` (:func:`nbclass.text.tokenizer.symbol_tokens`), each chunk's single
 word characters and runs of characters neither word nor space are counted after the
@@ -199,8 +201,22 @@ def _copy_segments(out: np.ndarray, at: np.ndarray, codes: np.ndarray, starts, l
     out[np.repeat(at, lengths) + within] = codes[np.repeat(starts, lengths) + within]
 
 
+def short_texts(text: np.ndarray, limit: int | None) -> np.ndarray | None:
+    """Whether each token, of the text ``text[r]`` (the tokens the n-grams are made from),
+    is in a text of at most ``limit`` tokens (``ngram_doc_limit``), bool of ``text``'s
+    shape; None without a limit.
+
+    >>> short_texts(np.array([0, 0, 1, 1, 1, 3]), 2).tolist()
+    [True, True, False, False, False, True]
+    """
+    if limit is None:
+        return None
+    return np.bincount(text)[text] <= limit if text.size else np.zeros(0, dtype=bool)
+
+
 def with_ngrams(
-    codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, text: np.ndarray, ngram_range
+    codes: np.ndarray, starts: np.ndarray, ends: np.ndarray, text: np.ndarray, ngram_range,
+    limit: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(codes, starts, ends, text)`` of the n-grams of the tokens ``codes[starts[r]:
     ends[r]]`` (the tokens of a chunk in order, those of text ``text[r]``; ``text``
@@ -208,6 +224,7 @@ def with_ngrams(
     consecutive tokens of one text joined by the byte 0x01, a run of new ``codes``
     (uint8; runs separated by spaces), grams of length 2 first, then 3, ...: the
     tokenizer's n-grams, in its order within each length, with 0x01 for its spaces.
+    ``limit`` (``ngram_doc_limit``): none of a text of more than ``limit`` tokens.
 
     >>> codes = np.frombuffer(b"ab cd ef gh", dtype=np.uint8)
     >>> grams = with_ngrams(codes, np.array([0, 3, 6, 9]), np.array([2, 5, 8, 11]),
@@ -217,11 +234,14 @@ def with_ngrams(
     """
     low, high = ngram_range
     length = ends - starts
+    short = short_texts(text, limit)
     parts = []  # per n: (first token of each gram, n)
     for n in range(max(2, low), high + 1):
         if length.size < n:
             break
         first = np.flatnonzero(text[n - 1 :] == text[: length.size - n + 1])
+        if short is not None:
+            first = first[short[first]]
         if first.size:
             parts.append((first, n))
     if not parts:
@@ -258,11 +278,13 @@ def with_ngrams(
     return out, gram_starts, gram_starts + size, gram_text
 
 
-def _plus_ngrams(codes, starts, ends, text, keys, ngram_range, ascii: bool):
+def _plus_ngrams(codes, starts, ends, text, keys, ngram_range, ascii: bool, limit=None):
     """The tokens ``(codes, starts, ends, text, keys)`` of a chunk with its n-grams
-    (:func:`with_ngrams`) after them, in one array of codes; without the single words
-    when ``ngram_range`` starts above 1."""
-    grams, gram_starts, gram_ends, gram_text = with_ngrams(codes, starts, ends, text, ngram_range)
+    (:func:`with_ngrams`, none in a text of more than ``limit`` tokens) after them, in one
+    array of codes; without the single words when ``ngram_range`` starts above 1."""
+    grams, gram_starts, gram_ends, gram_text = with_ngrams(
+        codes, starts, ends, text, ngram_range, limit
+    )
     gram_keys = run_keys(grams, gram_starts, gram_ends, ascii)
     gram_starts, gram_ends = gram_starts + codes.size, gram_ends + codes.size
     if ngram_range[0] > 1:
@@ -1090,6 +1112,8 @@ class RunCounter:
         ids: no run of its bytes is made (:func:`with_ngrams`), keyed or compared.
     pair_columns : int64 ndarray of shape (P + 1,) or None
         The column of each pair of ``pairs``, then −1.
+    ngram_doc_limit : int or None
+        The settings' own: no n-gram in a text of more tokens (:func:`short_texts`).
     """
 
     table: bytes
@@ -1102,6 +1126,7 @@ class RunCounter:
     symbols: bool = False
     pairs: WordTable | None = None
     pair_columns: np.ndarray | None = None
+    ngram_doc_limit: int | None = None
 
     @classmethod
     def for_vocabulary(
@@ -1181,7 +1206,7 @@ class RunCounter:
                 return None
             return cls(
                 table, made[0], made[1], V, splitter.lowercase, tuple(splitter.ngram_range),
-                splitter.unspaced, splitter.symbols, made[2], made[3],
+                splitter.unspaced, splitter.symbols, made[2], made[3], splitter.ngram_doc_limit,
             )  # fmt: skip
         found = np.concatenate((columns, np.arange(V, V + len(stop))))
         table_words = WordTable.build(codes, starts[found], ends[found])
@@ -1191,6 +1216,7 @@ class RunCounter:
         return cls(
             table, table_words, columns.astype(np.int64), V, splitter.lowercase,
             tuple(splitter.ngram_range), splitter.unspaced, splitter.symbols,
+            ngram_doc_limit=splitter.ngram_doc_limit,
         )  # fmt: skip
 
     def count(
@@ -1222,6 +1248,9 @@ class RunCounter:
             kept = np.flatnonzero(token)
             found, text, column = found[kept], text[kept], column[kept]
             first = np.flatnonzero(text[1:] == text[:-1])
+            short = short_texts(text, self.ngram_doc_limit)
+            if short is not None:
+                first = first[short[first]]
             one, two = found[first], found[first + 1]
             gram_column = np.full(first.size, -1, dtype=np.int64)
             both = np.flatnonzero((one >= 0) & (two >= 0))  # a pair of unknown words is too
@@ -1238,7 +1267,7 @@ class RunCounter:
         elif self.ngram_range != (1, 1):
             starts, ends, text, column = starts[token], ends[token], text[token], column[token]
             grams, gram_starts, gram_ends, gram_text = with_ngrams(
-                codes, starts, ends, text, self.ngram_range
+                codes, starts, ends, text, self.ngram_range, self.ngram_doc_limit
             )
             gram_keys = run_keys(grams, gram_starts, gram_ends, ascii)
             gram_column = self.columns[self.words.find(grams, gram_starts, gram_ends, gram_keys)]
@@ -1285,12 +1314,15 @@ class RunTally:
         The words met, numbered in the order met.
     pairs : int
         At least the (word, class) pairs held (summed over the chunks).
+    ngram_doc_limit : int or None
+        The splitter's: no n-gram (nor word pair) in a text of more tokens.
     """
 
     def __init__(self, splitter: AsciiSplitter, n_classes: int, stop: WordTable | None):
         self.table, self.n_classes, self.stop = splitter.table, n_classes, stop
         self.lowercase, self.ngram_range = splitter.lowercase, tuple(splitter.ngram_range)
         self.unspaced, self.symbols = splitter.unspaced, splitter.symbols
+        self.ngram_doc_limit = splitter.ngram_doc_limit
         self.n_words = self.pairs = 0
         # The words' keys and the number of each, in a table where each run is looked up.
         self._numbers = _KeyTable()
@@ -1417,7 +1449,7 @@ class RunTally:
             starts, ends, text, keys = starts[keep], ends[keep], text[keep], keys[keep]
         if self.ngram_range != (1, 1) and not self._by_numbers:
             codes, starts, ends, text, keys = _plus_ngrams(
-                codes, starts, ends, text, keys, self.ngram_range, ascii
+                codes, starts, ends, text, keys, self.ngram_range, ascii, self.ngram_doc_limit
             )
         n_runs = keys.size  # the words (and n-grams): the word pairs are made from these
         ones = None  # the symbols of one byte, counted apart (_one_byte_symbols)
@@ -1563,8 +1595,12 @@ class RunTally:
         ``numbers``), its text and which of the chunk's distinct pairs it is; and the
         tally's number of each distinct pair, new ones numbered now, in the order of
         their words' numbers. A pair is found by the numbers of its two words, exactly,
-        and kept as them: no bytes are made."""
+        and kept as them: no bytes are made. None of a text of more tokens than the
+        ``ngram_doc_limit``."""
         first = np.flatnonzero(text[1:] == text[:-1])
+        short = short_texts(text, self.ngram_doc_limit)
+        if short is not None:
+            first = first[short[first]]
         if not first.size:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, empty

@@ -4,7 +4,8 @@ Steps, in order: NUL characters become spaces (NUL separates words in the model 
 token may hold one); the text is lower-cased (unless ``lowercase`` is off); the token
 pattern finds the tokens (``re.findall``; a pattern with one capturing group yields that
 group); stop words are removed; word n-grams of every length in ``ngram_range`` are formed
-from the remaining tokens and joined by single spaces.
+from the remaining tokens and joined by single spaces (with ``ngram_doc_limit`` N, those
+longer than one token only when the remaining tokens number at most N).
 
 The default pattern, ``(?u)\\b\\w\\w+\\b``, takes runs of two or more Unicode word characters
 (letters, digits, underscore) in any script: single characters ("a", "I", the "s" of "it's")
@@ -153,6 +154,11 @@ class TokenizerSettings(Record, frozen=True):
     symbols : bool
         Add the single word characters and the runs of punctuation and other symbols
         (:func:`symbol_tokens`) to the default pattern's tokens.
+    ngram_doc_limit : int or None
+        N: the n-grams of ``ngram_range`` longer than one token are formed only in a
+        document of at most N tokens (those the n-grams are made from: after lower-casing
+        and the stop words); a longer document counts its single tokens only. Needs an
+        n-gram range from 1 (:func:`validate_ngram_doc_limit`). None: no limit.
     """
 
     lowercase: bool = True
@@ -163,6 +169,7 @@ class TokenizerSettings(Record, frozen=True):
     hash_features: int | None = None
     unspaced: str | None = None
     symbols: bool = False
+    ngram_doc_limit: int | None = None
 
     @property
     def symbol_entries(self) -> bool | str:
@@ -201,6 +208,8 @@ class TokenizerSettings(Record, frozen=True):
             del data["unspaced"]  # nor do files of the pattern alone
         if not self.symbols:
             del data["symbols"]  # nor files without the symbols
+        if self.ngram_doc_limit is None:
+            del data["ngram_doc_limit"]  # nor files of n-grams in every document
         data["stop_words"] = list(self.stop_words)
         return data
 
@@ -215,6 +224,9 @@ class TokenizerSettings(Record, frozen=True):
             hash_features=_optional_int(data.get("hash_features")),
             unspaced=_unspaced_mode(data.get("unspaced")),
             symbols=_flag(data.get("symbols", False), "symbols"),
+            ngram_doc_limit=_optional_int(
+                data.get("ngram_doc_limit"), "ngram_doc_limit", 1, "a number of tokens"
+            ),
         )
 
 
@@ -240,11 +252,13 @@ def check_family_names(names) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _optional_int(value) -> int | None:
+def _optional_int(
+    value, name: str = "hash_features", least: int = 2, what: str = "a number of columns"
+) -> int | None:  # fmt: skip
     if value is None:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 2:
-        raise ValueError(f"hash_features {value!r} is not a number of columns")
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise ValueError(f"{name} {value!r} is not {what}")
     return value
 
 
@@ -447,6 +461,25 @@ def validate_ngram_range(ngram_range: tuple[int, int]) -> None:
         raise UsageError(
             f"--ngram-range {low},{high} is not valid: give MIN,MAX with 1 <= MIN <= MAX "
             f"<= {MAX_NGRAM}"
+        )
+
+
+def validate_ngram_doc_limit(settings: TokenizerSettings) -> None:
+    """Refuse an ``ngram_doc_limit`` below 1, or one with an n-gram range from above 1
+    (a long document would have no token at all)."""
+    limit = settings.ngram_doc_limit
+    if limit is None:
+        return
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise UsageError(
+            f"--ngram-doc-limit {limit!r} is not valid: give a number of tokens N >= 1"
+        )
+    low, high = settings.ngram_range
+    if low > 1:
+        raise UsageError(
+            f"--ngram-doc-limit keeps a longer document's single words, which --ngram-range "
+            f"{low},{high} leaves out: give --ngram-range 1,{high}, or leave out "
+            "--ngram-doc-limit"
         )
 
 
@@ -662,6 +695,7 @@ class AsciiSplitter:
     # never uses a splitter, and a dataclass compiles its methods when it is defined.
     __slots__ = (
         "table", "dropped", "lowercase", "stop_words", "ngram_range", "unspaced", "symbols",
+        "ngram_doc_limit",
     )  # fmt: skip
 
     def __init__(
@@ -673,12 +707,14 @@ class AsciiSplitter:
         ngram_range: tuple[int, int] = (1, 1),
         unspaced: str | None = None,
         symbols: bool = False,
+        ngram_doc_limit: int | None = None,
     ):
         self.table, self.dropped = table, dropped
         self.lowercase, self.stop_words = lowercase, stop_words
         self.ngram_range = ngram_range
         self.unspaced = unspaced  # the settings' own: ASCII text has no unspaced script
         self.symbols = symbols  # the settings' own: the run counters add the symbols
+        self.ngram_doc_limit = ngram_doc_limit  # the settings' own, applied by the counters
 
     def split(self, data: bytes) -> list[bytes]:
         """The runs of ``data`` (ASCII bytes): the single-word tokens, with the dropped
@@ -717,6 +753,7 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
     return AsciiSplitter(
         bytes(table), frozenset(singles | stop), settings.lowercase, settings.stop_words,
         tuple(settings.ngram_range), settings.unspaced, settings.symbols,
+        settings.ngram_doc_limit,
     )
 
 
@@ -740,6 +777,9 @@ def make_tokenizer(settings: TokenizerSettings, lazy: bool = False) -> Callable[
     >>> tokenize = make_tokenizer(TokenizerSettings(ngram_range=(1, 2)))
     >>> tokenize("The server is DOWN again")
     ['the', 'server', 'is', 'down', 'again', 'the server', 'server is', 'is down', 'down again']
+    >>> short = make_tokenizer(TokenizerSettings(ngram_range=(1, 2), ngram_doc_limit=3))
+    >>> short("Server down"), short("The server is DOWN again")
+    (['server', 'down', 'server down'], ['the', 'server', 'is', 'down', 'again'])
 
     With n-grams and ``lazy``, a document of more than :data:`NGRAMS_LISTED` of them gets
     an :class:`Ngrams` instead of a list: the same tokens in the same order, made as they
@@ -749,6 +789,7 @@ def make_tokenizer(settings: TokenizerSettings, lazy: bool = False) -> Callable[
     the list, which it reads twice (the counts, then the distinct words).
     """
     validate_ngram_range(settings.ngram_range)
+    validate_ngram_doc_limit(settings)
     validate_unspaced(settings)
     if settings.token_pattern not in _VETTED_PATTERNS:
         compile_pattern(settings.token_pattern)
@@ -762,6 +803,7 @@ def make_tokenizer(settings: TokenizerSettings, lazy: bool = False) -> Callable[
     lowercase = settings.lowercase
     stop = frozenset(settings.stop_words)
     min_n, max_n = settings.ngram_range
+    limit = settings.ngram_doc_limit
 
     def words(text: str) -> list[str]:
         if "\x00" in text:
@@ -783,18 +825,20 @@ def make_tokenizer(settings: TokenizerSettings, lazy: bool = False) -> Callable[
         return HashedTokenizer(plain, settings.hash_features)
     if unspaced in ("pairs", "all"):
         tokenize = _with_pairs(
-            words, (min_n, max_n), lowercase, stop if unspaced == "all" else None
+            words, (min_n, max_n), lowercase, stop if unspaced == "all" else None, limit
         )
         if settings.symbols:  # unspaced "all" (validate_unspaced): the symbols after
             return _with_symbols(tokenize, (1, 1), lowercase, stop, False, spaced=True)
         return tokenize
     if settings.symbols:
-        return _with_symbols(words, (min_n, max_n), lowercase, stop, lazy)
+        return _with_symbols(words, (min_n, max_n), lowercase, stop, lazy, limit=limit)
     if (min_n, max_n) == (1, 1):
         return words
 
     def ngrams(text: str) -> list[str] | Ngrams:
         tokens = words(text)
+        if limit is not None and len(tokens) > limit:
+            return tokens  # a long document: its single words only (min_n is 1)
         if lazy:
             lengths = range(min_n, min(max_n, len(tokens)) + 1)
             total = sum(len(tokens) - n + 1 for n in lengths)
@@ -806,14 +850,16 @@ def make_tokenizer(settings: TokenizerSettings, lazy: bool = False) -> Callable[
 
 
 def _with_symbols(
-    words, ngram_range: tuple[int, int], lowercase: bool, stop, lazy: bool, spaced: bool = False
+    words, ngram_range: tuple[int, int], lowercase: bool, stop, lazy: bool, spaced: bool = False,
+    limit: int | None = None,
 ):  # fmt: skip
     """The tokenizer of ``symbols``: ``words``' tokens and their n-grams, then the
     single word characters and runs of symbols of the text (:func:`symbol_tokens`) that
     are not stop words. With ``lazy``, a document of more than :data:`NGRAMS_LISTED`
     n-grams gets an :class:`Ngrams` holding the symbols after them. ``spaced``: beside
     ``unspaced="all"`` (``words`` its tokenizer), only the symbols that hold no character
-    of a script written without spaces (:func:`spaced_symbols`)."""
+    of a script written without spaces (:func:`spaced_symbols`). ``limit``: the
+    ``ngram_doc_limit`` (a document of more tokens gets no n-gram; the symbols still)."""
     min_n, max_n = ngram_range
 
     def tokenize(text: str) -> list[str] | Ngrams:
@@ -827,7 +873,7 @@ def _with_symbols(
             found = spaced_symbols(found)
         if stop:
             found = [t for t in found if t not in stop]
-        if (min_n, max_n) != (1, 1):
+        if (min_n, max_n) != (1, 1) and (limit is None or len(tokens) <= limit):
             lengths = range(min_n, min(max_n, len(tokens)) + 1)
             total = sum(len(tokens) - n + 1 for n in lengths)
             if lazy and total > NGRAMS_LISTED:
@@ -848,20 +894,24 @@ def _ngrams(tokens: list[str], min_n: int, max_n: int) -> list[str]:
     return out
 
 
-def _with_pairs(words, ngram_range: tuple[int, int], lowercase: bool, stop=None):
+def _with_pairs(
+    words, ngram_range: tuple[int, int], lowercase: bool, stop=None, limit: int | None = None
+):  # fmt: skip
     """The tokenizer of ``unspaced="pairs"``: ``words``' tokens (and their n-grams), then
     each two adjacent unspaced word characters of the text, joined by a space. Pairs are
     not stop words' business: a stop word is one token, a pair is two.
 
     With ``stop`` (a set, maybe empty), that of ``unspaced="all"``: ``words`` are the
-    runs, and each unspaced character that is not a stop word comes before the pairs."""
+    runs, and each unspaced character that is not a stop word comes before the pairs.
+    ``limit``: the ``ngram_doc_limit``, which bounds the word n-grams (a document of
+    more of ``words``' tokens gets none), not the characters' pairs."""
     pairs = re.compile(_UNSPACED_PAIRS).findall
     characters = None if stop is None else re.compile(_ALONE).findall
     min_n, max_n = ngram_range
 
     def tokenize(text: str) -> list[str]:
         tokens = words(text)
-        if (min_n, max_n) != (1, 1):
+        if (min_n, max_n) != (1, 1) and (limit is None or len(tokens) <= limit):
             tokens = _ngrams(tokens, min_n, max_n)
         if "\x00" in text:
             text = text.replace("\x00", " ")
