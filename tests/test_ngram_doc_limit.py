@@ -206,6 +206,27 @@ def test_the_tokenizer_by_hand():
     assert lazy(long_text) == ["server"] * 70_000  # no lazy n-grams of a long document
 
 
+def test_hashing_hashes_the_limited_tokens(corpus, tmp_path):
+    """--hash-features hashes the tokens of the limited tokenizer: a long document's
+    words alone; fit with both counts the columns of those tokens."""
+    from dataclasses import replace
+
+    plain = TokenizerSettings(ngram_range=(1, 2), ngram_doc_limit=3, **english())
+    hashed = make_tokenizer(replace(plain, hash_features=1 << 20))
+    tokens = make_tokenizer(plain)
+    assert [len(list(hashed(t))) for t in (SHORT, LONG)] == [5, 9]
+    assert [len(tokens(t)) for t in (SHORT, LONG)] == [5, 9]
+    common = ["--ngram-range", "1,2", "--stop-words", "english", *NAMED, "-q"]
+    totals = []
+    for limit in ([], ["--ngram-doc-limit", N]):
+        cli("fit", corpus["root"] / "all", "-o", tmp_path / "h.nbc", *common,
+            "--hash-features", 1 << 20, *limit)  # fmt: skip
+        cli("fit", corpus["root"] / "all", "-o", tmp_path / "p.nbc", *common, *limit)
+        totals.append(int(load(str(tmp_path / "h.nbc")).counts.token_count.sum()))
+        assert totals[-1] == load(str(tmp_path / "p.nbc")).counts.token_count.sum()
+    assert totals[1] < totals[0]  # the long documents' pairs are not counted
+
+
 # --- predicting ------------------------------------------------------------------------------
 
 
