@@ -211,15 +211,15 @@ def _cells_from(cells: int, block: int | None = None):
     import nbclass.models.textmodels as TM
 
     saved = (E.CELL_FRACTIONS, TM.CELL_FRACTIONS, P.CELL_FRACTIONS, TM.SUM_BLOCK_CELLS,
-             E.FRACTION_BLOCK_CELLS, P.FRACTION_BLOCK_CELLS)  # fmt: skip
+             E.FRACTION_BLOCK_CELLS, P.FRACTION_BLOCK_CELLS, TM.FRACTION_BLOCK_CELLS)  # fmt: skip
     E.CELL_FRACTIONS = TM.CELL_FRACTIONS = P.CELL_FRACTIONS = cells
     TM.SUM_BLOCK_CELLS = block or saved[3]
-    E.FRACTION_BLOCK_CELLS = P.FRACTION_BLOCK_CELLS = block or saved[4]
+    E.FRACTION_BLOCK_CELLS = P.FRACTION_BLOCK_CELLS = TM.FRACTION_BLOCK_CELLS = block or saved[4]
     try:
         yield
     finally:
-        (E.CELL_FRACTIONS, TM.CELL_FRACTIONS, P.CELL_FRACTIONS, TM.SUM_BLOCK_CELLS,
-         E.FRACTION_BLOCK_CELLS, P.FRACTION_BLOCK_CELLS) = saved  # fmt: skip
+        E.CELL_FRACTIONS, TM.CELL_FRACTIONS, P.CELL_FRACTIONS, TM.SUM_BLOCK_CELLS = saved[:4]
+        E.FRACTION_BLOCK_CELLS, P.FRACTION_BLOCK_CELLS, TM.FRACTION_BLOCK_CELLS = saved[4:]
 
 
 SCORED = [
@@ -235,6 +235,8 @@ SCORED = [
     EstimatorSettings(model="complement", idf=True, norm="length"),
     EstimatorSettings(model="bernoulli"),
     EstimatorSettings(model="bernoulli", estimator="mle", class_prior=False),
+    EstimatorSettings(model="dcm"),
+    EstimatorSettings(model="dcm", prior_fit=True),
 ]
 
 
@@ -269,6 +271,9 @@ def test_a_folds_scorer_from_the_cells_is_the_whole_tables(counts, sparse, seed,
             plain = make_scorer(counts, s, rows=rows)
         assert fast.weights.flags.c_contiguous and _same_floats(fast.weights, plain.weights)
         assert _same_floats(fast.bias, plain.bias)
+        if s.model == "dcm":
+            assert _same_floats(fast.concentration, plain.concentration)
+            continue
         assert (fast.idf is None) == (plain.idf is None)
         assert fast.idf is None or _same_floats(fast.idf, plain.idf)
         assert (fast.required is None) == (plain.required is None)  # (Bernoulli's θ = 1)

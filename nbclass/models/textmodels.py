@@ -111,6 +111,7 @@ from ..counting.csr import CSR
 from .estimators import (
     BETA_RANGE,
     CELL_FRACTIONS,
+    FRACTION_BLOCK_CELLS,
     EstimatorSettings,
     Prepared,
     cell_log_fractions,
@@ -418,19 +419,23 @@ def class_totals(counts: Counts, settings: EstimatorSettings, entries=None) -> n
     Summed from the nonzero S_jc (:func:`transformed_entries`; ``entries``, their
     ``(cols, S)``, if the caller has them), memory in proportion to them, not to V × C.
     """
-    if entries is None:  # once per counts and transform (a copy each time)
-        key = ("totals", settings.model == "complement", settings.tf, settings.idf)
-        sums = _derived(counts, key, lambda: class_totals(
-            counts, settings, transformed_entries(counts, settings)[1:]
+    if entries is None:  # summed once per counts and transform, for both models
+        sums, total = _derived(counts, ("class sums", settings.tf, settings.idf), lambda: (
+            _class_sums(counts, *transformed_entries(counts, settings)[1:])
         ))  # fmt: skip
-        return sums.copy()
-    cols, S = entries
-    sums = np.bincount(cols, weights=S, minlength=len(counts.classes))
+    else:
+        sums, total = _class_sums(counts, *entries)
     if settings.model == "complement":
         # S − S_c can round to a hair below 0 where it is 0 (one class): it is a sum of
         # nonnegative numbers, and the model file refuses negative totals.
-        sums = np.maximum(S.sum() - sums, 0.0)
-    return sums
+        return np.maximum(total - sums, 0.0)
+    return sums.copy()
+
+
+def _class_sums(counts: Counts, cols: np.ndarray, S: np.ndarray):
+    """``(S_c, S)``: the nonzero sums ``S`` at the classes ``cols`` summed by class,
+    (C,), and all of them (:func:`class_totals`)."""
+    return np.bincount(cols, weights=S, minlength=len(counts.classes)), S.sum()
 
 
 def sparse_weights(
@@ -756,11 +761,21 @@ def dcm_parameters(
     with ``rows`` (R,), log β_jc of those words only, (R, C); ``sparse``: as
     :class:`nbclass.models.sparsity.SparseWeights` (log s_c + log(β / (D_c + Vβ)) for an
     unseen word, the same cells as the dense table at the pairs)."""
-    V = counts.doc_table.shape[0]
+    V, C = counts.doc_table.shape
     D_c = column_sums(counts.doc_count).astype(np.float64)
+    s = class_concentrations(counts)
+    step = max(1, FRACTION_BLOCK_CELLS // max(C, 1))
+    if not sparse and rows is not None and len(rows) > step:
+        # A block of rows at a time: each cell is its own D_jc's (the same floats), and
+        # the one table of R × C cells is the result (D_jc, its floats, D_jc + β and the
+        # log fraction were four more: 18 MB each at 130,000 words × 20 classes).
+        log_beta = np.empty((len(rows), C))
+        for start in range(0, len(rows), step):
+            D = dense(counts.doc_table, rows[start : start + step]).astype(np.float64)
+            log_beta[start : start + step] = np.log(s) + log_fraction(D + beta, D_c + V * beta)
+        return log_beta, s
     D = csr_table(counts.doc_count, rows) if sparse else table_rows(counts, "doc_count", rows)
     D = D.astype(np.float64)
-    s = class_concentrations(counts)
     if sparse:
         cols = D.indices
         at = np.log(s)[cols] + log_fraction(D.data + beta, D_c[cols] + V * beta)
@@ -1023,12 +1038,12 @@ def prepare(counts: Counts, settings: EstimatorSettings) -> Prepared | None:
         return None
     transformed = settings.model in ("multinomial", "complement") and settings.transformed
     # The nonzero S_jc (they do not depend on β): for the prior fit and the class totals.
-    _, cols, entries = transformed_entries(counts, settings) if transformed else (None,) * 3
+    entries = transformed_entries(counts, settings)[2] if transformed else None
     resolved = resolve_prior(counts, settings, entries)
     beta = resolved.beta[0] if settings.prior_fit else None
     totals = norms = None
     if transformed:
-        totals = tuple(float(v) for v in class_totals(counts, settings, (cols, entries)))
+        totals = tuple(float(v) for v in class_totals(counts, settings))  # (kept)
         if settings.norm in ("weight", "both") and not dense_cells(*counts.token_table.shape):
             weights = sparse_weights(counts, resolved, None, np.array(totals))
             norms = tuple(float(v) for v in weights.column_abs_sums())
