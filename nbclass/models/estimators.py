@@ -721,6 +721,11 @@ def nonzero_cells(S):
 # nonzero: six temporaries of 18 MB each, made afresh for every candidate, were mostly
 # page faults).
 FRACTION_BLOCK_CELLS = 2**17
+# A block whose nonzero cells are at least 1 / DENSE_SHARE of its cells is made as the whole
+# table's formula makes it, its sums placed in zeros (one log a cell, and no gather of the
+# classes' logs nor scatter of the cells' weights): the same floats, each cell's log of the
+# same number less the same log.
+DENSE_SHARE = 4
 
 
 def cell_log_fractions(shape, flat, values, estimator: str, beta: float, totals, V: int,
@@ -766,6 +771,18 @@ def fractions_into(out, flat, values, estimator: str, beta: float, totals, V: in
 
     C = out.shape[1]
     totals = np.asarray(totals, dtype=np.float64)
+    if DENSE_SHARE * flat.size >= out.size:  # mostly nonzero: the block's whole table
+        S = np.zeros(out.shape)
+        S.ravel()[flat] = values
+        if sums is None:
+            log_fraction(*multinomial_fraction(S, totals, V, estimator, beta), out=out)
+            return
+        np.subtract(sums[:, None], S, out=S)
+        S += beta
+        log_fraction(S, multinomial_fraction(sums, totals, V, "posterior-mean", beta)[1],
+                     out=out)  # fmt: skip
+        np.negative(out, out=out)
+        return
     cols = flat % C
     if sums is None:
         numerator, denominator = multinomial_fraction(np.zeros(1), totals, V, estimator, beta)
