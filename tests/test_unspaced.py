@@ -377,6 +377,26 @@ def test_twelve_chinese_tickets_by_characters_classify_the_held_out_ones(tmp_pat
     assert f"unspaced {mode}" in info.stdout
 
 
+def test_with_word_pairs_the_sets_of_pairs_are_scored_in_the_second_round(tmp_path):
+    """``--unspaced all`` alone: every formula on words+characters+pairs, a set of the first
+    round. With ``--ngram-range 1,2`` the family of pairs holds the word pairs too, and the
+    set is scored in the second round, by the formulas best on words+runs and
+    words+characters (2 to 4 with their evidence formula): the same choice."""
+    from nbclass.modelfile.textfile import load
+
+    tables = {}
+    for extra in ((), ("--ngram-range", "1,2")):
+        model = tmp_path / f"m{len(extra)}.nbc"
+        fitted = nbclass_command("fit", TICKETS, "-o", model, "--unspaced", "all", *extra)
+        assert "chose multinomial, words+characters+pairs" in fitted.stderr, fitted.stderr
+        rows = [row for row in load(str(model)).choice["candidates"] if not row.get("offsets")]
+        tables[extra] = Counter("+".join(row["features"]) for row in rows)
+    assert tables[()] == {"words+runs": 8, "words+characters": 8, "words+characters+pairs": 8}
+    paired = tables[("--ngram-range", "1,2")]
+    assert paired["words+runs"] == paired["words+characters"] == 8
+    assert 2 <= paired["words+characters+pairs"] <= 4 and len(paired) == 3
+
+
 def test_a_model_written_before_loads_and_predicts_the_same():
     """A model of the tickets written by the version before ``unspaced`` existed (the
     pattern alone), and its predictions then: the same bytes now, and a fresh fit at

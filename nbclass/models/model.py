@@ -319,7 +319,8 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     if base is not model.vocabulary_filter:
         model = replace(model, vocabulary_filter=base)
     counts = model.active_counts
-    features, second = choice_features(counts, model.tokenizer.symbol_entries)
+    features, second = choice_features(counts, model.tokenizer.symbol_entries,
+                                       model.tokenizer.ngram_range[1] >= 2)  # fmt: skip
     X, labels, folds = _sampled(
         counts, model.sample, len(model.counts.vocabulary),
         None if counts is model.counts else model.active_rows,  # the words the filter keeps
@@ -351,10 +352,12 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     return chosen
 
 
-def choice_features(counts: Counts, symbols: bool | str = False) -> tuple[list | None, list]:
+def choice_features(counts: Counts, symbols: bool | str = False,
+                    words_paired: bool = False) -> tuple[list | None, list]:  # fmt: skip
     """``(features, second)`` of :func:`nbclass.models.choosing.choose` for the counts of
     a model that chooses (:func:`with_choice`): its feature sets as row masks over the one
-    count, with their prunings, and which of them are scored in the second round."""
+    count, with their prunings, and which of them are scored in the second round.
+    ``words_paired``: the tokenizer forms word n-grams (``ngram_range`` past 1)."""
     from ..text.families import feature_sets, rows_of
 
     sets = feature_sets(counts.vocabulary, symbols)
@@ -383,9 +386,14 @@ def choice_features(counts: Counts, symbols: bool | str = False) -> tuple[list |
     # best on the others (choosing.SECOND_ROUND): their entries are many times the words'.
     # Each is scored on top of the first round's best families: its families without
     # the pairs and longer n-grams (with the symbols or without them) must be those.
+    # The sets of the unspaced scripts' character pairs are their own tokenization, of
+    # the first round, unless words are paired too: the family of pairs (every entry of
+    # one space) then holds the word pairs as well (the multilingual corpus: 181,000
+    # beside 22,000 pairs of characters).
     second = [
         tuple(name for name in names if name not in ("pairs", "ngrams"))
-        if names is not None and "pairs" in names and "characters" not in names else False
+        if names is not None and "pairs" in names and (words_paired or "characters" not in names)
+        else False
         for names, _, _, _ in features
     ]  # fmt: skip
     return (features if len(features) > 1 else None), second
