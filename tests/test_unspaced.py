@@ -12,16 +12,24 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import RUN_COUNTER_OFF, counted_as_tokenized, expected_tally, tally_of
+from conftest import (
+    RUN_COUNTER_OFF,
+    counted_as_tokenized,
+    expected_tally,
+    fit_by_every_path,
+    tally_of,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nbclass.counting.counts
+import nbclass.counting.tally
 import nbclass.models.model
 import nbclass.text.runs as runs_module
 from nbclass.counting.counts import as_table
 from nbclass.errors import UsageError
 from nbclass.modelfile.textfile import dumps
+from nbclass.models.estimators import EstimatorSettings
 from nbclass.models.model import fit
 from nbclass.reading.corpus import list_corpus
 from nbclass.text.runs import RunTally, is_unspaced
@@ -175,7 +183,7 @@ def test_the_tokenizer_is_the_reference(text, mode, lowercase, stop):
     assert make_tokenizer(settings_)(text) == reference(text, mode, lowercase, stop)
 
 
-NGRAMS = [(1, 1), (1, 1), (1, 2), (2, 3)]
+NGRAMS = [(1, 1), (1, 2), (1, 2), (1, 3), (2, 2), (2, 3)]
 
 
 @settings(max_examples=300, deadline=None, database=None)
@@ -185,24 +193,20 @@ NGRAMS = [(1, 1), (1, 1), (1, 2), (2, 3)]
     st.booleans(),
     st.sampled_from(STOP_LISTS),
     st.sampled_from(NGRAMS),
-    st.sampled_from([None, 2]),
+    st.sampled_from([None, 1, 2, 5]),
 )
 def test_a_text_counter_counts_as_the_tokenizer(texts, mode, lowercase, stop, ngrams, limit):
     """predict's counter: the counts and token numbers of the run path are the regex's,
     over a vocabulary of the texts' tokens and words no run can be; with word n-grams
-    too (but pairs after n-grams are the tokenizer's alone), in texts of at most
-    ``limit`` tokens when there is one (``ngram_doc_limit``)."""
+    too, made of the words alone before the characters and pairs, in texts of at most
+    ``limit`` words when there is one (``ngram_doc_limit``)."""
     settings_ = TokenizerSettings(
         lowercase=lowercase, stop_words=stop, unspaced=mode, ngram_range=ngrams,
         ngram_doc_limit=limit if ngrams[0] == 1 else None,
     )
     extra = {"x", "AB", "本日"} | ({"日 本 語", "日 本"} if mode == "pairs" else set())
     counter, _ = counted_as_tokenized(settings_, texts, make_tokenizer(settings_), extra)
-    assert (counter.runs is None) == (mode in ("pairs", "all") and ngrams != (1, 1))
-
-
-
-
+    assert counter.runs is not None
 
 
 @settings(max_examples=300, deadline=None, database=None)
@@ -213,16 +217,14 @@ def test_a_text_counter_counts_as_the_tokenizer(texts, mode, lowercase, stop, ng
     st.sampled_from(STOP_LISTS),
     st.integers(1, 50),
     st.sampled_from(NGRAMS),
-    st.sampled_from([None, 2]),
+    st.sampled_from([None, 1, 2, 5]),
 )
 def test_a_run_tally_counts_as_the_tokenizer(
     documents, mode, lowercase, stop, chunk, ngrams, limit
 ):
     """fit's tally: D_jc and T_jc of texts of many scripts, in chunks of any size, with
-    ASCII ones as bytes, are the regex tokenizer's; the words come sorted (with an
-    ``ngram_doc_limit`` ``limit`` too)."""
-    if mode in ("pairs", "all"):
-        ngrams = (1, 1)  # with n-grams, pairs are counted by the tokenizer
+    ASCII ones as bytes, are the regex tokenizer's; the words come sorted (with word
+    n-grams, beside the characters and pairs too, and an ``ngram_doc_limit`` ``limit``)."""
     settings_ = TokenizerSettings(
         lowercase=lowercase, stop_words=stop, unspaced=mode, ngram_range=ngrams,
         ngram_doc_limit=limit if ngrams[0] == 1 else None,
@@ -297,6 +299,64 @@ def test_fit_writes_the_models_bytes_of_the_regex_path(mixed, mode, monkeypatch)
     }[mode]
     assert expected <= vocabulary
     assert "ascii" in vocabulary
+
+
+WITH_NGRAMS = [
+    TokenizerSettings(unspaced="pairs", ngram_range=(1, 2)),
+    TokenizerSettings(unspaced="pairs", ngram_range=(1, 3), ngram_doc_limit=4,
+                      stop_words=("的", "ok")),
+    TokenizerSettings(unspaced="all", ngram_range=(1, 2), ngram_doc_limit=3),
+    TokenizerSettings(unspaced="all", ngram_range=(1, 3), stop_words=("了", "the")),
+    TokenizerSettings(unspaced="all", ngram_range=(2, 2)),
+    # a fit that chooses, at the defaults with word pairs: what it counts
+    TokenizerSettings(unspaced="all", ngram_range=(1, 2), ngram_doc_limit=64, symbols=True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("tokenizer", WITH_NGRAMS, ids=lambda t: repr(t.to_dict()))
+def test_fit_with_word_ngrams_by_runs_writes_the_regex_paths_bytes(mixed, tokenizer, monkeypatch):
+    """Characters and pairs of the scripts written without spaces beside word n-grams:
+    the run tally (on one process, no document tokenized in Python) and two counting
+    processes write the bytes of the fit with every document tokenized by the regex."""
+
+    corpus = list_corpus(str(mixed))
+    tokenized = []
+    python_tokenized = nbclass.counting.tally._tokenized
+
+    def spied(documents, *args, **kwargs):
+        documents = list(documents)
+        tokenized.extend(documents)
+        return python_tokenized(documents, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nbclass.counting.tally, "_tokenized", spied)
+        model = fit(corpus, tokenizer, defaults=EstimatorSettings(model="multinomial"))
+    assert tokenized == [] and ascii_splitter(tokenizer, "utf-8") is not None
+    again, workers, plain = fit_by_every_path(corpus, tokenizer, monkeypatch)
+    assert again == dumps(model) == plain and workers == plain
+    vocabulary = set(model.counts.vocabulary)
+    assert {"東 京", "账 户", "plain ascii"} <= vocabulary
+    if tokenizer.unspaced == "all":
+        assert "東京タワーは日本語で書かれた ｱｲｳ" in vocabulary  # two runs: a word pair
+
+
+def test_fit_that_chooses_with_word_pairs_by_runs_writes_the_regex_paths_bytes(mixed, tmp_path):
+    """``--unspaced all --ngram-range 1,2 --ngram-doc-limit 64`` with the choice (the
+    sample's rows counted by the run tally too): the file of the regex path, in a
+    process of its own."""
+    options = ["--unspaced", "all", "--ngram-range", "1,2", "--ngram-doc-limit", "64", "-q"]
+    assert nbclass_command("fit", mixed, "-o", tmp_path / "runs.nbc", *options).returncode == 0
+    regex_only = (
+        "import sys, nbclass.counting.counts as c; c.ascii_splitter = lambda *a: None; "
+        "from nbclass.__main__ import main; sys.argv = ['nbclass'] + sys.argv[1:]; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", regex_only, "fit", mixed, "-o", tmp_path / "regex.nbc", *options],
+        cwd=REPO, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "runs.nbc").read_bytes() == (tmp_path / "regex.nbc").read_bytes()
+    assert b'"choice"' in (tmp_path / "runs.nbc").read_bytes()
 
 
 def test_settings_are_stored_only_when_given_and_checked_when_read():

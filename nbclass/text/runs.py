@@ -47,6 +47,16 @@ table, one 64-bit key looked up in a table of the vocabulary's pairs
 ``ngram_doc_limit``, each text's number of tokens is counted from its runs
 (:func:`short_texts`) and no n-gram starts in a text of more.
 
+With ``unspaced`` "pairs" or "all", the characters and pairs of the scripts written
+without spaces are runs after a chunk's words (:func:`_text_chunk_runs`, which says how
+many of its runs are words): the n-grams are made of the words alone, the limit counts
+the words alone, and the characters and pairs come after the n-grams, as
+:func:`nbclass.text.tokenizer.make_tokenizer` gives them. Word pairs by numbers go
+beside "all" (a pair of its words holds a run of two characters or more on each side,
+never the name of a pair of characters), not beside "pairs", whose words are characters
+too: there "日 本" is one token, a pair of words and a pair of characters, counted by the
+bytes of its run.
+
 With ``symbols`` (:func:`nbclass.text.tokenizer.symbol_tokens`), each chunk's single
 word characters and runs of characters neither word nor space are counted after the
 words and their n-grams, never joined into n-grams. In ASCII text they are runs of the
@@ -721,26 +731,28 @@ class JoinedTexts(Sequence):
 def _runs_by_chunk(
     texts, table: bytes, lowercase: bool, unspaced: str | None = None, symbols: bool = False
 ):
-    """``(first, last, runs, ascii, symbols)`` per chunk of :func:`_chunks`: the runs of
-    texts ``first``..``last - 1`` (:func:`_chunk_runs` for ASCII bytes,
+    """``(first, last, runs, ascii, symbols, words)`` per chunk of :func:`_chunks`: the
+    runs of texts ``first``..``last - 1`` (:func:`_chunk_runs` for ASCII bytes,
     :func:`_text_chunk_runs` for str of any script, or :class:`JoinedTexts`), whether
-    they were bytes, and with ``symbols`` their symbols (:func:`_ascii_words_and_symbols`,
+    they were bytes, with ``symbols`` their symbols (:func:`_ascii_words_and_symbols`,
     in the words' codes, or :func:`_symbol_runs`; None without ``symbols`` or when an
-    ASCII chunk has none)."""
+    ASCII chunk has none), and how many of the runs are the words, the first ones (the
+    others: the characters and pairs of ``unspaced``, which n-grams are not made of)."""
     if isinstance(texts, JoinedTexts) or (bool(texts) and isinstance(texts[0], str)):
         joined = texts if isinstance(texts, JoinedTexts) else JoinedTexts.of(texts)
         for first, last in _chunks(joined.lengths):
             found: list | None = [] if symbols else None
-            runs = _text_chunk_runs(joined[first:last], lowercase, unspaced, found)
-            yield first, last, runs, False, (found[0] if found else None)
+            *runs, words = _text_chunk_runs(joined[first:last], lowercase, unspaced, found)
+            yield first, last, tuple(runs), False, (found[0] if found else None), words
         return
     for first, last in _chunks(np.fromiter(map(len, texts), np.int64, len(texts))):
         part = texts[first:last]
         if symbols:
             runs, found = _ascii_words_and_symbols(part, table, lowercase)
-            yield first, last, runs, True, (found if found[1].size else None)
+            yield first, last, runs, True, (found if found[1].size else None), runs[2].size
         else:
-            yield first, last, _chunk_runs(part, table), True, None
+            runs = _chunk_runs(part, table)
+            yield first, last, runs, True, None, runs[2].size
 
 
 # The kind of each character for the symbols: a space (``\s``, and NUL, which the
@@ -983,7 +995,7 @@ def _text_chunk_runs(
     texts: JoinedTexts, lowercase: bool, unspaced: str | None = None, symbols: list | None = None
 ):
     """:func:`_chunk_runs` of texts of any script (:class:`JoinedTexts`), with the
-    regex's ``\\w``: ``(translated, codes, starts, ends, text)``, where ``translated``
+    regex's ``\\w``: ``(translated, codes, starts, ends, text, n_words)``, where ``translated``
     holds the UTF-8 bytes of the texts' tokens (lower-cased if ``lowercase``, as
     ``str.lower`` does), every other character a space and each text ended by a newline.
 
@@ -1005,6 +1017,11 @@ def _text_chunk_runs(
     each two adjacent unspaced characters, joined by the byte 0x01, as the words of an
     n-gram are (:func:`with_ngrams`): a space in its name. ``"all"`` keeps the runs as
     ``"runs"`` does and adds one run for each unspaced character, then the pairs.
+
+    The sixth item is the number of runs that are the words (``words`` of
+    :func:`nbclass.text.tokenizer.make_tokenizer`: the runs a text's word n-grams are made
+    from, and its tokens an ``ngram_doc_limit`` counts): the first ones; those after them
+    are the characters and pairs.
 
     With a list ``symbols``, the texts' symbols (:func:`_symbol_runs`, as UTF-8: ``(codes,
     starts, ends, text)``) are appended to it; beside an ``unspaced`` mode, those holding no
@@ -1046,6 +1063,7 @@ def _text_chunk_runs(
         change = np.concatenate(([0], change))
     starts, ends = change[0::2], change[1::2]  # the last byte is a newline: runs close
     text = np.searchsorted(np.flatnonzero(codes == _LINE), starts)
+    n_words = starts.size
     if unspaced in ("pairs", "all"):
         first = np.flatnonzero(alone[:-1] & alone[1:])  # a pair's first character
         pairs = np.empty((first.size, 4), dtype="<u4")
@@ -1065,7 +1083,7 @@ def _text_chunk_runs(
             starts = np.concatenate((starts, more_starts + len(translated) - len(more)))
             ends = np.concatenate((ends, more_ends + len(translated) - len(more)))
             text = np.concatenate((text, np.searchsorted(ends_of_texts, np.concatenate(where))))
-    return translated, codes, starts, ends, text
+    return translated, codes, starts, ends, text, n_words
 
 
 def _beside(kind: np.ndarray) -> np.ndarray:
@@ -1105,7 +1123,8 @@ class RunCounter:
         are in ``words``.
     pairs : WordTable or None
         With word pairs and no longer n-grams (``ngram_range`` (1, 2) or (2, 2), no
-        ``unspaced`` mode): the vocabulary's pairs, keyed by the ids of their two words
+        ``unspaced`` mode: its pairs of characters are runs, found by their bytes): the
+        vocabulary's pairs, keyed by the ids of their two words
         in ``words`` (first << 32 | second: exact, no hash and no bytes to compare).
         ``words`` then holds the pairs' words too, those not counted alone with column
         −1 (:func:`_pairs_by_words`), and a pair of a text is found from its two tokens'
@@ -1228,8 +1247,10 @@ class RunCounter:
         chunks of about ``CHUNK_BYTES`` (characters, for str)."""
         parts, n_tokens = [], np.zeros(len(texts), dtype=np.int64)
         chunks = _runs_by_chunk(texts, self.table, self.lowercase, self.unspaced, self.symbols)
-        for first, last, runs, ascii_, symbols in chunks:
-            rows, columns, values, tokens = self._count_chunk(last - first, runs, ascii_, symbols)
+        for first, last, runs, ascii_, symbols, words in chunks:
+            rows, columns, values, tokens = self._count_chunk(
+                last - first, runs, ascii_, symbols, words
+            )
             parts.append((rows + first, columns, values))
             n_tokens[first:last] = tokens
         if not parts:
@@ -1238,12 +1259,20 @@ class RunCounter:
         rows, columns, values = (np.concatenate(p) for p in zip(*parts))
         return rows, columns, values, n_tokens
 
-    def _count_chunk(self, n: int, runs, ascii: bool, symbols=None):
+    def _count_chunk(self, n: int, runs, ascii: bool, symbols=None, words: int | None = None):
+        """``count``'s arrays of one chunk of ``n`` texts: ``runs``, ``ascii``,
+        ``symbols`` and ``words`` (the runs that are words, the first ones) as
+        :func:`_runs_by_chunk` gives them."""
         V = self.n_words
         _, codes, starts, ends, text = runs
         found = self.words.find(codes, starts, ends, run_keys(codes, starts, ends, ascii))
         column = self.columns[found]
         token = (ends - starts > 1) & (column != V)  # not one character, not a stop word
+        after = None  # unspaced's characters and pairs: after the words' n-grams, in none
+        if self.ngram_range != (1, 1) and words is not None and words < starts.size:
+            after = text[words:], column[words:], token[words:]
+            found, starts, ends = found[:words], starts[:words], ends[:words]
+            text, column, token = text[:words], column[:words], token[:words]
         if self.pairs is not None:  # each two tokens of a text in turn: a pair
             kept = np.flatnonzero(token)
             found, text, column = found[kept], text[kept], column[kept]
@@ -1277,6 +1306,8 @@ class RunCounter:
                 text = np.concatenate((text, gram_text))
                 column = np.concatenate((column, gram_column))
             token = np.ones(text.size, dtype=bool)
+        if after is not None:
+            text, column, token = (np.concatenate(p) for p in zip((text, column, token), after))
         if symbols is not None:  # after the words and n-grams; stop words dropped
             codes, starts, ends, symbol_text = symbols
             keys = run_keys(codes, starts, ends, ascii)
@@ -1331,7 +1362,9 @@ class RunTally:
         # has no bytes of its own (an empty entry in the words' bytes below); its name,
         # its words' joined by a space, is made by whoever needs it (pair_names).
         self._bigrams = _Numbers()
-        self._by_numbers = self.ngram_range == (1, 2) and self.unspaced is None
+        # (Not beside unspaced "pairs": a pair of its characters, a run of bytes, can be
+        # a pair of its words, which are characters too: one token, by bytes alone.)
+        self._by_numbers = self.ngram_range == (1, 2) and self.unspaced != "pairs"
         self._sent = 0  # the words numbered before the last packed_new()
         self._bytes = bytearray()  # the words' bytes, each followed by a NUL, by number
         self._starts = np.zeros(1024, dtype=np.int64)  # where each word starts in them
@@ -1422,9 +1455,9 @@ class RunTally:
         rows of the texts marked are kept as well, by their marks (:meth:`take_sampled`)."""
         refused = []
         chunks = _runs_by_chunk(texts, self.table, self.lowercase, self.unspaced, self.symbols)
-        for first, last, runs, ascii_, symbols in chunks:
+        for first, last, runs, ascii_, symbols, words in chunks:
             mine = None if marks is None else marks[first:last]
-            if not self._add_chunk(runs, labels[first:last], ascii_, mine, symbols):
+            if not self._add_chunk(runs, labels[first:last], ascii_, mine, symbols, words):
                 refused.extend(range(first, last))
         return refused
 
@@ -1437,21 +1470,36 @@ class RunTally:
         return tuple(np.concatenate(p) for p in zip(*parts))
 
     def _add_chunk(
-        self, runs, labels: Sequence[int], ascii: bool, marks=None, symbols=None
-    ) -> bool:
+        self, runs, labels: Sequence[int], ascii: bool, marks=None, symbols=None,
+        words: int | None = None,
+    ) -> bool:  # fmt: skip
+        """Count one chunk of :func:`_runs_by_chunk` (its ``runs``, ``ascii``,
+        ``symbols`` and ``words``, the number of runs that are words); False when a
+        hash clash leaves it uncounted."""
         C = self.n_classes
         translated, codes, starts, ends, text = runs
         keep = ends - starts > 1  # a run of one character is never a token
+        if words is not None and words < keep.size:  # the words: those before the others
+            words = int(np.count_nonzero(keep[:words]))
         starts, ends, text = starts[keep], ends[keep], text[keep]
         keys = run_keys(codes, starts, ends, ascii)
         if self.stop is not None:
             keep = self.stop.find(codes, starts, ends, keys) < 0
+            if words is not None and words < keep.size:
+                words = int(np.count_nonzero(keep[:words]))
             starts, ends, text, keys = starts[keep], ends[keep], text[keep], keys[keep]
+        n_runs = keys.size if words is None else min(words, keys.size)
         if self.ngram_range != (1, 1) and not self._by_numbers:
+            # The n-grams of the words, before the characters and pairs of ``unspaced``.
+            after = starts[n_runs:], ends[n_runs:], text[n_runs:], keys[n_runs:]
             codes, starts, ends, text, keys = _plus_ngrams(
-                codes, starts, ends, text, keys, self.ngram_range, ascii, self.ngram_doc_limit
-            )
-        n_runs = keys.size  # the words (and n-grams): the word pairs are made from these
+                codes, starts[:n_runs], ends[:n_runs], text[:n_runs], keys[:n_runs],
+                self.ngram_range, ascii, self.ngram_doc_limit,
+            )  # fmt: skip
+            if after[0].size:  # (their codes are the first ones of ``codes``, as they were)
+                starts, ends, text, keys = (
+                    np.concatenate(p) for p in zip((starts, ends, text, keys), after)
+                )
         ones = None  # the symbols of one byte, counted apart (_one_byte_symbols)
         if symbols is not None:
             symbol_codes, symbol_starts, symbol_ends, symbol_text = symbols

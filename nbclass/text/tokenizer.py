@@ -726,9 +726,10 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
     """An :class:`AsciiSplitter` for ``settings`` when one gives the same tokens, else None.
 
     It does for the default token pattern, its words and their n-grams (no hashing),
-    with any ``unspaced`` mode (ASCII text holds none of those scripts; with n-grams, not
-    "pairs"), read with an ``encoding`` that decodes every ASCII byte to the same
-    character (UTF-8, Latin-1, cp1252, ...; not UTF-16). The splitter finds the words;
+    with any ``unspaced`` mode (ASCII text holds none of those scripts; the run counters
+    make the n-grams of the words alone, before the characters and pairs), read with an
+    ``encoding`` that decodes every ASCII byte to the same character (UTF-8, Latin-1,
+    cp1252, ...; not UTF-16). The splitter finds the words;
     the run counters join consecutive ones into the n-grams of ``settings.ngram_range``
     (:func:`nbclass.text.runs.with_ngrams`), up to :data:`RUN_MAX_NGRAM` words: they make
     every n-gram of a chunk of text at once, in memory growing with the square of the
@@ -740,8 +741,7 @@ def ascii_splitter(settings: TokenizerSettings, encoding: str) -> AsciiSplitter 
         or settings.hash_features is not None
         or settings.ngram_range[1] > RUN_MAX_NGRAM
         or not _ascii_compatible(encoding)
-        or (settings.unspaced in ("pairs", "all") and tuple(settings.ngram_range) != (1, 1))
-    ):  # (the pairs come after the n-grams, which the run path makes from the runs)
+    ):
         return None
     table = bytearray(b" " * 256)
     for byte in _WORD_BYTES:
