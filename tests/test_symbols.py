@@ -35,7 +35,7 @@ from nbclass.modelfile.textfile import dumps, load
 from nbclass.models.model import fit
 from nbclass.reading.corpus import list_corpus
 from nbclass.text.families import feature_sets, rows_of
-from nbclass.text.runs import RunTally
+from nbclass.text.runs import RunTally, pair_names
 from nbclass.text.tokenizer import (
     TokenizerSettings,
     ascii_splitter,
@@ -585,16 +585,25 @@ def test_a_run_tally_counts_the_symbols_as_the_tokenizer(
     st.booleans(),
     st.sampled_from(SYMBOL_STOPS),
     st.integers(1, 50),
+    st.sampled_from([(1, 1), (1, 1), (1, 2), (1, 3)]),
+    st.sampled_from([None, 2]),
+    st.sampled_from([None, "all"]),
 )
 def test_a_run_tally_keeps_the_marked_texts_rows_with_their_symbols(
-    documents, lowercase, stop, chunk
+    documents, lowercase, stop, chunk, ngrams, limit, unspaced
 ):
     """The rows a run tally keeps of the texts it is given marked (the sample's) are
     their tokens counted by the regex tokenizer, the symbols of one byte (counted per
     byte and text, apart from the other tokens) among them; ASCII texts as bytes, the
-    others as str, in chunks of any size."""
-    settings_ = TokenizerSettings(lowercase=lowercase, stop_words=stop, symbols=True)
+    others as str, in chunks of any size; with word n-grams (pairs by their words'
+    numbers) and an ``ngram_doc_limit``, and unspaced "all" beside them, as a fit that
+    chooses counts (a chunk whose symbols hold a 0x01 beside n-grams is given back)."""
+    settings_ = TokenizerSettings(
+        lowercase=lowercase, stop_words=stop, symbols=True, ngram_range=ngrams,
+        ngram_doc_limit=limit, unspaced=unspaced,
+    )  # fmt: skip
     tokenize = make_tokenizer(settings_)
+    refused = set()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runs_module, "CHUNK_BYTES", chunk)
         runs_tally = RunTally.make(ascii_splitter(settings_, "utf-8"), 3)
@@ -606,8 +615,13 @@ def test_a_run_tally_keeps_the_marked_texts_rows_with_their_symbols(
             if group:
                 given_ = [documents[k][0].encode() if ascii_ else documents[k][0] for k in group]
                 marks = np.array([k if documents[k][2] else -1 for k in group], dtype=np.int64)
-                assert not runs_tally.add(given_, [documents[k][1] for k in group], marks)
-    marked = [k for k, (text, _, mark) in enumerate(documents) if mark and len(text) <= chunk]
+                back = runs_tally.add(given_, [documents[k][1] for k in group], marks)
+                assert not back or (ngrams != (1, 1) or unspaced)
+                refused.update(group[i] for i in back)
+    marked = [
+        k for k, (text, _, mark) in enumerate(documents)
+        if mark and len(text) <= chunk and k not in refused
+    ]  # fmt: skip
     assert_marked_rows(runs_tally, marked, [text for text, _, _ in documents], tokenize)
 
 
@@ -617,6 +631,11 @@ def assert_marked_rows(runs_tally, marked, texts, tokenize) -> None:
     word) once."""
     counted, marks, ids, counts = runs_tally.take_sampled()
     names = runs_tally._names(bytes(runs_tally._bytes[:-1])) if runs_tally.n_words else []
+    pairs = np.flatnonzero(runs_tally._pair_words[: runs_tally.n_words, 0] >= 0)
+    if pairs.size:  # word pairs by their words' numbers: named by them
+        first, second = runs_tally._pair_words[pairs].T
+        for at, name in zip(pairs.tolist(), pair_names(names, first, second)):
+            names[at] = name
     got = {}
     for mark, word, count in zip(marks.tolist(), ids.tolist(), counts.tolist()):
         assert (mark, names[word]) not in got
