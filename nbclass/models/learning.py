@@ -40,6 +40,8 @@ from ..reading.corpus import Corpus, decode, iter_documents, list_corpus, readab
 from ..reading.policy import DEFAULT_POLICY, ReadLog, ReadPolicy, read_document
 from ..text.hashing import keyed, merge_representatives, words_of
 from ..text.tokenizer import (
+    CHOICE_NGRAM_DOC_LIMIT,
+    CHOICE_NGRAM_RANGE,
     DEFAULT_NGRAM_RANGE,
     DEFAULT_TOKEN_PATTERN,
     TokenizerSettings,
@@ -869,12 +871,15 @@ def counting_tokenizer(model: Model) -> TokenizerSettings:
 def at_defaults(tokenizer: TokenizerSettings) -> bool:
     """Whether fit at its defaults counts with ``unspaced="all"`` under ``tokenizer``
     (the choice among the tokenizations of the scripts written without spaces): the
-    default pattern, single words, no hashing, no ``--unspaced`` given (the symbols on
-    or off)."""
+    default pattern, no hashing, no ``--unspaced`` given (the symbols on or off), and
+    single words or the word pairs a fit that chooses counts by default
+    (:func:`counted_to_choose`)."""
+    grams = (tuple(tokenizer.ngram_range), tokenizer.ngram_doc_limit)
     return (
         tokenizer.unspaced is None
         and tokenizer.token_pattern == DEFAULT_TOKEN_PATTERN
-        and tuple(tokenizer.ngram_range) == (1, 1) and tokenizer.hash_features is None
+        and grams in (((1, 1), None), (CHOICE_NGRAM_RANGE, CHOICE_NGRAM_DOC_LIMIT))
+        and tokenizer.hash_features is None
     )  # fmt: skip
 
 
@@ -891,15 +896,23 @@ def symbols_by_default(tokenizer: TokenizerSettings) -> bool:
 
 
 def counted_to_choose(
-    tokenizer: TokenizerSettings, symbols_given: bool, multi_label: bool = False
-) -> TokenizerSettings:
+    tokenizer: TokenizerSettings, symbols_given: bool, multi_label: bool = False,
+    ngrams_given: bool = False,
+) -> TokenizerSettings:  # fmt: skip
     """The tokenizer a fit that chooses its settings counts with, from the one its options
     give: the symbols too (:func:`symbols_by_default`, unless ``--symbols`` or
     ``--no-symbols`` is given or the documents are multi-label, whose choice compares no
-    feature sets), and every tokenization of the scripts written without spaces
-    (:func:`at_defaults`), for the choice to keep what the data says."""
+    feature sets), the word pairs of short documents (``CHOICE_NGRAM_RANGE`` with
+    ``CHOICE_NGRAM_DOC_LIMIT``, unless ``--ngram-range`` or ``--ngram-doc-limit`` is given,
+    the documents are multi-label, or the tokens are not the default pattern's words),
+    and every tokenization of the scripts written without spaces (:func:`at_defaults`),
+    for the choice to keep what the data says."""
     if not symbols_given and not multi_label and symbols_by_default(tokenizer):
         tokenizer = replace(tokenizer, symbols=True)
+    if not ngrams_given and not multi_label and at_defaults(tokenizer):
+        tokenizer = replace(
+            tokenizer, ngram_range=CHOICE_NGRAM_RANGE, ngram_doc_limit=CHOICE_NGRAM_DOC_LIMIT
+        )
     if at_defaults(tokenizer):  # runs, characters or pairs: chosen from the data
         tokenizer = replace(tokenizer, unspaced="all")
     return tokenizer
@@ -1318,7 +1331,10 @@ def fit_settings(
         )
     if base is None:
         if not overridden(**overrides):
-            tokenizer = counted_to_choose(tokenizer, symbols is not None, multi_label)
+            grams = options["ngram_range"] is not None or options.get("ngram_doc_limit")
+            tokenizer = counted_to_choose(
+                tokenizer, symbols is not None, multi_label, ngrams_given=bool(grams)
+            )
             return tokenizer, vocabulary_filter, DEFAULTS, True
         return tokenizer, vocabulary_filter, resolve(EstimatorSettings(), **overrides), False
     if options["event_model"] == AUTO and not chooses(base):

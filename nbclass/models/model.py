@@ -352,6 +352,45 @@ def with_choice(model: Model, threads: int = 1) -> Model:
     return chosen
 
 
+#: The share of the corpus's adjacent words whose pairs must have been counted for the
+#: choice to score the sets with word pairs (:func:`pairs_worth_scoring`).
+PAIRS_SHARE = 0.5
+
+
+def pairs_worth_scoring(counts: Counts, sets, symbols: bool | str = False) -> bool:
+    """Whether the choice scores the feature sets with word pairs: where the pairs counted
+    number at least :data:`PAIRS_SHARE` of the corpus's pairs of adjacent words. A fit
+    counting the pairs of short documents only (``ngram_doc_limit``) has them for most
+    of a corpus of short texts and for few of a corpus of long documents (20 Newsgroups,
+    1 % of its pairs), where scoring them would cost the second round and choose among
+    features most documents do not have. From the counts alone: P the tokens of the
+    pair rows, W those of the word rows and N the documents; a document of n words holds
+    n − 1 pairs, so the corpus W − N. True where no set has pairs, or the scripts written
+    without spaces are counted (their character pairs are a tokenization of their own,
+    counted in every document).
+
+    >>> from nbclass.counting.counts import Counts
+    >>> sets = [("words",), ("words", "pairs")]
+    >>> one = np.array([[1], [1], [1]])  # "a b": the words a, b and the pair "a b"
+    >>> pairs_worth_scoring(Counts(("x",), ("a", "a b", "b"), np.array([1]), one, one), sets)
+    True
+    >>> two = np.array([[2], [1], [2]])  # and "a b a b" (3 pairs), over the limit: none
+    >>> pairs_worth_scoring(Counts(("x",), ("a", "a b", "b"), np.array([2]), two,
+    ...                            np.array([[3], [1], [3]])), sets)
+    False
+    """
+    if not any({"pairs", "ngrams"} & set(names) for names in sets):
+        return True
+    if any("runs" in names for names in sets):
+        return True
+    from ..text.families import rows_of
+
+    tokens = counts.word_tokens
+    words = int(tokens[rows_of(counts.vocabulary, ("words",), symbols)].sum())
+    pairs = int(tokens[rows_of(counts.vocabulary, ("pairs",), symbols)].sum())
+    return pairs >= PAIRS_SHARE * (words - counts.n_docs)
+
+
 def choice_features(counts: Counts, symbols: bool | str = False,
                     words_paired: bool = False) -> tuple[list | None, list]:  # fmt: skip
     """``(features, second)`` of :func:`nbclass.models.choosing.choose` for the counts of
@@ -361,6 +400,8 @@ def choice_features(counts: Counts, symbols: bool | str = False,
     from ..text.families import feature_sets, rows_of
 
     sets = feature_sets(counts.vocabulary, symbols)
+    if not pairs_worth_scoring(counts, sets, symbols):
+        sets = [names for names in sets if not {"pairs", "ngrams"} & set(names)]
     if len(sets) > 1:  # row masks over the one count, simplest first
         named = [
             (names, np.flatnonzero(rows_of(counts.vocabulary, names, symbols))) for names in sets

@@ -45,6 +45,12 @@ from ..records import Record, field, replace
 
 DEFAULT_TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 DEFAULT_NGRAM_RANGE = (1, 1)
+# A fit that chooses (``--model auto``) with no ``--ngram-range`` counts word pairs too,
+# in the documents of at most this many tokens (``ngram_doc_limit``), for the choice to
+# keep them or not: a chat line, a message, a ticket's subject or a short question, whose
+# pairs are few (the count stays near a count of words) and whose words say least alone.
+CHOICE_NGRAM_RANGE = (1, 2)
+CHOICE_NGRAM_DOC_LIMIT = 64
 # With findall, "\w\w+" finds exactly the same tokens as the default pattern: a match can
 # only start where a run of word characters starts (scanning resumes after a whole run or
 # after a one-character run) and greedily ends where the run ends, so the \b assertions
