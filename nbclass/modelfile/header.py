@@ -203,11 +203,14 @@ def multi_label(header: dict, classes: list[str]) -> dict | None:
 def tokenizer(header: dict):
     """``(settings, tokenize)``: the tokenizer settings, checked, and the function that
     counts documents to score them (lazy: a long document's n-grams are made as they are
-    counted against the vocabulary; without the symbols the chosen features leave out,
+    counted against the vocabulary; without the symbols and word n-grams the chosen
+    features leave out,
     :meth:`nbclass.text.tokenizer.TokenizerSettings.scoring`)."""
     settings = TokenizerSettings.from_dict(header["tokenizer"])
     make_tokenizer(settings)  # UsageError for what fit would refuse
-    scoring = settings.scoring(vocabulary_filter(header)[2]) if settings.symbols else settings
+    scoring = settings
+    if settings.symbols or settings.ngram_range != (1, 1):
+        scoring = settings.scoring(vocabulary_filter(header)[2])
     return settings, make_tokenizer(scoring, lazy=True)
 
 

@@ -190,18 +190,28 @@ class TokenizerSettings(Record, frozen=True):
     def scoring(self, features) -> TokenizerSettings:
         """The settings that count documents to score them with a model of these settings
         whose chosen feature families are ``features`` (None: every entry): without the
-        symbols when the choice left them out. Their rows are in no feature set then, so
-        no score, known-token count or calibration sees them, and predict tokenizes as for
-        a model fitted without them; the model keeps its own settings (an update counts
-        the symbols, for the choice to be made again).
+        symbols when the choice left them out, and without the word n-grams when it kept
+        neither pairs nor longer n-grams. Their rows are in no feature set then, so no
+        score, known-token count or calibration sees them, and predict tokenizes as for a
+        model fitted without them (a document's tokens, known or not, are those it could
+        be scored on); the model keeps its own settings (an update counts them, for the
+        choice to be made again).
 
-        >>> on = TokenizerSettings(symbols=True)
+        >>> on = TokenizerSettings(symbols=True, ngram_range=(1, 2), ngram_doc_limit=64)
         >>> [on.scoring(f).symbols for f in (None, ("words",), ("words", "symbols"))]
         [True, False, True]
+        >>> [on.scoring(f).ngram_range for f in (None, ("words",), ("words", "pairs"))]
+        [(1, 2), (1, 1), (1, 2)]
         """
-        if self.symbols and features is not None and "symbols" not in features:
-            return replace(self, symbols=False)
-        return self
+        if features is None:
+            return self
+        out = self
+        if self.symbols and "symbols" not in features:
+            out = replace(out, symbols=False)
+        grams = {"pairs", "ngrams"} & set(features)
+        if self.ngram_range[0] == 1 and self.ngram_range[1] > 1 and not grams:
+            out = replace(out, ngram_range=(1, 1), ngram_doc_limit=None)
+        return out
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
