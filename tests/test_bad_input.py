@@ -108,11 +108,15 @@ def test_binary_documents_are_skipped_with_a_warning_unless_binary_is_given(
     result = run("fit", dirty, "-o", tmp_path / "m.nbc", "-j", "1")
     assert result.returncode == 0
     assert lines(result.stderr)[0] == f"Warning: skipped '{dirty}/china/image.png': binary"
-    assert lines(result.stderr)[1].startswith("fit: 4 documents, 2 classes, 6 words, ")
+    # the 6 words and the 7 pairs of the four documents, none of the image's
+    assert lines(result.stderr)[1].startswith("fit: 4 documents, 2 classes, 13 words, ")
     assert lines(result.stderr)[2:] == ["nbclass: skipped 1 document: 1 binary"]
     assert (tmp_path / "m.nbc").read_bytes() == fit_bytes(clean, tmp_path, name="clean.nbc")
-    with_binary = run("fit", dirty, "-o", tmp_path / "b.nbc", "--binary")
+    # words only: the summary counts the entries the choice keeps, and among these five
+    # tiny documents the default's choice keeps the pairs pruned to df>=2 (2 entries)
+    with_binary = run("fit", dirty, "-o", tmp_path / "b.nbc", "--binary", "--ngram-range", "1,1")
     assert with_binary.returncode == 0
+    # the 6 words and the image's "png" and "ihdr"
     assert lines(with_binary.stderr)[0].startswith("fit: 5 documents, 2 classes, 8 words, ")
 
 
@@ -286,7 +290,8 @@ def test_fifos_sockets_devices_and_symlink_loops_are_skipped_without_hanging(
     finally:
         server.close()
     assert result.returncode == 0, result.stderr
-    assert lines(result.stderr)[0].startswith("fit: 4 documents, 2 classes, 6 words, ")
+    # the 6 words and the 7 pairs of the four documents
+    assert lines(result.stderr)[0].startswith("fit: 4 documents, 2 classes, 13 words, ")
     assert len(lines(result.stderr)) == 1
     assert (tmp_path / "m.nbc").read_bytes() == fit_bytes(clean, tmp_path, name="clean.nbc")
 
@@ -552,13 +557,14 @@ def test_k_larger_than_the_vocabulary_lists_every_word_with_a_note(tmp_path, cle
     fit_bytes(clean, tmp_path, name="m.nbc")
     top = run("top-features", "-m", tmp_path / "m.nbc", "-k", "100")
     assert top.returncode == 0
-    assert len(lines(top.stdout)) == 6
+    # the default fit keeps the 6 words and the 7 pairs of adjacent words of the documents
+    assert len(lines(top.stdout)) == 13
     assert lines(top.stderr) == [
-        "top-features: -k 100 is more than the model's 6 words: listing all of them"
+        "top-features: -k 100 is more than the model's 13 words: listing all of them"
     ]
     kept = run("select-features", "-m", tmp_path / "m.nbc", "-k", "100", "-o", tmp_path / "s")
     assert (kept.returncode, lines(kept.stderr)[0].split(" ->")[0]) == (
-        0, "select-features: kept 6 of 6 words"
+        0, "select-features: kept 13 of 13 words"
     )  # fmt: skip
 
 

@@ -129,12 +129,14 @@ def test_named_complement_without_the_prior_decides_as_complementnb(
 def test_predict_with_a_model_name_scores_that_formula_not_the_stored_transform(tmp_path):
     """A model fit chose (complement, log tf, ...) scored with --model multinomial is the
     plain multinomial: the same as a model fitted with --model multinomial (and the
-    features the choice kept: on the demo corpus the words and the symbols)."""
+    features the choice kept: on the demo corpus the words, the symbols and the pairs of
+    its short documents, in two documents at least)."""
     chosen, plain = tmp_path / "auto.nbc", tmp_path / "plain.nbc"
     assert run("fit", DEMO_CORPUS, "-o", chosen, "-q").returncode == 0
-    assert load(str(chosen)).vocabulary_filter.features == ("words", "symbols")
+    assert load(str(chosen)).vocabulary_filter.features == ("words", "symbols", "pairs")
+    kept = ["--symbols", "--ngram-range", "1,2", "--ngram-doc-limit", "64", "--min-df", "2"]
     assert run(
-        "fit", DEMO_CORPUS, "-o", plain, "-q", "--model", "multinomial", "--symbols"
+        "fit", DEMO_CORPUS, "-o", plain, "-q", "--model", "multinomial", *kept
     ).returncode == 0
     assert jsonl_probabilities(chosen, DEMO_DOCS, "--model", "multinomial") == (
         jsonl_probabilities(plain, DEMO_DOCS)
@@ -472,9 +474,15 @@ def test_fit_chooses_a_model_of_the_kind_the_documents_were_drawn_from(tmp_path,
     assert kind_of & expected, chosen.choice["chosen"]
     assert f"chose {chosen.choice['chosen']}, " in result.output
     table = {row["name"]: row for row in chosen.choice["candidates"]}
-    # the candidates, and the winner with class offsets after them (at most one row)
+    # the candidates on the words, and the winner with class offsets after them (at most
+    # one row)
     formulas = [row for row in table.values() if not row.get("offsets")]
-    assert len(formulas) == len(CANDIDATES) and len(table) - len(formulas) <= 1
+    words = [row for row in formulas if row["features"] == ["words"]]
+    assert len(words) == len(CANDIDATES) and len(table) - len(formulas) <= 1
+    # and a second round on the words and their pairs: the documents are short (at most
+    # 60 tokens, 66 for the bursty ones), so fit counts the pairs of most of them
+    second = [row for row in formulas if row["features"] != ["words"]]
+    assert second and all(row["features"] == ["words", "pairs"] for row in second)
     assert sum(r["chosen"] for r in table.values()) == 1
 
 

@@ -144,15 +144,23 @@ def test_fit_writes_a_model_and_one_summary_line(runner, chinese_corpus, tmp_pat
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith("fit: 4 documents, 2 classes, 6 words, ")
+    # the 6 words and the 7 pairs of adjacent words: short documents, whose pairs are counted
+    assert lines[0].startswith("fit: 4 documents, 2 classes, 13 words, ")
+    model = load(str(path))
     assert re.fullmatch(
-        r"fit: 4 documents, 2 classes, 6 words, chose [^,]+, \d+\.\d\d s -> "
+        r"fit: 4 documents, 2 classes, 13 words, chose "
+        + re.escape(model.choice["chosen"])
+        + r", \d+\.\d\d s -> "
         + re.escape(str(path)),
         lines[0],
     )
-    counts = load(str(path)).counts
+    counts = model.counts
     assert counts.classes == ("china", "japan")
-    assert counts.vocabulary == ("beijing", "chinese", "japan", "macao", "shanghai", "tokyo")
+    assert counts.vocabulary == (
+        "beijing", "beijing chinese", "chinese", "chinese beijing", "chinese chinese",
+        "chinese macao", "chinese shanghai", "japan", "japan chinese", "macao", "shanghai",
+        "tokyo", "tokyo japan",
+    )  # fmt: skip
     assert counts.class_count.tolist() == [3, 1]
 
 
@@ -600,7 +608,8 @@ def test_info_reports_the_vocabulary_filter(runner, chinese_corpus, tmp_path):
     assert result.exit_code == 0
     assert result.stderr.startswith("fit: 4 documents, 2 classes, 1 words")  # only "chinese"
     info = json.loads(runner.invoke(cli, ["info", "-m", str(path), "--format", "json"]).stdout)
-    assert (info["vocabulary"], info["vocabulary_counted"]) == (1, 6)
+    # the 6 words and the 7 pairs counted; "chinese chinese" is in one document only
+    assert (info["vocabulary"], info["vocabulary_counted"]) == (1, 13)
     assert info["vocabulary_filter"] == {"min_df": 2, "max_features": None}
 
 
@@ -645,7 +654,7 @@ def test_loose_files_at_the_top_of_a_corpus_are_a_warning(runner, chinese_corpus
         f"Warning: ignoring 1 file(s) at the top of {str(chinese_corpus)!r}: documents belong "
         "in class folders"
     )
-    assert summary.startswith("fit: 4 documents, 2 classes, 6 words, ")
+    assert summary.startswith("fit: 4 documents, 2 classes, 13 words, ")  # words and pairs
 
 
 def test_error_empty_corpus_folder(runner, tmp_path):
