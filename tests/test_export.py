@@ -157,18 +157,27 @@ def test_against_the_predict_command(news_sample, tmp_path):
             assert abs(row[classes.index(c)] - p) <= 1e-12
 
 
-def test_the_scorer_counts_the_symbols_and_applies_the_class_offsets(tmp_path):
-    """The demo corpus's default fit keeps the symbols ("$", "%", "@", ...) and the class
-    offsets, and its temperature has a gap term: the scorer, run as written on its export,
-    gives predict's probabilities (the scorer once left the symbols out: 0.10 off)."""
+@pytest.mark.parametrize("options", [[], ["--ngram-range", "1,1"]], ids=["default", "words"])
+def test_the_scorer_counts_the_symbols_and_applies_the_class_offsets(tmp_path, options):
+    """The demo corpus's default fit keeps the symbols ("$", "%", "@", ...) and the word
+    pairs of its documents of at most 64 words; its fit of words keeps the symbols and the
+    class offsets; the temperature of both has a gap term: the scorer, run as written on
+    their exports, gives predict's probabilities (the scorer once left the symbols out:
+    0.10 off)."""
     model, out = tmp_path / "demo.nbc", tmp_path / "demo.json"
     run = [*nbclass_command()]
-    subprocess.run([*run, "fit", str(DEMO_CORPUS), "-o", str(model), "-q"], check=True)
+    subprocess.run([*run, "fit", str(DEMO_CORPUS), "-o", str(model), "-q", *options],
+                   check=True)  # fmt: skip
     subprocess.run([*run, "export", "-m", str(model), "-o", str(out), "-q"], check=True)
     exported = json.loads(out.read_text(encoding="utf-8"))
     assert exported["tokenizer"]["symbols"] is True and "$" in exported["vocabulary"]
     calibration = exported["calibration"]
-    assert len(calibration["offsets"]) == 3 and calibration["t2"] != 0
+    assert calibration["t2"] != 0
+    if options:  # the words: class offsets
+        assert len(calibration["offsets"]) == 3 and "ngram_doc_limit" not in exported["tokenizer"]
+    else:  # the default: pairs in documents of at most 64 words
+        assert exported["tokenizer"]["ngram_doc_limit"] == 64
+        assert "this morning" in exported["vocabulary"]  # in the third text
     texts = [
         "My card was charged twice ($49.99 + $49.99) -- refund please!!",
         "login fails: ERR_CERT_DATE_INVALID @ 09:00, 100% of users?",
@@ -355,6 +364,56 @@ def test_the_sklearn_pipeline_recipe_gives_predicts_probabilities(
     assert np.abs(plain[:-3] - want[:-3]).max() <= 1e-12  # each test document knows a word
     same = np.abs(plain[-3:-1] - want[-3:-1]).max() <= 1e-12
     assert same == (settings.model != "bernoulli")  # its b holds the absent words
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize(
+    "name", ["multinomial", "multinomial-log-idf-length", "bernoulli", "complement-no-prior"]
+)
+def test_the_sklearn_recipes_apply_the_document_limit(news, tmp_path, runner, name):
+    """A model counting word pairs in documents of at most 200 words (a default fit of
+    short texts carries such a limit): both recipes give predict's probabilities, on test
+    documents on either side of the limit, where n-grams in every document would not."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    import nbclass
+
+    train, texts = news
+    settings = SETTINGS[name].validate()
+    tokenizer = TokenizerSettings(ngram_range=(1, 2), ngram_doc_limit=200)
+    save(fit(list_corpus(str(train)), tokenizer, defaults=settings), str(tmp_path / "m.nbc"))
+    result = runner.invoke(
+        cli, ["export", "-m", str(tmp_path / "m.nbc"), "-o", str(tmp_path / "m.json"), "-q"]
+    )
+    assert result.exit_code == 0, result.stderr
+    ns = doc_namespace()
+    exported = ns["load_export"](str(tmp_path / "m.json"))
+    assert exported["tokenizer"]["ngram_doc_limit"] == 200
+    assert any(" " in word for word in exported["vocabulary"])  # pairs were counted
+    words = CountVectorizer().build_analyzer()  # the default tokenizer's words
+    lengths = np.array([len(words(text)) for text in texts])
+    assert (lengths <= 200).sum() >= 10 and (lengths > 200).sum() >= 10
+    want = nbclass.load(tmp_path / "m.nbc").predict_proba(texts)  # predict's numbers
+
+    pipeline = ns["sklearn_pipeline"](exported)
+    got = ns["pipeline_proba"](pipeline, exported, texts)
+    assert np.abs(got - want).max() <= 1e-12
+    # Pairs in every document (a plain CountVectorizer) count the long ones otherwise,
+    # and score some of them otherwise by far.
+    every = CountVectorizer(ngram_range=(1, 2), vocabulary=list(exported["vocabulary"]),
+                            binary=exported["transform"]["binary"], dtype=np.float64)  # fmt: skip
+    differ = np.asarray((every.transform(texts) != pipeline[0].transform(texts)).sum(axis=1))
+    assert np.array_equal(differ.ravel() > 0, lengths > 200)
+    pipeline.steps[0] = (pipeline.steps[0][0], every)
+    moved = np.abs(ns["pipeline_proba"](pipeline, exported, texts) - want).max(axis=1) > 1e-6
+    assert moved.sum() >= 5
+
+    if settings.tf == "raw" and not settings.idf and settings.norm == "none":
+        vectorizer, classifier = ns["sklearn_model"](exported)
+        X = vectorizer.transform(texts)
+        known = np.asarray(X.sum(axis=1)).ravel() > 0
+        got = classifier.predict_proba(X)
+        assert np.abs(got[known] - want[known]).max() <= 1e-9
 
 
 @pytest.mark.corpus
