@@ -416,6 +416,67 @@ def test_the_sklearn_recipes_apply_the_document_limit(news, tmp_path, runner, na
         assert np.abs(got[known] - want[known]).max() <= 1e-9
 
 
+@pytest.mark.parametrize(
+    "options, overrides",
+    [
+        ([], {}),
+        (["--model", "complement", "--tf", "raw", "--no-class-prior"],
+         {"model": "complement", "tf": "raw", "class_prior": False}),
+        (["--model", "bernoulli"], {"model": "bernoulli"}),
+    ],  # fmt: skip
+    ids=["chosen", "complement", "bernoulli"],
+)
+def test_the_sklearn_recipes_count_the_symbols_of_the_demos_default_model(
+    tmp_path, options, overrides
+):  # fmt: skip
+    """The demo corpus's default model counts the symbols and the word pairs of documents
+    of at most 64 words: exported without the calibration, the recipes give predict's
+    probabilities (a CountVectorizer of the words and pairs alone was 0.09 off)."""
+    import nbclass
+
+    model, out = tmp_path / "demo.nbc", tmp_path / "demo.json"
+    run = [*nbclass_command()]
+    subprocess.run([*run, "fit", str(DEMO_CORPUS), "-o", str(model), "-q"], check=True)
+    subprocess.run([*run, "export", "-m", str(model), "-o", str(out), "-q", "--no-calibration",
+                    *options], check=True)  # fmt: skip
+    ns = doc_namespace()
+    exported = ns["load_export"](str(out))
+    assert exported["tokenizer"]["symbols"] is True and "$" in exported["vocabulary"]
+    assert exported["tokenizer"]["ngram_doc_limit"] == 64
+    tests = sorted((REPO / "corpora" / "demo-test").rglob("*.txt"))
+    texts = [path.read_text(encoding="utf-8") for path in tests]
+    texts += [
+        "My card was charged twice ($49.99 + $49.99) -- refund please!!",
+        "login fails: ERR_CERT_DATE_INVALID @ 09:00, 100% of users?",
+        "the outage page says 503 :( since this morning",
+        "a\0b ?? c",
+        "",
+    ]
+    want = nbclass.load(model).using(calibration=False, **overrides).predict_proba(texts)
+    pipeline = ns["sklearn_pipeline"](exported)
+    assert np.abs(ns["pipeline_proba"](pipeline, exported, texts) - want).max() <= 1e-12
+    if options:  # the naive Bayes estimators
+        vectorizer, classifier = ns["sklearn_model"](exported)
+        X = vectorizer.transform(texts)
+        known = np.asarray(X.sum(axis=1)).ravel() > 0
+        assert np.abs(classifier.predict_proba(X)[known] - want[known]).max() <= 1e-9
+
+
+def test_the_sklearn_recipes_refuse_unspaced_tokens(chinese_corpus, tmp_path, runner):
+    options = ["fit", str(chinese_corpus), "-o", str(tmp_path / "m.nbc"), "-q", "--unspaced",
+               "pairs", *NAMED]  # fmt: skip
+    assert runner.invoke(cli, options).exit_code == 0
+    result = runner.invoke(cli, ["export", "-m", str(tmp_path / "m.nbc"), "-o",
+                                 str(tmp_path / "m.json"), "-q", "--no-calibration"])  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    ns = doc_namespace()
+    exported = ns["load_export"](str(tmp_path / "m.json"))
+    assert exported["tokenizer"]["unspaced"] == "pairs"
+    for recipe in ("sklearn_pipeline", "sklearn_model"):
+        with pytest.raises(ValueError, match="without spaces: use nbclass.sklearn"):
+            ns[recipe](exported)
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize("classes", [2, 4])
 def test_a_calibrated_export_is_refused_and_the_estimator_takes_the_model(
