@@ -151,7 +151,9 @@ def test_cv_json(runner):
     assert sum(data["fold_documents"]) == 42
     expected = cross_validate(
         list_corpus(str(DEMO_CORPUS)),
-        TokenizerSettings(symbols=True),  # counted as fit counts at its defaults
+        # counted as fit counts at its defaults: the symbols, and the pairs of the
+        # documents of at most 64 tokens
+        TokenizerSettings(symbols=True, ngram_range=(1, 2), ngram_doc_limit=64),
         VocabularyFilter(),
         None,  # --model auto, fit's default
         3,

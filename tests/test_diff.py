@@ -123,7 +123,10 @@ def test_diff_reports_how_the_models_score_at_their_defaults(tmp_path, runner):
 
     chosen, named, small = tmp_path / "chosen.nbc", tmp_path / "named.nbc", tmp_path / "small.nbc"
     assert runner.invoke(cli, ["fit", str(DEMO_CORPUS), "-o", str(chosen), "-q"]).exit_code == 0
-    options = ["fit", str(DEMO_CORPUS), "-o", str(named), "-q", *NAMED, "--symbols"]
+    # the entries fit's choice keeps (words+symbols+pairs, df>=2): the symbols, the pairs
+    # of the short documents, those of two documents or more
+    counted = ["--symbols", "--ngram-range", "1,2", "--ngram-doc-limit", "64", "--min-df", "2"]
+    options = ["fit", str(DEMO_CORPUS), "-o", str(named), "-q", *NAMED, *counted]
     assert runner.invoke(cli, options).exit_code == 0
     options = ["select-features", "-m", str(chosen), "-k", "50", "-o", str(small), "-q"]
     assert runner.invoke(cli, options).exit_code == 0
@@ -155,7 +158,8 @@ def test_diff_reports_how_the_models_score_at_their_defaults(tmp_path, runner):
         "changed": ["defaults", "chosen", "fitted_beta", "calibration", "typicality"],
     }
     assert data["notes"] == [
-        # the choice's filter names the features it kept (words and symbols), the named none
+        # the choice's filter names the features it kept (words, symbols and pairs) and
+        # prunes them to df>=2, the named keeps --min-df 2 and names none
         "the models use different vocabulary filters or selections",
         "the models score differently at their defaults (default settings, who chose them, "
         "fitted β, calibration, typicality)",
@@ -169,12 +173,13 @@ def test_diff_reports_how_the_models_score_at_their_defaults(tmp_path, runner):
     result = runner.invoke(cli, ["diff", str(chosen), str(named)])
     rows = [line.strip() for line in result.stdout.splitlines()]
     c = a.calibration
+    assert c.offsets == ()  # the choice kept none on the demo's words+symbols+pairs, df>=2
     at = next(i for i, row in enumerate(rows) if row.startswith("defaults"))
     assert rows[at : at + 5] == [
         "defaults      complement tf=log no-class-prior (chosen by fit) -> complement",
         "tf=log β=fit (named)",  # wrapped at 80 columns
         f"fitted β      none -> {b.prepared.beta:.4g}",
-        f"calibration   t = {c.t0:.4g}, {c.t1:.4g}, {c.t2:.4g}, class offsets -> none",
+        f"calibration   t = {c.t0:.4g}, {c.t1:.4g}, {c.t2:.4g} -> none",  # no offsets
         f"typicality    42 documents, median {a.typicality['percentiles'][50]:.4g} -> not "
         "stored",
     ]
