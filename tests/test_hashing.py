@@ -98,7 +98,9 @@ def test_hashing_settings_must_match(tmp_path, runner):
     assert result.exit_code == 2
     assert "(hash features: 64 vs 128)" in result.output
     plain = tmp_path / "plain.nbc"
-    runner.invoke(cli, ["fit", str(DEMO_CORPUS), "-o", str(plain)])
+    # of words, as the hashed fit counts them (a default fit's pairs of short documents
+    # would be the first setting to differ, the n-gram range)
+    runner.invoke(cli, ["fit", str(DEMO_CORPUS), "-o", str(plain), "--ngram-range", "1,1"])
     result = runner.invoke(cli, ["merge", str(plain), str(a), "-o", str(tmp_path / "x.nbc")])
     assert result.exit_code == 2
     assert "(hash features: off vs 64)" in result.output
@@ -111,8 +113,10 @@ def test_top_features_print_words_and_single_and_batch_predict_agree(tmp_path, r
     """With many columns every word has its own: top-features shows the plain ranking."""
     hashed, plain = tmp_path / "h.nbc", tmp_path / "p.nbc"
     runner.invoke(cli, ["fit", str(DEMO_CORPUS), "-o", str(hashed), "--hash-features", "2^24"])
-    # (hashing counts no symbols: the plain fit leaves them out too)
-    runner.invoke(cli, ["fit", str(DEMO_CORPUS), "-o", str(plain), "--no-symbols"])
+    # (hashing counts no symbols and no pairs of short documents: the plain fit leaves
+    # them out too)
+    words = ["--no-symbols", "--ngram-range", "1,1"]
+    runner.invoke(cli, ["fit", str(DEMO_CORPUS), "-o", str(plain), *words])
     top = runner.invoke(cli, ["top-features", "-m", str(hashed), "-k", "1000"]).stdout
     same = runner.invoke(cli, ["top-features", "-m", str(plain), "-k", "1000"]).stdout
     assert sorted(top.splitlines()) == sorted(same.splitlines())  # ties may come in any order
