@@ -295,10 +295,11 @@ def test_forged_records_are_refused_alike_by_the_one_document_path(
 
 @pytest.fixture(scope="module")
 def chosen(tmp_path_factory) -> Path:
-    """A model of fit's defaults: its calibration has class offsets (the demo corpus's
-    choice keeps them)."""
+    """A model whose settings fit chose: its calibration has class offsets (the demo
+    corpus's choice among its words keeps them; pinned to words, as the choice with the
+    word pairs of the default keeps none, and the subject is the calibration's fields)."""
     path = tmp_path_factory.mktemp("chosen") / "model.nbc"
-    result = run("fit", DEMO, "-o", path, "-q", "-j", "1")
+    result = run("fit", DEMO, "-o", path, "-q", "-j", "1", "--ngram-range", "1,1")
     assert result.returncode == 0, result.stderr
     return path
 
@@ -400,6 +401,9 @@ def sparse_model(template: Path, path: Path, V: int, C: int) -> Path:
         "histogram_value": np.array([d for d, _ in pairs]),
         "histogram_count": np.array([n for _, n in pairs]),
     }  # fmt: skip
+    # no choice, so none of its vocabulary filter either (a pruning at df >= 2 of the
+    # template's choice would leave none of these words, each in one document)
+    keep["vocabulary_filter"] = {"min_df": 1, "max_features": None}  # as fit writes it
     keep.update(classes=[f"c{c:05d}" for c in range(C)], n_features=V, n_used=V,
                 prepared=None, choice=None, calibration=None, typicality=None,
                 selection=None, ledger=None)  # fmt: skip

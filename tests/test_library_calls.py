@@ -29,7 +29,8 @@ NO_OPTIONS = {
 
 @pytest.fixture(scope="module")
 def base():
-    tokenizer, vocabulary_filter, _, _ = fit_settings(NO_OPTIONS)
+    # the words alone (an ngram range given: no pairs), for a different range to be refused
+    tokenizer, vocabulary_filter, _, _ = fit_settings(dict(NO_OPTIONS, ngram_range=(1, 1)))
     documents = count_documents(list_corpus(str(DEMO_CORPUS)), tokenizer, ledger=False)
     settings = EstimatorSettings(model="bernoulli", alpha=2.0)
     return new_model(documents, tokenizer, VocabularyFilter(min_df=2), settings, auto=False)
@@ -38,10 +39,12 @@ def base():
 def test_a_fit_without_options_chooses_its_settings_from_the_data():
     tokenizer, vocabulary_filter, defaults, auto = fit_settings(NO_OPTIONS)
     # At the defaults the scripts written without spaces are counted every way, and the
-    # symbols beside the words, to choose.
+    # symbols and the word pairs of documents of at most 64 tokens beside the words, to
+    # choose.
     assert (tokenizer, vocabulary_filter, defaults, auto) == (
-        TokenizerSettings(unspaced="all", symbols=True), VocabularyFilter(), DEFAULTS, True
-    )
+        TokenizerSettings(unspaced="all", symbols=True, ngram_range=(1, 2), ngram_doc_limit=64),
+        VocabularyFilter(), DEFAULTS, True,
+    )  # fmt: skip
 
 
 def test_over_a_base_model_only_the_options_given_change_its_settings(base):
@@ -69,10 +72,12 @@ def test_model_auto_is_refused_with_estimator_options_and_over_a_base_model(base
 
 def test_cross_validation_chooses_per_fold_unless_an_estimator_option_is_given(base):
     none = {"model": None, "estimator": None, "alpha": None, "beta": None}
-    # Each fold chooses as fit does, the tokenization of unspaced scripts and the symbols too.
-    assert cv_settings(None, none) == (
-        TokenizerSettings(unspaced="all", symbols=True), VocabularyFilter(), None
+    # Each fold chooses as fit does, the tokenization of unspaced scripts, the symbols and
+    # the word pairs of short documents too.
+    chosen = TokenizerSettings(
+        unspaced="all", symbols=True, ngram_range=(1, 2), ngram_doc_limit=64
     )
+    assert cv_settings(None, none) == (chosen, VocabularyFilter(), None)
     assert cv_settings(None, none, multi_label=True)[0] == TokenizerSettings(unspaced="all")
     tokenizer, _, settings = cv_settings(None, dict(none, alpha=0.5))
     assert settings == EstimatorSettings(alpha=0.5) and tokenizer == TokenizerSettings()
