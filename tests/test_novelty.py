@@ -317,6 +317,7 @@ def test_fit_at_its_default_stores_the_typicality_its_folds_measured(runner, tmp
     import hashlib
 
     from nbclass.models.choosing import choose
+    from nbclass.models.model import choice_features
     from nbclass.models.novelty import evidence_settings
 
     path = tmp_path / "auto.nbc"
@@ -328,10 +329,14 @@ def test_fit_at_its_default_stores_the_typicality_its_folds_measured(runner, tmp
     corpus = list_corpus(str(DEMO))  # 42 documents: all are sampled, in (SHA-256, class) order
     read = [(Path(p).read_bytes(), corpus.classes[c]) for p, c in zip(corpus.paths, corpus.labels)]
     sample = sorted((hashlib.sha256(data).digest(), name, data.decode()) for data, name in read)
-    counts = model.active_counts
+    # The choice of fit again: its feature sets (words, symbols, pairs, their prunings) over
+    # every row counted, the pruned sets pruned in each fold.
+    counts = model.counts
     X, _ = TextCounter(model.tokenizer, counts.vocabulary).count([t for _, _, t in sample])
     y = np.array([counts.classes.index(c) for _, c, _ in sample])
-    choice = choose(counts, X, y)
+    features, second = choice_features(counts, model.tokenizer.symbol_entries, True)
+    choice = choose(counts, X, y, features=features, second=second, offsets=True)
+    assert (choice.settings, choice.features) == (model.defaults, ("words", "symbols", "pairs"))
     assert record["percentiles"] == np.percentile(choice.evidence, range(101)).tolist()
 
 

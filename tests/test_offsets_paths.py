@@ -1,7 +1,8 @@
 """One model with class offsets, every path: the same probabilities for the same document.
 
-The demo corpus's default fit keeps the symbols and the class offsets, and its temperature
-has a gap term (t2): the richest calibration a file holds. Each document is scored by
+The demo corpus's fit choosing among its words (``--ngram-range 1,1``; the default's word
+pairs make a choice without class offsets) keeps the symbols and the class offsets, and its
+temperature has a gap term (t2): the richest calibration a file holds. Each document is scored by
 predict on a folder (the batch path), by predict on stdin (the one-document path, without
 numpy), by the library (``nbclass.load(...).predict_proba``), by scikit-learn's estimator
 made from the model, and explained by ``predict --explain``, whose log-odds must be those
@@ -47,7 +48,7 @@ def demo(tmp_path_factory):
     """(model path, folder of the TEXTS, their paths in the folder's order)."""
     root = tmp_path_factory.mktemp("offsets")
     model = root / "demo.nbc"
-    run("fit", DEMO_CORPUS, "-o", model, "-q")
+    run("fit", DEMO_CORPUS, "-o", model, "-q", "--ngram-range", "1,1")  # for the offsets
     folder = root / "docs"
     folder.mkdir()
     paths = []

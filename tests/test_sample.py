@@ -532,8 +532,9 @@ def test_past_524_classes_the_calibration_of_its_first_documents_updates_and_mer
 
 
 def test_past_the_dense_size_update_merge_and_unlearn_write_the_fresh_fits(tmp_path):
-    """4,000 classes × 40,003 words (1.6 × 10^8 weight cells, past the 2^24 of a dense
-    table: the choice's folds are scored from the pairs), 12,000 lines at the defaults
+    """4,000 classes × 84,003 entries, 40,003 words and 44,000 word pairs (3.4 × 10^8
+    weight cells, past the 2^24 of a dense table: the choice's folds are scored from the
+    (entry, class) pairs), 12,000 lines at the defaults
     with a ledger: the first 8,000 updated with the last 4,000, the two parts merged,
     and the last 4,000 unlearned from the whole write the fresh fits' bytes (the test
     above has 70 words: tables of 42,000 cells)."""
@@ -553,7 +554,9 @@ def test_past_the_dense_size_update_merge_and_unlearn_write_the_fresh_fits(tmp_p
         assert result.returncode == 0, result.stderr
     model = load(str(files["all"]))
     V, C = len(model.counts.vocabulary), len(model.counts.classes)
-    assert (V, C) == (40_003, 4_000) and not dense_cells(V, C)
+    # a class's 10 words and s0, s1, s2; its pairs: x0 x1, x1 x2, x2 x3 | x4 x5, x5 x6,
+    # x6 x7 | x8 x9, x9 x0, x0 x1 again (8) and x3 s0, x7 s1, x1 s2 (3), every line short
+    assert (V, C) == (4_000 * 10 + 3 + 4_000 * (8 + 3), 4_000) and not dense_cells(V, C)
     assert chooses(model)
     updated, merged, unlearned = (tmp_path / f"{n}.nbc" for n in ("u", "m", "n"))
     shutil.copy(files["a"], updated)

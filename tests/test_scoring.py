@@ -218,7 +218,11 @@ def test_an_accented_corpus_is_counted_the_same_by_the_workers(runner, small_bat
         for i in range(5):
             (train / label / f"{i}.txt").write_text(f"{words} {label}{i}")
     model = tmp_path / "model.nbc"
-    assert runner.invoke(cli, ["fit", str(train), "-o", str(model), "-q"]).exit_code == 0
+    # words alone: with the default's word pairs these ten texts choose dcm, which has no
+    # --explain; the subject is the counting of accented words by the workers
+    words = ["--ngram-range", "1,1"]
+    fitted = runner.invoke(cli, ["fit", str(train), "-o", str(model), "-q", *words])
+    assert fitted.exit_code == 0
     folder = tmp_path / "inbox"
     folder.mkdir()
     for i in range(25):

@@ -66,6 +66,17 @@ def demo_model(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def words_model(tmp_path_factory):
+    """The demo's fit choosing among its words: "the dashboard times out" is an outage
+    (the default's choice with word pairs prunes to entries of two documents or more,
+    without "dashboard", and answers billing at 0.44)."""
+    path = tmp_path_factory.mktemp("words") / "demo.nbc"
+    result = run("fit", DEMO_CORPUS, "-o", path, "-q", "--ngram-range", "1,1")
+    assert result.returncode == 0, result.stderr
+    return path
+
+
 def test_fit_then_predict_from_a_shell_pipe(demo_model):
     text = "My card was charged twice for the same invoice, please refund one payment"
     cmd = shlex.join([*nbclass_command(), "predict", "-m", str(demo_model)])
@@ -148,9 +159,9 @@ def test_predict_with_a_terminal_on_stdin_prints_a_usage_hint(demo_model):
     assert with_path.stdout.decode().split("\t")[1] == "billing"
 
 
-def test_ctrl_c_during_a_long_predict_exits_130(demo_model):
+def test_ctrl_c_during_a_long_predict_exits_130(words_model):
     proc = subprocess.Popen(
-        [*nbclass_command(), "predict", "-m", str(demo_model), "--lines"],
+        [*nbclass_command(), "predict", "-m", str(words_model), "--lines"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -243,7 +254,10 @@ def test_an_interrupt_inside_a_finalizer_still_ends_the_command(name, code):
 def test_mle_warning_from_the_console_entry_point(tmp_path):
     corpus = write_corpus(tmp_path / "chinese", CHINESE)
     model = tmp_path / "chinese.nbc"
-    assert run("fit", corpus, "-o", model, "-q").returncode == 0
+    # words alone: the textbook's answer (china) is that of the words; with the default's
+    # word pairs the four documents choose bernoulli, words+pairs, and "tokyo japan" of
+    # the one japan document decides
+    assert run("fit", corpus, "-o", model, "-q", "--ngram-range", "1,1").returncode == 0
     result = run("predict", "-m", model, "--estimator", "mle", input=b"Beijing Tokyo")
     assert result.returncode == 0
     assert result.stdout == b"-\t\t0.0\n"

@@ -415,11 +415,12 @@ def test_twelve_chinese_tickets_are_one_clause_a_word_under_the_pattern(tmp_path
 
 
 def test_twelve_chinese_tickets_at_the_defaults_classify_the_held_out_ones(tmp_path):
-    """fit at its defaults counts runs, characters and pairs and chooses: every held-out
-    ticket gets its class."""
+    """fit at its defaults counts runs, characters and pairs (of characters, and of the
+    pattern's words: 14 pairs of adjacent clauses) and chooses: every held-out ticket
+    gets its class."""
     model = tmp_path / "m.nbc"
     fitted = nbclass_command("fit", TICKETS, "-o", model)
-    assert "300 words, chose multinomial, words+characters+pairs" in fitted.stderr
+    assert "314 words, chose multinomial, words+characters+pairs" in fitted.stderr
     predicted = nbclass_command("predict", "-m", model, HELD_OUT)
     assert labels_of(predicted.stdout) == HELD_OUT_LABELS
     assert "unspaced all" in nbclass_command("info", "-m", model).stdout
@@ -485,14 +486,14 @@ def test_a_corpus_without_those_scripts_fits_the_patterns_file():
 
 
 def test_a_corpus_of_spaced_scripts_fits_the_same_counts_with_pairs(tmp_path):
-    """The demo corpus fitted at the defaults (without the symbols, which --unspaced
-    does not count) and with --unspaced pairs: the same counts; only the tokenizer
-    record differs."""
+    """The demo corpus fitted at the defaults (without the symbols and the word pairs,
+    which --unspaced does not count) and with --unspaced pairs: the same counts; only
+    the tokenizer record differs."""
     from nbclass.modelfile.textfile import load
 
     plain, runs = tmp_path / "plain.nbc", tmp_path / "runs.nbc"
     assert nbclass_command(
-        "fit", REPO / "corpora" / "demo", "-o", plain, "-q", "--no-symbols"
+        "fit", REPO / "corpora" / "demo", "-o", plain, "-q", "--no-symbols", "--ngram-range", "1,1"
     ).returncode == 0
     assert nbclass_command("fit", REPO / "corpora" / "demo", "-o", runs, "-q",
                            "--unspaced", "pairs").returncode == 0  # fmt: skip
@@ -709,7 +710,9 @@ def test_japanese_tickets_of_mixed_scripts_at_the_defaults(tmp_path):
 
 def test_an_export_names_the_tokenization(tmp_path):
     """The export of the tickets' default model: its tokenizer record says unspaced all,
-    and its vocabulary is the rows the choice kept (characters and pairs, no run)."""
+    and its vocabulary is the rows the choice kept (characters and pairs, no run): the
+    300 of --unspaced pairs and the 14 pairs of adjacent clauses of the default's word
+    pairs."""
     import json
 
     model, exported = tmp_path / "m.nbc", tmp_path / "m.json"
@@ -717,5 +720,5 @@ def test_an_export_names_the_tokenization(tmp_path):
     assert nbclass_command("export", "-m", model, "-o", exported, "-q").returncode == 0
     data = json.loads(exported.read_text("utf-8"))
     assert data["tokenizer"]["unspaced"] == "all"
-    assert len(data["vocabulary"]) == 300 and "账户" not in data["vocabulary"]
-    assert {"账", "账 户"} <= set(data["vocabulary"])
+    assert len(data["vocabulary"]) == 314 and "账户" not in data["vocabulary"]
+    assert {"账", "账 户", "接口响应非常慢 经常超时"} <= set(data["vocabulary"])
