@@ -30,10 +30,9 @@ def load_counter(data: bytes, path: str = "<bytes>", parsed: tuple | None = None
     try:
         V = whole(header["n_features"], "n_features")
         tokenizer = TokenizerSettings.from_dict(header["tokenizer"])
-        if tokenizer.symbols or tokenizer.ngram_range != (1, 1):
+        if tokenizer.scores_apart:  # without the symbols and n-grams the choice left out
             from .header import vocabulary_filter
 
-            # counted without the symbols and word n-grams the choice left out
             tokenizer = tokenizer.scoring(vocabulary_filter(header)[2])
         joined = sections["vocabulary"].tobytes()
         joined.decode("utf-8")  # UTF-8, or refused

@@ -209,7 +209,7 @@ def tokenizer(header: dict):
     settings = TokenizerSettings.from_dict(header["tokenizer"])
     make_tokenizer(settings)  # UsageError for what fit would refuse
     scoring = settings
-    if settings.symbols or settings.ngram_range != (1, 1):
+    if settings.scores_apart:
         scoring = settings.scoring(vocabulary_filter(header)[2])
     return settings, make_tokenizer(scoring, lazy=True)
 

@@ -27,7 +27,7 @@ from ..errors import NbclassError
 from ..ranges import check
 from ..reading.corpus import Corpus
 from ..text.hashing import words_of
-from ..text.tokenizer import TokenizerSettings, make_tokenizer
+from ..text.tokenizer import GRAM_FAMILIES, TokenizerSettings, make_tokenizer
 from ..text.vectorizer import TextCounter
 from . import exitcodes
 from .chosen import reported
@@ -379,7 +379,7 @@ def pairs_worth_scoring(counts: Counts, sets, symbols: bool | str = False) -> bo
     ...                            np.array([[3], [1], [3]])), sets)
     False
     """
-    if not any({"pairs", "ngrams"} & set(names) for names in sets):
+    if all(GRAM_FAMILIES.isdisjoint(names) for names in sets):
         return True
     if any("runs" in names for names in sets):
         return True
@@ -401,7 +401,7 @@ def choice_features(counts: Counts, symbols: bool | str = False,
 
     sets = feature_sets(counts.vocabulary, symbols)
     if not pairs_worth_scoring(counts, sets, symbols):
-        sets = [names for names in sets if not {"pairs", "ngrams"} & set(names)]
+        sets = [names for names in sets if GRAM_FAMILIES.isdisjoint(names)]
     if len(sets) > 1:  # row masks over the one count, simplest first
         named = [
             (names, np.flatnonzero(rows_of(counts.vocabulary, names, symbols))) for names in sets
@@ -432,7 +432,7 @@ def choice_features(counts: Counts, symbols: bool | str = False,
     # one space) then holds the word pairs as well (the multilingual corpus: 181,000
     # beside 22,000 pairs of characters).
     second = [
-        tuple(name for name in names if name not in ("pairs", "ngrams"))
+        tuple(name for name in names if name not in GRAM_FAMILIES)
         if names is not None and "pairs" in names and (words_paired or "characters" not in names)
         else False
         for names, _, _, _ in features

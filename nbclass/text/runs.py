@@ -45,7 +45,7 @@ or ``2,2``) are made of no bytes: predict finds a pair by its two tokens' ids in
 table, one 64-bit key looked up in a table of the vocabulary's pairs
 (:attr:`RunCounter.pairs`), and fit numbers it by its two words' numbers. With an
 ``ngram_doc_limit``, each text's number of tokens is counted from its runs
-(:func:`short_texts`) and no n-gram starts in a text of more.
+and no n-gram starts in a text of more (:func:`ngram_firsts`).
 
 With ``unspaced`` "pairs" or "all", the characters and pairs of the scripts written
 without spaces are runs after a chunk's words (:func:`_text_chunk_runs`, which says how
@@ -211,17 +211,20 @@ def _copy_segments(out: np.ndarray, at: np.ndarray, codes: np.ndarray, starts, l
     out[np.repeat(at, lengths) + within] = codes[np.repeat(starts, lengths) + within]
 
 
-def short_texts(text: np.ndarray, limit: int | None) -> np.ndarray | None:
-    """Whether each token, of the text ``text[r]`` (the tokens the n-grams are made from),
-    is in a text of at most ``limit`` tokens (``ngram_doc_limit``), bool of ``text``'s
-    shape; None without a limit.
+def ngram_firsts(text: np.ndarray, n: int, limit: int | None = None) -> np.ndarray:
+    """The first token of each n-gram of ``n`` consecutive tokens of one text (the tokens
+    of texts ``text``, nondecreasing; ``text.size`` at least ``n``), with ``limit``
+    (``ngram_doc_limit``) none of a text of more than ``limit`` tokens.
 
-    >>> short_texts(np.array([0, 0, 1, 1, 1, 3]), 2).tolist()
-    [True, True, False, False, False, True]
+    >>> ngram_firsts(np.array([0, 0, 1, 1, 1, 3]), 2).tolist()
+    [0, 2, 3]
+    >>> ngram_firsts(np.array([0, 0, 1, 1, 1, 3]), 2, limit=2).tolist()
+    [0]
     """
-    if limit is None:
-        return None
-    return np.bincount(text)[text] <= limit if text.size else np.zeros(0, dtype=bool)
+    first = np.flatnonzero(text[n - 1 :] == text[: text.size - n + 1])
+    if limit is not None:
+        first = first[np.bincount(text)[text[first]] <= limit]
+    return first
 
 
 def with_ngrams(
@@ -244,14 +247,11 @@ def with_ngrams(
     """
     low, high = ngram_range
     length = ends - starts
-    short = short_texts(text, limit)
     parts = []  # per n: (first token of each gram, n)
     for n in range(max(2, low), high + 1):
         if length.size < n:
             break
-        first = np.flatnonzero(text[n - 1 :] == text[: length.size - n + 1])
-        if short is not None:
-            first = first[short[first]]
+        first = ngram_firsts(text, n, limit)
         if first.size:
             parts.append((first, n))
     if not parts:
@@ -1132,7 +1132,7 @@ class RunCounter:
     pair_columns : int64 ndarray of shape (P + 1,) or None
         The column of each pair of ``pairs``, then −1.
     ngram_doc_limit : int or None
-        The settings' own: no n-gram in a text of more tokens (:func:`short_texts`).
+        The settings' own: no n-gram in a text of more tokens (:func:`ngram_firsts`).
     """
 
     table: bytes
@@ -1276,10 +1276,7 @@ class RunCounter:
         if self.pairs is not None:  # each two tokens of a text in turn: a pair
             kept = np.flatnonzero(token)
             found, text, column = found[kept], text[kept], column[kept]
-            first = np.flatnonzero(text[1:] == text[:-1])
-            short = short_texts(text, self.ngram_doc_limit)
-            if short is not None:
-                first = first[short[first]]
+            first = ngram_firsts(text, 2, self.ngram_doc_limit)
             one, two = found[first], found[first + 1]
             gram_column = np.full(first.size, -1, dtype=np.int64)
             both = np.flatnonzero((one >= 0) & (two >= 0))  # a pair of unknown words is too
@@ -1645,10 +1642,7 @@ class RunTally:
         their words' numbers. A pair is found by the numbers of its two words, exactly,
         and kept as them: no bytes are made. None of a text of more tokens than the
         ``ngram_doc_limit``."""
-        first = np.flatnonzero(text[1:] == text[:-1])
-        short = short_texts(text, self.ngram_doc_limit)
-        if short is not None:
-            first = first[short[first]]
+        first = ngram_firsts(text, 2, self.ngram_doc_limit)
         if not first.size:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, empty

@@ -203,15 +203,21 @@ class TokenizerSettings(Record, frozen=True):
         >>> [on.scoring(f).ngram_range for f in (None, ("words",), ("words", "pairs"))]
         [(1, 2), (1, 1), (1, 2)]
         """
-        if features is None:
+        if features is None or not self.scores_apart:
             return self
         out = self
         if self.symbols and "symbols" not in features:
             out = replace(out, symbols=False)
-        grams = {"pairs", "ngrams"} & set(features)
-        if self.ngram_range[0] == 1 and self.ngram_range[1] > 1 and not grams:
+        if self.ngram_range[0] == 1 < self.ngram_range[1] and GRAM_FAMILIES.isdisjoint(features):
             out = replace(out, ngram_range=(1, 1), ngram_doc_limit=None)
         return out
+
+    @property
+    def scores_apart(self) -> bool:
+        """Whether :meth:`scoring` may count with other settings than these, for some
+        chosen features: the symbols, or word n-grams from single words, that a choice
+        can leave out (a reader of a model file asks for its chosen features only then)."""
+        return self.symbols or self.ngram_range[0] == 1 < self.ngram_range[1]
 
     def to_dict(self) -> dict:
         from dataclasses import asdict
@@ -250,6 +256,9 @@ class TokenizerSettings(Record, frozen=True):
 # and checks that they are these): a model file's chosen features are checked against
 # them without the families' numpy code, which scoring one document does not load.
 FAMILY_NAMES = ("words", "runs", "characters", "symbols", "pairs", "ngrams")
+# The families of word n-grams longer than one word (and, beside ``unspaced``, the pairs of
+# characters: entries of one space).
+GRAM_FAMILIES = frozenset({"pairs", "ngrams"})
 
 
 def check_family_names(names) -> tuple[str, ...]:
